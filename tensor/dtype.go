@@ -1,0 +1,198 @@
+// Package tensor holds nanoserve's numeric kernels: the weight element types
+// (float and GGUF block-quantized formats), matrix-vector and matrix-matrix
+// products over them, and the small vector ops a transformer needs.
+//
+// Every kernel has a plain Go reference version; fast versions (Go assembly
+// behind CPU-feature detection) are tested against it.
+package tensor
+
+import (
+	"fmt"
+	"math"
+)
+
+// DType is a weight element type. The numeric values are GGUF's ggml_type
+// ids, so a GGUF tensor's type field converts directly.
+type DType uint32
+
+const (
+	F32  DType = 0
+	F16  DType = 1
+	Q4_0 DType = 2
+	Q4_1 DType = 3
+	Q5_0 DType = 6
+	Q5_1 DType = 7
+	Q8_0 DType = 8
+	Q8_1 DType = 9
+	Q2_K DType = 10
+	Q3_K DType = 11
+	Q4_K DType = 12
+	Q5_K DType = 13
+	Q6_K DType = 14
+	Q8_K DType = 15
+	I8   DType = 24
+	I16  DType = 25
+	I32  DType = 26
+	I64  DType = 27
+	F64  DType = 28
+	BF16 DType = 30
+)
+
+// typeInfo: a block of blockSize elements takes blockBytes bytes.
+type typeInfo struct {
+	name       string
+	blockSize  int
+	blockBytes int
+}
+
+var types = map[DType]typeInfo{
+	F32:  {"F32", 1, 4},
+	F16:  {"F16", 1, 2},
+	BF16: {"BF16", 1, 2},
+	F64:  {"F64", 1, 8},
+	I8:   {"I8", 1, 1},
+	I16:  {"I16", 1, 2},
+	I32:  {"I32", 1, 4},
+	I64:  {"I64", 1, 8},
+	Q4_0: {"Q4_0", 32, 2 + 16},
+	Q4_1: {"Q4_1", 32, 2 + 2 + 16},
+	Q5_0: {"Q5_0", 32, 2 + 4 + 16},
+	Q5_1: {"Q5_1", 32, 2 + 2 + 4 + 16},
+	Q8_0: {"Q8_0", 32, 2 + 32},
+	Q8_1: {"Q8_1", 32, 4 + 4 + 32},
+	Q2_K: {"Q2_K", 256, 256/16 + 256/4 + 2 + 2},
+	Q3_K: {"Q3_K", 256, 256/8 + 256/4 + 12 + 2},
+	Q4_K: {"Q4_K", 256, 2 + 2 + 12 + 256/2},
+	Q5_K: {"Q5_K", 256, 2 + 2 + 12 + 256/8 + 256/2},
+	Q6_K: {"Q6_K", 256, 256/2 + 256/4 + 256/16 + 2},
+	Q8_K: {"Q8_K", 256, 4 + 256 + 256/16*2},
+}
+
+// Known reports whether t is a type this package can size.
+func (t DType) Known() bool { _, ok := types[t]; return ok }
+
+func (t DType) String() string {
+	if ti, ok := types[t]; ok {
+		return ti.name
+	}
+	return fmt.Sprintf("type(%d)", uint32(t))
+}
+
+// BlockSize is the number of elements in one block (1 for plain types).
+func (t DType) BlockSize() int { return types[t].blockSize }
+
+// BlockBytes is the size in bytes of one block.
+func (t DType) BlockBytes() int { return types[t].blockBytes }
+
+// RowBytes returns the byte size of n elements of type t. n must be a
+// multiple of the block size.
+func (t DType) RowBytes(n int) (int, error) {
+	ti, ok := types[t]
+	if !ok {
+		return 0, fmt.Errorf("tensor: unknown type %d", uint32(t))
+	}
+	if n%ti.blockSize != 0 {
+		return 0, fmt.Errorf("tensor: %d elements of %s is not a whole number of %d-element blocks", n, ti.name, ti.blockSize)
+	}
+	return n / ti.blockSize * ti.blockBytes, nil
+}
+
+// ParseDType maps a name such as "Q8_0" or "f16" to its type.
+func ParseDType(s string) (DType, bool) {
+	for t, ti := range types {
+		if equalFold(ti.name, s) {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// F16ToF32 converts an IEEE 754 half-precision value to float32 (exact).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && man == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: value = man * 2^-24
+		f := float32(man) * (1.0 / (1 << 24))
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	case exp == 0x1f: // inf or nan
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
+}
+
+// F32ToF16 converts float32 to half precision, rounding to nearest even.
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	man := b & 0x7fffff
+	if exp == 0xff { // inf / nan
+		if man != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 { // subnormal or zero in half
+		if e < -10 {
+			return sign
+		}
+		man |= 0x800000
+		shift := uint32(14 - e)
+		half := man >> shift
+		rem := man & (1<<shift - 1)
+		mid := uint32(1) << (shift - 1)
+		if rem > mid || (rem == mid && half&1 == 1) {
+			half++
+		}
+		return sign | uint16(half)
+	}
+	half := uint32(e)<<10 | man>>13
+	rem := man & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && half&1 == 1) {
+		half++ // may carry into the exponent, which is still correct
+	}
+	return sign | uint16(half)
+}
+
+// BF16ToF32 converts bfloat16 to float32 (exact).
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// F32ToBF16 converts float32 to bfloat16, rounding to nearest even.
+func F32ToBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // nan
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}

@@ -1,0 +1,172 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+)
+
+// Mat is a row-major weight matrix (Rows, Cols) stored in its file encoding:
+// row r is the Type.RowBytes(Cols) bytes starting at r*RowBytes. Data usually
+// points into a memory-mapped model file.
+type Mat struct {
+	Type       DType
+	Rows, Cols int
+	Data       []byte
+}
+
+// NewMat checks that data holds exactly rows×cols elements of type t.
+func NewMat(t DType, rows, cols int, data []byte) (*Mat, error) {
+	rb, err := t.RowBytes(cols)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) != rows*rb {
+		return nil, fmt.Errorf("tensor: %s matrix (%d, %d) needs %d bytes, have %d", t, rows, cols, rows*rb, len(data))
+	}
+	return &Mat{Type: t, Rows: rows, Cols: cols, Data: data}, nil
+}
+
+// F32Mat wraps float32 values (rows, cols) as a Mat without copying.
+func F32Mat(rows, cols int, v []float32) *Mat {
+	return &Mat{Type: F32, Rows: rows, Cols: cols, Data: F32Bytes(v)}
+}
+
+// RowBytes is the byte length of one row.
+func (m *Mat) RowBytes() int { n, _ := m.Type.RowBytes(m.Cols); return n }
+
+// Row returns the encoded bytes of row r.
+func (m *Mat) Row(r int) []byte { n := m.RowBytes(); return m.Data[r*n : (r+1)*n] }
+
+// F32Bytes reinterprets float32s as bytes (little-endian hosts; no copy).
+func F32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
+}
+
+// BytesF32 reinterprets bytes as float32s (no copy). len(b) must be a
+// multiple of 4 and b 4-byte aligned (mmap'd tensor data is).
+func BytesF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// BytesU16 reinterprets bytes as uint16s (no copy).
+func BytesU16(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+// Pool runs kernels on a fixed number of worker goroutines. A nil *Pool runs
+// everything on the calling goroutine.
+type Pool struct {
+	n int
+}
+
+// NewPool returns a pool of n workers (n < 1 means 1).
+func NewPool(n int) *Pool {
+	if n < 1 {
+		n = 1
+	}
+	return &Pool{n: n}
+}
+
+// Threads is the number of workers.
+func (p *Pool) Threads() int {
+	if p == nil {
+		return 1
+	}
+	return p.n
+}
+
+// parallel splits [0, n) into contiguous chunks, one per worker.
+func (p *Pool) parallel(n int, fn func(lo, hi int)) {
+	w := p.Threads()
+	if w == 1 || n < 2 {
+		fn(0, n)
+		return
+	}
+	if w > n {
+		w = n
+	}
+	var wg sync.WaitGroup
+	chunk := (n + w - 1) / w
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(lo, hi) }()
+	}
+	wg.Wait()
+}
+
+// MatMul computes dst = x · Wᵀ: x is (n, w.Cols), dst is (n, w.Rows),
+// dst[t][r] = Σ_c W[r][c]·x[t][c].
+func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
+	p.parallel(w.Rows, func(lo, hi int) { MatMulRef(dst, w, x, n, lo, hi) })
+}
+
+// MatMulRef is the reference kernel over weight rows [lo, hi): dequantize a
+// row to float32, then plain dot products with every input row.
+func MatMulRef(dst []float32, w *Mat, x []float32, n, lo, hi int) {
+	row := make([]float32, w.Cols)
+	for r := lo; r < hi; r++ {
+		DequantizeRow(row, w.Type, w.Row(r))
+		for t := 0; t < n; t++ {
+			dst[t*w.Rows+r] = DotF32(row, x[t*w.Cols:(t+1)*w.Cols])
+		}
+	}
+}
+
+// DotF32 is Σ a[i]·b[i], accumulated in float32 in order.
+func DotF32(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// DequantizeRow decodes len(dst) elements of type t from src into dst.
+func DequantizeRow(dst []float32, t DType, src []byte) {
+	switch t {
+	case F32:
+		copy(dst, BytesF32(src[:len(dst)*4]))
+	case F16:
+		for i := range dst {
+			dst[i] = F16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	case BF16:
+		for i := range dst {
+			dst[i] = BF16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	default:
+		if dq, ok := dequantizers[t]; ok {
+			dq(dst, src)
+			return
+		}
+		for i := range dst {
+			dst[i] = float32(math.NaN())
+		}
+	}
+}
+
+// dequantizers maps block-quantized types to their reference decoders
+// (filled in quant.go).
+var dequantizers = map[DType]func(dst []float32, src []byte){}
+
+// Computable reports whether MatMul and DequantizeRow support type t.
+func Computable(t DType) bool {
+	switch t {
+	case F32, F16, BF16:
+		return true
+	}
+	_, ok := dequantizers[t]
+	return ok
+}

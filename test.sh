@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The project's test command (README): build pure Go, vet, unit tests, race
+# tests on the concurrent packages, then the shared acceptance checks.
+set -euo pipefail
+cd "$(dirname "$0")"
+export GOFLAGS=${GOFLAGS:-}
+echo "== build (CGO_ENABLED=0)"
+CGO_ENABLED=0 go build ./...
+echo "== vet"
+go vet ./...
+echo "== gofmt"
+test -z "$(gofmt -l . | tee /dev/stderr)"
+echo "== tests"
+go test -count=1 ./...
+echo "== race (concurrent packages)"
+CGO_ENABLED=1 go test -count=1 -race ./tensor/ ./engine/ ./kvcache/
+if [ -d ../shared/checks ]; then
+  echo "== shared acceptance checks"
+  python3 ../shared/checks/goldens.py
+  python3 ../shared/checks/tokenizers.py
+  python3 ../shared/checks/gguf_goldens.py
+fi
