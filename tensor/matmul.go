@@ -3,7 +3,6 @@ package tensor
 import (
 	"fmt"
 	"math"
-	"sync"
 	"unsafe"
 )
 
@@ -62,54 +61,6 @@ func BytesU16(b []byte) []uint16 {
 		return nil
 	}
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
-}
-
-// Pool runs kernels on a fixed number of worker goroutines. A nil *Pool runs
-// everything on the calling goroutine.
-type Pool struct {
-	n int
-}
-
-// NewPool returns a pool of n workers (n < 1 means 1).
-func NewPool(n int) *Pool {
-	if n < 1 {
-		n = 1
-	}
-	return &Pool{n: n}
-}
-
-// Threads is the number of workers.
-func (p *Pool) Threads() int {
-	if p == nil {
-		return 1
-	}
-	return p.n
-}
-
-// parallel splits [0, n) into contiguous chunks, one per worker.
-func (p *Pool) parallel(n int, fn func(lo, hi int)) {
-	w := p.Threads()
-	if w == 1 || n < 2 {
-		fn(0, n)
-		return
-	}
-	if w > n {
-		w = n
-	}
-	var wg sync.WaitGroup
-	chunk := (n + w - 1) / w
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() { defer wg.Done(); fn(lo, hi) }()
-	}
-	wg.Wait()
-}
-
-// MatMul computes dst = x · Wᵀ: x is (n, w.Cols), dst is (n, w.Rows),
-// dst[t][r] = Σ_c W[r][c]·x[t][c].
-func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
-	p.parallel(w.Rows, func(lo, hi int) { MatMulRef(dst, w, x, n, lo, hi) })
 }
 
 // MatMulRef is the reference kernel over weight rows [lo, hi): dequantize a

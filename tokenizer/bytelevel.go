@@ -1,5 +1,719 @@
 package tokenizer
 
+// Byte-level BPE (GPT-2, Llama-3, Qwen, SmolLM).
+//
+// Text is first cut into pre-tokens by a hand-written matcher that behaves
+// like the model's split regex (pretok.go). Each pre-token is then encoded as
+// bytes: the vocabulary stores every byte 0..255 as one token, and BPE
+// repeatedly merges the adjacent pair of symbols (a, b) whose merge rule
+// "a b" has the lowest rank, leftmost pair first on ties, until no adjacent
+// pair has a rule. Because every token is a byte string and the initial
+// symbols are single bytes, concatenating the pieces of the ids gives back
+// exactly the bytes that were encoded: decode(encode(s)) == s for any input
+// (after the optional NFC normalisation).
+//
+// Vocabularies store byte-level tokens in GPT-2's printable alphabet: each
+// byte maps to one code point (printable Latin-1 bytes to themselves, the
+// others to U+0100 + n in order), so " hello" is stored as "Ġhello". The
+// model works on raw bytes internally: tokens are unmapped once at load.
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// byteToRune maps a byte to its GPT-2 printable code point; runeToByte is
+// its inverse over the 256 code points used (-1 elsewhere).
+var (
+	byteToRune [256]rune
+	runeToByte [324]int16 // code points 0..323 cover the whole alphabet
+)
+
+func init() {
+	for i := range runeToByte {
+		runeToByte[i] = -1
+	}
+	n := 0
+	for b := 0; b < 256; b++ {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			byteToRune[b] = rune(b)
+		} else {
+			byteToRune[b] = rune(256 + n)
+			n++
+		}
+		runeToByte[byteToRune[b]] = int16(b)
+	}
+}
+
+// byteLevelDecode unmaps a token stored in GPT-2's alphabet to its bytes,
+// appending to dst. ok is false if the text holds a code point outside the
+// alphabet; those characters are then copied as UTF-8.
+func byteLevelDecode(dst []byte, tok string) ([]byte, bool) {
+	ok := true
+	for _, r := range tok {
+		if r >= 0 && int(r) < len(runeToByte) && runeToByte[r] >= 0 {
+			dst = append(dst, byte(runeToByte[r]))
+		} else {
+			ok = false
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return dst, ok
+}
+
+// byteLevelEncode maps raw bytes to GPT-2's alphabet (the form vocabularies
+// store).
+func byteLevelEncode(b []byte) string {
+	var sb strings.Builder
+	for _, c := range b {
+		sb.WriteRune(byteToRune[c])
+	}
+	return sb.String()
+}
+
+// byteLevel is the byte-level BPE model.
+type byteLevel struct {
+	pre          *preTokenizer
+	nfc          bool
+	ignoreMerges bool
+	unk          int32 // id for a byte with no token (never in sane vocabularies), -1: drop it
+
+	byteID [256]int32 // id of the single-byte token, -1 if missing
+	ids    tokenTable // raw bytes -> id, normal tokens only
+	merges pairTable  // pairKey(a, b) -> rank<<32 | merged id
+	raw    []byte     // bytes of all tokens, back to back
+	off    []int32    // (vocab+1) token id's bytes are raw[off[id]:off[id+1]]
+
+	cache wordCache
+}
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
 // newByteLevel builds a byte-level BPE model (GPT-2, Llama-3, Qwen) from v.
-// (Stub: the byte-level helper owns and replaces this file.)
-func newByteLevel(v *Vocab) (model, error) { return nil, errNotImplemented }
+func newByteLevel(v *Vocab) (model, error) {
+	pre, err := newPreTokenizer(v.Pre)
+	if err != nil {
+		return nil, err
+	}
+	m := &byteLevel{
+		pre:          pre,
+		ignoreMerges: v.IgnoreMerges,
+		unk:          -1,
+	}
+	switch v.Normalizer {
+	case "":
+	case "NFC":
+		m.nfc = true
+	default:
+		return nil, fmt.Errorf("tokenizer: unsupported normalizer %q for byte-level BPE", v.Normalizer)
+	}
+	if v.UNK.OK && v.UNK.ID >= 0 && v.UNK.ID < len(v.Tokens) {
+		m.unk = int32(v.UNK.ID)
+	}
+	if len(v.Tokens) >= 1<<31-1 {
+		return nil, fmt.Errorf("tokenizer: vocabulary too large (%d tokens)", len(v.Tokens))
+	}
+	// Unmap every token into one arena: raw[off[id]:off[id+1]] are the
+	// bytes of id. Control and user-defined tokens are stored as plain text.
+	off := make([]int32, len(v.Tokens)+1)
+	raw := make([]byte, 0, len(v.Tokens)*8)
+	usable := make([]bool, len(v.Tokens)) // normal tokens BPE can produce
+	for id, tok := range v.Tokens {
+		typ := TypeNormal
+		if v.Types != nil && id < len(v.Types) {
+			typ = v.Types[id]
+		}
+		n0 := len(raw)
+		switch typ {
+		case TypeControl, TypeUserDefined:
+			raw = append(raw, tok...)
+		default:
+			var ok bool
+			raw, ok = byteLevelDecode(raw, tok)
+			usable[id] = ok && len(raw) > n0 && typ != TypeUnused
+		}
+		if len(raw) >= 1<<31-1 {
+			return nil, errors.New("tokenizer: vocabulary text too large")
+		}
+		off[id+1] = int32(len(raw))
+	}
+	m.raw, m.off = raw, off
+	nUsable := 0
+	for _, u := range usable {
+		if u {
+			nUsable++
+		}
+	}
+	m.ids = newTokenTable(nUsable, raw, off)
+	for id := range v.Tokens {
+		if usable[id] && !m.ids.insertIfAbsent(int32(id)) {
+			usable[id] = false // same bytes as a lower id, which wins
+		}
+	}
+	for b := range m.byteID {
+		m.byteID[b] = -1
+		if id, ok := m.ids.find([]byte{byte(b)}); ok {
+			m.byteID[b] = id
+		}
+	}
+	// Merges. Vocabularies list merges in the order of the tokens they
+	// make, so the merged id is first guessed as the previous one or the
+	// next and checked against the arena; the table is the fallback. Walking
+	// forwards, a repeated rule keeps its first (lowest) rank.
+	m.merges = newPairTable(len(v.Merges))
+	var mb mergeBatch
+	prevC := int32(-1)
+	for base := 0; base < len(v.Merges); base += len(mb.span) {
+		n := min(len(mb.span), len(v.Merges)-base)
+		if err := mb.load(v.Merges[base : base+n]); err != nil {
+			return nil, fmt.Errorf("tokenizer: merge %d: %w", base, err)
+		}
+		mb.warm(&m.ids)
+		for j := 0; j < n; j++ {
+			sp := mb.span[j]
+			if sp[0] < 0 {
+				continue // holds a character outside the byte alphabet
+			}
+			ab := mb.buf[sp[0]:sp[2]]
+			a, okA := m.ids.findHash(ab[:sp[1]-sp[0]], mb.ha[j])
+			b, okB := m.ids.findHash(ab[sp[1]-sp[0]:], mb.hb[j])
+			if !okA || !okB {
+				continue // rule over tokens not in the vocabulary: never applies
+			}
+			c := int32(-1)
+			switch {
+			case prevC >= 0 && m.isToken(prevC, ab, usable):
+				c = prevC
+			case prevC+1 < int32(len(v.Tokens)) && m.isToken(prevC+1, ab, usable):
+				c = prevC + 1
+			default:
+				id, ok := m.ids.find(ab)
+				if !ok {
+					continue
+				}
+				c = id
+			}
+			prevC = c
+			mb.keys = append(mb.keys, pairKey(a, b))
+			mb.vals = append(mb.vals, uint64(base+j)<<32|uint64(uint32(c)))
+		}
+		m.merges.insertBatch(mb.keys, mb.vals)
+		mb.keys, mb.vals = mb.keys[:0], mb.vals[:0]
+	}
+	m.cache.init()
+	return m, nil
+}
+
+// mergeBatch decodes merge rules a batch at a time so that the table
+// lookups of a whole batch can be started together: the vocabulary tables
+// are far larger than the CPU caches, and a lookup is mostly waiting for
+// memory.
+type mergeBatch struct {
+	buf    []byte     // decoded rules back to back
+	span   [64][3]int // start of left, start of right, end in buf; start -1 if unusable
+	ha, hb [64]uint64 // hashes of left and right
+	n      int
+	keys   []uint64 // resolved rules: pairKey(left, right)
+	vals   []uint64 // and rank<<32 | merged id
+}
+
+// load decodes rules "left right" into the batch.
+func (mb *mergeBatch) load(rules []string) error {
+	mb.buf, mb.n = mb.buf[:0], len(rules)
+	for j, r := range rules {
+		sp := strings.IndexByte(r, ' ')
+		if sp < 0 {
+			return fmt.Errorf("%q is not \"left right\"", r)
+		}
+		start := len(mb.buf)
+		var okA, okB bool
+		mb.buf, okA = byteLevelDecode(mb.buf, r[:sp])
+		mid := len(mb.buf)
+		mb.buf, okB = byteLevelDecode(mb.buf, r[sp+1:])
+		mb.span[j] = [3]int{start, mid, len(mb.buf)}
+		if !okA || !okB {
+			mb.span[j][0] = -1
+		}
+	}
+	return nil
+}
+
+// warm hashes both sides of every rule and touches the table slots and
+// arena bytes the lookups will read, with no dependency between rules, so
+// the memory accesses overlap.
+func (mb *mergeBatch) warm(t *tokenTable) {
+	var sink uint64
+	mask := uint64(len(t.slots) - 1)
+	for j := 0; j < mb.n; j++ {
+		sp := mb.span[j]
+		if sp[0] < 0 {
+			continue
+		}
+		mb.ha[j] = maphash.Bytes(t.seed, mb.buf[sp[0]:sp[1]])
+		mb.hb[j] = maphash.Bytes(t.seed, mb.buf[sp[1]:sp[2]])
+		sink += t.slots[mb.ha[j]&mask] + t.slots[mb.hb[j]&mask]
+	}
+	for j := 0; j < mb.n; j++ {
+		if mb.span[j][0] < 0 {
+			continue
+		}
+		for _, h := range [2]uint64{mb.ha[j], mb.hb[j]} {
+			if s := t.slots[h&mask]; s != 0 {
+				sink += uint64(t.off[uint32(s)-1])
+			}
+		}
+	}
+	for j := 0; j < mb.n; j++ {
+		if mb.span[j][0] < 0 {
+			continue
+		}
+		for _, h := range [2]uint64{mb.ha[j], mb.hb[j]} {
+			if s := t.slots[h&mask]; s != 0 {
+				if o := t.off[uint32(s)-1]; int(o) < len(t.raw) {
+					sink += uint64(t.raw[o])
+				}
+			}
+		}
+	}
+	runtime.KeepAlive(sink)
+}
+
+// isToken reports whether id is the usable token whose bytes are b.
+func (m *byteLevel) isToken(id int32, b []byte, usable []bool) bool {
+	return usable[id] && int(m.off[id+1]-m.off[id]) == len(b) && string(m.raw[m.off[id]:m.off[id+1]]) == string(b)
+}
+
+// tokenTable is an open-addressing hash table from token bytes to ids,
+// whose keys live in the model's arena (raw, off). Each slot packs the
+// high 32 bits of the key's hash with id+1 (0: empty), so a probe rarely
+// needs to look at the arena.
+type tokenTable struct {
+	slots []uint64 // len is a power of two, at most half full
+	seed  maphash.Seed
+	raw   []byte
+	off   []int32
+}
+
+func newTokenTable(n int, raw []byte, off []int32) tokenTable {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	return tokenTable{slots: make([]uint64, size), seed: maphash.MakeSeed(), raw: raw, off: off}
+}
+
+func (t *tokenTable) key(id int32) []byte { return t.raw[t.off[id]:t.off[id+1]] }
+
+// find returns the id whose bytes are b.
+func (t *tokenTable) find(b []byte) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	return t.findHash(b, maphash.Bytes(t.seed, b))
+}
+
+// findHash is find given b's hash.
+func (t *tokenTable) findHash(b []byte, h uint64) (int32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if s>>32 == h>>32 {
+			if id := int32(uint32(s)) - 1; string(t.key(id)) == string(b) {
+				return id, true
+			}
+		}
+	}
+}
+
+// findString is find for a string key.
+func (t *tokenTable) findString(w string) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	h := maphash.String(t.seed, w)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if s>>32 == h>>32 {
+			if id := int32(uint32(s)) - 1; string(t.key(id)) == w {
+				return id, true
+			}
+		}
+	}
+}
+
+// insertIfAbsent adds id under its bytes; false if those bytes are taken.
+func (t *tokenTable) insertIfAbsent(id int32) bool {
+	b := t.key(id)
+	h := maphash.Bytes(t.seed, b)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			t.slots[i] = h>>32<<32 | uint64(uint32(id+1))
+			return true
+		}
+		if s>>32 == h>>32 && string(t.key(int32(uint32(s))-1)) == string(b) {
+			return false
+		}
+	}
+}
+
+// pairTable is an open-addressing hash table from pair keys to
+// rank<<32|merged id (noMerge when absent), probed linearly from a
+// Fibonacci hash: one probe usually touches one cache line, and it holds
+// no pointers for the garbage collector to scan.
+type pairTable struct {
+	slots []pairSlot // len is a power of two, at most 2/3 full
+	shift uint
+}
+
+type pairSlot struct{ key, val uint64 }
+
+const emptyKey = ^uint64(0) // pairKey(-1, -1): never a real pair
+
+func newPairTable(n int) pairTable {
+	size, shift := 16, uint(64-4)
+	for size < n+n/2+1 { // load factor at most 2/3
+		size *= 2
+		shift--
+	}
+	t := pairTable{slots: make([]pairSlot, size), shift: shift}
+	for i := range t.slots {
+		t.slots[i].key = emptyKey
+	}
+	return t
+}
+
+func (t *pairTable) home(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> t.shift }
+
+func (t *pairTable) get(k uint64) uint64 {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == k {
+			return s.val
+		}
+		if s.key == emptyKey {
+			return noMerge
+		}
+	}
+}
+
+// insertBatch inserts keys[i] -> vals[i] in order (first wins), touching
+// all home slots first so that their cache misses overlap.
+func (t *pairTable) insertBatch(keys, vals []uint64) {
+	var sink uint64
+	for _, k := range keys {
+		sink += t.slots[t.home(k)].key
+	}
+	runtime.KeepAlive(sink)
+	for i, k := range keys {
+		t.insertIfAbsent(k, vals[i])
+	}
+}
+
+func (t *pairTable) insertIfAbsent(k, v uint64) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == k {
+			return
+		}
+		if s.key == emptyKey {
+			s.key, s.val = k, v
+			return
+		}
+	}
+}
+
+// piece returns the bytes token id decodes to.
+func (m *byteLevel) piece(id int) []byte {
+	if id < 0 || id+1 >= len(m.off) {
+		return nil
+	}
+	a, b := m.off[id], m.off[id+1]
+	return m.raw[a:b:b]
+}
+
+// encode appends the ids of text (which holds no special tokens).
+func (m *byteLevel) encode(dst []int, text string, first bool) []int {
+	if m.nfc {
+		text = normalizeNFC(text)
+	}
+	var scratch bpeScratch
+	m.pre.split(text, func(w string) {
+		dst = m.encodeWord(dst, w, &scratch)
+	})
+	return dst
+}
+
+// maxCachedWord bounds the pre-tokens kept in the word cache (bytes).
+const maxCachedWord = 48
+
+// encodeWord appends the ids of one pre-token.
+func (m *byteLevel) encodeWord(dst []int, w string, s *bpeScratch) []int {
+	if len(w) == 1 {
+		return m.appendSym(dst, m.byteID[w[0]])
+	}
+	if m.ignoreMerges {
+		if id, ok := m.ids.findString(w); ok {
+			return append(dst, int(id))
+		}
+	}
+	cacheable := len(w) <= maxCachedWord
+	if cacheable {
+		if ids, ok := m.cache.get(w); ok {
+			for _, id := range ids {
+				dst = append(dst, int(id))
+			}
+			return dst
+		}
+	}
+	syms := m.bpe(w, s)
+	for _, id := range syms {
+		dst = m.appendSym(dst, id)
+	}
+	if cacheable {
+		m.cache.put(w, syms)
+	}
+	return dst
+}
+
+func (m *byteLevel) appendSym(dst []int, id int32) []int {
+	if id < 0 {
+		if m.unk < 0 {
+			return dst
+		}
+		id = m.unk
+	}
+	return append(dst, int(id))
+}
+
+// bpeScratch holds reusable buffers of one encode call.
+type bpeScratch struct {
+	sym   []int32  // (n) current symbols
+	rank  []uint64 // (n) rank<<32|merged of pair (sym[i], sym[i+1]); noMerge if none
+	heap  mergeHeap
+	start []int32 // (n) byte offset where each symbol starts (heap path)
+	next  []int32 // (n) linked list, heap path
+	prev  []int32
+	alive []bool
+}
+
+const noMerge = ^uint64(0)
+
+// smallWord is the size up to which the quadratic scan beats the heap.
+const smallWord = 64
+
+// bpe returns the symbol ids of w after all merges. The result aliases s.
+func (m *byteLevel) bpe(w string, s *bpeScratch) []int32 {
+	if len(w) > smallWord {
+		return m.bpeHeap(w, s)
+	}
+	return m.bpeScan(w, s)
+}
+
+// bpeScan is the merge loop for short pre-tokens: rank[i] caches the rule
+// of pair (sym[i], sym[i+1]), a linear scan finds the best, and only the two
+// pairs next to a merge are looked up again.
+func (m *byteLevel) bpeScan(w string, s *bpeScratch) []int32 {
+	sym := s.sym[:0]
+	for i := 0; i < len(w); i++ {
+		sym = append(sym, m.byteID[w[i]])
+	}
+	rank := s.rank[:0]
+	for i := 0; i+1 < len(sym); i++ {
+		rank = append(rank, m.pairRank(sym[i], sym[i+1]))
+	}
+	for len(sym) > 1 {
+		best := 0
+		for i := 1; i < len(rank); i++ {
+			if rank[i] < rank[best] {
+				best = i
+			}
+		}
+		if rank[best] == noMerge {
+			break
+		}
+		sym[best] = int32(uint32(rank[best]))
+		copy(sym[best+1:], sym[best+2:])
+		sym = sym[:len(sym)-1]
+		copy(rank[best:], rank[best+1:])
+		rank = rank[:len(rank)-1]
+		if best > 0 {
+			rank[best-1] = m.pairRank(sym[best-1], sym[best])
+		}
+		if best < len(rank) {
+			rank[best] = m.pairRank(sym[best], sym[best+1])
+		}
+	}
+	s.sym, s.rank = sym, rank
+	return sym
+}
+
+func (m *byteLevel) pairRank(a, b int32) uint64 {
+	if a < 0 || b < 0 {
+		return noMerge
+	}
+	return m.merges.get(pairKey(a, b))
+}
+
+// mergeHeap is a binary min-heap of candidate merges ordered by (rank, pos).
+type mergeHeap []mergeCand
+
+type mergeCand struct {
+	rm   uint64 // rank<<32 | merged id
+	pos  int32  // index of the left symbol
+	a, b int32  // the pair's ids when queued (stale entries are skipped)
+}
+
+func (c mergeCand) less(d mergeCand) bool {
+	if c.rm>>32 != d.rm>>32 {
+		return c.rm>>32 < d.rm>>32
+	}
+	return c.pos < d.pos
+}
+
+func (h *mergeHeap) push(c mergeCand) {
+	*h = append(*h, c)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !a[i].less(a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *mergeHeap) pop() mergeCand {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && a[r].less(a[l]) {
+			c = r
+		}
+		if !a[c].less(a[i]) {
+			break
+		}
+		a[i], a[c] = a[c], a[i]
+		i = c
+	}
+	*h = a
+	return top
+}
+
+// bpeHeap is the O(n log n) merge loop for long pre-tokens: symbols form a
+// linked list over positions, candidate pairs sit in a heap, and entries made
+// stale by an earlier merge are skipped when popped.
+func (m *byteLevel) bpeHeap(w string, s *bpeScratch) []int32 {
+	n := len(w)
+	s.sym = growInt32(s.sym, n)
+	s.next = growInt32(s.next, n)
+	s.prev = growInt32(s.prev, n)
+	if cap(s.alive) < n {
+		s.alive = make([]bool, n)
+	}
+	sym, next, prev, alive := s.sym[:n], s.next[:n], s.prev[:n], s.alive[:n]
+	for i := 0; i < n; i++ {
+		sym[i] = m.byteID[w[i]]
+		next[i] = int32(i + 1)
+		prev[i] = int32(i - 1)
+		alive[i] = true
+	}
+	next[n-1] = -1
+	h := s.heap[:0]
+	for i := 0; i+1 < n; i++ {
+		if r := m.pairRank(sym[i], sym[i+1]); r != noMerge {
+			h.push(mergeCand{rm: r, pos: int32(i), a: sym[i], b: sym[i+1]})
+		}
+	}
+	for len(h) > 0 {
+		c := h.pop()
+		i := c.pos
+		j := next[i]
+		if !alive[i] || j < 0 || sym[i] != c.a || sym[j] != c.b {
+			continue // stale
+		}
+		sym[i] = int32(uint32(c.rm))
+		alive[j] = false
+		nj := next[j]
+		next[i] = nj
+		if nj >= 0 {
+			prev[nj] = i
+			if r := m.pairRank(sym[i], sym[nj]); r != noMerge {
+				h.push(mergeCand{rm: r, pos: i, a: sym[i], b: sym[nj]})
+			}
+		}
+		if p := prev[i]; p >= 0 {
+			if r := m.pairRank(sym[p], sym[i]); r != noMerge {
+				h.push(mergeCand{rm: r, pos: p, a: sym[p], b: sym[i]})
+			}
+		}
+	}
+	s.heap = h
+	out := sym[:0]
+	for i := int32(0); i >= 0; i = next[i] {
+		out = append(out, sym[i]) // i only grows, so this compacts in place
+	}
+	return out
+}
+
+func growInt32(b []int32, n int) []int32 {
+	if cap(b) < n {
+		return make([]int32, n)
+	}
+	return b[:n]
+}
+
+// wordCache maps recently seen pre-tokens to their ids. It is safe for
+// concurrent use and bounded: when full it is emptied and refilled.
+type wordCache struct {
+	mu sync.Mutex
+	m  map[string][]int32
+}
+
+const wordCacheSize = 1 << 16
+
+func (c *wordCache) init() { c.m = make(map[string][]int32, 1024) }
+
+func (c *wordCache) get(w string) ([]int32, bool) {
+	c.mu.Lock()
+	ids, ok := c.m[w]
+	c.mu.Unlock()
+	return ids, ok
+}
+
+func (c *wordCache) put(w string, ids []int32) {
+	cp := make([]int32, len(ids))
+	copy(cp, ids)
+	c.mu.Lock()
+	if len(c.m) >= wordCacheSize {
+		clear(c.m)
+	}
+	c.m[strings.Clone(w)] = cp // w may point into a large input
+	c.mu.Unlock()
+}

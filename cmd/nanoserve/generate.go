@@ -1,5 +1,190 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
 
-func runGenerate(args []string) error { return errors.New("not implemented yet") }
+	"nanoserve/engine"
+	"nanoserve/sample"
+)
+
+// policyFlags are the sampling flags of generate and chat.
+type policyFlags struct {
+	temperature, topP, minP, repeatPenalty float64
+	presence, frequency                    float64
+	topK, repeatLastN, maxTokens, logprobs int
+	seed                                   int64
+	ignoreEOS                              bool
+	stop                                   stringList
+}
+
+func (pf *policyFlags) register(fs *flag.FlagSet) {
+	d := sample.Defaults()
+	fs.Float64Var(&pf.temperature, "temperature", float64(d.Temperature), "sampling temperature (0: greedy argmax)")
+	fs.IntVar(&pf.topK, "top-k", d.TopK, "keep the k most likely tokens (0: all)")
+	fs.Float64Var(&pf.topP, "top-p", float64(d.TopP), "nucleus: keep the smallest set with probability ≥ p (1: all)")
+	fs.Float64Var(&pf.minP, "min-p", float64(d.MinP), "drop tokens below min-p × the top probability (0: off)")
+	fs.Float64Var(&pf.repeatPenalty, "repeat-penalty", float64(d.RepetitionPenalty), "repetition penalty over prompt and output (1: off)")
+	fs.IntVar(&pf.repeatLastN, "repeat-last-n", d.RepeatLastN, "window of the repetition penalty in tokens")
+	fs.Float64Var(&pf.presence, "presence-penalty", 0, "OpenAI presence penalty over the output")
+	fs.Float64Var(&pf.frequency, "frequency-penalty", 0, "OpenAI frequency penalty over the output")
+	fs.Int64Var(&pf.seed, "seed", -1, "RNG seed (-1: random, reported in --json)")
+	fs.IntVar(&pf.maxTokens, "max-tokens", 0, "maximum tokens to generate (0: until the context is full)")
+	fs.BoolVar(&pf.ignoreEOS, "ignore-eos", false, "do not stop at end-of-generation tokens")
+	fs.Var(&pf.stop, "stop", "stop string (repeatable); never emitted")
+	fs.IntVar(&pf.logprobs, "logprobs", -1, "report log-probabilities with N alternatives per token (-1: off)")
+}
+
+// policy builds the declared sampling policy, starting from the model's
+// generation_config defaults for the flags the user did not set.
+func (pf *policyFlags) policy(fs *flag.FlagSet, modelDefaults []byte) (sample.Policy, error) {
+	p := sample.Defaults()
+	if len(modelDefaults) > 0 {
+		if g, _, err := sample.FromGenerationConfig(modelDefaults); err == nil {
+			p = g
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	apply := func(name string, fn func()) {
+		if set[name] || len(modelDefaults) == 0 {
+			fn()
+		}
+	}
+	apply("temperature", func() { p.Temperature = float32(pf.temperature) })
+	apply("top-k", func() { p.TopK = pf.topK })
+	apply("top-p", func() { p.TopP = float32(pf.topP) })
+	apply("min-p", func() { p.MinP = float32(pf.minP) })
+	apply("repeat-penalty", func() { p.RepetitionPenalty = float32(pf.repeatPenalty) })
+	apply("repeat-last-n", func() { p.RepeatLastN = pf.repeatLastN })
+	p.PresencePenalty, p.FrequencyPenalty = float32(pf.presence), float32(pf.frequency)
+	apply("max-tokens", func() { p.MaxTokens = pf.maxTokens })
+	p.IgnoreEOS = pf.ignoreEOS
+	p.Stop = append([]string(nil), pf.stop...)
+	if pf.seed >= 0 {
+		s := uint64(pf.seed)
+		p.Seed = &s
+	}
+	if pf.logprobs >= 0 {
+		n := pf.logprobs
+		p.Logprobs = &n
+	}
+	return p, p.Validate()
+}
+
+type generateJSON struct {
+	PromptIDs    []int          `json:"prompt_ids"`
+	IDs          []int          `json:"ids"`
+	Text         string         `json:"text"`
+	FinishReason string         `json:"finish_reason"`
+	Error        string         `json:"error,omitempty"`
+	Seed         uint64         `json:"seed"`
+	PrefillMs    float64        `json:"prefill_ms"`
+	DecodeMs     float64        `json:"decode_ms"`
+	TTFTMs       float64        `json:"ttft_ms"`
+	PrefillTokS  float64        `json:"prefill_tok_s"`
+	DecodeTokS   float64        `json:"decode_tok_s"`
+	Usage        engine.Usage   `json:"usage"`
+	Policy       sample.Policy  `json:"policy"`
+	Logprobs     []logprobsJSON `json:"logprobs,omitempty"`
+}
+
+type logprobsJSON struct {
+	ID      int              `json:"id"`
+	Text    string           `json:"text"`
+	Logprob float32          `json:"logprob"`
+	Top     []sample.Logprob `json:"top,omitempty"`
+}
+
+func runGenerate(args []string) error {
+	fs := newFlags("generate")
+	var mf modelFlags
+	var pf policyFlags
+	mf.register(fs)
+	pf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, finish_reason, timings) instead of streaming text")
+	verbose := fs.Bool("verbose", false, "print timings to stderr after streaming")
+	parseSpecial := fs.Bool("parse-special", false, "treat special-token text in the prompt as special tokens")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT means BOS only)")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return fmt.Errorf("want one PROMPT argument, got %d (quote the prompt)", len(pos))
+	}
+	prompt := ""
+	if len(pos) == 1 {
+		prompt = pos[0]
+	}
+	m, err := mf.load()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	pol, err := pf.policy(fs, m.Gen.Sampling)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol}
+
+	var res *engine.Result
+	if *asJSON {
+		res, err = eng.Generate(ctx, req)
+		if err != nil {
+			return err
+		}
+		out := generateJSON{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, FinishReason: res.FinishReason,
+			Seed: res.Seed, PrefillMs: res.Timings.PrefillMs, DecodeMs: res.Timings.DecodeMs, TTFTMs: res.Timings.TTFTMs,
+			PrefillTokS: res.Timings.PrefillTokS, DecodeTokS: res.Timings.DecodeTokS, Usage: res.Usage, Policy: pol}
+		if res.IDs == nil {
+			out.IDs = []int{}
+		}
+		if res.Err != nil {
+			out.Error = res.Err.Error()
+		}
+		for _, t := range res.Logprobs {
+			out.Logprobs = append(out.Logprobs, logprobsJSON{ID: t.ID, Text: t.Text, Logprob: t.Logprob, Top: t.Top})
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		// Unbuffered: each token's text appears as it lands.
+		for tok, err := range eng.GenerateStream(ctx, req, &res) {
+			if err != nil {
+				return err
+			}
+			os.Stdout.WriteString(tok.Text)
+		}
+		os.Stdout.WriteString("\n")
+		if *verbose {
+			printTimings(os.Stderr, res)
+		}
+	}
+	if res.Err != nil {
+		return fmt.Errorf("generation failed after %d tokens: %w", len(res.IDs), res.Err)
+	}
+	return nil
+}
+
+func printTimings(w *os.File, res *engine.Result) {
+	fmt.Fprintf(w, "[%s] prompt %d tokens (%d cached): prefill %.1f ms (%.1f tok/s), ttft %.1f ms; %d tokens: decode %.1f tok/s\n",
+		res.FinishReason, res.Usage.PromptTokens, res.Usage.CachedTokens, res.Timings.PrefillMs, res.Timings.PrefillTokS,
+		res.Timings.TTFTMs, res.Usage.CompletionTokens, res.Timings.DecodeTokS)
+}

@@ -1,0 +1,468 @@
+// Package chat turns a conversation into the exact prompt text a chat model
+// was trained on, by rendering the model's chat template.
+//
+// A chat model does not see "messages"; it sees one token stream in which
+// each turn is wrapped in model-specific markers, e.g. Llama-3's
+//
+//	<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n
+//
+// or Qwen's ChatML "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n".
+// Models ship the recipe as a Jinja template: `chat_template` in Hugging
+// Face's tokenizer_config.json, or `tokenizer.chat_template` in GGUF metadata.
+// The de-facto reference renderer is transformers' apply_chat_template, i.e.
+// Python Jinja2 with a fixed environment; a prompt that differs by one byte
+// from what that produces tokenizes differently from what the model was
+// trained on. This package reproduces that environment in Go:
+//
+//   - Jinja semantics from github.com/ardanlabs/jinja, a pure-Go engine built
+//     for chat templates, with Jinja2's trim_blocks=True and lstrip_blocks=True
+//     (block tags eat the newline after them and the indentation before them).
+//   - Globals raise_exception(msg) (rendering fails with *RaiseError carrying
+//     msg) and strftime_now(fmt) (Python strftime of Options.Now, local time
+//     by default, so tests can pin the date).
+//   - Filter tojson as Hugging Face defines it: json.dumps(x,
+//     ensure_ascii=False, indent=None, separators=None, sort_keys=False) —
+//     non-ASCII kept raw, ", " and ": " separators (",", ": " with indent),
+//     keys in insertion order, Python float repr (1.0 stays "1.0"). See
+//     rewrite.go for how it replaces the engine's own tojson.
+//   - Variables: messages, tools and documents (None when not given),
+//     add_generation_prompt, bos_token and eos_token (only when non-empty, as
+//     HF passes only the special tokens that are set), plus Options.Extra,
+//     where callers put the other special tokens (pad_token, unk_token...,
+//     see Config.Vars) and template switches such as enable_thinking.
+//   - Message dicts carry role and content always, and tool_calls,
+//     tool_call_id, name and Extra fields only when set, so tests such as
+//     `'tool_calls' in message` behave as they do on the Python dicts. Values
+//     built from JSON (json.RawMessage) keep their key order, as Python does.
+//
+// The parity test renders every conversation in testdata/cases.json through
+// the real templates of Llama-3, Llama-3.2, Qwen2.5, Qwen3, SmolLM2 and
+// Mistral-v0.3 and compares byte for byte with goldens that
+// testdata/render_golden.py produced with Python Jinja2 in HF's environment.
+//
+// Also patched over the engine: Jinja2's lexer defaults (CRLF/CR in the
+// source become "\n"; one trailing newline of the source is dropped), and
+// range() is capped at 100000 items as in Jinja2's sandbox.
+//
+// Known differences from Jinja2 that no tested template hits (engine
+// limitations, kept here so they are not rediscovered the hard way): a
+// float printed directly ({{ 1.0 }}, or inside a printed list/dict) shows
+// as Go's %g ("1") where Python prints "1.0" — through tojson it is exact;
+// printed lists/dicts always quote strings with '...'; exponent literals
+// (1e20) do not parse; undefined.attr and undefined + "x" render instead of
+// failing; a few malformed tags ("{% if %}", "{% set x = %}") parse; string
+// repetition ('a' * 10**9) is not limited; {% filter tojson %} and
+// map('tojson') use the engine's tojson. Engine panics are recovered into
+// errors.
+//
+// BOS. Many templates write the BOS text themselves ({{ bos_token }}), while
+// the engine's tokenizer may also be configured to prepend BOS; doing both
+// gives the model two BOS tokens. HF avoids this by tokenizing the rendered
+// chat with add_special_tokens=False. Callers here should tokenize the
+// rendered text with special-token parsing on, and prepend the BOS id only if
+// the tokenizer wants one AND StartsWithBOS(text, bos) is false.
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// ErrNoTemplate is returned when a model ships no chat template.
+var ErrNoTemplate = errors.New("chat: model has no chat template; pass --chat-template FILE")
+
+// RaiseError is the error a template produces by calling raise_exception.
+type RaiseError struct {
+	Message string
+}
+
+func (e *RaiseError) Error() string { return "chat: template raised: " + e.Message }
+
+// Message is one conversation turn as the template sees it.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ToolCalls are the assistant's tool calls, each JSON-able, usually
+	// {"id", "type": "function", "function": {"name", "arguments": {...}}}.
+	// json.RawMessage elements keep their key order.
+	ToolCalls  []any  `json:"tool_calls,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Extra holds any further fields (e.g. reasoning_content), added after the
+	// standard ones in sorted key order.
+	Extra map[string]any `json:"-"`
+}
+
+// UnmarshalJSON reads an OpenAI/HF-style message object. tool_calls elements
+// and unknown fields are kept as json.RawMessage so their key order survives;
+// a null content reads as "".
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("chat: message: %w", err)
+	}
+	*m = Message{}
+	str := func(key string, dst *string) error {
+		v, ok := raw[key]
+		delete(raw, key)
+		if !ok || string(v) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return fmt.Errorf("chat: message field %q: %w", key, err)
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"role", &m.Role}, {"content", &m.Content}, {"tool_call_id", &m.ToolCallID}, {"name", &m.Name}} {
+		if err := str(f.key, f.dst); err != nil {
+			return err
+		}
+	}
+	if v, ok := raw["tool_calls"]; ok {
+		delete(raw, "tool_calls")
+		if string(v) != "null" {
+			var calls []json.RawMessage
+			if err := json.Unmarshal(v, &calls); err != nil {
+				return fmt.Errorf("chat: message field \"tool_calls\": %w", err)
+			}
+			for _, c := range calls {
+				m.ToolCalls = append(m.ToolCalls, c)
+			}
+		}
+	}
+	if len(raw) > 0 {
+		m.Extra = make(map[string]any, len(raw))
+		for k, v := range raw {
+			m.Extra[k] = v
+		}
+	}
+	return nil
+}
+
+// Options are the non-message inputs of a render.
+type Options struct {
+	BOS, EOS            string // bos_token / eos_token; "" leaves the variable undefined
+	AddGenerationPrompt bool   // end with the opener of an assistant turn
+	Tools               []any  // tool schemas (JSON-able); nil renders as tools=None
+	Documents           []any  // RAG documents (JSON-able); nil renders as documents=None
+	// Extra variables: other special tokens (see Config.Vars) and template
+	// switches such as enable_thinking. Values are JSON-able.
+	Extra map[string]any
+	// Now is the clock for strftime_now; nil means time.Now (local time).
+	Now func() time.Time
+}
+
+// Template is a compiled chat template. It is safe for concurrent use.
+type Template struct {
+	t *jinja.Template
+}
+
+// Parse compiles a chat template once, to be rendered many times.
+func Parse(src string) (*Template, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, ErrNoTemplate
+	}
+	t, err := compile(renameTojson(normalizeNewlines(src)))
+	if err != nil {
+		return nil, fmt.Errorf("chat: parse template: %w", err)
+	}
+	return &Template{t: t}, nil
+}
+
+// normalizeNewlines applies two Jinja2 lexer defaults the engine lacks:
+// every "\r\n" or "\r" in the source becomes "\n" (newline_sequence), and a
+// single newline ending the source is dropped (keep_trailing_newline=False).
+func normalizeNewlines(src string) string {
+	if strings.IndexByte(src, '\r') >= 0 {
+		src = strings.ReplaceAll(src, "\r\n", "\n")
+		src = strings.ReplaceAll(src, "\r", "\n")
+	}
+	return strings.TrimSuffix(src, "\n")
+}
+
+func compile(src string) (t *jinja.Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("template engine panicked: %v", r)
+		}
+	}()
+	return jinja.Compile(src)
+}
+
+// Render renders one conversation into prompt text.
+func Render(src string, msgs []Message, opt Options) (string, error) {
+	t, err := Parse(src)
+	if err != nil {
+		return "", err
+	}
+	return t.Render(msgs, opt)
+}
+
+// Render renders one conversation into prompt text.
+func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
+	vars := make(map[string]jinja.Value, 12+len(opt.Extra))
+	if opt.BOS != "" {
+		vars["bos_token"] = jinja.NewString(opt.BOS)
+	}
+	if opt.EOS != "" {
+		vars["eos_token"] = jinja.NewString(opt.EOS)
+	}
+	for k, v := range opt.Extra {
+		val, err := toValue(v)
+		if err != nil {
+			return "", fmt.Errorf("chat: variable %q: %w", k, err)
+		}
+		vars[k] = val
+	}
+	list := make([]jinja.Value, len(msgs))
+	for i, m := range msgs {
+		v, err := messageValue(m)
+		if err != nil {
+			return "", fmt.Errorf("chat: message %d: %w", i, err)
+		}
+		list[i] = v
+	}
+	vars["messages"] = jinja.NewList(list)
+	vars["tools"] = jinja.None()
+	if opt.Tools != nil {
+		v, err := toValue(opt.Tools)
+		if err != nil {
+			return "", fmt.Errorf("chat: tools: %w", err)
+		}
+		vars["tools"] = v
+	}
+	vars["documents"] = jinja.None()
+	if opt.Documents != nil {
+		v, err := toValue(opt.Documents)
+		if err != nil {
+			return "", fmt.Errorf("chat: documents: %w", err)
+		}
+		vars["documents"] = v
+	}
+	vars["add_generation_prompt"] = jinja.NewBool(opt.AddGenerationPrompt)
+
+	var raised *RaiseError
+	vars["raise_exception"] = jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		msg := ""
+		if len(args) > 0 {
+			msg = args[0].String()
+			if args[0].IsString() {
+				msg = args[0].AsString()
+			}
+		}
+		raised = &RaiseError{Message: msg}
+		return jinja.Undefined(), raised
+	})
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	vars["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) == 0 || !args[0].IsString() {
+			return jinja.Undefined(), errors.New("strftime_now: expected a format string")
+		}
+		return jinja.NewString(strftime(args[0].AsString(), now())), nil
+	})
+	vars[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
+	vars["range"] = jinja.NewCallable("range", safeRange)
+
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("chat: render: template engine panicked: %v", r)
+		}
+	}()
+	out, err = t.t.RenderValues(vars)
+	if err != nil {
+		if raised != nil {
+			return "", raised
+		}
+		return "", fmt.Errorf("chat: render: %w", err)
+	}
+	return out, nil
+}
+
+// maxRange is Jinja2's sandbox limit on range() length (MAX_RANGE); the
+// engine's own range has none, so range(10**9) would exhaust memory.
+const maxRange = 100000
+
+// safeRange is Python's range(stop) / range(start, stop[, step]) with the
+// sandbox's length limit.
+func safeRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 1 || len(args) > 3 {
+		return jinja.Undefined(), fmt.Errorf("range: expected 1 to 3 arguments, got %d", len(args))
+	}
+	n := make([]int64, len(args))
+	for i, a := range args {
+		switch {
+		case a.IsInt():
+			n[i] = a.AsInt()
+		case a.IsBool():
+			if a.AsBool() {
+				n[i] = 1
+			}
+		default:
+			return jinja.Undefined(), fmt.Errorf("range: argument %d is not an integer", i+1)
+		}
+	}
+	start, stop, step := int64(0), n[0], int64(1)
+	if len(n) >= 2 {
+		start, stop = n[0], n[1]
+	}
+	if len(n) == 3 {
+		step = n[2]
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("range: step must not be zero")
+	}
+	var count int64
+	if step > 0 && stop > start {
+		count = (stop - start + step - 1) / step
+	} else if step < 0 && stop < start {
+		count = (start - stop - step - 1) / -step
+	}
+	if count < 0 || count > maxRange {
+		return jinja.Undefined(), fmt.Errorf("range: %d items is more than the sandbox allows (%d)", count, maxRange)
+	}
+	items := make([]jinja.Value, count)
+	for i := range items {
+		items[i] = jinja.NewInt(start + int64(i)*step)
+	}
+	return jinja.NewList(items), nil
+}
+
+// StartsWithBOS reports whether rendered prompt text already begins with the
+// BOS token's text, i.e. the template wrote BOS itself and the caller must
+// not prepend another BOS id when tokenizing. It is false when bos is "".
+func StartsWithBOS(rendered, bos string) bool {
+	return bos != "" && strings.HasPrefix(rendered, bos)
+}
+
+// Config is what a tokenizer_config.json says about chat formatting.
+type Config struct {
+	Template string            // the template to use ("default" of a named list); "" if none
+	Named    map[string]string // all named templates when chat_template is a list (e.g. "tool_use")
+	BOS, EOS string            // bos_token / eos_token text; "" when unset
+	// Vars are the other special tokens HF passes to templates: unk_token,
+	// sep_token, pad_token, cls_token, mask_token (strings) and
+	// additional_special_tokens (a list), each only when set. Pass them as
+	// Options.Extra.
+	Vars map[string]any
+}
+
+// ParseConfig reads the chat-related fields of a tokenizer_config.json:
+// chat_template (a string, or a list of {name, template} whose "default" entry
+// is used), and the special tokens, each either a string or an AddedToken
+// object {"content": ...}. A config without a template is not an error here;
+// Config.Template is then "" (see ErrNoTemplate).
+func ParseConfig(tokenizerConfigJSON []byte) (*Config, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(tokenizerConfigJSON, &raw); err != nil {
+		return nil, fmt.Errorf("chat: tokenizer_config.json: %w", err)
+	}
+	c := &Config{Vars: map[string]any{}}
+	if ct, ok := raw["chat_template"]; ok && string(ct) != "null" {
+		var s string
+		if err := json.Unmarshal(ct, &s); err == nil {
+			c.Template = s
+		} else {
+			var list []struct {
+				Name     string `json:"name"`
+				Template string `json:"template"`
+			}
+			if err := json.Unmarshal(ct, &list); err != nil {
+				return nil, errors.New("chat: tokenizer_config.json: chat_template is neither a string nor a list of {name, template}")
+			}
+			c.Named = make(map[string]string, len(list))
+			for _, t := range list {
+				c.Named[t.Name] = t.Template
+			}
+			def, ok := c.Named["default"]
+			if !ok {
+				return nil, errors.New("chat: tokenizer_config.json: chat_template list has no \"default\" entry")
+			}
+			c.Template = def
+		}
+	}
+	var err error
+	if c.BOS, err = tokenText(raw, "bos_token"); err != nil {
+		return nil, err
+	}
+	if c.EOS, err = tokenText(raw, "eos_token"); err != nil {
+		return nil, err
+	}
+	for _, key := range []string{"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"} {
+		t, err := tokenText(raw, key)
+		if err != nil {
+			return nil, err
+		}
+		if t != "" {
+			c.Vars[key] = t
+		}
+	}
+	if v, ok := raw["additional_special_tokens"]; ok && string(v) != "null" {
+		var list []json.RawMessage
+		if err := json.Unmarshal(v, &list); err != nil {
+			return nil, fmt.Errorf("chat: tokenizer_config.json: additional_special_tokens: %w", err)
+		}
+		if len(list) > 0 {
+			texts := make([]any, 0, len(list))
+			for i, item := range list {
+				t, err := addedTokenText(item)
+				if err != nil {
+					return nil, fmt.Errorf("chat: tokenizer_config.json: additional_special_tokens[%d]: %w", i, err)
+				}
+				texts = append(texts, t)
+			}
+			c.Vars["additional_special_tokens"] = texts
+		}
+	}
+	return c, nil
+}
+
+// ConfigTemplate is ParseConfig reduced to the template and BOS/EOS texts; it
+// returns ErrNoTemplate when the config has no chat template.
+func ConfigTemplate(tokenizerConfigJSON []byte) (src, bos, eos string, err error) {
+	c, err := ParseConfig(tokenizerConfigJSON)
+	if err != nil {
+		return "", "", "", err
+	}
+	if c.Template == "" {
+		return "", c.BOS, c.EOS, ErrNoTemplate
+	}
+	return c.Template, c.BOS, c.EOS, nil
+}
+
+func tokenText(raw map[string]json.RawMessage, key string) (string, error) {
+	v, ok := raw[key]
+	if !ok || string(v) == "null" {
+		return "", nil
+	}
+	t, err := addedTokenText(v)
+	if err != nil {
+		return "", fmt.Errorf("chat: tokenizer_config.json: %s: %w", key, err)
+	}
+	return t, nil
+}
+
+// addedTokenText reads a special token given as "text" or {"content": "text", ...}.
+func addedTokenText(v json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return s, nil
+	}
+	var obj struct {
+		Content *string `json:"content"`
+	}
+	if err := json.Unmarshal(v, &obj); err != nil || obj.Content == nil {
+		return "", errors.New("want a string or an object with \"content\"")
+	}
+	return *obj.Content, nil
+}

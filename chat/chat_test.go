@@ -1,0 +1,204 @@
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "regenerate testdata/golden with testdata/render_golden.py (needs python3 + jinja2)")
+
+// sharedDir walks up from the test's directory to the folder holding shared/README.md.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		cand := filepath.Join(dir, "shared")
+		if _, err := os.Stat(filepath.Join(cand, "README.md")); err == nil {
+			return cand
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("shared/ not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+type templateSpec struct {
+	Name         string         `json:"name"`
+	File         string         `json:"file"`
+	SharedConfig string         `json:"shared_config"`
+	BOS          string         `json:"bos"`
+	EOS          string         `json:"eos"`
+	Vars         map[string]any `json:"vars"`
+}
+
+type caseSpec struct {
+	Name                string            `json:"name"`
+	AddGenerationPrompt bool              `json:"add_generation_prompt"`
+	Vars                map[string]any    `json:"vars"`
+	Tools               []json.RawMessage `json:"tools"`
+	Messages            []Message         `json:"messages"`
+}
+
+type casesFile struct {
+	Now       string         `json:"now"`
+	Templates []templateSpec `json:"templates"`
+	Cases     []caseSpec     `json:"cases"`
+}
+
+type goldenFile struct {
+	Template string `json:"template"`
+	Results  []struct {
+		Case   string  `json:"case"`
+		Output *string `json:"output"`
+		Raised *string `json:"raised"`
+		Error  *string `json:"error"`
+	} `json:"results"`
+}
+
+func loadCases(t testing.TB) casesFile {
+	t.Helper()
+	b, err := os.ReadFile("testdata/cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf casesFile
+	if err := json.Unmarshal(b, &cf); err != nil {
+		t.Fatal(err)
+	}
+	return cf
+}
+
+// loadTemplate returns the compiled template and the base options for a spec.
+func loadTemplate(t testing.TB, spec templateSpec) (*Template, Options) {
+	t.Helper()
+	opt := Options{Extra: map[string]any{}}
+	var src string
+	if spec.SharedConfig != "" {
+		b, err := os.ReadFile(filepath.Join(sharedDir(t), spec.SharedConfig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParseConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, opt.BOS, opt.EOS = c.Template, c.BOS, c.EOS
+		for k, v := range c.Vars {
+			opt.Extra[k] = v
+		}
+	} else {
+		b, err := os.ReadFile(filepath.Join("testdata", spec.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, opt.BOS, opt.EOS = string(b), spec.BOS, spec.EOS
+	}
+	for k, v := range spec.Vars {
+		opt.Extra[k] = v
+	}
+	tmpl, err := Parse(src)
+	if err != nil {
+		t.Fatalf("%s: %v", spec.Name, err)
+	}
+	return tmpl, opt
+}
+
+func fixedNow(t testing.TB, s string) func() time.Time {
+	tm, err := time.Parse("2006-01-02T15:04:05Z", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() time.Time { return tm }
+}
+
+func TestGolden(t *testing.T) {
+	if *update {
+		cmd := exec.Command("python3", "testdata/render_golden.py", sharedDir(t))
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("render_golden.py: %v", err)
+		}
+	}
+	cf := loadCases(t)
+	for _, spec := range cf.Templates {
+		t.Run(spec.Name, func(t *testing.T) {
+			tmpl, base := loadTemplate(t, spec)
+			b, err := os.ReadFile(filepath.Join("testdata/golden", spec.Name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g goldenFile
+			if err := json.Unmarshal(b, &g); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{}
+			for i, r := range g.Results {
+				want[r.Case] = i
+			}
+			for _, c := range cf.Cases {
+				t.Run(c.Name, func(t *testing.T) {
+					i, ok := want[c.Name]
+					if !ok {
+						t.Fatalf("no golden for case %q (run go test ./chat -run TestGolden -update)", c.Name)
+					}
+					gr := g.Results[i]
+					opt := base
+					opt.Extra = map[string]any{}
+					for k, v := range base.Extra {
+						opt.Extra[k] = v
+					}
+					for k, v := range c.Vars {
+						opt.Extra[k] = v
+					}
+					opt.AddGenerationPrompt = c.AddGenerationPrompt
+					if c.Tools != nil {
+						for _, tool := range c.Tools {
+							opt.Tools = append(opt.Tools, tool)
+						}
+					}
+					opt.Now = fixedNow(t, cf.Now)
+					got, err := tmpl.Render(c.Messages, opt)
+					switch {
+					case gr.Output != nil:
+						if err != nil {
+							t.Fatalf("render error %v; Python rendered:\n%s", err, *gr.Output)
+						}
+						if got != *gr.Output {
+							t.Errorf("mismatch at byte %d\n got: %q\nwant: %q", firstDiff(got, *gr.Output), got, *gr.Output)
+						}
+					case gr.Raised != nil:
+						var re *RaiseError
+						if !errors.As(err, &re) || re.Message != *gr.Raised {
+							t.Fatalf("want raise_exception(%q), got output %q, err %v", *gr.Raised, got, err)
+						}
+					case gr.Error != nil:
+						if err == nil {
+							t.Fatalf("Python failed (%s) but Go rendered %q", *gr.Error, got)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func firstDiff(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}

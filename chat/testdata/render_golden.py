@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Render chat/testdata/cases.json through Python Jinja2 the way Hugging Face
+transformers' apply_chat_template does, and write chat/testdata/golden/<template>.json.
+
+Environment (as in transformers' chat-template utilities):
+  ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                extensions=[jinja2.ext.loopcontrols])
+  filters["tojson"]         = json.dumps(x, ensure_ascii=False, indent=indent,
+                                         separators=separators, sort_keys=sort_keys)
+  globals["raise_exception"] raises TemplateError(message)
+  globals["strftime_now"]   formats a FIXED clock (cases.json "now") so goldens are stable
+Variables: messages, tools (None when absent), documents (None),
+add_generation_prompt, then the special tokens (bos_token/eos_token only when set),
+the template's "vars" and the case's "vars".
+
+Usage: python3 chat/testdata/render_golden.py [SHARED_DIR]
+(SHARED_DIR defaults to the nearest ../shared holding README.md). Needs only jinja2.
+Regenerate via: go test ./chat -run TestGolden -update
+"""
+import json
+import os
+import sys
+from datetime import datetime
+
+import jinja2
+import jinja2.ext
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Raised(TemplateError):
+    """What raise_exception throws, so the golden can tell it apart."""
+
+
+def find_shared():
+    d = HERE
+    while True:
+        cand = os.path.join(d, "shared")
+        if os.path.isfile(os.path.join(cand, "README.md")):
+            return cand
+        parent = os.path.dirname(d)
+        if parent == d:
+            sys.exit("render_golden: cannot find shared/README.md above " + HERE)
+        d = parent
+
+
+def token_text(v):
+    if isinstance(v, dict):
+        return v.get("content")
+    return v
+
+
+def load_template(spec, shared):
+    """Returns (source, variables) for one template spec."""
+    variables = {}
+    if "shared_config" in spec:
+        with open(os.path.join(shared, spec["shared_config"]), encoding="utf-8") as f:
+            cfg = json.load(f)
+        src = cfg.get("chat_template")
+        if isinstance(src, list):
+            src = {t["name"]: t["template"] for t in src}.get("default")
+        # special_tokens_map: only the tokens that are set
+        for key in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"):
+            t = token_text(cfg.get(key))
+            if t is not None:
+                variables[key] = t
+        if cfg.get("additional_special_tokens"):
+            variables["additional_special_tokens"] = [token_text(t) for t in cfg["additional_special_tokens"]]
+    else:
+        with open(os.path.join(HERE, spec["file"]), encoding="utf-8") as f:
+            src = f.read()
+        for key, field in (("bos_token", "bos"), ("eos_token", "eos")):
+            if spec.get(field) is not None:
+                variables[key] = spec[field]
+    variables.update(spec.get("vars", {}))
+    return src, variables
+
+
+def make_env(now):
+    def raise_exception(message):
+        raise Raised(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt):
+        return now.strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def main():
+    shared = sys.argv[1] if len(sys.argv) > 1 else find_shared()
+    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    now = datetime.strptime(spec["now"], "%Y-%m-%dT%H:%M:%SZ")
+    env = make_env(now)
+    outdir = os.path.join(HERE, "golden")
+    os.makedirs(outdir, exist_ok=True)
+    for tspec in spec["templates"]:
+        src, tvars = load_template(tspec, shared)
+        tmpl = env.from_string(src)
+        results = []
+        for case in spec["cases"]:
+            kwargs = dict(tvars)
+            kwargs.update(case.get("vars", {}))
+            try:
+                out = tmpl.render(
+                    messages=case["messages"],
+                    tools=case.get("tools"),
+                    documents=None,
+                    add_generation_prompt=case["add_generation_prompt"],
+                    **kwargs,
+                )
+                results.append({"case": case["name"], "output": out})
+            except Raised as e:
+                results.append({"case": case["name"], "raised": str(e)})
+            except Exception as e:  # other template errors (undefined ops etc.)
+                results.append({"case": case["name"], "error": "%s: %s" % (type(e).__name__, e)})
+        golden = {
+            "template": tspec["name"],
+            "generator": "render_golden.py, jinja2 " + jinja2.__version__,
+            "results": results,
+        }
+        path = os.path.join(outdir, tspec["name"] + ".json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(golden, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+        print("wrote", os.path.relpath(path, HERE), len(results), "cases")
+
+
+if __name__ == "__main__":
+    main()

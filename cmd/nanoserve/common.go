@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"runtime"
+	"strings"
+
+	"nanoserve/model"
+)
+
+// modelFlags are the flags every command that loads a model shares.
+type modelFlags struct {
+	model     string
+	tokenizer string
+	threads   int
+	ctxSize   int
+}
+
+func (mf *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&mf.model, "model", "", "model: GGUF file, Hugging Face directory or llama2.c .bin (default: the built-in model)")
+	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
+	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
+	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
+}
+
+// load opens the model the flags name.
+func (mf *modelFlags) load() (*model.Model, error) {
+	path := mf.model
+	if path == "" {
+		p, err := builtinModelPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads})
+}
+
+// defaultThreads is the number of physical cores when Linux tells us, else
+// the number of logical CPUs.
+func defaultThreads() int {
+	n := runtime.NumCPU()
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return n
+	}
+	cores := map[string]bool{}
+	var phys, core string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			if phys != "" || core != "" {
+				cores[phys+"/"+core] = true
+			}
+			phys, core = "", ""
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "physical id":
+			phys = strings.TrimSpace(v)
+		case "core id":
+			core = strings.TrimSpace(v)
+		}
+	}
+	if len(cores) > 0 && len(cores) <= n {
+		return len(cores)
+	}
+	return n
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// builtinModelPath locates the built-in default model (see train/ and the
+// README); until it ships, commands need --model.
+var builtinModelPath = func() (string, error) {
+	return "", errors.New("no --model given and no built-in model is available")
+}

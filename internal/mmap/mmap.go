@@ -1,0 +1,59 @@
+// Package mmap maps files read-only into memory, so multi-gigabyte model
+// files are paged in by the kernel on demand instead of being copied into
+// the Go heap. On unix systems it uses mmap(2) (PROT_READ, MAP_SHARED); on
+// other systems it falls back to reading the whole file.
+//
+// The bytes of a Mapping must not be written (the pages are read-only: a
+// write faults) and must not be used after Close.
+package mmap
+
+import (
+	"fmt"
+	"os"
+)
+
+// Mapping is a read-only view of a whole file.
+type Mapping struct {
+	data   []byte
+	mapped bool // data came from mmap and must be unmapped
+}
+
+// Open maps the file at path. An empty file gives an empty Mapping.
+func Open(path string) (*Mapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("mmap: %s is not a regular file", path)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return &Mapping{}, nil
+	}
+	if int64(int(size)) != size {
+		return nil, fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, size)
+	}
+	return mapFile(f, int(size))
+}
+
+// Bytes returns the file's contents (read-only; valid until Close).
+func (m *Mapping) Bytes() []byte { return m.data }
+
+// Close releases the mapping. It is safe to call more than once.
+func (m *Mapping) Close() error {
+	if m == nil || m.data == nil {
+		return nil
+	}
+	data, mapped := m.data, m.mapped
+	m.data, m.mapped = nil, false
+	if mapped {
+		return unmap(data)
+	}
+	return nil
+}

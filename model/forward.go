@@ -1,0 +1,436 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"nanoserve/kvcache"
+	"nanoserve/tensor"
+)
+
+// Batch is a set of tokens to run through the model, from any number of
+// sequences, each with its position.
+//
+// Rules (checked by Forward, which returns an error and changes nothing
+// when one is broken):
+//   - Tokens, Pos and Seq have the same length n ≥ 1; Output is nil or n long.
+//   - A sequence's tokens appear in increasing consecutive positions; its
+//     first token in the batch has Pos ≤ Seq.Len (positions before it must
+//     already be in the cache; Pos < Seq.Len rewinds: later cached positions
+//     are forgotten).
+//   - Every position has a reserved cache block (kvcache.Reserve) and, for
+//     GPT-2, is below the context length (learned positions end there).
+//
+// Output selects the tokens whose logits Forward returns; nil means only
+// the batch's last token.
+type Batch struct {
+	Tokens []int
+	Pos    []int
+	Seq    []*kvcache.Seq
+	Output []bool
+}
+
+// ErrBatch is wrapped by every error about an invalid Batch.
+var ErrBatch = errors.New("model: invalid batch")
+
+// workspace holds the activations of one Forward call; it grows to the
+// largest batch seen and is reused, so steady-state decoding does not
+// allocate.
+type workspace struct {
+	n      int         // token capacity
+	x      []float32   // (n, dim) residual stream
+	xb     []float32   // (n, dim) normalised input of a sub-block
+	q      []float32   // (n, q_dim)
+	k, v   []float32   // (n, kv_dim)
+	qkv    []float32   // (n, q_dim+2·kv_dim) fused projection output (GPT-2)
+	att    []float32   // (n, q_dim) attention output
+	hb     []float32   // (n, hidden)
+	hb2    []float32   // (n, hidden)
+	cos    []float32   // (n, rope_dim/2)
+	sin    []float32   // (n, rope_dim/2)
+	slots  []int       // (n) cache row of each token
+	outIdx []int       // (≤ n) batch indices with Output set
+	xo     []float32   // (n_out, dim) final normalised rows of output tokens
+	logits []float32   // (n_out, vocab)
+	scores [][]float32 // (workers, ≥ max_pos+1) attention scores
+	b      Batch       // the batch being run
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func (m *Model) ensure(n, maxPos int) {
+	ws := &m.ws
+	c := &m.Config
+	if ws.n < n {
+		ws.n = n
+		ws.x = make([]float32, n*c.Dim)
+		ws.xb = make([]float32, n*c.Dim)
+		ws.q = make([]float32, n*c.QDim())
+		ws.k = make([]float32, n*c.KVDim())
+		ws.v = make([]float32, n*c.KVDim())
+		ws.att = make([]float32, n*c.QDim())
+		ws.hb = make([]float32, n*c.HiddenDim)
+		ws.hb2 = make([]float32, n*c.HiddenDim)
+		ws.cos = make([]float32, n*c.RopeDim/2)
+		ws.sin = make([]float32, n*c.RopeDim/2)
+		ws.slots = make([]int, n)
+		ws.outIdx = make([]int, 0, n)
+		if m.w.layers[0].wqkv != nil {
+			ws.qkv = make([]float32, n*(c.QDim()+2*c.KVDim()))
+		}
+	}
+	workers := m.pool.Threads()
+	if len(ws.scores) < workers {
+		ws.scores = make([][]float32, workers)
+	}
+	for i := range workers {
+		if len(ws.scores[i]) < maxPos+1 {
+			ws.scores[i] = make([]float32, max(maxPos+1, 2*len(ws.scores[i])))
+		}
+	}
+}
+
+// validate checks b against the model and cache (see Batch).
+func (m *Model) validate(b *Batch, c *kvcache.Cache) (nOut, maxPos int, err error) {
+	n := len(b.Tokens)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("%w: no tokens", ErrBatch)
+	}
+	if len(b.Pos) != n || len(b.Seq) != n || (b.Output != nil && len(b.Output) != n) {
+		return 0, 0, fmt.Errorf("%w: %d tokens, %d positions, %d sequences, %d output flags", ErrBatch, n, len(b.Pos), len(b.Seq), len(b.Output))
+	}
+	if c == nil {
+		return 0, 0, fmt.Errorf("%w: nil cache", ErrBatch)
+	}
+	if c.Layers != m.Layers || c.KVDim != m.KVDim() {
+		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.Layers, m.KVDim())
+	}
+	for i, tok := range b.Tokens {
+		if tok < 0 || tok >= m.Vocab {
+			return 0, 0, fmt.Errorf("%w: token id %d out of range [0, %d)", ErrBatch, tok, m.Vocab)
+		}
+		s, p := b.Seq[i], b.Pos[i]
+		if s == nil {
+			return 0, 0, fmt.Errorf("%w: token %d has no sequence", ErrBatch, i)
+		}
+		if p < 0 {
+			return 0, 0, fmt.Errorf("%w: negative position %d", ErrBatch, p)
+		}
+		// The sequence's length as seen by this token: after its last
+		// earlier token in the batch, else its cached length.
+		prev := -1
+		for j := i - 1; j >= 0; j-- {
+			if b.Seq[j] == s {
+				prev = b.Pos[j]
+				break
+			}
+		}
+		if prev >= 0 && p != prev+1 {
+			return 0, 0, fmt.Errorf("%w: position %d follows position %d of the same sequence", ErrBatch, p, prev)
+		}
+		if prev < 0 && p > s.Len {
+			return 0, 0, fmt.Errorf("%w: position %d leaves a gap after the sequence's %d cached positions", ErrBatch, p, s.Len)
+		}
+		if p >= c.Capacity(s) {
+			return 0, 0, fmt.Errorf("%w: position %d beyond the sequence's reserved capacity %d", ErrBatch, p, c.Capacity(s))
+		}
+		for _, blk := range s.Blocks[:p/c.BlockSize+1] {
+			if blk < 0 || blk >= c.NumBlocks {
+				return 0, 0, fmt.Errorf("%w: block id %d out of range", ErrBatch, blk)
+			}
+		}
+		if m.w.posEmb != nil && p >= m.w.posEmb.Rows {
+			return 0, 0, fmt.Errorf("%w: position %d exceeds context length %d", ErrBatch, p, m.w.posEmb.Rows)
+		}
+		maxPos = max(maxPos, p)
+		if b.Output == nil && i == n-1 || b.Output != nil && b.Output[i] {
+			nOut++
+		}
+	}
+	return nOut, maxPos, nil
+}
+
+// Forward runs the batch: it writes each token's K and V into its
+// sequence's cache slots, attends causally over the sequence's positions
+// 0..pos, and returns the logits (n_out, vocab) of the tokens with Output
+// set, in batch order.
+//
+// Sequence bookkeeping: on success, each sequence's Len becomes its last
+// position in the batch + 1. On error nothing is written.
+//
+// The returned slice belongs to the Model and is valid until the next
+// Forward call; copy what must outlive it. Calls are serialised.
+func (m *Model) Forward(b Batch, c *kvcache.Cache) ([]float32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Work on a copy held by the Model so that b itself does not escape
+	// (no allocation per call).
+	m.ws.b = b
+	defer func() { m.ws.b = Batch{} }()
+	return m.forward(&m.ws.b, c)
+}
+
+func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
+	nOut, maxPos, err := m.validate(b, c)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b.Tokens)
+	m.ensure(n, maxPos)
+	ws := &m.ws
+	cfg := &m.Config
+	dim, qd, kvd, hid := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HiddenDim
+	pool := m.pool
+	w := &m.w
+
+	// Embeddings, cache slots and RoPE angles of every token.
+	half := cfg.RopeDim / 2
+	for i, tok := range b.Tokens {
+		x := ws.x[i*dim : (i+1)*dim]
+		tensor.DequantizeRow(x, w.tokEmb.Type, w.tokEmb.Row(tok))
+		if w.posEmb != nil {
+			pe := ws.xb[i*dim : (i+1)*dim]
+			tensor.DequantizeRow(pe, w.posEmb.Type, w.posEmb.Row(b.Pos[i]))
+			addTo(x, pe)
+		}
+		ws.slots[i] = c.Slot(b.Seq[i], b.Pos[i])
+		if half > 0 {
+			ropeTable(ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half], m.invFreq, b.Pos[i])
+		}
+	}
+
+	for l := range w.layers {
+		lw := &w.layers[l]
+		// Attention block.
+		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.attnNorm, lw.attnNormB)
+		q, k, v := ws.q[:n*qd], ws.k[:n*kvd], ws.v[:n*kvd]
+		if lw.wqkv != nil {
+			wd := qd + 2*kvd
+			qkv := ws.qkv[:n*wd]
+			pool.MatMul(qkv, lw.wqkv, ws.xb[:n*dim], n)
+			for i := range n {
+				r := qkv[i*wd : (i+1)*wd]
+				if lw.bqkv != nil {
+					addTo(r, lw.bqkv)
+				}
+				copy(q[i*qd:(i+1)*qd], r[:qd])
+				copy(k[i*kvd:(i+1)*kvd], r[qd:qd+kvd])
+				copy(v[i*kvd:(i+1)*kvd], r[qd+kvd:])
+			}
+		} else {
+			pool.MatMul(q, lw.wq, ws.xb[:n*dim], n)
+			pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
+			pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+			addBias(q, lw.bq, n)
+			addBias(k, lw.bk, n)
+			addBias(v, lw.bv, n)
+		}
+		if half > 0 {
+			for i := range n {
+				cs, sn := ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half]
+				m.rope(q[i*qd:(i+1)*qd], cfg.Heads, cs, sn)
+				m.rope(k[i*kvd:(i+1)*kvd], cfg.KVHeads, cs, sn)
+			}
+		}
+		kc, vc := c.K[l], c.V[l]
+		for i := range n {
+			o := ws.slots[i] * kvd
+			copy(kc[o:o+kvd], k[i*kvd:(i+1)*kvd])
+			copy(vc[o:o+kvd], v[i*kvd:(i+1)*kvd])
+		}
+		m.attention(b, c, l, n)
+		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
+		addBias(ws.xb[:n*dim], lw.bo, n)
+		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+
+		// Feed-forward block.
+		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.ffnNorm, lw.ffnNormB)
+		hb := ws.hb[:n*hid]
+		if lw.wGate != nil {
+			hb2 := ws.hb2[:n*hid]
+			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
+			pool.MatMul(hb2, lw.wUp, ws.xb[:n*dim], n)
+			swiglu(hb, hb2)
+		} else {
+			pool.MatMul(hb, lw.wUp, ws.xb[:n*dim], n)
+			addBias(hb, lw.bUp, n)
+			for i, h := range hb {
+				hb[i] = geluTanh(h)
+			}
+		}
+		pool.MatMul(ws.xb[:n*dim], lw.wDown, hb, n)
+		addBias(ws.xb[:n*dim], lw.bDown, n)
+		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+	}
+
+	// Final norm and output head over the output tokens only.
+	ws.outIdx = ws.outIdx[:0]
+	for i := range n {
+		if b.Output == nil && i == n-1 || b.Output != nil && b.Output[i] {
+			ws.outIdx = append(ws.outIdx, i)
+		}
+	}
+	ws.xo = grow(ws.xo, nOut*dim)
+	for j, i := range ws.outIdx {
+		copy(ws.xo[j*dim:(j+1)*dim], ws.x[i*dim:(i+1)*dim])
+	}
+	m.norm(ws.xo, ws.xo, w.outNorm, w.outNormB)
+	ws.logits = grow(ws.logits, nOut*cfg.Vocab)
+	if nOut > 0 {
+		pool.MatMul(ws.logits, w.output, ws.xo, nOut)
+	}
+
+	for i, s := range b.Seq {
+		s.Len = b.Pos[i] + 1 // the last token of s in the batch sets it
+	}
+	return ws.logits, nil
+}
+
+// norm normalises each dim-row of x into o: LayerNorm when a bias is given
+// (GPT-2), else RMSNorm.
+func (m *Model) norm(o, x, g, bias []float32) {
+	d := m.Dim
+	for i := 0; i < len(x); i += d {
+		if m.Arch == ArchGPT2 {
+			layerNorm(o[i:i+d], x[i:i+d], g, bias, m.NormEps)
+		} else {
+			rmsNorm(o[i:i+d], x[i:i+d], g, m.NormEps)
+		}
+	}
+}
+
+// rope rotates each of the heads (HeadDim wide) of one token's q or k.
+func (m *Model) rope(x []float32, heads int, cos, sin []float32) {
+	hd := m.HeadDim
+	for h := range heads {
+		if m.RopeNeox {
+			ropeNeox(x[h*hd:(h+1)*hd], cos, sin)
+		} else {
+			ropeInterleaved(x[h*hd:(h+1)*hd], cos, sin)
+		}
+	}
+}
+
+// addBias adds bias to each of the n rows of x (no-op for a nil bias).
+func addBias(x, bias []float32, n int) {
+	if bias == nil {
+		return
+	}
+	d := len(bias)
+	for i := range n {
+		addTo(x[i*d:(i+1)*d], bias)
+	}
+}
+
+// attention computes ws.att (n, q_dim) for layer l: each token's query
+// heads attend over its sequence's cached positions [start, pos]. Large
+// jobs are split over the model's attention workers by (token, head).
+func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
+	tasks := n * m.Heads
+	work := 0
+	for i := range n {
+		work += b.Pos[i] + 1
+	}
+	work *= m.Heads * m.HeadDim
+	workers := min(m.pool.Threads(), tasks)
+	if workers <= 1 || work < 1<<15 {
+		m.attendRange(b, c, l, 0, tasks, m.ws.scores[0])
+		return
+	}
+	m.aw.start(m, workers-1)
+	m.aw.job = attnJob{b: b, c: c, l: l, tasks: tasks, chunk: (tasks + workers - 1) / workers}
+	for i := 1; i < workers; i++ {
+		m.aw.wake[i-1] <- i
+	}
+	m.aw.job.run(m, 0)
+	for i := 1; i < workers; i++ {
+		<-m.aw.done
+	}
+	m.aw.job = attnJob{}
+}
+
+// attnJob is one layer's attention split into chunks of (token, head) tasks.
+type attnJob struct {
+	b            *Batch
+	c            *kvcache.Cache
+	l            int
+	tasks, chunk int
+}
+
+func (j *attnJob) run(m *Model, worker int) {
+	lo, hi := worker*j.chunk, min((worker+1)*j.chunk, j.tasks)
+	if lo < hi {
+		m.attendRange(j.b, j.c, j.l, lo, hi, m.ws.scores[worker])
+	}
+}
+
+// attnWorkers are goroutines started on first use and stopped by Close;
+// waking them through channels allocates nothing.
+type attnWorkers struct {
+	wake []chan int // one per background worker; receives the worker index
+	done chan struct{}
+	job  attnJob
+}
+
+func (a *attnWorkers) start(m *Model, n int) {
+	for len(a.wake) < n {
+		if a.done == nil {
+			a.done = make(chan struct{}, 64)
+		}
+		ch := make(chan int, 1)
+		a.wake = append(a.wake, ch)
+		go func() {
+			for w := range ch {
+				a.job.run(m, w)
+				a.done <- struct{}{}
+			}
+		}()
+	}
+}
+
+func (a *attnWorkers) stop() {
+	for _, ch := range a.wake {
+		close(ch)
+	}
+	a.wake = nil
+}
+
+// attendRange handles the (token, head) tasks [lo, hi), task = i·Heads + h.
+func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
+	hd, qd, kvd := m.HeadDim, m.QDim(), m.KVDim()
+	group := m.Heads / m.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kc, vc := c.K[l], c.V[l]
+	bs := c.BlockSize
+	for t := lo; t < hi; t++ {
+		i, h := t/m.Heads, t%m.Heads
+		s, pos := b.Seq[i], b.Pos[i]
+		start := 0
+		if m.SlidingWindow > 0 {
+			start = max(0, pos-m.SlidingWindow+1)
+		}
+		q := m.ws.q[i*qd+h*hd : i*qd+(h+1)*hd]
+		ko := (h / group) * hd // offset of this head's kv group in a row
+		sc := scores[:pos+1-start]
+		for p := start; p <= pos; p++ {
+			row := (s.Blocks[p/bs]*bs + p%bs) * kvd
+			sc[p-start] = tensor.DotF32(q, kc[row+ko:row+ko+hd]) * scale
+		}
+		softmax(sc)
+		out := m.ws.att[i*qd+h*hd : i*qd+(h+1)*hd]
+		clear(out)
+		for p := start; p <= pos; p++ {
+			row := (s.Blocks[p/bs]*bs + p%bs) * kvd
+			a := sc[p-start]
+			for j, vv := range vc[row+ko : row+ko+hd] {
+				out[j] += a * vv
+			}
+		}
+	}
+}

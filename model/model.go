@@ -1,0 +1,295 @@
+// Package model loads decoder-only transformer language models (Llama,
+// Mistral, Qwen2, GPT-2) from llama2.c checkpoints, GGUF files and Hugging
+// Face directories, and runs their forward pass over a paged KV cache.
+//
+// # The computation
+//
+// A token id t at position p becomes a vector x (dim) by looking up row t
+// of the embedding matrix (GPT-2 also adds row p of a learned position
+// matrix). Each of the Layers blocks then updates x in place:
+//
+//	h   = norm(x)                               RMSNorm (Llama, Qwen2) or LayerNorm (GPT-2)
+//	q   = Wq·h (+bq), k = Wk·h (+bk), v = Wv·h  q: (Heads, HeadDim), k, v: (KVHeads, HeadDim)
+//	q,k = RoPE(q, p), RoPE(k, p)                rotate dimension pairs by angle p·θ^(-2i/RopeDim)
+//	K[p], V[p] = k, v                           store in the KV cache
+//	a_h = Σ_{s≤p} softmax_s(q_h·K_g[s]/√HeadDim) V_g[s]   g = h / (Heads/KVHeads)  (grouped-query)
+//	x  += Wo·a (+bo)
+//	h   = norm(x)
+//	x  += W2·(silu(W1·h) ⊙ W3·h)                SwiGLU (Llama, Qwen2)
+//	x  += Wdown·gelu(Wup·h + bup) + bdown       GPT-2 MLP
+//
+// and the logits are Wout·norm(x) (vocab), where Wout is a separate output
+// matrix or the embedding matrix itself ("tied").
+//
+// RoPE comes in two layouts that rotate different pairs of a head's
+// dimensions: interleaved pairs (0,1), (2,3), … (llama2.c, llama-type GGUF
+// files, whose converter permutes the Hugging Face Q/K rows) and halves
+// (i, i+RopeDim/2) ("NEOX": Hugging Face Llama/Mistral/Qwen2 checkpoints,
+// qwen2-type GGUF files). Config.RopeNeox selects the layout, so weights are
+// used exactly as stored.
+//
+// # Batching and the cache
+//
+// Forward takes a Batch of tokens from any number of sequences. Per layer it
+// normalises all n tokens, runs every projection as one matrix-matrix
+// product over the (n, dim) activations (so a prompt prefill is a GEMM, not
+// n matrix-vector products), writes each token's K and V into its
+// sequence's cache slot, and only then attends, each token over its own
+// sequence's positions 0..pos. Because K/V are written first, later tokens
+// of a sequence in the same batch see the earlier ones.
+//
+// Invariants the tests pin: logits of the cached, batched forward equal a
+// plain full-recompute reference (ForwardRef) within 1e-4; batching several
+// sequences gives the same logits as running them one by one; the llama2.c
+// and llama.cpp goldens in ../shared reproduce (greedy ids exact).
+//
+// # Memory
+//
+// Model files are memory-mapped; weight matrices (tensor.Mat) point into
+// the mapping in their file encoding (F32, F16, BF16 or quantized). Only
+// small vectors (norm gains, biases) are decoded into the Go heap, plus the
+// transposed Hugging Face GPT-2 Conv1D weights.
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"nanoserve/kvcache"
+	"nanoserve/tensor"
+	"nanoserve/tokenizer"
+)
+
+// Architecture names (Config.Arch).
+const (
+	ArchLlama = "llama" // Llama 1/2/3, Mistral, llama2.c
+	ArchQwen2 = "qwen2" // Llama with Q/K/V biases
+	ArchGPT2  = "gpt2"  // learned positions, LayerNorm, GELU, fused QKV
+)
+
+// ErrUnknownArch is returned (wrapped, naming it) for an architecture this
+// package cannot run.
+var ErrUnknownArch = errors.New("model: unknown architecture")
+
+// Config holds the hyperparameters of a loaded model.
+type Config struct {
+	Arch   string // ArchLlama, ArchQwen2 or ArchGPT2
+	Format string // "llama2c", "gguf" or "hf"
+
+	Dim        int // embedding width
+	HiddenDim  int // feed-forward inner width
+	Layers     int
+	Heads      int // query heads
+	KVHeads    int // key/value heads (Heads % KVHeads == 0)
+	HeadDim    int
+	Vocab      int
+	ContextLen int // trained context length (maximum positions)
+
+	NormEps float32 // RMSNorm / LayerNorm epsilon
+
+	RopeTheta   float64     // RoPE base frequency
+	RopeDim     int         // dimensions rotated per head (≤ HeadDim); 0: no RoPE
+	RopeNeox    bool        // rotate halves (i, i+RopeDim/2) instead of interleaved pairs
+	RopeScaling RopeScaling // frequency scaling
+
+	SlidingWindow int  // attend only to the last SlidingWindow positions; 0: all
+	Tied          bool // output matrix is the token embedding
+}
+
+// RopeScaling adjusts RoPE frequencies for context extension.
+type RopeScaling struct {
+	Type   string  // "" (none), "linear" (positions / Factor), "llama3"
+	Factor float64 // scaling factor
+	// llama3 only: frequencies with wavelength above OrigContext/LowFreqFactor
+	// are divided by Factor, below OrigContext/HighFreqFactor kept, and
+	// smoothly interpolated in between.
+	LowFreqFactor, HighFreqFactor float64
+	OrigContext                   int
+}
+
+// QDim is the width of all query heads, Heads·HeadDim.
+func (c *Config) QDim() int { return c.Heads * c.HeadDim }
+
+// KVDim is the width of all key (or value) heads, KVHeads·HeadDim.
+func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// validate checks the shape relations the forward pass relies on.
+func (c *Config) validate() error {
+	switch {
+	case c.Dim <= 0 || c.HiddenDim <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.Vocab <= 0 || c.HeadDim <= 0:
+		return fmt.Errorf("model: invalid dimensions dim=%d hidden=%d layers=%d heads=%d kv_heads=%d head_dim=%d vocab=%d",
+			c.Dim, c.HiddenDim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.Vocab)
+	case c.Heads%c.KVHeads != 0:
+		return fmt.Errorf("model: %d heads is not a multiple of %d kv heads", c.Heads, c.KVHeads)
+	case c.ContextLen <= 0:
+		return fmt.Errorf("model: invalid context length %d", c.ContextLen)
+	case c.RopeDim < 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
+		return fmt.Errorf("model: invalid rope dimension %d for head dim %d", c.RopeDim, c.HeadDim)
+	case c.SlidingWindow < 0:
+		return fmt.Errorf("model: invalid sliding window %d", c.SlidingWindow)
+	}
+	if c.RopeDim > 0 && !(c.RopeTheta > 0) {
+		return fmt.Errorf("model: invalid rope theta %g", c.RopeTheta)
+	}
+	if c.Arch == ArchGPT2 && c.Dim != c.QDim() {
+		return fmt.Errorf("model: gpt2 needs heads·head_dim = dim, have %d·%d != %d", c.Heads, c.HeadDim, c.Dim)
+	}
+	return nil
+}
+
+// GenerationDefaults are the model's own generation settings.
+type GenerationDefaults struct {
+	EOG          []int           // token ids that end generation
+	ChatTemplate string          // Jinja chat template; "" if none
+	Sampling     json.RawMessage // Hugging Face generation_config.json as given (nil if none)
+}
+
+// TensorDesc describes one weight tensor of the file(s).
+type TensorDesc struct {
+	Name  string
+	Type  tensor.DType
+	Shape []int // row-major (outermost first); a matrix is (rows, cols)
+}
+
+// Options configure Load.
+type Options struct {
+	Tokenizer string       // tokenizer path (llama2.c tokenizer.bin, tokenizer.model, ...); overrides the model's own
+	Threads   int          // workers for a new pool when Pool is nil (< 1: 1)
+	Pool      *tensor.Pool // shared worker pool; nil: one with Threads workers
+}
+
+// Model is a loaded model ready to run.
+type Model struct {
+	Config
+	Tokenizer *tokenizer.Tokenizer // nil when the model carries none and Options.Tokenizer is empty
+	Gen       GenerationDefaults
+
+	Files   []string     // the weight files, in load order
+	Tensors []TensorDesc // every tensor in the weight files, in file order
+
+	pool    *tensor.Pool
+	w       weights
+	invFreq []float64 // (RopeDim/2) RoPE angular frequency per dimension pair
+	closers []io.Closer
+
+	mu sync.Mutex // serialises Forward (ws is shared)
+	ws workspace
+	aw attnWorkers
+}
+
+// Load reads the model at path: a Hugging Face directory, a GGUF file (by
+// its magic) or else a llama2.c checkpoint.
+func Load(path string, opts Options) (*Model, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	var m *Model
+	switch {
+	case fi.IsDir():
+		m, err = loadHF(path)
+	case isGGUF(path):
+		m, err = loadGGUF(path)
+	default:
+		m, err = loadLlama2c(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.Tokenizer != "" {
+		tk, err := LoadTokenizer(opts.Tokenizer)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.Tokenizer = tk
+	}
+	m.pool = opts.Pool
+	if m.pool == nil {
+		m.pool = tensor.NewPool(opts.Threads)
+	}
+	if err := m.init(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// isGGUF reports whether the file at path starts with the GGUF magic.
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == "GGUF"
+}
+
+// init validates the config and weights and precomputes RoPE frequencies.
+func (m *Model) init() error {
+	if err := m.Config.validate(); err != nil {
+		return err
+	}
+	if err := m.w.check(&m.Config); err != nil {
+		return err
+	}
+	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
+	if m.Gen.EOG == nil && m.Tokenizer != nil {
+		m.Gen.EOG = tokenizerEOG(m.Tokenizer)
+	}
+	return nil
+}
+
+// Close releases the file mappings. The Model must not be used afterwards.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	m.aw.stop()
+	m.mu.Unlock()
+	var first error
+	for _, c := range m.closers {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.closers = nil
+	return first
+}
+
+// Pool is the worker pool the model runs its kernels on.
+func (m *Model) Pool() *tensor.Pool { return m.pool }
+
+// KVBytesPerToken is the KV-cache memory one position takes (K and V,
+// float32, all layers).
+func (m *Model) KVBytesPerToken() int64 { return int64(2*m.Layers*m.KVDim()) * 4 }
+
+// NewCache allocates a paged KV cache for ctxSize positions in total
+// (ctxSize ≤ 0: the model's context length).
+func (m *Model) NewCache(ctxSize int) (*kvcache.Cache, error) {
+	if ctxSize <= 0 {
+		ctxSize = m.ContextLen
+	}
+	return kvcache.ForTokens(m.Layers, m.KVDim(), ctxSize)
+}
+
+// ParamCount is the number of weight elements in the files.
+func (m *Model) ParamCount() int64 {
+	var n int64
+	for _, t := range m.Tensors {
+		e := int64(1)
+		for _, d := range t.Shape {
+			e *= int64(d)
+		}
+		n += e
+	}
+	return n
+}
+
+// baseName is filepath.Base for error messages.
+func baseName(p string) string { return filepath.Base(p) }

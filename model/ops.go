@@ -1,0 +1,115 @@
+package model
+
+import (
+	"math"
+)
+
+// The vector operations of a transformer block, in plain Go. Each works on
+// one row (one token's activations); the forward pass loops them over the
+// batch. They accumulate in float32 like the reference C implementations
+// (llama2.c, ggml) except where a float64 intermediate is free.
+
+// rmsNorm writes o = w ⊙ x / sqrt(mean(x²) + eps). o may alias x.
+func rmsNorm(o, x, w []float32, eps float32) {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	ss = ss/float32(len(x)) + eps
+	s := float32(1 / math.Sqrt(float64(ss)))
+	for i, v := range x {
+		o[i] = w[i] * (s * v)
+	}
+}
+
+// layerNorm writes o = (x - mean(x)) / sqrt(var(x) + eps) ⊙ w + b. o may
+// alias x.
+func layerNorm(o, x, w, b []float32, eps float32) {
+	var mean float32
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float32(len(x))
+	var vr float32
+	for _, v := range x {
+		d := v - mean
+		vr += d * d
+	}
+	vr /= float32(len(x))
+	s := float32(1 / math.Sqrt(float64(vr+eps)))
+	for i, v := range x {
+		o[i] = (v-mean)*s*w[i] + b[i]
+	}
+}
+
+// softmax normalises x in place to exp(x - max) / Σ exp(x - max).
+func softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	mx := x[0]
+	for _, v := range x[1:] {
+		if v > mx {
+			mx = v
+		}
+	}
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// silu is x·σ(x) (the "swish" gate of SwiGLU).
+func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+// geluTanh is GPT-2's GELU approximation
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+func geluTanh(x float32) float32 {
+	const c = 0.7978845608028654 // √(2/π)
+	xf := float64(x)
+	return float32(0.5 * xf * (1 + math.Tanh(c*(xf+0.044715*xf*xf*xf))))
+}
+
+// swiglu writes gate[i] = silu(gate[i]) · up[i].
+func swiglu(gate, up []float32) {
+	for i, g := range gate {
+		gate[i] = silu(g) * up[i]
+	}
+}
+
+// addTo adds b into a element-wise.
+func addTo(a, b []float32) {
+	for i := range a {
+		a[i] += b[i]
+	}
+}
+
+// ropeInterleaved rotates the pairs (x[2i], x[2i+1]) for i < len(cos) by
+// the angles whose cosines and sines are cos[i], sin[i] (llama2.c and the
+// llama-architecture GGUF layout).
+func ropeInterleaved(x, cos, sin []float32) {
+	for i := range cos {
+		c, s := cos[i], sin[i]
+		a, b := x[2*i], x[2*i+1]
+		x[2*i] = a*c - b*s
+		x[2*i+1] = a*s + b*c
+	}
+}
+
+// ropeNeox rotates the pairs (x[i], x[i+len(cos)]) (the "rotate halves"
+// layout of Hugging Face Llama/Qwen2 and NEOX-type GGUF architectures).
+func ropeNeox(x, cos, sin []float32) {
+	h := len(cos)
+	for i := range cos {
+		c, s := cos[i], sin[i]
+		a, b := x[i], x[i+h]
+		x[i] = a*c - b*s
+		x[i+h] = a*s + b*c
+	}
+}

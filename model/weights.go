@@ -1,0 +1,192 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"nanoserve/tensor"
+)
+
+// weights are the parameters of a model. Matrices are (out, in) row-major
+// tensor.Mats in their file encoding (usually pointing into a mapping);
+// vectors are decoded float32.
+type weights struct {
+	tokEmb *tensor.Mat // (vocab, dim)
+	posEmb *tensor.Mat // (ctx, dim) GPT-2 learned positions; nil otherwise
+	layers []layerWeights
+
+	outNorm, outNormB []float32   // (dim) final norm gain (and LayerNorm bias)
+	output            *tensor.Mat // (vocab, dim); == tokEmb when tied
+
+	ropeFreqs []float32 // (RopeDim/2) GGUF rope_freqs divisors (Llama 3 scaling); nil if absent
+}
+
+type layerWeights struct {
+	attnNorm, attnNormB []float32 // (dim)
+
+	wq, wk, wv *tensor.Mat // (q_dim, dim), (kv_dim, dim), (kv_dim, dim); nil when fused
+	wqkv       *tensor.Mat // (q_dim+2·kv_dim, dim) fused (GPT-2); nil otherwise
+	bq, bk, bv []float32   // (q_dim), (kv_dim), (kv_dim) biases; nil if none
+	bqkv       []float32   // (q_dim+2·kv_dim) fused bias; nil if none
+	wo         *tensor.Mat // (dim, q_dim)
+	bo         []float32   // (dim)
+
+	ffnNorm, ffnNormB []float32 // (dim)
+
+	wGate *tensor.Mat // (hidden, dim) SwiGLU gate (w1); nil for GPT-2
+	wUp   *tensor.Mat // (hidden, dim) (w3; GPT-2 c_fc)
+	bUp   []float32   // (hidden)
+	wDown *tensor.Mat // (dim, hidden) (w2; GPT-2 c_proj)
+	bDown []float32   // (dim)
+}
+
+// checkMat verifies a matrix's shape and that its type is computable.
+func checkMat(name string, m *tensor.Mat, rows, cols int) error {
+	if m == nil {
+		return fmt.Errorf("model: missing tensor %s", name)
+	}
+	if m.Rows != rows || m.Cols != cols {
+		return fmt.Errorf("model: tensor %s has shape (%d, %d), want (%d, %d)", name, m.Rows, m.Cols, rows, cols)
+	}
+	if !tensor.Computable(m.Type) {
+		return fmt.Errorf("model: tensor %s has unsupported type %s", name, m.Type)
+	}
+	if rb, err := m.Type.RowBytes(cols); err != nil || len(m.Data) != rows*rb {
+		return fmt.Errorf("model: tensor %s has %d bytes, want %d (%s)", name, len(m.Data), rows*rb, m.Type)
+	}
+	return nil
+}
+
+func checkVec(name string, v []float32, n int, required bool) error {
+	if v == nil && !required {
+		return nil
+	}
+	if len(v) != n {
+		if v == nil {
+			return fmt.Errorf("model: missing tensor %s", name)
+		}
+		return fmt.Errorf("model: tensor %s has %d elements, want %d", name, len(v), n)
+	}
+	return nil
+}
+
+// check verifies every weight's presence and shape against the config.
+// Loaders name tensors in their own convention before this; it catches
+// whatever they let through (and llama2.c, which has no names).
+func (w *weights) check(c *Config) error {
+	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	if err := checkMat("token_embd", w.tokEmb, c.Vocab, dim); err != nil {
+		return err
+	}
+	if c.Arch == ArchGPT2 {
+		if w.posEmb == nil {
+			return fmt.Errorf("model: missing tensor position_embd")
+		}
+		if err := checkMat("position_embd", w.posEmb, w.posEmb.Rows, dim); err != nil {
+			return err
+		}
+		if w.posEmb.Rows < c.ContextLen {
+			return fmt.Errorf("model: position_embd has %d rows, context length is %d", w.posEmb.Rows, c.ContextLen)
+		}
+	}
+	if len(w.layers) != c.Layers {
+		return fmt.Errorf("model: have %d layers, want %d", len(w.layers), c.Layers)
+	}
+	gpt2 := c.Arch == ArchGPT2
+	for i := range w.layers {
+		l := &w.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		errs := []error{
+			checkVec(p+"attn_norm", l.attnNorm, dim, true),
+			checkVec(p+"attn_norm.bias", l.attnNormB, dim, gpt2),
+			checkVec(p+"ffn_norm", l.ffnNorm, dim, true),
+			checkVec(p+"ffn_norm.bias", l.ffnNormB, dim, gpt2),
+			checkMat(p+"attn_output", l.wo, dim, qd),
+			checkVec(p+"attn_output.bias", l.bo, dim, false),
+			checkMat(p+"ffn_up", l.wUp, hid, dim),
+			checkVec(p+"ffn_up.bias", l.bUp, hid, false),
+			checkMat(p+"ffn_down", l.wDown, dim, hid),
+			checkVec(p+"ffn_down.bias", l.bDown, dim, false),
+		}
+		if l.wqkv != nil {
+			errs = append(errs, checkMat(p+"attn_qkv", l.wqkv, qd+2*kvd, dim), checkVec(p+"attn_qkv.bias", l.bqkv, qd+2*kvd, false))
+		} else {
+			errs = append(errs,
+				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", l.wv, kvd, dim),
+				checkVec(p+"attn_q.bias", l.bq, qd, false), checkVec(p+"attn_k.bias", l.bk, kvd, false), checkVec(p+"attn_v.bias", l.bv, kvd, false))
+		}
+		if !gpt2 {
+			errs = append(errs, checkMat(p+"ffn_gate", l.wGate, hid, dim))
+		}
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err := checkVec("output_norm", w.outNorm, dim, true); err != nil {
+		return err
+	}
+	if err := checkVec("output_norm.bias", w.outNormB, dim, gpt2); err != nil {
+		return err
+	}
+	if err := checkMat("output", w.output, c.Vocab, dim); err != nil {
+		return err
+	}
+	if w.ropeFreqs != nil && len(w.ropeFreqs) != c.RopeDim/2 {
+		return fmt.Errorf("model: tensor rope_freqs has %d elements, want %d", len(w.ropeFreqs), c.RopeDim/2)
+	}
+	return nil
+}
+
+// ropeFreqs returns the angular frequency of each rotated dimension pair i:
+// θ^(-2i/RopeDim), adjusted by the config's scaling (or divided by the
+// file's explicit per-pair factors).
+func ropeFreqs(c *Config, factors []float32) []float64 {
+	n := c.RopeDim / 2
+	f := make([]float64, n)
+	for i := range f {
+		f[i] = math.Pow(c.RopeTheta, -float64(2*i)/float64(c.RopeDim))
+	}
+	if factors != nil {
+		for i := range f {
+			f[i] /= float64(factors[i])
+		}
+		return f
+	}
+	s := c.RopeScaling
+	switch s.Type {
+	case "linear":
+		if s.Factor > 0 {
+			for i := range f {
+				f[i] /= s.Factor
+			}
+		}
+	case "llama3":
+		if s.Factor <= 0 || s.OrigContext <= 0 || s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor {
+			break
+		}
+		lowWave := float64(s.OrigContext) / s.LowFreqFactor
+		highWave := float64(s.OrigContext) / s.HighFreqFactor
+		for i, fr := range f {
+			wave := 2 * math.Pi / fr
+			switch {
+			case wave < highWave:
+			case wave > lowWave:
+				f[i] = fr / s.Factor
+			default:
+				smooth := (float64(s.OrigContext)/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+				f[i] = (1-smooth)*fr/s.Factor + smooth*fr
+			}
+		}
+	}
+	return f
+}
+
+// ropeTable writes cos and sin (RopeDim/2 each) of pos·freq.
+func ropeTable(cos, sin []float32, freqs []float64, pos int) {
+	for i, f := range freqs {
+		s, c := math.Sincos(float64(pos) * f)
+		cos[i], sin[i] = float32(c), float32(s)
+	}
+}

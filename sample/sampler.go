@@ -1,0 +1,738 @@
+package sample
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+)
+
+// ErrNoCandidates is returned when no token can be drawn: every logit (after
+// bias and penalties) is -Inf.
+var ErrNoCandidates = errors.New("sample: every token has probability zero (all logits are -Inf)")
+
+// Logprob is one token's log-probability under the model's raw distribution.
+type Logprob struct {
+	ID      int     `json:"id"`
+	Logprob float32 `json:"logprob"`
+}
+
+// Choice is the result of one Sample call.
+type Choice struct {
+	ID int
+	// Logprob is the chosen token's log-softmax of the unmodified logits; set
+	// only when Policy.Logprobs != nil (-Inf if its raw logit was -Inf).
+	Logprob float32
+	// TopLogprobs holds the Policy.Logprobs most likely tokens of the raw
+	// distribution, most likely first (ties: lower id first). It aliases the
+	// Sampler's buffer and is valid until the next Sample call; copy to keep.
+	TopLogprobs []Logprob
+}
+
+// cand is a candidate token: id, logit after bias and penalties, and integer
+// weight w (0 until computed).
+type cand struct {
+	id int32
+	v  float32
+	w  uint64
+}
+
+// Sampler draws tokens for one request under a fixed Policy with its own
+// random generator. It is not safe for concurrent use; use one per sequence.
+// Its scratch buffers (a few vocab-sized slices, allocated on first use) are
+// reused, so Sample does not allocate in steady state.
+type Sampler struct {
+	p     Policy // validated copy, Seed filled in
+	vocab int
+	seed  uint64
+	rng   rng
+	draws uint64
+
+	invT       float64 // 1/T; 0 = greedy
+	topK       int     // 0 = off (also when >= vocab)
+	topP       float64 // 1 = off
+	minW       uint64  // min_p as a weight: ⌈min_p·scale⌉; 0 = off
+	scale      float64 // 2^shift, shift = 63 − bitlen(vocab)
+	xmin       float64 // exponents below it give weight 0: −(shift+1)·ln2
+	rep        float32 // 1 = off
+	window     int     // repetition window; 0 = whole history
+	pres, freq float32
+	biasID     []int32   // sorted ids
+	biasVal    []float32 // (len(biasID))
+	nLogprobs  int       // -1 = none
+
+	work    []float32   // (vocab) logits after bias and penalties
+	cnt     []int32     // (vocab) per-token output count | winFlag; all zero between calls
+	touched []int32     // ids with cnt != 0 during a call
+	w       []uint64    // (vocab) weights, only without top-k
+	heap    []cand      // (top_k) selection heap
+	cands   []cand      // candidate scratch, up to (vocab)
+	topHeap []cand      // (logprobs) selection heap for alternatives
+	top     []Logprob   // (logprobs) returned alternatives
+	binMass [65]uint64  // weight per bit length, see sampleFull
+	subMass [256]uint64 // weight per next-8-bits within one bit length
+}
+
+// errDrawOverrun reports a broken internal invariant (t < kept weight always).
+var errDrawOverrun = errors.New("sample: internal error: draw ran past the kept weight")
+
+const winFlag = 1 << 30 // cnt bit: token is inside the repetition window
+
+var negInf32 = float32(math.Inf(-1))
+
+// New returns a Sampler for policy p over a vocabulary of vocabSize tokens.
+// It validates p (including token ids against the vocabulary). If p.Seed is
+// nil it picks a random seed; Seed and Policy report it.
+func New(p Policy, vocabSize int) (*Sampler, error) {
+	if vocabSize <= 0 || vocabSize > math.MaxInt32 {
+		return nil, fmt.Errorf("sample: vocabulary size must be in [1, %d], got %d", math.MaxInt32, vocabSize)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := p.checkVocab(vocabSize); err != nil {
+		return nil, err
+	}
+	s := &Sampler{vocab: vocabSize, nLogprobs: -1}
+	if p.Seed != nil {
+		s.seed = *p.Seed
+	} else {
+		s.seed = rand.Uint64()
+	}
+	p.Version = Version
+	p.Seed = &s.seed
+	p.LogitBias = maps.Clone(p.LogitBias)
+	p.Stop = slices.Clone(p.Stop)
+	p.StopTokenIDs = slices.Clone(p.StopTokenIDs)
+	if p.Logprobs != nil {
+		n := *p.Logprobs
+		p.Logprobs = &n
+		s.nLogprobs = n
+	}
+	s.p = p
+	s.rng = newRNG(s.seed)
+
+	if p.Temperature > 0 {
+		s.invT = 1 / float64(p.Temperature)
+	}
+	if p.TopK > 0 && p.TopK < vocabSize {
+		s.topK = p.TopK
+	}
+	s.topP = float64(p.TopP)
+	s.scale = math.Ldexp(1, 63-bits.Len(uint(vocabSize)))
+	s.minW = uint64(math.Ceil(float64(p.MinP) * s.scale))
+	// Below xmin, e <= 2^-(shift+1)·(1+ulps) < 2^-shift: the weight is 0.
+	s.xmin = -float64(64-bits.Len(uint(vocabSize))) * math.Ln2
+	s.rep = p.RepetitionPenalty
+	if p.RepeatLastN > 0 {
+		s.window = p.RepeatLastN
+	}
+	s.pres, s.freq = p.PresencePenalty, p.FrequencyPenalty
+	for _, id := range slices.Sorted(maps.Keys(p.LogitBias)) {
+		if b := p.LogitBias[id]; b != 0 {
+			s.biasID = append(s.biasID, int32(id))
+			s.biasVal = append(s.biasVal, b)
+		}
+	}
+	return s, nil
+}
+
+// Seed returns the seed of the sampler's random generator.
+func (s *Sampler) Seed() uint64 { return s.seed }
+
+// Policy returns the sampler's policy, with Seed set to the seed in use.
+func (s *Sampler) Policy() Policy {
+	p := s.p
+	seed := s.seed
+	p.Seed = &seed
+	p.LogitBias = maps.Clone(p.LogitBias)
+	p.Stop = slices.Clone(p.Stop)
+	p.StopTokenIDs = slices.Clone(p.StopTokenIDs)
+	if p.Logprobs != nil {
+		n := *p.Logprobs
+		p.Logprobs = &n
+	}
+	return p
+}
+
+// Draws returns how many uniform numbers the sampler has drawn: one per
+// Sample call with temperature > 0, none when greedy. Seed and Draws together
+// determine the generator's state.
+func (s *Sampler) Draws() uint64 { return s.draws }
+
+// Sample chooses the next token from logits (vocab), the model's scores for the
+// next position, given history = prompt + output so far, whose first promptLen
+// tokens are the prompt. logits is not modified. The steps, in this fixed
+// order, define the result bit for bit (same logits, history and seed give the
+// same token on every platform):
+//
+//  1. l = logits; l[id] += logit_bias[id]; for each distinct id in the last
+//     repeat_last_n tokens of history: l[id] = l[id]/r if l[id] > 0 else
+//     l[id]·r; for each id with count c > 0 in history[promptLen:]:
+//     l[id] −= frequency_penalty·c, then l[id] −= presence_penalty
+//     (float32 arithmetic, each operation rounded).
+//  2. Temperature 0: return the first index of max(l). No random number is drawn.
+//  3. Candidates: the top_k largest l (ties: lower id) if top_k is on, else
+//     every token. m = max l over them. Each gets an integer weight
+//     w_i = ⌊exp((l_i − m)·(1/T))·2^s⌋ with the package's deterministic exp
+//     (float64) and s = 63 − bitlen(vocab), so the best token weighs 2^s and
+//     Σw < 2^63. Tokens with w_i = 0 (probability below 2^-s of the best's,
+//     2^-46 for a 128k vocabulary) can never be drawn. W = Σ w_i, exact.
+//  4. top_p < 1: L = max(1, ⌊float64(top_p)·float64(W)⌋); walking the
+//     candidates by l descending (ties: lower id first), a token is kept iff
+//     the weight of the tokens before it is < L.
+//  5. min_p > 0: keep only tokens with w_i >= ⌈min_p·2^s⌉ (p_i >= min_p·p_max).
+//  6. Draw: r = next64() >> 11 from xoshiro256** (exactly one per call);
+//     t = ⌊r·W_kept / 2^53⌋ (exact 128-bit product); walk the kept tokens in
+//     ascending id order and return the first whose running weight exceeds t.
+//
+// Integer weights make every sum exact, so top-p can find its cut from
+// per-bucket totals without sorting the vocabulary, and the draw walks ids in
+// ascending order (not by probability) so sampling without top-k never sorts.
+func (s *Sampler) Sample(logits []float32, history []int, promptLen int) (Choice, error) {
+	if len(logits) != s.vocab {
+		return Choice{}, fmt.Errorf("sample: got %d logits, want the vocabulary size %d", len(logits), s.vocab)
+	}
+	if promptLen < 0 || promptLen > len(history) {
+		return Choice{}, fmt.Errorf("sample: prompt length %d outside the history of %d tokens", promptLen, len(history))
+	}
+	for i, v := range logits {
+		if !(v <= math.MaxFloat32) { // NaN or +Inf; -Inf is a masked token
+			return Choice{}, fmt.Errorf("sample: logits[%d] is %v", i, v)
+		}
+	}
+	l := logits
+	if s.modifies(history, promptLen) {
+		if s.work == nil {
+			s.work = make([]float32, s.vocab)
+		}
+		copy(s.work, logits)
+		for j, id := range s.biasID {
+			s.work[id] += s.biasVal[j]
+		}
+		if err := s.penalise(history, promptLen); err != nil {
+			return Choice{}, err
+		}
+		l = s.work
+	}
+	var (
+		id  int
+		err error
+	)
+	switch {
+	case s.invT == 0:
+		id, err = argmax(l)
+	case s.topK > 0:
+		id, err = s.sampleTopK(l)
+	default:
+		id, err = s.sampleFull(l)
+	}
+	if err != nil {
+		return Choice{}, err
+	}
+	ch := Choice{ID: id}
+	if s.nLogprobs >= 0 {
+		s.rawLogprobs(logits, &ch)
+	}
+	return ch, nil
+}
+
+// modifies reports whether bias or a penalty changes any logit this call.
+func (s *Sampler) modifies(history []int, promptLen int) bool {
+	return len(s.biasID) > 0 ||
+		(s.rep != 1 && len(history) > 0) ||
+		((s.pres != 0 || s.freq != 0) && len(history) > promptLen)
+}
+
+// penalise applies the repetition, frequency and presence penalties to s.work.
+// It touches only tokens present in history: cnt (vocab, zero at rest) holds
+// each token's output count plus winFlag if it lies in the repetition window,
+// and is reset through the touched list.
+func (s *Sampler) penalise(history []int, promptLen int) error {
+	if len(history) >= winFlag {
+		return fmt.Errorf("sample: history of %d tokens is too long", len(history))
+	}
+	if s.cnt == nil {
+		s.cnt = make([]int32, s.vocab)
+	}
+	if s.rep != 1 {
+		win := history
+		if s.window > 0 && len(win) > s.window {
+			win = win[len(win)-s.window:]
+		}
+		for _, id := range win {
+			if uint(id) >= uint(s.vocab) {
+				return s.badHistory(id)
+			}
+			c := s.cnt[id]
+			if c == 0 {
+				s.touched = append(s.touched, int32(id))
+			}
+			s.cnt[id] = c | winFlag
+		}
+	}
+	if s.pres != 0 || s.freq != 0 {
+		for _, id := range history[promptLen:] {
+			if uint(id) >= uint(s.vocab) {
+				return s.badHistory(id)
+			}
+			c := s.cnt[id]
+			if c == 0 {
+				s.touched = append(s.touched, int32(id))
+			}
+			s.cnt[id] = c + 1
+		}
+	}
+	for _, id := range s.touched {
+		c := s.cnt[id]
+		s.cnt[id] = 0
+		v := s.work[id]
+		if c&winFlag != 0 {
+			if v > 0 {
+				v = v / s.rep
+			} else {
+				v = v * s.rep
+			}
+		}
+		if n := c &^ winFlag; n > 0 {
+			v = v - float32(s.freq*float32(n))
+			v = v - s.pres
+		}
+		s.work[id] = v
+	}
+	s.touched = s.touched[:0]
+	return nil
+}
+
+func (s *Sampler) badHistory(id int) error {
+	for _, t := range s.touched {
+		s.cnt[t] = 0
+	}
+	s.touched = s.touched[:0]
+	return fmt.Errorf("sample: history holds token %d, outside the vocabulary (%d tokens)", id, s.vocab)
+}
+
+// argmax returns the first index of the maximum of l.
+func argmax(l []float32) (int, error) {
+	best, bv := 0, l[0]
+	for i, v := range l {
+		if v > bv {
+			best, bv = i, v
+		}
+	}
+	if bv == negInf32 {
+		return 0, ErrNoCandidates
+	}
+	return best, nil
+}
+
+// worse reports whether a ranks below b: lower logit, or equal logit and higher id.
+func worse(a, b cand) bool { return a.v < b.v || (a.v == b.v && a.id > b.id) }
+
+// byDesc orders by logit descending, ties by lower id.
+func byDesc(a, b cand) int {
+	if a.v != b.v {
+		if a.v > b.v {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+func byID(a, b cand) int { return cmp.Compare(a.id, b.id) }
+
+// selectTop returns, in heap order (worst at h[0]), the k best tokens of l
+// (finite or not, -Inf excluded) using h's storage: one pass over l with a
+// size-k min-heap, O(V + k·log k·log(V/k)) on typical inputs.
+func selectTop(l []float32, k int, h []cand) []cand {
+	h = h[:0]
+	i := 0
+	for ; i < len(l) && len(h) < k; i++ {
+		if v := l[i]; v != negInf32 {
+			h = append(h, cand{id: int32(i), v: v})
+			siftUp(h, len(h)-1)
+		}
+	}
+	if len(h) < k {
+		return h
+	}
+	root := h[0].v
+	for ; i < len(l); i++ {
+		// Ids ascend, so an equal logit ranks below the root: only > can enter.
+		if v := l[i]; v > root {
+			h[0] = cand{id: int32(i), v: v}
+			siftDown(h, 0)
+			root = h[0].v
+		}
+	}
+	return h
+}
+
+func siftUp(h []cand, j int) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if !worse(h[j], h[p]) {
+			return
+		}
+		h[j], h[p] = h[p], h[j]
+		j = p
+	}
+}
+
+func siftDown(h []cand, j int) {
+	n := len(h)
+	for {
+		c := 2*j + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && worse(h[c+1], h[c]) {
+			c++
+		}
+		if !worse(h[c], h[j]) {
+			return
+		}
+		h[j], h[c] = h[c], h[j]
+		j = c
+	}
+}
+
+// weight returns w = ⌊expDet((v − m)·invT)·2^shift⌋. The core of expDet is
+// repeated in weights for speed; a test pins that both agree bit for bit.
+func weight(v float32, m, invT, scale float64) uint64 {
+	return uint64(expDet((float64(v)-m)*invT) * scale)
+}
+
+// sampleTopK draws from the top_k best tokens.
+func (s *Sampler) sampleTopK(l []float32) (int, error) {
+	if s.heap == nil {
+		s.heap = make([]cand, 0, s.topK)
+	}
+	h := selectTop(l, s.topK, s.heap)
+	if len(h) == 0 {
+		return 0, ErrNoCandidates
+	}
+	c := append(s.cands[:0], h...)
+	s.cands = c
+	m := c[0].v
+	for _, x := range c {
+		m = max(m, x.v)
+	}
+	var sum uint64
+	for j := range c {
+		c[j].w = weight(c[j].v, float64(m), s.invT, s.scale)
+		sum += c[j].w
+	}
+	slices.SortFunc(c, byDesc)
+	n := len(c)
+	if s.topP < 1 {
+		limit := s.topPLimit(sum)
+		var before uint64
+		for j, x := range c {
+			if before >= limit {
+				n = j
+				break
+			}
+			before += x.w
+		}
+	}
+	// min_p, and drop zero weights (they sort last).
+	for n > 0 && (c[n-1].w == 0 || c[n-1].w < s.minW) {
+		n--
+	}
+	c = c[:n]
+	slices.SortFunc(c, byID)
+	sum = 0
+	for _, x := range c {
+		sum += x.w
+	}
+	t := s.target(sum)
+	var acc uint64
+	for _, x := range c {
+		acc += x.w
+		if acc > t {
+			return int(x.id), nil
+		}
+	}
+	return 0, errDrawOverrun
+}
+
+// topPLimit returns L = max(1, ⌊float64(top_p)·float64(W)⌋): a token is kept
+// by top-p iff the weight ranked before it is < L.
+func (s *Sampler) topPLimit(w uint64) uint64 {
+	return max(1, uint64(s.topP*float64(w)))
+}
+
+// target draws one uniform number and returns t = ⌊r·W/2^53⌋ for r the top 53
+// bits of the next output: an exact integer, uniform over [0, W) up to 2^-53.
+func (s *Sampler) target(w uint64) uint64 {
+	r := s.rng.next() >> 11
+	s.draws++
+	hi, lo := bits.Mul64(r, w)
+	return hi<<11 | lo>>53
+}
+
+// sampleFull draws without top-k: integer weights for the whole vocabulary,
+// then top-p / min-p, then a pass in id order. Because the weights are
+// integers, the weight ranked before a token does not depend on summation
+// order, so top-p does not need the vocabulary sorted: bucketing by the
+// weight's bit length (binade), then by its next 8 bits, finds the bucket in
+// which the running weight crosses L; only that bucket's tokens are sorted.
+func (s *Sampler) sampleFull(l []float32) (int, error) {
+	m := negInf32
+	for _, v := range l {
+		if v > m {
+			m = v
+		}
+	}
+	if m == negInf32 {
+		return 0, ErrNoCandidates
+	}
+	if s.w == nil {
+		s.w = make([]uint64, s.vocab)
+	}
+	w := s.w
+	sum := weights(w, l, float64(m), s.invT, s.scale, s.xmin)
+	minW := max(s.minW, 1)
+
+	if s.topP >= 1 {
+		if minW > 1 {
+			sum = 0
+			for _, x := range w {
+				if x >= minW {
+					sum += x
+				}
+			}
+		}
+		t := s.target(sum)
+		var acc uint64
+		for i, x := range w {
+			if x >= minW {
+				acc += x
+				if acc > t {
+					return i, nil
+				}
+			}
+		}
+		return 0, errDrawOverrun
+	}
+
+	// Top-p: find the binade, then the sub-bucket, where the running weight
+	// (heaviest first) reaches L; everything heavier is kept, lighter dropped.
+	binMass := &s.binMass // binMass[b] = Σ weights of bit length b
+	clear(binMass[:])
+	for _, x := range w {
+		binMass[bits.Len64(x)] += x
+	}
+	limit := s.topPLimit(sum)
+	var before uint64
+	b := len(binMass) - 1
+	for ; b > 0; b-- {
+		if before+binMass[b] >= limit {
+			break
+		}
+		before += binMass[b]
+	}
+	// Bit length b holds weights in [2^(b-1), 2^b); sub-bucket k of it the
+	// weights whose 8 bits after the leading one equal k.
+	sub := &s.subMass
+	clear(sub[:])
+	lo, hi := uint64(1)<<(b-1), uint64(1)<<(b-1)<<1 // hi wraps to 0 for b = 64: not reachable (w < 2^63)
+	for _, x := range w {
+		if x >= lo && x < hi {
+			sub[subKey(x, b)] += x
+		}
+	}
+	k := len(sub) - 1
+	for ; k > 0; k-- {
+		if before+sub[k] >= limit {
+			break
+		}
+		before += sub[k]
+	}
+	lo, hi = subRange(b, k)
+	c := s.cands[:0]
+	for i, x := range w {
+		if x >= lo && x < hi {
+			c = append(c, cand{id: int32(i), v: l[i], w: x})
+		}
+	}
+	s.cands = c
+	slices.SortFunc(c, byDesc)
+	cut := c[0] // the lowest-ranked kept token
+	for _, x := range c {
+		if before >= limit {
+			break
+		}
+		before += x.w
+		cut = x
+	}
+	// Kept: tokens ranked at or before cut. Weights are monotone in rank, so
+	// only a tie in weight needs the (logit, id) comparison.
+	if cut.w >= minW {
+		t := s.target(before)
+		var acc uint64
+		for i, x := range w {
+			if x > cut.w || (x == cut.w && (l[i] > cut.v || (l[i] == cut.v && int32(i) <= cut.id))) {
+				acc += x
+				if acc > t {
+					return i, nil
+				}
+			}
+		}
+		return 0, errDrawOverrun
+	}
+	// min_p removes more than top-p: keep w >= minW.
+	before = 0
+	for _, x := range w {
+		if x >= minW {
+			before += x
+		}
+	}
+	t := s.target(before)
+	var acc uint64
+	for i, x := range w {
+		if x >= minW {
+			acc += x
+			if acc > t {
+				return i, nil
+			}
+		}
+	}
+	return 0, errDrawOverrun
+}
+
+// subRange returns the weight range [lo, hi) of sub-bucket k of bit length b.
+func subRange(b, k int) (lo, hi uint64) {
+	if b >= 9 {
+		lo = (256 + uint64(k)) << (b - 9)
+		return lo, lo + 1<<(b-9)
+	}
+	// Short weights: the key is x << (9-b) & 255, so x = (256+k) >> (9-b)
+	// when that is exact, and the bucket is empty otherwise.
+	v := (256 + uint64(k)) >> (9 - b)
+	if v<<(9-b) != 256+uint64(k) {
+		return 0, 0
+	}
+	return v, v + 1
+}
+
+// subKey returns the 8 bits after the leading one of x, whose bit length is
+// b >= 1: monotone in x within a binade.
+func subKey(x uint64, b int) int {
+	if b >= 9 {
+		return int(x>>(b-9)) & 255
+	}
+	return int(x<<(9-b)) & 255
+}
+
+// weights sets w[i] = ⌊expDet((l[i] − m)·invT)·scale⌋ for all i and returns
+// Σ w. It repeats expCore's arithmetic inline (identical operations, hence
+// identical bits; a test pins it) to avoid a call per token, and skips the exp
+// where x < xmin, which is chosen so the weight there is 0 anyway.
+func weights(w []uint64, l []float32, m, invT, scale, xmin float64) uint64 {
+	const (
+		invLn2x64 = 0x1.71547652b82fep+06
+		ln2o64Hi  = 0x1.62e42feep-07
+		ln2o64Lo  = 0x1.a39ef35793c76p-39
+		shifter   = 0x1.8p52
+	)
+	w = w[:len(l)]
+	var sum uint64
+	for i, v := range l {
+		x := (float64(v) - m) * invT // <= 0
+		if x < xmin {                // also -Inf
+			w[i] = 0
+			continue
+		}
+		t := float64(x*invLn2x64) + shifter
+		n := int64(math.Float64bits(t) - math.Float64bits(shifter))
+		fn := t - shifter
+		r := float64(x-float64(fn*ln2o64Hi)) - float64(fn*ln2o64Lo)
+		q := float64(r*(1.0/120)) + 1.0/24
+		q = float64(r*q) + 1.0/6
+		q = float64(r*q) + 0.5
+		q = float64(r*q) + 1
+		q = r * q
+		tj := exp2Table[n&63]
+		e := float64(tj+float64(tj*q)) * math.Float64frombits(uint64(n>>6+1023)<<52)
+		x64 := uint64(e * scale)
+		w[i] = x64
+		sum += x64
+	}
+	return sum
+}
+
+// expSum returns Σ exp(l[i] − m) for the raw log-softmax, with expCore inlined.
+// Terms with l[i] − m < -60 (each < 1e-26 of the largest) are skipped.
+func expSum(l []float32, m float64) float64 {
+	const (
+		invLn2x64 = 0x1.71547652b82fep+06
+		ln2o64Hi  = 0x1.62e42feep-07
+		ln2o64Lo  = 0x1.a39ef35793c76p-39
+		shifter   = 0x1.8p52
+	)
+	var sum float64
+	for _, v := range l {
+		x := float64(v) - m
+		if x < -60 {
+			continue
+		}
+		t := float64(x*invLn2x64) + shifter
+		n := int64(math.Float64bits(t) - math.Float64bits(shifter))
+		fn := t - shifter
+		r := float64(x-float64(fn*ln2o64Hi)) - float64(fn*ln2o64Lo)
+		q := float64(r*(1.0/120)) + 1.0/24
+		q = float64(r*q) + 1.0/6
+		q = float64(r*q) + 0.5
+		q = float64(r*q) + 1
+		q = r * q
+		tj := exp2Table[n&63]
+		sum += float64(tj+float64(tj*q)) * math.Float64frombits(uint64(n>>6+1023)<<52)
+	}
+	return sum
+}
+
+// rawLogprobs fills ch.Logprob and ch.TopLogprobs from the unmodified logits.
+func (s *Sampler) rawLogprobs(logits []float32, ch *Choice) {
+	n := s.nLogprobs
+	m := negInf32
+	var h []cand
+	if n > 0 {
+		if s.topHeap == nil {
+			s.topHeap = make([]cand, 0, n)
+			s.top = make([]Logprob, 0, n)
+		}
+		h = selectTop(logits, n, s.topHeap)
+		for _, x := range h {
+			m = max(m, x.v)
+		}
+	} else {
+		for _, v := range logits {
+			m = max(m, v)
+		}
+	}
+	if m == negInf32 { // raw distribution undefined; bias made a token drawable
+		ch.Logprob = negInf32
+		ch.TopLogprobs = s.top[:0]
+		return
+	}
+	m64 := float64(m)
+	logZ := m64 + math.Log(expSum(logits, m64))
+	ch.Logprob = float32(float64(logits[ch.ID]) - logZ)
+	if n == 0 {
+		return
+	}
+	slices.SortFunc(h, byDesc)
+	top := s.top[:0]
+	for _, x := range h {
+		top = append(top, Logprob{ID: int(x.id), Logprob: float32(float64(x.v) - logZ)})
+	}
+	s.top = top
+	ch.TopLogprobs = top
+}

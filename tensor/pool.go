@@ -1,0 +1,210 @@
+package tensor
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool is a persistent set of worker goroutines that run the kernels of one
+// caller at a time.
+//
+// Why persistent: a decode step of a 22-layer model runs ~150 matrix
+// products of a few hundred microseconds each. Starting a goroutine per
+// chunk per product costs a few microseconds of scheduler work each time and
+// leaves cores idle while the runtime wakes them; instead the workers are
+// started once (NewPool) and woken per job:
+//
+//   - the caller publishes the job and bumps a generation counter;
+//   - a worker that finished its previous job recently is still spinning on
+//     that counter (spinIters loads, tens of microseconds) and starts at once;
+//   - a worker that has been idle longer is parked on a sync.Cond and is
+//     woken by a Broadcast (the caller only takes the lock when someone
+//     sleeps);
+//   - the caller works too (it is worker 0), then waits for the others the
+//     same way: spin on the pending count, then block on a channel.
+//
+// Work inside a job is split dynamically: workers claim chunks (aligned
+// groups of rows) from an atomic counter until none are left, so a worker
+// whose core is busy with something else simply claims fewer chunks.
+//
+// A Pool is safe for use by one caller at a time: MatMul and the other
+// kernels must not be called concurrently on the same Pool (use one Pool per
+// concurrent caller). A nil *Pool is valid and runs everything on the
+// calling goroutine. Steady-state calls allocate nothing: scratch buffers are
+// grown on first use and kept.
+type Pool struct {
+	*pool
+}
+
+type pool struct {
+	n int // workers including the caller
+
+	gen      atomic.Uint64 // bumped once per job
+	pending  atomic.Int32  // background workers still running the current job
+	sleepers atomic.Int32  // background workers parked on cond
+	closed   atomic.Bool
+	mu       sync.Mutex
+	cond     sync.Cond
+	done     chan struct{} // the last background worker to finish sends one token
+	job      task          // the current job, valid while pending > 0
+
+	scratch []workerScratch // per worker
+	mm      matJob          // the MatMul job, reused (no allocation per call)
+	shared  sharedScratch   // buffers prepared by the caller, read by all workers
+	acts    QuantizedActs   // x quantized for a quantized matrix-vector product
+}
+
+// task is a job run by every worker; run claims its own pieces of work.
+type task interface {
+	run(worker int)
+}
+
+// spinIters is how many times an idle worker (or the waiting caller) polls
+// before parking. ~20k atomic loads is on the order of 10-40 µs: longer than
+// the gap between two matrix products of a decode step, far shorter than
+// the gap between two requests.
+const spinIters = 20000
+
+// NewPool returns a pool of n workers (n < 1 means 1). The calling goroutine
+// is one of them, so n-1 goroutines are started. Call Close to stop them
+// (a Pool that becomes unreachable is closed automatically).
+func NewPool(n int) *Pool {
+	if n < 1 {
+		n = 1
+	}
+	s := &pool{n: n, done: make(chan struct{}, 1), scratch: make([]workerScratch, n)}
+	s.cond.L = &s.mu
+	for i := 1; i < n; i++ {
+		go s.worker(i)
+	}
+	p := &Pool{s}
+	runtime.AddCleanup(p, func(s *pool) { s.close() }, s)
+	return p
+}
+
+// Threads is the number of workers.
+func (p *Pool) Threads() int {
+	if p == nil {
+		return 1
+	}
+	return p.n
+}
+
+// Close stops the background workers. The Pool must not be used afterwards
+// except through Threads. Close is idempotent.
+func (p *Pool) Close() {
+	if p != nil {
+		p.close()
+	}
+}
+
+func (s *pool) close() {
+	if s.closed.Swap(true) {
+		return
+	}
+	s.gen.Add(1)
+	s.mu.Lock()
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+func (s *pool) worker(id int) {
+	var seen uint64 // not s.gen.Load(): a job may be published before this goroutine runs
+	for {
+		// Wait for a new generation: spin, then park.
+		g := s.gen.Load()
+		for i := 0; g == seen && i < spinIters; i++ {
+			g = s.gen.Load()
+		}
+		if g == seen {
+			s.mu.Lock()
+			s.sleepers.Add(1)
+			for g = s.gen.Load(); g == seen; g = s.gen.Load() {
+				s.cond.Wait()
+			}
+			s.sleepers.Add(-1)
+			s.mu.Unlock()
+		}
+		seen = g
+		if s.closed.Load() {
+			return
+		}
+		s.job.run(id)
+		if s.pending.Add(-1) == 0 {
+			s.done <- struct{}{}
+		}
+	}
+}
+
+// run executes t on every worker (the caller is worker 0) and returns when
+// all are done.
+func (s *pool) run(t task) {
+	if s.n == 1 || s.closed.Load() {
+		for i := 0; i < s.n; i++ { // a closed pool still computes, inline
+			t.run(i)
+		}
+		return
+	}
+	s.job = t
+	s.pending.Store(int32(s.n - 1))
+	s.gen.Add(1) // publishes job (atomics are sequentially consistent)
+	if s.sleepers.Load() > 0 {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+	t.run(0)
+	for i := 0; i < spinIters && s.pending.Load() != 0; i++ {
+	}
+	<-s.done
+	s.job = nil
+}
+
+// runTask runs t on p's workers, or inline as worker 0 for a nil Pool.
+func (p *Pool) runTask(t task) {
+	if p == nil {
+		t.run(0)
+		return
+	}
+	p.pool.run(t)
+}
+
+// funcTask adapts a chunked loop to a task: workers claim chunks [lo, hi)
+// of [0, n) of size chunk from an atomic counter.
+type funcTask struct {
+	n, chunk int
+	next     atomic.Int64
+	fn       func(lo, hi int)
+}
+
+func (f *funcTask) run(int) {
+	for {
+		lo := int(f.next.Add(int64(f.chunk))) - f.chunk
+		if lo >= f.n {
+			return
+		}
+		f.fn(lo, min(lo+f.chunk, f.n))
+	}
+}
+
+// parallel splits [0, n) into chunks of about n/(4·threads) (at least
+// minChunk, rounded up to a multiple of align) and runs fn on them from all
+// workers. It allocates (the closure and the task); kernels on the hot path
+// use dedicated tasks instead.
+func (p *Pool) parallel(n, minChunk, align int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	th := p.Threads()
+	if th == 1 || n <= minChunk {
+		fn(0, n)
+		return
+	}
+	chunk := max(minChunk, (n+4*th-1)/(4*th))
+	if align > 1 {
+		chunk = (chunk + align - 1) / align * align
+	}
+	t := &funcTask{n: n, chunk: chunk, fn: fn}
+	p.runTask(t)
+}

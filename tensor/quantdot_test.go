@@ -1,0 +1,53 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDotQFast checks the assembly quantized dots against the reference
+// DotQ on random rows of several lengths (and activation offsets).
+func TestDotQFast(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, wt := range []DType{Q8_0, Q4_K, Q6_K} {
+		for _, cols := range []int{256, 512, 2048, 5632} {
+			for trial := range 5 {
+				scale := []float64{0.02, 1, 30}[trial%3]
+				v := make([]float32, cols)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64() * scale)
+				}
+				rb, _ := wt.RowBytes(cols)
+				w := make([]byte, rb)
+				if err := QuantizeRow(w, wt, v); err != nil {
+					t.Fatal(err)
+				}
+				x := make([]float32, 2*cols) // two rows: test off = cols too
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				var a QuantizedActs
+				if err := QuantizeActs(&a, wt, x); err != nil {
+					t.Fatal(err)
+				}
+				for _, off := range []int{0, cols} {
+					want := DotQ(wt, w, &a, off)
+					got := dotQFast(wt, w, &a, off)
+					var mag float64
+					wf := make([]float32, cols)
+					DequantizeRow(wf, wt, w)
+					for i := range wf {
+						mag += math.Abs(float64(wf[i]) * float64(x[off+i]))
+					}
+					if e := math.Abs(float64(got-want)) / mag; !(e < 1e-5) {
+						t.Fatalf("%s cols=%d off=%d: got %g, want %g (rel %g)", wt, cols, off, got, want, e)
+					}
+				}
+			}
+		}
+	}
+}
