@@ -7,4 +7,9 @@ require (
 	golang.org/x/text v0.44.0
 )
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/mattn/go-runewidth v0.0.31 // indirect
+	github.com/peterh/liner v1.2.3 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -60,7 +60,9 @@ type Engine struct {
 	ctx   int
 	chunk int
 
-	mu sync.Mutex // one request at a time
+	mu   sync.Mutex     // one request at a time
+	pos  []int          // batch scratch, reused so decode steps do not allocate
+	seqs []*kvcache.Seq // batch scratch
 }
 
 // New prepares an engine with a KV cache of opts.CtxSize positions.
@@ -308,6 +310,7 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 		return yield(t, nil)
 	}
 	maxTokens := pol.MaxTokens
+	var one [1]int
 	for {
 		if err := ctx.Err(); err != nil {
 			res.Text = string(text)
@@ -358,7 +361,8 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 			e.finishTimings(res, tDecode)
 			return finish(FinishLength, nil)
 		}
-		logits, err = e.forward(sess, []int{ch.ID}, pos)
+		one[0] = ch.ID
+		logits, err = e.forward(sess, one[:], pos)
 		if err != nil {
 			res.Text = string(text)
 			return finish(FinishError, err)
@@ -384,12 +388,12 @@ func (e *Engine) forward(s *Session, toks []int, pos0 int) ([]float32, error) {
 		return nil, err
 	}
 	n := len(toks)
-	b := model.Batch{Tokens: toks, Pos: make([]int, n), Seq: make([]*kvcache.Seq, n)}
+	e.pos, e.seqs = e.pos[:0], e.seqs[:0]
 	for i := range n {
-		b.Pos[i] = pos0 + i
-		b.Seq[i] = &s.seq
+		e.pos = append(e.pos, pos0+i)
+		e.seqs = append(e.seqs, &s.seq)
 	}
-	logits, err := e.m.Forward(b, e.cache)
+	logits, err := e.m.Forward(model.Batch{Tokens: toks, Pos: e.pos, Seq: e.seqs}, e.cache)
 	if err != nil {
 		return nil, err
 	}

@@ -82,8 +82,8 @@ type matJob struct {
 	w     *Mat
 	x     []float32
 	n     int
-	npad  int // n rounded up to gemmNR
-	chunk int // rows per claimed matrix-vector chunk
+	npad  int  // n rounded up to gemmNR
+	chunk int  // rows per claimed matrix-vector chunk
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	next  atomic.Int64
 }
@@ -239,7 +239,7 @@ func (j *matJob) gemmBlock(sc *workerScratch, r0, r1 int) {
 		var a []float32
 		var lda int
 		if direct {
-			a, lda = BytesF32(w.Data[r0*rb:r1*rb])[kb:], K
+			a, lda = BytesF32(w.Data[r0*rb : r1*rb])[kb:], K
 		} else {
 			a, lda = sc.a[:mp*gemmKC], gemmKC
 			for i := range mp {

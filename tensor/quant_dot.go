@@ -145,8 +145,12 @@ func QuantizeActs(dst *QuantizedActs, wt DType, x []float32) error {
 // w (n = len(w)/BlockBytes·BlockSize) using the integer block dot products.
 // a must have been quantized for weight type wt, and off must be a multiple
 // of the activation block size with off+n ≤ a.N (a row of a batch quantized
-// in one call sits at off = t·cols). Misuse panics (index out of range).
+// in one call sits at off = t·cols). Misuse (activations quantized for
+// another weight family, off out of range) panics: it is a programming error.
 func DotQ(wt DType, w []byte, a *QuantizedActs, off int) float32 {
+	if f, ok := ActsFormat(wt); !ok || f != a.Format {
+		panic("tensor: DotQ: " + wt.String() + " weights with " + a.Format.String() + " activations")
+	}
 	switch wt {
 	case Q4_0:
 		return dotQ4_0(w, a.Q[off:], a.D[off/32:])
@@ -169,7 +173,7 @@ func DotQ(wt DType, w []byte, a *QuantizedActs, off int) float32 {
 	case Q6_K:
 		return dotQ6_K(w, a.Q[off:], a.D[off/qkK:])
 	}
-	panic("tensor: DotQ: no quantized dot product for " + wt.String())
+	panic("unreachable")
 }
 
 func dotQ4_0(w []byte, q []int8, d []float32) float32 {

@@ -419,3 +419,33 @@ func TestQuantNoAllocs(t *testing.T) {
 		_ = fmt.Sprint(sink)
 	}
 }
+
+// TestQuantSpecialValues: NaN, ±Inf, huge and tiny inputs must not panic
+// (values are then meaningless, as in ggml).
+func TestQuantSpecialValues(t *testing.T) {
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.MaxFloat32, 1e-40, -1e-45, 0}
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, ty := range quantTypes {
+		for _, sp := range specials {
+			x := qGauss(r, 256, 1)
+			x[r.IntN(256)] = sp
+			x[r.IntN(256)] = sp
+			b := qEncode(t, ty, x)
+			_ = qDecode(ty, b, len(x))
+			if _, ok := ActsFormat(ty); ok {
+				var a QuantizedActs
+				if err := QuantizeActs(&a, ty, x); err != nil {
+					t.Fatal(err)
+				}
+				_ = DotQ(ty, b, &a, 0)
+			}
+		}
+		for _, sp := range specials { // a whole block of one special value
+			x := make([]float32, 256)
+			for i := range x {
+				x[i] = sp
+			}
+			_ = qDecode(ty, qEncode(t, ty, x), len(x))
+		}
+	}
+}

@@ -22,8 +22,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -333,12 +334,8 @@ func (t *tokenTable) findHash(b []byte, h uint64) (int32, bool) {
 	}
 }
 
-// findString is find for a string key.
-func (t *tokenTable) findString(w string) (int32, bool) {
-	if len(t.slots) == 0 {
-		return 0, false
-	}
-	h := maphash.String(t.seed, w)
+// findStringHash is find for a string key whose hash is h.
+func (t *tokenTable) findStringHash(w string, h uint64) (int32, bool) {
 	mask := uint64(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := t.slots[i]
@@ -467,26 +464,28 @@ func (m *byteLevel) encodeWord(dst []int, w string, s *bpeScratch) []int {
 	if len(w) == 1 {
 		return m.appendSym(dst, m.byteID[w[0]])
 	}
+	cacheable := len(w) <= maxCachedWord
+	var h uint64
+	if cacheable || m.ignoreMerges {
+		h = maphash.String(m.ids.seed, w)
+	}
 	if m.ignoreMerges {
-		if id, ok := m.ids.findString(w); ok {
+		if id, ok := m.ids.findStringHash(w, h); ok {
 			return append(dst, int(id))
 		}
 	}
-	cacheable := len(w) <= maxCachedWord
+	syms, hit := []int32(nil), false
 	if cacheable {
-		if ids, ok := m.cache.get(w); ok {
-			for _, id := range ids {
-				dst = append(dst, int(id))
-			}
-			return dst
+		syms, hit = m.cache.get(w, h)
+	}
+	if !hit {
+		syms = m.bpe(w, s)
+		if cacheable {
+			m.cache.put(w, h, syms)
 		}
 	}
-	syms := m.bpe(w, s)
 	for _, id := range syms {
 		dst = m.appendSym(dst, id)
-	}
-	if cacheable {
-		m.cache.put(w, syms)
 	}
 	return dst
 }
@@ -689,31 +688,33 @@ func growInt32(b []int32, n int) []int32 {
 	return b[:n]
 }
 
-// wordCache maps recently seen pre-tokens to their ids. It is safe for
-// concurrent use and bounded: when full it is emptied and refilled.
+// wordCache remembers the ids of recently seen pre-tokens. It is a
+// direct-mapped table of immutable entries behind atomic pointers: lookups
+// take no lock, a colliding insert simply replaces the older entry, and its
+// size is fixed, so it is bounded and safe for concurrent use.
 type wordCache struct {
-	mu sync.Mutex
-	m  map[string][]int32
+	slots []atomic.Pointer[cacheEntry] // (wordCacheSize)
+}
+
+type cacheEntry struct {
+	word string
+	ids  []int32
 }
 
 const wordCacheSize = 1 << 16
 
-func (c *wordCache) init() { c.m = make(map[string][]int32, 1024) }
+func (c *wordCache) init() { c.slots = make([]atomic.Pointer[cacheEntry], wordCacheSize) }
 
-func (c *wordCache) get(w string) ([]int32, bool) {
-	c.mu.Lock()
-	ids, ok := c.m[w]
-	c.mu.Unlock()
-	return ids, ok
+// get returns the ids of w, whose hash is h.
+func (c *wordCache) get(w string, h uint64) ([]int32, bool) {
+	if e := c.slots[h&(wordCacheSize-1)].Load(); e != nil && e.word == w {
+		return e.ids, true
+	}
+	return nil, false
 }
 
-func (c *wordCache) put(w string, ids []int32) {
-	cp := make([]int32, len(ids))
-	copy(cp, ids)
-	c.mu.Lock()
-	if len(c.m) >= wordCacheSize {
-		clear(c.m)
-	}
-	c.m[strings.Clone(w)] = cp // w may point into a large input
-	c.mu.Unlock()
+// put stores a copy of w and ids under hash h.
+func (c *wordCache) put(w string, h uint64, ids []int32) {
+	e := &cacheEntry{word: strings.Clone(w), ids: slices.Clone(ids)} // w may point into a large input
+	c.slots[h&(wordCacheSize-1)].Store(e)
 }
