@@ -103,7 +103,7 @@ func newByteLevel(v *Vocab) (model, error) {
 	}
 	m := &byteLevel{
 		pre:          pre,
-		ignoreMerges: v.IgnoreMerges,
+		ignoreMerges: v.IgnoreMerges || pre.ignoreMerges, // llama.cpp turns it on for Llama-3 GGUFs
 		unk:          -1,
 	}
 	switch v.Normalizer {
@@ -469,17 +469,16 @@ func (m *byteLevel) encodeWord(dst []int, w string, s *bpeScratch) []int {
 	if cacheable || m.ignoreMerges {
 		h = maphash.String(m.ids.seed, w)
 	}
-	if m.ignoreMerges {
-		if id, ok := m.ids.findStringHash(w, h); ok {
-			return append(dst, int(id))
-		}
-	}
 	syms, hit := []int32(nil), false
 	if cacheable {
 		syms, hit = m.cache.get(w, h)
 	}
 	if !hit {
-		syms = m.bpe(w, s)
+		if id, ok := m.wholeWord(w, h); ok {
+			syms = append(s.sym[:0], id)
+		} else {
+			syms = m.bpe(w, s)
+		}
 		if cacheable {
 			m.cache.put(w, h, syms)
 		}
@@ -488,6 +487,16 @@ func (m *byteLevel) encodeWord(dst []int, w string, s *bpeScratch) []int {
 		dst = m.appendSym(dst, id)
 	}
 	return dst
+}
+
+// wholeWord returns the id of w itself under ignore_merges (Llama-3: a
+// pre-token that is a token is emitted whole, even if merges would not
+// build it).
+func (m *byteLevel) wholeWord(w string, h uint64) (int32, bool) {
+	if !m.ignoreMerges {
+		return 0, false
+	}
+	return m.ids.findStringHash(w, h)
 }
 
 func (m *byteLevel) appendSym(dst []int, id int32) []int {

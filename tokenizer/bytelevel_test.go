@@ -242,3 +242,49 @@ func TestBPEHeapMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// TestByteLevelConcurrent: the shared word cache gives the same ids under
+// concurrent use (run with -race).
+func TestByteLevelConcurrent(t *testing.T) {
+	tk := blTokenizer(t, gpt2Dir)
+	gs := readBLGoldens(t, "gpt2")
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < 3; r++ {
+				for _, x := range gs {
+					if got := tk.Encode(x.Text, false); !slices.Equal(got, x.IDs) {
+						t.Errorf("%s: got %v want %v", x.ID, got, x.IDs)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestGGUFStyleVocab rebuilds the tokenizers from a Vocab as a GGUF loader
+// fills it (tokenizer.ggml.pre name, no IgnoreMerges flag: llama.cpp turns
+// it on for the Llama-3 family itself) and checks the goldens again.
+func TestGGUFStyleVocab(t *testing.T) {
+	for _, tc := range []struct{ rel, set, pre string }{
+		{llama3JSON, "hf_llama3", "llama-bpe"},
+		{qwen3JSON, "hf_qwen3", "qwen2"},
+		{gpt2Dir, "gpt2", "gpt-2"},
+	} {
+		v := *blTokenizer(t, tc.rel).Vocab()
+		v.Pre, v.IgnoreMerges = tc.pre, false
+		tk, err := FromVocab(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range readBLGoldens(t, tc.set) {
+			if got := tk.Encode(g.Text, tc.set != "gpt2"); !slices.Equal(got, g.IDs) {
+				t.Errorf("%s %s: got %v want %v", tc.pre, g.ID, got, g.IDs)
+			}
+		}
+	}
+}
