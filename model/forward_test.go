@@ -235,3 +235,25 @@ func TestDecodeAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestSlidingWindow: with a window the cached forward still matches the
+// reference; a window covering everything changes nothing; a short one
+// changes the logits beyond it.
+func TestSlidingWindow(t *testing.T) {
+	m := mustLoad(t, sharedPath(t, "models/llama2c/tiny_gqa.bin"), Options{})
+	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701}
+	full := runSeq(t, m, toks, 0)
+	m.SlidingWindow = len(toks)
+	if d, _ := maxAbsDiff(runSeq(t, m, toks, 0), full); d > 1e-6 {
+		t.Errorf("window covering the sequence changed logits by %g", d)
+	}
+	m.SlidingWindow = 4
+	checkCacheParity(t, m, toks, 1e-4)
+	win := runSeq(t, m, toks, 0)
+	if d, _ := maxAbsDiff(win[:4*m.Vocab], full[:4*m.Vocab]); d > 1e-6 {
+		t.Errorf("positions inside the window changed by %g", d)
+	}
+	if d, _ := maxAbsDiff(win[4*m.Vocab:], full[4*m.Vocab:]); d < 1e-3 {
+		t.Errorf("window of 4 did not change later logits (%g)", d)
+	}
+}

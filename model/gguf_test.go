@@ -125,3 +125,35 @@ func TestGGUFConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGGUFQuantized loads the quantized goldens' files (Q8_0, Q5_0/Q5_1,
+// Q4_K, Q5_K, Q6_K tensors) and checks each prompt's first step against
+// llama.cpp's log-probabilities (llama.cpp also quantizes activations, so
+// the tolerance is the README's measured agreement).
+func TestGGUFQuantized(t *testing.T) {
+	for _, tc := range []struct {
+		model, quant string
+		tol          float64
+	}{
+		{"llama_gqa", "Q8_0", 0.5}, {"llama_gqa", "Q4_K_M", 1.0}, {"llama_gqa", "Q4_K_S", 1.0},
+		{"llama_k", "Q4_K_M", 1.0}, {"llama_k", "Q4_K_S", 1.0},
+	} {
+		t.Run(tc.model+"-"+tc.quant, func(t *testing.T) {
+			g := readLcppGolden(t, sharedPath(t, "testdata/gguf/"+tc.model+"/"+tc.model+"-"+tc.quant+".json"))
+			m := mustLoad(t, sharedPath(t, "testdata/gguf/"+tc.model+"/"+g.GGUFFile), Options{Threads: 2})
+			worst := 0.0
+			for k, p := range g.Prompts {
+				lg := runSeq(t, m, p.PromptIDs, 0)
+				lp := logSoftmax(lg[(len(p.PromptIDs)-1)*m.Vocab:])
+				for _, e := range p.Steps[0].Top {
+					d := math.Abs(lp[int(e[0])] - e[1])
+					worst = max(worst, d)
+					if d > tc.tol {
+						t.Errorf("prompt %d id %d: logprob %.3f, llama.cpp %.3f", k, int(e[0]), lp[int(e[0])], e[1])
+					}
+				}
+			}
+			t.Logf("worst first-step logprob difference %.3f", worst)
+		})
+	}
+}

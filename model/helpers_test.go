@@ -3,9 +3,12 @@ package model
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"nanoserve/kvcache"
@@ -151,4 +154,42 @@ func maxAbsDiff(a, b []float32) (float64, int) {
 		}
 	}
 	return d, at
+}
+
+var (
+	hfOnce sync.Once
+	hfDir  string
+	hfErr  error
+)
+
+// TestMain removes the generated Hugging Face fixtures afterwards.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hfDir != "" {
+		os.RemoveAll(hfDir)
+	}
+	os.Exit(code)
+}
+
+// hfFixtures generates the shared tool's Hugging Face directories
+// (llama_gqa, qwen2, gpt2; F32 safetensors) once per test binary.
+func hfFixtures(t testing.TB) string {
+	t.Helper()
+	tool := sharedPath(t, "tools/fixturegen")
+	hfOnce.Do(func() {
+		hfDir, hfErr = os.MkdirTemp("", "nanoserve-hf-")
+		if hfErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "run", ".", "hf", hfDir)
+		cmd.Dir = tool
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			hfErr = fmt.Errorf("fixturegen: %v\n%s", err, out)
+		}
+	})
+	if hfErr != nil {
+		t.Fatal(hfErr)
+	}
+	return hfDir
 }

@@ -58,6 +58,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"nanoserve/kvcache"
@@ -160,7 +161,7 @@ type TensorDesc struct {
 type Options struct {
 	Tokenizer string       // tokenizer path (llama2.c tokenizer.bin, tokenizer.model, ...); overrides the model's own
 	Threads   int          // workers for a new pool when Pool is nil (< 1: 1)
-	Pool      *tensor.Pool // shared worker pool; nil: one with Threads workers
+	Pool      *tensor.Pool // worker pool to share (one caller at a time: Forward calls on models sharing it must not overlap); nil: a new one with Threads workers
 }
 
 // Model is a loaded model ready to run.
@@ -173,6 +174,7 @@ type Model struct {
 	Tensors []TensorDesc // every tensor in the weight files, in file order
 
 	pool    *tensor.Pool
+	ownPool bool // pool was created by Load and is closed by Close
 	w       weights
 	invFreq []float64 // (RopeDim/2) RoPE angular frequency per dimension pair
 	closers []io.Closer
@@ -212,6 +214,7 @@ func Load(path string, opts Options) (*Model, error) {
 	m.pool = opts.Pool
 	if m.pool == nil {
 		m.pool = tensor.NewPool(opts.Threads)
+		m.ownPool = true
 	}
 	if err := m.init(); err != nil {
 		m.Close()
@@ -241,16 +244,32 @@ func (m *Model) init() error {
 		return err
 	}
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
-	if m.Gen.EOG == nil && m.Tokenizer != nil {
-		m.Gen.EOG = tokenizerEOG(m.Tokenizer)
+	// End of generation: the file's own ids (generation_config.json) and
+	// the tokenizer's end-of-generation set, ids within the vocabulary.
+	if m.Tokenizer != nil {
+		m.Gen.EOG = append(m.Gen.EOG, m.Tokenizer.EOG()...)
+		// llama2.c's run.c ends a sample when the model emits BOS, which
+		// its training data uses to delimit documents.
+		if bos, ok := m.Tokenizer.BOS(); ok && m.Format == "llama2c" {
+			m.Gen.EOG = append(m.Gen.EOG, bos)
+		}
 	}
+	m.Gen.EOG = slices.DeleteFunc(m.Gen.EOG, func(id int) bool { return id < 0 || id >= m.Vocab })
+	slices.Sort(m.Gen.EOG)
+	m.Gen.EOG = slices.Compact(m.Gen.EOG)
 	return nil
 }
 
-// Close releases the file mappings. The Model must not be used afterwards.
+// Close releases the file mappings, the attention workers and the worker
+// pool Load created (not one passed in Options.Pool). The Model must not be
+// used afterwards.
 func (m *Model) Close() error {
 	m.mu.Lock()
 	m.aw.stop()
+	if m.ownPool && m.pool != nil {
+		m.pool.Close()
+		m.pool = nil
+	}
 	m.mu.Unlock()
 	var first error
 	for _, c := range m.closers {

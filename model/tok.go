@@ -14,6 +14,3 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	}
 	return tokenizer.Load(path)
 }
-
-// tokenizerEOG is the tokenizer's end-of-generation set.
-func tokenizerEOG(t *tokenizer.Tokenizer) []int { return t.EOG() }

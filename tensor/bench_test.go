@@ -102,7 +102,7 @@ var mvShapes = [][2]int{{5632, 2048}, {2048, 5632}, {32000, 2048}}
 
 // BenchmarkMatVec is decode: one token through a (rows, cols) matrix.
 func BenchmarkMatVec(b *testing.B) {
-	for _, t := range []DType{F32, F16, BF16, Q8_0, Q4_K, Q6_K} {
+	for _, t := range []DType{F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K} {
 		for _, sh := range mvShapes {
 			for _, th := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%dx%d/threads=%d", t, sh[0], sh[1], th), func(b *testing.B) {
@@ -129,8 +129,8 @@ func BenchmarkMatVec(b *testing.B) {
 // BenchmarkGEMM is prefill: n tokens through a (rows, cols) matrix;
 // reports GFLOP/s (2·rows·cols·n per op).
 func BenchmarkGEMM(b *testing.B) {
-	for _, t := range []DType{F32, F16, Q8_0, Q4_K} {
-		for _, sh := range [][2]int{{2048, 2048}, {5632, 2048}} {
+	for _, t := range []DType{F32, F16, Q8_0, Q4_K, Q6_K, Q5_0} {
+		for _, sh := range [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}} {
 			for _, n := range []int{128, 512} {
 				for _, th := range []int{1, 2} {
 					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/threads=%d", t, sh[0], sh[1], n, th), func(b *testing.B) {

@@ -45,7 +45,9 @@ type typeInfo struct {
 	blockBytes int
 }
 
-var types = map[DType]typeInfo{
+// types is indexed by DType; a zero entry means unknown. An array, not a
+// map: BlockBytes sits on the kernels' hot path.
+var types = [...]typeInfo{
 	F32:  {"F32", 1, 4},
 	F16:  {"F16", 1, 2},
 	BF16: {"BF16", 1, 2},
@@ -69,26 +71,33 @@ var types = map[DType]typeInfo{
 }
 
 // Known reports whether t is a type this package can size.
-func (t DType) Known() bool { _, ok := types[t]; return ok }
+func (t DType) Known() bool { return t.info().blockSize != 0 }
+
+func (t DType) info() typeInfo {
+	if int(t) < len(types) {
+		return types[t]
+	}
+	return typeInfo{}
+}
 
 func (t DType) String() string {
-	if ti, ok := types[t]; ok {
+	if ti := t.info(); ti.blockSize != 0 {
 		return ti.name
 	}
 	return fmt.Sprintf("type(%d)", uint32(t))
 }
 
 // BlockSize is the number of elements in one block (1 for plain types).
-func (t DType) BlockSize() int { return types[t].blockSize }
+func (t DType) BlockSize() int { return t.info().blockSize }
 
 // BlockBytes is the size in bytes of one block.
-func (t DType) BlockBytes() int { return types[t].blockBytes }
+func (t DType) BlockBytes() int { return t.info().blockBytes }
 
 // RowBytes returns the byte size of n elements of type t. n must be a
 // multiple of the block size.
 func (t DType) RowBytes(n int) (int, error) {
-	ti, ok := types[t]
-	if !ok {
+	ti := t.info()
+	if ti.blockSize == 0 {
 		return 0, fmt.Errorf("tensor: unknown type %d", uint32(t))
 	}
 	if n%ti.blockSize != 0 {
@@ -100,8 +109,8 @@ func (t DType) RowBytes(n int) (int, error) {
 // ParseDType maps a name such as "Q8_0" or "f16" to its type.
 func ParseDType(s string) (DType, bool) {
 	for t, ti := range types {
-		if equalFold(ti.name, s) {
-			return t, true
+		if ti.blockSize != 0 && equalFold(ti.name, s) {
+			return DType(t), true
 		}
 	}
 	return 0, false

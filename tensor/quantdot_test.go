@@ -51,3 +51,29 @@ func TestDotQFast(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDotQFast is one 4096-element row against cached activations, so
+// the row stays in L1/L2: the kernel's arithmetic rate (MB/s of weight
+// bytes per core), which must exceed the per-core share of DRAM bandwidth
+// for the decode matrix-vector product to be memory bound.
+func BenchmarkDotQFast(b *testing.B) {
+	for _, wt := range dotTypes {
+		b.Run(wt.String(), func(b *testing.B) {
+			w, x := benchRow(b, wt)
+			var a QuantizedActs
+			if err := QuantizeActs(&a, wt, x); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(w)))
+			var s float32
+			c0 := cpuSeconds()
+			for b.Loop() {
+				s += dotQFast(wt, w, &a, 0)
+			}
+			if c := cpuSeconds() - c0; c > 0 {
+				b.ReportMetric(float64(len(w))*float64(b.N)/c/1e6, "cpuMB/s")
+			}
+			_ = s
+		})
+	}
+}

@@ -1,5 +1,125 @@
 package main
 
-import "errors"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
-func runBench(args []string) error { return errors.New("not implemented yet") }
+	"nanoserve/bench"
+	"nanoserve/model"
+)
+
+// intList parses "128,512" (empty or "none": an empty, non-nil list).
+func intList(name, s string) ([]int, error) {
+	out := []int{}
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return out, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-%s: %q is not a list of non-negative integers", name, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func runBench(args []string) error {
+	fs := newFlags("bench")
+	modelPath := fs.String("model", "", "model to measure: GGUF file, Hugging Face directory or llama2.c .bin")
+	tokPath := fs.String("tokenizer", "", "tokenizer (only needed to load llama2.c checkpoints)")
+	synth := fs.String("synthetic", "", "measure a seeded random-weight model of a standard shape: "+strings.Join(bench.ShapeNames(), ", "))
+	typ := fs.String("type", "f16", "weight type of the synthetic model: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_s, q4_k_m, q5_k_s, q5_k_m")
+	seed := fs.Uint64("seed", 1, "seed of the synthetic weights and of the random prompt tokens")
+	cacheDir := fs.String("cache-dir", "", "where synthetic models are kept (default "+bench.CacheDir()+")")
+	prompts := fs.String("p", "128,512", "prompt lengths to prefill (pp tests), comma-separated")
+	gens := fs.String("n", "128", "decode lengths (tg tests), comma-separated")
+	reps := fs.Int("r", 3, "timed repetitions of each test, after one warm-up")
+	threads := fs.Int("threads", defaultThreads(), "worker threads")
+	batch := fs.Int("batch", 512, "prefill tokens per forward call")
+	depths := fs.String("depths", "0,128,512,1024", "decode-rate sweep: context depths (\"none\": off)")
+	genLens := fs.String("gen-lens", "32,64,128,256", "decode-rate sweep: generated lengths (\"none\": off)")
+	sweepN := fs.Int("sweep-n", 32, "tokens decoded at each depth of the depth sweep")
+	sweepR := fs.Int("sweep-r", 2, "repetitions of each sweep point, after one warm-up")
+	bwMiB := fs.Int64("bw-mib", 1024, "bandwidth probe buffer in MiB (at least 4× L3 is used; 0: no probe)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if (*modelPath == "") == (*synth == "") {
+		return bench.ErrNoModel
+	}
+	opts := bench.Options{Reps: *reps, Batch: *batch, SweepGen: *sweepN, SweepReps: *sweepR, Seed: *seed,
+		Threads: *threads, BandwidthBytes: *bwMiB << 20, Progress: os.Stderr}
+	if *bwMiB <= 0 {
+		opts.BandwidthBytes = -1
+	}
+	var err error
+	if opts.Prompts, err = intList("p", *prompts); err != nil {
+		return err
+	}
+	if opts.Gens, err = intList("n", *gens); err != nil {
+		return err
+	}
+	if opts.Depths, err = intList("depths", *depths); err != nil {
+		return err
+	}
+	if opts.GenLens, err = intList("gen-lens", *genLens); err != nil {
+		return err
+	}
+
+	path := *modelPath
+	var genMs float64
+	var shape bench.Shape
+	var mix bench.Mix
+	if *synth != "" {
+		if shape, err = bench.LookupShape(*synth); err != nil {
+			return err
+		}
+		if mix, err = bench.ParseMix(*typ); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		p, created, err := bench.SyntheticFile(*cacheDir, shape, mix, *seed, *threads)
+		if err != nil {
+			return err
+		}
+		if created {
+			genMs = float64(time.Since(t0).Microseconds()) / 1e3
+			fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", p, genMs/1e3)
+		} else {
+			fmt.Fprintf(os.Stderr, "using cached %s\n", p)
+		}
+		path = p
+	}
+	t0 := time.Now()
+	m, err := model.Load(path, model.Options{Tokenizer: *tokPath, Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	info := bench.Describe(m, path)
+	info.LoadMs = float64(time.Since(t0).Microseconds()) / 1e3
+	info.GenerateMs = genMs
+	if *synth != "" {
+		info.Synthetic, info.Type, info.Seed = shape.Name, mix.Name, *seed
+	}
+	res, err := bench.Run(m, info, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return bench.WriteMarkdown(os.Stdout, res)
+}

@@ -1,5 +1,56 @@
 package main
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
 
-func runConvert(args []string) error { return errors.New("not implemented yet") }
+	"nanoserve/convert"
+)
+
+// runConvert: nanoserve convert [flags] IN OUT.gguf
+func runConvert(args []string) error {
+	fs := newFlags("convert")
+	var opts convert.Options
+	fs.StringVar(&opts.Type, "type", "", "matrix float type: f32, f16 or bf16 (default: keep the source's)")
+	fs.StringVar(&opts.Quantize, "quantize", "", "quantize as a llama.cpp file type: "+strings.Join(convert.QuantizeNames(), ", "))
+	fs.StringVar(&opts.Tokenizer, "tokenizer", "", "tokenizer file or folder (required for llama2.c checkpoints)")
+	fs.StringVar(&opts.Name, "name", "", "general.name (default: the input's name)")
+	fs.IntVar(&opts.Threads, "threads", defaultThreads(), "worker threads for quantization")
+	quiet := fs.Bool("quiet", false, "do not list tensors")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: nanoserve convert [flags] IN OUT.gguf\n\nIN is a GGUF file, a Hugging Face directory or a llama2.c .bin (with --tokenizer).\n\nflags:")
+		fs.PrintDefaults()
+	}
+	// Flags may come before, between or after the two paths.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return errors.New("need exactly two arguments: IN OUT.gguf")
+	}
+	if !*quiet {
+		opts.Log = func(s string) { fmt.Fprintln(os.Stderr, s) }
+	}
+	start := time.Now()
+	if err := convert.Convert(pos[0], pos[1], opts); err != nil {
+		return err
+	}
+	fi, err := os.Stat(pos[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s (%.1f MiB) in %.2fs\n", pos[1], float64(fi.Size())/(1<<20), time.Since(start).Seconds())
+	return nil
+}

@@ -1,5 +1,215 @@
 package main
 
-import "errors"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
 
-func runInspect(args []string) error { return errors.New("not implemented yet") }
+	"nanoserve/model"
+)
+
+// inspectInfo is what `nanoserve inspect` reports (the --json schema).
+type inspectInfo struct {
+	Path          string         `json:"path"`
+	Format        string         `json:"format"`
+	Architecture  string         `json:"architecture"`
+	Config        inspectConfig  `json:"config"`
+	Params        int64          `json:"params"`
+	TensorCount   int            `json:"tensor_count"`
+	TensorTypes   map[string]int `json:"tensor_types"`
+	FileBytes     int64          `json:"file_bytes"`
+	Files         []inspectFile  `json:"files"`
+	KVBytesPerTok int64          `json:"kv_bytes_per_token"`
+	Tokenizer     *inspectTok    `json:"tokenizer"`
+	EOG           []int          `json:"eog_ids"`
+	ChatTemplate  bool           `json:"chat_template"`
+	ChatTmplBytes int            `json:"chat_template_bytes"`
+}
+
+type inspectConfig struct {
+	Dim           int     `json:"dim"`
+	HiddenDim     int     `json:"hidden_dim"`
+	Layers        int     `json:"layers"`
+	Heads         int     `json:"heads"`
+	KVHeads       int     `json:"kv_heads"`
+	HeadDim       int     `json:"head_dim"`
+	Vocab         int     `json:"vocab"`
+	ContextLen    int     `json:"context_length"`
+	NormEps       float32 `json:"norm_eps"`
+	RopeTheta     float64 `json:"rope_theta,omitempty"`
+	RopeDim       int     `json:"rope_dim,omitempty"`
+	RopeLayout    string  `json:"rope_layout,omitempty"`
+	RopeScaling   string  `json:"rope_scaling,omitempty"`
+	SlidingWindow int     `json:"sliding_window,omitempty"`
+	Tied          bool    `json:"tied_embeddings"`
+}
+
+type inspectFile struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+type inspectTok struct {
+	Kind    string      `json:"kind"`
+	Size    int         `json:"size"`
+	AddBOS  bool        `json:"add_bos"`
+	Special []tokenInfo `json:"special"`
+}
+
+type tokenInfo struct {
+	Role string `json:"role"`
+	ID   int    `json:"id"`
+	Text string `json:"text"`
+}
+
+func runInspect(args []string) error {
+	fs := newFlags("inspect")
+	asJSON := fs.Bool("json", false, "print JSON")
+	tok := fs.String("tokenizer", "", "tokenizer file or folder (for llama2.c checkpoints)")
+	noHash := fs.Bool("no-hash", false, "skip the sha256 of the weight files")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: nanoserve inspect MODEL [--json] [--tokenizer PATH] [--no-hash]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return errors.New("need exactly one MODEL path")
+	}
+	m, err := model.Load(pos[0], model.Options{Tokenizer: *tok, Threads: 1})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	info, err := describe(pos[0], m, !*noHash)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	printInspect(os.Stdout, info)
+	return nil
+}
+
+func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
+	c := m.Config
+	info := &inspectInfo{
+		Path: path, Format: c.Format, Architecture: c.Arch,
+		Config: inspectConfig{Dim: c.Dim, HiddenDim: c.HiddenDim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
+			HeadDim: c.HeadDim, Vocab: c.Vocab, ContextLen: c.ContextLen, NormEps: c.NormEps,
+			SlidingWindow: c.SlidingWindow, Tied: c.Tied, RopeScaling: c.RopeScaling.Type},
+		Params: m.ParamCount(), TensorCount: len(m.Tensors), TensorTypes: map[string]int{},
+		KVBytesPerTok: m.KVBytesPerToken(), EOG: m.Gen.EOG,
+		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
+	}
+	if c.RopeDim > 0 {
+		info.Config.RopeTheta, info.Config.RopeDim, info.Config.RopeLayout = c.RopeTheta, c.RopeDim, "interleaved"
+		if c.RopeNeox {
+			info.Config.RopeLayout = "neox"
+		}
+	}
+	for _, t := range m.Tensors {
+		info.TensorTypes[t.Type.String()]++
+	}
+	for _, p := range m.Files {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		fi := inspectFile{Path: p, Bytes: st.Size()}
+		if hash {
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("hashing %s: %w", p, err)
+			}
+			fi.SHA256 = hex.EncodeToString(h.Sum(nil))
+		}
+		f.Close()
+		info.FileBytes += fi.Bytes
+		info.Files = append(info.Files, fi)
+	}
+	if t := m.Tokenizer; t != nil {
+		ti := &inspectTok{Kind: t.Kind(), Size: t.Size(), AddBOS: t.AddBOS()}
+		if id, ok := t.BOS(); ok {
+			ti.Special = append(ti.Special, tokenInfo{"bos", id, t.Token(id)})
+		}
+		if id, ok := t.EOS(); ok {
+			ti.Special = append(ti.Special, tokenInfo{"eos", id, t.Token(id)})
+		}
+		for _, id := range t.EOG() {
+			ti.Special = append(ti.Special, tokenInfo{"eog", id, t.Token(id)})
+		}
+		info.Tokenizer = ti
+	}
+	return info, nil
+}
+
+func printInspect(w io.Writer, in *inspectInfo) {
+	c := in.Config
+	fmt.Fprintf(w, "model:          %s\n", in.Path)
+	fmt.Fprintf(w, "format:         %s\n", in.Format)
+	fmt.Fprintf(w, "architecture:   %s\n", in.Architecture)
+	fmt.Fprintf(w, "dimensions:     dim %d, ffn %d, %d layers, %d heads (%d kv, head dim %d), vocab %d\n",
+		c.Dim, c.HiddenDim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.Vocab)
+	fmt.Fprintf(w, "context length: %d\n", c.ContextLen)
+	fmt.Fprintf(w, "norm eps:       %g\n", c.NormEps)
+	if c.RopeDim > 0 {
+		fmt.Fprintf(w, "rope:           theta %g, %d dims, %s", c.RopeTheta, c.RopeDim, c.RopeLayout)
+		if c.RopeScaling != "" {
+			fmt.Fprintf(w, ", %s scaling", c.RopeScaling)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "positions:      learned")
+	}
+	if c.SlidingWindow > 0 {
+		fmt.Fprintf(w, "sliding window: %d\n", c.SlidingWindow)
+	}
+	fmt.Fprintf(w, "tied output:    %v\n", c.Tied)
+	fmt.Fprintf(w, "parameters:     %d (%.2fM)\n", in.Params, float64(in.Params)/1e6)
+	types := make([]string, 0, len(in.TensorTypes))
+	for t, n := range in.TensorTypes {
+		types = append(types, fmt.Sprintf("%s×%d", t, n))
+	}
+	sort.Strings(types)
+	fmt.Fprintf(w, "tensors:        %d (%s)\n", in.TensorCount, strings.Join(types, ", "))
+	fmt.Fprintf(w, "file size:      %d bytes (%.1f MiB)\n", in.FileBytes, float64(in.FileBytes)/(1<<20))
+	for _, f := range in.Files {
+		if f.SHA256 != "" {
+			fmt.Fprintf(w, "sha256:         %s  %s\n", f.SHA256, f.Path)
+		}
+	}
+	fmt.Fprintf(w, "kv cache:       %d bytes per token\n", in.KVBytesPerTok)
+	if t := in.Tokenizer; t != nil {
+		fmt.Fprintf(w, "tokenizer:      %s, %d tokens, add BOS %v\n", t.Kind, t.Size, t.AddBOS)
+		for _, s := range t.Special {
+			fmt.Fprintf(w, "  %-4s %7d  %q\n", s.Role, s.ID, s.Text)
+		}
+	} else {
+		fmt.Fprintln(w, "tokenizer:      none (pass --tokenizer)")
+	}
+	fmt.Fprintf(w, "chat template:  %v", in.ChatTemplate)
+	if in.ChatTemplate {
+		fmt.Fprintf(w, " (%d bytes)", in.ChatTmplBytes)
+	}
+	fmt.Fprintln(w)
+}

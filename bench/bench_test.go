@@ -1,0 +1,279 @@
+package bench
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"nanoserve/model"
+	"nanoserve/tensor"
+)
+
+func fileSHA(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func mustShape(t *testing.T, name string) Shape {
+	t.Helper()
+	s, err := LookupShape(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustMix(t *testing.T, name string) Mix {
+	t.Helper()
+	m, err := ParseMix(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSyntheticDeterministic: the file is a function of (shape, type,
+// seed) only — not of the number of workers — and the seed matters.
+func TestSyntheticDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	s := mustShape(t, "tiny")
+	for _, typ := range []string{"f16", "q8_0", "q4_k_m"} {
+		mix := mustMix(t, typ)
+		a, b, c := filepath.Join(dir, typ+"a.gguf"), filepath.Join(dir, typ+"b.gguf"), filepath.Join(dir, typ+"c.gguf")
+		if err := WriteSynthetic(a, s, mix, 7, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSynthetic(b, s, mix, 7, 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSynthetic(c, s, mix, 8, 2); err != nil {
+			t.Fatal(err)
+		}
+		ha, hb, hc := fileSHA(t, a), fileSHA(t, b), fileSHA(t, c)
+		if ha != hb {
+			t.Errorf("%s: seed 7 with 1 and 3 workers: sha256 %s != %s", typ, ha, hb)
+		}
+		if ha == hc {
+			t.Errorf("%s: seeds 7 and 8 give the same file", typ)
+		}
+	}
+}
+
+// TestSyntheticGolden pins the generator: if this hash changes, files
+// cached under the same name would silently differ — bump
+// generatorVersion and update the hash.
+func TestSyntheticGolden(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := WriteSynthetic(p, mustShape(t, "tiny"), mustMix(t, "f32"), 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	const want = "2c422d7554aeeccdd6b0856a3e70656a4e7e02417b42bc0fd56ac3abff50c423"
+	if got := fileSHA(t, p); got != want {
+		t.Errorf("tiny f32 seed 1: sha256 %s, want %s (generator changed: bump generatorVersion)", got, want)
+	}
+}
+
+// TestSyntheticCache: SyntheticFile writes once, then reuses the file.
+func TestSyntheticCache(t *testing.T) {
+	dir := t.TempDir()
+	s, mix := mustShape(t, "tiny"), mustMix(t, "q8_0")
+	p1, created, err := SyntheticFile(dir, s, mix, 3, 0)
+	if err != nil || !created {
+		t.Fatalf("first call: created=%v err=%v", created, err)
+	}
+	if filepath.Base(p1) != "tiny-q8_0-3.gguf" {
+		t.Errorf("name %s, want tiny-q8_0-3.gguf", filepath.Base(p1))
+	}
+	p2, created, err := SyntheticFile(dir, s, mix, 3, 0)
+	if err != nil || created || p2 != p1 {
+		t.Fatalf("second call: %s created=%v err=%v, want %s reused", p2, created, err, p1)
+	}
+}
+
+// TestNormalWeights: the Irwin–Hall generator gives mean ≈ 0, sd ≈ 0.02.
+func TestNormalWeights(t *testing.T) {
+	r := newRNG(42)
+	v := make([]float32, 1<<18)
+	r.fillNormal(v, weightStd)
+	var s, s2 float64
+	for _, x := range v {
+		s += float64(x)
+		s2 += float64(x) * float64(x)
+	}
+	mean := s / float64(len(v))
+	sd := math.Sqrt(s2/float64(len(v)) - mean*mean)
+	if math.Abs(mean) > 1e-4 || math.Abs(sd-weightStd) > 2e-4 {
+		t.Errorf("mean %g sd %g, want 0 and %g", mean, sd, weightStd)
+	}
+}
+
+// TestMixTypes: the K-quant mixes pick the types llama-quantize picked
+// for ../shared/testdata/gguf/llama_k (2 layers; tensor_types.txt), and
+// fall back when a row is not a whole number of 256-blocks.
+func TestMixTypes(t *testing.T) {
+	m, s := mustMix(t, "q4_k_m"), mustMix(t, "q4_k_s")
+	cases := []struct {
+		mix   Mix
+		kind  string
+		layer int
+		cols  int
+		out   bool
+		want  tensor.DType
+	}{
+		{m, "token_embd", -1, 256, false, tensor.Q4_K},
+		{m, "output", -1, 256, true, tensor.Q6_K},
+		{m, "attn_v", 0, 256, false, tensor.Q4_K},
+		{m, "attn_v", 1, 256, false, tensor.Q6_K},
+		{m, "ffn_down", 0, 768, false, tensor.Q4_K},
+		{m, "ffn_down", 1, 768, false, tensor.Q6_K},
+		{m, "attn_q", 1, 256, false, tensor.Q4_K},
+		{s, "attn_v", 0, 256, false, tensor.Q5_K},
+		{s, "attn_v", 1, 256, false, tensor.Q5_K},
+		{s, "ffn_down", 1, 768, false, tensor.Q4_K},
+		{s, "output", -1, 256, true, tensor.Q6_K},
+		// SmolLM2's dim 576 is not a multiple of 256.
+		{m, "attn_q", 3, 576, false, tensor.Q5_0},
+		{m, "token_embd", -1, 576, true, tensor.Q8_0},
+		{mustMix(t, "q8_0"), "output", -1, 576, true, tensor.Q8_0},
+		{mustMix(t, "f16"), "output", -1, 576, true, tensor.F16},
+	}
+	for _, c := range cases {
+		if got := c.mix.TensorType(c.kind, c.layer, 2, c.cols, c.out); got != c.want {
+			t.Errorf("%s %s layer %d cols %d: %s, want %s", c.mix.Name, c.kind, c.layer, c.cols, got, c.want)
+		}
+	}
+	// TinyLlama's 22 layers: Q6_K attn_v/ffn_down in layers 0-1, 4, 7, …, 16, 19-21.
+	var more []int
+	for l := range 22 {
+		if useMoreBits(l, 22) {
+			more = append(more, l)
+		}
+	}
+	if want := []int{0, 1, 4, 7, 10, 13, 16, 19, 20, 21}; !slices.Equal(more, want) {
+		t.Errorf("useMoreBits layers of 22: %v, want %v", more, want)
+	}
+}
+
+// TestRunTiny writes tiny synthetic models, loads them with model.Load and
+// runs a quick benchmark; the JSON has every field, with positive numbers.
+func TestRunTiny(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ shape, typ string }{{"tiny", "q8_0"}, {"tiny-gpt2", "f16"}} {
+		s, mix := mustShape(t, c.shape), mustMix(t, c.typ)
+		p, _, err := SyntheticFile(dir, s, mix, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(p, model.Options{Threads: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", c.shape, err)
+		}
+		info := Describe(m, p)
+		info.Synthetic, info.Type = s.Name, mix.Name
+		opts := Options{Prompts: []int{16, 40}, Gens: []int{8}, Reps: 2, Batch: 32, Depths: []int{0, 24, 300},
+			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 1 << 20}
+		res, err := Run(m, info, opts)
+		m.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.shape, err)
+		}
+		js, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(js, &doc); err != nil {
+			t.Fatal(err)
+		}
+		positive := func(path string) {
+			t.Helper()
+			var v any = doc
+			for _, k := range strings.Split(path, ".") {
+				switch x := v.(type) {
+				case map[string]any:
+					v = x[k]
+				case []any:
+					var i int
+					for _, ch := range k {
+						i = i*10 + int(ch-'0')
+					}
+					if i >= len(x) {
+						t.Errorf("%s %s: index %d of %d", c.shape, path, i, len(x))
+						return
+					}
+					v = x[i]
+				}
+			}
+			if f, ok := v.(float64); !ok || !(f > 0) {
+				t.Errorf("%s: %s = %v, want a positive number", c.shape, path, v)
+			}
+		}
+		for _, f := range []string{
+			"model.params", "model.weight_bytes", "model.decode_bytes_per_token", "model.file_bytes",
+			"bandwidth.gbps_1_thread", "bandwidth.gbps_n_threads", "tg_limit_tok_s", "peak_rss_bytes", "seconds",
+			"tests.0.tok_s.mean", "tests.0.latency_ms.mean", "tests.1.tok_s.mean", "tests.2.tok_s.mean",
+			"tests.2.latency_ms.mean", "tests.2.weight_gbps", "tests.2.bandwidth_frac",
+			"depth_sweep.0.tok_s.mean", "depth_sweep.1.tok_s.mean", "depth_sweep.1.kv_bytes_per_token",
+			"gen_sweep.0.cum_tok_s.mean", "gen_sweep.1.window_tok_s.mean",
+		} {
+			positive(f)
+		}
+		if res.Tests[0].Name != "pp16" || res.Tests[2].Name != "tg8" || len(res.Tests[2].TokS.Samples) != 2 {
+			t.Errorf("%s: tests %+v", c.shape, res.Tests)
+		}
+		// GPT-2's learned positions end at 256: depth 300 cannot run.
+		if got := res.DepthSweep[2].Skipped != ""; got != (s.Arch == "gpt2") {
+			t.Errorf("%s: depth 300 skipped=%v", c.shape, got)
+		}
+		if res.Model.DecodeBytes >= res.Model.WeightBytes+int64(s.Vocab*s.Dim*2) || res.Model.DecodeBytes <= 0 {
+			t.Errorf("%s: decode bytes %d vs weight bytes %d", c.shape, res.Model.DecodeBytes, res.Model.WeightBytes)
+		}
+		var sb strings.Builder
+		if err := WriteMarkdown(&sb, res); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(sb.String(), "| pp40 |") || !strings.Contains(sb.String(), "tg4@d24") {
+			t.Errorf("%s: markdown lacks rows:\n%s", c.shape, sb.String())
+		}
+	}
+}
+
+func TestLookupErrors(t *testing.T) {
+	if _, err := LookupShape("nope"); err == nil {
+		t.Error("unknown shape accepted")
+	}
+	if _, err := ParseMix("q9_9"); err == nil {
+		t.Error("unknown type accepted")
+	}
+	for _, n := range []string{"tinyllama", "SmolLM2-135M", "gpt2", "110m"} {
+		if _, err := LookupShape(n); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestReadSum(t *testing.T) {
+	b := make([]byte, 4096)
+	for i := 0; i < len(b); i += 8 {
+		b[i] = byte(i / 8)
+	}
+	if got, want := readSum(b), readSumGo(b); got != want {
+		t.Errorf("readSum %d, readSumGo %d", got, want)
+	}
+}

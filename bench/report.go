@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteMarkdown prints r as llama-bench-style markdown tables: the pp/tg
+// tests, then the depth and generated-length sweeps, then the bandwidth
+// probe, the decode ceiling it implies, peak RSS and the load average.
+func WriteMarkdown(w io.Writer, r *Result) error {
+	var b strings.Builder
+	m := &r.Model
+	name := m.Synthetic
+	if name == "" {
+		name = m.Arch
+	}
+	if m.Synthetic != "" {
+		name = "synthetic " + name
+	}
+	size := fmt.Sprintf("%.2f GiB", float64(m.WeightBytes)/(1<<30))
+	if m.WeightBytes < 1<<30 {
+		size = fmt.Sprintf("%.1f MiB", float64(m.WeightBytes)/(1<<20))
+	}
+	params := fmt.Sprintf("%.2f B", float64(m.Params)/1e9)
+	if m.Params < 1e9 {
+		params = fmt.Sprintf("%.1f M", float64(m.Params)/1e6)
+	}
+	fmt.Fprintf(&b, "| model | type | size | params | threads | test | t/s | latency | weight GB/s | of BW |\n")
+	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	row := func(t *Test) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | ", name, m.Type, size, params, r.System.Threads, t.Name)
+		if t.Skipped != "" {
+			fmt.Fprintf(&b, "skipped: %s | | | |\n", t.Skipped)
+			return
+		}
+		fmt.Fprintf(&b, "%.2f ± %.2f | ", t.TokS.Mean, t.TokS.SD)
+		if t.Kind == "pp" {
+			fmt.Fprintf(&b, "%.1f ms | | |\n", t.LatencyMs.Mean)
+			return
+		}
+		fmt.Fprintf(&b, "%.2f ms/tok | %.1f | ", t.LatencyMs.Mean, t.WeightGBps)
+		if t.BandwidthFrac > 0 {
+			fmt.Fprintf(&b, "%.0f%% |\n", 100*t.BandwidthFrac)
+		} else {
+			fmt.Fprintf(&b, " |\n")
+		}
+	}
+	for i := range r.Tests {
+		row(&r.Tests[i])
+	}
+	if len(r.DepthSweep) > 0 {
+		fmt.Fprintf(&b, "\ndecode rate against context depth:\n\n")
+		fmt.Fprintf(&b, "| depth | test | t/s | ms/tok | weight GB/s | of BW | KV MB/tok |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for i := range r.DepthSweep {
+			t := &r.DepthSweep[i]
+			if t.Skipped != "" {
+				fmt.Fprintf(&b, "| %d | %s | skipped: %s | | | | |\n", t.Depth, t.Name, t.Skipped)
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.2f ± %.2f | %.2f | %.1f | %.0f%% | %.1f |\n", t.Depth, t.Name, t.TokS.Mean, t.TokS.SD,
+				t.LatencyMs.Mean, t.WeightGBps, 100*t.BandwidthFrac, float64(t.KVBytes)/1e6)
+		}
+	}
+	if len(r.GenSweep) > 0 {
+		fmt.Fprintf(&b, "\ndecode rate against generated length (from an empty cache):\n\n")
+		fmt.Fprintf(&b, "| generated | cumulative t/s | t/s since previous |\n| ---: | ---: | ---: |\n")
+		for _, p := range r.GenSweep {
+			fmt.Fprintf(&b, "| %d | %.2f ± %.2f | %.2f ± %.2f |\n", p.NGen, p.CumTokS.Mean, p.CumTokS.SD, p.WindowTokS.Mean, p.WindowTokS.SD)
+		}
+	}
+	fmt.Fprintln(&b)
+	if bw := r.Bandwidth; bw != nil {
+		fmt.Fprintf(&b, "memory read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads), best of %d passes over %d MiB\n",
+			bw.GBps1, bw.GBpsN, bw.Threads, bw.Passes, bw.BufferBytes>>20)
+		fmt.Fprintf(&b, "decode reads %.1f MB of weights per token: ceiling %.1f tok/s at %d threads\n",
+			float64(m.DecodeBytes)/1e6, r.TgLimit, bw.Threads)
+	} else {
+		fmt.Fprintf(&b, "decode reads %.1f MB of weights per token\n", float64(m.DecodeBytes)/1e6)
+	}
+	fmt.Fprintf(&b, "peak RSS: %.1f MiB", float64(r.PeakRSS)/(1<<20))
+	if r.RSSNote != "" {
+		fmt.Fprintf(&b, " (%s)", r.RSSNote)
+	}
+	fmt.Fprintf(&b, "; model load %.1f ms; ", m.LoadMs)
+	if m.GenerateMs > 0 {
+		fmt.Fprintf(&b, "synthetic file written in %.1f s; ", m.GenerateMs/1e3)
+	}
+	fmt.Fprintf(&b, "%s, %s/%s, %d CPUs; load average %.2f → %.2f\n", r.System.CPU, r.System.OS, r.System.Arch, r.System.NumCPU,
+		r.System.LoadStart[0], r.System.LoadEnd[0])
+	fmt.Fprintf(&b, "model: %s\n", m.Path)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

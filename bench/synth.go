@@ -1,0 +1,537 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"nanoserve/gguf"
+	"nanoserve/tensor"
+)
+
+// Shape is the architecture of a synthetic model: the hyperparameters of a
+// published model, without its weights.
+type Shape struct {
+	Name      string  `json:"name"`
+	Arch      string  `json:"arch"` // "llama" or "gpt2" (GGUF general.architecture)
+	Dim       int     `json:"dim"`
+	Layers    int     `json:"layers"`
+	Heads     int     `json:"heads"`
+	KVHeads   int     `json:"kv_heads"`
+	FFN       int     `json:"ffn"`
+	Vocab     int     `json:"vocab"`
+	Ctx       int     `json:"ctx"`
+	Tied      bool    `json:"tied"` // no output.weight: the logits reuse token_embd
+	RopeTheta float64 `json:"rope_theta,omitempty"`
+	NormEps   float32 `json:"norm_eps"`
+}
+
+// shapes are the standard shapes --synthetic accepts.
+var shapes = []Shape{
+	{Name: "tinyllama-1.1b", Arch: "llama", Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000, Ctx: 2048, RopeTheta: 10000, NormEps: 1e-5},
+	{Name: "smollm2-135m", Arch: "llama", Dim: 576, Layers: 30, Heads: 9, KVHeads: 3, FFN: 1536, Vocab: 49152, Ctx: 8192, Tied: true, RopeTheta: 100000, NormEps: 1e-5},
+	{Name: "gpt2-124m", Arch: "gpt2", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 3072, Vocab: 50257, Ctx: 1024, Tied: true, NormEps: 1e-5},
+	{Name: "llama2c-110m", Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 2048, Vocab: 32000, Ctx: 1024, Tied: true, RopeTheta: 10000, NormEps: 1e-5},
+	// Test shapes: seconds to write and run.
+	{Name: "tiny", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5},
+	{Name: "tiny-gpt2", Arch: "gpt2", Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 256, Vocab: 512, Ctx: 256, Tied: true, NormEps: 1e-5},
+}
+
+var shapeAliases = map[string]string{
+	"tinyllama": "tinyllama-1.1b", "smollm2": "smollm2-135m", "smollm2-135": "smollm2-135m",
+	"gpt2": "gpt2-124m", "gpt2-small": "gpt2-124m", "llama2c": "llama2c-110m", "stories110m": "llama2c-110m", "110m": "llama2c-110m",
+}
+
+// ErrUnknownShape is returned (wrapped) by LookupShape.
+var ErrUnknownShape = errors.New("bench: unknown synthetic shape")
+
+// LookupShape returns the standard shape called name (case-insensitive;
+// short aliases such as "tinyllama" or "gpt2" work too).
+func LookupShape(name string) (Shape, error) {
+	n := strings.ToLower(name)
+	if a, ok := shapeAliases[n]; ok {
+		n = a
+	}
+	for _, s := range shapes {
+		if s.Name == n {
+			return s, nil
+		}
+	}
+	return Shape{}, fmt.Errorf("%w %q (have %s)", ErrUnknownShape, name, strings.Join(ShapeNames(), ", "))
+}
+
+// ShapeNames lists the standard shapes.
+func ShapeNames() []string {
+	var ns []string
+	for _, s := range shapes {
+		ns = append(ns, s.Name)
+	}
+	return ns
+}
+
+func (s *Shape) headDim() int { return s.Dim / s.Heads }
+func (s *Shape) kvDim() int   { return s.KVHeads * s.headDim() }
+
+func (s *Shape) validate() error {
+	if s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.FFN <= 0 || s.Vocab <= 0 || s.Ctx <= 0 {
+		return fmt.Errorf("bench: shape %q has a non-positive dimension", s.Name)
+	}
+	if s.Dim%s.Heads != 0 || s.Heads%s.KVHeads != 0 {
+		return fmt.Errorf("bench: shape %q: dim %d, %d heads, %d kv heads do not divide", s.Name, s.Dim, s.Heads, s.KVHeads)
+	}
+	if s.Arch != "llama" && s.Arch != "gpt2" {
+		return fmt.Errorf("bench: shape %q: architecture %q (want llama or gpt2)", s.Name, s.Arch)
+	}
+	if s.Arch == "gpt2" && (s.KVHeads != s.Heads || !s.Tied) {
+		return fmt.Errorf("bench: shape %q: gpt2 shapes are multi-head and tied", s.Name)
+	}
+	if s.Vocab < 3+256 {
+		return fmt.Errorf("bench: shape %q: vocab %d is below the 259 tokens of the synthetic tokenizer", s.Name, s.Vocab)
+	}
+	return nil
+}
+
+// Mix is a weight-type recipe, named like llama.cpp's file types: one type
+// for every matrix (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q6_k), or
+// a K-quant mix (q4_k_s, q4_k_m, q5_k_s, q5_k_m) that, like llama-quantize,
+// gives some tensors more bits. 1-D tensors (norm gains, biases) are always
+// F32.
+type Mix struct {
+	Name     string
+	Base     tensor.DType
+	FileType uint32 // GGUF general.file_type (llama_ftype)
+	mixed    byte   // 0: uniform; 'S' or 'M': K-quant small/medium
+}
+
+var mixes = []Mix{
+	{"f32", tensor.F32, 0, 0}, {"f16", tensor.F16, 1, 0}, {"bf16", tensor.BF16, 32, 0},
+	{"q8_0", tensor.Q8_0, 7, 0}, {"q4_0", tensor.Q4_0, 2, 0}, {"q4_1", tensor.Q4_1, 3, 0},
+	{"q5_0", tensor.Q5_0, 8, 0}, {"q5_1", tensor.Q5_1, 9, 0}, {"q6_k", tensor.Q6_K, 18, 0},
+	{"q4_k_s", tensor.Q4_K, 14, 'S'}, {"q4_k_m", tensor.Q4_K, 15, 'M'},
+	{"q5_k_s", tensor.Q5_K, 16, 'S'}, {"q5_k_m", tensor.Q5_K, 17, 'M'},
+}
+
+// ParseMix looks up a weight type name (case-insensitive, "-" or "_").
+func ParseMix(name string) (Mix, error) {
+	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
+	for _, m := range mixes {
+		if m.Name == n {
+			if !tensor.Computable(m.Base) || (m.Base != tensor.F32 && m.Base != tensor.F16 && m.Base != tensor.BF16 && !tensor.CanQuantize(m.Base)) {
+				return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", m.Name)
+			}
+			return m, nil
+		}
+	}
+	var ns []string
+	for _, m := range mixes {
+		ns = append(ns, m.Name)
+	}
+	return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(ns, ", "))
+}
+
+// useMoreBits is llama.cpp's rule for which layers of a _M mix get a
+// bigger type: the first and last eighth, and every third one between.
+func useMoreBits(i, n int) bool {
+	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+}
+
+// TensorType is the type the mix gives a matrix. kind is the llama.cpp
+// tensor name without "blk.N." and ".weight" (token_embd, attn_q, attn_v,
+// attn_qkv, ffn_down, output, …), layer its block (-1 outside blocks),
+// isOutput whether the logits are computed with it (output, or a tied
+// token_embd). Like llama-quantize: quantized mixes store the output
+// matrix as Q6_K (Q8_0 stays Q8_0); _M mixes use Q6_K for attn_v and
+// ffn_down in useMoreBits layers and Q5_K/Q6_K for GPT-2's fused QKV;
+// _S mixes use Q5_K for attn_v of the first four layers (Q4_K_S) and
+// ffn_down of the first eighth. A type whose block does not divide the
+// row length falls back to a legacy type (Q4_K→Q5_0, Q5_K→Q5_1,
+// Q6_K→Q8_0), and to F16 if that does not divide either.
+func (m Mix) TensorType(kind string, layer, layers, cols int, isOutput bool) tensor.DType {
+	t := m.Base
+	quant := t != tensor.F32 && t != tensor.F16 && t != tensor.BF16
+	switch {
+	case !quant:
+	case isOutput:
+		if t != tensor.Q8_0 {
+			t = tensor.Q6_K
+		}
+	case m.mixed != 0 && kind == "attn_v":
+		if m.mixed == 'M' && useMoreBits(layer, layers) {
+			t = tensor.Q6_K
+		} else if m.Name == "q4_k_s" && layer < 4 {
+			t = tensor.Q5_K
+		}
+	case m.mixed != 0 && kind == "attn_qkv":
+		switch m.Name {
+		case "q4_k_m":
+			t = tensor.Q5_K
+		case "q5_k_m":
+			t = tensor.Q6_K
+		}
+	case m.mixed != 0 && kind == "ffn_down":
+		if m.mixed == 'M' && useMoreBits(layer, layers) {
+			t = tensor.Q6_K
+		} else if m.Name == "q4_k_s" && layer < layers/8 {
+			t = tensor.Q5_K
+		}
+	}
+	if cols%t.BlockSize() != 0 {
+		switch t {
+		case tensor.Q4_K:
+			t = tensor.Q5_0
+		case tensor.Q5_K:
+			t = tensor.Q5_1
+		case tensor.Q6_K:
+			t = tensor.Q8_0
+		}
+		if cols%t.BlockSize() != 0 {
+			t = tensor.F16
+		}
+	}
+	return t
+}
+
+// generatorVersion is stored in synthetic files; a cached file written by
+// another version is regenerated.
+const generatorVersion = 1
+
+// weightStd is the standard deviation of the random matrix entries.
+const weightStd = 0.02
+
+// synthTensor is one tensor of a synthetic model.
+type synthTensor struct {
+	name       string
+	typ        tensor.DType
+	rows, cols int    // rows = 1 for vectors
+	fill       string // "normal", "ones" or "zeros"
+	vector     bool
+}
+
+// plan lists the tensors of a shape under a mix, in llama.cpp's order.
+func plan(s Shape, m Mix) []synthTensor {
+	var ts []synthTensor
+	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
+		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal"})
+	}
+	vec := func(name string, n int, fill string) {
+		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true})
+	}
+	dim, kvd, hid := s.Dim, s.kvDim(), s.FFN
+	mat("token_embd.weight", "token_embd", -1, s.Vocab, dim, s.Tied)
+	gpt2 := s.Arch == "gpt2"
+	if gpt2 {
+		mat("position_embd.weight", "position_embd", -1, s.Ctx, dim, false)
+	}
+	for l := range s.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		vec(p+"attn_norm.weight", dim, "ones")
+		if gpt2 {
+			vec(p+"attn_norm.bias", dim, "zeros")
+			mat(p+"attn_qkv.weight", "attn_qkv", l, dim+2*kvd, dim, false)
+			vec(p+"attn_qkv.bias", dim+2*kvd, "zeros")
+			mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
+			vec(p+"attn_output.bias", dim, "zeros")
+			vec(p+"ffn_norm.weight", dim, "ones")
+			vec(p+"ffn_norm.bias", dim, "zeros")
+			mat(p+"ffn_up.weight", "ffn_up", l, hid, dim, false)
+			vec(p+"ffn_up.bias", hid, "zeros")
+			mat(p+"ffn_down.weight", "ffn_down", l, dim, hid, false)
+			vec(p+"ffn_down.bias", dim, "zeros")
+			continue
+		}
+		mat(p+"attn_q.weight", "attn_q", l, dim, dim, false)
+		mat(p+"attn_k.weight", "attn_k", l, kvd, dim, false)
+		mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
+		mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
+		vec(p+"ffn_norm.weight", dim, "ones")
+		mat(p+"ffn_gate.weight", "ffn_gate", l, hid, dim, false)
+		mat(p+"ffn_down.weight", "ffn_down", l, dim, hid, false)
+		mat(p+"ffn_up.weight", "ffn_up", l, hid, dim, false)
+	}
+	vec("output_norm.weight", dim, "ones")
+	if gpt2 {
+		vec("output_norm.bias", dim, "zeros")
+	}
+	if !s.Tied {
+		mat("output.weight", "output", -1, s.Vocab, dim, true)
+	}
+	return ts
+}
+
+// rng is xorshift64* seeded through splitmix64: fast, and good enough for
+// weights nobody will train.
+type rng struct{ s uint64 }
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func newRNG(seed uint64) rng {
+	s := splitmix(seed)
+	if s == 0 {
+		s = 1
+	}
+	return rng{s}
+}
+
+func (r *rng) next() uint64 {
+	r.s ^= r.s >> 12
+	r.s ^= r.s << 25
+	r.s ^= r.s >> 27
+	return r.s * 0x2545f4914f6cdd1d
+}
+
+// Irwin–Hall with four 16-bit uniforms: their sum has mean 4·(2¹⁶−1)/2 and
+// variance 4·(2³²−1)/12; centred and scaled it is N(0,1) to within a few
+// percent in the bulk, bounded at ±3.46σ (no outliers to upset F16).
+const (
+	ihMean = 2 * 65535.0
+	ihStd  = 37837.2 // sqrt(4·(65536²−1)/12)
+)
+
+func (r *rng) fillNormal(dst []float32, std float32) {
+	k := std / ihStd
+	for i := range dst {
+		v := r.next()
+		s := float32(v&0xffff + v>>16&0xffff + v>>32&0xffff + v>>48)
+		dst[i] = (s - ihMean) * k
+	}
+}
+
+// tensorSeed derives the seed of a chunk of a tensor from the model seed,
+// so every chunk can be generated independently (in parallel, in any
+// order) and the file does not depend on the number of workers.
+func tensorSeed(seed uint64, name string, chunk int) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return splitmix(seed^h.Sum64()) + uint64(chunk)*0x9e3779b97f4a7c15
+}
+
+// chunkElems is about how many weights one worker generates at a time.
+const chunkElems = 1 << 18
+
+// writeTensor streams t to w: rows are produced in chunks, workers at a
+// time, quantized in parallel, and written in order.
+func writeTensor(w io.Writer, t synthTensor, seed uint64, workers int) error {
+	rowBytes, err := t.typ.RowBytes(t.cols)
+	if err != nil {
+		return fmt.Errorf("bench: tensor %s: %w", t.name, err)
+	}
+	if t.vector {
+		v := make([]float32, t.cols)
+		if t.fill == "ones" {
+			for i := range v {
+				v[i] = 1
+			}
+		}
+		_, err := w.Write(tensor.F32Bytes(v))
+		return err
+	}
+	rowsPer := max(1, chunkElems/t.cols)
+	nChunks := (t.rows + rowsPer - 1) / rowsPer
+	type buf struct {
+		f   []float32
+		out []byte
+		err error
+	}
+	bufs := make([]buf, workers)
+	for i := range bufs {
+		bufs[i].f = make([]float32, rowsPer*t.cols)
+		bufs[i].out = make([]byte, rowsPer*rowBytes)
+	}
+	for c0 := 0; c0 < nChunks; c0 += workers {
+		var wg sync.WaitGroup
+		for i := 0; i < workers && c0+i < nChunks; i++ {
+			wg.Add(1)
+			go func(i, c int) {
+				defer wg.Done()
+				b := &bufs[i]
+				rows := min(rowsPer, t.rows-c*rowsPer)
+				f := b.f[:rows*t.cols]
+				r := newRNG(tensorSeed(seed, t.name, c))
+				r.fillNormal(f, weightStd)
+				b.err = tensor.QuantizeRow(b.out[:rows*rowBytes], t.typ, f)
+			}(i, c0+i)
+		}
+		wg.Wait()
+		for i := 0; i < workers && c0+i < nChunks; i++ {
+			b := &bufs[i]
+			if b.err != nil {
+				return fmt.Errorf("bench: tensor %s: %w", t.name, b.err)
+			}
+			rows := min(rowsPer, t.rows-(c0+i)*rowsPer)
+			if _, err := w.Write(b.out[:rows*rowBytes]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// vocabulary is the synthetic SentencePiece-style tokenizer: <unk>, <s>,
+// </s>, the 256 byte tokens, then "▁t3", "▁t4", … so the model loads with a
+// working (if useless) tokenizer.
+func vocabulary(n int) (tokens []string, scores []float32, types []int32) {
+	tokens = make([]string, n)
+	scores = make([]float32, n)
+	types = make([]int32, n)
+	tokens[0], tokens[1], tokens[2] = "<unk>", "<s>", "</s>"
+	types[0], types[1], types[2] = 2, 3, 3 // unknown, control, control
+	for b := range 256 {
+		tokens[3+b] = fmt.Sprintf("<0x%02X>", b)
+		types[3+b] = 6 // byte
+	}
+	for i := 259; i < n; i++ {
+		tokens[i] = fmt.Sprintf("▁t%d", i)
+		types[i] = 1
+		scores[i] = -float32(i - 259)
+	}
+	return
+}
+
+// WriteSynthetic writes a GGUF file of shape s with weight types from mix:
+// seeded random matrices N(0, 0.02²) (norm gains 1, biases 0), llama.cpp
+// tensor names and metadata, and a minimal tokenizer. The bytes depend
+// only on (s, mix, seed): chunks of every tensor are seeded independently,
+// so workers (≤ 0: GOMAXPROCS) only changes the speed.
+func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	w := gguf.NewWriter()
+	a := s.Arch
+	kvs := []struct {
+		k string
+		v gguf.Value
+	}{
+		{"general.architecture", gguf.String(a)},
+		{"general.name", gguf.String("synthetic " + s.Name)},
+		{"general.file_type", gguf.Uint32(mix.FileType)},
+		{"nanoserve.synthetic.shape", gguf.String(s.Name)},
+		{"nanoserve.synthetic.type", gguf.String(mix.Name)},
+		{"nanoserve.synthetic.seed", gguf.Uint64(seed)},
+		{"nanoserve.synthetic.version", gguf.Uint32(generatorVersion)},
+		{a + ".context_length", gguf.Uint32(uint32(s.Ctx))},
+		{a + ".embedding_length", gguf.Uint32(uint32(s.Dim))},
+		{a + ".block_count", gguf.Uint32(uint32(s.Layers))},
+		{a + ".feed_forward_length", gguf.Uint32(uint32(s.FFN))},
+		{a + ".attention.head_count", gguf.Uint32(uint32(s.Heads))},
+	}
+	if a == "gpt2" {
+		kvs = append(kvs, struct {
+			k string
+			v gguf.Value
+		}{a + ".attention.layer_norm_epsilon", gguf.Float32(s.NormEps)})
+	} else {
+		for _, kv := range []struct {
+			k string
+			v gguf.Value
+		}{
+			{a + ".attention.head_count_kv", gguf.Uint32(uint32(s.KVHeads))},
+			{a + ".attention.layer_norm_rms_epsilon", gguf.Float32(s.NormEps)},
+			{a + ".rope.freq_base", gguf.Float32(float32(s.RopeTheta))},
+			{a + ".rope.dimension_count", gguf.Uint32(uint32(s.headDim()))},
+			{a + ".vocab_size", gguf.Uint32(uint32(s.Vocab))},
+		} {
+			kvs = append(kvs, kv)
+		}
+	}
+	tokens, scores, types := vocabulary(s.Vocab)
+	kvs = append(kvs, []struct {
+		k string
+		v gguf.Value
+	}{
+		{"tokenizer.ggml.model", gguf.String("llama")},
+		{"tokenizer.ggml.tokens", gguf.NewArray(tokens)},
+		{"tokenizer.ggml.scores", gguf.NewArray(scores)},
+		{"tokenizer.ggml.token_type", gguf.NewArray(types)},
+		{"tokenizer.ggml.unknown_token_id", gguf.Uint32(0)},
+		{"tokenizer.ggml.bos_token_id", gguf.Uint32(1)},
+		{"tokenizer.ggml.eos_token_id", gguf.Uint32(2)},
+	}...)
+	for _, kv := range kvs {
+		if err := w.AddKV(kv.k, kv.v); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	for _, t := range plan(s, mix) {
+		dims := []uint64{uint64(t.cols)}
+		if !t.vector {
+			dims = append(dims, uint64(t.rows))
+		}
+		if err := w.AddTensorFunc(t.name, t.typ, dims, func(out io.Writer) error {
+			return writeTensor(out, t, seed, workers)
+		}); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// CacheDir is where SyntheticFile keeps generated models.
+func CacheDir() string { return filepath.Join(os.TempDir(), "nanoserve-bench") }
+
+// SyntheticFile returns the path of the synthetic model (shape, mix, seed)
+// in dir (CacheDir() if ""), named <shape>-<type>-<seed>.gguf, writing it
+// first unless a file from the same generator version is already there.
+// created reports whether it was written.
+func SyntheticFile(dir string, s Shape, mix Mix, seed uint64, workers int) (path string, created bool, err error) {
+	if dir == "" {
+		dir = CacheDir()
+	}
+	path = filepath.Join(dir, fmt.Sprintf("%s-%s-%d.gguf", s.Name, mix.Name, seed))
+	if f, err := gguf.Open(path); err == nil {
+		v, verr := f.Uint("nanoserve.synthetic.version")
+		f.Close()
+		if verr == nil && v == generatorVersion {
+			return path, false, nil
+		}
+	}
+	if err := WriteSynthetic(path, s, mix, seed, workers); err != nil {
+		return "", false, err
+	}
+	return path, true, nil
+}
+
+// typeSummary names the matrix types of a tensor list by share of bytes,
+// e.g. "Q4_K 78% + Q6_K 22%".
+func typeSummary(bytesByType map[tensor.DType]int64) string {
+	var total int64
+	type tb struct {
+		t tensor.DType
+		b int64
+	}
+	var l []tb
+	for t, b := range bytesByType {
+		total += b
+		l = append(l, tb{t, b})
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].b > l[j].b || l[i].b == l[j].b && l[i].t < l[j].t })
+	if len(l) == 1 {
+		return l[0].t.String()
+	}
+	var parts []string
+	for _, x := range l {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", x.t, 100*float64(x.b)/float64(total)))
+	}
+	return strings.Join(parts, " + ")
+}

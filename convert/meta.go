@@ -1,0 +1,270 @@
+package convert
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"nanoserve/gguf"
+	"nanoserve/model"
+	"nanoserve/tensor"
+	"nanoserve/tokenizer"
+)
+
+const quantizationVersion = 2 // GGML_QNT_VERSION
+
+// ggufMeta copies a GGUF source's metadata, updating general.file_type and
+// general.quantization_version (and replacing the tokenizer when one was
+// given).
+func (p *plan) ggufMeta(src *source, types map[string]tensor.DType) ([]gguf.KV, error) {
+	var srcID uint32
+	have := false
+	for _, kv := range src.kv {
+		if kv.Key == "general.file_type" {
+			if v, ok := kv.Value.Uint(); ok {
+				srcID, have = uint32(v), true
+			}
+		}
+	}
+	ft := p.fileTypeID(types, src.tensors, srcID, have)
+	var out []gguf.KV
+	seenFT, seenQV := false, false
+	for _, kv := range src.kv {
+		switch {
+		case kv.Key == "general.file_type":
+			kv.Value, seenFT = gguf.Uint32(ft), true
+		case kv.Key == "general.quantization_version":
+			seenQV = true
+		case kv.Key == "general.name" && p.opts.Name != "":
+			kv.Value = gguf.String(p.opts.Name)
+		case src.m != nil && isTokenizerKey(kv.Key):
+			continue
+		}
+		out = append(out, kv)
+	}
+	if p.opts.Name != "" && !hasKey(out, "general.name") {
+		out = insertAfterArch(out, gguf.KV{Key: "general.name", Value: gguf.String(p.opts.Name)})
+	}
+	if !seenFT {
+		out = insertAfterArch(out, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(ft)})
+	}
+	if !seenQV && p.quant != nil {
+		out = insertAfterArch(out, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(quantizationVersion)})
+	}
+	if src.m != nil {
+		tk, err := tokenizerMeta(src.m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tk...)
+	}
+	return out, nil
+}
+
+func isTokenizerKey(k string) bool {
+	return len(k) > len("tokenizer.") && k[:len("tokenizer.")] == "tokenizer."
+}
+
+func hasKey(kvs []gguf.KV, key string) bool {
+	return slices.ContainsFunc(kvs, func(kv gguf.KV) bool { return kv.Key == key })
+}
+
+// insertAfterArch puts kv right after general.architecture (or first).
+func insertAfterArch(kvs []gguf.KV, kv gguf.KV) []gguf.KV {
+	i := slices.IndexFunc(kvs, func(kv gguf.KV) bool { return kv.Key == "general.architecture" }) + 1
+	return slices.Insert(kvs, i, kv)
+}
+
+// ggufArch is the llama.cpp architecture name of a model.
+func ggufArch(c *model.Config) (string, error) {
+	switch c.Arch {
+	case model.ArchLlama, model.ArchQwen2, model.ArchGPT2:
+		return c.Arch, nil
+	}
+	return "", fmt.Errorf("%w architecture %q", ErrUnsupported, c.Arch)
+}
+
+// modelMeta writes llama.cpp's metadata for a loaded (llama2.c or Hugging
+// Face) model: general.*, the "<arch>." hyperparameters, the tokenizer and
+// the chat template.
+func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV, error) {
+	m := src.m
+	c := &m.Config
+	arch, err := ggufArch(c)
+	if err != nil {
+		return nil, err
+	}
+	name := p.opts.Name
+	if name == "" {
+		name = src.name
+	}
+	var kvs []gguf.KV
+	add := func(k string, v gguf.Value) { kvs = append(kvs, gguf.KV{Key: k, Value: v}) }
+	u32 := func(k string, v int) { add(arch+"."+k, gguf.Uint32(uint32(v))) }
+	f32 := func(k string, v float64) { add(arch+"."+k, gguf.Float32(float32(v))) }
+
+	add("general.architecture", gguf.String(arch))
+	add("general.type", gguf.String("model"))
+	add("general.name", gguf.String(name))
+	add("general.file_type", gguf.Uint32(p.fileTypeID(types, src.tensors, 0, false)))
+	add("general.quantization_version", gguf.Uint32(quantizationVersion))
+
+	u32("vocab_size", c.Vocab)
+	u32("context_length", c.ContextLen)
+	u32("embedding_length", c.Dim)
+	u32("block_count", c.Layers)
+	u32("feed_forward_length", c.HiddenDim)
+	u32("attention.head_count", c.Heads)
+	u32("attention.head_count_kv", c.KVHeads)
+	if c.HeadDim != c.Dim/c.Heads || c.Dim%c.Heads != 0 {
+		u32("attention.key_length", c.HeadDim)
+		u32("attention.value_length", c.HeadDim)
+	}
+	if arch == model.ArchGPT2 {
+		f32("attention.layer_norm_epsilon", float64(c.NormEps))
+	} else {
+		f32("attention.layer_norm_rms_epsilon", float64(c.NormEps))
+		f32("rope.freq_base", c.RopeTheta)
+		if arch == model.ArchLlama || c.RopeDim != c.HeadDim {
+			u32("rope.dimension_count", c.RopeDim)
+		}
+		if c.SlidingWindow > 0 {
+			u32("attention.sliding_window", c.SlidingWindow)
+		}
+		switch s := c.RopeScaling; s.Type {
+		case "":
+		case "linear":
+			add(arch+".rope.scaling.type", gguf.String("linear"))
+			f32("rope.scaling.factor", s.Factor)
+		case "llama3": // written as the rope_freqs.weight tensor (extraTensors)
+		default:
+			return nil, fmt.Errorf("%w rope scaling %q", ErrUnsupported, s.Type)
+		}
+	}
+	tk, err := tokenizerMeta(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(kvs, tk...), nil
+}
+
+// tokenizerMeta writes the vocabulary as tokenizer.ggml.* keys, padded
+// with "[PADn]" entries up to the model's vocabulary size as llama.cpp's
+// converter does, plus the chat template.
+func tokenizerMeta(m *model.Model) ([]gguf.KV, error) {
+	tk := m.Tokenizer
+	v := tk.Vocab()
+	n := len(v.Tokens)
+	size := max(n, m.Config.Vocab)
+	if m.Config.Vocab != 0 && n > m.Config.Vocab {
+		return nil, fmt.Errorf("convert: tokenizer has %d tokens, the model's vocabulary only %d", n, m.Config.Vocab)
+	}
+	tokens := make([]string, size)
+	types := make([]int32, size)
+	var scores []float32
+	if v.Scores != nil || v.Model == "llama" {
+		scores = make([]float32, size)
+	}
+	for id := range size {
+		if id < n {
+			tokens[id] = v.Tokens[id]
+			types[id] = int32(tk.TokenType(id))
+			if v.Scores != nil {
+				scores[id] = v.Scores[id]
+			}
+			continue
+		}
+		tokens[id] = fmt.Sprintf("[PAD%d]", id)
+		types[id] = int32(tokenizer.TypeUnused)
+		if scores != nil {
+			scores[id] = -1000
+		}
+	}
+	var kvs []gguf.KV
+	add := func(k string, val gguf.Value) { kvs = append(kvs, gguf.KV{Key: "tokenizer." + k, Value: val}) }
+	switch v.Model {
+	case "llama":
+		add("ggml.model", gguf.String("llama"))
+		add("ggml.pre", gguf.String("default"))
+	case "gpt2":
+		add("ggml.model", gguf.String("gpt2"))
+		pre := v.Pre
+		switch pre {
+		case "", "gpt2":
+			pre = "gpt-2"
+		}
+		add("ggml.pre", gguf.String(pre))
+	default:
+		return nil, fmt.Errorf("%w tokenizer model %q", ErrUnsupported, v.Model)
+	}
+	add("ggml.tokens", gguf.NewArray(tokens))
+	if scores != nil {
+		add("ggml.scores", gguf.NewArray(scores))
+	}
+	add("ggml.token_type", gguf.NewArray(types))
+	if len(v.Merges) > 0 {
+		add("ggml.merges", gguf.NewArray(v.Merges))
+	}
+	id := func(k string, o tokenizer.OptID) {
+		if o.OK {
+			add("ggml."+k, gguf.Uint32(uint32(o.ID)))
+		}
+	}
+	id("bos_token_id", v.BOS)
+	id("eos_token_id", v.EOS)
+	id("unknown_token_id", v.UNK)
+	id("padding_token_id", v.PAD)
+	// An end-of-generation id the tokenizer would not infer by itself
+	// (e.g. from generation_config.json) becomes eot_token_id.
+	known := tk.EOG()
+	for _, e := range m.Gen.EOG {
+		if e >= 0 && e < size && !slices.Contains(known, e) {
+			add("ggml.eot_token_id", gguf.Uint32(uint32(e)))
+			break
+		}
+	}
+	add("ggml.add_bos_token", gguf.Bool(v.AddBOS))
+	add("ggml.add_eos_token", gguf.Bool(v.AddEOS))
+	if v.Model == "llama" {
+		add("ggml.add_space_prefix", gguf.Bool(v.AddSpacePrefix))
+	}
+	if m.Gen.ChatTemplate != "" {
+		add("chat_template", gguf.String(m.Gen.ChatTemplate))
+	}
+	return kvs, nil
+}
+
+// extraTensors are tensors a model source implies but does not store: the
+// Llama 3 RoPE frequency divisors (rope_freqs.weight, as llama.cpp's
+// converter writes them).
+func extraTensors(src *source) ([]*srcTensor, error) {
+	if src.m == nil || src.kv != nil {
+		return nil, nil
+	}
+	c := &src.m.Config
+	s := c.RopeScaling
+	if s.Type != "llama3" {
+		return nil, nil
+	}
+	if s.Factor <= 0 || s.OrigContext <= 0 || s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor {
+		return nil, fmt.Errorf("convert: invalid llama3 rope scaling %+v", s)
+	}
+	n := c.RopeDim / 2
+	f := make([]float32, n)
+	lowWave := float64(s.OrigContext) / s.LowFreqFactor
+	highWave := float64(s.OrigContext) / s.HighFreqFactor
+	for i := range f {
+		freq := math.Pow(c.RopeTheta, -float64(2*i)/float64(c.RopeDim))
+		wave := 2 * math.Pi / freq
+		switch {
+		case wave < highWave:
+			f[i] = 1
+		case wave > lowWave:
+			f[i] = float32(s.Factor)
+		default:
+			smooth := (float64(s.OrigContext)/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+			f[i] = float32(1 / ((1-smooth)/s.Factor + smooth))
+		}
+	}
+	return []*srcTensor{{name: "rope_freqs.weight", dims: []uint64{uint64(n)}, typ: tensor.F32, f32: f, layer: -1}}, nil
+}

@@ -1,0 +1,285 @@
+package convert
+
+import (
+	"fmt"
+	"strings"
+
+	"nanoserve/gguf"
+	"nanoserve/tensor"
+)
+
+// FileType is a llama.cpp file type (general.file_type, LLAMA_FTYPE_*):
+// the encoding most matrices get.
+type FileType struct {
+	Name string       // as given to --quantize / --type
+	ID   uint32       // general.file_type
+	Base tensor.DType // the default matrix encoding
+}
+
+// fileTypes are the file types Convert can write.
+var fileTypes = []FileType{
+	{"f32", 0, tensor.F32},
+	{"f16", 1, tensor.F16},
+	{"q4_0", 2, tensor.Q4_0},
+	{"q4_1", 3, tensor.Q4_1},
+	{"q8_0", 7, tensor.Q8_0},
+	{"q5_0", 8, tensor.Q5_0},
+	{"q5_1", 9, tensor.Q5_1},
+	{"q4_k_s", 14, tensor.Q4_K},
+	{"q4_k_m", 15, tensor.Q4_K},
+	{"q5_k_s", 16, tensor.Q5_K},
+	{"q5_k_m", 17, tensor.Q5_K},
+	{"q6_k", 18, tensor.Q6_K},
+	{"bf16", 32, tensor.BF16},
+}
+
+// ParseFileType looks up a file type by name (case-insensitive).
+func ParseFileType(s string) (FileType, bool) {
+	for _, f := range fileTypes {
+		if strings.EqualFold(f.Name, s) {
+			return f, true
+		}
+	}
+	return FileType{}, false
+}
+
+// QuantizeNames lists the names Options.Quantize accepts.
+func QuantizeNames() []string {
+	var out []string
+	for _, f := range fileTypes {
+		if isQuant(f.Base) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+func isFloat(t tensor.DType) bool { return t == tensor.F32 || t == tensor.F16 || t == tensor.BF16 }
+
+func isQuant(t tensor.DType) bool { return !isFloat(t) && t != tensor.F64 && t.BlockSize() > 1 }
+
+// plan decides each tensor's output encoding.
+type plan struct {
+	float   tensor.DType // matrix float type; 0 with keep
+	keep    bool         // no Type: keep source encodings
+	quant   *FileType    // nil: no quantization
+	opts    Options
+	threads int
+}
+
+func newPlan(opts Options) (*plan, error) {
+	p := &plan{opts: opts, threads: threadsOf(opts), keep: opts.Type == ""}
+	if !p.keep {
+		f, ok := ParseFileType(opts.Type)
+		if !ok || !isFloat(f.Base) {
+			return nil, fmt.Errorf("%w: --type %q (want f32, f16 or bf16)", ErrUnsupported, opts.Type)
+		}
+		p.float = f.Base
+	}
+	if opts.Quantize != "" {
+		f, ok := ParseFileType(opts.Quantize)
+		if !ok || !isQuant(f.Base) {
+			return nil, fmt.Errorf("%w: --quantize %q (want one of %s)", ErrUnsupported, opts.Quantize, strings.Join(QuantizeNames(), ", "))
+		}
+		p.quant = &f
+	}
+	return p, nil
+}
+
+// quantizable reports whether llama.cpp's quantizer would quantize a
+// tensor: 2-D or more weights other than norms and position embeddings.
+func quantizable(t *srcTensor) bool {
+	n := t.name
+	return strings.HasSuffix(n, "weight") && len(t.dims) >= 2 &&
+		!strings.Contains(n, "_norm.weight") &&
+		n != "position_embd.weight" && n != "token_types.weight" &&
+		!strings.Contains(n, "ffn_gate_inp.weight")
+}
+
+// useMoreBits is llama.cpp's choice of layers that get more bits in the
+// _M mixes: the first and last eighth, and every third layer between.
+func useMoreBits(i, n int) bool {
+	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+}
+
+// tensorStats are the counts llama.cpp's recipe needs.
+type tensorStats struct {
+	hasOutput bool
+	nAttnV    int // attn_v (and fused attn_qkv) weights
+	nFfnDown  int
+}
+
+func statsOf(ts []*srcTensor) tensorStats {
+	var s tensorStats
+	for _, t := range ts {
+		switch {
+		case t.name == "output.weight":
+			s.hasOutput = true
+		case strings.Contains(t.name, "attn_v.weight"), strings.Contains(t.name, "attn_qkv.weight"):
+			s.nAttnV++
+		case strings.Contains(t.name, "ffn_down"):
+			s.nFfnDown++
+		}
+	}
+	return s
+}
+
+// floatType is the encoding of a matrix that is not quantized.
+func (p *plan) floatType(t *srcTensor) tensor.DType {
+	if len(t.dims) < 2 {
+		return tensor.F32
+	}
+	if !p.keep {
+		return p.float
+	}
+	if t.f32 != nil || t.typ == tensor.F64 {
+		return tensor.F32
+	}
+	return t.typ
+}
+
+// typeOf returns the output encoding of t (llama_tensor_get_type for the
+// file types in fileTypes, on dense non-Falcon models).
+func (p *plan) typeOf(t *srcTensor, st tensorStats) tensor.DType {
+	if len(t.dims) < 2 {
+		return tensor.F32
+	}
+	if p.quant == nil || !quantizable(t) {
+		return p.floatType(t)
+	}
+	ft := p.quant
+	typ := ft.Base
+	name, nx := t.name, t.cols()
+	switch {
+	case name == "output.weight" || (!st.hasOutput && name == "token_embd.weight"):
+		if nx%256 != 0 {
+			typ = tensor.Q8_0
+		} else if typ != tensor.Q8_0 {
+			typ = tensor.Q6_K
+		}
+	case strings.Contains(name, "attn_v.weight"):
+		switch {
+		case (ft.Name == "q4_k_m" || ft.Name == "q5_k_m") && useMoreBits(t.layer, st.nAttnV):
+			typ = tensor.Q6_K
+		case ft.Name == "q4_k_s" && t.layer < 4:
+			typ = tensor.Q5_K
+		}
+	case strings.Contains(name, "attn_qkv.weight"):
+		switch ft.Name {
+		case "q4_k_m":
+			typ = tensor.Q5_K
+		case "q5_k_m":
+			typ = tensor.Q6_K
+		}
+	case strings.Contains(name, "ffn_down"):
+		switch {
+		case (ft.Name == "q4_k_m" || ft.Name == "q5_k_m") && useMoreBits(t.layer, st.nFfnDown):
+			typ = tensor.Q6_K
+		case ft.Name == "q4_k_s" && t.layer < st.nFfnDown/8:
+			typ = tensor.Q5_K
+		}
+	}
+	if nx%typ.BlockSize() != 0 { // llama.cpp's fallback for incompatible rows
+		switch typ {
+		case tensor.Q4_K:
+			typ = tensor.Q5_0
+		case tensor.Q5_K:
+			typ = tensor.Q5_1
+		case tensor.Q6_K:
+			typ = tensor.Q8_0
+		}
+		if nx%typ.BlockSize() != 0 {
+			typ = tensor.F16
+		}
+	}
+	return typ
+}
+
+// fileTypeID is general.file_type for the chosen encodings: the quantized
+// file type, the float Type, or, when keeping source encodings, the
+// type most matrices have (srcID if known and nothing changed).
+func (p *plan) fileTypeID(types map[string]tensor.DType, ts []*srcTensor, srcID uint32, haveSrc bool) uint32 {
+	if p.quant != nil {
+		return p.quant.ID
+	}
+	if !p.keep {
+		f, _ := ParseFileType(p.float.String())
+		return f.ID
+	}
+	changed := false
+	count := map[tensor.DType]int{}
+	for _, t := range ts {
+		if types[t.name] != t.typ {
+			changed = true
+		}
+		if len(t.dims) >= 2 {
+			count[types[t.name]]++
+		}
+	}
+	if haveSrc && !changed {
+		return srcID
+	}
+	best, bestN := tensor.F32, -1
+	for typ, n := range count {
+		if n > bestN || (n == bestN && typ < best) {
+			best, bestN = typ, n
+		}
+	}
+	for _, f := range fileTypes {
+		if f.Base == best && f.Name != "q4_k_m" && f.Name != "q5_k_m" {
+			return f.ID
+		}
+	}
+	return 0
+}
+
+// build assembles the GGUF writer: metadata, then every tensor in source
+// order with its output encoding.
+func (p *plan) build(src *source) (*gguf.Writer, error) {
+	st := statsOf(src.tensors)
+	types := map[string]tensor.DType{}
+	for _, t := range src.tensors {
+		types[t.name] = p.typeOf(t, st)
+	}
+	var kvs []gguf.KV
+	var err error
+	if src.kv != nil {
+		kvs, err = p.ggufMeta(src, types)
+	} else {
+		kvs, err = p.modelMeta(src, types)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := gguf.NewWriter()
+	for _, kv := range kvs {
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
+			return nil, fmt.Errorf("convert: %w", err)
+		}
+	}
+	extra, err := extraTensors(src)
+	if err != nil {
+		return nil, err
+	}
+	all := append(append([]*srcTensor(nil), src.tensors...), extra...)
+	for i, t := range all {
+		typ, ok := types[t.name]
+		if !ok {
+			typ = tensor.F32
+		}
+		if err := addTensor(w, t, typ, p.threads); err != nil {
+			return nil, fmt.Errorf("convert: %w", err)
+		}
+		if p.opts.Log != nil {
+			p.opts.Log(fmt.Sprintf("[%3d/%3d] %-28s %-5s -> %-5s %v", i+1, len(all), t.name, srcTypeName(t), typ, t.dims))
+		}
+	}
+	return w, nil
+}
+
+func srcTypeName(t *srcTensor) string {
+	if t.f32 != nil {
+		return "F32"
+	}
+	return t.typ.String()
+}

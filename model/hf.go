@@ -1,0 +1,467 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"unsafe"
+
+	"nanoserve/safetensors"
+	"nanoserve/tensor"
+	"nanoserve/tokenizer"
+)
+
+// Hugging Face model directories: config.json (architecture and
+// hyperparameters), model.safetensors or a sharded index (F32, F16 or BF16
+// weights, used in place), generation_config.json (end-of-sequence ids and
+// sampling defaults), the tokenizer files (tokenizer.Load) and
+// tokenizer_config.json (chat template).
+//
+// Llama/Mistral/Qwen2 checkpoints rotate RoPE halves (NEOX), so their Q/K
+// weights are used unpermuted. GPT-2 stores its linear layers as Conv1D,
+// (in, out): those four matrices per layer are transposed into the heap.
+
+// hfConfig is the subset of config.json we read. Pointers tell "absent".
+type hfConfig struct {
+	Architectures []string `json:"architectures"`
+	ModelType     string   `json:"model_type"`
+
+	HiddenSize        int      `json:"hidden_size"`
+	IntermediateSize  int      `json:"intermediate_size"`
+	NumHiddenLayers   int      `json:"num_hidden_layers"`
+	NumAttentionHeads int      `json:"num_attention_heads"`
+	NumKeyValueHeads  *int     `json:"num_key_value_heads"`
+	HeadDim           *int     `json:"head_dim"`
+	RMSNormEps        *float64 `json:"rms_norm_eps"`
+	RopeTheta         *float64 `json:"rope_theta"`
+	RopeScaling       *struct {
+		RopeType        string  `json:"rope_type"`
+		Type            string  `json:"type"`
+		Factor          float64 `json:"factor"`
+		LowFreqFactor   float64 `json:"low_freq_factor"`
+		HighFreqFactor  float64 `json:"high_freq_factor"`
+		OrigMaxPosition int     `json:"original_max_position_embeddings"`
+	} `json:"rope_scaling"`
+	MaxPositionEmbeddings int   `json:"max_position_embeddings"`
+	TieWordEmbeddings     *bool `json:"tie_word_embeddings"`
+	SlidingWindow         *int  `json:"sliding_window"`
+	UseSlidingWindow      *bool `json:"use_sliding_window"`
+
+	// GPT-2
+	NEmbd            int      `json:"n_embd"`
+	NLayer           int      `json:"n_layer"`
+	NHead            int      `json:"n_head"`
+	NInner           *int     `json:"n_inner"`
+	NPositions       int      `json:"n_positions"`
+	LayerNormEpsilon *float64 `json:"layer_norm_epsilon"`
+}
+
+func loadHF(dir string) (*Model, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	var hc hfConfig
+	if err := json.Unmarshal(raw, &hc); err != nil {
+		return nil, fmt.Errorf("model: %s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	m := &Model{}
+	c := &m.Config
+	c.Format = "hf"
+	if len(hc.Architectures) == 0 {
+		return nil, fmt.Errorf("%w: config.json names no architectures (model_type %q)", ErrUnknownArch, hc.ModelType)
+	}
+	switch a := hc.Architectures[0]; a {
+	case "LlamaForCausalLM", "MistralForCausalLM":
+		c.Arch = ArchLlama
+	case "Qwen2ForCausalLM":
+		c.Arch = ArchQwen2
+	case "GPT2LMHeadModel":
+		c.Arch = ArchGPT2
+	default:
+		return nil, fmt.Errorf("%w %q (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)", ErrUnknownArch, a)
+	}
+	if err := hc.fill(c); err != nil {
+		return nil, err
+	}
+
+	st, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := m.hfWeights(st, &hc); err != nil {
+		st.Close()
+		return nil, err
+	}
+	m.closers = append(m.closers, st)
+	m.Files = hfWeightFiles(dir)
+	for _, t := range st.Tensors {
+		ty, err := t.Type()
+		if err != nil {
+			ty = tensor.DType(^uint32(0))
+		}
+		m.Tensors = append(m.Tensors, TensorDesc{Name: t.Name, Type: ty, Shape: slices.Clone(t.Shape)})
+	}
+
+	if err := m.hfExtras(dir); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// fill sets the Config's hyperparameters from config.json.
+func (hc *hfConfig) fill(c *Config) error {
+	if c.Arch == ArchGPT2 {
+		c.Dim, c.Layers, c.Heads, c.KVHeads = hc.NEmbd, hc.NLayer, hc.NHead, hc.NHead
+		c.HiddenDim = 4 * hc.NEmbd
+		if hc.NInner != nil {
+			c.HiddenDim = *hc.NInner
+		}
+		c.ContextLen = hc.NPositions
+		c.NormEps = 1e-5
+		if hc.LayerNormEpsilon != nil {
+			c.NormEps = float32(*hc.LayerNormEpsilon)
+		}
+		c.Tied = true
+		if c.Heads <= 0 || c.Dim%c.Heads != 0 {
+			return fmt.Errorf("model: config.json: n_embd %d is not a multiple of n_head %d", c.Dim, c.Heads)
+		}
+		c.HeadDim = c.Dim / c.Heads
+		return nil
+	}
+	c.Dim, c.HiddenDim, c.Layers, c.Heads = hc.HiddenSize, hc.IntermediateSize, hc.NumHiddenLayers, hc.NumAttentionHeads
+	c.KVHeads = c.Heads
+	if hc.NumKeyValueHeads != nil {
+		c.KVHeads = *hc.NumKeyValueHeads
+	}
+	if c.Heads <= 0 {
+		return fmt.Errorf("model: config.json: invalid num_attention_heads %d", c.Heads)
+	}
+	c.HeadDim = c.Dim / c.Heads
+	if hc.HeadDim != nil {
+		c.HeadDim = *hc.HeadDim
+	} else if c.Dim%c.Heads != 0 {
+		return fmt.Errorf("model: config.json: hidden_size %d is not a multiple of num_attention_heads %d", c.Dim, c.Heads)
+	}
+	c.ContextLen = hc.MaxPositionEmbeddings
+	c.NormEps = 1e-6
+	if hc.RMSNormEps != nil {
+		c.NormEps = float32(*hc.RMSNormEps)
+	}
+	c.RopeTheta = 10000
+	if hc.RopeTheta != nil {
+		c.RopeTheta = *hc.RopeTheta
+	}
+	c.RopeDim, c.RopeNeox = c.HeadDim, true
+	if rs := hc.RopeScaling; rs != nil {
+		typ := rs.RopeType
+		if typ == "" {
+			typ = rs.Type
+		}
+		switch typ {
+		case "default", "":
+		case "linear", "llama3":
+			c.RopeScaling = RopeScaling{Type: typ, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
+				HighFreqFactor: rs.HighFreqFactor, OrigContext: rs.OrigMaxPosition}
+		default:
+			return fmt.Errorf("model: config.json: unsupported rope_scaling type %q", typ)
+		}
+	}
+	if hc.TieWordEmbeddings != nil {
+		c.Tied = *hc.TieWordEmbeddings
+	}
+	if hc.SlidingWindow != nil && (c.Arch == ArchLlama || hc.UseSlidingWindow != nil && *hc.UseSlidingWindow) {
+		c.SlidingWindow = *hc.SlidingWindow
+	}
+	return nil
+}
+
+// hfLoader reads safetensors tensors, keeping the first error.
+type hfLoader struct {
+	st  *safetensors.File
+	err error
+}
+
+func (h *hfLoader) fail(err error) {
+	if h.err == nil {
+		h.err = err
+	}
+}
+
+func (h *hfLoader) get(name string, required bool) *safetensors.Tensor {
+	t, ok := h.st.Tensor(name)
+	if !ok && required {
+		h.fail(fmt.Errorf("model: missing tensor %s", name))
+	}
+	return t
+}
+
+// mat returns a Linear weight (out, in) = (rows, cols) in place.
+func (h *hfLoader) mat(name string, rows, cols int, required bool) *tensor.Mat {
+	t := h.get(name, required)
+	if t == nil {
+		return nil
+	}
+	ty, err := t.Type()
+	if err == nil && !tensor.Computable(ty) {
+		err = fmt.Errorf("model: tensor %s has unsupported type %s", name, t.DType)
+	}
+	if err != nil {
+		h.fail(err)
+		return nil
+	}
+	if len(t.Shape) != 2 || t.Shape[0] != rows || t.Shape[1] != cols {
+		h.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d] (config.json)", name, t.Shape, rows, cols))
+		return nil
+	}
+	data := t.Data
+	if ty == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
+		data = slices.Clone(data) // misaligned float32s: copy to an aligned buffer
+	}
+	m, err := tensor.NewMat(ty, rows, cols, data)
+	if err != nil {
+		h.fail(fmt.Errorf("model: tensor %s: %w", name, err))
+	}
+	return m
+}
+
+// conv1D returns a GPT-2 Conv1D weight stored (in, out) as an (out, in)
+// matrix: transposed into a new buffer, same element type.
+func (h *hfLoader) conv1D(name string, in, out int) *tensor.Mat {
+	t := h.get(name, true)
+	if t == nil {
+		return nil
+	}
+	src := h.mat(name, in, out, true)
+	if src == nil {
+		return nil
+	}
+	es := len(src.Data) / (in * out)
+	dst := make([]byte, len(src.Data)+4)
+	// Align the copy for float32 views.
+	off := int((4 - uintptr(unsafe.Pointer(&dst[0]))%4) % 4)
+	dst = dst[off : off+len(src.Data)]
+	for i := range in {
+		for o := range out {
+			copy(dst[(o*in+i)*es:(o*in+i+1)*es], src.Data[(i*out+o)*es:(i*out+o+1)*es])
+		}
+	}
+	return &tensor.Mat{Type: src.Type, Rows: out, Cols: in, Data: dst}
+}
+
+// vec returns a 1-D tensor of n elements as float32.
+func (h *hfLoader) vec(name string, n int, required bool) []float32 {
+	t := h.get(name, required)
+	if t == nil {
+		return nil
+	}
+	ty, err := t.Type()
+	if err != nil {
+		h.fail(err)
+		return nil
+	}
+	if len(t.Shape) != 1 || t.Shape[0] != n {
+		h.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d] (config.json)", name, t.Shape, n))
+		return nil
+	}
+	data := t.Data
+	if ty == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
+		ty, data = tensor.F32, slices.Clone(data)
+		v := make([]float32, n)
+		tensor.DequantizeRow(v, ty, data)
+		return v
+	}
+	v, err := decodeVec(ty, data, n)
+	if err != nil {
+		h.fail(fmt.Errorf("model: tensor %s: %w", name, err))
+	}
+	return v
+}
+
+// hfWeights maps the checkpoint's tensors into m.w.
+func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig) error {
+	c := &m.Config
+	h := &hfLoader{st: st}
+	w := &m.w
+	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	if c.Arch == ArchGPT2 {
+		pre := "transformer."
+		if _, ok := st.Tensor(pre + "wte.weight"); !ok {
+			pre = "" // checkpoints saved from GPT2Model
+		}
+		emb := h.get(pre+"wte.weight", true)
+		if emb == nil || len(emb.Shape) != 2 {
+			return h.errOr(fmt.Errorf("model: tensor %swte.weight is not a matrix", pre))
+		}
+		c.Vocab = emb.Shape[0]
+		w.tokEmb = h.mat(pre+"wte.weight", c.Vocab, dim, true)
+		w.posEmb = h.mat(pre+"wpe.weight", c.ContextLen, dim, true)
+		w.layers = make([]layerWeights, c.Layers)
+		for i := range w.layers {
+			l := &w.layers[i]
+			p := fmt.Sprintf("%sh.%d.", pre, i)
+			l.attnNorm = h.vec(p+"ln_1.weight", dim, true)
+			l.attnNormB = h.vec(p+"ln_1.bias", dim, true)
+			l.wqkv = h.conv1D(p+"attn.c_attn.weight", dim, qd+2*kvd)
+			l.bqkv = h.vec(p+"attn.c_attn.bias", qd+2*kvd, false)
+			l.wo = h.conv1D(p+"attn.c_proj.weight", qd, dim)
+			l.bo = h.vec(p+"attn.c_proj.bias", dim, false)
+			l.ffnNorm = h.vec(p+"ln_2.weight", dim, true)
+			l.ffnNormB = h.vec(p+"ln_2.bias", dim, true)
+			l.wUp = h.conv1D(p+"mlp.c_fc.weight", dim, hid)
+			l.bUp = h.vec(p+"mlp.c_fc.bias", hid, false)
+			l.wDown = h.conv1D(p+"mlp.c_proj.weight", hid, dim)
+			l.bDown = h.vec(p+"mlp.c_proj.bias", dim, false)
+		}
+		w.outNorm = h.vec(pre+"ln_f.weight", dim, true)
+		w.outNormB = h.vec(pre+"ln_f.bias", dim, true)
+		w.output = w.tokEmb
+		return h.err
+	}
+
+	emb := h.get("model.embed_tokens.weight", true)
+	if emb == nil || len(emb.Shape) != 2 {
+		return h.errOr(errors.New("model: tensor model.embed_tokens.weight is not a matrix"))
+	}
+	c.Vocab = emb.Shape[0]
+	w.tokEmb = h.mat("model.embed_tokens.weight", c.Vocab, dim, true)
+	w.layers = make([]layerWeights, c.Layers)
+	qwen := c.Arch == ArchQwen2
+	for i := range w.layers {
+		l := &w.layers[i]
+		p := fmt.Sprintf("model.layers.%d.", i)
+		l.attnNorm = h.vec(p+"input_layernorm.weight", dim, true)
+		l.wq = h.mat(p+"self_attn.q_proj.weight", qd, dim, true)
+		l.wk = h.mat(p+"self_attn.k_proj.weight", kvd, dim, true)
+		l.wv = h.mat(p+"self_attn.v_proj.weight", kvd, dim, true)
+		l.bq = h.vec(p+"self_attn.q_proj.bias", qd, qwen)
+		l.bk = h.vec(p+"self_attn.k_proj.bias", kvd, qwen)
+		l.bv = h.vec(p+"self_attn.v_proj.bias", kvd, qwen)
+		l.wo = h.mat(p+"self_attn.o_proj.weight", dim, qd, true)
+		l.bo = h.vec(p+"self_attn.o_proj.bias", dim, false)
+		l.ffnNorm = h.vec(p+"post_attention_layernorm.weight", dim, true)
+		l.wGate = h.mat(p+"mlp.gate_proj.weight", hid, dim, true)
+		l.wUp = h.mat(p+"mlp.up_proj.weight", hid, dim, true)
+		l.wDown = h.mat(p+"mlp.down_proj.weight", dim, hid, true)
+		if h.err != nil {
+			return h.err
+		}
+	}
+	w.outNorm = h.vec("model.norm.weight", dim, true)
+	if _, ok := st.Tensor("lm_head.weight"); ok && !c.Tied {
+		w.output = h.mat("lm_head.weight", c.Vocab, dim, true)
+	} else {
+		w.output, c.Tied = w.tokEmb, true
+	}
+	return h.err
+}
+
+func (h *hfLoader) errOr(err error) error {
+	if h.err != nil {
+		return h.err
+	}
+	return err
+}
+
+// hfWeightFiles lists the safetensors files of dir (shards in name order).
+func hfWeightFiles(dir string) []string {
+	raw, err := os.ReadFile(filepath.Join(dir, safetensors.IndexFile))
+	if err != nil {
+		return []string{filepath.Join(dir, safetensors.SingleFile)}
+	}
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	_ = json.Unmarshal(raw, &idx)
+	var files []string
+	for _, f := range idx.WeightMap {
+		p := filepath.Join(dir, f)
+		if !slices.Contains(files, p) {
+			files = append(files, p)
+		}
+	}
+	sort.Strings(files)
+	return files
+}
+
+// hfExtras reads generation_config.json, the tokenizer and the chat template.
+func (m *Model) hfExtras(dir string) error {
+	if raw, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var gc struct {
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if err := json.Unmarshal(raw, &gc); err != nil {
+			return fmt.Errorf("model: generation_config.json: %w", err)
+		}
+		m.Gen.Sampling = raw
+		m.Gen.EOG = append(m.Gen.EOG, parseIDs(gc.EOS)...)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("model: %w", err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer.model", "vocab.json", "encoder.json", "tokenizer.bin"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			tk, err := tokenizer.Load(dir)
+			if err != nil {
+				return fmt.Errorf("model: %w", err)
+			}
+			m.Tokenizer = tk
+			break
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+		var tc struct {
+			ChatTemplate json.RawMessage `json:"chat_template"`
+		}
+		if err := json.Unmarshal(raw, &tc); err != nil {
+			return fmt.Errorf("model: tokenizer_config.json: %w", err)
+		}
+		m.Gen.ChatTemplate = parseChatTemplate(tc.ChatTemplate)
+	}
+	if m.Gen.ChatTemplate == "" {
+		if raw, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
+			m.Gen.ChatTemplate = string(raw)
+		}
+	}
+	return nil
+}
+
+// parseIDs reads a token id or a list of ids (null: none).
+func parseIDs(raw json.RawMessage) []int {
+	var one int
+	if json.Unmarshal(raw, &one) == nil && len(raw) > 0 && string(raw) != "null" {
+		return []int{one}
+	}
+	var many []int
+	if json.Unmarshal(raw, &many) == nil {
+		return many
+	}
+	return nil
+}
+
+// parseChatTemplate reads chat_template: a string, or a list of
+// {name, template} from which "default" (else the first) is taken.
+func parseChatTemplate(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if json.Unmarshal(raw, &list) != nil || len(list) == 0 {
+		return ""
+	}
+	for _, t := range list {
+		if t.Name == "default" {
+			return t.Template
+		}
+	}
+	return list[0].Template
+}

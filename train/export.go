@@ -1,0 +1,227 @@
+package train
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"nanoserve/gguf"
+	"nanoserve/kvcache"
+	"nanoserve/model"
+	"nanoserve/tensor"
+	"nanoserve/tokenizer"
+)
+
+// Manifest describes how a model was trained; it is stored in the GGUF
+// under "nanoserve.train.*" keys.
+type Manifest struct {
+	Corpus        string  // corpus description
+	CorpusSHA256  string  // corpus hash (see LoadCorpus)
+	Steps         int     // optimizer steps
+	Seed          uint64  // training seed
+	Tokens        int64   // training tokens seen
+	TrainLoss     float64 // final train loss (nats/token, smoothed)
+	HeldOutLoss   float64 // final held-out loss (nats/token)
+	HeldOutBPB    float64 // held-out bits per byte
+	BaselineBPB   float64 // KN trigram held-out bits per byte
+	Command       string  // how to reproduce
+	Hyperparams   string  // batch, lr, schedule, ...
+	TokenizerDesc string
+}
+
+// WriteGGUF writes a llama-architecture GGUF that package model serves:
+// the weights (matrices as typ, F32 or F16; norm gains F32), the
+// tokenizer and the manifest.
+func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor.DType, man Manifest) error {
+	if typ != tensor.F32 && typ != tensor.F16 {
+		return fmt.Errorf("train: unsupported weight type %s (want F32 or F16)", typ)
+	}
+	w := gguf.NewWriter()
+	kv := []struct {
+		k string
+		v gguf.Value
+	}{
+		{"general.architecture", gguf.String("llama")},
+		{"general.name", gguf.String("nanoserve-trained")},
+		{"general.file_type", gguf.Uint32(map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1}[typ])},
+		{"llama.context_length", gguf.Uint32(uint32(c.Ctx))},
+		{"llama.embedding_length", gguf.Uint32(uint32(c.Dim))},
+		{"llama.block_count", gguf.Uint32(uint32(c.Layers))},
+		{"llama.feed_forward_length", gguf.Uint32(uint32(c.Hidden))},
+		{"llama.attention.head_count", gguf.Uint32(uint32(c.Heads))},
+		{"llama.attention.head_count_kv", gguf.Uint32(uint32(c.KVHeads))},
+		{"llama.attention.layer_norm_rms_epsilon", gguf.Float32(float32(c.NormEps))},
+		{"llama.rope.freq_base", gguf.Float32(float32(c.RopeTheta))},
+		{"llama.rope.dimension_count", gguf.Uint32(uint32(c.HeadDim()))},
+		{"llama.vocab_size", gguf.Uint32(uint32(c.Vocab))},
+		{"tokenizer.ggml.model", gguf.String(v.Model)},
+		{"tokenizer.ggml.pre", gguf.String(v.Pre)},
+		{"tokenizer.ggml.tokens", gguf.NewArray(v.Tokens)},
+		{"tokenizer.ggml.merges", gguf.NewArray(v.Merges)},
+		{"tokenizer.ggml.add_bos_token", gguf.Bool(false)},
+		{"nanoserve.train.corpus", gguf.String(man.Corpus)},
+		{"nanoserve.train.corpus_sha256", gguf.String(man.CorpusSHA256)},
+		{"nanoserve.train.tokenizer", gguf.String(man.TokenizerDesc)},
+		{"nanoserve.train.steps", gguf.Uint64(uint64(man.Steps))},
+		{"nanoserve.train.seed", gguf.Uint64(man.Seed)},
+		{"nanoserve.train.tokens", gguf.Uint64(uint64(man.Tokens))},
+		{"nanoserve.train.hyperparameters", gguf.String(man.Hyperparams)},
+		{"nanoserve.train.command", gguf.String(man.Command)},
+		{"nanoserve.train.train_loss", gguf.Float64(man.TrainLoss)},
+		{"nanoserve.train.heldout_loss", gguf.Float64(man.HeldOutLoss)},
+		{"nanoserve.train.heldout_bpb", gguf.Float64(man.HeldOutBPB)},
+		{"nanoserve.train.baseline_kn3_bpb", gguf.Float64(man.BaselineBPB)},
+	}
+	types := make([]int32, len(v.Tokens))
+	for i := range types {
+		types[i] = int32(tokenizer.TypeNormal)
+		if v.Types != nil {
+			types[i] = int32(v.Types[i])
+		}
+	}
+	kv = append(kv, struct {
+		k string
+		v gguf.Value
+	}{"tokenizer.ggml.token_type", gguf.NewArray(types)})
+	if v.BOS.OK {
+		kv = append(kv, struct {
+			k string
+			v gguf.Value
+		}{"tokenizer.ggml.bos_token_id", gguf.Uint32(uint32(v.BOS.ID))})
+	}
+	if v.EOS.OK {
+		kv = append(kv, struct {
+			k string
+			v gguf.Value
+		}{"tokenizer.ggml.eos_token_id", gguf.Uint32(uint32(v.EOS.ID))})
+	}
+	for _, e := range kv {
+		if err := w.AddKV(e.k, e.v); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	ts, _ := c.Layout()
+	for _, t := range ts {
+		data := p[t.Off : t.Off+t.Size()]
+		dims := []uint64{uint64(t.Cols)}
+		tt := tensor.F32
+		if t.Rows > 1 || t.Decay {
+			dims = append(dims, uint64(t.Rows))
+			tt = typ
+		}
+		var raw []byte
+		if tt == tensor.F32 {
+			raw = make([]byte, 4*len(data))
+			for i, x := range data {
+				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
+			}
+		} else {
+			raw = make([]byte, 2*len(data))
+			for i, x := range data {
+				binary.LittleEndian.PutUint16(raw[2*i:], tensor.F32ToF16(x))
+			}
+		}
+		if err := w.AddTensor(t.Name, tt, dims, raw); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+// EvalModel returns the held-out bits per byte of a served model file
+// (any format package model loads, with its own tokenizer) on docs, in
+// windows of at most its context (ctx > 0: at most ctx), scoring at most
+// maxTokens tokens. It is how the release gate compares against a last
+// known-good model whose tokenizer may differ.
+func EvalModel(path string, docs []Doc, ctx, maxTokens, threads int) (float64, error) {
+	m, err := model.Load(path, model.Options{Threads: threads})
+	if err != nil {
+		return 0, err
+	}
+	defer m.Close()
+	if m.Tokenizer == nil {
+		return 0, fmt.Errorf("train: model %s carries no tokenizer", path)
+	}
+	tk := m.Tokenizer
+	if ctx <= 0 || ctx > m.ContextLen {
+		ctx = m.ContextLen
+	}
+	sep := -1
+	if id, ok := tk.EOS(); ok {
+		sep = id
+	}
+	var toks []int32
+	var nbytes float64
+	for _, d := range docs {
+		for _, id := range tk.Encode(d.Text, false) {
+			toks = append(toks, int32(id))
+		}
+		if sep >= 0 {
+			toks = append(toks, int32(sep))
+		}
+	}
+	cache, err := m.NewCache(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var nats float64
+	scored := 0
+	for start := 0; start+1 < len(toks) && scored < maxTokens; start += ctx - 1 {
+		end := min(start+ctx, len(toks))
+		win := toks[start:end]
+		s := &kvcache.Seq{}
+		if err := cache.Reserve(s, len(win)-1); err != nil {
+			return 0, err
+		}
+		b := model.Batch{}
+		for i := 0; i < len(win)-1; i++ {
+			b.Tokens = append(b.Tokens, int(win[i]))
+			b.Pos = append(b.Pos, i)
+			b.Seq = append(b.Seq, s)
+			b.Output = append(b.Output, true)
+		}
+		lg, err := m.Forward(b, cache)
+		if err != nil {
+			return 0, err
+		}
+		var run []int
+		for i := 0; i < len(win)-1; i++ {
+			row := lg[i*m.Vocab : (i+1)*m.Vocab]
+			nats += nll(row, int(win[i+1]))
+			scored++
+			if int(win[i+1]) == sep {
+				nbytes += float64(len(tk.Decode(run))) + 1 // the separator counts as one byte
+				run = run[:0]
+				continue
+			}
+			run = append(run, int(win[i+1]))
+		}
+		nbytes += float64(len(tk.Decode(run)))
+		cache.Release(s)
+	}
+	if nbytes == 0 {
+		return 0, fmt.Errorf("train: no held-out text to evaluate %s on", path)
+	}
+	return nats / math.Ln2 / nbytes, nil
+}
+
+// nll is −log softmax(row)[target].
+func nll(row []float32, target int) float64 {
+	mx := row[0]
+	for _, v := range row {
+		mx = max(mx, v)
+	}
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v - mx))
+	}
+	return math.Log(s) - float64(row[target]-mx)
+}

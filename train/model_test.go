@@ -1,0 +1,150 @@
+package train
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func tinyConfig() Config {
+	return Config{Dim: 8, Layers: 2, Heads: 4, KVHeads: 2, Hidden: 12, Vocab: 11, Ctx: 8, RopeTheta: 10000, NormEps: 1e-5}
+}
+
+func randTokens(rng *rand.Rand, n, v int) []int {
+	t := make([]int, n)
+	for i := range t {
+		t[i] = rng.IntN(v)
+	}
+	return t
+}
+
+// perturbed makes parameters with non-trivial norm gains so their
+// gradients are exercised too.
+func perturbed(c Config, seed uint64) []float64 {
+	p32 := InitParams(c, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	p := make([]float64, len(p32))
+	for i, v := range p32 {
+		p[i] = float64(v)*10 + 0.01*rng.NormFloat64()
+	}
+	ts, _ := c.Layout()
+	for _, t := range ts {
+		if !t.Decay {
+			for i := t.Off; i < t.Off+t.Size(); i++ {
+				p[i] = 1 + 0.3*rng.NormFloat64()
+			}
+		}
+	}
+	return p
+}
+
+func lossOf[T Float](t *testing.T, n *Net[T], in, tg []int, b, s int) float64 {
+	if _, err := n.Forward(in, b, s); err != nil {
+		t.Fatal(err)
+	}
+	sum, cnt := n.Loss(tg)
+	return sum / float64(cnt)
+}
+
+func TestGradCheck(t *testing.T) {
+	c := tinyConfig()
+	p := perturbed(c, 3)
+	n, err := NewNet(c, p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	rng := rand.New(rand.NewPCG(7, 7))
+	b, s := 2, 6
+	in, tg := randTokens(rng, b*s, c.Vocab), randTokens(rng, b*s, c.Vocab)
+	tg[3] = -1 // ignored target
+	lossOf(t, n, in, tg, b, s)
+	_, cnt := 0.0, 0
+	for _, v := range tg {
+		if v >= 0 {
+			cnt++
+		}
+	}
+	n.Backward(tg, cnt)
+	grad := append([]float64(nil), n.G...)
+
+	ts, _ := c.Layout()
+	const h = 1e-5
+	for _, ten := range ts {
+		worst := 0.0
+		for i := ten.Off; i < ten.Off+ten.Size(); i++ {
+			old := p[i]
+			p[i] = old + h
+			lp := lossOf(t, n, in, tg, b, s)
+			p[i] = old - h
+			lm := lossOf(t, n, in, tg, b, s)
+			p[i] = old
+			num := (lp - lm) / (2 * h)
+			err := math.Abs(num-grad[i]) / max(1e-4, math.Abs(num)+math.Abs(grad[i]))
+			worst = max(worst, err)
+		}
+		if worst > 1e-5 {
+			t.Errorf("%s: worst relative gradient error %.3g", ten.Name, worst)
+		}
+	}
+
+	// The float32 path (tensor pool GEMM) matches the float64 reference.
+	p32 := make([]float32, len(p))
+	for i, v := range p {
+		p32[i] = float32(v)
+	}
+	n32, _ := NewNet(c, p32, 2)
+	defer n32.Close()
+	l32 := lossOf(t, n32, in, tg, b, s)
+	l64 := lossOf(t, n, in, tg, b, s)
+	if math.Abs(l32-l64) > 1e-4 {
+		t.Errorf("float32 loss %v, float64 %v", l32, l64)
+	}
+	n32.Backward(tg, cnt)
+	for _, ten := range ts {
+		worst := 0.0
+		for i := ten.Off; i < ten.Off+ten.Size(); i++ {
+			worst = max(worst, math.Abs(float64(n32.G[i])-grad[i]))
+		}
+		if worst > 1e-4 {
+			t.Errorf("%s: float32 gradient differs from float64 by %.3g", ten.Name, worst)
+		}
+	}
+}
+
+func TestCausalMask(t *testing.T) {
+	c := tinyConfig()
+	p := perturbed(c, 5)
+	n, _ := NewNet(c, p, 2)
+	defer n.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := c.Ctx
+	in := randTokens(rng, s, c.Vocab)
+	ref := append([]float64(nil), mustForward(t, n, in, 1, s)...)
+	for k := 1; k < s; k++ {
+		alt := append([]int(nil), in...)
+		alt[k] = (alt[k] + 1 + rng.IntN(c.Vocab-1)) % c.Vocab
+		got := mustForward(t, n, alt, 1, s)
+		for i := 0; i < k*c.Vocab; i++ {
+			if got[i] != ref[i] {
+				t.Fatalf("changing token %d changed logit %d of position %d", k, i%c.Vocab, i/c.Vocab)
+			}
+		}
+		changed := false
+		for i := k * c.Vocab; i < (k+1)*c.Vocab; i++ {
+			changed = changed || got[i] != ref[i]
+		}
+		if !changed {
+			t.Fatalf("changing token %d did not change its own logits", k)
+		}
+	}
+}
+
+func mustForward[T Float](t *testing.T, n *Net[T], in []int, b, s int) []T {
+	t.Helper()
+	lg, err := n.Forward(in, b, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
+}

@@ -1,0 +1,407 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"nanoserve/tensor"
+	"nanoserve/tokenizer"
+)
+
+// ErrNotPromoted is returned (wrapped, with the reason) when the release
+// gate keeps the previous model.
+var ErrNotPromoted = errors.New("train: new model not promoted")
+
+// Options configure Run.
+type Options struct {
+	Corpus  []string // files or directories
+	Exts    []string // file name suffixes to read from directories (none: all)
+	HeldOut float64  // fraction of documents held out (default 0.05)
+
+	Shape     Config // Vocab is the tokenizer size to train
+	BPEBytes  int    // cap on text used to train the tokenizer (0: 8 MB)
+	Batch     int    // sequences per step
+	Steps     int
+	LR, MinLR float64
+	Warmup    int
+	WD, Clip  float64
+	Seed      uint64
+	Threads   int
+
+	EvalEvery  int // steps between held-out evaluations (0: only at the end)
+	EvalTokens int // held-out tokens scored per evaluation (0: 32768)
+
+	Out             string       // promoted model path
+	Prev            string       // last known-good model ("" : none; Out itself if it exists and Prev is "")
+	WeightType      tensor.DType // F32 or F16
+	Checkpoint      string       // checkpoint path ("" : none)
+	CheckpointEvery int
+	Resume          bool   // continue from Checkpoint if it exists
+	StopAfter       int    // stop (after checkpointing) at this step, for tests (0: never)
+	Command         string // reproduction command for the manifest
+
+	Log      io.Writer // progress and logs (nil: discard)
+	Progress bool      // draw a progress line
+}
+
+// Report is what Run measured.
+type Report struct {
+	Config        Config
+	Losses        []float64 // train loss per step
+	HeldOutLoss   float64   // nats/token at the end
+	HeldOutLoss0  float64   // nats/token before training (step 0 or resume point)
+	HeldOutBPB    float64
+	BaselineBPB   float64 // KN trigram on the same held-out tokens
+	PrevBPB       float64 // last known-good model (NaN: none)
+	TokensPerSec  float64
+	Promoted      bool
+	Reason        string
+	CandidatePath string
+	Vocab         tokenizer.Vocab
+	Params        []float32
+}
+
+func (o *Options) defaults() {
+	if o.HeldOut == 0 {
+		o.HeldOut = 0.05
+	}
+	if o.BPEBytes == 0 {
+		o.BPEBytes = 8 << 20
+	}
+	if o.EvalTokens == 0 {
+		o.EvalTokens = 32768
+	}
+	if o.Threads <= 0 {
+		o.Threads = 1
+	}
+	if o.Shape.RopeTheta == 0 {
+		o.Shape.RopeTheta = 10000
+	}
+	if o.Shape.NormEps == 0 {
+		o.Shape.NormEps = 1e-5
+	}
+	if o.Shape.KVHeads == 0 {
+		o.Shape.KVHeads = o.Shape.Heads
+	}
+	if o.WeightType == 0 {
+		o.WeightType = tensor.F32
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// Run trains a model as the options say, evaluates it against the KN
+// trigram baseline (and the last known-good model), and writes it to Out
+// only if it beats both; otherwise the candidate stays at Out+".candidate"
+// and Run returns the report with an error wrapping ErrNotPromoted.
+func Run(o Options) (*Report, error) {
+	o.defaults()
+	if o.Batch <= 0 || o.Steps <= 0 || o.LR <= 0 {
+		return nil, fmt.Errorf("train: batch %d, steps %d and learning rate %g must be positive", o.Batch, o.Steps, o.LR)
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, format+"\n", args...) }
+	corpus, err := LoadCorpus(o.Corpus, o.Exts, o.HeldOut, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	logf("corpus: %s, sha256 %s", corpus.Desc, corpus.SHA256[:16])
+
+	var ck *checkpoint
+	if o.Resume && o.Checkpoint != "" {
+		ck, err = loadCheckpoint(o.Checkpoint)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		if ck != nil && ck.CorpusSHA256 != corpus.SHA256 {
+			return nil, fmt.Errorf("train: checkpoint %s was made from a different corpus", o.Checkpoint)
+		}
+	}
+	var vocab tokenizer.Vocab
+	if ck != nil {
+		vocab = ck.Vocab
+	} else {
+		t0 := time.Now()
+		vocab, err = tokenizer.TrainBPE(bpeSample(corpus.Train, o.BPEBytes, o.Seed), tokenizer.TrainOptions{
+			VocabSize: o.Shape.Vocab, Special: []string{"<|endoftext|>"}})
+		if err != nil {
+			return nil, fmt.Errorf("train: tokenizer: %w", err)
+		}
+		logf("tokenizer: %d tokens (%d merges) in %v", len(vocab.Tokens), len(vocab.Merges), time.Since(t0).Round(time.Millisecond))
+	}
+	tk, err := tokenizer.FromVocab(vocab)
+	if err != nil {
+		return nil, fmt.Errorf("train: tokenizer: %w", err)
+	}
+	cfg := o.Shape
+	cfg.Vocab = len(vocab.Tokens)
+	if ck != nil {
+		if ck.Config != cfg {
+			return nil, fmt.Errorf("train: checkpoint shape %+v differs from the requested %+v", ck.Config, cfg)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	eos := vocab.EOS.ID
+	t0 := time.Now()
+	trainToks := Tokens(tk, corpus.Train, eos)
+	heldToks := Tokens(tk, corpus.HeldOut, eos)
+	tbytes := TokenBytes(vocab)
+	logf("tokens: %d train, %d held out (%.2f bytes/token) in %v", len(trainToks), len(heldToks),
+		float64(corpus.Bytes)/float64(len(trainToks)+len(heldToks)), time.Since(t0).Round(time.Millisecond))
+	T := cfg.Ctx
+	if len(trainToks) < T+2 {
+		return nil, fmt.Errorf("train: training split has %d tokens, fewer than one context of %d", len(trainToks), T)
+	}
+	if len(heldToks) < 2 {
+		return nil, errors.New("train: held-out split is empty")
+	}
+
+	var params []float32
+	opt := NewAdamW(0, o.WD)
+	start := 0
+	var losses []float64
+	if ck != nil {
+		params, opt.M, opt.V, opt.Step = ck.Params, ck.M, ck.V, ck.Step
+		start, losses = ck.Step, ck.Losses
+		logf("resumed from %s at step %d", o.Checkpoint, start)
+	} else {
+		params = InitParams(cfg, o.Seed)
+		opt = NewAdamW(len(params), o.WD)
+	}
+	net, err := NewNet(cfg, params, o.Threads)
+	if err != nil {
+		return nil, err
+	}
+	defer net.Close()
+	ts, _ := cfg.Layout()
+	logf("model: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d, ctx %d: %d parameters",
+		cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Hidden, cfg.Vocab, cfg.Ctx, len(params))
+
+	ev := newEvaluator(heldToks, tbytes, T, o.Batch, o.EvalTokens)
+	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Steps: o.Steps}
+	rep := &Report{Config: cfg, PrevBPB: math.NaN()}
+	rep.HeldOutLoss0, _ = ev.eval(net)
+	logf("step %d: held-out loss %.4f", start, rep.HeldOutLoss0)
+
+	in := make([]int, o.Batch*T)
+	tg := make([]int, o.Batch*T)
+	tstart := time.Now()
+	smooth := math.NaN()
+	for step := start; step < o.Steps; step++ {
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(step)+1))
+		for b := range o.Batch {
+			off := rng.IntN(len(trainToks) - T)
+			for i := range T {
+				in[b*T+i] = int(trainToks[off+i])
+				tg[b*T+i] = int(trainToks[off+i+1])
+			}
+		}
+		if _, err := net.Forward(in, o.Batch, T); err != nil {
+			return nil, err
+		}
+		sum, cnt := net.Loss(tg)
+		loss := sum / float64(cnt)
+		clear(net.G)
+		net.Backward(tg, cnt)
+		ClipGrad(net.G, o.Clip)
+		lr := sched.At(step)
+		opt.Update(params, net.G, lr, ts)
+		losses = append(losses, loss)
+		if math.IsNaN(smooth) {
+			smooth = loss
+		} else {
+			smooth = 0.95*smooth + 0.05*loss
+		}
+		done := step + 1
+		el := time.Since(tstart).Seconds()
+		tps := float64((done-start)*o.Batch*T) / el
+		if o.Progress {
+			frac := float64(done) / float64(o.Steps)
+			bar := strings.Repeat("█", int(frac*30)) + strings.Repeat("·", 30-int(frac*30))
+			eta := time.Duration(el / float64(done-start) * float64(o.Steps-done) * float64(time.Second))
+			fmt.Fprintf(o.Log, "\r%s %d/%d loss %.4f lr %.2e %.0f tok/s eta %v   ", bar, done, o.Steps, smooth, lr, tps, eta.Round(time.Second))
+		}
+		if o.EvalEvery > 0 && done%o.EvalEvery == 0 && done < o.Steps {
+			hl, bpb := ev.eval(net)
+			if o.Progress {
+				fmt.Fprintln(o.Log)
+			}
+			logf("step %d: train loss %.4f, held-out loss %.4f (%.4f bits/byte), %.0f tok/s", done, smooth, hl, bpb, tps)
+		}
+		if o.Checkpoint != "" && o.CheckpointEvery > 0 && done%o.CheckpointEvery == 0 || done == o.StopAfter {
+			if o.Checkpoint != "" {
+				c := &checkpoint{Config: cfg, Vocab: vocab, CorpusSHA256: corpus.SHA256, Step: done, Losses: losses,
+					Params: params, M: opt.M, V: opt.V}
+				if err := c.save(o.Checkpoint); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if done == o.StopAfter {
+			if o.Progress {
+				fmt.Fprintln(o.Log)
+			}
+			rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
+			return rep, nil
+		}
+	}
+	if o.Progress {
+		fmt.Fprintln(o.Log)
+	}
+	el := time.Since(tstart).Seconds()
+	rep.TokensPerSec = float64((o.Steps-start)*o.Batch*T) / el
+	rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
+	rep.HeldOutLoss, rep.HeldOutBPB = ev.eval(net)
+	logf("trained %d steps in %.0fs (%.0f tokens/s): held-out loss %.4f, %.4f bits/byte", o.Steps-start, el, rep.TokensPerSec, rep.HeldOutLoss, rep.HeldOutBPB)
+
+	kn := NewKN3(trainToks, cfg.Vocab)
+	rep.BaselineBPB = ev.evalKN(kn)
+	logf("baseline (interpolated Kneser-Ney trigram, same tokens): %.4f bits/byte", rep.BaselineBPB)
+
+	if o.Out == "" {
+		return rep, nil
+	}
+	man := Manifest{
+		Corpus: corpus.Desc, CorpusSHA256: corpus.SHA256, Steps: o.Steps, Seed: o.Seed,
+		Tokens: int64(o.Steps) * int64(o.Batch*T), TrainLoss: smooth, HeldOutLoss: rep.HeldOutLoss,
+		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: o.Command,
+		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)",
+			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip),
+		TokenizerDesc: fmt.Sprintf("byte-level BPE, %d tokens, pre-tokenizer %s, trained on ≤ %d bytes of the train split", len(vocab.Tokens), vocab.Pre, o.BPEBytes),
+	}
+	cand := o.Out + ".candidate"
+	if err := WriteGGUF(cand, cfg, params, vocab, o.WeightType, man); err != nil {
+		return nil, err
+	}
+	rep.CandidatePath = cand
+	prev := o.Prev
+	if prev == "" {
+		if _, err := os.Stat(o.Out); err == nil {
+			prev = o.Out
+		}
+	}
+	if prev != "" {
+		pb, err := EvalModel(prev, corpus.HeldOut, T, o.EvalTokens, o.Threads)
+		if err != nil {
+			logf("last known-good model %s could not be evaluated (%v); comparing with the baseline only", prev, err)
+		} else {
+			rep.PrevBPB = pb
+			logf("last known-good %s: %.4f bits/byte", prev, pb)
+		}
+	}
+	switch {
+	case !(rep.HeldOutBPB < rep.BaselineBPB):
+		rep.Reason = fmt.Sprintf("held-out %.4f bits/byte does not beat the KN trigram baseline's %.4f", rep.HeldOutBPB, rep.BaselineBPB)
+	case !math.IsNaN(rep.PrevBPB) && !(rep.HeldOutBPB < rep.PrevBPB):
+		rep.Reason = fmt.Sprintf("held-out %.4f bits/byte does not beat the last known-good model's %.4f (%s)", rep.HeldOutBPB, rep.PrevBPB, prev)
+	}
+	if rep.Reason != "" {
+		logf("release gate: NOT promoted: %s; kept %s, candidate left at %s", rep.Reason, orNone(prev), cand)
+		return rep, fmt.Errorf("%w: %s", ErrNotPromoted, rep.Reason)
+	}
+	if err := os.Rename(cand, o.Out); err != nil {
+		return nil, fmt.Errorf("train: promote: %w", err)
+	}
+	rep.Promoted = true
+	rep.Reason = fmt.Sprintf("%.4f bits/byte beats the baseline's %.4f", rep.HeldOutBPB, rep.BaselineBPB)
+	if !math.IsNaN(rep.PrevBPB) {
+		rep.Reason += fmt.Sprintf(" and the last known-good model's %.4f", rep.PrevBPB)
+	}
+	logf("release gate: promoted %s: %s", o.Out, rep.Reason)
+	return rep, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing (no previous model)"
+	}
+	return s
+}
+
+// evaluator scores fixed held-out windows: consecutive windows of T+1
+// tokens (stride T) from the start of the held-out stream, at most maxTok
+// targets, so every evaluation sees the same tokens.
+type evaluator struct {
+	toks   []int32
+	bytes  []int
+	t, b   int
+	starts []int
+}
+
+func newEvaluator(toks []int32, bytes []int, t, b, maxTok int) *evaluator {
+	e := &evaluator{toks: toks, bytes: bytes, t: t, b: b}
+	for s := 0; s+1 < len(toks) && len(e.starts)*t < maxTok; s += t {
+		e.starts = append(e.starts, s)
+	}
+	return e
+}
+
+// window returns the inputs and targets of window w (targets −1 past the end).
+func (e *evaluator) window(w int, in, tg []int) {
+	s := e.starts[w]
+	for i := range e.t {
+		if s+i+1 < len(e.toks) {
+			in[i], tg[i] = int(e.toks[s+i]), int(e.toks[s+i+1])
+		} else {
+			in[i], tg[i] = int(e.toks[len(e.toks)-1]), -1
+		}
+	}
+}
+
+// eval returns the mean held-out loss (nats/token) and bits per byte.
+func (e *evaluator) eval(n *Net[float32]) (float64, float64) {
+	in := make([]int, e.b*e.t)
+	tg := make([]int, e.b*e.t)
+	var nats float64
+	var cnt, nbytes int
+	for w0 := 0; w0 < len(e.starts); w0 += e.b {
+		nb := min(e.b, len(e.starts)-w0)
+		for j := range nb {
+			e.window(w0+j, in[j*e.t:(j+1)*e.t], tg[j*e.t:(j+1)*e.t])
+		}
+		if _, err := n.Forward(in[:nb*e.t], nb, e.t); err != nil {
+			return math.NaN(), math.NaN()
+		}
+		s, c := n.Loss(tg[:nb*e.t])
+		nats += s
+		cnt += c
+		for _, t := range tg[:nb*e.t] {
+			if t >= 0 {
+				nbytes += e.bytes[t]
+			}
+		}
+	}
+	return nats / float64(cnt), nats / math.Ln2 / float64(nbytes)
+}
+
+// evalKN returns the KN trigram's bits per byte on the same targets, with
+// the same in-window context the transformer sees (at most two tokens).
+func (e *evaluator) evalKN(m *KN3) float64 {
+	in := make([]int, e.t)
+	tg := make([]int, e.t)
+	var bits float64
+	var nbytes int
+	for w := range e.starts {
+		e.window(w, in, tg)
+		for i := range e.t {
+			if tg[i] < 0 {
+				continue
+			}
+			u := int32(-1)
+			if i > 0 {
+				u = int32(in[i-1])
+			}
+			bits -= math.Log2(m.Prob(u, int32(in[i]), int32(tg[i])))
+			nbytes += e.bytes[tg[i]]
+		}
+	}
+	return bits / float64(nbytes)
+}
