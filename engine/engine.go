@@ -297,7 +297,8 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 			stopIDs[id] = true
 		}
 	}
-	dec := e.tok.NewDecoder()
+	// Generated text continues the prompt's: keep the first piece's space.
+	dec := e.tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: e.tok.Decode(prompt) != ""})
 	stop := sample.NewStopMatcher(pol.Stop)
 	history := append([]int(nil), prompt...)
 	var tDecode time.Time
@@ -314,6 +315,7 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 	for {
 		if err := ctx.Err(); err != nil {
 			res.Text = string(text)
+			e.finishTimings(res, tDecode)
 			return finish(FinishCancelled, nil)
 		}
 		ch, err := sampler.Sample(logits, history, len(prompt))

@@ -12,6 +12,7 @@ import (
 
 	"nanoserve/model"
 	"nanoserve/sample"
+	"nanoserve/tokenizer"
 )
 
 // sharedDir walks up from the working directory to the folder holding
@@ -220,8 +221,9 @@ func TestStopStringAcrossTokens(t *testing.T) {
 	e := newEngine(t, goldenSets[2].model, goldenSets[2].tok, Options{}) // aidreams: a trained model, real words
 	prompt := "Echoes"
 	free := generate(t, e, Request{Prompt: prompt, Policy: withMax(sample.Greedy(), 48)})
-	// Piece boundaries of the greedy text, as the streaming decoder cuts it.
-	dec := e.tok.NewDecoder()
+	// Piece boundaries of the greedy text, as the streaming decoder cuts it
+	// (a continuation of the prompt's text).
+	dec := e.tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: true})
 	var text string
 	var ends []int // text offset after each token
 	for _, id := range free.IDs {

@@ -190,9 +190,7 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 	}
 	if j.quant {
 		// Integer dots against the 8-bit activations, as llama.cpp does.
-		for r := lo; r < hi; r++ {
-			dst[r] = dotQFast(w.Type, w.Data[r*rb:(r+1)*rb], &j.s.acts, 0)
-		}
+		dotQRows(w.Type, dst[lo:hi], w.Data[lo*rb:], rb, w.Cols, &j.s.acts, 0)
 		return
 	}
 	// Other types: dequantize four rows, then the F32 kernel.

@@ -1,32 +1,83 @@
 package tensor
 
-// dotQFast is DotQ(wt, w, a, off) — the weight row w against activations
-// a[off : off+n] — using the AVX2 kernels of quantdot_amd64.s for the
-// types that have one (Q8_0, Q4_K, Q6_K) and the reference otherwise.
-func dotQFast(wt DType, w []byte, a *QuantizedActs, off int) float32 {
-	if hasAVX2 {
-		switch wt {
-		case Q8_0:
-			nb := len(w) / 34
-			if nb == 0 {
-				return 0
-			}
-			q, d := a.Q[off:off+32*nb], a.D[off/32:off/32+nb]
-			_ = w[34*nb-1]
-			return dotQ8_0AVX2(&w[0], &q[0], &d[0], nb)
-		case Q4_K, Q6_K:
-			bb := wt.BlockBytes()
-			nb := len(w) / bb
-			if nb == 0 {
-				return 0
-			}
-			q, d, bs := a.Q[off:off+256*nb], a.D[off/256:off/256+nb], a.BSums[off/16:off/16+16*nb]
-			_ = w[bb*nb-1]
-			if wt == Q4_K {
-				return dotQ4_KAVX2(&w[0], &q[0], &d[0], &bs[0], nb)
-			}
-			return dotQ6_KAVX2(&w[0], &q[0], &d[0], &bs[0], nb)
-		}
+import "unsafe"
+
+// dotQRows sets dst[i] = DotQ(wt, row i, a, off) for the len(dst) weight
+// rows of n elements each, row i starting at w[i*stride]. Types with an
+// AVX2 kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) run the
+// whole row loop in one assembly call; the others, and machines without
+// AVX2, use the reference DotQ. Bounds are checked here, once.
+func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *QuantizedActs, off int) {
+	rows := len(dst)
+	if rows == 0 {
+		return
 	}
-	return DotQ(wt, w, a, off)
+	bs, bb := wt.BlockSize(), wt.BlockBytes()
+	nb := n / bs
+	rb := nb * bb
+	if !hasQdotKernel(wt) || nb == 0 {
+		for i := range dst {
+			dst[i] = DotQ(wt, w[i*stride:i*stride+rb], a, off)
+		}
+		return
+	}
+	if f, _ := ActsFormat(wt); f != a.Format {
+		panic("tensor: dotQRows: " + wt.String() + " weights with " + a.Format.String() + " activations")
+	}
+	_ = w[(rows-1)*stride+rb-1]
+	q := a.Q[off : off+n]
+	var d []float32
+	var aux unsafe.Pointer
+	switch a.Format {
+	case Q8_K:
+		d = a.D[off/qkK : off/qkK+nb]
+		bsums := a.BSums[off/16 : off/16+n/16]
+		aux = unsafe.Pointer(&bsums[0])
+	case Q8_1:
+		d = a.D[off/32 : off/32+nb]
+		s := a.S[off/32 : off/32+nb]
+		aux = unsafe.Pointer(&s[0])
+	default:
+		d = a.D[off/32 : off/32+nb]
+	}
+	pd, pw, pq, pdd, st := &dst[0], &w[0], &q[0], &d[0], uintptr(stride)
+	switch wt { // direct calls: the kernels are go:noescape
+	case Q8_0:
+		qdotQ8_0AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q4_0:
+		qdotQ4_0AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q4_1:
+		qdotQ4_1AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q5_0:
+		qdotQ5_0AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q5_1:
+		qdotQ5_1AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q4_K:
+		qdotQ4_KAVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q5_K:
+		qdotQ5_KAVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	case Q6_K:
+		qdotQ6_KAVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+	}
+}
+
+// hasQdotKernel reports whether weight type wt has an assembly kernel.
+func hasQdotKernel(wt DType) bool {
+	if !hasAVX2 {
+		return false
+	}
+	switch wt {
+	case Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K:
+		return true
+	}
+	return false
+}
+
+// dotQFast is DotQ(wt, w, a, off) — the weight row w against activations
+// a[off : off+n] — through dotQRows.
+func dotQFast(wt DType, w []byte, a *QuantizedActs, off int) float32 {
+	var out [1]float32
+	bb := wt.BlockBytes()
+	dotQRows(wt, out[:], w, len(w), len(w)/bb*wt.BlockSize(), a, off)
+	return out[0]
 }

@@ -1,10 +1,29 @@
 package tensor
 
-//go:noescape
-func dotQ8_0AVX2(w *byte, q *int8, d *float32, nb int) float32
+import "unsafe"
+
+// The quantized row-dot kernels of quantdot_amd64.s; see dotQRows.
 
 //go:noescape
-func dotQ4_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+func qdotQ8_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
 //go:noescape
-func dotQ6_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+func qdotQ4_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ6_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)

@@ -1,12 +1,31 @@
 // AVX2 integer dot products of quantized weight rows with 8-bit quantized
-// activations (QuantizedActs), mirroring the reference dotQ8_0 / dotQ4_K /
-// dotQ6_K of quant_dot.go. Integer parts are exact; only the per-block float
-// scaling and the final lane sum are reordered.
+// activations (QuantizedActs), mirroring the reference dotQ* functions of
+// quant_dot.go. Integer parts are exact; only the per-block float scaling
+// and the final lane sums are reordered.
 //
-// Building block: VPMADDUBSW multiplies unsigned bytes by signed bytes and
-// adds adjacent pairs into int16 (no overflow here: |pair| ≤ 2·63·127);
-// VPMADDWD then multiplies int16 pairs by int16 scales (or ones) and adds
-// them into int32.
+// Every kernel has the signature
+//
+//	func qdotXxxAVX2(dst *float32, rows int, w *byte, stride uintptr,
+//	                 q *int8, d *float32, aux unsafe.Pointer, nb int)
+//
+// and sets dst[i] = Σ over the nb blocks of weight row i (at w + i·stride)
+// against the activations q (int8), d (block scales) and aux (Q8_1 block
+// sums for Q4_1/Q5_1, int16 bsums for the K-quants). rows ≥ 1, nb ≥ 1. The
+// row loop lives here so a matrix-vector chunk costs one call.
+//
+// Building blocks:
+//   - VPMADDUBSW multiplies unsigned bytes by signed bytes and adds adjacent
+//     pairs into int16 (no overflow: |pair| ≤ 2·63·127);
+//   - VPMADDWD multiplies int16 pairs by int16 scales (or ones) and adds
+//     them into int32;
+//   - signed×signed bytes go through VPABSB/VPSIGNB: |w| · (a·sign(w));
+//   - 32 "high bits" (Q5_0/Q5_1 qh) become 32 bytes by broadcasting the
+//     word, VPSHUFB-ing byte k/8 to byte k, OR-ing every bit but k%8 and
+//     comparing with all ones (0xFF where the bit is set).
+//
+// Registers: R8 walks dst, R10 the row starts; SI, DI, DX, BX walk the
+// weights, activations, activation scales and aux within a row; CX counts
+// blocks. The row count and stride stay in the argument slots.
 
 #include "textflag.h"
 
@@ -17,155 +36,541 @@
 	VHADDPS      X0, X0, X0; \
 	VHADDPS      X0, X0, X0
 
-// func dotQ8_0AVX2(w *byte, q *int8, d *float32, nb int) float32
-// Q8_0 block: f16 scale, 32 int8. Signed×signed via VPSIGNB: |w| (unsigned)
-// times a·sign(w).
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
-	MOVQ         w+0(FP), SI
-	MOVQ         q+8(FP), DI
-	MOVQ         d+16(FP), DX
-	MOVQ         nb+24(FP), CX
-	VXORPS       Y0, Y0, Y0
-	MOVL         $0x00010001, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	TESTQ        CX, CX
-	JZ           q80done
+// ROWSTART points the walkers at the start of the current row.
+#define ROWSTART \
+	MOVQ R10, SI; \
+	MOVQ q+32(FP), DI; \
+	MOVQ d+40(FP), DX; \
+	MOVQ aux+48(FP), BX; \
+	MOVQ nb+56(FP), CX
 
-q80loop:
-	VMOVDQU      2(SI), Y2
-	VMOVDQU      (DI), Y3
-	VPSIGNB      Y2, Y2, Y4
-	VPSIGNB      Y2, Y3, Y5
-	VPMADDUBSW   Y5, Y4, Y6
-	VPMADDWD     Y15, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VPBROADCASTW (SI), X7
-	VCVTPH2PS    X7, Y7
-	VBROADCASTSS (DX), Y8
-	VMULPS       Y8, Y7, Y7
-	VFMADD231PS  Y7, Y6, Y0
-	ADDQ         $34, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          q80loop
-
-q80done:
-	HSUM
-	VMOVSS X0, ret+32(FP)
-	VZEROUPPER
+// ROWEND stores X0's low float as this row's result and moves to the next
+// row, jumping to label if any are left.
+#define ROWEND(label) \
+	VMOVSS X0, (R8); \
+	ADDQ   $4, R8; \
+	ADDQ   stride+24(FP), R10; \
+	DECQ   rows+8(FP); \
+	JNZ    label; \
+	VZEROUPPER; \
 	RET
 
-// Q4KSUB multiplies the 64 nibbles of qs group j (32 bytes at off(SI):
-// low nibbles are sub-block 2j, high nibbles sub-block 2j+1) with the 64
-// activations at aoff(DI), scales them by the sub-block scales (words at
-// 4j(SP), 4j+2(SP)) and adds into Y5 (int32).
-#define Q4KSUB(off, aoff, soff) \
-	VMOVDQU      off(SI), Y6; \
-	VPSRLW       $4, Y6, Y7; \
-	VPAND        Y15, Y6, Y6; \
-	VPAND        Y15, Y7, Y7; \
-	VPMADDUBSW   aoff(DI), Y6, Y6; \
-	VPMADDUBSW   aoff+32(DI), Y7, Y7; \
-	VPBROADCASTW soff(SP), Y8; \
-	VPBROADCASTW soff+2(SP), Y9; \
-	VPMADDWD     Y8, Y6, Y6; \
-	VPMADDWD     Y9, Y7, Y7; \
-	VPADDD       Y6, Y5, Y5; \
-	VPADDD       Y7, Y5, Y5
+#define BCAST32(val, reg, xreg) \
+	MOVL         val, AX; \
+	VMOVD        AX, xreg; \
+	VPBROADCASTD xreg, reg
 
-// func dotQ4_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
-// Q4_K super-block (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales
-// and mins for 8 sub-blocks of 32, 128 bytes of nibbles.
-// Σ = d·da·Σ_j sc_j·Σ q·a − dmin·da·Σ_j m_j·(Σ a over sub-block j).
-TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $16-44
-	MOVQ         w+0(FP), SI
-	MOVQ         q+8(FP), DI
-	MOVQ         d+16(FP), DX
-	MOVQ         bsums+24(FP), R13
-	MOVQ         nb+32(FP), CX
-	VXORPS       Y0, Y0, Y0
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL         $0x00010001, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
-	TESTQ        CX, CX
-	JZ           q4kdone
+// Bit expansion constants (see the header).
+DATA bitshuf<>+0(SB)/8, $0x0000000000000000
+DATA bitshuf<>+8(SB)/8, $0x0101010101010101
+DATA bitshuf<>+16(SB)/8, $0x0202020202020202
+DATA bitshuf<>+24(SB)/8, $0x0303030303030303
+GLOBL bitshuf<>(SB), RODATA|NOPTR, $32
 
-q4kloop:
-	// Unpack scales: bytes s[0..11] as u0, u1, u2.
-	// sc[0..3] = u0 & 0x3f..; m[0..3] = u1 & 0x3f..
-	// sc[4..7] = (u2 & 0x0f..) | ((u0>>6) & 0x03..)<<4
-	// m[4..7]  = ((u2>>4) & 0x0f..) | ((u1>>6) & 0x03..)<<4
-	MOVL  4(SI), R8
-	MOVL  8(SI), R9
-	MOVL  12(SI), R10
-	MOVL  R8, AX
-	ANDL  $0x3f3f3f3f, AX
-	MOVL  R9, BX
-	ANDL  $0x3f3f3f3f, BX
-	MOVL  R10, R11
-	ANDL  $0x0f0f0f0f, R11
-	SHRL  $6, R8
-	ANDL  $0x03030303, R8
-	SHLL  $4, R8
-	ORL   R8, R11
-	SHRL  $4, R10
-	ANDL  $0x0f0f0f0f, R10
-	SHRL  $6, R9
-	ANDL  $0x03030303, R9
-	SHLL  $4, R9
-	ORL   R9, R10
-	SHLQ  $32, R11
-	ORQ   AX, R11
-	SHLQ  $32, R10
-	ORQ   BX, R10
+// ---------------------------------------------------------------- Q8_0
 
-	// scales as 8 words on the stack; mins as 8 int32 in Y3.
-	VMOVQ     R11, X2
-	VPMOVZXBW X2, X2
-	VMOVDQU   X2, (SP)
-	VMOVQ     R10, X3
-	VPMOVZXBD X3, Y3
+// Q80BLK adds block (off(SI), aoff(DI), doff(DX)) into acc.
+#define Q80BLK(off, aoff, doff, acc) \
+	VMOVDQU      aoff(DI), Y3; \
+	VPABSB       off+2(SI), Y2; \
+	VPSIGNB      off+2(SI), Y3, Y3; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPMADDWD     Y15, Y2, Y2; \
+	VCVTDQ2PS    Y2, Y2; \
+	VPBROADCASTW off(SI), X4; \
+	VCVTPH2PS    X4, Y4; \
+	VBROADCASTSS doff(DX), Y5; \
+	VMULPS       Y5, Y4, Y4; \
+	VFMADD231PS  Y4, Y2, acc
 
-	// min term: m_j · (bsums[2j] + bsums[2j+1])
-	VMOVDQU  (R13), Y4
-	VPMADDWD Y14, Y4, Y4
+// func qdotQ8_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// Q8_0 block (34 bytes): f16 d, 32 int8. Four blocks per step into four
+// accumulators, so the FMA latency chain never limits.
+TEXT ·qdotQ8_0AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	BCAST32($0x00010001, Y15, X15)
+
+q80row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SUBQ   $4, CX
+	JL     q80tail
+
+q80loop4:
+	Q80BLK(0, 0, 0, Y0)
+	Q80BLK(34, 32, 4, Y1)
+	Q80BLK(68, 64, 8, Y6)
+	Q80BLK(102, 96, 12, Y7)
+	ADDQ $136, SI
+	ADDQ $128, DI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	JGE  q80loop4
+
+q80tail:
+	ADDQ $4, CX
+	JZ   q80sum
+
+q80loop1:
+	Q80BLK(0, 0, 0, Y0)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q80loop1
+
+q80sum:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y7, Y6, Y6
+	VADDPS Y6, Y0, Y0
+	HSUM
+	ROWEND(q80row)
+
+// ---------------------------------------------------------------- Q4_0, Q4_1, Q5_0, Q5_1
+
+// NIB32 loads the 16 bytes at off(SI) as 32 nibbles into reg: byte j < 16
+// is the low nibble of byte j, byte 16+j its high nibble (element order of
+// the 32-element blocks). tmp is clobbered. Y15 = 0x0F bytes.
+#define NIB32(off, reg, xreg, tmp) \
+	VMOVDQU     off(SI), xreg; \
+	VPSRLW      $4, xreg, tmp; \
+	VINSERTI128 $1, tmp, reg, reg; \
+	VPAND       Y15, reg, reg
+
+// HBITS expands the 32 bits at off(SI) into reg: 0xFF bytes where the bit
+// is set. Y12 = bitshuf, Y11 = ^(1<<(k%8)) bytes, Y10 = all ones.
+#define HBITS(off, reg) \
+	VPBROADCASTD off(SI), reg; \
+	VPSHUFB      Y12, reg, reg; \
+	VPOR         Y11, reg, reg; \
+	VPCMPEQB     Y10, reg, reg
+
+// SDOT: acc += dw·da · Σ q·a for signed bytes q in Y2 (Y2 clobbered),
+// activations at aoff(DI), f16 dw at doff(SI), da at daoff(DX).
+#define SDOT(aoff, doff, daoff, acc) \
+	VMOVDQU      aoff(DI), Y3; \
+	VPSIGNB      Y2, Y3, Y3; \
+	VPABSB       Y2, Y2; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPMADDWD     Y14, Y2, Y2; \
+	VCVTDQ2PS    Y2, Y2; \
+	VPBROADCASTW doff(SI), X4; \
+	VCVTPH2PS    X4, Y4; \
+	VBROADCASTSS daoff(DX), Y5; \
+	VMULPS       Y5, Y4, Y4; \
+	VFMADD231PS  Y4, Y2, acc
+
+// UDOT: as SDOT for unsigned bytes q in Y2, plus macc += mw·sa with f16 mw
+// at moff(SI) and sa at saoff(BX) (the Q8_1 block sum).
+#define UDOT(aoff, doff, daoff, moff, saoff, acc, macc) \
+	VPMADDUBSW   aoff(DI), Y2, Y2; \
+	VPMADDWD     Y14, Y2, Y2; \
+	VCVTDQ2PS    Y2, Y2; \
+	VPBROADCASTW doff(SI), X4; \
+	VCVTPH2PS    X4, Y4; \
+	VBROADCASTSS daoff(DX), Y5; \
+	VMULPS       Y5, Y4, Y4; \
+	VFMADD231PS  Y4, Y2, acc; \
+	VPBROADCASTW moff(SI), X4; \
+	VCVTPH2PS    X4, X4; \
+	VFMADD231SS  saoff(BX), X4, macc
+
+// Q40BLK: block {d; qs[16]} at off(SI); value nib−8.
+#define Q40BLK(off, aoff, daoff, acc) \
+	NIB32(off+2, Y2, X2, X3); \
+	VPSUBB Y13, Y2, Y2; \
+	SDOT(aoff, off, daoff, acc)
+
+// Q50BLK: block {d; qh u32; qs[16]} at off(SI); value nib | hbit<<4 − 16,
+// i.e. nib | 0xF0 where the high bit is clear. Y13 = 0xF0 bytes.
+#define Q50BLK(off, aoff, daoff, acc) \
+	NIB32(off+6, Y2, X2, X3); \
+	HBITS(off+2, Y6); \
+	VPANDN Y13, Y6, Y6; \
+	VPOR   Y6, Y2, Y2; \
+	SDOT(aoff, off, daoff, acc)
+
+// Q41BLK: block {d, m; qs[16]} at off(SI); value d·nib + m.
+#define Q41BLK(off, aoff, daoff, saoff, acc, macc) \
+	NIB32(off+4, Y2, X2, X3); \
+	UDOT(aoff, off, daoff, off+2, saoff, acc, macc)
+
+// Q51BLK: block {d, m; qh u32; qs[16]} at off(SI); value d·(nib |
+// hbit<<4) + m. Y13 = 0x10 bytes.
+#define Q51BLK(off, aoff, daoff, saoff, acc, macc) \
+	NIB32(off+8, Y2, X2, X3); \
+	HBITS(off+4, Y6); \
+	VPAND Y13, Y6, Y6; \
+	VPOR  Y6, Y2, Y2; \
+	UDOT(aoff, off, daoff, off+2, saoff, acc, macc)
+
+// SMALLCONST sets the constants the 32-element kernels share.
+#define SMALLCONST \
+	BCAST32($0x0f0f0f0f, Y15, X15); \
+	BCAST32($0x00010001, Y14, X14); \
+	VMOVDQU bitshuf<>(SB), Y12; \
+	MOVQ    $0x7fbfdfeff7fbfdfe, AX; \
+	VMOVQ   AX, X11; \
+	VPBROADCASTQ X11, Y11; \
+	VPCMPEQB Y10, Y10, Y10
+
+// func qdotQ4_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ4_0AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	SMALLCONST
+	BCAST32($0x08080808, Y13, X13)
+
+q40row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $2, CX
+	JL     q40tail
+
+q40loop2:
+	Q40BLK(0, 0, 0, Y0)
+	Q40BLK(18, 32, 4, Y1)
+	ADDQ $36, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+	JGE  q40loop2
+
+q40tail:
+	ADDQ $2, CX
+	JZ   q40sum
+	Q40BLK(0, 0, 0, Y0)
+
+q40sum:
+	VADDPS Y1, Y0, Y0
+	HSUM
+	ROWEND(q40row)
+
+// func qdotQ5_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ5_0AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	SMALLCONST
+	BCAST32($0xf0f0f0f0, Y13, X13)
+
+q50row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $2, CX
+	JL     q50tail
+
+q50loop2:
+	Q50BLK(0, 0, 0, Y0)
+	Q50BLK(22, 32, 4, Y1)
+	ADDQ $44, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+	JGE  q50loop2
+
+q50tail:
+	ADDQ $2, CX
+	JZ   q50sum
+	Q50BLK(0, 0, 0, Y0)
+
+q50sum:
+	VADDPS Y1, Y0, Y0
+	HSUM
+	ROWEND(q50row)
+
+// func qdotQ4_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ4_1AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	SMALLCONST
+
+q41row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	SUBQ   $2, CX
+	JL     q41tail
+
+q41loop2:
+	Q41BLK(0, 0, 0, 0, Y0, X8)
+	Q41BLK(20, 32, 4, 4, Y1, X9)
+	ADDQ $40, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $8, BX
+	SUBQ $2, CX
+	JGE  q41loop2
+
+q41tail:
+	ADDQ $2, CX
+	JZ   q41sum
+	Q41BLK(0, 0, 0, 0, Y0, X8)
+
+q41sum:
+	VADDPS Y1, Y0, Y0
+	HSUM
+	VADDSS X9, X8, X8
+	VADDSS X8, X0, X0
+	ROWEND(q41row)
+
+// func qdotQ5_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ5_1AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	SMALLCONST
+	BCAST32($0x10101010, Y13, X13)
+
+q51row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	SUBQ   $2, CX
+	JL     q51tail
+
+q51loop2:
+	Q51BLK(0, 0, 0, 0, Y0, X8)
+	Q51BLK(24, 32, 4, 4, Y1, X9)
+	ADDQ $48, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $8, BX
+	SUBQ $2, CX
+	JGE  q51loop2
+
+q51tail:
+	ADDQ $2, CX
+	JZ   q51sum
+	Q51BLK(0, 0, 0, 0, Y0, X8)
+
+q51sum:
+	VADDPS Y1, Y0, Y0
+	HSUM
+	VADDSS X9, X8, X8
+	VADDSS X8, X0, X0
+	ROWEND(q51row)
+
+// ---------------------------------------------------------------- Q4_K, Q5_K
+
+// VPSHUFB masks broadcasting scale word k (k = 0..7) to all 16 words.
+DATA k4shuf<>+0(SB)/8, $0x0100010001000100
+DATA k4shuf<>+8(SB)/8, $0x0100010001000100
+DATA k4shuf<>+16(SB)/8, $0x0100010001000100
+DATA k4shuf<>+24(SB)/8, $0x0100010001000100
+DATA k4shuf<>+32(SB)/8, $0x0302030203020302
+DATA k4shuf<>+40(SB)/8, $0x0302030203020302
+DATA k4shuf<>+48(SB)/8, $0x0302030203020302
+DATA k4shuf<>+56(SB)/8, $0x0302030203020302
+DATA k4shuf<>+64(SB)/8, $0x0504050405040504
+DATA k4shuf<>+72(SB)/8, $0x0504050405040504
+DATA k4shuf<>+80(SB)/8, $0x0504050405040504
+DATA k4shuf<>+88(SB)/8, $0x0504050405040504
+DATA k4shuf<>+96(SB)/8, $0x0706070607060706
+DATA k4shuf<>+104(SB)/8, $0x0706070607060706
+DATA k4shuf<>+112(SB)/8, $0x0706070607060706
+DATA k4shuf<>+120(SB)/8, $0x0706070607060706
+DATA k4shuf<>+128(SB)/8, $0x0908090809080908
+DATA k4shuf<>+136(SB)/8, $0x0908090809080908
+DATA k4shuf<>+144(SB)/8, $0x0908090809080908
+DATA k4shuf<>+152(SB)/8, $0x0908090809080908
+DATA k4shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
+
+// K4SCALES unpacks the 12 packed scale bytes at 4(SI) of a Q4_K/Q5_K
+// super-block: the eight 6-bit scales as words in both 128-bit halves of
+// Y2, the eight 6-bit mins as dwords in Y3 (see scaleMinK4). With
+// u0, u1, u2 the three little-endian words of the packed bytes:
+//
+//	sc[0..3] = u0 & 0x3f..            m[0..3] = u1 & 0x3f..
+//	sc[4..7] = u2 & 0x0f.. | (u0>>2) & 0x30..
+//	m[4..7]  = (u2>>4) & 0x0f.. | (u1>>2) & 0x30..
+//
+// (the scalar work runs on the integer ALUs, beside the vector pipes).
+#define K4SCALES \
+	MOVL        4(SI), AX; \
+	MOVL        8(SI), R9; \
+	MOVL        12(SI), R11; \
+	MOVL        AX, R12; \
+	SHRL        $2, R12; \
+	ANDL        $0x30303030, R12; \
+	ANDL        $0x3f3f3f3f, AX; \
+	MOVL        R11, R13; \
+	ANDL        $0x0f0f0f0f, R13; \
+	ORL         R12, R13; \
+	SHLQ        $32, R13; \
+	ORQ         R13, AX; \
+	MOVL        R9, R12; \
+	SHRL        $2, R12; \
+	ANDL        $0x30303030, R12; \
+	ANDL        $0x3f3f3f3f, R9; \
+	SHRL        $4, R11; \
+	ANDL        $0x0f0f0f0f, R11; \
+	ORL         R12, R11; \
+	SHLQ        $32, R11; \
+	ORQ         R11, R9; \
+	VMOVQ       AX, X2; \
+	VPMOVZXBW   X2, X2; \
+	VINSERTI128 $1, X2, Y2, Y2; \
+	VMOVQ       R9, X3; \
+	VPMOVZXBD   X3, Y3
+
+// K4MIN sets Y4 = Σ-ready min products m_j·(bsums[2j]+bsums[2j+1]) (int32
+// per lane j). Y14 = ones (words).
+#define K4MIN \
+	VPMADDWD (BX), Y14, Y4; \
 	VPMULLD  Y3, Y4, Y4
 
-	VPXOR Y5, Y5, Y5
-	Q4KSUB(16, 0, 0)
-	Q4KSUB(48, 64, 4)
-	Q4KSUB(80, 128, 8)
-	Q4KSUB(112, 192, 12)
+// K4DOT: 64 elements (sub-blocks 2j, 2j+1) whose values are in Y6 (low
+// nibbles) and Y7 (high nibbles) as bytes; multiplies them with the
+// activations at 64j(DI) and scales them by words 2j and 2j+1 of Y2,
+// leaving int32 results in Y6 and Y7 for the caller to add up.
+#define K4DOT(j) \
+	VPMADDUBSW 64*j(DI), Y6, Y6; \
+	VPMADDUBSW 64*j+32(DI), Y7, Y7; \
+	VPSHUFB    k4shuf<>+(64*j)(SB), Y2, Y8; \
+	VPSHUFB    k4shuf<>+(64*j+32)(SB), Y2, Y9; \
+	VPMADDWD   Y8, Y6, Y6; \
+	VPMADDWD   Y9, Y7, Y7
 
-	VBROADCASTSS (DX), Y10
-	VPBROADCASTW (SI), X11
-	VCVTPH2PS    X11, Y11
-	VPBROADCASTW 2(SI), X12
-	VCVTPH2PS    X12, Y12
-	VMULPS       Y10, Y11, Y11
-	VMULPS       Y10, Y12, Y12
-	VCVTDQ2PS    Y5, Y5
+#define Q4KGROUP(j) \
+	VMOVDQU 16+32*j(SI), Y6; \
+	VPSRLW  $4, Y6, Y7; \
+	VPAND   Y15, Y6, Y6; \
+	VPAND   Y15, Y7, Y7; \
+	K4DOT(j)
+
+// K4FINISH: acc Y0 += da·(d·Σint − dmin·Σmin) with the integer sums in
+// Y5 and Y4, f16 d and dmin at 0(SI), 2(SI), da at (DX).
+#define K4FINISH \
+	VCVTDQ2PS    Y5, Y5; \
+	VCVTDQ2PS    Y4, Y4; \
+	VPBROADCASTW (SI), X11; \
+	VCVTPH2PS    X11, Y11; \
+	VPBROADCASTW 2(SI), X12; \
+	VCVTPH2PS    X12, Y12; \
+	VMULPS       Y11, Y5, Y5; \
+	VFNMADD231PS Y12, Y4, Y5; \
+	VBROADCASTSS (DX), Y11; \
 	VFMADD231PS  Y11, Y5, Y0
-	VCVTDQ2PS    Y4, Y4
-	VFNMADD231PS Y12, Y4, Y0
 
+// func qdotQ4_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// Q4_K super-block (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales
+// and mins for 8 sub-blocks of 32, 128 bytes of nibbles (32 bytes per 64
+// elements: low nibbles sub-block 2j, high nibbles 2j+1).
+// Σ = d·da·Σ_j sc_j·Σ q·a − dmin·da·Σ_j m_j·(Σ a over sub-block j).
+TEXT ·qdotQ4_KAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	BCAST32($0x0f0f0f0f, Y15, X15)
+	BCAST32($0x00010001, Y14, X14)
+
+q4krow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+q4kloop:
+	K4SCALES
+	K4MIN
+	Q4KGROUP(0)
+	VPADDD Y6, Y7, Y5
+	Q4KGROUP(1)
+	VPADDD Y6, Y5, Y5
+	VPADDD Y7, Y5, Y5
+	Q4KGROUP(2)
+	VPADDD Y6, Y5, Y5
+	VPADDD Y7, Y5, Y5
+	Q4KGROUP(3)
+	VPADDD Y6, Y5, Y5
+	VPADDD Y7, Y5, Y5
+	K4FINISH
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $4, DX
-	ADDQ $32, R13
+	ADDQ $32, BX
 	DECQ CX
 	JNZ  q4kloop
 
-q4kdone:
 	HSUM
-	VMOVSS X0, ret+40(FP)
-	VZEROUPPER
-	RET
+	ROWEND(q4krow)
+
+// Q5KGROUP is Q4KGROUP plus the fifth bits: bit 2j of qh[l] for the low
+// nibble, bit 2j+1 for the high one. Y10 holds qh shifted right by 2j
+// (per byte; shifted on after use), Y13 = 0x10 bytes.
+#define Q5KGROUP(j) \
+	VMOVDQU 48+32*j(SI), Y6; \
+	VPSRLW  $4, Y6, Y7; \
+	VPAND   Y15, Y6, Y6; \
+	VPAND   Y15, Y7, Y7; \
+	VPSLLW  $4, Y10, Y8; \
+	VPSLLW  $3, Y10, Y9; \
+	VPAND   Y13, Y8, Y8; \
+	VPAND   Y13, Y9, Y9; \
+	VPOR    Y8, Y6, Y6; \
+	VPOR    Y9, Y7, Y7; \
+	VPSRLW  $2, Y10, Y10; \
+	K4DOT(j)
+
+// func qdotQ5_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// Q5_K super-block (176 bytes): f16 d, f16 dmin, 12 scale bytes, qh[32],
+// qs[128]; as Q4_K with 5-bit values.
+TEXT ·qdotQ5_KAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	BCAST32($0x0f0f0f0f, Y15, X15)
+	BCAST32($0x00010001, Y14, X14)
+	BCAST32($0x10101010, Y13, X13)
+
+q5krow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+q5kloop:
+	K4SCALES
+	K4MIN
+	VMOVDQU 16(SI), Y10
+	Q5KGROUP(0)
+	VPADDD  Y6, Y7, Y5
+	Q5KGROUP(1)
+	VPADDD  Y6, Y5, Y5
+	VPADDD  Y7, Y5, Y5
+	Q5KGROUP(2)
+	VPADDD  Y6, Y5, Y5
+	VPADDD  Y7, Y5, Y5
+	Q5KGROUP(3)
+	VPADDD  Y6, Y5, Y5
+	VPADDD  Y7, Y5, Y5
+	K4FINISH
+	ADDQ    $176, SI
+	ADDQ    $256, DI
+	ADDQ    $4, DX
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     q5kloop
+
+	HSUM
+	ROWEND(q5krow)
+
+// ---------------------------------------------------------------- Q6_K
 
 // VPSHUFB masks picking, from 8 scale words duplicated in both 128-bit
 // halves, word 2k for the low half and word 2k+1 for the high half.
@@ -202,60 +607,52 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 //   q2 = ql[l+32]&15 | (qh[l]>>2&3)<<4     → a[l+32]
 //   q3 = ql[l]>>4    | (qh[l]>>4&3)<<4     → a[l+64]
 //   q4 = ql[l+32]>>4 | (qh[l]>>6&3)<<4     → a[l+96]
+// The 2-bit fields are moved to bits 4-5 with one word shift each and
+// masked with Y13 = 0x30 bytes.
 #define Q6KHALF(qloff, qhoff, aoff) \
 	VMOVDQU qloff(SI), Y9; \
 	VMOVDQU qloff+32(SI), Y10; \
 	VMOVDQU qhoff(SI), Y11; \
 	VPAND   Y15, Y9, Y7; \
-	VPAND   Y13, Y11, Y12; \
-	VPSLLW  $4, Y12, Y12; \
+	VPSLLW  $4, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
 	VPOR    Y12, Y7, Y7; \
 	Q6KQ(aoff, 0); \
 	VPAND   Y15, Y10, Y7; \
-	VPSRLW  $2, Y11, Y12; \
+	VPSLLW  $2, Y11, Y12; \
 	VPAND   Y13, Y12, Y12; \
-	VPSLLW  $4, Y12, Y12; \
 	VPOR    Y12, Y7, Y7; \
 	Q6KQ(aoff+32, 1); \
 	VPSRLW  $4, Y9, Y7; \
 	VPAND   Y15, Y7, Y7; \
-	VPSRLW  $4, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPSLLW  $4, Y12, Y12; \
+	VPAND   Y13, Y11, Y12; \
 	VPOR    Y12, Y7, Y7; \
 	Q6KQ(aoff+64, 2); \
 	VPSRLW  $4, Y10, Y7; \
 	VPAND   Y15, Y7, Y7; \
-	VPSRLW  $6, Y11, Y12; \
+	VPSRLW  $2, Y11, Y12; \
 	VPAND   Y13, Y12, Y12; \
-	VPSLLW  $4, Y12, Y12; \
 	VPOR    Y12, Y7, Y7; \
 	Q6KQ(aoff+96, 3)
 
-// func dotQ6_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32
+// func qdotQ6_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q6_K super-block (210 bytes): ql[128] low nibbles, qh[64] high 2 bits,
 // 16 int8 scales (one per 16 elements), f16 d. Values are q−32; the −32 is
-// applied once per sub-block through the activation sums:
+// applied once per super-block through the activation sums:
 // Σ sc·(q−32)·a = Σ sc·q·a − 32·Σ_sub sc_sub·bsum_sub.
-TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-44
-	MOVQ         w+0(FP), SI
-	MOVQ         q+8(FP), DI
-	MOVQ         d+16(FP), DX
-	MOVQ         bsums+24(FP), R13
-	MOVQ         nb+32(FP), CX
-	VXORPS       Y0, Y0, Y0
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL         $0x03030303, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, Y13
-	TESTQ        CX, CX
-	JZ           q6kdone
+TEXT ·qdotQ6_KAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	BCAST32($0x0f0f0f0f, Y15, X15)
+	BCAST32($0x30303030, Y13, X13)
+
+q6krow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
 
 q6kloop:
 	VPMOVSXBW 192(SI), Y2
-	VPMADDWD  (R13), Y2, Y3
+	VPMADDWD  (BX), Y2, Y3
 	VPSLLD    $5, Y3, Y3
 	VPXOR     Y5, Y5, Y5
 	VPERMQ    $0x44, Y2, Y6
@@ -274,12 +671,9 @@ q6kloop:
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $4, DX
-	ADDQ $32, R13
+	ADDQ $32, BX
 	DECQ CX
 	JNZ  q6kloop
 
-q6kdone:
 	HSUM
-	VMOVSS X0, ret+40(FP)
-	VZEROUPPER
-	RET
+	ROWEND(q6krow)

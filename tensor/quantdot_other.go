@@ -2,10 +2,31 @@
 
 package tensor
 
-func dotQ8_0AVX2(w *byte, q *int8, d *float32, nb int) float32 { panic("unreachable") }
-func dotQ4_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32 {
+import "unsafe"
+
+// Stubs: hasAVX2 is false off amd64, so these are never called.
+
+func qdotQ8_0AVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
-func dotQ6_KAVX2(w *byte, q *int8, d *float32, bsums *int16, nb int) float32 {
+func qdotQ4_0AVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+func qdotQ4_1AVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+func qdotQ5_0AVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+func qdotQ5_1AVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+func qdotQ4_KAVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+func qdotQ5_KAVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+func qdotQ6_KAVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }

@@ -13,7 +13,7 @@ func TestDotQFast(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, wt := range []DType{Q8_0, Q4_K, Q6_K} {
+	for _, wt := range dotTypes {
 		for _, cols := range []int{256, 512, 2048, 5632} {
 			for trial := range 5 {
 				scale := []float64{0.02, 1, 30}[trial%3]
@@ -46,6 +46,27 @@ func TestDotQFast(t *testing.T) {
 					if e := math.Abs(float64(got-want)) / mag; !(e < 1e-5) {
 						t.Fatalf("%s cols=%d off=%d: got %g, want %g (rel %g)", wt, cols, off, got, want, e)
 					}
+					// Several rows in one call (stride > row bytes), each
+					// against the same activations.
+					const rows = 3
+					stride := rb + 7
+					wm := make([]byte, rows*stride)
+					for r := range rows {
+						copy(wm[r*stride:], w)
+						if r > 0 { // vary the rows: flip some quant bits
+							for i := r; i < rb; i += 5 {
+								wm[r*stride+i] ^= byte(0x11 * r)
+							}
+						}
+					}
+					got3 := make([]float32, rows)
+					dotQRows(wt, got3, wm, stride, cols, &a, off)
+					for r := range rows {
+						want := DotQ(wt, wm[r*stride:r*stride+rb], &a, off)
+						if d := math.Abs(float64(got3[r] - want)); !(d <= 1e-5*mag+1e-6*math.Abs(float64(want))) && !(math.IsNaN(float64(want)) || math.IsInf(float64(want), 0)) {
+							t.Fatalf("%s cols=%d off=%d rows: row %d got %g, want %g", wt, cols, off, r, got3[r], want)
+						}
+					}
 				}
 			}
 		}
@@ -74,6 +95,37 @@ func BenchmarkDotQFast(b *testing.B) {
 				b.ReportMetric(float64(len(w))*float64(b.N)/c/1e6, "cpuMB/s")
 			}
 			_ = s
+		})
+	}
+}
+
+// BenchmarkDotQRows is dotQRows over 32 rows of 4096 elements (≤ 280 KB,
+// L2-resident): the kernels' rate without the per-call overhead.
+func BenchmarkDotQRows(b *testing.B) {
+	const rows = 32
+	for _, wt := range dotTypes {
+		if !hasQdotKernel(wt) {
+			continue
+		}
+		b.Run(wt.String(), func(b *testing.B) {
+			w, x := benchRow(b, wt)
+			wm := make([]byte, 0, rows*len(w))
+			for range rows {
+				wm = append(wm, w...)
+			}
+			var a QuantizedActs
+			if err := QuantizeActs(&a, wt, x); err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]float32, rows)
+			b.SetBytes(int64(len(wm)))
+			c0 := cpuSeconds()
+			for b.Loop() {
+				dotQRows(wt, dst, wm, len(w), benchCols, &a, 0)
+			}
+			if c := cpuSeconds() - c0; c > 0 {
+				b.ReportMetric(float64(len(wm))*float64(b.N)/c/1e6, "cpuMB/s")
+			}
 		})
 	}
 }

@@ -21,7 +21,7 @@ func (t *Tokenizer) NewDecoder() *Decoder { return t.NewDecoderWith(DecodeOption
 
 // NewDecoderWith returns a streaming decoder with options o.
 func (t *Tokenizer) NewDecoderWith(o DecodeOptions) *Decoder {
-	return &Decoder{t: t, mode: o.Special, atStart: true}
+	return &Decoder{t: t, mode: o.Special, atStart: !o.Continuation}
 }
 
 // Next adds id and returns the text that became complete (possibly "").

@@ -306,6 +306,10 @@ const (
 // DecodeOptions tunes Decode and the streaming Decoder.
 type DecodeOptions struct {
 	Special SpecialMode
+	// Continuation: the ids continue text already shown (a prompt), so the
+	// first piece keeps its leading space instead of losing the
+	// SentencePiece dummy-prefix space.
+	Continuation bool
 }
 
 // Decode returns the text of ids (SpecialDefault). Ids outside the
@@ -318,7 +322,7 @@ func (t *Tokenizer) Decode(ids []int) string {
 // DecodeWith is Decode with options.
 func (t *Tokenizer) DecodeWith(ids []int, o DecodeOptions) string {
 	var raw []byte
-	atStart := true
+	atStart := !o.Continuation
 	for _, id := range ids {
 		p := t.pieceFor(id, o.Special)
 		if len(p) == 0 {

@@ -222,6 +222,7 @@ type Net[T Float] struct {
 	// scratch for the backward
 	dx, dh, dqkv, dao, dgu, dm, dtmp []T
 	datt                             []T
+	as                               *attnScratch
 }
 
 // NewNet makes a network over parameters p (not copied). threads is the
@@ -373,6 +374,10 @@ func (n *Net[T]) rope(qkv []T, b, t int, inverse bool) {
 // attention computes a.att and a.ao from a.qkv, causally, in parallel over
 // (sequence, kv head) groups.
 func (n *Net[T]) attention(a *acts[T]) {
+	if n.mm.pool != nil {
+		n.attentionF32(a)
+		return
+	}
 	c := n.Cfg
 	b, t := n.b, n.t
 	hd, qd, kvd := c.HeadDim(), c.QDim(), c.KVDim()
@@ -531,6 +536,10 @@ func rmsnormBack[T Float](dx, dg, dy, x, rinv, g []T, N, d int) {
 
 // attentionBack writes n.dqkv (pre-inverse-RoPE) from n.dao.
 func (n *Net[T]) attentionBack(a *acts[T]) {
+	if n.mm.pool != nil {
+		n.attentionBackF32(a)
+		return
+	}
 	c := n.Cfg
 	b, t := n.b, n.t
 	hd, qd, kvd := c.HeadDim(), c.QDim(), c.KVDim()

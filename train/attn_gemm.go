@@ -1,0 +1,146 @@
+package train
+
+import (
+	"math"
+
+	"nanoserve/tensor"
+)
+
+// Attention through the inference GEMM (float32 only). Per sequence b and
+// query head h (kv head g), with Q (T, hd), K, V (T, hd) gathered from qkv:
+//
+//	S  = Q·Kᵀ·scale, causal mask, P = softmax(S)      MatMul(K, Q)
+//	O  = P·V                                          MatMul(Vᵀ, P)
+//	dP = dO·Vᵀ                                        MatMul(V, dO)
+//	dS = P⊙(dP − Σ_s P·dP)·scale
+//	dQ = dS·K                                         MatMul(Kᵀ, dS)
+//	dK += dSᵀ·Q, dV += Pᵀ·dO                          MatMul(Qᵀ, dSᵀ), MatMul(dOᵀ, Pᵀ)
+//
+// The products run over the full T×T square (the masked half is zero),
+// twice the scalar loop's arithmetic, but on the vector kernel.
+type attnScratch struct {
+	q, k, v, kt, vt, qt, o, do, dot, s, st, ds, dq, dk, dv []float32
+}
+
+func (n *Net[T]) attnBuf() *attnScratch {
+	t, hd := n.t, n.Cfg.HeadDim()
+	s := n.as
+	if s == nil {
+		s = &attnScratch{}
+		n.as = s
+	}
+	for _, p := range []*[]float32{&s.q, &s.k, &s.v, &s.kt, &s.vt, &s.qt, &s.o, &s.do, &s.dot, &s.dq, &s.dk, &s.dv} {
+		*p = growF(*p, t*hd)
+	}
+	for _, p := range []*[]float32{&s.s, &s.st, &s.ds} {
+		*p = growF(*p, t*t)
+	}
+	return s
+}
+
+// gather copies head columns [off, off+hd) of the (rows, w) matrix src
+// rows [r0, r0+t) into dst (t, hd) and, if dstT != nil, its transpose.
+func gather(dst, dstT, src []float32, r0, t, w, off, hd int) {
+	for i := range t {
+		row := src[(r0+i)*w+off:][:hd]
+		copy(dst[i*hd:(i+1)*hd], row)
+		if dstT != nil {
+			for j, x := range row {
+				dstT[j*t+i] = x
+			}
+		}
+	}
+}
+
+func (n *Net[T]) attentionF32(a *acts[T]) {
+	c := n.Cfg
+	b, t := n.b, n.t
+	hd, qd, kvd := c.HeadDim(), c.QDim(), c.KVDim()
+	w := qd + 2*kvd
+	rep := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	p := n.mm.pool
+	s := n.attnBuf()
+	qkv, att, ao := f32(a.qkv), f32(a.att), f32(a.ao)
+	for bi := range b {
+		for h := range c.Heads {
+			g := h / rep
+			gather(s.q, nil, qkv, bi*t, t, w, h*hd, hd)
+			gather(s.k, nil, qkv, bi*t, t, w, qd+g*hd, hd)
+			gather(s.v, s.vt, qkv, bi*t, t, w, qd+kvd+g*hd, hd)
+			P := att[(bi*c.Heads+h)*t*t:][:t*t]
+			p.MatMul(P, tensor.F32Mat(t, hd, s.k), s.q, t)
+			for ti := range t {
+				row := P[ti*t : (ti+1)*t]
+				mx := float32(math.Inf(-1))
+				for j := 0; j <= ti; j++ {
+					row[j] *= scale
+					mx = max(mx, row[j])
+				}
+				var sum float32
+				for j := 0; j <= ti; j++ {
+					row[j] = float32(math.Exp(float64(row[j] - mx)))
+					sum += row[j]
+				}
+				inv := 1 / sum
+				for j := 0; j <= ti; j++ {
+					row[j] *= inv
+				}
+				clear(row[ti+1:])
+			}
+			p.MatMul(s.o, tensor.F32Mat(hd, t, s.vt), P, t)
+			for ti := range t {
+				copy(ao[(bi*t+ti)*qd+h*hd:][:hd], s.o[ti*hd:(ti+1)*hd])
+			}
+		}
+	}
+}
+
+func (n *Net[T]) attentionBackF32(a *acts[T]) {
+	c := n.Cfg
+	b, t := n.b, n.t
+	hd, qd, kvd := c.HeadDim(), c.QDim(), c.KVDim()
+	w := qd + 2*kvd
+	rep := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	p := n.mm.pool
+	s := n.attnBuf()
+	qkv, att, dao, dqkv := f32(a.qkv), f32(a.att), f32(n.dao), f32(n.dqkv)
+	clear(dqkv)
+	for bi := range b {
+		for h := range c.Heads {
+			g := h / rep
+			gather(s.q, s.qt, qkv, bi*t, t, w, h*hd, hd)
+			gather(s.k, s.kt, qkv, bi*t, t, w, qd+g*hd, hd)
+			gather(s.v, nil, qkv, bi*t, t, w, qd+kvd+g*hd, hd)
+			gather(s.do, s.dot, dao, bi*t, t, qd, h*hd, hd)
+			P := att[(bi*c.Heads+h)*t*t:][:t*t]
+			p.MatMul(s.ds, tensor.F32Mat(t, hd, s.v), s.do, t) // dP
+			for ti := range t {
+				pr, dr := P[ti*t:(ti+1)*t], s.ds[ti*t:(ti+1)*t]
+				var sum float32
+				for j := 0; j <= ti; j++ {
+					sum += pr[j] * dr[j]
+				}
+				for j := 0; j <= ti; j++ {
+					dr[j] = pr[j] * (dr[j] - sum) * scale
+				}
+				clear(dr[ti+1:])
+			}
+			transpose(s.st, s.ds, t, t)
+			p.MatMul(s.dq, tensor.F32Mat(hd, t, s.kt), s.ds, t)
+			p.MatMul(s.dk, tensor.F32Mat(hd, t, s.qt), s.st, t)
+			transpose(s.st, P, t, t)
+			p.MatMul(s.dv, tensor.F32Mat(hd, t, s.dot), s.st, t)
+			for ti := range t {
+				r := dqkv[(bi*t+ti)*w:]
+				copy(r[h*hd:h*hd+hd], s.dq[ti*hd:(ti+1)*hd])
+				dk, dv := r[qd+g*hd:][:hd], r[qd+kvd+g*hd:][:hd]
+				for j := range hd {
+					dk[j] += s.dk[ti*hd+j]
+					dv[j] += s.dv[ti*hd+j]
+				}
+			}
+		}
+	}
+}
