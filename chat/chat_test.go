@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"nanoserve/internal/testshared"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,26 +13,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "regenerate testdata/golden with testdata/render_golden.py (needs python3 + jinja2)")
-
-// sharedDir walks up from the test's directory to the folder holding shared/README.md.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		cand := filepath.Join(dir, "shared")
-		if _, err := os.Stat(filepath.Join(cand, "README.md")); err == nil {
-			return cand
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/ not found above the test directory")
-		}
-		dir = parent
-	}
-}
 
 type templateSpec struct {
 	Name         string         `json:"name"`
@@ -85,7 +66,7 @@ func loadTemplate(t testing.TB, spec templateSpec) (*Template, Options) {
 	opt := Options{Extra: map[string]any{}}
 	var src string
 	if spec.SharedConfig != "" {
-		b, err := os.ReadFile(filepath.Join(sharedDir(t), spec.SharedConfig))
+		b, err := os.ReadFile(filepath.Join(testshared.Dir(t), spec.SharedConfig))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +105,7 @@ func fixedNow(t testing.TB, s string) func() time.Time {
 
 func TestGolden(t *testing.T) {
 	if *update {
-		cmd := exec.Command("python3", "testdata/render_golden.py", sharedDir(t))
+		cmd := exec.Command("python3", "testdata/render_golden.py", testshared.Dir(t))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("render_golden.py: %v", err)

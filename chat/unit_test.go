@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestConfigWithoutTemplate(t *testing.T) {
-	shared := sharedDir(t)
+	shared := testshared.Dir(t)
 	for _, p := range []string{
 		"testdata/gguf/gpt2/hf/tokenizer_config.json",
 		"testdata/gguf/llama_gqa/hf/tokenizer_config.json",
@@ -276,7 +277,7 @@ func FuzzRender(f *testing.F) {
 }
 
 func BenchmarkRenderLlama3(b *testing.B) {
-	buf, err := os.ReadFile(filepath.Join(sharedDir(b), "testdata/tokenizers/hf_llama3/tokenizer_config.json"))
+	buf, err := os.ReadFile(filepath.Join(testshared.Dir(b), "testdata/tokenizers/hf_llama3/tokenizer_config.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -237,19 +237,25 @@ func encodeTo(out io.Writer, t *srcTensor, typ tensor.DType, threads int) error 
 	return nil
 }
 
-// addTensor adds t to w in encoding typ.
-func addTensor(w *gguf.Writer, t *srcTensor, typ tensor.DType, threads int) error {
-	if t.f32 == nil && t.perm == nil && typ == t.typ {
-		return w.AddTensor(t.name, typ, t.dims, t.data)
-	}
-	if !tensor.CanQuantize(typ) {
-		return fmt.Errorf("%w: cannot encode %s as %s", ErrUnsupported, t.name, typ)
-	}
-	if t.f32 == nil && typ != t.typ && !tensor.Computable(t.typ) {
-		return fmt.Errorf("%w: cannot decode %s from %s", ErrUnsupported, t.name, t.typ)
+// addTensor adds t to w in encoding typ; done (if set) is called once the
+// tensor's data is written.
+func addTensor(w *gguf.Writer, t *srcTensor, typ tensor.DType, threads int, done func()) error {
+	if t.f32 != nil || t.perm != nil || typ != t.typ {
+		if !tensor.CanQuantize(typ) {
+			return fmt.Errorf("%w: cannot encode %s as %s", ErrUnsupported, t.name, typ)
+		}
+		if t.f32 == nil && !tensor.Computable(t.typ) {
+			return fmt.Errorf("%w: cannot decode %s from %s", ErrUnsupported, t.name, t.typ)
+		}
 	}
 	return w.AddTensorFunc(t.name, typ, t.dims, func(out io.Writer) error {
-		return encodeTo(out, t, typ, threads)
+		if err := encodeTo(out, t, typ, threads); err != nil {
+			return err
+		}
+		if done != nil {
+			done()
+		}
+		return nil
 	})
 }
 

@@ -267,11 +267,13 @@ func (p *plan) build(src *source) (*gguf.Writer, error) {
 		if !ok {
 			typ = tensor.F32
 		}
-		if err := addTensor(w, t, typ, p.threads); err != nil {
-			return nil, fmt.Errorf("convert: %w", err)
-		}
+		var done func()
 		if p.opts.Log != nil {
-			p.opts.Log(fmt.Sprintf("[%3d/%3d] %-28s %-5s -> %-5s %v", i+1, len(all), t.name, srcTypeName(t), typ, t.dims))
+			msg := fmt.Sprintf("[%3d/%3d] %-28s %-5s -> %-5s %v", i+1, len(all), t.name, srcTypeName(t), typ, t.dims)
+			done = func() { p.opts.Log(msg) }
+		}
+		if err := addTensor(w, t, typ, p.threads, done); err != nil {
+			return nil, fmt.Errorf("convert: %w", err)
 		}
 	}
 	return w, nil

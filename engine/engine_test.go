@@ -10,31 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"nanoserve/internal/testshared"
 	"nanoserve/model"
 	"nanoserve/sample"
 	"nanoserve/tokenizer"
 )
-
-// sharedDir walks up from the working directory to the folder holding
-// shared/README.md and returns that shared/ path; tests skip without it.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(d, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			t.Skip("shared/ test data not found")
-		}
-		d = parent
-	}
-}
 
 // llama2c golden sets: model, tokenizer, summary.json (greedy ids of the
 // reference C implementation).
@@ -52,7 +32,7 @@ type goldenRun struct {
 
 func loadGoldens(t testing.TB, name string) []goldenRun {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "testdata", "llama2c", name, "summary.json"))
+	b, err := os.ReadFile(filepath.Join(testshared.Dir(t), "testdata", "llama2c", name, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +47,7 @@ func loadGoldens(t testing.TB, name string) []goldenRun {
 
 func newEngine(t testing.TB, modelRel, tokRel string, opts Options) *Engine {
 	t.Helper()
-	sh := sharedDir(t)
+	sh := testshared.Dir(t)
 	m, err := model.Load(filepath.Join(sh, modelRel), model.Options{Tokenizer: filepath.Join(sh, tokRel), Threads: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -10,32 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"nanoserve/internal/testshared"
 	"nanoserve/tensor"
 )
 
-// sharedDir walks up from the working directory to the folder holding
-// shared/README.md and returns that shared/ path.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/ test data not found")
-		}
-		dir = parent
-	}
-}
-
 func shippedFiles(t testing.TB) []string {
-	files, _ := filepath.Glob(filepath.Join(sharedDir(t), "testdata", "gguf", "*", "*.gguf"))
+	files, _ := filepath.Glob(filepath.Join(testshared.Dir(t), "testdata", "gguf", "*", "*.gguf"))
 	if len(files) == 0 {
 		t.Fatal("no GGUF files in shared/testdata/gguf")
 	}
@@ -140,7 +120,7 @@ func TestShippedFiles(t *testing.T) {
 // TestTensorTypes checks every tensor's type in the llama_k files against
 // the list shipped beside them.
 func TestTensorTypes(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "testdata", "gguf", "llama_k")
+	dir := filepath.Join(testshared.Dir(t), "testdata", "gguf", "llama_k")
 	lf, err := os.Open(filepath.Join(dir, "tensor_types.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +239,7 @@ func BenchmarkParseHeader(b *testing.B) {
 
 // BenchmarkOpen maps and parses the largest shipped file.
 func BenchmarkOpen(b *testing.B) {
-	path := filepath.Join(sharedDir(b), "testdata", "gguf", "qwen2", "qwen2-F16.gguf")
+	path := filepath.Join(testshared.Dir(b), "testdata", "gguf", "qwen2", "qwen2-F16.gguf")
 	for b.Loop() {
 		f, err := Open(path)
 		if err != nil {

@@ -4,11 +4,12 @@ import (
 	"slices"
 	"testing"
 
+	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 )
 
 func benchModel(b *testing.B) *Model {
-	return mustLoad(b, sharedPath(b, "testdata/gguf/llama_k/llama_k-Q4_K_M.gguf"), Options{Threads: 2})
+	return mustLoad(b, testshared.Path(b, "testdata/gguf/llama_k/llama_k-Q4_K_M.gguf"), Options{Threads: 2})
 }
 
 // BenchmarkPrefill runs a 128-token prompt as one batch.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 )
 
@@ -34,7 +35,7 @@ func TestCacheParityLlama2c(t *testing.T) {
 	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 11203, 29889}
 	for _, name := range []string{"tiny_mha", "tiny_gqa"} {
 		t.Run(name, func(t *testing.T) {
-			m := mustLoad(t, sharedPath(t, "models/llama2c/"+name+".bin"), Options{Threads: 2})
+			m := mustLoad(t, testshared.Path(t, "models/llama2c/"+name+".bin"), Options{Threads: 2})
 			checkCacheParity(t, m, toks, 1e-4)
 		})
 	}
@@ -104,7 +105,7 @@ func checkBatched(t *testing.T, m *Model, a, b []int, tol float64) {
 }
 
 func TestBatchedVsSequential(t *testing.T) {
-	m := mustLoad(t, sharedPath(t, "models/llama2c/tiny_gqa.bin"), Options{Threads: 2})
+	m := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_gqa.bin"), Options{Threads: 2})
 	a := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 11203, 29889, 13, 13}
 	b := []int{1, 319, 350, 315, 360, 382, 383, 402, 29871}
 	checkBatched(t, m, a, b, 1e-4)
@@ -113,7 +114,7 @@ func TestBatchedVsSequential(t *testing.T) {
 // TestRewind regenerates from a shared prefix: after Truncate (or a batch
 // starting below Len), the recomputed positions match a fresh run.
 func TestRewind(t *testing.T) {
-	m := mustLoad(t, sharedPath(t, "models/llama2c/tiny_mha.bin"), Options{})
+	m := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_mha.bin"), Options{})
 	toks := []int{1, 450, 7483, 310, 3444, 338, 263}
 	alt := []int{1, 450, 7483, 310, 29871, 13, 13}
 	ref := runSeq(t, m, alt, 0)
@@ -138,7 +139,7 @@ func TestRewind(t *testing.T) {
 }
 
 func TestForwardBadBatch(t *testing.T) {
-	m := mustLoad(t, sharedPath(t, "models/llama2c/tiny_mha.bin"), Options{})
+	m := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_mha.bin"), Options{})
 	c, _ := m.NewCache(64)
 	s := &kvcache.Seq{}
 	if err := c.Reserve(s, 20); err != nil { // 2 blocks of 16: capacity 32
@@ -206,7 +207,7 @@ func TestDecodeAllocs(t *testing.T) {
 		threads int
 		from    int
 	}{{"aidreams260K", 1, 1}, {"tiny_mha", 2, 200}} {
-		m := mustLoad(t, sharedPath(t, "models/llama2c/"+tc.model+".bin"), Options{Threads: tc.threads})
+		m := mustLoad(t, testshared.Path(t, "models/llama2c/"+tc.model+".bin"), Options{Threads: tc.threads})
 		c, _ := m.NewCache(256)
 		s := &kvcache.Seq{}
 		if err := c.Reserve(s, 256); err != nil {
@@ -240,7 +241,7 @@ func TestDecodeAllocs(t *testing.T) {
 // reference; a window covering everything changes nothing; a short one
 // changes the logits beyond it.
 func TestSlidingWindow(t *testing.T) {
-	m := mustLoad(t, sharedPath(t, "models/llama2c/tiny_gqa.bin"), Options{})
+	m := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_gqa.bin"), Options{})
 	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701}
 	full := runSeq(t, m, toks, 0)
 	m.SlidingWindow = len(toks)

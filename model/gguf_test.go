@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"math"
+	"nanoserve/internal/testshared"
 	"os"
 	"slices"
 	"testing"
@@ -79,8 +80,8 @@ var ggufModels = []string{"llama_gqa", "qwen2", "gpt2"}
 func TestGGUFGoldens(t *testing.T) {
 	for _, name := range ggufModels {
 		t.Run(name, func(t *testing.T) {
-			g := readLcppGolden(t, sharedPath(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
-			m := mustLoad(t, sharedPath(t, "testdata/gguf/"+name+"/"+g.GGUFFile), Options{Threads: 2})
+			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
+			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+name+"/"+g.GGUFFile), Options{Threads: 2})
 			checkLcppGolden(t, m, g, 0.05, true)
 		})
 	}
@@ -89,8 +90,8 @@ func TestGGUFGoldens(t *testing.T) {
 func TestCacheParityGGUF(t *testing.T) {
 	for _, name := range ggufModels {
 		t.Run(name, func(t *testing.T) {
-			g := readLcppGolden(t, sharedPath(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
-			m := mustLoad(t, sharedPath(t, "testdata/gguf/"+name+"/"+g.GGUFFile), Options{Threads: 2})
+			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
+			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+name+"/"+g.GGUFFile), Options{Threads: 2})
 			p := g.Prompts[0]
 			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
 			checkCacheParity(t, m, toks, 1e-4)
@@ -109,7 +110,7 @@ func TestGGUFConfig(t *testing.T) {
 		"gpt2":      {Arch: ArchGPT2, Dim: 128, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 4, HeadDim: 32, Vocab: 50257, Tied: true, ContextLen: 256},
 	}
 	for _, name := range ggufModels {
-		m := mustLoad(t, sharedPath(t, "testdata/gguf/"+name+"/"+name+"-F16.gguf"), Options{})
+		m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+name+"/"+name+"-F16.gguf"), Options{})
 		w := want[name]
 		c := m.Config
 		if c.Arch != w.Arch || c.Dim != w.Dim || c.HiddenDim != w.HiddenDim || c.Layers != w.Layers || c.Heads != w.Heads ||
@@ -139,8 +140,8 @@ func TestGGUFQuantized(t *testing.T) {
 		{"llama_k", "Q4_K_M", 1.0}, {"llama_k", "Q4_K_S", 1.0},
 	} {
 		t.Run(tc.model+"-"+tc.quant, func(t *testing.T) {
-			g := readLcppGolden(t, sharedPath(t, "testdata/gguf/"+tc.model+"/"+tc.model+"-"+tc.quant+".json"))
-			m := mustLoad(t, sharedPath(t, "testdata/gguf/"+tc.model+"/"+g.GGUFFile), Options{Threads: 2})
+			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+tc.model+"/"+tc.model+"-"+tc.quant+".json"))
+			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+tc.model+"/"+g.GGUFFile), Options{Threads: 2})
 			worst := 0.0
 			for k, p := range g.Prompts {
 				lg := runSeq(t, m, p.PromptIDs, 0)

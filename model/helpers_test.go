@@ -3,41 +3,13 @@ package model
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
+	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 )
-
-// sharedDir walks up from the working directory to the folder holding
-// shared/README.md and returns that shared/ path; tests skip without it.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(d, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			t.Skip("shared/ test data not found")
-		}
-		d = parent
-	}
-}
-
-func sharedPath(t testing.TB, rel string) string {
-	return filepath.Join(sharedDir(t), filepath.FromSlash(rel))
-}
 
 func mustLoad(t testing.TB, path string, opts Options) *Model {
 	t.Helper()
@@ -156,40 +128,9 @@ func maxAbsDiff(a, b []float32) (float64, int) {
 	return d, at
 }
 
-var (
-	hfOnce sync.Once
-	hfDir  string
-	hfErr  error
-)
-
-// TestMain removes the generated Hugging Face fixtures afterwards.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if hfDir != "" {
-		os.RemoveAll(hfDir)
-	}
-	os.Exit(code)
-}
-
-// hfFixtures generates the shared tool's Hugging Face directories
-// (llama_gqa, qwen2, gpt2; F32 safetensors) once per test binary.
+// hfFixtures returns the shared tool's Hugging Face directories
+// (llama_gqa, qwen2, gpt2; F32 safetensors), generated once and cached.
 func hfFixtures(t testing.TB) string {
 	t.Helper()
-	tool := sharedPath(t, "tools/fixturegen")
-	hfOnce.Do(func() {
-		hfDir, hfErr = os.MkdirTemp("", "nanoserve-hf-")
-		if hfErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "run", ".", "hf", hfDir)
-		cmd.Dir = tool
-		cmd.Env = append(os.Environ(), "GOFLAGS=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			hfErr = fmt.Errorf("fixturegen: %v\n%s", err, out)
-		}
-	})
-	if hfErr != nil {
-		t.Fatal(hfErr)
-	}
-	return hfDir
+	return testshared.Fixture(t, "hf")
 }

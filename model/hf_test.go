@@ -1,6 +1,7 @@
 package model
 
 import (
+	"nanoserve/internal/testshared"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,7 +14,7 @@ func TestHFGoldens(t *testing.T) {
 	dir := hfFixtures(t)
 	for _, name := range ggufModels {
 		t.Run(name, func(t *testing.T) {
-			g := readLcppGolden(t, sharedPath(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
+			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
 			m := mustLoad(t, filepath.Join(dir, name), Options{Threads: 2})
 			if m.Format != "hf" || !m.RopeNeox && m.Arch != ArchGPT2 {
 				t.Errorf("config %+v", m.Config)
@@ -30,7 +31,7 @@ func TestHFMatchesGGUF(t *testing.T) {
 	dir := hfFixtures(t)
 	for _, name := range ggufModels {
 		hf := mustLoad(t, filepath.Join(dir, name), Options{})
-		gg := mustLoad(t, sharedPath(t, "testdata/gguf/"+name+"/"+name+"-F16.gguf"), Options{})
+		gg := mustLoad(t, testshared.Path(t, "testdata/gguf/"+name+"/"+name+"-F16.gguf"), Options{})
 		toks := []int{1, 2, 3, 100, 200, 300, 4000, 5000}
 		a, b := runSeq(t, hf, toks, 0), runSeq(t, gg, toks, 0)
 		if d, at := maxAbsDiff(a, b); d > 1e-3 {

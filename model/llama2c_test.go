@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"math"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,8 +83,8 @@ func checkL2C(t *testing.T, name string, logits []float32, vocab int, steps []l2
 func TestLlama2cGoldens(t *testing.T) {
 	for _, name := range []string{"aidreams260K", "tiny_mha", "tiny_gqa"} {
 		t.Run(name, func(t *testing.T) {
-			m := mustLoad(t, sharedPath(t, "models/llama2c/"+name+".bin"), Options{Threads: 2})
-			runs, _ := filepath.Glob(sharedPath(t, "testdata/llama2c/"+name+"/run_*.jsonl"))
+			m := mustLoad(t, testshared.Path(t, "models/llama2c/"+name+".bin"), Options{Threads: 2})
+			runs, _ := filepath.Glob(testshared.Path(t, "testdata/llama2c/"+name+"/run_*.jsonl"))
 			if len(runs) == 0 {
 				t.Fatal("no goldens")
 			}
@@ -103,7 +104,7 @@ func TestLlama2cGoldens(t *testing.T) {
 }
 
 func TestLlama2cConfig(t *testing.T) {
-	m := mustLoad(t, sharedPath(t, "models/llama2c/tiny_gqa.bin"), Options{})
+	m := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_gqa.bin"), Options{})
 	c := m.Config
 	if c.Dim != 128 || c.HiddenDim != 352 || c.Layers != 3 || c.Heads != 8 || c.KVHeads != 2 || c.Vocab != 32000 || c.Tied || c.RopeNeox || c.HeadDim != 16 {
 		t.Errorf("config %+v", c)
@@ -111,7 +112,7 @@ func TestLlama2cConfig(t *testing.T) {
 	if got := m.KVBytesPerToken(); got != 2*3*32*4 {
 		t.Errorf("KVBytesPerToken = %d", got)
 	}
-	m2 := mustLoad(t, sharedPath(t, "models/llama2c/tiny_mha.bin"), Options{})
+	m2 := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_mha.bin"), Options{})
 	if !m2.Tied || m2.w.output != m2.w.tokEmb {
 		t.Error("tiny_mha should have a shared classifier")
 	}

@@ -8,74 +8,20 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/testshared"
 	"nanoserve/tensor"
 )
 
-// sharedDir walks up from the working directory to the folder holding
-// shared/README.md and returns that shared/ path.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/ test data not found")
-		}
-		dir = parent
-	}
-}
-
-var (
-	hfOnce sync.Once
-	hfDir  string
-	hfErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if hfDir != "" {
-		os.RemoveAll(hfDir)
-	}
-	os.Exit(code)
-}
-
-// fixtures generates the Hugging Face test folders ({llama_gqa,qwen2,gpt2})
-// with shared/tools/fixturegen, once per test binary run.
+// fixtures returns the Hugging Face test folders ({llama_gqa,qwen2,gpt2})
+// made by shared/tools/fixturegen (generated once, cached).
 func fixtures(t *testing.T) string {
 	t.Helper()
-	gen := filepath.Join(sharedDir(t), "tools", "fixturegen")
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not found: cannot run fixturegen")
-	}
-	hfOnce.Do(func() {
-		hfDir, hfErr = os.MkdirTemp("", "nanoserve-safetensors-")
-		if hfErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "run", ".", "hf", hfDir)
-		cmd.Dir = gen
-		if out, err := cmd.CombinedOutput(); err != nil {
-			hfErr = fmt.Errorf("fixturegen: %v\n%s", err, out)
-		}
-	})
-	if hfErr != nil {
-		t.Fatal(hfErr)
-	}
-	return hfDir
+	return testshared.Fixture(t, "hf")
 }
 
 type hfConfig struct {
@@ -141,7 +87,7 @@ func TestFixtures(t *testing.T) {
 			if fmt.Sprint(emb.Shape) != fmt.Sprint([]int{cfg.Vocab, cfg.Hidden}) {
 				t.Fatalf("%s shape %v, config says [%d %d]", c.embed, emb.Shape, cfg.Vocab, cfg.Hidden)
 			}
-			g, err := gguf.Open(filepath.Join(sharedDir(t), "testdata", "gguf", c.gguf))
+			g, err := gguf.Open(filepath.Join(testshared.Dir(t), "testdata", "gguf", c.gguf))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package sample
 import (
 	"encoding/json"
 	"errors"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -228,7 +229,7 @@ func TestFromGenerationConfig(t *testing.T) {
 // The shared test models' generation_config.json files parse.
 func TestFromGenerationConfigShared(t *testing.T) {
 	want := map[string][]int{"llama_gqa": {2}, "llama_k": {2}, "qwen2": {151643}, "gpt2": {50256}}
-	dir := filepath.Join(sharedDir(t), "testdata", "gguf")
+	dir := filepath.Join(testshared.Dir(t), "testdata", "gguf")
 	for name, eos := range want {
 		b, err := os.ReadFile(filepath.Join(dir, name, "hf", "generation_config.json"))
 		if err != nil {
@@ -241,23 +242,5 @@ func TestFromGenerationConfigShared(t *testing.T) {
 		if !reflect.DeepEqual(got, eos) || !reflect.DeepEqual(p, Defaults()) {
 			t.Errorf("%s: policy %+v eos %v, want defaults and %v", name, p, got, eos)
 		}
-	}
-}
-
-// sharedDir finds the shared/ data folder by walking up from the working directory.
-func sharedDir(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "shared", "README.md")); err == nil {
-			return filepath.Join(dir, "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/ test data not found")
-		}
-		dir = parent
 	}
 }

@@ -14,10 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"nanoserve/internal/testshared"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -256,18 +255,7 @@ var (
 // fixturegen tool and returns its weights under GGUF names and layout.
 func llamaKOriginals(t *testing.T, shared string) map[string][]float32 {
 	llamaKOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "quant-llama_k-")
-		if err != nil {
-			llamaKErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "run", ".", "hf-llama_k", dir)
-		cmd.Dir = filepath.Join(shared, "tools", "fixturegen")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			llamaKErr = fmt.Errorf("fixturegen: %v\n%s", err, out)
-			return
-		}
+		dir := testshared.Fixture(t, "hf-llama_k")
 		st, err := qReadSafetensorsF32(filepath.Join(dir, "llama_k", "model.safetensors"))
 		if err != nil {
 			llamaKErr = err

@@ -405,34 +405,31 @@ GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
 //	sc[4..7] = u2 & 0x0f.. | (u0>>2) & 0x30..
 //	m[4..7]  = (u2>>4) & 0x0f.. | (u1>>2) & 0x30..
 //
-// (the scalar work runs on the integer ALUs, beside the vector pipes).
-#define K4SCALES \
-	MOVL        4(SI), AX; \
-	MOVL        8(SI), R9; \
-	MOVL        12(SI), R11; \
-	MOVL        AX, R12; \
-	SHRL        $2, R12; \
-	ANDL        $0x30303030, R12; \
-	ANDL        $0x3f3f3f3f, AX; \
-	MOVL        R11, R13; \
-	ANDL        $0x0f0f0f0f, R13; \
-	ORL         R12, R13; \
-	SHLQ        $32, R13; \
-	ORQ         R13, AX; \
-	MOVL        R9, R12; \
-	SHRL        $2, R12; \
-	ANDL        $0x30303030, R12; \
-	ANDL        $0x3f3f3f3f, R9; \
-	SHRL        $4, R11; \
-	ANDL        $0x0f0f0f0f, R11; \
-	ORL         R12, R11; \
-	SHLQ        $32, R11; \
-	ORQ         R11, R9; \
-	VMOVQ       AX, X2; \
-	VPMOVZXBW   X2, X2; \
-	VINSERTI128 $1, X2, Y2, Y2; \
-	VMOVQ       R9, X3; \
-	VPMOVZXBD   X3, Y3
+// computed for scales and mins together on [u0 u1] and [u2 u2>>4] and
+// interleaved into [sc0-3 sc4-7 m0-3 m4-7]. Y13 = 0x3f, Y12 = 0x30 bytes,
+// Y15 = 0x0f bytes.
+#define K4SCALES(ptr, ysc, xsc, ymn, xmn, xt1, xt2) \
+	VMOVQ       4(ptr), xsc; \
+	VMOVD       12(ptr), xmn; \
+	VPSRLW      $2, xsc, xt1; \
+	VPAND       X13, xsc, xsc; \
+	VPAND       X12, xt1, xt1; \
+	VPSRLW      $4, xmn, xt2; \
+	VPUNPCKLDQ  xt2, xmn, xmn; \
+	VPAND       X15, xmn, xmn; \
+	VPOR        xt1, xmn, xmn; \
+	VPUNPCKLDQ  xmn, xsc, xsc; \
+	VPSRLDQ     $8, xsc, xmn; \
+	VPMOVZXBD   xmn, ymn; \
+	VPMOVZXBW   xsc, xsc; \
+	VINSERTI128 $1, xsc, ysc, ysc
+
+// K4NEXT points R9 at the next super-block of bb bytes, or at this one
+// for the row's last (so the prefetched scales never read past the row).
+#define K4NEXT(bb) \
+	LEAQ    bb(SI), R9; \
+	CMPQ    CX, $1; \
+	CMOVQEQ SI, R9
 
 // K4MIN sets Y4 = Σ-ready min products m_j·(bsums[2j]+bsums[2j+1]) (int32
 // per lane j). Y14 = ones (words).
@@ -445,10 +442,10 @@ GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
 // activations at 64j(DI) and scales them by words 2j and 2j+1 of Y2,
 // leaving int32 results in Y6 and Y7 for the caller to add up.
 #define K4DOT(j) \
-	VPMADDUBSW 64*j(DI), Y6, Y6; \
-	VPMADDUBSW 64*j+32(DI), Y7, Y7; \
-	VPSHUFB    k4shuf<>+(64*j)(SB), Y2, Y8; \
-	VPSHUFB    k4shuf<>+(64*j+32)(SB), Y2, Y9; \
+	VPMADDUBSW 64*j-128(DI), Y6, Y6; \
+	VPMADDUBSW 64*j-96(DI), Y7, Y7; \
+	VPSHUFB    64*j-128(R11), Y2, Y8; \
+	VPSHUFB    64*j-96(R11), Y2, Y9; \
 	VPMADDWD   Y8, Y6, Y6; \
 	VPMADDWD   Y9, Y7, Y7
 
@@ -460,18 +457,18 @@ GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
 	K4DOT(j)
 
 // K4FINISH: acc Y0 += da·(d·Σint − dmin·Σmin) with the integer sums in
-// Y5 and Y4, f16 d and dmin at 0(SI), 2(SI), da at (DX).
+// Y5 and Y4, f16 d and dmin at 0(SI), 2(SI), da at (DX). Clobbers Y10, Y11.
 #define K4FINISH \
 	VCVTDQ2PS    Y5, Y5; \
 	VCVTDQ2PS    Y4, Y4; \
-	VPBROADCASTW (SI), X11; \
+	VPBROADCASTW (SI), X10; \
+	VCVTPH2PS    X10, Y10; \
+	VPBROADCASTW 2(SI), X11; \
 	VCVTPH2PS    X11, Y11; \
-	VPBROADCASTW 2(SI), X12; \
-	VCVTPH2PS    X12, Y12; \
-	VMULPS       Y11, Y5, Y5; \
-	VFNMADD231PS Y12, Y4, Y5; \
-	VBROADCASTSS (DX), Y11; \
-	VFMADD231PS  Y11, Y5, Y0
+	VMULPS       Y10, Y5, Y5; \
+	VFNMADD231PS Y11, Y4, Y5; \
+	VBROADCASTSS (DX), Y10; \
+	VFMADD231PS  Y10, Y5, Y0
 
 // func qdotQ4_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q4_K super-block (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales
@@ -483,26 +480,36 @@ TEXT ·qdotQ4_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ w+16(FP), R10
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x00010001, Y14, X14)
+	BCAST32($0x3f3f3f3f, Y13, X13)
+	BCAST32($0x30303030, Y12, X12)
 
 q4krow:
 	ROWSTART
+	LEAQ   k4shuf<>+128(SB), R11
+	ADDQ   $128, DI
 	VXORPS Y0, Y0, Y0
+	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
 
 q4kloop:
-	K4SCALES
+	// The next super-block's scales are unpacked one iteration ahead
+	// (into Y1, Y3), taking their load-and-unpack latency off the
+	// critical path.
 	K4MIN
+	K4NEXT(144)
+	K4SCALES(R9, Y1, X1, Y3, X3, X8, X9)
 	Q4KGROUP(0)
 	VPADDD Y6, Y7, Y5
 	Q4KGROUP(1)
+	VPADDD Y6, Y7, Y6
 	VPADDD Y6, Y5, Y5
-	VPADDD Y7, Y5, Y5
 	Q4KGROUP(2)
-	VPADDD Y6, Y5, Y5
-	VPADDD Y7, Y5, Y5
+	VPADDD Y6, Y7, Y11
 	Q4KGROUP(3)
-	VPADDD Y6, Y5, Y5
-	VPADDD Y7, Y5, Y5
+	VPADDD Y6, Y7, Y6
+	VPADDD Y6, Y11, Y11
+	VPADDD Y11, Y5, Y5
 	K4FINISH
+	VMOVDQA Y1, Y2
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $4, DX
@@ -513,9 +520,15 @@ q4kloop:
 	HSUM
 	ROWEND(q4krow)
 
+DATA bit4<>+0(SB)/8, $0x1010101010101010
+DATA bit4<>+8(SB)/8, $0x1010101010101010
+DATA bit4<>+16(SB)/8, $0x1010101010101010
+DATA bit4<>+24(SB)/8, $0x1010101010101010
+GLOBL bit4<>(SB), RODATA|NOPTR, $32
+
 // Q5KGROUP is Q4KGROUP plus the fifth bits: bit 2j of qh[l] for the low
 // nibble, bit 2j+1 for the high one. Y10 holds qh shifted right by 2j
-// (per byte; shifted on after use), Y13 = 0x10 bytes.
+// (per byte; shifted on after use).
 #define Q5KGROUP(j) \
 	VMOVDQU 48+32*j(SI), Y6; \
 	VPSRLW  $4, Y6, Y7; \
@@ -523,8 +536,8 @@ q4kloop:
 	VPAND   Y15, Y7, Y7; \
 	VPSLLW  $4, Y10, Y8; \
 	VPSLLW  $3, Y10, Y9; \
-	VPAND   Y13, Y8, Y8; \
-	VPAND   Y13, Y9, Y9; \
+	VPAND   bit4<>(SB), Y8, Y8; \
+	VPAND   bit4<>(SB), Y9, Y9; \
 	VPOR    Y8, Y6, Y6; \
 	VPOR    Y9, Y7, Y7; \
 	VPSRLW  $2, Y10, Y10; \
@@ -538,28 +551,34 @@ TEXT ·qdotQ5_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ w+16(FP), R10
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x00010001, Y14, X14)
-	BCAST32($0x10101010, Y13, X13)
+	BCAST32($0x3f3f3f3f, Y13, X13)
+	BCAST32($0x30303030, Y12, X12)
 
 q5krow:
 	ROWSTART
+	LEAQ   k4shuf<>+128(SB), R11
+	ADDQ   $128, DI
 	VXORPS Y0, Y0, Y0
+	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
 
 q5kloop:
-	K4SCALES
 	K4MIN
+	K4NEXT(176)
+	K4SCALES(R9, Y1, X1, Y3, X3, X8, X9)
 	VMOVDQU 16(SI), Y10
 	Q5KGROUP(0)
 	VPADDD  Y6, Y7, Y5
 	Q5KGROUP(1)
+	VPADDD  Y6, Y7, Y6
 	VPADDD  Y6, Y5, Y5
-	VPADDD  Y7, Y5, Y5
 	Q5KGROUP(2)
-	VPADDD  Y6, Y5, Y5
-	VPADDD  Y7, Y5, Y5
+	VPADDD  Y6, Y7, Y11
 	Q5KGROUP(3)
-	VPADDD  Y6, Y5, Y5
-	VPADDD  Y7, Y5, Y5
+	VPADDD  Y6, Y7, Y6
+	VPADDD  Y6, Y11, Y11
+	VPADDD  Y11, Y5, Y5
 	K4FINISH
+	VMOVDQA Y1, Y2
 	ADDQ    $176, SI
 	ADDQ    $256, DI
 	ADDQ    $4, DX

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,7 @@ import (
 
 // BenchmarkLoadLlama3JSON loads the 9 MB Llama-3 tokenizer.json (goal: < 300 ms).
 func BenchmarkLoadLlama3JSON(b *testing.B) {
-	p := filepath.Join(sharedDir(b), llama3JSON)
+	p := filepath.Join(testshared.Dir(b), llama3JSON)
 	c0 := processCPUTime()
 	for b.Loop() {
 		if _, err := Load(p); err != nil {
@@ -26,7 +27,7 @@ func BenchmarkLoadLlama3JSON(b *testing.B) {
 
 func benchEncodeShakespeare(b *testing.B, rel string) {
 	tk := blTokenizer(b, rel)
-	data, err := os.ReadFile(filepath.Join(sharedDir(b), "corpus/tinyshakespeare.txt"))
+	data, err := os.ReadFile(filepath.Join(testshared.Dir(b), "corpus/tinyshakespeare.txt"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"encoding/json"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,7 @@ type blGolden struct {
 
 func readBLGoldens(t testing.TB, set string) []blGolden {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir(t), "testdata/tokenizers", set, "public.jsonl"))
+	f, err := os.Open(filepath.Join(testshared.Dir(t), "testdata/tokenizers", set, "public.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ var blCache struct {
 // blTokenizer loads a shared tokenizer path (relative to shared/) once.
 func blTokenizer(t testing.TB, rel string) *Tokenizer {
 	t.Helper()
-	p := filepath.Join(sharedDir(t), rel)
+	p := filepath.Join(testshared.Dir(t), rel)
 	blCache.Lock()
 	defer blCache.Unlock()
 	if tk, ok := blCache.m[p]; ok {

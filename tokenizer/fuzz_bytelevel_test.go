@@ -1,8 +1,7 @@
 package tokenizer
 
 import (
-	"os"
-	"path/filepath"
+	"nanoserve/internal/testshared"
 	"slices"
 	"testing"
 	"unicode/utf8"
@@ -47,31 +46,12 @@ func fuzzByteLevelTokenizers(t testing.TB) []*Tokenizer {
 		t.Fatal(err)
 	}
 	out := []*Tokenizer{tiny}
-	if shared := findShared(); shared != "" {
+	if _, ok := testshared.Find(); ok {
 		for _, rel := range []string{gpt2Dir, llama3JSON, qwen3JSON} {
 			out = append(out, blTokenizer(t, rel))
 		}
 	}
 	return out
-}
-
-// findShared is sharedDir without a testing.TB (empty if absent).
-func findShared() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // FuzzByteLevelEncode: the pieces of Encode(s) concatenate to s (to NFC(s)

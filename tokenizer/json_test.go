@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,7 +189,7 @@ func writeLlama2SPTokenizerJSON(t *testing.T, binPath, out string) {
 // SentencePiece Vocab whose merge-derived scores reproduce SentencePiece.
 func TestSentencePieceKindJSON(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "tokenizer.json")
-	writeLlama2SPTokenizerJSON(t, filepath.Join(sharedDir(t), "models/llama2c/llama2-tokenizer.bin"), out)
+	writeLlama2SPTokenizerJSON(t, filepath.Join(testshared.Dir(t), "models/llama2c/llama2-tokenizer.bin"), out)
 	tk, err := Load(out)
 	if err != nil {
 		t.Fatal(err)

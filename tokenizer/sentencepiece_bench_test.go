@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,7 +9,7 @@ import (
 )
 
 func shakespeare(b *testing.B) string {
-	data, err := os.ReadFile(filepath.Join(sharedDir(b), "corpus/tinyshakespeare.txt"))
+	data, err := os.ReadFile(filepath.Join(testshared.Dir(b), "corpus/tinyshakespeare.txt"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/binary"
 	"math"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,7 +76,7 @@ func FuzzEncodeDecode(f *testing.F) {
 	for _, s := range []string{"Hello world", " leading", "trailing ", "  ", "a\u00a0b", "😀👨\u200d👩", "<s></s>", "\x00\x01\xff\xfe"} {
 		f.Add(s)
 	}
-	data, err := os.ReadFile(filepath.Join(sharedDir(f), "models/llama2c/llama2-tokenizer.model"))
+	data, err := os.ReadFile(filepath.Join(testshared.Dir(f), "models/llama2c/llama2-tokenizer.model"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"encoding/json"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,27 +11,6 @@ import (
 	"sync"
 	"testing"
 )
-
-// sharedDir finds ../shared (the directory holding shared/README.md) by
-// walking up from the test's working directory.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/ test data not found")
-		}
-		dir = parent
-	}
-}
 
 type spGolden struct {
 	ID      string   `json:"id"`
@@ -42,7 +22,7 @@ type spGolden struct {
 
 func readSPGoldens(t testing.TB) []spGolden {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir(t), "testdata/tokenizers/llama2_sp/public.jsonl"))
+	f, err := os.Open(filepath.Join(testshared.Dir(t), "testdata/tokenizers/llama2_sp/public.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +58,7 @@ var (
 // from llama2.c's tokenizer.bin (once per test binary).
 func llamaTokenizers(t testing.TB) (fromModel, fromBin *Tokenizer) {
 	t.Helper()
-	dir := filepath.Join(sharedDir(t), "models/llama2c")
+	dir := filepath.Join(testshared.Dir(t), "models/llama2c")
 	llamaOnce.Do(func() {
 		llamaModelBytes, llamaErr = os.ReadFile(filepath.Join(dir, "llama2-tokenizer.model"))
 		if llamaErr != nil {
@@ -176,7 +156,7 @@ type llama2cSummary struct {
 
 // Prompt tokens as llama2.c's run.c produced them (BOS first).
 func TestLlama2CPromptTokens(t *testing.T) {
-	shared := sharedDir(t)
+	shared := testshared.Dir(t)
 	for _, c := range []struct{ golden, tok string }{
 		{"aidreams260K", "aidreams-tok512.bin"},
 		{"tiny_mha", "llama2-tokenizer.bin"},
@@ -273,7 +253,7 @@ func TestLlama2Specials(t *testing.T) {
 }
 
 func TestLoadDispatch(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "models/llama2c")
+	dir := filepath.Join(testshared.Dir(t), "models/llama2c")
 	for _, p := range []string{"llama2-tokenizer.model", "llama2-tokenizer.bin"} {
 		tok, err := Load(filepath.Join(dir, p))
 		if err != nil {
@@ -322,7 +302,7 @@ func TestLoadDispatch(t *testing.T) {
 // Prompt ids as llama.cpp tokenized them for the Llama GGUF goldens (BOS
 // included), through the Hugging Face folder's tokenizer.model.
 func TestLlamaCppPromptIDs(t *testing.T) {
-	shared := sharedDir(t)
+	shared := testshared.Dir(t)
 	for _, name := range []string{"llama_gqa/llama_gqa-F16.json", "llama_k/llama_k-F16.json"} {
 		dir := filepath.Join(shared, "testdata/gguf", filepath.Dir(name))
 		tok, err := Load(filepath.Join(dir, "hf"))

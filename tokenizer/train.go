@@ -212,7 +212,7 @@ func (h *trainHeap) Less(i, j int) bool {
 	return a.pair < b.pair
 }
 func (h *trainHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *trainHeap) Push(x any)   { h.items = append(h.items, x.(trainItem)) }
+func (h *trainHeap) Push(x any)    { h.items = append(h.items, x.(trainItem)) }
 func (h *trainHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]

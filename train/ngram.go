@@ -27,8 +27,10 @@ type KN3 struct {
 	cont1Typ float64
 }
 
-func k2(a, b int32) uint64    { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
-func k3(a, b, c int32) uint64 { return uint64(uint32(a))<<42 | uint64(uint32(b))<<21 | uint64(uint32(c)) }
+func k2(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+func k3(a, b, c int32) uint64 {
+	return uint64(uint32(a))<<42 | uint64(uint32(b))<<21 | uint64(uint32(c))
+}
 
 // NewKN3 counts the token stream (ids < v < 2^21).
 func NewKN3(toks []int32, v int) *KN3 {

@@ -297,13 +297,9 @@ func Run(o Options) (*Report, error) {
 			logf("last known-good %s: %.4f bits/byte", prev, pb)
 		}
 	}
-	switch {
-	case !(rep.HeldOutBPB < rep.BaselineBPB):
-		rep.Reason = fmt.Sprintf("held-out %.4f bits/byte does not beat the KN trigram baseline's %.4f", rep.HeldOutBPB, rep.BaselineBPB)
-	case !math.IsNaN(rep.PrevBPB) && !(rep.HeldOutBPB < rep.PrevBPB):
-		rep.Reason = fmt.Sprintf("held-out %.4f bits/byte does not beat the last known-good model's %.4f (%s)", rep.HeldOutBPB, rep.PrevBPB, prev)
-	}
-	if rep.Reason != "" {
+	ok, reason := Gate(rep.HeldOutBPB, rep.BaselineBPB, rep.PrevBPB)
+	rep.Reason = reason
+	if !ok {
 		logf("release gate: NOT promoted: %s; kept %s, candidate left at %s", rep.Reason, orNone(prev), cand)
 		return rep, fmt.Errorf("%w: %s", ErrNotPromoted, rep.Reason)
 	}
@@ -311,12 +307,25 @@ func Run(o Options) (*Report, error) {
 		return nil, fmt.Errorf("train: promote: %w", err)
 	}
 	rep.Promoted = true
-	rep.Reason = fmt.Sprintf("%.4f bits/byte beats the baseline's %.4f", rep.HeldOutBPB, rep.BaselineBPB)
-	if !math.IsNaN(rep.PrevBPB) {
-		rep.Reason += fmt.Sprintf(" and the last known-good model's %.4f", rep.PrevBPB)
-	}
 	logf("release gate: promoted %s: %s", o.Out, rep.Reason)
 	return rep, nil
+}
+
+// Gate is the release rule: a new model (held-out bits per byte bpb) is
+// promoted only if it beats the named baseline and, when one exists
+// (prev is not NaN), the last known-good model. reason says why, either way.
+func Gate(bpb, baseline, prev float64) (ok bool, reason string) {
+	switch {
+	case !(bpb < baseline):
+		return false, fmt.Sprintf("held-out %.4f bits/byte does not beat the KN trigram baseline's %.4f", bpb, baseline)
+	case !math.IsNaN(prev) && !(bpb < prev):
+		return false, fmt.Sprintf("held-out %.4f bits/byte does not beat the last known-good model's %.4f", bpb, prev)
+	}
+	reason = fmt.Sprintf("held-out %.4f bits/byte beats the KN trigram baseline's %.4f", bpb, baseline)
+	if !math.IsNaN(prev) {
+		reason += fmt.Sprintf(" and the last known-good model's %.4f", prev)
+	}
+	return true, reason
 }
 
 func orNone(s string) string {

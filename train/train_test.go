@@ -169,7 +169,7 @@ func shakespeareOptions(t *testing.T, dir string) Options {
 		Shape:  Config{Dim: 32, Layers: 2, Heads: 4, KVHeads: 2, Hidden: 64, Vocab: 320, Ctx: 32},
 		Batch:  8, Steps: 40, LR: 3e-3, MinLR: 3e-4, Warmup: 5, WD: 0.1, Clip: 1, Seed: 42, Threads: 2,
 		EvalTokens: 4096, BPEBytes: 200_000,
-		Out:        filepath.Join(dir, "m.gguf"), Checkpoint: filepath.Join(dir, "ck"), WeightType: tensor.F16,
+		Out: filepath.Join(dir, "m.gguf"), Checkpoint: filepath.Join(dir, "ck"), WeightType: tensor.F16,
 	}
 }
 
@@ -187,6 +187,16 @@ func TestShakespeare(t *testing.T) {
 		rep.HeldOutLoss0, rep.HeldOutLoss, rep.HeldOutBPB, rep.BaselineBPB, rep.TokensPerSec, rep.Reason)
 	if !(rep.HeldOutLoss < rep.HeldOutLoss0-0.5) {
 		t.Errorf("held-out loss did not drop: %.3f -> %.3f", rep.HeldOutLoss0, rep.HeldOutLoss)
+	}
+	// 40 steps cannot beat the trigram: the gate keeps nothing at Out.
+	if rep.Promoted || !errors.Is(err, ErrNotPromoted) {
+		t.Errorf("undertrained model promoted (err %v)", err)
+	}
+	if _, err := os.Stat(o.Out); err == nil {
+		t.Error("rejected model written to --out")
+	}
+	if _, err := os.Stat(rep.CandidatePath); err != nil {
+		t.Errorf("candidate not kept: %v", err)
 	}
 	if len(rep.Losses) != o.Steps {
 		t.Fatalf("%d losses for %d steps", len(rep.Losses), o.Steps)
@@ -209,5 +219,63 @@ func TestShakespeare(t *testing.T) {
 	}
 	if !slices.Equal(rep.Params, rep2.Params) {
 		t.Error("resumed run ends with different parameters")
+	}
+
+	// A last known-good model at --out is evaluated, and kept when the new
+	// model does not beat it.
+	os.Rename(rep.CandidatePath, o.Out)
+	before, _ := os.ReadFile(o.Out)
+	o3 := shakespeareOptions(t, dir)
+	o3.Steps, o3.Checkpoint = 5, ""
+	rep3, err := Run(o3)
+	if !errors.Is(err, ErrNotPromoted) || math.IsNaN(rep3.PrevBPB) {
+		t.Fatalf("err %v, previous model's bits/byte %v", err, rep3.PrevBPB)
+	}
+	if d := rep3.PrevBPB - rep.HeldOutBPB; math.Abs(d) > 0.05 {
+		t.Errorf("served evaluation of the previous model %.4f, training evaluation %.4f", rep3.PrevBPB, rep.HeldOutBPB)
+	}
+	after, _ := os.ReadFile(o.Out)
+	if !slices.Equal(before, after) {
+		t.Error("last known-good model replaced")
+	}
+}
+
+func TestGate(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		bpb, base, prev float64
+		ok              bool
+	}{
+		{1.5, 2, nan, true}, {2.5, 2, nan, false}, {2, 2, nan, false},
+		{1.5, 2, 1.4, false}, {1.3, 2, 1.4, true}, {nan, 2, nan, false},
+	} {
+		if ok, why := Gate(c.bpb, c.base, c.prev); ok != c.ok || why == "" {
+			t.Errorf("Gate(%v, %v, %v) = %v, %q", c.bpb, c.base, c.prev, ok, why)
+		}
+	}
+}
+
+// TestKN3 checks the baseline is a distribution and prefers seen continuations.
+func TestKN3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	toks := make([]int32, 2000)
+	for i := range toks {
+		toks[i] = int32(rng.IntN(7))
+		if i > 0 && toks[i-1] == 3 {
+			toks[i] = 4
+		}
+	}
+	m := NewKN3(toks, 9)
+	for _, ctx := range [][2]int32{{-1, -1}, {-1, 3}, {1, 3}, {8, 8}, {2, 5}} {
+		var s float64
+		for w := range int32(9) {
+			s += m.Prob(ctx[0], ctx[1], w)
+		}
+		if math.Abs(s-1) > 1e-9 {
+			t.Errorf("context %v: probabilities sum to %v", ctx, s)
+		}
+	}
+	if p := m.Prob(1, 3, 4); p < 0.9 {
+		t.Errorf("P(4 | 1 3) = %v, want ≈ 1", p)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"nanoserve/defaultmodel"
 	"nanoserve/model"
 )
 
@@ -79,5 +80,9 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // builtinModelPath locates the built-in default model (see train/ and the
 // README); until it ships, commands need --model.
 var builtinModelPath = func() (string, error) {
-	return "", errors.New("no --model given and no built-in model is available")
+	p, err := defaultmodel.Path()
+	if errors.Is(err, defaultmodel.ErrMissing) {
+		return "", errors.New("no --model given and this build has no built-in model")
+	}
+	return p, err
 }

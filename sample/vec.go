@@ -1,0 +1,221 @@
+package sample
+
+import (
+	"math"
+	"unsafe"
+)
+
+// Vocabulary-wide kernels. Each has a pure-Go definition (the *Go functions
+// below) and, on amd64 with AVX2, an assembly version (vec_amd64.s) that
+// returns the same bits: the exp kernels run expCore's exact sequence of
+// IEEE-754 float64 operations four lanes at a time (VMULPD/VADDPD/VSUBPD
+// round each lane exactly as the scalar operations do, and there is no FMA),
+// integer sums are exact in any order, and float sums use the same four
+// lanes and the same final reduction in both versions. Tests compare the two
+// on millions of inputs; the golden test runs on both.
+//
+// The wrappers hand the assembly the largest multiple of 8 elements and
+// finish the tail in Go.
+
+// useAVX2 selects the assembly kernels; tests flip it to run the Go ones.
+var useAVX2 = hasAVX2
+
+// expConsts holds expCore's constants and a call's parameters, each
+// broadcast to four lanes (the assembly reads them as 32-byte operands).
+type expConsts struct {
+	m       [4]float64 // subtracted from every logit
+	invT    [4]float64 // 1/T (1 for the log-softmax sum)
+	lo      [4]float64 // weights: clamp (xmin); expSum: skip below (-60)
+	invLn2  [4]float64 // 64/ln2
+	shifter [4]float64 // 1.5·2^52
+	nbias   [4]uint64  // bits(shifter) − 1023·64: bits(t) − nbias = n + 1023·64
+	ln2Hi   [4]float64
+	ln2Lo   [4]float64
+	c5      [4]float64 // 1/120
+	c4      [4]float64 // 1/24
+	c3      [4]float64 // 1/6
+	c2      [4]float64 // 1/2
+	one     [4]float64
+	mask63  [4]uint64
+	notM63  [4]uint64
+	k       [4]uint64 // 1075 − shift: weight = mantissa >> (k − biased exponent)
+	mant    [4]uint64 // 2^52 − 1
+	implied [4]uint64 // 2^52
+}
+
+func bcast(v float64) [4]float64 { return [4]float64{v, v, v, v} }
+func bcastU(v uint64) [4]uint64  { return [4]uint64{v, v, v, v} }
+
+func newExpConsts(c *expConsts, m, invT, lo float64, shift int) {
+	const (
+		invLn2x64 = 0x1.71547652b82fep+06
+		ln2o64Hi  = 0x1.62e42feep-07
+		ln2o64Lo  = 0x1.a39ef35793c76p-39
+		shifter   = 0x1.8p52
+	)
+	c.m, c.invT, c.lo = bcast(m), bcast(invT), bcast(lo)
+	c.invLn2, c.shifter = bcast(invLn2x64), bcast(shifter)
+	c.nbias = bcastU(math.Float64bits(shifter) - 1023*64)
+	c.ln2Hi, c.ln2Lo = bcast(ln2o64Hi), bcast(ln2o64Lo)
+	c.c5, c.c4, c.c3, c.c2, c.one = bcast(1.0/120), bcast(1.0/24), bcast(1.0/6), bcast(0.5), bcast(1)
+	c.mask63, c.notM63 = bcastU(63), bcastU(^uint64(63))
+	c.k = bcastU(uint64(1075 - shift))
+	c.mant, c.implied = bcastU(1<<52-1), bcastU(1<<52)
+}
+
+// weights sets w[i] = ⌊expDet((l[i] − m)·invT)·scale⌋ for all i and returns
+// Σ w. scale must be 2^shift with 0 <= shift <= 62, m >= max(l), and xmin
+// such that the weight at xmin is 0 (the sampler's xmin = −(shift+1)·ln2).
+// Then the weight is 0 for every x < xmin, so the exp can be skipped there
+// (Go) or x clamped to xmin (assembly), with the same result.
+func weights(w []uint64, l []float32, m, invT, scale, xmin float64) uint64 {
+	w = w[:len(l)]
+	n := 0
+	var sum uint64
+	if useAVX2 && len(l) >= 8 {
+		n = len(l) &^ 7
+		var c expConsts
+		newExpConsts(&c, m, invT, xmin, int(math.Float64bits(scale)>>52)-1023)
+		sum = weightsAVX2(unsafe.SliceData(w), unsafe.SliceData(l), n, &c, &exp2Table)
+	}
+	return sum + weightsGo(w[n:], l[n:], m, invT, scale, xmin)
+}
+
+// weightsGo is weights in Go. It repeats expCore's arithmetic inline
+// (identical operations, hence identical bits; a test pins it) to avoid a
+// call per token.
+func weightsGo(w []uint64, l []float32, m, invT, scale, xmin float64) uint64 {
+	const (
+		invLn2x64 = 0x1.71547652b82fep+06
+		ln2o64Hi  = 0x1.62e42feep-07
+		ln2o64Lo  = 0x1.a39ef35793c76p-39
+		shifter   = 0x1.8p52
+	)
+	w = w[:len(l)]
+	var sum uint64
+	for i, v := range l {
+		x := (float64(v) - m) * invT // <= 0
+		if x < xmin {                // also -Inf
+			w[i] = 0
+			continue
+		}
+		t := float64(x*invLn2x64) + shifter
+		n := int64(math.Float64bits(t) - math.Float64bits(shifter))
+		fn := t - shifter
+		r := float64(x-float64(fn*ln2o64Hi)) - float64(fn*ln2o64Lo)
+		q := float64(r*(1.0/120)) + 1.0/24
+		q = float64(r*q) + 1.0/6
+		q = float64(r*q) + 0.5
+		q = float64(r*q) + 1
+		q = r * q
+		tj := exp2Table[n&63]
+		e := float64(tj+float64(tj*q)) * math.Float64frombits(uint64(n>>6+1023)<<52)
+		x64 := uint64(e * scale)
+		w[i] = x64
+		sum += x64
+	}
+	return sum
+}
+
+// expSumCut: terms of the log-softmax sum with l[i] − m below it (each under
+// 1e-26 of the largest) are skipped.
+const expSumCut = -60
+
+// expSum returns Σ exp(l[i] − m) over the terms with l[i] − m >= -60, for
+// m >= max(l). Term i is added to lane i mod 4 and the lanes are reduced in a
+// fixed tree, so the float64 result is the same with or without assembly.
+func expSum(l []float32, m float64) float64 {
+	var lanes [4]float64
+	n := 0
+	if useAVX2 && len(l) >= 8 {
+		n = len(l) &^ 7
+		var c expConsts
+		newExpConsts(&c, m, 1, expSumCut, 0)
+		expSumAVX2(unsafe.SliceData(l), n, &c, &exp2Table, &lanes)
+	}
+	expSumGo(&lanes, l[n:], m) // n is a multiple of 4: lanes line up
+	return (lanes[0] + lanes[2]) + (lanes[1] + lanes[3])
+}
+
+// expSumGo adds exp(l[i] − m) to lanes[i mod 4], expCore inlined.
+func expSumGo(lanes *[4]float64, l []float32, m float64) {
+	const (
+		invLn2x64 = 0x1.71547652b82fep+06
+		ln2o64Hi  = 0x1.62e42feep-07
+		ln2o64Lo  = 0x1.a39ef35793c76p-39
+		shifter   = 0x1.8p52
+	)
+	for i, v := range l {
+		x := float64(v) - m
+		if x < expSumCut {
+			continue
+		}
+		t := float64(x*invLn2x64) + shifter
+		n := int64(math.Float64bits(t) - math.Float64bits(shifter))
+		fn := t - shifter
+		r := float64(x-float64(fn*ln2o64Hi)) - float64(fn*ln2o64Lo)
+		q := float64(r*(1.0/120)) + 1.0/24
+		q = float64(r*q) + 1.0/6
+		q = float64(r*q) + 0.5
+		q = float64(r*q) + 1
+		q = r * q
+		tj := exp2Table[n&63]
+		// The conversion keeps the product from fusing with the sum.
+		lanes[i&3] += float64(float64(tj+float64(tj*q)) * math.Float64frombits(uint64(n>>6+1023)<<52))
+	}
+}
+
+// maxValid returns the maximum of l (-Inf if l is empty or all -Inf; +0 for
+// a maximum of ±0) and whether every value is finite or -Inf (no NaN, no +Inf).
+func maxValid(l []float32) (float32, bool) {
+	m, ok := negInf32, true
+	n := 0
+	if useAVX2 && len(l) >= 8 {
+		n = len(l) &^ 7
+		m, ok = maxValidAVX2(unsafe.SliceData(l), n)
+	}
+	for _, v := range l[n:] {
+		ok = ok && v <= math.MaxFloat32
+		m = max(m, v)
+	}
+	if m == 0 {
+		m = 0 // +0 whichever zero won
+	}
+	return m, ok
+}
+
+// indexAbove returns the first i >= from with l[i] > v, or len(l).
+func indexAbove(l []float32, from int, v float32) int {
+	i := from
+	if useAVX2 && len(l)-i >= 8 {
+		n := (len(l) - i) &^ 7
+		if j := indexAboveAVX2(&l[i], n, v); j < n {
+			return i + j
+		}
+		i += n
+	}
+	for ; i < len(l); i++ {
+		if l[i] > v {
+			return i
+		}
+	}
+	return len(l)
+}
+
+// indexEqual returns the first i with l[i] == v, or len(l).
+func indexEqual(l []float32, v float32) int {
+	i := 0
+	if useAVX2 && len(l) >= 8 {
+		n := len(l) &^ 7
+		if j := indexEqualAVX2(unsafe.SliceData(l), n, v); j < n {
+			return j
+		}
+		i = n
+	}
+	for ; i < len(l); i++ {
+		if l[i] == v {
+			return i
+		}
+	}
+	return len(l)
+}

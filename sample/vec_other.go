@@ -1,0 +1,16 @@
+//go:build !amd64
+
+package sample
+
+// No assembly on this architecture: the Go kernels in vec.go run.
+const hasAVX2 = false
+
+func weightsAVX2(w *uint64, l *float32, n int, c *expConsts, tab *[64]float64) uint64 {
+	panic("unreachable")
+}
+func expSumAVX2(l *float32, n int, c *expConsts, tab *[64]float64, lanes *[4]float64) {
+	panic("unreachable")
+}
+func maxValidAVX2(l *float32, n int) (float32, bool)  { panic("unreachable") }
+func indexAboveAVX2(l *float32, n int, v float32) int { panic("unreachable") }
+func indexEqualAVX2(l *float32, n int, v float32) int { panic("unreachable") }
