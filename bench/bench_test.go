@@ -277,3 +277,19 @@ func TestReadSum(t *testing.T) {
 		t.Errorf("readSum %d, readSumGo %d", got, want)
 	}
 }
+
+// BenchmarkWriteTensor: generating and quantizing synthetic weights (bytes
+// of float32 input per second), per type.
+func BenchmarkWriteTensor(b *testing.B) {
+	for _, typ := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			st := synthTensor{name: "w", typ: typ, rows: 256, cols: 2048, fill: "normal"}
+			b.SetBytes(int64(st.rows * st.cols * 4))
+			for b.Loop() {
+				if err := writeTensor(io.Discard, st, 1, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

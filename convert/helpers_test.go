@@ -5,102 +5,26 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 	"nanoserve/model"
 )
-
-// sharedDir walks up from the working directory to the folder holding
-// shared/README.md; tests skip without it.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(d, "shared")
-		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
-			return p
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			t.Skip("shared/ test data not found")
-		}
-		d = parent
-	}
-}
-
-func sharedPath(t testing.TB, rel string) string {
-	return filepath.Join(sharedDir(t), filepath.FromSlash(rel))
-}
-
-// tmpRoot is a directory shared by the tests of one test binary (removed by
-// TestMain); fixturegen output lands there once.
-var (
-	tmpRoot  string
-	fixOnce  sync.Once
-	fixErr   error
-	fixKOnce sync.Once
-	fixKErr  error
-)
-
-func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "convert-test-")
-	if err != nil {
-		panic(err)
-	}
-	tmpRoot = d
-	code := m.Run()
-	os.RemoveAll(d)
-	os.Exit(code)
-}
-
-// fixturegen runs shared/tools/fixturegen with args.
-func fixturegen(t testing.TB, args ...string) error {
-	cmd := exec.Command("go", append([]string{"run", "."}, args...)...)
-	cmd.Dir = sharedPath(t, "tools/fixturegen")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return &fixErrT{err, string(out)}
-	}
-	return nil
-}
-
-type fixErrT struct {
-	err error
-	out string
-}
-
-func (e *fixErrT) Error() string { return "fixturegen: " + e.err.Error() + ": " + e.out }
 
 // hfFixtures returns the folder holding fixturegen's llama_gqa, qwen2 and
 // gpt2 Hugging Face directories.
 func hfFixtures(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(tmpRoot, "hf")
-	fixOnce.Do(func() { fixErr = fixturegen(t, "hf", dir) })
-	if fixErr != nil {
-		t.Fatal(fixErr)
-	}
-	return dir
+	return testshared.Fixture(t, "hf")
 }
 
 // llamaKFixture returns fixturegen's llama_k Hugging Face directory.
 func llamaKFixture(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(tmpRoot, "hfk")
-	fixKOnce.Do(func() { fixKErr = fixturegen(t, "hf-llama_k", dir) })
-	if fixKErr != nil {
-		t.Fatal(fixKErr)
-	}
-	return filepath.Join(dir, "llama_k")
+	return filepath.Join(testshared.Fixture(t, "hf-llama_k"), "llama_k")
 }
 
 func mustConvert(t testing.TB, in, out string, opts Options) string {
@@ -227,7 +151,7 @@ type golden struct {
 
 func readGolden(t testing.TB, rel string) *golden {
 	t.Helper()
-	b, err := os.ReadFile(sharedPath(t, rel))
+	b, err := os.ReadFile(testshared.Path(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}

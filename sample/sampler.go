@@ -200,12 +200,17 @@ func (s *Sampler) Sample(logits []float32, history []int, promptLen int) (Choice
 	if promptLen < 0 || promptLen > len(history) {
 		return Choice{}, fmt.Errorf("sample: prompt length %d outside the history of %d tokens", promptLen, len(history))
 	}
-	for i, v := range logits {
-		if !(v <= math.MaxFloat32) { // NaN or +Inf; -Inf is a masked token
-			return Choice{}, fmt.Errorf("sample: logits[%d] is %v", i, v)
+	// One vectorised pass finds the maximum and rejects NaN and +Inf (-Inf
+	// is a masked token).
+	m0, ok := maxValid(logits)
+	if !ok {
+		for i, v := range logits {
+			if !(v <= math.MaxFloat32) {
+				return Choice{}, fmt.Errorf("sample: logits[%d] is %v", i, v)
+			}
 		}
 	}
-	l := logits
+	l, m := logits, m0
 	if s.modifies(history, promptLen) {
 		if s.work == nil {
 			s.work = make([]float32, s.vocab)
@@ -218,6 +223,7 @@ func (s *Sampler) Sample(logits []float32, history []int, promptLen int) (Choice
 			return Choice{}, err
 		}
 		l = s.work
+		m, _ = maxValid(l) // penalise keeps every value <= MaxFloat32
 	}
 	var (
 		id  int
@@ -225,18 +231,18 @@ func (s *Sampler) Sample(logits []float32, history []int, promptLen int) (Choice
 	)
 	switch {
 	case s.invT == 0:
-		id, err = argmax(l)
+		id, err = argmax(l, m)
 	case s.topK > 0:
 		id, err = s.sampleTopK(l)
 	default:
-		id, err = s.sampleFull(l)
+		id, err = s.sampleFull(l, m)
 	}
 	if err != nil {
 		return Choice{}, err
 	}
 	ch := Choice{ID: id}
 	if s.nLogprobs >= 0 {
-		s.rawLogprobs(logits, &ch)
+		s.rawLogprobs(logits, m0, &ch)
 	}
 	return ch, nil
 }
@@ -302,7 +308,7 @@ func (s *Sampler) penalise(history []int, promptLen int) error {
 			v = v - float32(s.freq*float32(n))
 			v = v - s.pres
 		}
-		s.work[id] = v
+		s.work[id] = min(v, math.MaxFloat32) // l/r can overflow to +Inf
 	}
 	s.touched = s.touched[:0]
 	return nil
@@ -316,18 +322,12 @@ func (s *Sampler) badHistory(id int) error {
 	return fmt.Errorf("sample: history holds token %d, outside the vocabulary (%d tokens)", id, s.vocab)
 }
 
-// argmax returns the first index of the maximum of l.
-func argmax(l []float32) (int, error) {
-	best, bv := 0, l[0]
-	for i, v := range l {
-		if v > bv {
-			best, bv = i, v
-		}
-	}
-	if bv == negInf32 {
+// argmax returns the first index of the maximum m of l.
+func argmax(l []float32, m float32) (int, error) {
+	if m == negInf32 {
 		return 0, ErrNoCandidates
 	}
-	return best, nil
+	return indexEqual(l, m), nil
 }
 
 // worse reports whether a ranks below b: lower logit, or equal logit and higher id.
@@ -362,15 +362,17 @@ func selectTop(l []float32, k int, h []cand) []cand {
 		return h
 	}
 	root := h[0].v
-	for ; i < len(l); i++ {
-		// Ids ascend, so an equal logit ranks below the root: only > can enter.
-		if v := l[i]; v > root {
-			h[0] = cand{id: int32(i), v: v}
-			siftDown(h, 0)
-			root = h[0].v
+	for {
+		// Ids ascend, so an equal logit ranks below the root: only > can
+		// enter. indexAbove skips the (many) tokens that cannot, 8 at a time.
+		if i = indexAbove(l, i, root); i == len(l) {
+			return h
 		}
+		h[0] = cand{id: int32(i), v: l[i]}
+		siftDown(h, 0)
+		root = h[0].v
+		i++
 	}
-	return h
 }
 
 func siftUp(h []cand, j int) {
@@ -483,13 +485,7 @@ func (s *Sampler) target(w uint64) uint64 {
 // order, so top-p does not need the vocabulary sorted: bucketing by the
 // weight's bit length (binade), then by its next 8 bits, finds the bucket in
 // which the running weight crosses L; only that bucket's tokens are sorted.
-func (s *Sampler) sampleFull(l []float32) (int, error) {
-	m := negInf32
-	for _, v := range l {
-		if v > m {
-			m = v
-		}
-	}
+func (s *Sampler) sampleFull(l []float32, m float32) (int, error) {
 	if m == negInf32 {
 		return 0, ErrNoCandidates
 	}
@@ -632,9 +628,9 @@ func subKey(x uint64, b int) int {
 }
 
 // rawLogprobs fills ch.Logprob and ch.TopLogprobs from the unmodified logits.
-func (s *Sampler) rawLogprobs(logits []float32, ch *Choice) {
+// m is the maximum of logits.
+func (s *Sampler) rawLogprobs(logits []float32, m float32, ch *Choice) {
 	n := s.nLogprobs
-	m := negInf32
 	var h []cand
 	if n > 0 {
 		if s.topHeap == nil {
@@ -642,13 +638,6 @@ func (s *Sampler) rawLogprobs(logits []float32, ch *Choice) {
 			s.top = make([]Logprob, 0, n)
 		}
 		h = selectTop(logits, n, s.topHeap)
-		for _, x := range h {
-			m = max(m, x.v)
-		}
-	} else {
-		for _, v := range logits {
-			m = max(m, v)
-		}
 	}
 	if m == negInf32 { // raw distribution undefined; bias made a token drawable
 		ch.Logprob = negInf32

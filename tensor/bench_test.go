@@ -116,9 +116,13 @@ func BenchmarkMatVec(b *testing.B) {
 					dst := make([]float32, sh[0])
 					b.SetBytes(int64(len(ms[0].Data)))
 					i := 0
+					c0 := cpuSeconds()
 					for b.Loop() {
 						p.MatMul(dst, ms[i%len(ms)], x, 1)
 						i++
+					}
+					if c := cpuSeconds() - c0; c > 0 {
+						b.ReportMetric(float64(len(ms[0].Data))*float64(b.N)/c/1e6, "cpuMB/s")
 					}
 				})
 			}
@@ -127,29 +131,50 @@ func BenchmarkMatVec(b *testing.B) {
 }
 
 // BenchmarkGEMM is prefill: n tokens through a (rows, cols) matrix;
-// reports GFLOP/s (2·rows·cols·n per op).
+// reports GFLOP/s (2·rows·cols·n per op) and, since the machine is shared,
+// GFLOP per CPU-second of the process (cpuGFLOP/s; with threads=2 that
+// includes the workers' spin-waits). Quantized types run both prefill
+// paths: path=int8 (8-bit activations, integer dots) and path=float
+// (dequantize into the float GEMM).
 func BenchmarkGEMM(b *testing.B) {
 	for _, t := range []DType{F32, F16, Q8_0, Q4_K, Q6_K, Q5_0} {
+		paths := []bool{false}
+		if hasQdotKernel(t) {
+			paths = []bool{true, false}
+		}
 		for _, sh := range [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}} {
 			for _, n := range []int{128, 512} {
 				for _, th := range []int{1, 2} {
-					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/threads=%d", t, sh[0], sh[1], n, th), func(b *testing.B) {
-						ms := benchMats(b, t, sh[0], sh[1])
-						p := NewPool(th)
-						defer p.Close()
-						x := make([]float32, n*sh[1])
-						for i := range x {
-							x[i] = float32(i%7) - 3
+					for _, q := range paths {
+						name := fmt.Sprintf("%s/%dx%d/n=%d/threads=%d", t, sh[0], sh[1], n, th)
+						if len(paths) > 1 {
+							name += map[bool]string{true: "/path=int8", false: "/path=float"}[q]
 						}
-						dst := make([]float32, n*sh[0])
-						b.SetBytes(int64(len(ms[0].Data)))
-						i := 0
-						for b.Loop() {
-							p.MatMul(dst, ms[i%len(ms)], x, n)
-							i++
-						}
-						b.ReportMetric(2*float64(sh[0])*float64(sh[1])*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-					})
+						b.Run(name, func(b *testing.B) {
+							defer func(v bool) { useQGEMM = v }(useQGEMM)
+							useQGEMM = q
+							ms := benchMats(b, t, sh[0], sh[1])
+							p := NewPool(th)
+							defer p.Close()
+							x := make([]float32, n*sh[1])
+							for i := range x {
+								x[i] = float32(i%7) - 3
+							}
+							dst := make([]float32, n*sh[0])
+							b.SetBytes(int64(len(ms[0].Data)))
+							i := 0
+							c0 := cpuSeconds()
+							for b.Loop() {
+								p.MatMul(dst, ms[i%len(ms)], x, n)
+								i++
+							}
+							flop := 2 * float64(sh[0]) * float64(sh[1]) * float64(n) * float64(b.N)
+							b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+							if c := cpuSeconds() - c0; c > 0 {
+								b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
+							}
+						})
+					}
 				}
 			}
 		}

@@ -47,7 +47,16 @@ import (
 const (
 	gemmMC = 48  // weight rows per block (multiple of gemmMR)
 	gemmKC = 256 // columns per block (multiple of every quant block size)
+
+	// qgemmChunkBytes bounds the weight bytes of one chunk of rows in the
+	// quantized prefill path, so the chunk stays in L2 while every token
+	// passes over it.
+	qgemmChunkBytes = 96 << 10
 )
+
+// useQGEMM selects the integer-dot prefill path for quantized weights
+// (benchmarks flip it to compare with the dequantizing GEMM).
+var useQGEMM = true
 
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
@@ -72,6 +81,8 @@ const (
 	phaseMatVec = iota
 	phasePack
 	phaseGEMM
+	phaseQuantize // x → s.acts, one token per claim
+	phaseQGEMM    // integer dots, a chunk of rows × all tokens per claim
 )
 
 // matJob is the task behind MatMul; one lives in each pool and is reused.
@@ -123,6 +134,21 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 		j.dst, j.x, j.w = nil, nil, nil
 		return
 	}
+	if useQGEMM && hasQdotKernel(w.Type) && s.acts.resize(w.Type, n*w.Cols) == nil {
+		// Quantized weights with an integer-dot kernel: quantize every
+		// token once (in parallel), then stream each chunk of rows from
+		// memory once and dot it, from L2, with every token.
+		j.phase = phaseQuantize
+		s.run(j)
+		rb := w.RowBytes()
+		th := s.n
+		j.chunk = max(4, min(qgemmChunkBytes/rb, (w.Rows+4*th-1)/(4*th)))
+		j.phase = phaseQGEMM
+		j.next.Store(0)
+		s.run(j)
+		j.dst, j.x, j.w = nil, nil, nil
+		return
+	}
 	j.npad = (n + gemmNR - 1) / gemmNR * gemmNR
 	s.shared.b = growBuf(s.shared.b, j.npad*w.Cols)
 	for i := range s.scratch {
@@ -158,6 +184,28 @@ func (j *matJob) run(worker int) {
 				return
 			}
 			j.pack(tg)
+		}
+	case phaseQuantize:
+		bpt := j.w.Cols / j.s.acts.Format.BlockSize() // blocks per token
+		for {
+			t := int(j.next.Add(1)) - 1
+			if t >= j.n {
+				return
+			}
+			j.s.acts.quantizeBlocks(j.x, t*bpt, (t+1)*bpt)
+		}
+	case phaseQGEMM:
+		w := j.w
+		rb := w.RowBytes()
+		for {
+			lo := int(j.next.Add(int64(j.chunk))) - j.chunk
+			if lo >= w.Rows {
+				return
+			}
+			hi := min(lo+j.chunk, w.Rows)
+			for t := range j.n {
+				dotQRows(w.Type, j.dst[t*w.Rows+lo:t*w.Rows+hi], w.Data[lo*rb:], rb, w.Cols, &j.s.acts, t*w.Cols)
+			}
 		}
 	case phaseGEMM:
 		for {

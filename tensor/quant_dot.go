@@ -73,24 +73,47 @@ func growF32(s []float32, n int) []float32 {
 // reference versions do. len(x) must be a multiple of the format's block
 // size; x may hold several rows end to end if each row is.
 func QuantizeActs(dst *QuantizedActs, wt DType, x []float32) error {
+	if err := dst.resize(wt, len(x)); err != nil {
+		return err
+	}
+	dst.quantizeBlocks(x, 0, len(x)/dst.Format.BlockSize())
+	return nil
+}
+
+// resize sets dst up for n activations in the format for weights wt,
+// growing the buffers only when too small.
+func (dst *QuantizedActs) resize(wt DType, n int) error {
 	f, ok := ActsFormat(wt)
 	if !ok {
 		return fmt.Errorf("tensor: no quantized dot product for %s weights", wt)
 	}
 	bs := f.BlockSize()
-	if len(x)%bs != 0 {
-		return fmt.Errorf("tensor: %d activations is not a whole number of %d-element %s blocks", len(x), bs, f)
+	if n%bs != 0 {
+		return fmt.Errorf("tensor: %d activations is not a whole number of %d-element %s blocks", n, bs, f)
 	}
-	nb := len(x) / bs
-	dst.Format, dst.N = f, len(x)
-	dst.Q = growI8(dst.Q, len(x))
+	nb := n / bs
+	dst.Format, dst.N = f, n
+	dst.Q = growI8(dst.Q, n)
 	dst.D = growF32(dst.D, nb)
-	switch f {
-	case Q8_0, Q8_1:
-		if f == Q8_1 {
-			dst.S = growF32(dst.S, nb)
+	if f == Q8_1 {
+		dst.S = growF32(dst.S, nb)
+	}
+	if f == Q8_K {
+		if cap(dst.BSums) < n/16 {
+			dst.BSums = make([]int16, n/16)
 		}
-		for b := range nb {
+		dst.BSums = dst.BSums[:n/16]
+	}
+	return nil
+}
+
+// quantizeBlocks quantizes blocks [b0, b1) of x (the whole vector, as
+// sized by resize) into dst. Disjoint block ranges may be quantized
+// concurrently.
+func (dst *QuantizedActs) quantizeBlocks(x []float32, b0, b1 int) {
+	switch f := dst.Format; f {
+	case Q8_0, Q8_1:
+		for b := b0; b < b1; b++ {
 			xs := x[32*b : 32*b+32]
 			q := dst.Q[32*b : 32*b+32]
 			_, amax := signedMax(xs)
@@ -110,11 +133,7 @@ func QuantizeActs(dst *QuantizedActs, wt DType, x []float32) error {
 			}
 		}
 	case Q8_K:
-		if cap(dst.BSums) < len(x)/16 {
-			dst.BSums = make([]int16, len(x)/16)
-		}
-		dst.BSums = dst.BSums[:len(x)/16]
-		for b := range nb {
+		for b := b0; b < b1; b++ {
 			xs := x[qkK*b : qkK*b+qkK]
 			q := dst.Q[qkK*b : qkK*b+qkK]
 			vmax, amax := signedMax(xs)
@@ -138,7 +157,6 @@ func QuantizeActs(dst *QuantizedActs, wt DType, x []float32) error {
 			dst.D[b] = 1 / iscale
 		}
 	}
-	return nil
 }
 
 // DotQ returns Σ w[i]·a[off+i] over the n elements encoded in the weight row

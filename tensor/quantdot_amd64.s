@@ -100,6 +100,8 @@ q80row:
 	SUBQ   $4, CX
 	JL     q80tail
 
+	PCALIGN $64
+
 q80loop4:
 	Q80BLK(0, 0, 0, Y0)
 	Q80BLK(34, 32, 4, Y1)
@@ -232,6 +234,8 @@ q40row:
 	SUBQ   $2, CX
 	JL     q40tail
 
+	PCALIGN $64
+
 q40loop2:
 	Q40BLK(0, 0, 0, Y0)
 	Q40BLK(18, 32, 4, Y1)
@@ -264,6 +268,8 @@ q50row:
 	VXORPS Y1, Y1, Y1
 	SUBQ   $2, CX
 	JL     q50tail
+
+	PCALIGN $64
 
 q50loop2:
 	Q50BLK(0, 0, 0, Y0)
@@ -298,6 +304,8 @@ q41row:
 	VXORPS Y9, Y9, Y9
 	SUBQ   $2, CX
 	JL     q41tail
+
+	PCALIGN $64
 
 q41loop2:
 	Q41BLK(0, 0, 0, 0, Y0, X8)
@@ -336,6 +344,8 @@ q51row:
 	VXORPS Y9, Y9, Y9
 	SUBQ   $2, CX
 	JL     q51tail
+
+	PCALIGN $64
 
 q51loop2:
 	Q51BLK(0, 0, 0, 0, Y0, X8)
@@ -450,9 +460,9 @@ GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
 	VPMADDWD   Y9, Y7, Y7
 
 #define Q4KGROUP(j) \
-	VMOVDQU 16+32*j(SI), Y6; \
-	VPSRLW  $4, Y6, Y7; \
-	VPAND   Y15, Y6, Y6; \
+	VMOVDQU 16+32*j(SI), Y7; \
+	VPAND   Y15, Y7, Y6; \
+	VPSRLW  $4, Y7, Y7; \
 	VPAND   Y15, Y7, Y7; \
 	K4DOT(j)
 
@@ -489,6 +499,8 @@ q4krow:
 	ADDQ   $128, DI
 	VXORPS Y0, Y0, Y0
 	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
+
+	PCALIGN $64
 
 q4kloop:
 	// The next super-block's scales are unpacked one iteration ahead
@@ -530,9 +542,9 @@ GLOBL bit4<>(SB), RODATA|NOPTR, $32
 // nibble, bit 2j+1 for the high one. Y10 holds qh shifted right by 2j
 // (per byte; shifted on after use).
 #define Q5KGROUP(j) \
-	VMOVDQU 48+32*j(SI), Y6; \
-	VPSRLW  $4, Y6, Y7; \
-	VPAND   Y15, Y6, Y6; \
+	VMOVDQU 48+32*j(SI), Y7; \
+	VPAND   Y15, Y7, Y6; \
+	VPSRLW  $4, Y7, Y7; \
 	VPAND   Y15, Y7, Y7; \
 	VPSLLW  $4, Y10, Y8; \
 	VPSLLW  $3, Y10, Y9; \
@@ -560,6 +572,8 @@ q5krow:
 	ADDQ   $128, DI
 	VXORPS Y0, Y0, Y0
 	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
+
+	PCALIGN $64
 
 q5kloop:
 	K4MIN
@@ -668,6 +682,8 @@ TEXT ·qdotQ6_KAVX2(SB), NOSPLIT, $0-64
 q6krow:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
+
+	PCALIGN $64
 
 q6kloop:
 	VPMOVSXBW 192(SI), Y2

@@ -225,3 +225,27 @@ func nll(row []float32, target int) float64 {
 	}
 	return math.Log(s) - float64(row[target]-mx)
 }
+
+// ReadManifest returns the training manifest of a GGUF file written by
+// WriteGGUF; ok is false when the file has none (a model trained
+// elsewhere). For `nanoserve inspect`.
+func ReadManifest(path string) (man Manifest, ok bool, err error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return Manifest{}, false, fmt.Errorf("train: %w", err)
+	}
+	defer f.Close()
+	const p = "nanoserve.train."
+	if man.Corpus, err = f.String(p + "corpus"); err != nil {
+		return Manifest{}, false, nil
+	}
+	str := func(k string) string { s, _ := f.String(p + k); return s }
+	num := func(k string) uint64 { v, _ := f.Uint(p + k); return v }
+	flt := func(k string) float64 { v, _ := f.Float(p + k); return v }
+	man.CorpusSHA256, man.TokenizerDesc = str("corpus_sha256"), str("tokenizer")
+	man.Hyperparams, man.Command = str("hyperparameters"), str("command")
+	man.Steps, man.Seed, man.Tokens = int(num("steps")), num("seed"), int64(num("tokens"))
+	man.TrainLoss, man.HeldOutLoss = flt("train_loss"), flt("heldout_loss")
+	man.HeldOutBPB, man.BaselineBPB = flt("heldout_bpb"), flt("baseline_kn3_bpb")
+	return man, true, nil
+}

@@ -35,9 +35,20 @@
 //	silu    silu(z) = z·σ(z), silu'(z) = σ(z)·(1 + z·(1−σ(z)))
 //	xent    dlogits = (softmax(logits) − onehot(target))/N
 //
-// Everything is generic over float32 (training: projections run through
-// tensor.Pool.MatMul, the inference GEMM) and float64 (the reference the
-// gradient check compares with finite differences).
+// Everything is generic over float32 and float64. float32 is the training
+// path: every product — projections, their two backward orientations, and
+// attention's Q·Kᵀ, P·V and their gradients (attn_gemm.go) — runs through
+// tensor.Pool.MatMul, the inference GEMM. float64 is the plain-loop
+// reference the gradient check compares with finite differences (and the
+// float32 gradients with it).
+//
+// Data, tokenizer, baseline and release: LoadCorpus splits documents into
+// train and held-out by a seeded hash of their names; tokenizer.TrainBPE
+// learns the vocabulary from the train split; Run trains with AdamW
+// (warmup + cosine schedule, clipping, decay on matrices only), checkpoints
+// exactly, and ends with the release gate (Gate): the model's held-out bits
+// per byte must beat an interpolated Kneser-Ney trigram (KN3) over the same
+// tokens and the last known-good model, or it is not promoted.
 //
 // Invariants the tests pin: analytic gradients match central finite
 // differences for every parameter type; changing a future token never

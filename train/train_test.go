@@ -234,6 +234,10 @@ func TestShakespeare(t *testing.T) {
 	if d := rep3.PrevBPB - rep.HeldOutBPB; math.Abs(d) > 0.05 {
 		t.Errorf("served evaluation of the previous model %.4f, training evaluation %.4f", rep3.PrevBPB, rep.HeldOutBPB)
 	}
+	man, ok, err := ReadManifest(o.Out)
+	if err != nil || !ok || man.Steps != o.Steps || man.Seed != o.Seed || man.CorpusSHA256 == "" || man.BaselineBPB != rep.BaselineBPB {
+		t.Errorf("manifest %+v, %v, %v", man, ok, err)
+	}
 	after, _ := os.ReadFile(o.Out)
 	if !slices.Equal(before, after) {
 		t.Error("last known-good model replaced")

@@ -25,16 +25,9 @@ func runConvert(args []string) error {
 		fs.PrintDefaults()
 	}
 	// Flags may come before, between or after the two paths.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		fs.Usage()
