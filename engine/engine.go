@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,7 +44,7 @@ const (
 )
 
 // ErrPromptTooLong is wrapped when a prompt does not fit the context.
-var ErrPromptTooLong = errors.New("engine: prompt exceeds context length")
+var ErrPromptTooLong = errors.New("engine: prompt too long")
 
 // Options configure an Engine.
 type Options struct {
@@ -117,6 +118,10 @@ type Token struct {
 	// alternatives (when the policy asks for logprobs).
 	Logprob float32
 	Top     []sample.Logprob
+	// Stop marks the end-of-generation (or stop) id that ended generation:
+	// it is not part of Result.IDs, and its Text is text held back until
+	// the end. It is yielded only when that text is not empty.
+	Stop bool
 }
 
 // Usage counts tokens.
@@ -306,9 +311,18 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 	emit := func(t Token) bool {
 		text = append(text, t.Text...)
 		if pol.Logprobs != nil {
+			t.Top = slices.Clone(t.Top) // the sampler reuses its buffer
 			res.Logprobs = append(res.Logprobs, t)
 		}
 		return yield(t, nil)
+	}
+	// flush releases the text the decoder and the stop matcher hold back.
+	flush := func() string {
+		t, matched := stop.Push(dec.Flush())
+		if matched {
+			return t
+		}
+		return t + stop.Flush()
 	}
 	maxTokens := pol.MaxTokens
 	var one [1]int
@@ -328,9 +342,11 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 			tDecode = time.Now()
 		}
 		if stopIDs[ch.ID] {
-			t := Token{ID: ch.ID, Text: stop.Flush() + dec.Flush(), Logprob: ch.Logprob, Top: ch.TopLogprobs}
-			// The stop id itself is not part of the output.
-			text = append(text, t.Text...)
+			// The stop id itself is not part of the output; release any
+			// text still held back (an incomplete stop-string prefix).
+			if tail := flush(); tail != "" {
+				emit(Token{ID: ch.ID, Text: tail, Logprob: ch.Logprob, Stop: true})
+			}
 			res.Text = string(text)
 			e.finishTimings(res, tDecode)
 			return finish(FinishStop, nil)
@@ -338,29 +354,23 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 		res.IDs = append(res.IDs, ch.ID)
 		history = append(history, ch.ID)
 		res.Usage.CompletionTokens = len(res.IDs)
+		pos := len(prompt) + len(res.IDs) - 1 // position of the token just sampled
+		last := (maxTokens > 0 && len(res.IDs) >= maxTokens) || pos >= e.ctx
 		piece, matched := stop.Push(dec.Next(ch.ID))
+		if last && !matched {
+			piece += flush()
+		}
 		if !emit(Token{ID: ch.ID, Text: piece, Logprob: ch.Logprob, Top: ch.TopLogprobs}) {
 			res.Text = string(text)
 			e.finishTimings(res, tDecode)
 			return finish(FinishCancelled, nil)
 		}
-		if matched {
+		if matched || last {
 			res.Text = string(text)
 			e.finishTimings(res, tDecode)
-			return finish(FinishStop, nil)
-		}
-		pos := len(prompt) + len(res.IDs) - 1 // position of the token just sampled
-		if (maxTokens > 0 && len(res.IDs) >= maxTokens) || pos >= e.ctx {
-			tail := stop.Flush()
-			if rest := dec.Flush(); rest != "" {
-				tail2, _ := stop.Push(rest)
-				tail += tail2 + stop.Flush()
+			if matched {
+				return finish(FinishStop, nil)
 			}
-			if tail != "" {
-				text = append(text, tail...)
-			}
-			res.Text = string(text)
-			e.finishTimings(res, tDecode)
 			return finish(FinishLength, nil)
 		}
 		one[0] = ch.ID

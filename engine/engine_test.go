@@ -420,3 +420,32 @@ func TestTextContinuesPrompt(t *testing.T) {
 		}
 	}
 }
+
+// Text held back because it could start a stop string is released when
+// generation ends for another reason (length, or an end-of-generation id),
+// in the stream as in the result.
+func TestHeldBackTextReleasedAtEnd(t *testing.T) {
+	e := newEngine(t, goldenSets[2].model, goldenSets[2].tok, Options{})
+	free := generate(t, e, Request{Prompt: "Echoes", Policy: withMax(sample.Greedy(), 12)})
+	if free.Text == "" {
+		t.Fatal("empty greedy text")
+	}
+	// A stop string that begins with the text's last byte and never
+	// completes: the matcher must hold that byte back until the end.
+	pol := withMax(sample.Greedy(), 12)
+	pol.Stop = []string{free.Text[len(free.Text)-1:] + "\x00never"}
+	var res *Result
+	var streamed strings.Builder
+	for tok, err := range e.GenerateStream(context.Background(), Request{Prompt: "Echoes", Policy: pol}, &res) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed.WriteString(tok.Text)
+	}
+	if res.FinishReason != FinishLength {
+		t.Fatalf("finish %q, want length", res.FinishReason)
+	}
+	if res.Text != free.Text || streamed.String() != free.Text {
+		t.Fatalf("held-back text lost: result %q, streamed %q, want %q", res.Text, streamed.String(), free.Text)
+	}
+}

@@ -73,8 +73,7 @@ type Sampler struct {
 	cands   []cand      // candidate scratch, up to (vocab)
 	topHeap []cand      // (logprobs) selection heap for alternatives
 	top     []Logprob   // (logprobs) returned alternatives
-	binMass [65]uint64  // weight per bit length, see sampleFull
-	subMass [256]uint64 // weight per next-8-bits within one bit length
+	hist    *[histBins]uint64 // top-p weight histogram, see topPCut
 }
 
 // errDrawOverrun reports a broken internal invariant (t < kept weight always).
@@ -482,9 +481,9 @@ func (s *Sampler) target(w uint64) uint64 {
 // sampleFull draws without top-k: integer weights for the whole vocabulary,
 // then top-p / min-p, then a pass in id order. Because the weights are
 // integers, the weight ranked before a token does not depend on summation
-// order, so top-p does not need the vocabulary sorted: bucketing by the
-// weight's bit length (binade), then by its next 8 bits, finds the bucket in
-// which the running weight crosses L; only that bucket's tokens are sorted.
+// order, so top-p does not need the vocabulary sorted (see topPCut). Every
+// rule leaves the kept set as {i : w[i] >= thr} (top-p zeroes the few
+// tokens it drops above thr), so the draw is one vectorised walk.
 func (s *Sampler) sampleFull(l []float32, m float32) (int, error) {
 	if m == negInf32 {
 		return 0, ErrNoCandidates
@@ -494,137 +493,109 @@ func (s *Sampler) sampleFull(l []float32, m float32) (int, error) {
 	}
 	w := s.w
 	sum := weights(w, l, float64(m), s.invT, s.scale, s.xmin)
-	minW := max(s.minW, 1)
-
-	if s.topP >= 1 {
-		if minW > 1 {
-			sum = 0
-			for _, x := range w {
-				if x >= minW {
-					sum += x
-				}
-			}
+	thr := max(s.minW, 1)
+	if s.topP < 1 {
+		var kept uint64
+		thr, kept = s.topPCut(w, l, sum)
+		if s.minW > thr { // min_p removes more: keep w >= minW
+			thr = s.minW
+			kept = sumAtLeast(w, thr)
 		}
-		t := s.target(sum)
-		var acc uint64
-		for i, x := range w {
-			if x >= minW {
-				acc += x
-				if acc > t {
-					return i, nil
-				}
-			}
-		}
-		return 0, errDrawOverrun
+		sum = kept
+	} else if thr > 1 {
+		sum = sumAtLeast(w, thr)
 	}
+	t := s.target(sum)
+	if i := drawAtLeast(w, thr, t); i < len(w) {
+		return i, nil
+	}
+	return 0, errDrawOverrun
+}
 
-	// Top-p: find the binade, then the sub-bucket, where the running weight
-	// (heaviest first) reaches L; everything heavier is kept, lighter dropped.
-	binMass := &s.binMass // binMass[b] = Σ weights of bit length b
-	clear(binMass[:])
+// histBins: topPCut's histogram key is a weight's bit length (0..63) and the
+// histSub bits after its leading one.
+const (
+	histSub  = 5
+	histBins = 64 << histSub
+)
+
+// topPCut applies top-p to the weights w (sum W) of logits l. It returns thr
+// and the kept weight such that, once it has zeroed the weights of the
+// dropped tokens that weigh thr or more, top-p keeps exactly the tokens with
+// w[i] >= thr.
+//
+// A token is kept iff the weight ranked before it (logit descending, ties by
+// lower id) is < L. Weights are monotone in rank, so a histogram keyed by the
+// weight's leading bits (monotone in the weight, equal for equal weights)
+// splits the ranking into contiguous bins; walking the bins from the heaviest
+// finds the one in which the running weight reaches L. Everything heavier is
+// kept, everything lighter dropped, and only that bin's tokens are sorted.
+func (s *Sampler) topPCut(w []uint64, l []float32, sum uint64) (thr, kept uint64) {
+	if s.hist == nil {
+		s.hist = new([histBins]uint64)
+	}
+	hist := s.hist
+	clear(hist[:])
 	for _, x := range w {
-		binMass[bits.Len64(x)] += x
+		hist[histKey(x)&(histBins-1)] += x
 	}
 	limit := s.topPLimit(sum)
 	var before uint64
-	b := len(binMass) - 1
-	for ; b > 0; b-- {
-		if before+binMass[b] >= limit {
-			break
-		}
-		before += binMass[b]
-	}
-	// Bit length b holds weights in [2^(b-1), 2^b); sub-bucket k of it the
-	// weights whose 8 bits after the leading one equal k.
-	sub := &s.subMass
-	clear(sub[:])
-	lo, hi := uint64(1)<<(b-1), uint64(1)<<(b-1)<<1 // hi wraps to 0 for b = 64: not reachable (w < 2^63)
-	for _, x := range w {
-		if x >= lo && x < hi {
-			sub[subKey(x, b)] += x
-		}
-	}
-	k := len(sub) - 1
+	k := histBins - 1
 	for ; k > 0; k-- {
-		if before+sub[k] >= limit {
+		if before+hist[k] >= limit {
 			break
 		}
-		before += sub[k]
+		before += hist[k]
 	}
-	lo, hi = subRange(b, k)
+	lo, hi := histRange(k) // not empty: it holds weight
 	c := s.cands[:0]
 	for i, x := range w {
-		if x >= lo && x < hi {
+		if x-lo < hi-lo { // lo <= x < hi
 			c = append(c, cand{id: int32(i), v: l[i], w: x})
 		}
 	}
 	s.cands = c
 	slices.SortFunc(c, byDesc)
-	cut := c[0] // the lowest-ranked kept token
-	for _, x := range c {
-		if before >= limit {
-			break
-		}
-		before += x.w
-		cut = x
+	j := 0
+	for ; j < len(c) && before < limit; j++ {
+		before += c[j].w
 	}
-	// Kept: tokens ranked at or before cut. Weights are monotone in rank, so
-	// only a tie in weight needs the (logit, id) comparison.
-	if cut.w >= minW {
-		t := s.target(before)
-		var acc uint64
-		for i, x := range w {
-			if x > cut.w || (x == cut.w && (l[i] > cut.v || (l[i] == cut.v && int32(i) <= cut.id))) {
-				acc += x
-				if acc > t {
-					return i, nil
-				}
-			}
-		}
-		return 0, errDrawOverrun
+	for _, x := range c[j:] {
+		w[x.id] = 0
 	}
-	// min_p removes more than top-p: keep w >= minW.
-	before = 0
-	for _, x := range w {
-		if x >= minW {
-			before += x
-		}
-	}
-	t := s.target(before)
-	var acc uint64
-	for i, x := range w {
-		if x >= minW {
-			acc += x
-			if acc > t {
-				return i, nil
-			}
-		}
-	}
-	return 0, errDrawOverrun
+	return lo, before
 }
 
-// subRange returns the weight range [lo, hi) of sub-bucket k of bit length b.
-func subRange(b, k int) (lo, hi uint64) {
-	if b >= 9 {
-		lo = (256 + uint64(k)) << (b - 9)
-		return lo, lo + 1<<(b-9)
+// histKey returns x's histogram bin: its bit length b, then the histSub bits
+// after the leading one (fewer, zero-filled, for short x). It is monotone in
+// x, and 0 only for x = 0.
+func histKey(x uint64) int {
+	b := bits.Len64(x)
+	// For b = 0 the shift count 64&63 = 0 shifts 0 itself: still 0.
+	return b<<histSub | int(x<<(uint(64-b)&63)>>(63-histSub))&(1<<histSub-1)
+}
+
+// histRange returns the weights [lo, hi) of histogram bin k (empty: lo = hi).
+func histRange(k int) (lo, hi uint64) {
+	b, j := k>>histSub, uint64(k&(1<<histSub-1))
+	const lead = 1 << histSub
+	switch {
+	case b == 0:
+		if j == 0 {
+			return 0, 1
+		}
+		return 0, 0
+	case b > histSub:
+		lo = (lead + j) << (b - histSub - 1)
+		return lo, lo + 1<<(b-histSub-1)
 	}
-	// Short weights: the key is x << (9-b) & 255, so x = (256+k) >> (9-b)
-	// when that is exact, and the bucket is empty otherwise.
-	v := (256 + uint64(k)) >> (9 - b)
-	if v<<(9-b) != 256+uint64(k) {
+	// Short weights: x = (lead+j) >> (histSub+1-b) when that is exact.
+	v := (lead + j) >> (histSub + 1 - b)
+	if v<<(histSub+1-b) != lead+j {
 		return 0, 0
 	}
 	return v, v + 1
-}
-
-// subKey returns the 8 bits after the leading one of x, whose bit length is
-// b >= 1: monotone in x within a binade.
-func subKey(x uint64, b int) int {
-	if b >= 9 {
-		return int(x>>(b-9)) & 255
-	}
-	return int(x<<(9-b)) & 255
 }
 
 // rawLogprobs fills ch.Logprob and ch.TopLogprobs from the unmodified logits.

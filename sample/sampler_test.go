@@ -621,17 +621,37 @@ func TestZeroAllocs(t *testing.T) {
 	}
 }
 
-// Sub-buckets partition each binade into contiguous weight ranges.
-func TestSubBuckets(t *testing.T) {
+// Histogram bins partition the weights into contiguous ranges, in key order.
+func TestHistBins(t *testing.T) {
 	r := newRNG(5)
+	check := func(x uint64) {
+		k := histKey(x)
+		lo, hi := histRange(k)
+		if x < lo || x >= hi {
+			t.Fatalf("x=%d: key %d range [%d, %d)", x, k, lo, hi)
+		}
+	}
+	for x := range uint64(5000) {
+		check(x)
+		if x > 0 && histKey(x) < histKey(x-1) {
+			t.Fatalf("histKey not monotone at %d", x)
+		}
+	}
 	for b := 1; b <= 63; b++ {
 		for range 200 {
-			x := uint64(1)<<(b-1) | r.next()&(uint64(1)<<(b-1)-1)
-			k := subKey(x, b)
-			lo, hi := subRange(b, k)
-			if x < lo || x >= hi {
-				t.Fatalf("b=%d x=%d: key %d range [%d, %d)", b, x, k, lo, hi)
-			}
+			check(uint64(1)<<(b-1) | r.next()&(uint64(1)<<(b-1)-1))
 		}
+	}
+	prevHi := uint64(0)
+	for k := range histBins {
+		if lo, hi := histRange(k); lo != hi {
+			if lo != prevHi {
+				t.Fatalf("bin %d starts at %d, previous ended at %d", k, lo, prevHi)
+			}
+			prevHi = hi
+		}
+	}
+	if prevHi != 1<<63 {
+		t.Fatalf("bins end at %d", prevHi)
 	}
 }

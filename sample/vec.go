@@ -219,3 +219,37 @@ func indexEqual(l []float32, v float32) int {
 	}
 	return len(l)
 }
+
+// drawAtLeast returns the first i whose running sum of the weights >= thr,
+// Σ{w[j] : j <= i, w[j] >= thr}, exceeds t; len(w) if none does. Weights
+// must be < 2^63 (the sampler's are < 2^62).
+func drawAtLeast(w []uint64, thr, t uint64) int {
+	i, acc := 0, uint64(0)
+	if useAVX2 && len(w) >= 8 {
+		// The assembly stops at the block of 8 where the sum passes t.
+		i, acc = drawAtLeastAVX2(unsafe.SliceData(w), len(w)&^7, thr, t)
+	}
+	for ; i < len(w); i++ {
+		if x := w[i]; x >= thr {
+			acc += x
+			if acc > t {
+				return i
+			}
+		}
+	}
+	return len(w)
+}
+
+// sumAtLeast returns Σ{x in w : x >= thr} (weights < 2^63, sum < 2^64).
+func sumAtLeast(w []uint64, thr uint64) uint64 {
+	i, acc := 0, uint64(0)
+	if useAVX2 && len(w) >= 8 {
+		i, acc = drawAtLeastAVX2(unsafe.SliceData(w), len(w)&^7, thr, math.MaxUint64)
+	}
+	for _, x := range w[i:] {
+		if x >= thr {
+			acc += x
+		}
+	}
+	return acc
+}

@@ -19,3 +19,6 @@ func indexAboveAVX2(l *float32, n int, v float32) int
 
 //go:noescape
 func indexEqualAVX2(l *float32, n int, v float32) int
+
+//go:noescape
+func drawAtLeastAVX2(w *uint64, n int, thr, t uint64) (i int, acc uint64)

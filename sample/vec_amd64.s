@@ -251,3 +251,47 @@ enone:
 	MOVQ CX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func drawAtLeastAVX2(w *uint64, n int, thr, t uint64) (i int, acc uint64)
+// Walks w in blocks of 8, summing the weights >= thr (w > thr−1 as signed
+// int64: weights are < 2^63), and stops at the first block that takes the
+// sum past t: i is that block's start and acc the sum before it (i = n and
+// acc = the whole sum if none does).
+TEXT ·drawAtLeastAVX2(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVQ         thr+16(FP), AX
+	DECQ         AX
+	MOVQ         AX, X0
+	VPBROADCASTQ X0, Y0
+	MOVQ         t+24(FP), DX
+	XORQ         BX, BX
+	XORQ         DI, DI
+
+dloop:
+	CMPQ         DI, CX
+	JGE          ddone
+	VMOVDQU      (SI)(DI*8), Y1
+	VMOVDQU      32(SI)(DI*8), Y2
+	VPCMPGTQ     Y0, Y1, Y3
+	VPCMPGTQ     Y0, Y2, Y4
+	VPAND        Y3, Y1, Y1
+	VPAND        Y4, Y2, Y2
+	VPADDQ       Y2, Y1, Y1
+	VEXTRACTI128 $1, Y1, X2
+	VPADDQ       X2, X1, X1
+	VPSHUFD      $0x4e, X1, X2
+	VPADDQ       X2, X1, X1
+	MOVQ         X1, R8
+	ADDQ         BX, R8
+	CMPQ         R8, DX
+	JHI          ddone
+	MOVQ         R8, BX
+	ADDQ         $8, DI
+	JMP          dloop
+
+ddone:
+	MOVQ DI, i+32(FP)
+	MOVQ BX, acc+40(FP)
+	VZEROUPPER
+	RET

@@ -14,3 +14,5 @@ func expSumAVX2(l *float32, n int, c *expConsts, tab *[64]float64, lanes *[4]flo
 func maxValidAVX2(l *float32, n int) (float32, bool)  { panic("unreachable") }
 func indexAboveAVX2(l *float32, n int, v float32) int { panic("unreachable") }
 func indexEqualAVX2(l *float32, n int, v float32) int { panic("unreachable") }
+
+func drawAtLeastAVX2(w *uint64, n int, thr, t uint64) (int, uint64) { panic("unreachable") }

@@ -247,6 +247,48 @@ func TestMaxValidAndSearches(t *testing.T) {
 	}
 }
 
+func TestDrawAtLeast(t *testing.T) {
+	r := newRNG(34)
+	for _, asm := range []bool{true, false} {
+		withKernels(t, asm, func(t *testing.T) {
+			for n := 0; n <= 70; n++ {
+				w := make([]uint64, n)
+				for i := range w {
+					w[i] = r.next() >> (2 + r.next()%62) // < 2^62, many sizes
+					if r.next()%4 == 0 {
+						w[i] = 0
+					}
+				}
+				for _, thr := range []uint64{0, 1, 2, 1 << 20, 1 << 40, 1 << 61} {
+					var total uint64
+					for _, x := range w {
+						if x >= thr {
+							total += x
+						}
+					}
+					if got := sumAtLeast(w, thr); got != total {
+						t.Fatalf("n %d thr %d: sumAtLeast %d, want %d", n, thr, got, total)
+					}
+					for _, tt := range []uint64{0, total / 3, total / 2, total - 1, total, r.next() % (total + 1)} {
+						want, acc := n, uint64(0)
+						for i, x := range w {
+							if x >= thr {
+								if acc += x; acc > tt {
+									want = i
+									break
+								}
+							}
+						}
+						if got := drawAtLeast(w, thr, tt); got != want {
+							t.Fatalf("n %d thr %d t %d: drawAtLeast %d, want %d", n, thr, tt, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // The golden draws and the reference comparison hold with the Go kernels too
 // (on amd64 the plain tests above ran the assembly).
 func TestGoKernels(t *testing.T) {
