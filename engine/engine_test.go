@@ -449,3 +449,27 @@ func TestHeldBackTextReleasedAtEnd(t *testing.T) {
 		t.Fatalf("held-back text lost: result %q, streamed %q, want %q", res.Text, streamed.String(), free.Text)
 	}
 }
+
+// Greedy with logprobs: each step's best alternative is the chosen token
+// itself, and its logprob is the chosen token's (the alternatives of every
+// step are kept, not overwritten by later steps).
+func TestLogprobsPerStep(t *testing.T) {
+	e := newEngine(t, goldenSets[2].model, goldenSets[2].tok, Options{})
+	pol := withMax(sample.Greedy(), 10)
+	n := 3
+	pol.Logprobs = &n
+	res := generate(t, e, Request{Prompt: "Echoes", Policy: pol})
+	if len(res.Logprobs) != len(res.IDs) {
+		t.Fatalf("%d logprob entries for %d tokens", len(res.Logprobs), len(res.IDs))
+	}
+	distinct := map[int]bool{}
+	for i, lp := range res.Logprobs {
+		if len(lp.Top) != n || lp.Top[0].ID != res.IDs[i] || lp.Top[0].Logprob != lp.Logprob || lp.Logprob > 0 {
+			t.Fatalf("step %d: chosen %d (logprob %g), top %+v", i, res.IDs[i], lp.Logprob, lp.Top)
+		}
+		distinct[lp.Top[0].ID] = true
+	}
+	if len(distinct) < 2 {
+		t.Fatalf("greedy text %q has one distinct token: pick another prompt", res.Text)
+	}
+}

@@ -67,6 +67,42 @@
 	MOVQ src+8(FP), SI; \
 	MOVQ nb+16(FP), CX
 
+// K4FLOATS unpacks the Q4_K/Q5_K scales and mins of the super-block at SI
+// (see scaleMinK4 and K4SCALES in quantdot_amd64.s) and stores
+// d·sc[0..7] at 0(SP) and dmin·m[0..7] at 32(SP) as float32.
+// Y13 = 0x3f, Y12 = 0x30, Y15 = 0x0f bytes.
+#define K4FLOATS \
+	VMOVQ      4(SI), X2; \
+	VMOVD      12(SI), X3; \
+	VPSRLW     $2, X2, X4; \
+	VPAND      X13, X2, X2; \
+	VPAND      X12, X4, X4; \
+	VPSRLW     $4, X3, X5; \
+	VPUNPCKLDQ X5, X3, X3; \
+	VPAND      X15, X3, X3; \
+	VPOR       X4, X3, X3; \
+	VPUNPCKLDQ X3, X2, X2; \
+	VPMOVZXBD  X2, Y4; \
+	VPSRLDQ    $8, X2, X3; \
+	VPMOVZXBD  X3, Y5; \
+	VCVTDQ2PS  Y4, Y4; \
+	VCVTDQ2PS  Y5, Y5; \
+	F16B(0, Y0, X0); \
+	F16B(2, Y1, X1); \
+	VMULPS     Y0, Y4, Y4; \
+	VMULPS     Y1, Y5, Y5; \
+	VMOVUPS    Y4, 0(SP); \
+	VMOVUPS    Y5, 32(SP)
+
+// K4SUB emits the 32 values in Y2 of sub-block k: d_k·q − m_k.
+#define K4SUB(k, off) \
+	CVT32; \
+	VBROADCASTSS 4*k(SP), Y0; \
+	VBROADCASTSS 32+4*k(SP), Y1; \
+	MUL4(Y0, Y0); \
+	SUB4(Y1); \
+	STORE4(off)
+
 // func dqQ8_0AVX2(dst *float32, src *byte, nb int)
 TEXT ·dqQ8_0AVX2(SB), NOSPLIT, $0-24
 	ARGS
@@ -201,42 +237,6 @@ dq51loop:
 	JNZ   dq51loop
 	VZEROUPPER
 	RET
-
-// K4FLOATS unpacks the Q4_K/Q5_K scales and mins of the super-block at SI
-// (see scaleMinK4 and K4SCALES in quantdot_amd64.s) and stores
-// d·sc[0..7] at 0(SP) and dmin·m[0..7] at 32(SP) as float32.
-// Y13 = 0x3f, Y12 = 0x30, Y15 = 0x0f bytes.
-#define K4FLOATS \
-	VMOVQ      4(SI), X2; \
-	VMOVD      12(SI), X3; \
-	VPSRLW     $2, X2, X4; \
-	VPAND      X13, X2, X2; \
-	VPAND      X12, X4, X4; \
-	VPSRLW     $4, X3, X5; \
-	VPUNPCKLDQ X5, X3, X3; \
-	VPAND      X15, X3, X3; \
-	VPOR       X4, X3, X3; \
-	VPUNPCKLDQ X3, X2, X2; \
-	VPMOVZXBD  X2, Y4; \
-	VPSRLDQ    $8, X2, X3; \
-	VPMOVZXBD  X3, Y5; \
-	VCVTDQ2PS  Y4, Y4; \
-	VCVTDQ2PS  Y5, Y5; \
-	F16B(0, Y0, X0); \
-	F16B(2, Y1, X1); \
-	VMULPS     Y0, Y4, Y4; \
-	VMULPS     Y1, Y5, Y5; \
-	VMOVUPS    Y4, 0(SP); \
-	VMOVUPS    Y5, 32(SP)
-
-// K4SUB emits the 32 values in Y2 of sub-block k: d_k·q − m_k.
-#define K4SUB(k, off) \
-	CVT32; \
-	VBROADCASTSS 4*k(SP), Y0; \
-	VBROADCASTSS 32+4*k(SP), Y1; \
-	MUL4(Y0, Y0); \
-	SUB4(Y1); \
-	STORE4(off)
 
 // func dqQ4_KAVX2(dst *float32, src *byte, nb int)
 TEXT ·dqQ4_KAVX2(SB), NOSPLIT, $64-24

@@ -27,3 +27,29 @@ func qdotQ5_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 
 //go:noescape
 func qdotQ6_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+// The dequantizers of quantdeq_amd64.s; see dequantFast.
+
+//go:noescape
+func dqQ8_0AVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ4_0AVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ4_1AVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ5_0AVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ5_1AVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ4_KAVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ5_KAVX2(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ6_KAVX2(dst *float32, src *byte, nb int)

@@ -30,3 +30,12 @@ func qdotQ5_KAVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer
 func qdotQ6_KAVX2(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
+
+func dqQ8_0AVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ4_0AVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ4_1AVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ5_0AVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ5_1AVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ4_KAVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ5_KAVX2(*float32, *byte, int) { panic("unreachable") }
+func dqQ6_KAVX2(*float32, *byte, int) { panic("unreachable") }

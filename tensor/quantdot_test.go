@@ -129,3 +129,42 @@ func BenchmarkDotQRows(b *testing.B) {
 		})
 	}
 }
+
+// TestDequantFast checks the AVX2 dequantizers bit for bit against the
+// reference decoders, on random blocks including extreme scales.
+func TestDequantFast(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, wt := range dotTypes {
+		for _, cols := range []int{256, 768, 5632} {
+			for trial := range 4 {
+				rb, _ := wt.RowBytes(cols)
+				w := make([]byte, rb)
+				if trial < 2 {
+					v := make([]float32, cols)
+					for i := range v {
+						v[i] = float32(rng.NormFloat64() * []float64{0.02, 30}[trial])
+					}
+					if err := QuantizeRow(w, wt, v); err != nil {
+						t.Fatal(err)
+					}
+				} else { // random bytes: every bit pattern of the packed fields
+					for i := range w {
+						w[i] = byte(rng.Uint32())
+					}
+				}
+				want := make([]float32, cols)
+				DequantizeRow(want, wt, w)
+				got := make([]float32, cols)
+				dequantFast(got, wt, w)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want[i]))) {
+						t.Fatalf("%s cols=%d trial %d: element %d = %g, want %g", wt, cols, trial, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
