@@ -72,7 +72,13 @@ var sink uint64
 // size / wall time.
 func Probe(size int64, threads, passes int) (Bandwidth, error) {
 	l3 := l3Bytes()
-	size = max(size, 4*l3)
+	bw, err := probe(max(size, 4*l3), threads, passes)
+	bw.L3Bytes = l3
+	return bw, err
+}
+
+// probe is Probe without the cache-size floor (tests use small buffers).
+func probe(size int64, threads, passes int) (Bandwidth, error) {
 	size = size &^ (1<<20 - 1)
 	if size <= 0 {
 		return Bandwidth{}, fmt.Errorf("bench: bandwidth buffer of %d bytes", size)
@@ -117,7 +123,7 @@ func Probe(size int64, threads, passes int) (Bandwidth, error) {
 		}
 		return best
 	}
-	bw := Bandwidth{BufferBytes: size, Passes: passes, Threads: threads, L3Bytes: l3}
+	bw := Bandwidth{BufferBytes: size, Passes: passes, Threads: threads}
 	bw.GBps1 = rate(1)
 	bw.GBpsN = bw.GBps1
 	if threads > 1 {

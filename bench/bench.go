@@ -33,6 +33,8 @@ type Options struct {
 	Threads        int // threads of the probe's second measurement (≤ 0: the model's pool)
 
 	Progress io.Writer // one line per finished test; nil: silent
+
+	smallProbe bool // tests: probe BandwidthBytes as given, without the 4×L3 floor
 }
 
 func (o *Options) defaults(m *model.Model) {
@@ -264,7 +266,11 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 	res.System.LoadStart = loadAvg()
 
 	if o.BandwidthBytes > 0 {
-		bw, err := Probe(o.BandwidthBytes, o.Threads, 5)
+		probeFn := Probe
+		if o.smallProbe {
+			probeFn = probe
+		}
+		bw, err := probeFn(o.BandwidthBytes, o.Threads, 5)
 		if err != nil {
 			return nil, err
 		}

@@ -187,7 +187,7 @@ func TestRunTiny(t *testing.T) {
 		info := Describe(m, p)
 		info.Synthetic, info.Type = s.Name, mix.Name
 		opts := Options{Prompts: []int{16, 40}, Gens: []int{8}, Reps: 2, Batch: 32, Depths: []int{0, 24, 300},
-			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 1 << 20}
+			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 4 << 20, smallProbe: true}
 		res, err := Run(m, info, opts)
 		m.Close()
 		if err != nil {

@@ -37,11 +37,21 @@
 //
 // Cost on a 128k vocabulary: bias and penalties touch only the tokens in the
 // history (a count per token, reset through a touched list); top-k is one pass
-// with a k-element heap and needs exps only for the k survivors; greedy is one
-// arg-max pass. Without top-k every token needs one exp (the dominant cost);
-// top-p then buckets the integer weights by magnitude and sorts only the one
-// bucket where the cut falls. Log-probabilities cost one exp per token. Buffers are reused, so
-// Sample does not allocate in steady state.
+// with a k-element heap whose scan skips, 8 logits at a time, everything not
+// above the heap's minimum, and needs exps only for the k survivors; greedy
+// is one vectorised max pass and a search for its first index. Without top-k
+// every token needs one exp, the dominant cost. On amd64 with AVX2 the
+// vocabulary-wide loops (vec_amd64.s) run expDet's exact operation sequence
+// four float64 lanes at a time: IEEE-754 rounds each lane of VMULPD/VADDPD
+// exactly as the scalar operation, the code uses no FMA, integer sums do not
+// depend on order, and float sums use the same lanes and reduction as the Go
+// version, so the assembly and the pure-Go kernels (vec.go) return the same
+// bits; tests compare them on millions of inputs and run the golden through
+// both. Top-p histograms the integer weights by their leading bits in the same
+// pass (skipping weights too small to be kept), finds the bin where the cut
+// falls and sorts only that bin's tokens. Log-probabilities cost one more exp
+// pass, shared with the weights at temperature 1. Buffers are reused, so Sample
+// does not allocate in steady state.
 //
 // StopMatcher finds stop strings in streamed text across token boundaries,
 // holding back only the tail that could still begin a stop string.

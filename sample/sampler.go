@@ -65,15 +65,16 @@ type Sampler struct {
 	biasVal    []float32 // (len(biasID))
 	nLogprobs  int       // -1 = none
 
-	work    []float32   // (vocab) logits after bias and penalties
-	cnt     []int32     // (vocab) per-token output count | winFlag; all zero between calls
-	touched []int32     // ids with cnt != 0 during a call
-	w       []uint64    // (vocab) weights, only without top-k
-	heap    []cand      // (top_k) selection heap
-	cands   []cand      // candidate scratch, up to (vocab)
-	topHeap []cand      // (logprobs) selection heap for alternatives
-	top     []Logprob   // (logprobs) returned alternatives
+	work    []float32         // (vocab) logits after bias and penalties
+	cnt     []int32           // (vocab) per-token output count | winFlag; all zero between calls
+	touched []int32           // ids with cnt != 0 during a call
+	w       []uint64          // (vocab) weights, only without top-k
+	heap    []cand            // (top_k) selection heap
+	cands   []cand            // candidate scratch, up to (vocab)
+	topHeap []cand            // (logprobs) selection heap for alternatives
+	top     []Logprob         // (logprobs) returned alternatives
 	hist    *[histBins]uint64 // top-p weight histogram, see topPCut
+	histMin int               // histogram bins below it hold only tokens top-p drops
 }
 
 // errDrawOverrun reports a broken internal invariant (t < kept weight always).
@@ -124,6 +125,12 @@ func New(p Policy, vocabSize int) (*Sampler, error) {
 	s.topP = float64(p.TopP)
 	s.scale = math.Ldexp(1, 63-bits.Len(uint(vocabSize)))
 	s.minW = uint64(math.Ceil(float64(p.MinP) * s.scale))
+	// Top-p drops every token with V·w <= W − L (the weight ranked at or
+	// after it is at most V·w), and W − L >= (1−top_p)·2^shift − 1 because
+	// the best token weighs 2^shift: below histMin no token can be kept.
+	if tau := ((1-s.topP)*s.scale*(1-0x1p-20) - 1) / float64(vocabSize); tau >= 1 {
+		s.histMin = histKey(uint64(tau))
+	}
 	// Below xmin, e <= 2^-(shift+1)·(1+ulps) < 2^-shift: the weight is 0.
 	s.xmin = -float64(64-bits.Len(uint(vocabSize))) * math.Ln2
 	s.rep = p.RepetitionPenalty
@@ -173,7 +180,8 @@ func (s *Sampler) Draws() uint64 { return s.draws }
 //     repeat_last_n tokens of history: l[id] = l[id]/r if l[id] > 0 else
 //     l[id]·r; for each id with count c > 0 in history[promptLen:]:
 //     l[id] −= frequency_penalty·c, then l[id] −= presence_penalty
-//     (float32 arithmetic, each operation rounded).
+//     (float32 arithmetic, each operation rounded; a penalised logit above
+//     MaxFloat32 saturates there).
 //  2. Temperature 0: return the first index of max(l). No random number is drawn.
 //  3. Candidates: the top_k largest l (ties: lower id) if top_k is on, else
 //     every token. m = max l over them. Each gets an integer weight
@@ -227,6 +235,7 @@ func (s *Sampler) Sample(logits []float32, history []int, promptLen int) (Choice
 	var (
 		id  int
 		err error
+		z   float64 // Σ exp(logits − m0) for the log-probabilities, if computed
 	)
 	switch {
 	case s.invT == 0:
@@ -234,14 +243,17 @@ func (s *Sampler) Sample(logits []float32, history []int, promptLen int) (Choice
 	case s.topK > 0:
 		id, err = s.sampleTopK(l)
 	default:
-		id, err = s.sampleFull(l, m)
+		// At T = 1 on the raw logits, the weights and the log-softmax sum
+		// exponentiate the same numbers: one pass computes both.
+		fuse := s.nLogprobs >= 0 && s.invT == 1 && s.topP >= 1 && &l[0] == &logits[0]
+		id, err = s.sampleFull(l, m, fuse, &z)
 	}
 	if err != nil {
 		return Choice{}, err
 	}
 	ch := Choice{ID: id}
 	if s.nLogprobs >= 0 {
-		s.rawLogprobs(logits, m0, &ch)
+		s.rawLogprobs(logits, m0, z, &ch)
 	}
 	return ch, nil
 }
@@ -484,7 +496,10 @@ func (s *Sampler) target(w uint64) uint64 {
 // order, so top-p does not need the vocabulary sorted (see topPCut). Every
 // rule leaves the kept set as {i : w[i] >= thr} (top-p zeroes the few
 // tokens it drops above thr), so the draw is one vectorised walk.
-func (s *Sampler) sampleFull(l []float32, m float32) (int, error) {
+//
+// With fuse (T = 1, no top-p, l the raw logits) it also sets *z to
+// expSum(l, m).
+func (s *Sampler) sampleFull(l []float32, m float32, fuse bool, z *float64) (int, error) {
 	if m == negInf32 {
 		return 0, ErrNoCandidates
 	}
@@ -492,11 +507,22 @@ func (s *Sampler) sampleFull(l []float32, m float32) (int, error) {
 		s.w = make([]uint64, s.vocab)
 	}
 	w := s.w
-	sum := weights(w, l, float64(m), s.invT, s.scale, s.xmin)
+	var sum uint64
+	switch {
+	case s.topP < 1:
+		if s.hist == nil {
+			s.hist = new([histBins]uint64)
+		}
+		sum = weightsHist(w, l, float64(m), s.invT, s.scale, s.xmin, s.hist, s.histMin)
+	case fuse:
+		sum, *z = weightsExpSum(w, l, float64(m), s.scale, s.xmin)
+	default:
+		sum = weights(w, l, float64(m), s.invT, s.scale, s.xmin)
+	}
 	thr := max(s.minW, 1)
 	if s.topP < 1 {
 		var kept uint64
-		thr, kept = s.topPCut(w, l, sum)
+		thr, kept = s.topPCut(w, l, m, sum)
 		if s.minW > thr { // min_p removes more: keep w >= minW
 			thr = s.minW
 			kept = sumAtLeast(w, thr)
@@ -512,13 +538,6 @@ func (s *Sampler) sampleFull(l []float32, m float32) (int, error) {
 	return 0, errDrawOverrun
 }
 
-// histBins: topPCut's histogram key is a weight's bit length (0..63) and the
-// histSub bits after its leading one.
-const (
-	histSub  = 5
-	histBins = 64 << histSub
-)
-
 // topPCut applies top-p to the weights w (sum W) of logits l. It returns thr
 // and the kept weight such that, once it has zeroed the weights of the
 // dropped tokens that weigh thr or more, top-p keeps exactly the tokens with
@@ -530,15 +549,8 @@ const (
 // splits the ranking into contiguous bins; walking the bins from the heaviest
 // finds the one in which the running weight reaches L. Everything heavier is
 // kept, everything lighter dropped, and only that bin's tokens are sorted.
-func (s *Sampler) topPCut(w []uint64, l []float32, sum uint64) (thr, kept uint64) {
-	if s.hist == nil {
-		s.hist = new([histBins]uint64)
-	}
-	hist := s.hist
-	clear(hist[:])
-	for _, x := range w {
-		hist[histKey(x)&(histBins-1)] += x
-	}
+func (s *Sampler) topPCut(w []uint64, l []float32, m float32, sum uint64) (thr, kept uint64) {
+	hist := s.hist // filled by weightsHist
 	limit := s.topPLimit(sum)
 	var before uint64
 	k := histBins - 1
@@ -548,10 +560,13 @@ func (s *Sampler) topPCut(w []uint64, l []float32, sum uint64) (thr, kept uint64
 		}
 		before += hist[k]
 	}
-	lo, hi := histRange(k) // not empty: it holds weight
+	lo, hi := histRange(k) // k >= 1 and the bin holds weight: lo >= 1
+	// The bin's tokens have logits in [a, b]: scan the logits (half the
+	// bytes of w) and check the weight of each hit.
+	a, b := s.logitRange(m, lo, hi)
 	c := s.cands[:0]
-	for i, x := range w {
-		if x-lo < hi-lo { // lo <= x < hi
+	for i := indexBetween(l, 0, a, b); i < len(l); i = indexBetween(l, i+1, a, b) {
+		if x := w[i]; x-lo < hi-lo {
 			c = append(c, cand{id: int32(i), v: l[i], w: x})
 		}
 	}
@@ -567,40 +582,28 @@ func (s *Sampler) topPCut(w []uint64, l []float32, sum uint64) (thr, kept uint64
 	return lo, before
 }
 
-// histKey returns x's histogram bin: its bit length b, then the histSub bits
-// after the leading one (fewer, zero-filled, for short x). It is monotone in
-// x, and 0 only for x = 0.
-func histKey(x uint64) int {
-	b := bits.Len64(x)
-	// For b = 0 the shift count 64&63 = 0 shifts 0 itself: still 0.
-	return b<<histSub | int(x<<(uint(64-b)&63)>>(63-histSub))&(1<<histSub-1)
-}
-
-// histRange returns the weights [lo, hi) of histogram bin k (empty: lo = hi).
-func histRange(k int) (lo, hi uint64) {
-	b, j := k>>histSub, uint64(k&(1<<histSub-1))
-	const lead = 1 << histSub
-	switch {
-	case b == 0:
-		if j == 0 {
-			return 0, 1
-		}
-		return 0, 0
-	case b > histSub:
-		lo = (lead + j) << (b - histSub - 1)
-		return lo, lo + 1<<(b-histSub-1)
-	}
-	// Short weights: x = (lead+j) >> (histSub+1-b) when that is exact.
-	v := (lead + j) >> (histSub + 1 - b)
-	if v<<(histSub+1-b) != lead+j {
-		return 0, 0
-	}
-	return v, v + 1
+// logitRange returns float32 bounds [a, b] that hold the logit of every
+// token whose weight lies in [lo, hi) (lo >= 1), given the maximum m. With
+// y = ln(w·2^-shift), a weight in [lo, hi) means ln(lo)−shift·ln2 <= y <
+// ln(hi)−shift·ln2 up to expDet's error (~1e-16 relative), and l = m + y/invT
+// up to a few float rounding errors. The bounds widen that by 1e-6 (relative
+// and absolute), far more than all those errors together: a superset.
+func (s *Sampler) logitRange(m float32, lo, hi uint64) (a, b float32) {
+	const margin = 1e-6
+	shiftLn2 := math.Log(s.scale)
+	ya := math.Log(float64(lo)) - shiftLn2
+	yb := math.Log(float64(hi)) - shiftLn2
+	m64 := float64(m)
+	la := m64 + (ya-margin*(1+math.Abs(ya)))/s.invT - margin*(1+math.Abs(m64))
+	lb := m64 + (yb+margin*(1+math.Abs(yb)))/s.invT + margin*(1+math.Abs(m64))
+	a = math.Nextafter32(float32(la), float32(math.Inf(-1)))
+	b = math.Nextafter32(float32(lb), float32(math.Inf(1)))
+	return a, b
 }
 
 // rawLogprobs fills ch.Logprob and ch.TopLogprobs from the unmodified logits.
-// m is the maximum of logits.
-func (s *Sampler) rawLogprobs(logits []float32, m float32, ch *Choice) {
+// m is the maximum of logits, z = expSum(logits, m) if already computed, else 0.
+func (s *Sampler) rawLogprobs(logits []float32, m float32, z float64, ch *Choice) {
 	n := s.nLogprobs
 	var h []cand
 	if n > 0 {
@@ -616,7 +619,10 @@ func (s *Sampler) rawLogprobs(logits []float32, m float32, ch *Choice) {
 		return
 	}
 	m64 := float64(m)
-	logZ := m64 + math.Log(expSum(logits, m64))
+	if z == 0 {
+		z = expSum(logits, m64)
+	}
+	logZ := m64 + math.Log(z)
 	ch.Logprob = float32(float64(logits[ch.ID]) - logZ)
 	if n == 0 {
 		return

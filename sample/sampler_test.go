@@ -608,6 +608,8 @@ func TestZeroAllocs(t *testing.T) {
 		"full min_p": func(p *Policy) { p.MinP = 0.05 },
 		"full top_p": func(p *Policy) { p.TopP = 0.9; p.LogitBias = map[int]float32{3: 2} },
 		"logprobs 5": func(p *Policy) { p.TopK = 40; p.Logprobs = ptr(5) },
+		"full T=1 logprobs": func(p *Policy) { p.Logprobs = ptr(3) },
+		"full top_p logprobs": func(p *Policy) { p.Temperature = 0.7; p.TopP = 0.9; p.Logprobs = ptr(0) },
 	}
 	for name, edit := range policies {
 		p := Defaults()
@@ -643,15 +645,62 @@ func TestHistBins(t *testing.T) {
 		}
 	}
 	prevHi := uint64(0)
-	for k := range histBins {
-		if lo, hi := histRange(k); lo != hi {
-			if lo != prevHi {
-				t.Fatalf("bin %d starts at %d, previous ended at %d", k, lo, prevHi)
-			}
-			prevHi = hi
+	for k := range 1888 {
+		lo, hi := histRange(k)
+		if lo != prevHi || hi <= lo {
+			t.Fatalf("bin %d is [%d, %d), previous ended at %d", k, lo, hi, prevHi)
 		}
+		prevHi = hi
 	}
 	if prevHi != 1<<63 {
 		t.Fatalf("bins end at %d", prevHi)
+	}
+}
+
+// Top-p whose cut falls among many light tokens just above the histogram's
+// lower bound (one dominant token, a flat tail of total ≈ (1−p) of its
+// weight): the sampler must still match the reference draw for draw.
+func TestTopPCutNearHistMin(t *testing.T) {
+	const V = 5000
+	for _, topP := range []float32{0.5, 0.95, 0.999} {
+		for _, f := range []float64{0.3, 0.9, 0.99, 1, 1.01, 1.1, 3, 30} {
+			l := make([]float32, V)
+			tail := float32(math.Log((1 - float64(topP)) / (V - 1) * f))
+			for i := range l {
+				l[i] = tail
+			}
+			l[V/2] = 0
+			l[7] = tail + 0.25 // a slightly heavier tail token
+			p := Defaults()
+			p.TopP, p.Seed = topP, ptr(uint64(17))
+			s := mustNew(t, p, V)
+			ref := newRNG(17)
+			for step := range 10 {
+				want := refSample(p, l, nil, 0, &ref)
+				if got := mustSample(t, s, l, nil, 0).ID; got != want {
+					t.Fatalf("top_p %v f %v step %d: sampler %d, reference %d", topP, f, step, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A repetition penalty below 1 can push l/r past MaxFloat32; the penalised
+// logit saturates there instead of becoming +Inf (which would make every
+// exponent NaN).
+func TestPenaltyOverflowSaturates(t *testing.T) {
+	const V = 64
+	l := make([]float32, V)
+	for i := range l {
+		l[i] = float32(i % 7)
+	}
+	l[9] = 1e10
+	for _, temp := range []float32{0, 1} {
+		p := Defaults()
+		p.Temperature, p.RepetitionPenalty, p.Seed = temp, 1e-30, ptr(uint64(1))
+		s := mustNew(t, p, V)
+		if got := mustSample(t, s, l, []int{9, 3}, 2).ID; got != 9 {
+			t.Fatalf("T=%v: chose %d, want the saturated token 9", temp, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"math/bits"
 	"unsafe"
 )
 
@@ -38,9 +39,13 @@ type expConsts struct {
 	one     [4]float64
 	mask63  [4]uint64
 	notM63  [4]uint64
-	k       [4]uint64 // 1075 − shift: weight = mantissa >> (k − biased exponent)
-	mant    [4]uint64 // 2^52 − 1
-	implied [4]uint64 // 2^52
+	k       [4]uint64  // 1075 − shift: weight = mantissa >> (k − biased exponent)
+	mant    [4]uint64  // 2^52 − 1
+	implied [4]uint64  // 2^52
+	sub31   [4]uint64  // histKey: mask of the 5 bits after the leading one
+	keyBase [4]uint64  // histKey: 48·32
+	kmin    [4]uint64  // weightsHist: kmin − 1 (keys below kmin may be skipped)
+	eFloor  [4]float64 // expSum: expSumFloor
 }
 
 func bcast(v float64) [4]float64 { return [4]float64{v, v, v, v} }
@@ -61,6 +66,8 @@ func newExpConsts(c *expConsts, m, invT, lo float64, shift int) {
 	c.mask63, c.notM63 = bcastU(63), bcastU(^uint64(63))
 	c.k = bcastU(uint64(1075 - shift))
 	c.mant, c.implied = bcastU(1<<52-1), bcastU(1<<52)
+	c.sub31, c.keyBase = bcastU(31), bcastU(48<<5)
+	c.eFloor = bcast(expSumFloor)
 }
 
 // weights sets w[i] = ⌊expDet((l[i] − m)·invT)·scale⌋ for all i and returns
@@ -79,6 +86,57 @@ func weights(w []uint64, l []float32, m, invT, scale, xmin float64) uint64 {
 		sum = weightsAVX2(unsafe.SliceData(w), unsafe.SliceData(l), n, &c, &exp2Table)
 	}
 	return sum + weightsGo(w[n:], l[n:], m, invT, scale, xmin)
+}
+
+// histBins is the size of the top-p weight histogram (see histKey).
+const histBins = 2048
+
+// histKey returns weight x's histogram bin: x itself below 64, else 32·(b−5)
+// plus the 5 bits after the leading one, b = x's bit length (7..63). It is
+// monotone in x, and < 1888 for x < 2^63.
+func histKey(x uint64) int {
+	if x < 64 {
+		return int(x)
+	}
+	b := bits.Len64(x)
+	return (b-5)<<5 | int(x>>(b-6))&31
+}
+
+// histRange returns the weights [lo, hi) of histogram bin k (k < 1888).
+func histRange(k int) (lo, hi uint64) {
+	if k < 64 {
+		return uint64(k), uint64(k) + 1
+	}
+	b := k>>5 + 5
+	lo = uint64(32+k&31) << (b - 6)
+	return lo, lo + 1<<(b-6)
+}
+
+// weightsHist is weights that also sets hist[k] = Σ{w[i] : histKey(w[i]) = k}
+// for every bin k >= kmin (hist is cleared first; lower bins may be partial).
+func weightsHist(w []uint64, l []float32, m, invT, scale, xmin float64, hist *[histBins]uint64, kmin int) uint64 {
+	clear(hist[:])
+	w = w[:len(l)]
+	n := 0
+	var sum uint64
+	if useAVX2 && len(l) >= 8 {
+		n = len(l) &^ 7
+		var c expConsts
+		newExpConsts(&c, m, invT, xmin, int(math.Float64bits(scale)>>52)-1023)
+		c.kmin = bcastU(uint64(kmin) - 1)
+		sum = weightsHistAVX2(unsafe.SliceData(w), unsafe.SliceData(l), n, &c, &exp2Table, hist)
+	} else {
+		sum = weightsGo(w, l, m, invT, scale, xmin)
+		for _, x := range w {
+			hist[histKey(x)&(histBins-1)] += x
+		}
+		return sum
+	}
+	sum += weightsGo(w[n:], l[n:], m, invT, scale, xmin)
+	for _, x := range w[n:] {
+		hist[histKey(x)&(histBins-1)] += x
+	}
+	return sum
 }
 
 // weightsGo is weights in Go. It repeats expCore's arithmetic inline
@@ -117,13 +175,17 @@ func weightsGo(w []uint64, l []float32, m, invT, scale, xmin float64) uint64 {
 	return sum
 }
 
-// expSumCut: terms of the log-softmax sum with l[i] − m below it (each under
-// 1e-26 of the largest) are skipped.
+// expSumCut: the log-softmax sum clamps x = l[i] − m to it and keeps only
+// terms above expSumFloor = expDet(-60) (each term dropped is under 1e-26 of
+// the largest).
 const expSumCut = -60
 
-// expSum returns Σ exp(l[i] − m) over the terms with l[i] − m >= -60, for
-// m >= max(l). Term i is added to lane i mod 4 and the lanes are reduced in a
-// fixed tree, so the float64 result is the same with or without assembly.
+var expSumFloor = expDet(expSumCut)
+
+// expSum returns Σ expDet(x_i) over the terms with expDet(x_i) >
+// expDet(-60), x_i = max(l[i] − m, -60), for m >= max(l). Term i is added
+// to lane i mod 4 and the lanes are reduced in a fixed tree, so the float64
+// result is the same with or without assembly.
 func expSum(l []float32, m float64) float64 {
 	var lanes [4]float64
 	n := 0
@@ -134,10 +196,31 @@ func expSum(l []float32, m float64) float64 {
 		expSumAVX2(unsafe.SliceData(l), n, &c, &exp2Table, &lanes)
 	}
 	expSumGo(&lanes, l[n:], m) // n is a multiple of 4: lanes line up
+	return reduceLanes(&lanes)
+}
+
+func reduceLanes(lanes *[4]float64) float64 {
 	return (lanes[0] + lanes[2]) + (lanes[1] + lanes[3])
 }
 
-// expSumGo adds exp(l[i] − m) to lanes[i mod 4], expCore inlined.
+// weightsExpSum is weights (with invT = 1) and expSum(l, m) in one pass:
+// both exponentiate the same x = l[i] − m. It needs xmin >= -60.
+func weightsExpSum(w []uint64, l []float32, m, scale, xmin float64) (sum uint64, z float64) {
+	w = w[:len(l)]
+	var lanes [4]float64
+	n := 0
+	if useAVX2 && len(l) >= 8 {
+		n = len(l) &^ 7
+		var c expConsts
+		newExpConsts(&c, m, 1, expSumCut, int(math.Float64bits(scale)>>52)-1023)
+		sum = weightsExpSumAVX2(unsafe.SliceData(w), unsafe.SliceData(l), n, &c, &exp2Table, &lanes)
+	}
+	sum += weightsGo(w[n:], l[n:], m, 1, scale, xmin)
+	expSumGo(&lanes, l[n:], m)
+	return sum, reduceLanes(&lanes)
+}
+
+// expSumGo adds expSum's terms for l to lanes[i mod 4], expCore inlined.
 func expSumGo(lanes *[4]float64, l []float32, m float64) {
 	const (
 		invLn2x64 = 0x1.71547652b82fep+06
@@ -145,11 +228,9 @@ func expSumGo(lanes *[4]float64, l []float32, m float64) {
 		ln2o64Lo  = 0x1.a39ef35793c76p-39
 		shifter   = 0x1.8p52
 	)
+	floor := expSumFloor
 	for i, v := range l {
-		x := float64(v) - m
-		if x < expSumCut {
-			continue
-		}
+		x := max(float64(v)-m, expSumCut)
 		t := float64(x*invLn2x64) + shifter
 		n := int64(math.Float64bits(t) - math.Float64bits(shifter))
 		fn := t - shifter
@@ -160,8 +241,11 @@ func expSumGo(lanes *[4]float64, l []float32, m float64) {
 		q = float64(r*q) + 1
 		q = r * q
 		tj := exp2Table[n&63]
-		// The conversion keeps the product from fusing with the sum.
-		lanes[i&3] += float64(float64(tj+float64(tj*q)) * math.Float64frombits(uint64(n>>6+1023)<<52))
+		// The conversion keeps the product from fusing with a later sum.
+		e := float64(float64(tj+float64(tj*q)) * math.Float64frombits(uint64(n>>6+1023)<<52))
+		if e > floor {
+			lanes[i&3] += e
+		}
 	}
 }
 
@@ -196,6 +280,24 @@ func indexAbove(l []float32, from int, v float32) int {
 	}
 	for ; i < len(l); i++ {
 		if l[i] > v {
+			return i
+		}
+	}
+	return len(l)
+}
+
+// indexBetween returns the first i >= from with a <= l[i] <= b, or len(l).
+func indexBetween(l []float32, from int, a, b float32) int {
+	i := from
+	if useAVX2 && len(l)-i >= 8 {
+		n := (len(l) - i) &^ 7
+		if j := indexBetweenAVX2(&l[i], n, a, b); j < n {
+			return i + j
+		}
+		i += n
+	}
+	for ; i < len(l); i++ {
+		if l[i] >= a && l[i] <= b {
 			return i
 		}
 	}

@@ -24,6 +24,10 @@
 #define C_K 480
 #define C_MANT 512
 #define C_IMPLIED 544
+#define C_SUB31 576
+#define C_KEYBASE 608
+#define C_KMIN 640
+#define C_EFLOOR 672
 
 // EXPCORE sets q = expCore(x) for four lanes, x in [-708, 0]. DX points at
 // the constants, R8 at exp2Table. Clobbers t, fn, r, tj, msk.
@@ -115,10 +119,110 @@ wdone:
 	VZEROUPPER
 	RET
 
+// TOWEIGHTKEY is TOWEIGHT that also sets key = histKey(weight): the weight
+// itself below 64, else 32·(b−5) + the 5 bits after the leading one, where
+// b − 5 = be − k + 48 and those bits are M's bits 51..47.
+#define TOWEIGHTKEY(e, be, cr, key, kreg) \
+	VPSRLQ    $52, e, be;              \
+	VPSUBQ    be, kreg, cr;            \
+	VPSUBQ    kreg, be, be; /* be - k */ \
+	VPAND     C_MANT(DX), e, e;        \
+	VPOR      C_IMPLIED(DX), e, e; /* M */ \
+	VPSRLQ    $47, e, key;             \
+	VPAND     C_SUB31(DX), key, key;   \
+	VPSRLVQ   cr, e, cr;               \
+	VPSLLVQ   be, e, e;                \
+	VPOR      cr, e, e; /* weight */   \
+	VPSLLQ    $5, be, be;              \
+	VPADDQ    C_KEYBASE(DX), be, be; /* 32·(b−5) */ \
+	VPOR      be, key, key;            \
+	VPCMPGTQ  C_MASK63(DX), e, cr; /* weight > 63 */ \
+	VBLENDVPD cr, key, e, key
+
+// SCATTER adds the four weights in wt (wtx its low half) to hist[key lane]
+// (R12). Clobbers tmpx, AX, BX, R9, R10, R11, R13.
+#define SCATTER(key, keyx, wt, wtx, tmpx) \
+	VMOVQ        keyx, AX;        \
+	VPEXTRQ      $1, keyx, BX;    \
+	VMOVQ        wtx, R11;        \
+	VPEXTRQ      $1, wtx, R13;    \
+	ADDQ         R11, (R12)(AX*8); \
+	ADDQ         R13, (R12)(BX*8); \
+	VEXTRACTI128 $1, key, tmpx;   \
+	VMOVQ        tmpx, R9;        \
+	VPEXTRQ      $1, tmpx, R10;   \
+	VEXTRACTI128 $1, wt, tmpx;    \
+	VMOVQ        tmpx, R11;       \
+	VPEXTRQ      $1, tmpx, R13;   \
+	ADDQ         R11, (R12)(R9*8); \
+	ADDQ         R13, (R12)(R10*8)
+
+// func weightsHistAVX2(w *uint64, l *float32, n int, c *expConsts, tab *[64]float64, hist *[histBins]uint64) (sum uint64)
+// weightsAVX2 that also adds each weight to hist[histKey(weight)], except
+// in groups of four whose keys are all below kmin; keys stay below 1888
+// because weights are < 2^63.
+TEXT ·weightsHistAVX2(SB), NOSPLIT, $0-56
+	MOVQ    w+0(FP), DI
+	MOVQ    l+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    c+24(FP), DX
+	MOVQ    tab+32(FP), R8
+	MOVQ    hist+40(FP), R12
+	VPXOR   Y7, Y7, Y7
+	VMOVDQU C_K(DX), Y15
+	SHRQ    $3, CX
+	JZ      hdone
+
+hloop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y8
+	VSUBPD    C_M(DX), Y0, Y0
+	VSUBPD    C_M(DX), Y8, Y8
+	VMULPD    C_INVT(DX), Y0, Y0
+	VMULPD    C_INVT(DX), Y8, Y8
+	VMAXPD    C_LO(DX), Y0, Y0
+	VMAXPD    C_LO(DX), Y8, Y8
+	EXPCORE(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
+	EXPCORE(Y8, Y9, Y10, Y11, Y12, Y13, Y14)
+	TOWEIGHTKEY(Y4, Y0, Y1, Y2, Y15)
+	TOWEIGHTKEY(Y12, Y8, Y9, Y10, Y15)
+	VMOVDQU   Y4, (DI)
+	VMOVDQU   Y12, 32(DI)
+	VPADDQ    Y4, Y7, Y7
+	VPADDQ    Y12, Y7, Y7
+	VPCMPGTQ  C_KMIN(DX), Y2, Y3 // key >= kmin
+	VMOVMSKPD Y3, AX
+	TESTL     AX, AX
+	JZ        hskipA
+	SCATTER(Y2, X2, Y4, X4, X3)
+
+hskipA:
+	VPCMPGTQ  C_KMIN(DX), Y10, Y11
+	VMOVMSKPD Y11, AX
+	TESTL     AX, AX
+	JZ        hskipB
+	SCATTER(Y10, X10, Y12, X12, X11)
+
+hskipB:
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       hloop
+
+hdone:
+	VEXTRACTI128 $1, Y7, X0
+	VPADDQ       X0, X7, X7
+	VPSHUFD      $0x4e, X7, X0
+	VPADDQ       X0, X7, X7
+	MOVQ         X7, AX
+	MOVQ         AX, sum+48(FP)
+	VZEROUPPER
+	RET
+
 // func expSumAVX2(l *float32, n int, c *expConsts, tab *[64]float64, lanes *[4]float64)
-// lanes[j] = Σ exp(l[i] − m) over i ≡ j (mod 4) with l[i] − m >= c.lo, each
-// lane summed in increasing i. Skipped terms add +0, which leaves a positive
-// sum unchanged.
+// lanes[j] = Σ e_i over i ≡ j (mod 4), each lane summed in increasing i,
+// e_i = expCore(max(l[i] − m, -60)) where e_i > expSumFloor, else +0 (which
+// leaves a positive sum unchanged).
 TEXT ·expSumAVX2(SB), NOSPLIT, $0-40
 	MOVQ  l+0(FP), SI
 	MOVQ  n+8(FP), CX
@@ -132,16 +236,16 @@ TEXT ·expSumAVX2(SB), NOSPLIT, $0-40
 sloop:
 	VCVTPS2PD (SI), Y0
 	VCVTPS2PD 16(SI), Y8
-	VSUBPD    C_M(DX), Y0, Y0         // x = float64(v) - m
+	VSUBPD    C_M(DX), Y0, Y0 // float64(v) - m
 	VSUBPD    C_M(DX), Y8, Y8
-	VCMPPD    $5, C_LO(DX), Y0, Y14   // keep = !(x < -60)
-	VCMPPD    $5, C_LO(DX), Y8, Y15
-	VMAXPD    C_LO(DX), Y0, Y0
+	VMAXPD    C_LO(DX), Y0, Y0 // max(x, -60)
 	VMAXPD    C_LO(DX), Y8, Y8
 	EXPCORE(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
 	EXPCORE(Y8, Y9, Y10, Y11, Y12, Y13, Y6)
-	VANDPD    Y14, Y4, Y4
-	VANDPD    Y15, Y12, Y12
+	VCMPPD    $0x1e, C_EFLOOR(DX), Y4, Y1 // e > floor
+	VCMPPD    $0x1e, C_EFLOOR(DX), Y12, Y9
+	VANDPD    Y1, Y4, Y4
+	VANDPD    Y9, Y12, Y12
 	VADDPD    Y4, Y7, Y7
 	VADDPD    Y12, Y7, Y7
 	ADDQ      $32, SI
@@ -150,6 +254,59 @@ sloop:
 
 sdone:
 	VMOVUPD Y7, (DI)
+	VZEROUPPER
+	RET
+
+// func weightsExpSumAVX2(w *uint64, l *float32, n int, c *expConsts, tab *[64]float64, lanes *[4]float64) (sum uint64)
+// weightsAVX2 with invT = 1 and expSumAVX2 in one pass. x is clamped to -60
+// (c.lo) rather than xmin: the weight there is 0 all the same.
+TEXT ·weightsExpSumAVX2(SB), NOSPLIT, $0-56
+	MOVQ    w+0(FP), DI
+	MOVQ    l+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    c+24(FP), DX
+	MOVQ    tab+32(FP), R8
+	MOVQ    lanes+40(FP), R9
+	VPXOR   Y7, Y7, Y7
+	VPXOR   Y14, Y14, Y14
+	VMOVDQU C_K(DX), Y15
+	SHRQ    $3, CX
+	JZ      xdone
+
+xloop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y8
+	VSUBPD    C_M(DX), Y0, Y0
+	VSUBPD    C_M(DX), Y8, Y8
+	VMAXPD    C_LO(DX), Y0, Y0
+	VMAXPD    C_LO(DX), Y8, Y8
+	EXPCORE(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
+	EXPCORE(Y8, Y9, Y10, Y11, Y12, Y13, Y6)
+	VCMPPD    $0x1e, C_EFLOOR(DX), Y4, Y1
+	VCMPPD    $0x1e, C_EFLOOR(DX), Y12, Y9
+	VANDPD    Y1, Y4, Y1
+	VANDPD    Y9, Y12, Y9
+	VADDPD    Y1, Y14, Y14
+	VADDPD    Y9, Y14, Y14
+	TOWEIGHT(Y4, Y0, Y1, Y15)
+	TOWEIGHT(Y12, Y8, Y9, Y15)
+	VMOVDQU   Y4, (DI)
+	VMOVDQU   Y12, 32(DI)
+	VPADDQ    Y4, Y7, Y7
+	VPADDQ    Y12, Y7, Y7
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       xloop
+
+xdone:
+	VMOVUPD      Y14, (R9)
+	VEXTRACTI128 $1, Y7, X0
+	VPADDQ       X0, X7, X7
+	VPSHUFD      $0x4e, X7, X0
+	VPADDQ       X0, X7, X7
+	MOVQ         X7, AX
+	MOVQ         AX, sum+48(FP)
 	VZEROUPPER
 	RET
 
@@ -293,5 +450,39 @@ dloop:
 ddone:
 	MOVQ DI, i+32(FP)
 	MOVQ BX, acc+40(FP)
+	VZEROUPPER
+	RET
+
+// func indexBetweenAVX2(l *float32, n int, a, b float32) int
+// The first i < n with a <= l[i] <= b, or n.
+TEXT ·indexBetweenAVX2(SB), NOSPLIT, $0-32
+	MOVQ         l+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y0
+	VBROADCASTSS b+20(FP), Y1
+	XORQ         AX, AX
+
+bloop:
+	CMPQ      AX, CX
+	JGE       bnone
+	VMOVUPS   (SI)(AX*4), Y2
+	VCMPPS    $0x12, Y2, Y0, Y3 // a <= l[i], ordered
+	VCMPPS    $0x12, Y1, Y2, Y4 // l[i] <= b
+	VANDPS    Y4, Y3, Y3
+	VMOVMSKPS Y3, BX
+	TESTL     BX, BX
+	JNZ       bfound
+	ADDQ      $8, AX
+	JMP       bloop
+
+bfound:
+	BSFL BX, BX
+	ADDQ BX, AX
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+bnone:
+	MOVQ CX, ret+24(FP)
 	VZEROUPPER
 	RET

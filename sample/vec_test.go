@@ -95,6 +95,21 @@ func TestWeightsKernelMatchesGo(t *testing.T) {
 			if gs != ws {
 				t.Fatalf("shift %d invT %v: sum %d, Go %d", shift, invT, gs, ws)
 			}
+			// The fused histogram kernel: same weights, and the histogram.
+			var wantHist [histBins]uint64
+			for _, x := range want {
+				wantHist[histKey(x)] += x
+			}
+			for _, kmin := range []int{0, 64, histKey(1 << 20), histKey(1 << 40)} {
+				var hist [histBins]uint64
+				clear(got)
+				if hs := weightsHist(got, l, m, invT, scale, xmin, &hist, kmin); hs != ws || !slices.Equal(got, want) {
+					t.Fatalf("shift %d invT %v: weightsHist differs from weights", shift, invT)
+				}
+				if !slices.Equal(hist[kmin:], wantHist[kmin:]) {
+					t.Fatalf("shift %d invT %v kmin %d: weightsHist histogram differs", shift, invT, kmin)
+				}
+			}
 			total += n
 		}
 	}
@@ -104,6 +119,18 @@ func TestWeightsKernelMatchesGo(t *testing.T) {
 		got, want := make([]uint64, n), make([]uint64, n)
 		if gs, ws := weights(got, l, 0, 1, 0x1p46, -47*math.Ln2), weightsGo(want, l, 0, 1, 0x1p46, -47*math.Ln2); gs != ws || !slices.Equal(got, want) {
 			t.Fatalf("length %d: weights differ", n)
+		}
+		var hist, wantHist [histBins]uint64
+		hist[5] = 99 // cleared by weightsHist
+		clear(got)
+		if hs := weightsHist(got, l, 0, 1, 0x1p46, -47*math.Ln2, &hist, 0); !slices.Equal(got, want) || hs != weightsGo(want, l, 0, 1, 0x1p46, -47*math.Ln2) {
+			t.Fatalf("length %d: weightsHist differs", n)
+		}
+		for _, x := range want {
+			wantHist[histKey(x)] += x
+		}
+		if hist != wantHist {
+			t.Fatalf("length %d: histogram differs", n)
 		}
 	}
 	t.Logf("%d inputs", total)
@@ -164,6 +191,17 @@ func TestExpSumKernelMatchesGo(t *testing.T) {
 		if got := expSum(l, m); math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("n %d: expSum %v (asm) != %v (Go)", n, got, want)
 		}
+		// The fused pass gives the same sum and the same weights.
+		for _, asm := range []bool{false, true} {
+			useAVX2 = asm && hasAVX2
+			w, ww := make([]uint64, n), make([]uint64, n)
+			ws := weightsGo(ww, l, m, 1, 0x1p50, -51*math.Ln2)
+			gs, z := weightsExpSum(w, l, m, 0x1p50, -51*math.Ln2)
+			if gs != ws || !slices.Equal(w, ww) || math.Float64bits(z) != math.Float64bits(want) {
+				t.Fatalf("n %d asm %v: weightsExpSum (%d, %v), want (%d, %v)", n, asm, gs, z, ws, want)
+			}
+		}
+		useAVX2 = saved
 		// And it is the log-softmax normaliser to float64 accuracy.
 		ref := 0.0
 		for _, v := range l {
@@ -244,6 +282,63 @@ func TestMaxValidAndSearches(t *testing.T) {
 				t.Fatalf("absent: indexEqual = %d", i)
 			}
 		})
+	}
+}
+
+func TestIndexBetween(t *testing.T) {
+	r := newRNG(37)
+	nan32 := float32(math.NaN())
+	for _, asm := range []bool{true, false} {
+		withKernels(t, asm, func(t *testing.T) {
+			for n := 0; n <= 40; n++ {
+				l := make([]float32, n)
+				for i := range l {
+					l[i] = float32(int64(r.next()%9) - 4)
+				}
+				if n > 3 {
+					l[3] = float32(math.Inf(-1))
+				}
+				for from := 0; from <= n; from++ {
+					for _, ab := range [][2]float32{{-1, 1}, {2, 2}, {-10, -3}, {3, 10}, {5, 9}, {1, -1}, {nan32, 3}} {
+						want := n
+						for i := from; i < n; i++ {
+							if l[i] >= ab[0] && l[i] <= ab[1] {
+								want = i
+								break
+							}
+						}
+						if got := indexBetween(l, from, ab[0], ab[1]); got != want {
+							t.Fatalf("n %d from %d [%v, %v]: %d, want %d", n, from, ab[0], ab[1], got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// logitRange must bracket the logit of every token in a histogram bin.
+func TestLogitRangeBrackets(t *testing.T) {
+	r := newRNG(38)
+	for _, V := range []int{50, 32000, 128256} {
+		for _, temp := range []float32{1e-20, 0.05, 0.7, 1, 2.5} {
+			p := Defaults()
+			p.Temperature, p.TopP = temp, 0.9
+			s := mustNew(t, p, V)
+			l := testLogits(&r, 4000, 30)
+			m := slices.Max(l)
+			w := make([]uint64, len(l))
+			weightsGo(w, l, float64(m), s.invT, s.scale, s.xmin)
+			for i, x := range w {
+				if x == 0 {
+					continue
+				}
+				lo, hi := histRange(histKey(x))
+				if a, b := s.logitRange(m, lo, hi); !(l[i] >= a && l[i] <= b) {
+					t.Fatalf("V %d T %v: logit %v (weight %d, bin [%d, %d)) outside [%v, %v]", V, temp, l[i], x, lo, hi, a, b)
+				}
+			}
+		}
 	}
 }
 
@@ -336,5 +431,30 @@ func BenchmarkKernels128k(b *testing.B) {
 		run("expSum", func() { expSum(l, m) })
 		run("maxValid", func() { maxValid(l) })
 		run("indexAbove", func() { indexAbove(l, 0, 100) })
+	}
+}
+
+// Log-probabilities do not depend on the sampling path: the fused pass (T = 1)
+// gives the same bits as the separate log-softmax pass (other temperatures).
+func TestFusedLogprobsMatch(t *testing.T) {
+	const V = 3001
+	r := newRNG(36)
+	l := testLogits(&r, V, 8)
+	for _, asm := range []bool{true, false} {
+		withKernels(t, asm, func(t *testing.T) {
+			mk := func(temp float32) *Sampler {
+				p := Defaults()
+				p.Temperature, p.Logprobs, p.Seed = temp, ptr(4), ptr(uint64(3))
+				return mustNew(t, p, V)
+			}
+			fused, plain := mk(1), mk(0.5)
+			for range 5 {
+				a := mustSample(t, fused, l, nil, 0)
+				b := mustSample(t, plain, l, nil, 0)
+				if !slices.Equal(a.TopLogprobs, b.TopLogprobs) {
+					t.Fatalf("top logprobs differ: %v vs %v", a.TopLogprobs, b.TopLogprobs)
+				}
+			}
+		})
 	}
 }

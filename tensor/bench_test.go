@@ -130,51 +130,78 @@ func BenchmarkMatVec(b *testing.B) {
 	}
 }
 
+// BenchmarkMatVecCached is decode through a (96, 2048) matrix that stays
+// in L2, on one thread: the kernels' arithmetic rate per core (including
+// QuantizeActs and the pool), which must exceed the per-core share of DRAM
+// bandwidth for BenchmarkMatVec to be memory bound. cpuMB/s divides by the
+// process's CPU time, so it holds up on a shared machine.
+func BenchmarkMatVecCached(b *testing.B) {
+	for _, t := range []DType{F16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K} {
+		b.Run(t.String(), func(b *testing.B) {
+			const rows, cols = 96, 2048
+			rng := rand.New(rand.NewPCG(1, 2))
+			rb, _ := t.RowBytes(cols)
+			data := make([]byte, rows*rb)
+			v := make([]float32, cols)
+			for r := range rows {
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				if err := QuantizeRow(data[r*rb:(r+1)*rb], t, v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w := &Mat{Type: t, Rows: rows, Cols: cols, Data: data}
+			x := make([]float32, cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			dst := make([]float32, rows)
+			p := NewPool(1)
+			defer p.Close()
+			b.SetBytes(int64(len(data)))
+			c0 := cpuSeconds()
+			for b.Loop() {
+				p.MatMul(dst, w, x, 1)
+			}
+			if c := cpuSeconds() - c0; c > 0 {
+				b.ReportMetric(float64(len(data))*float64(b.N)/c/1e6, "cpuMB/s")
+			}
+		})
+	}
+}
+
 // BenchmarkGEMM is prefill: n tokens through a (rows, cols) matrix;
 // reports GFLOP/s (2·rows·cols·n per op) and, since the machine is shared,
 // GFLOP per CPU-second of the process (cpuGFLOP/s; with threads=2 that
-// includes the workers' spin-waits). Quantized types run both prefill
-// paths: path=int8 (8-bit activations, integer dots) and path=float
-// (dequantize into the float GEMM).
+// includes the workers' spin-waits).
 func BenchmarkGEMM(b *testing.B) {
 	for _, t := range []DType{F32, F16, Q8_0, Q4_K, Q6_K, Q5_0} {
-		paths := []bool{false}
-		if hasQdotKernel(t) {
-			paths = []bool{true, false}
-		}
 		for _, sh := range [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}} {
-			for _, n := range []int{128, 512} {
+			for _, n := range []int{4, 8, 128, 512} {
 				for _, th := range []int{1, 2} {
-					for _, q := range paths {
-						name := fmt.Sprintf("%s/%dx%d/n=%d/threads=%d", t, sh[0], sh[1], n, th)
-						if len(paths) > 1 {
-							name += map[bool]string{true: "/path=int8", false: "/path=float"}[q]
+					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/threads=%d", t, sh[0], sh[1], n, th), func(b *testing.B) {
+						ms := benchMats(b, t, sh[0], sh[1])
+						p := NewPool(th)
+						defer p.Close()
+						x := make([]float32, n*sh[1])
+						for i := range x {
+							x[i] = float32(i%7) - 3
 						}
-						b.Run(name, func(b *testing.B) {
-							defer func(v bool) { useQGEMM = v }(useQGEMM)
-							useQGEMM = q
-							ms := benchMats(b, t, sh[0], sh[1])
-							p := NewPool(th)
-							defer p.Close()
-							x := make([]float32, n*sh[1])
-							for i := range x {
-								x[i] = float32(i%7) - 3
-							}
-							dst := make([]float32, n*sh[0])
-							b.SetBytes(int64(len(ms[0].Data)))
-							i := 0
-							c0 := cpuSeconds()
-							for b.Loop() {
-								p.MatMul(dst, ms[i%len(ms)], x, n)
-								i++
-							}
-							flop := 2 * float64(sh[0]) * float64(sh[1]) * float64(n) * float64(b.N)
-							b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-							if c := cpuSeconds() - c0; c > 0 {
-								b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
-							}
-						})
-					}
+						dst := make([]float32, n*sh[0])
+						b.SetBytes(int64(len(ms[0].Data)))
+						i := 0
+						c0 := cpuSeconds()
+						for b.Loop() {
+							p.MatMul(dst, ms[i%len(ms)], x, n)
+							i++
+						}
+						flop := 2 * float64(sh[0]) * float64(sh[1]) * float64(n) * float64(b.N)
+						b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+						if c := cpuSeconds() - c0; c > 0 {
+							b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
+						}
+					})
 				}
 			}
 		}

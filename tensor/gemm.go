@@ -20,8 +20,16 @@ import (
 // widening F16 (VCVTPH2PS) or BF16 (shift) in registers; workers claim
 // 16-row-aligned chunks of rows. Block-quantized weights take llama.cpp's
 // route: x is quantized once to 8 bits (QuantizeActs) and each row is an
-// integer dot product (AVX2 for Q8_0, Q4_K, Q6_K; dotQFast), so a Q4_K
-// row streams 0.56 B/weight and never expands to float.
+// integer dot product (AVX2 for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
+// Q6_K; dotQRows runs a whole chunk of rows per call), so a Q4_K row
+// streams 0.56 B/weight and never expands to float.
+//
+// A few tokens (n < 16 for quantized weights with integer kernels, n ≤ 4
+// for float weights) also take these kernels, one token after another
+// over chunks of rows sized to stay in L2: W still comes from DRAM once,
+// and the GEMM below would spend a whole 16-token panel on them. So for
+// those quantized types every n < 16 sees x rounded to 8 bits per block,
+// exactly as n = 1 does (and as llama.cpp does for every n).
 //
 // Prefill, n > 1 (matrix-matrix). Now each weight meets n tokens: 2·n FLOPs
 // per weight, so with n = 512 the same matrix needs 11.8 GFLOP against
@@ -33,30 +41,41 @@ import (
 //   - x is packed once per call into panels of 16 tokens, (Cols, 16) each,
 //     zero-padded past n ("pack" phase, parallel over panels);
 //   - workers claim blocks of gemmMC = 48 weight rows; for each slice of
-//     gemmKC = 256 columns the block is decoded once to float32 (F16/BF16
-//     widened, quantized types dequantized; F32 read in place), 48 KB that
-//     stay in L2;
+//     gemmKC = 256 columns the block is decoded to float32 (F16/BF16
+//     widened, quantized types dequantized by the AVX2 decoders of
+//     quantdeq_amd64.s; F32 read in place), 48 KB that stay in L2, and
+//     multiplied by gemmNP = 8 token panels (128 tokens) at a time, so the
+//     block, those panels' B slices and their part of dstᵀ fit in L2
+//     together;
 //   - the 6×16 micro-kernel multiplies 6 rows of that block by one token
 //     panel: per column, 2 loads + 6 broadcasts feed 12 FMAs into 12 YMM
 //     accumulators (96 floats of dstᵀ), so it runs at the FMA pipes' rate;
 //   - the block's (48, npad) dstᵀ lives in a per-worker buffer and is
 //     transposed into dst at the end.
 //
-// Each weight is thus read from DRAM once and decoded once per call, and
-// reused from L1/L2 for all n tokens.
+// Each weight is thus read from DRAM once per call and decoded once per
+// 128 tokens, and reused from L1/L2 for all n tokens.
+//
+// (An alternative prefill for quantized weights — quantize x to 8 bits
+// and run the integer row dots for every token over an L2-resident chunk
+// of rows — was measured at 35-55 GFLOP/s per core against 56-67 for
+// dequantize-then-FMA, so prefill keeps exact x and the float GEMM.)
 const (
 	gemmMC = 48  // weight rows per block (multiple of gemmMR)
 	gemmKC = 256 // columns per block (multiple of every quant block size)
+	gemmNP = 8   // token panels (of gemmNR) per pass over a row block
 
-	// qgemmChunkBytes bounds the weight bytes of one chunk of rows in the
-	// quantized prefill path, so the chunk stays in L2 while every token
-	// passes over it.
-	qgemmChunkBytes = 96 << 10
+	// Few tokens take the matrix-vector kernels token by token instead of
+	// the GEMM, whose 16-token panels would be mostly padding: quantized
+	// weights of the types with integer kernels (qdotType) for
+	// n < rowwiseQuantMax, with 8-bit activations as for n = 1 (the integer
+	// dot of one token costs about what the GEMM spends per padded token),
+	// float weights for n ≤ rowwiseFloatMax (dot4 runs at ~1/2-1/3 of the
+	// GEMM's rate per token). Chunks of rows are sized to stay in L2.
+	rowwiseQuantMax   = gemmNR
+	rowwiseFloatMax   = 4
+	rowwiseChunkBytes = 128 << 10
 )
-
-// useQGEMM selects the integer-dot prefill path for quantized weights
-// (benchmarks flip it to compare with the dequantizing GEMM).
-var useQGEMM = true
 
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
@@ -81,8 +100,6 @@ const (
 	phaseMatVec = iota
 	phasePack
 	phaseGEMM
-	phaseQuantize // x → s.acts, one token per claim
-	phaseQGEMM    // integer dots, a chunk of rows × all tokens per claim
 )
 
 // matJob is the task behind MatMul; one lives in each pool and is reused.
@@ -119,10 +136,17 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 	}
 	j := &s.mm
 	*j = matJob{s: s, dst: dst, w: w, x: x, n: n}
-	if n == 1 {
+	if n == 1 || (n < rowwiseQuantMax && qdotType(w.Type)) || (n <= rowwiseFloatMax && isFloat(w.Type)) {
+		// Matrix-vector kernels, one token after another over each chunk
+		// of rows (for n > 1 the chunk is sized to stay in L2, so W is
+		// still read from DRAM once).
 		th := s.n
-		j.chunk = max(16, (w.Rows/(8*th)+15)&^15)
-		if _, ok := ActsFormat(w.Type); ok && QuantizeActs(&s.acts, w.Type, x[:w.Cols]) == nil {
+		if n == 1 {
+			j.chunk = max(16, (w.Rows/(8*th)+15)&^15)
+		} else {
+			j.chunk = max(4, min(rowwiseChunkBytes/w.RowBytes(), w.Rows/(4*th))&^3)
+		}
+		if _, ok := ActsFormat(w.Type); ok && QuantizeActs(&s.acts, w.Type, x[:n*w.Cols]) == nil {
 			j.quant = true
 		} else if !isFloat(w.Type) {
 			for i := range s.scratch {
@@ -130,21 +154,6 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 			}
 		}
 		j.phase = phaseMatVec
-		s.run(j)
-		j.dst, j.x, j.w = nil, nil, nil
-		return
-	}
-	if useQGEMM && hasQdotKernel(w.Type) && s.acts.resize(w.Type, n*w.Cols) == nil {
-		// Quantized weights with an integer-dot kernel: quantize every
-		// token once (in parallel), then stream each chunk of rows from
-		// memory once and dot it, from L2, with every token.
-		j.phase = phaseQuantize
-		s.run(j)
-		rb := w.RowBytes()
-		th := s.n
-		j.chunk = max(4, min(qgemmChunkBytes/rb, (w.Rows+4*th-1)/(4*th)))
-		j.phase = phaseQGEMM
-		j.next.Store(0)
 		s.run(j)
 		j.dst, j.x, j.w = nil, nil, nil
 		return
@@ -185,28 +194,6 @@ func (j *matJob) run(worker int) {
 			}
 			j.pack(tg)
 		}
-	case phaseQuantize:
-		bpt := j.w.Cols / j.s.acts.Format.BlockSize() // blocks per token
-		for {
-			t := int(j.next.Add(1)) - 1
-			if t >= j.n {
-				return
-			}
-			j.s.acts.quantizeBlocks(j.x, t*bpt, (t+1)*bpt)
-		}
-	case phaseQGEMM:
-		w := j.w
-		rb := w.RowBytes()
-		for {
-			lo := int(j.next.Add(int64(j.chunk))) - j.chunk
-			if lo >= w.Rows {
-				return
-			}
-			hi := min(lo+j.chunk, w.Rows)
-			for t := range j.n {
-				dotQRows(w.Type, j.dst[t*w.Rows+lo:t*w.Rows+hi], w.Data[lo*rb:], rb, w.Cols, &j.s.acts, t*w.Cols)
-			}
-		}
 	case phaseGEMM:
 		for {
 			r0 := int(j.next.Add(gemmMC)) - gemmMC
@@ -218,56 +205,76 @@ func (j *matJob) run(worker int) {
 	}
 }
 
-// matVec computes dst[r] for rows [lo, hi) of a single token.
+// matVec computes dst[t][r] for rows [lo, hi), token after token.
 func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
-	w, dst := j.w, j.dst
-	x := j.x[:w.Cols]
+	w := j.w
 	rb := w.RowBytes()
-	var out [4]float32
-	if isFloat(w.Type) {
-		r := lo
-		for ; r+4 <= hi; r += 4 {
-			dot4(w.Type, w.Data[r*rb:], rb, x, &out)
-			copy(dst[r:r+4], out[:])
+	for t := range j.n {
+		x := j.x[t*w.Cols : (t+1)*w.Cols]
+		dst := j.dst[t*w.Rows : (t+1)*w.Rows]
+		var out [4]float32
+		if isFloat(w.Type) {
+			r := lo
+			for ; r+4 <= hi; r += 4 {
+				dot4(w.Type, w.Data[r*rb:], rb, x, &out)
+				copy(dst[r:r+4], out[:])
+			}
+			for ; r < hi; r++ {
+				dot4(w.Type, w.Data[r*rb:], 0, x, &out)
+				dst[r] = out[0]
+			}
+			continue
 		}
-		for ; r < hi; r++ {
-			dot4(w.Type, w.Data[r*rb:], 0, x, &out)
-			dst[r] = out[0]
+		if j.quant {
+			// Integer dots against the 8-bit activations, as llama.cpp does.
+			dotQRows(w.Type, dst[lo:hi], w.Data[lo*rb:], rb, w.Cols, &j.s.acts, t*w.Cols)
+			continue
 		}
-		return
-	}
-	if j.quant {
-		// Integer dots against the 8-bit activations, as llama.cpp does.
-		dotQRows(w.Type, dst[lo:hi], w.Data[lo*rb:], rb, w.Cols, &j.s.acts, 0)
-		return
-	}
-	// Other types: dequantize four rows, then the F32 kernel.
-	buf := sc.rows[:4*w.Cols]
-	for r := lo; r < hi; r += 4 {
-		m := min(4, hi-r)
-		for i := range m {
-			DequantizeRow(buf[i*w.Cols:(i+1)*w.Cols], w.Type, w.Data[(r+i)*rb:(r+i+1)*rb])
+		// Other types (n = 1 only): dequantize four rows, then the F32 kernel.
+		buf := sc.rows[:4*w.Cols]
+		for r := lo; r < hi; r += 4 {
+			m := min(4, hi-r)
+			for i := range m {
+				dequantFast(buf[i*w.Cols:(i+1)*w.Cols], w.Type, w.Data[(r+i)*rb:(r+i+1)*rb])
+			}
+			dot4(F32, F32Bytes(buf), w.Cols*4, x, &out)
+			copy(dst[r:r+m], out[:m])
 		}
-		dot4(F32, F32Bytes(buf), w.Cols*4, x, &out)
-		copy(dst[r:r+m], out[:m])
 	}
 }
 
 // pack writes token panel tg: b[tg][c][jj] = x[tg·16+jj][c], zero past n.
+// Eight columns at a time: the 16 token rows are read as 16 sequential
+// streams and each 16-float output row is written whole.
 func (j *matJob) pack(tg int) {
 	K := j.w.Cols
 	b := j.s.shared.b[tg*K*gemmNR : (tg+1)*K*gemmNR]
-	for jj := range gemmNR {
+	m := min(gemmNR, j.n-tg*gemmNR) // real tokens in this panel
+	var rows [gemmNR][]float32
+	for jj := range m {
 		t := tg*gemmNR + jj
-		if t >= j.n {
-			for c := range K {
-				b[c*gemmNR+jj] = 0
+		rows[jj] = j.x[t*K : (t+1)*K]
+	}
+	c := 0
+	for ; c+8 <= K; c += 8 {
+		bc := b[c*gemmNR : (c+8)*gemmNR]
+		for jj := range m {
+			r := rows[jj][c : c+8]
+			bc[jj], bc[16+jj], bc[32+jj], bc[48+jj] = r[0], r[1], r[2], r[3]
+			bc[64+jj], bc[80+jj], bc[96+jj], bc[112+jj] = r[4], r[5], r[6], r[7]
+		}
+		if m < gemmNR {
+			for i := range 8 {
+				clear(bc[i*gemmNR+m : (i+1)*gemmNR])
 			}
-			continue
 		}
-		for c, v := range j.x[t*K : (t+1)*K] {
-			b[c*gemmNR+jj] = v
+	}
+	for ; c < K; c++ {
+		bc := b[c*gemmNR : (c+1)*gemmNR]
+		for jj := range m {
+			bc[jj] = rows[jj][c]
 		}
+		clear(bc[m:])
 	}
 }
 
@@ -280,43 +287,52 @@ func (j *matJob) gemmBlock(sc *workerScratch, r0, r1 int) {
 	mp := (m + gemmMR - 1) / gemmMR * gemmMR // rows padded to whole micro-tiles
 	c := sc.c[:mp*npad]
 	direct := t == F32 && m == mp
-	for kb := 0; kb < K; kb += gemmKC {
-		kc := min(gemmKC, K-kb)
-		var a []float32
-		var lda int
-		if direct {
-			a, lda = BytesF32(w.Data[r0*rb : r1*rb])[kb:], K
-		} else {
-			a, lda = sc.a[:mp*gemmKC], gemmKC
-			for i := range mp {
-				ai := a[i*lda : i*lda+kc]
-				if i >= m {
-					clear(ai)
-					continue
-				}
-				row := w.Data[(r0+i)*rb : (r0+i+1)*rb]
-				if isFloat(t) {
-					fb := floatBytes(t)
-					cvtRow(ai, t, row[kb*fb:(kb+kc)*fb])
-				} else {
-					bs, bb := t.BlockSize(), t.BlockBytes()
-					DequantizeRow(ai, t, row[kb/bs*bb:(kb+kc)/bs*bb])
+	panels := npad / gemmNR
+	// Token panels go in groups of gemmNP so that the decoded block a, the
+	// group's B slices and its part of c stay in L2 together; with all
+	// panels at once (n = 512: 512 KB of B per kc step) a was evicted and
+	// re-read from L3 for every panel. Each group decodes a again, which
+	// costs ~2% next to its 2·gemmNP·16 FLOPs per weight.
+	for p0 := 0; p0 < panels; p0 += gemmNP {
+		p1 := min(p0+gemmNP, panels)
+		for kb := 0; kb < K; kb += gemmKC {
+			kc := min(gemmKC, K-kb)
+			var a []float32
+			var lda int
+			if direct {
+				a, lda = BytesF32(w.Data[r0*rb : r1*rb])[kb:], K
+			} else {
+				a, lda = sc.a[:mp*gemmKC], gemmKC
+				for i := range mp {
+					ai := a[i*lda : i*lda+kc]
+					if i >= m {
+						clear(ai)
+						continue
+					}
+					row := w.Data[(r0+i)*rb : (r0+i+1)*rb]
+					if isFloat(t) {
+						fb := floatBytes(t)
+						cvtRow(ai, t, row[kb*fb:(kb+kc)*fb])
+					} else {
+						bs, bb := t.BlockSize(), t.BlockBytes()
+						dequantFast(ai, t, row[kb/bs*bb:(kb+kc)/bs*bb])
+					}
 				}
 			}
-		}
-		for tg := 0; tg < npad/gemmNR; tg++ {
-			b := j.s.shared.b[(tg*K+kb)*gemmNR:]
-			for g := 0; g < mp; g += gemmMR {
-				gemmTile(a[g*lda:], lda, b, c[g*npad+tg*gemmNR:], npad, kc, kb > 0)
+			for tg := p0; tg < p1; tg++ {
+				b := j.s.shared.b[(tg*K+kb)*gemmNR:]
+				for g := 0; g < mp; g += gemmMR {
+					gemmTile(a[g*lda:], lda, b, c[g*npad+tg*gemmNR:], npad, kc, kb > 0)
+				}
 			}
 		}
 	}
-	// dstᵀ block → dst.
+	// dstᵀ block → dst, one token's m outputs (contiguous) at a time.
 	rows := w.Rows
-	for i := range m {
-		ci := c[i*npad : i*npad+j.n]
-		for tok, v := range ci {
-			j.dst[tok*rows+r0+i] = v
+	for tok := range j.n {
+		d := j.dst[tok*rows+r0 : tok*rows+r0+m]
+		for i := range d {
+			d[i] = c[i*npad+tok]
 		}
 	}
 }

@@ -128,18 +128,34 @@ func TestMatMulParity(t *testing.T) {
 	}
 }
 
-// TestMatMulAllocs pins that a warmed-up Pool allocates nothing per call.
+// TestMatMulAllocs pins that a warmed-up Pool allocates nothing per call,
+// for float and quantized weights, decode and prefill.
 func TestMatMulAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	p := NewPool(2)
 	defer p.Close()
-	w, _ := randMat(rng, F16, 200, 96)
-	for _, n := range []int{1, 20} {
-		x := randVec(rng, n*96)
-		dst := make([]float32, n*200)
-		p.MatMul(dst, w, x, n)
-		if a := testing.AllocsPerRun(50, func() { p.MatMul(dst, w, x, n) }); a != 0 {
-			t.Errorf("n=%d: %v allocations per MatMul, want 0", n, a)
+	for _, ty := range []DType{F16, Q4_K, Q5_0, Q8_0} {
+		const rows, cols = 200, 256
+		var w *Mat
+		if ty == F16 {
+			w, _ = randMat(rng, F16, rows, cols)
+		} else {
+			rb, _ := ty.RowBytes(cols)
+			data := make([]byte, rows*rb)
+			for r := range rows {
+				if err := QuantizeRow(data[r*rb:(r+1)*rb], ty, randVec(rng, cols)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w = &Mat{Type: ty, Rows: rows, Cols: cols, Data: data}
+		}
+		for _, n := range []int{1, 3, 20} {
+			x := randVec(rng, n*cols)
+			dst := make([]float32, n*rows)
+			p.MatMul(dst, w, x, n)
+			if a := testing.AllocsPerRun(50, func() { p.MatMul(dst, w, x, n) }); a != 0 {
+				t.Errorf("%s n=%d: %v allocations per MatMul, want 0", ty, n, a)
+			}
 		}
 	}
 }
@@ -175,46 +191,61 @@ func TestPoolManyJobs(t *testing.T) {
 	}
 }
 
-// TestMatMulQuantTypes checks the quantized paths: n = 1 against the
-// 8-bit-activation reference MatMulQuant, n > 1 (dequantized blocks through
-// the float GEMM) against the exact product of the dequantized weights.
+// TestMatMulQuantTypes checks the quantized paths, assembly and pure Go:
+// n = 1, and n < 16 for the types with integer kernels, against the
+// 8-bit-activation reference MatMulQuant; larger n (dequantized blocks
+// through the float GEMM) against the exact product of the dequantized
+// weights.
 func TestMatMulQuantTypes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	p := NewPool(2)
 	defer p.Close()
-	for _, ty := range []DType{Q4_0, Q5_1, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K} {
-		rows, cols := 37, 768
-		rb, _ := ty.RowBytes(cols)
-		data := make([]byte, rows*rb)
-		v := make([]float32, rows*cols)
-		for r := range rows {
-			src := randVec(rng, cols)
-			if err := QuantizeRow(data[r*rb:(r+1)*rb], ty, src); err != nil {
+	saved := hasAVX2
+	defer func() { hasAVX2 = saved }()
+	for _, asm := range []bool{true, false} {
+		if asm && !saved {
+			continue
+		}
+		hasAVX2 = asm
+		for _, ty := range dotTypes {
+			rows, cols := 37, 768
+			rb, _ := ty.RowBytes(cols)
+			data := make([]byte, rows*rb)
+			v := make([]float32, rows*cols)
+			for r := range rows {
+				src := randVec(rng, cols)
+				if err := QuantizeRow(data[r*rb:(r+1)*rb], ty, src); err != nil {
+					t.Fatal(err)
+				}
+				DequantizeRow(v[r*cols:(r+1)*cols], ty, data[r*rb:(r+1)*rb])
+			}
+			w, err := NewMat(ty, rows, cols, data)
+			if err != nil {
 				t.Fatal(err)
 			}
-			DequantizeRow(v[r*cols:(r+1)*cols], ty, data[r*rb:(r+1)*rb])
-		}
-		w, err := NewMat(ty, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []int{1, 3, 17} {
-			x := randVec(rng, n*cols)
-			dst := make([]float32, n*rows)
-			p.MatMul(dst, w, x, n)
-			if n > 1 {
-				checkProduct(t, fmt.Sprintf("%s n=%d", ty, n), dst, v, x, rows, cols, n)
-				continue
-			}
-			want := make([]float32, rows)
-			MatMulQuant(want, w, x, 1, 0, rows)
-			for r := range rows {
-				var mag float64
-				for c := range cols {
-					mag += math.Abs(float64(v[r*cols+c] * x[c]))
+			for _, n := range []int{1, 3, 15, 17} {
+				x := randVec(rng, n*cols)
+				dst := make([]float32, n*rows)
+				p.MatMul(dst, w, x, n)
+				name := fmt.Sprintf("asm=%v %s n=%d", asm, ty, n)
+				if n > 1 && !(n < rowwiseQuantMax && qdotType(ty)) {
+					checkProduct(t, name, dst, v, x, rows, cols, n)
+					continue
 				}
-				if e := math.Abs(float64(dst[r]-want[r])) / mag; !(e < 1e-5) {
-					t.Fatalf("%s n=1 row %d: %g, want %g (rel %g)", ty, r, dst[r], want[r], e)
+				// 8-bit activations: the quantized reference.
+				want := make([]float32, n*rows)
+				MatMulQuant(want, w, x, n, 0, rows)
+				for tok := range n {
+					for r := range rows {
+						var mag float64
+						for c := range cols {
+							mag += math.Abs(float64(v[r*cols+c] * x[tok*cols+c]))
+						}
+						i := tok*rows + r
+						if e := math.Abs(float64(dst[i]-want[i])) / mag; !(e < 1e-5) {
+							t.Fatalf("%s token %d row %d: %g, want %g (rel %g)", name, tok, r, dst[i], want[i], e)
+						}
+					}
 				}
 			}
 		}

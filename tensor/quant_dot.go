@@ -108,9 +108,17 @@ func (dst *QuantizedActs) resize(wt DType, n int) error {
 }
 
 // quantizeBlocks quantizes blocks [b0, b1) of x (the whole vector, as
-// sized by resize) into dst. Disjoint block ranges may be quantized
-// concurrently.
+// sized by resize) into dst, with the AVX2 kernels when available.
 func (dst *QuantizedActs) quantizeBlocks(x []float32, b0, b1 int) {
+	if hasAVX2 {
+		dst.quantizeBlocksAVX2(x, b0, b1)
+		return
+	}
+	dst.quantizeBlocksRef(x, b0, b1)
+}
+
+// quantizeBlocksRef is the reference quantizer behind quantizeBlocks.
+func (dst *QuantizedActs) quantizeBlocksRef(x []float32, b0, b1 int) {
 	switch f := dst.Format; f {
 	case Q8_0, Q8_1:
 		for b := b0; b < b1; b++ {

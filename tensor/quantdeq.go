@@ -6,7 +6,7 @@ package tensor
 // whole number of blocks.
 func dequantFast(dst []float32, t DType, src []byte) {
 	if hasAVX2 {
-		bs, bb := t.BlockSize(), t.BlockBytes()
+		bs, bb := qBlock(t)
 		if nb := len(dst) / bs; nb > 0 && nb*bs == len(dst) {
 			_ = src[nb*bb-1]
 			switch t {

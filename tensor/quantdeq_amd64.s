@@ -97,8 +97,8 @@
 // K4SUB emits the 32 values in Y2 of sub-block k: d_k·q − m_k.
 #define K4SUB(k, off) \
 	CVT32; \
-	VBROADCASTSS 4*k(SP), Y0; \
-	VBROADCASTSS 32+4*k(SP), Y1; \
+	VBROADCASTSS 4*(k)(SP), Y0; \
+	VBROADCASTSS 32+4*(k)(SP), Y1; \
 	MUL4(Y0, Y0); \
 	SUB4(Y1); \
 	STORE4(off)
@@ -313,8 +313,8 @@ dq5kloop:
 #define Q6KEMIT(sa, off) \
 	VPSUBB       Y14, Y2, Y2; \
 	CVT32; \
-	VBROADCASTSS 4*sa(SP), Y0; \
-	VBROADCASTSS 4*sa+4(SP), Y1; \
+	VBROADCASTSS 4*(sa)(SP), Y0; \
+	VBROADCASTSS 4*(sa)+4(SP), Y1; \
 	MUL4(Y0, Y1); \
 	STORE4(off)
 

@@ -12,7 +12,7 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *QuantizedActs
 	if rows == 0 {
 		return
 	}
-	bs, bb := wt.BlockSize(), wt.BlockBytes()
+	bs, bb := qBlock(wt)
 	nb := n / bs
 	rb := nb * bb
 	if !hasQdotKernel(wt) || nb == 0 {
@@ -61,11 +61,14 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *QuantizedActs
 	}
 }
 
-// hasQdotKernel reports whether weight type wt has an assembly kernel.
-func hasQdotKernel(wt DType) bool {
-	if !hasAVX2 {
-		return false
-	}
+// hasQdotKernel reports whether weight type wt has an assembly kernel on
+// this machine.
+func hasQdotKernel(wt DType) bool { return hasAVX2 && qdotType(wt) }
+
+// qdotType reports whether wt is one of the types with integer-dot
+// kernels (on some machines). MatMul's choice of path depends on this, not
+// on the CPU, so its results do not change with the hardware.
+func qdotType(wt DType) bool {
 	switch wt {
 	case Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K:
 		return true
@@ -77,7 +80,31 @@ func hasQdotKernel(wt DType) bool {
 // a[off : off+n] — through dotQRows.
 func dotQFast(wt DType, w []byte, a *QuantizedActs, off int) float32 {
 	var out [1]float32
-	bb := wt.BlockBytes()
-	dotQRows(wt, out[:], w, len(w), len(w)/bb*wt.BlockSize(), a, off)
+	bs, bb := qBlock(wt)
+	dotQRows(wt, out[:], w, len(w), len(w)/bb*bs, a, off)
 	return out[0]
+}
+
+// qBlock is (BlockSize, BlockBytes) of t without the type table's map
+// lookups (the kernels' wrappers run once per chunk of rows).
+func qBlock(t DType) (bs, bb int) {
+	switch t {
+	case Q4_0:
+		return 32, 18
+	case Q4_1:
+		return 32, 20
+	case Q5_0:
+		return 32, 22
+	case Q5_1:
+		return 32, 24
+	case Q8_0:
+		return 32, 34
+	case Q4_K:
+		return 256, 144
+	case Q5_K:
+		return 256, 176
+	case Q6_K:
+		return 256, 210
+	}
+	return t.BlockSize(), t.BlockBytes()
 }

@@ -53,3 +53,17 @@ func dqQ5_KAVX2(dst *float32, src *byte, nb int)
 
 //go:noescape
 func dqQ6_KAVX2(dst *float32, src *byte, nb int)
+
+// The activation quantizers of quantacts_amd64.s; see quantizeBlocksAVX2.
+
+//go:noescape
+func qAbsMax32AVX2(x *float32, nb int, out *float32) (nan bool)
+
+//go:noescape
+func qVMax256AVX2(x *float32, nb int, out *float32) (nan bool)
+
+//go:noescape
+func qRound32AVX2(x *float32, id *float32, nb int, q *int8)
+
+//go:noescape
+func qRound256AVX2(x *float32, is *float32, nb int, q *int8, bsums *int16)

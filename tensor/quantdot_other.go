@@ -39,3 +39,8 @@ func dqQ5_1AVX2(*float32, *byte, int) { panic("unreachable") }
 func dqQ4_KAVX2(*float32, *byte, int) { panic("unreachable") }
 func dqQ5_KAVX2(*float32, *byte, int) { panic("unreachable") }
 func dqQ6_KAVX2(*float32, *byte, int) { panic("unreachable") }
+
+func qAbsMax32AVX2(*float32, int, *float32) bool           { panic("unreachable") }
+func qVMax256AVX2(*float32, int, *float32) bool            { panic("unreachable") }
+func qRound32AVX2(*float32, *float32, int, *int8)          { panic("unreachable") }
+func qRound256AVX2(*float32, *float32, int, *int8, *int16) { panic("unreachable") }

@@ -168,3 +168,87 @@ func TestDequantFast(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeActsFast checks the AVX2 activation quantizers bit for bit
+// against the reference on random vectors (with exact .5 ties, zeros,
+// equal-magnitude maxima of both signs, tiny and huge blocks) and checks
+// that vectors holding NaN or ±Inf match the reference too.
+func TestQuantizeActsFast(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, wt := range []DType{Q8_0, Q4_1, Q4_K} {
+		for trial := range 12 {
+			n := 256 * (1 + trial%5) * 3
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * []float64{1, 1e-3, 1e3}[trial%3])
+			}
+			switch trial {
+			case 3: // ties: with a block maximum of 127 the scale is 1, so
+				// halves stay halves
+				for i := range x {
+					x[i] = float32(int(rng.Uint32()%255)-127) / 2
+					if i%32 == 0 {
+						x[i] = 127
+					}
+				}
+			case 4: // zero blocks, ± equal maxima
+				clear(x[:300])
+				x[400], x[410] = -5, 5
+				x[700], x[690] = 7, -7
+			case 5: // tiny (subnormal scale) and huge blocks
+				for i := range 256 {
+					x[i] = 1e-40 * float32(i%3-1)
+					x[256+i] = 3e38 * float32(i%3-1)
+				}
+			case 6:
+				x[17] = float32(math.Inf(1))
+			case 7:
+				x[n-1] = float32(math.NaN())
+			}
+			var want, got QuantizedActs
+			saved := hasAVX2
+			hasAVX2 = false
+			err1 := QuantizeActs(&want, wt, x)
+			hasAVX2 = saved
+			err2 := QuantizeActs(&got, wt, x)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			same := func(a, b float32) bool {
+				return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+			}
+			for i := range want.Q {
+				if want.Q[i] != got.Q[i] {
+					t.Fatalf("%s trial %d: Q[%d] = %d, want %d (x = %g)", wt, trial, i, got.Q[i], want.Q[i], x[i])
+				}
+			}
+			for i := range want.D {
+				if !same(want.D[i], got.D[i]) {
+					t.Fatalf("%s trial %d: D[%d] = %g, want %g", wt, trial, i, got.D[i], want.D[i])
+				}
+			}
+			for i := range want.S {
+				if !same(want.S[i], got.S[i]) {
+					t.Fatalf("%s trial %d: S[%d] = %g, want %g", wt, trial, i, got.S[i], want.S[i])
+				}
+			}
+			for i := range want.BSums {
+				if want.BSums[i] != got.BSums[i] {
+					t.Fatalf("%s trial %d: BSums[%d] = %d, want %d", wt, trial, i, got.BSums[i], want.BSums[i])
+				}
+			}
+		}
+	}
+}
+
+// TestQBlock pins qBlock to the type table.
+func TestQBlock(t *testing.T) {
+	for _, ty := range quantTypes {
+		if bs, bb := qBlock(ty); bs != ty.BlockSize() || bb != ty.BlockBytes() {
+			t.Errorf("%s: qBlock = (%d, %d), want (%d, %d)", ty, bs, bb, ty.BlockSize(), ty.BlockBytes())
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 // BenchmarkStep measures one training step (forward, loss, backward) of a
 // default-model-sized network; tokens/s = b.N·Batch·Ctx / elapsed.
 func BenchmarkStep(b *testing.B) {
-	c := Config{Dim: 192, Layers: 4, Heads: 6, KVHeads: 2, Hidden: 512, Vocab: 4096, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5}
+	c := Config{Dim: 128, Layers: 4, Heads: 4, KVHeads: 2, Hidden: 384, Vocab: 2048, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5} // the built-in model's shape
 	p := InitParams(c, 1)
 	n, _ := NewNet(c, p, 2)
 	defer n.Close()

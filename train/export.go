@@ -139,7 +139,7 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 // EvalModel returns the held-out bits per byte of a served model file
 // (any format package model loads, with its own tokenizer) on docs, in
 // windows of at most its context (ctx > 0: at most ctx), scoring at most
-// maxTokens tokens. It is how the release gate compares against a last
+// maxTokens tokens (≤ 0: all). It is how the release gate compares against a last
 // known-good model whose tokenizer may differ.
 func EvalModel(path string, docs []Doc, ctx, maxTokens, threads int) (float64, error) {
 	m, err := model.Load(path, model.Options{Threads: threads})
@@ -174,6 +174,9 @@ func EvalModel(path string, docs []Doc, ctx, maxTokens, threads int) (float64, e
 	}
 	var nats float64
 	scored := 0
+	if maxTokens <= 0 {
+		maxTokens = len(toks)
+	}
 	for start := 0; start+1 < len(toks) && scored < maxTokens; start += ctx - 1 {
 		end := min(start+ctx, len(toks))
 		win := toks[start:end]

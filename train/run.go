@@ -36,6 +36,9 @@ type Options struct {
 
 	EvalEvery  int // steps between held-out evaluations (0: only at the end)
 	EvalTokens int // held-out tokens scored per evaluation (0: 32768)
+	// FinalEvalTokens caps the final evaluation that the release gate
+	// uses, model and baseline alike (0: the whole held-out split).
+	FinalEvalTokens int
 
 	Out             string       // promoted model path
 	Prev            string       // last known-good model ("" : none; Out itself if it exists and Prev is "")
@@ -259,7 +262,11 @@ func Run(o Options) (*Report, error) {
 	el := time.Since(tstart).Seconds()
 	rep.TokensPerSec = float64((o.Steps-start)*o.Batch*T) / el
 	rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
+	if o.FinalEvalTokens != o.EvalTokens {
+		ev = newEvaluator(heldToks, tbytes, T, o.Batch, o.FinalEvalTokens)
+	}
 	rep.HeldOutLoss, rep.HeldOutBPB = ev.eval(net)
+	logf("final evaluation on %d held-out tokens", min(len(ev.starts)*T, len(heldToks)-1))
 	logf("trained %d steps in %.0fs (%.0f tokens/s): held-out loss %.4f, %.4f bits/byte", o.Steps-start, el, rep.TokensPerSec, rep.HeldOutLoss, rep.HeldOutBPB)
 
 	kn := NewKN3(trainToks, cfg.Vocab)
@@ -289,7 +296,7 @@ func Run(o Options) (*Report, error) {
 		}
 	}
 	if prev != "" {
-		pb, err := EvalModel(prev, corpus.HeldOut, T, o.EvalTokens, o.Threads)
+		pb, err := EvalModel(prev, corpus.HeldOut, T, o.FinalEvalTokens, o.Threads)
 		if err != nil {
 			logf("last known-good model %s could not be evaluated (%v); comparing with the baseline only", prev, err)
 		} else {
@@ -347,8 +354,16 @@ type evaluator struct {
 
 func newEvaluator(toks []int32, bytes []int, t, b, maxTok int) *evaluator {
 	e := &evaluator{toks: toks, bytes: bytes, t: t, b: b}
-	for s := 0; s+1 < len(toks) && len(e.starts)*t < maxTok; s += t {
-		e.starts = append(e.starts, s)
+	all := (len(toks) - 1 + t - 1) / t // windows covering the whole stream
+	n := all
+	if maxTok > 0 {
+		n = min(all, max(1, maxTok/t))
+	}
+	// n windows spread evenly over the stream (all of it when n == all), so
+	// a capped evaluation samples every part of the held-out split rather
+	// than its first documents.
+	for i := range n {
+		e.starts = append(e.starts, (i*all/n)*t)
 	}
 	return e
 }

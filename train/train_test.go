@@ -168,7 +168,7 @@ func shakespeareOptions(t *testing.T, dir string) Options {
 		Corpus: []string{filepath.Join(sharedDir(t), "corpus", "tinyshakespeare.txt")},
 		Shape:  Config{Dim: 32, Layers: 2, Heads: 4, KVHeads: 2, Hidden: 64, Vocab: 320, Ctx: 32},
 		Batch:  8, Steps: 40, LR: 3e-3, MinLR: 3e-4, Warmup: 5, WD: 0.1, Clip: 1, Seed: 42, Threads: 2,
-		EvalTokens: 4096, BPEBytes: 200_000,
+		EvalTokens: 4096, FinalEvalTokens: 8192, BPEBytes: 200_000,
 		Out: filepath.Join(dir, "m.gguf"), Checkpoint: filepath.Join(dir, "ck"), WeightType: tensor.F16,
 	}
 }
@@ -231,7 +231,7 @@ func TestShakespeare(t *testing.T) {
 	if !errors.Is(err, ErrNotPromoted) || math.IsNaN(rep3.PrevBPB) {
 		t.Fatalf("err %v, previous model's bits/byte %v", err, rep3.PrevBPB)
 	}
-	if d := rep3.PrevBPB - rep.HeldOutBPB; math.Abs(d) > 0.05 {
+	if d := rep3.PrevBPB - rep.HeldOutBPB; math.Abs(d) > 0.15 { // different windows of the same split
 		t.Errorf("served evaluation of the previous model %.4f, training evaluation %.4f", rep3.PrevBPB, rep.HeldOutBPB)
 	}
 	man, ok, err := ReadManifest(o.Out)
