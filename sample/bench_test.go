@@ -73,6 +73,8 @@ func BenchmarkSample128k(b *testing.B) {
 	})
 	b.Run("T=1", func(b *testing.B) { benchSample(b, flat, func(p *Policy) {}) })
 	b.Run("T=1/peaked", func(b *testing.B) { benchSample(b, peaked, func(p *Policy) {}) })
+	// At low temperature most of a peaked vocabulary weighs 0: no exp needed.
+	b.Run("T=0.5/peaked", func(b *testing.B) { benchSample(b, peaked, func(p *Policy) { p.Temperature = 0.5 }) })
 	b.Run("min_p=0.05", func(b *testing.B) { benchSample(b, flat, func(p *Policy) { p.MinP = 0.05 }) })
 	// top-p without top-k: the cost depends on how many tokens the nucleus
 	// holds. sd 1 at T=0.8 is nearly flat (the nucleus is most of the

@@ -604,11 +604,11 @@ func TestZeroAllocs(t *testing.T) {
 			p.RepetitionPenalty = 1.1
 			p.RepeatLastN = 64
 		},
-		"full T=1":   func(p *Policy) {},
-		"full min_p": func(p *Policy) { p.MinP = 0.05 },
-		"full top_p": func(p *Policy) { p.TopP = 0.9; p.LogitBias = map[int]float32{3: 2} },
-		"logprobs 5": func(p *Policy) { p.TopK = 40; p.Logprobs = ptr(5) },
-		"full T=1 logprobs": func(p *Policy) { p.Logprobs = ptr(3) },
+		"full T=1":            func(p *Policy) {},
+		"full min_p":          func(p *Policy) { p.MinP = 0.05 },
+		"full top_p":          func(p *Policy) { p.TopP = 0.9; p.LogitBias = map[int]float32{3: 2} },
+		"logprobs 5":          func(p *Policy) { p.TopK = 40; p.Logprobs = ptr(5) },
+		"full T=1 logprobs":   func(p *Policy) { p.Logprobs = ptr(3) },
 		"full top_p logprobs": func(p *Policy) { p.Temperature = 0.7; p.TopP = 0.9; p.Logprobs = ptr(0) },
 	}
 	for name, edit := range policies {

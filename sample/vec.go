@@ -22,11 +22,12 @@ import (
 var useAVX2 = hasAVX2
 
 // expConsts holds expCore's constants and a call's parameters, each
-// broadcast to four lanes (the assembly reads them as 32-byte operands).
+// broadcast to four lanes (the assembly reads them as 32-byte operands at
+// the offsets C_* in vec_amd64.s; TestExpConstsLayout pins them).
 type expConsts struct {
 	m       [4]float64 // subtracted from every logit
 	invT    [4]float64 // 1/T (1 for the log-softmax sum)
-	lo      [4]float64 // weights: clamp (xmin); expSum: skip below (-60)
+	lo      [4]float64 // x is clamped to it: xmin (weights) or -60 (expSum)
 	invLn2  [4]float64 // 64/ln2
 	shifter [4]float64 // 1.5·2^52
 	nbias   [4]uint64  // bits(shifter) − 1023·64: bits(t) − nbias = n + 1023·64

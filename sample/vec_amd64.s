@@ -75,7 +75,8 @@
 
 // func weightsAVX2(w *uint64, l *float32, n int, c *expConsts, tab *[64]float64) (sum uint64)
 // x = (float64(l[i]) − m)·invT is clamped to xmin (c.lo), whose weight is 0,
-// exactly as the Go loop skips x < xmin.
+// exactly as the Go loop skips x < xmin; a group of 8 clamped lanes skips the
+// exps.
 TEXT ·weightsAVX2(SB), NOSPLIT, $0-48
 	MOVQ    w+0(FP), DI
 	MOVQ    l+8(FP), SI
@@ -96,6 +97,12 @@ wloop:
 	VMULPD    C_INVT(DX), Y8, Y8
 	VMAXPD    C_LO(DX), Y0, Y0
 	VMAXPD    C_LO(DX), Y8, Y8
+	VCMPPD    $0, C_LO(DX), Y0, Y1 // x <= xmin: weight 0
+	VCMPPD    $0, C_LO(DX), Y8, Y9
+	VANDPD    Y9, Y1, Y1
+	VMOVMSKPD Y1, AX
+	CMPL      AX, $15
+	JEQ       wzero
 	EXPCORE(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
 	EXPCORE(Y8, Y9, Y10, Y11, Y12, Y13, Y14)
 	TOWEIGHT(Y4, Y0, Y1, Y15)
@@ -104,6 +111,8 @@ wloop:
 	VMOVDQU   Y12, 32(DI)
 	VPADDQ    Y4, Y7, Y7
 	VPADDQ    Y12, Y7, Y7
+
+wnext:
 	ADDQ      $32, SI
 	ADDQ      $64, DI
 	DECQ      CX
@@ -118,6 +127,12 @@ wdone:
 	MOVQ         AX, sum+40(FP)
 	VZEROUPPER
 	RET
+
+wzero: // all eight weights are 0: skip the exps
+	VPXOR   Y4, Y4, Y4
+	VMOVDQU Y4, (DI)
+	VMOVDQU Y4, 32(DI)
+	JMP     wnext
 
 // TOWEIGHTKEY is TOWEIGHT that also sets key = histKey(weight): the weight
 // itself below 64, else 32·(b−5) + the 5 bits after the leading one, where
@@ -182,6 +197,12 @@ hloop:
 	VMULPD    C_INVT(DX), Y8, Y8
 	VMAXPD    C_LO(DX), Y0, Y0
 	VMAXPD    C_LO(DX), Y8, Y8
+	VCMPPD    $0, C_LO(DX), Y0, Y1 // x <= xmin: weight 0
+	VCMPPD    $0, C_LO(DX), Y8, Y9
+	VANDPD    Y9, Y1, Y1
+	VMOVMSKPD Y1, AX
+	CMPL      AX, $15
+	JEQ       hzero
 	EXPCORE(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
 	EXPCORE(Y8, Y9, Y10, Y11, Y12, Y13, Y14)
 	TOWEIGHTKEY(Y4, Y0, Y1, Y2, Y15)
@@ -218,6 +239,12 @@ hdone:
 	MOVQ         AX, sum+48(FP)
 	VZEROUPPER
 	RET
+
+hzero: // all eight weights are 0 (bin 0 gains nothing): skip the exps
+	VPXOR   Y4, Y4, Y4
+	VMOVDQU Y4, (DI)
+	VMOVDQU Y4, 32(DI)
+	JMP     hskipB
 
 // func expSumAVX2(l *float32, n int, c *expConsts, tab *[64]float64, lanes *[4]float64)
 // lanes[j] = Σ e_i over i ≡ j (mod 4), each lane summed in increasing i,

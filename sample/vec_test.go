@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // withKernels runs f with the assembly kernels on (asm) or off, skipping the
@@ -55,6 +56,35 @@ func vecLogits(r *rng, n int, m, invT, xmin float64) []float32 {
 	return l
 }
 
+// The assembly addresses expConsts' fields by fixed offsets (C_* in
+// vec_amd64.s): field i must start at 32·i.
+func TestExpConstsLayout(t *testing.T) {
+	var c expConsts
+	if unsafe.Sizeof(c) != 22*32 {
+		t.Fatalf("expConsts is %d bytes, want %d", unsafe.Sizeof(c), 22*32)
+	}
+	base := uintptr(unsafe.Pointer(&c))
+	for i, p := range []unsafe.Pointer{
+		unsafe.Pointer(&c.m), unsafe.Pointer(&c.invT), unsafe.Pointer(&c.lo), unsafe.Pointer(&c.invLn2),
+		unsafe.Pointer(&c.shifter), unsafe.Pointer(&c.nbias), unsafe.Pointer(&c.ln2Hi), unsafe.Pointer(&c.ln2Lo),
+		unsafe.Pointer(&c.c5), unsafe.Pointer(&c.c4), unsafe.Pointer(&c.c3), unsafe.Pointer(&c.c2),
+		unsafe.Pointer(&c.one), unsafe.Pointer(&c.mask63), unsafe.Pointer(&c.notM63), unsafe.Pointer(&c.k),
+		unsafe.Pointer(&c.mant), unsafe.Pointer(&c.implied), unsafe.Pointer(&c.sub31), unsafe.Pointer(&c.keyBase),
+		unsafe.Pointer(&c.kmin), unsafe.Pointer(&c.eFloor),
+	} {
+		if off := uintptr(p) - base; off != uintptr(32*i) {
+			t.Fatalf("field %d at offset %d, want %d", i, off, 32*i)
+		}
+	}
+}
+
+// garbage fills w with non-zero junk, so a kernel must write every weight.
+func garbage(w []uint64) {
+	for i := range w {
+		w[i] = 0xdeadbeef + uint64(i)
+	}
+}
+
 // The AVX2 weights kernel must return exactly weightsGo's weights and sum for
 // every vocabulary shift, temperature and input shape, at every length
 // (ragged tails included). About 4 million inputs.
@@ -84,6 +114,7 @@ func TestWeightsKernelMatchesGo(t *testing.T) {
 				m = float64(slices.Max(l))
 			}
 			got, want := make([]uint64, n), make([]uint64, n)
+			garbage(got)
 			gs := weights(got, l, m, invT, scale, xmin)
 			ws := weightsGo(want, l, m, invT, scale, xmin)
 			for i := range got {
@@ -102,7 +133,7 @@ func TestWeightsKernelMatchesGo(t *testing.T) {
 			}
 			for _, kmin := range []int{0, 64, histKey(1 << 20), histKey(1 << 40)} {
 				var hist [histBins]uint64
-				clear(got)
+				garbage(got)
 				if hs := weightsHist(got, l, m, invT, scale, xmin, &hist, kmin); hs != ws || !slices.Equal(got, want) {
 					t.Fatalf("shift %d invT %v: weightsHist differs from weights", shift, invT)
 				}
@@ -161,6 +192,7 @@ func TestWeightsKernelSweep(t *testing.T) {
 	}
 	got, want := make([]uint64, len(l)), make([]uint64, len(l))
 	for _, invT := range []float64{1, 1 / 0.8} {
+		garbage(got)
 		gs := weights(got, l, 0, invT, 0x1p46, xmin)
 		ws := weightsGo(want, l, 0, invT, 0x1p46, xmin)
 		for i := range got {
