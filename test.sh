@@ -12,8 +12,10 @@ echo "== gofmt"
 test -z "$(gofmt -l . | tee /dev/stderr)"
 echo "== tests"
 go test -count=1 ./...
-echo "== race (concurrent packages)"
-CGO_ENABLED=1 go test -count=1 -race ./tensor/ ./engine/ ./kvcache/
+echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
+CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
+CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
+CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/
 if [ -d ../shared/checks ]; then
   echo "== shared acceptance checks"
   python3 ../shared/checks/goldens.py
