@@ -1,0 +1,120 @@
+package model
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+
+	"nanoserve/kvcache"
+)
+
+// Benchmarks on the synthetic full-size models that `nanoserve bench
+// --synthetic` writes (package bench) into os.TempDir()/nanoserve-bench,
+// e.g. tinyllama-1.1b-f16-1.gguf. They skip when the file is absent; write
+// it first with
+//
+//	nanoserve bench --synthetic tinyllama --type f16
+//
+// Run them one type at a time, e.g.
+//
+//	go test ./model -run '^$' -bench 'Synth/tinyllama-1.1b-f16' -benchtime 20x
+//
+// Beside tok/s each reports tok/cpu-s: tokens per CPU-second of the whole
+// process (user+system), which stays meaningful on a machine shared with
+// other jobs, and cpu-ms/tok.
+
+var synthModels = []string{
+	"tinyllama-1.1b-f16-1", "tinyllama-1.1b-q8_0-1", "tinyllama-1.1b-q4_k_m-1",
+	"llama2c-110m-f16-1", "llama2c-110m-q8_0-1",
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+func synthPath(b *testing.B, name string) string {
+	p := filepath.Join(os.TempDir(), "nanoserve-bench", name+".gguf")
+	if _, err := os.Stat(p); err != nil {
+		b.Skipf("synthetic model %s not written (nanoserve bench --synthetic)", p)
+	}
+	return p
+}
+
+func reportRate(b *testing.B, tokens int, cpu0 float64) {
+	cpu := cpuSeconds() - cpu0
+	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tok/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(tokens)/cpu, "tok/cpu-s")
+	}
+}
+
+// BenchmarkSynth runs, per synthetic model, a 512-token prefill (one
+// Forward of 512 tokens into a fresh sequence) and single-token decode
+// steps at positions 0..127 (rewound, as llama-bench's tg128).
+func BenchmarkSynth(b *testing.B) {
+	for _, name := range synthModels {
+		b.Run(name, func(b *testing.B) {
+			m := mustLoad(b, synthPath(b, name), Options{Threads: 2})
+			c, err := m.NewCache(512)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run("pp512", func(b *testing.B) {
+				const n = 512
+				s := &kvcache.Seq{}
+				if err := c.Reserve(s, n); err != nil {
+					b.Fatal(err)
+				}
+				defer c.Release(s)
+				bt := Batch{Tokens: make([]int, n), Pos: make([]int, n), Seq: slices.Repeat([]*kvcache.Seq{s}, n)}
+				for i := range n {
+					bt.Tokens[i], bt.Pos[i] = (7919*i+13)%m.Vocab, i
+				}
+				if _, err := m.Forward(bt, c); err != nil { // warm-up
+					b.Fatal(err)
+				}
+				cpu0 := cpuSeconds()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := m.Forward(bt, c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportRate(b, n*b.N, cpu0)
+			})
+			b.Run("tg128", func(b *testing.B) {
+				s := &kvcache.Seq{}
+				if err := c.Reserve(s, 128); err != nil {
+					b.Fatal(err)
+				}
+				defer c.Release(s)
+				step := Batch{Tokens: []int{5}, Pos: []int{0}, Seq: []*kvcache.Seq{s}}
+				p := 0
+				run := func() {
+					step.Pos[0], step.Tokens[0] = p, (7919*p+13)%m.Vocab
+					if _, err := m.Forward(step, c); err != nil {
+						b.Fatal(err)
+					}
+					if p++; p == 128 {
+						p = 0
+					}
+				}
+				for range 4 {
+					run()
+				}
+				cpu0 := cpuSeconds()
+				b.ResetTimer()
+				for b.Loop() {
+					run()
+				}
+				reportRate(b, b.N, cpu0)
+			})
+		})
+	}
+}
