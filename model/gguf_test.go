@@ -40,7 +40,10 @@ func readLcppGolden(t *testing.T, path string) *lcppGolden {
 // checkLcppGolden feeds each prompt's ids and generated ids (one prefill)
 // and checks every step's top-10 log-probabilities (by id, within tol) and
 // the greedy ids. With tok it also checks the tokenizer's prompt ids.
-func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok bool) {
+// checkLcppGolden feeds each prompt and llama.cpp's generated ids and
+// compares every step's top-10 logprobs (by id) within tol; greedy also
+// requires our argmax to equal llama.cpp's choice at every step.
+func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, greedy bool) {
 	t.Helper()
 	worst := 0.0
 	for k, p := range g.Prompts {
@@ -58,7 +61,7 @@ func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok boo
 		P := len(p.PromptIDs)
 		for j, s := range p.Steps {
 			lg := logits[(P-1+j)*m.Vocab : (P+j)*m.Vocab]
-			if got := argmax(lg); got != p.GeneratedIDs[j] || got != s.ID {
+			if got := argmax(lg); greedy && (got != p.GeneratedIDs[j] || got != s.ID) {
 				t.Errorf("prompt %d step %d: greedy %d, llama.cpp %d", k, j, got, s.ID)
 			}
 			lp := logSoftmax(lg)
@@ -82,7 +85,7 @@ func TestGGUFGoldens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+name+"/"+name+"-F16.json"))
 			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+name+"/"+g.GGUFFile), Options{Threads: 2})
-			checkLcppGolden(t, m, g, 0.05, true)
+			checkLcppGolden(t, m, g, 0.05, true, true)
 		})
 	}
 }
@@ -134,27 +137,17 @@ func TestGGUFConfig(t *testing.T) {
 func TestGGUFQuantized(t *testing.T) {
 	for _, tc := range []struct {
 		model, quant string
-		tol          float64
+		tol          float64 // the bounds: 0.5 for llama_gqa's files, 1.0 for llama_k's K-quants
 	}{
-		{"llama_gqa", "Q8_0", 0.5}, {"llama_gqa", "Q4_K_M", 1.0}, {"llama_gqa", "Q4_K_S", 1.0},
+		{"llama_gqa", "Q8_0", 0.5}, {"llama_gqa", "Q4_K_M", 0.5}, {"llama_gqa", "Q4_K_S", 0.5},
 		{"llama_k", "Q4_K_M", 1.0}, {"llama_k", "Q4_K_S", 1.0},
 	} {
 		t.Run(tc.model+"-"+tc.quant, func(t *testing.T) {
 			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+tc.model+"/"+tc.model+"-"+tc.quant+".json"))
 			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+tc.model+"/"+g.GGUFFile), Options{Threads: 2})
-			worst := 0.0
-			for k, p := range g.Prompts {
-				lg := runSeq(t, m, p.PromptIDs, 0)
-				lp := logSoftmax(lg[(len(p.PromptIDs)-1)*m.Vocab:])
-				for _, e := range p.Steps[0].Top {
-					d := math.Abs(lp[int(e[0])] - e[1])
-					worst = max(worst, d)
-					if d > tc.tol {
-						t.Errorf("prompt %d id %d: logprob %.3f, llama.cpp %.3f", k, int(e[0]), lp[int(e[0])], e[1])
-					}
-				}
-			}
-			t.Logf("worst first-step logprob difference %.3f", worst)
+			// Quantized greedy ids may diverge where gaps are small; every
+			// step's log-probabilities must stay within the bound.
+			checkLcppGolden(t, m, g, tc.tol, true, false)
 		})
 	}
 }

@@ -19,7 +19,7 @@ func TestHFGoldens(t *testing.T) {
 			if m.Format != "hf" || !m.RopeNeox && m.Arch != ArchGPT2 {
 				t.Errorf("config %+v", m.Config)
 			}
-			checkLcppGolden(t, m, g, 0.05, true)
+			checkLcppGolden(t, m, g, 0.05, true, true)
 			p := g.Prompts[0]
 			checkCacheParity(t, m, append(slices.Clone(p.PromptIDs), p.GeneratedIDs[:8]...), 1e-4)
 		})
