@@ -16,6 +16,12 @@ echo "== race (the packages with goroutines: worker pool, batched forward, engin
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
 CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
 CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/
+if command -v qemu-aarch64 >/dev/null; then
+  echo "== arm64 (NEON kernels and the pure-Go paths, under qemu)"
+  bash tensor/testdata/arm64.sh
+else
+  echo "== arm64: skipped (no qemu-aarch64; .ci/run installs qemu-user)"
+fi
 if [ -d ../shared/checks ]; then
   echo "== shared acceptance checks"
   python3 ../shared/checks/goldens.py

@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -232,11 +231,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			addBias(v, lw.bv, n)
 		}
 		if half > 0 {
-			for i := range n {
-				cs, sn := ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half]
-				m.rope(q[i*qd:(i+1)*qd], cfg.Heads, cs, sn)
-				m.rope(k[i*kvd:(i+1)*kvd], cfg.KVHeads, cs, sn)
-			}
+			m.ropeAll(q, k, n)
 		}
 		kc, vc := c.K[l], c.V[l]
 		for i := range n {
@@ -256,13 +251,11 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			hb2 := ws.hb2[:n*hid]
 			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
 			pool.MatMul(hb2, lw.wUp, ws.xb[:n*dim], n)
-			swiglu(hb, hb2)
+			m.elementwise(jobSwiGLU, hb, hb2)
 		} else {
 			pool.MatMul(hb, lw.wUp, ws.xb[:n*dim], n)
 			addBias(hb, lw.bUp, n)
-			for i, h := range hb {
-				hb[i] = geluTanh(h)
-			}
+			m.elementwise(jobGELU, hb, nil)
 		}
 		pool.MatMul(ws.xb[:n*dim], lw.wDown, hb, n)
 		addBias(ws.xb[:n*dim], lw.bDown, n)
@@ -293,8 +286,58 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 }
 
 // norm normalises each dim-row of x into o: LayerNorm when a bias is given
-// (GPT-2), else RMSNorm.
+// (GPT-2), else RMSNorm. Many rows are split over the workers.
 func (m *Model) norm(o, x, g, bias []float32) {
+	if len(x) < parRowsMin || m.pool.Threads() <= 1 {
+		m.normRows(o, x, g, bias)
+		return
+	}
+	j := &m.aw.job
+	j.o, j.x, j.g, j.bias = o, x, g, bias
+	rows := len(x) / m.Dim
+	m.parallel(jobNorm, rows, max(1, rows/(4*m.pool.Threads())))
+}
+
+// elementwise applies kind (jobSwiGLU: x = silu(x)·o; jobGELU: x =
+// gelu(x)) to all of x, split over the workers when it is long.
+func (m *Model) elementwise(kind jobKind, x, o []float32) {
+	j := &m.aw.job
+	j.x, j.o = x, o
+	if len(x) < parRowsMin/4 || m.pool.Threads() <= 1 {
+		j.kind, j.n, j.chunk = kind, len(x), len(x)
+		j.next.Store(0)
+		j.run(m, 0)
+		j.x, j.o = nil, nil
+		return
+	}
+	m.parallel(kind, len(x), max(1024, len(x)/(4*m.pool.Threads())+1023)&^1023)
+}
+
+// ropeAll rotates the q (n, q_dim) and k (n, kv_dim) rows of n tokens by
+// their positions' angles (ws.cos, ws.sin).
+func (m *Model) ropeAll(q, k []float32, n int) {
+	if n*(m.QDim()+m.KVDim()) < parRowsMin || m.pool.Threads() <= 1 {
+		m.ropeTokens(q, k, 0, n)
+		return
+	}
+	j := &m.aw.job
+	j.x, j.o = q, k
+	m.parallel(jobRope, n, max(1, n/(4*m.pool.Threads())))
+}
+
+// ropeTokens rotates the q and k rows of tokens [lo, hi).
+func (m *Model) ropeTokens(q, k []float32, lo, hi int) {
+	qd, kvd, half := m.QDim(), m.KVDim(), m.RopeDim/2
+	ws := &m.ws
+	for i := lo; i < hi; i++ {
+		cs, sn := ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half]
+		m.rope(q[i*qd:(i+1)*qd], m.Heads, cs, sn)
+		m.rope(k[i*kvd:(i+1)*kvd], m.KVHeads, cs, sn)
+	}
+}
+
+// normRows is norm on the calling goroutine.
+func (m *Model) normRows(o, x, g, bias []float32) {
 	d := m.Dim
 	for i := 0; i < len(x); i += d {
 		if m.Arch == ArchGPT2 {
@@ -325,112 +368,5 @@ func addBias(x, bias []float32, n int) {
 	d := len(bias)
 	for i := range n {
 		addTo(x[i*d:(i+1)*d], bias)
-	}
-}
-
-// attention computes ws.att (n, q_dim) for layer l: each token's query
-// heads attend over its sequence's cached positions [start, pos]. Large
-// jobs are split over the model's attention workers by (token, head).
-func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
-	tasks := n * m.Heads
-	work := 0
-	for i := range n {
-		work += b.Pos[i] + 1
-	}
-	work *= m.Heads * m.HeadDim
-	workers := min(m.pool.Threads(), tasks)
-	if workers <= 1 || work < 1<<15 {
-		m.attendRange(b, c, l, 0, tasks, m.ws.scores[0])
-		return
-	}
-	m.aw.start(m, workers-1)
-	m.aw.job = attnJob{b: b, c: c, l: l, tasks: tasks, chunk: (tasks + workers - 1) / workers}
-	for i := 1; i < workers; i++ {
-		m.aw.wake[i-1] <- i
-	}
-	m.aw.job.run(m, 0)
-	for i := 1; i < workers; i++ {
-		<-m.aw.done
-	}
-	m.aw.job = attnJob{}
-}
-
-// attnJob is one layer's attention split into chunks of (token, head) tasks.
-type attnJob struct {
-	b            *Batch
-	c            *kvcache.Cache
-	l            int
-	tasks, chunk int
-}
-
-func (j *attnJob) run(m *Model, worker int) {
-	lo, hi := worker*j.chunk, min((worker+1)*j.chunk, j.tasks)
-	if lo < hi {
-		m.attendRange(j.b, j.c, j.l, lo, hi, m.ws.scores[worker])
-	}
-}
-
-// attnWorkers are goroutines started on first use and stopped by Close;
-// waking them through channels allocates nothing.
-type attnWorkers struct {
-	wake []chan int // one per background worker; receives the worker index
-	done chan struct{}
-	job  attnJob
-}
-
-func (a *attnWorkers) start(m *Model, n int) {
-	for len(a.wake) < n {
-		if a.done == nil {
-			a.done = make(chan struct{}, 64)
-		}
-		ch := make(chan int, 1)
-		a.wake = append(a.wake, ch)
-		go func() {
-			for w := range ch {
-				a.job.run(m, w)
-				a.done <- struct{}{}
-			}
-		}()
-	}
-}
-
-func (a *attnWorkers) stop() {
-	for _, ch := range a.wake {
-		close(ch)
-	}
-	a.wake = nil
-}
-
-// attendRange handles the (token, head) tasks [lo, hi), task = i·Heads + h.
-func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
-	hd, qd, kvd := m.HeadDim, m.QDim(), m.KVDim()
-	group := m.Heads / m.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	kc, vc := c.K[l], c.V[l]
-	bs := c.BlockSize
-	for t := lo; t < hi; t++ {
-		i, h := t/m.Heads, t%m.Heads
-		s, pos := b.Seq[i], b.Pos[i]
-		start := 0
-		if m.SlidingWindow > 0 {
-			start = max(0, pos-m.SlidingWindow+1)
-		}
-		q := m.ws.q[i*qd+h*hd : i*qd+(h+1)*hd]
-		ko := (h / group) * hd // offset of this head's kv group in a row
-		sc := scores[:pos+1-start]
-		for p := start; p <= pos; p++ {
-			row := (s.Blocks[p/bs]*bs + p%bs) * kvd
-			sc[p-start] = tensor.DotF32(q, kc[row+ko:row+ko+hd]) * scale
-		}
-		softmax(sc)
-		out := m.ws.att[i*qd+h*hd : i*qd+(h+1)*hd]
-		clear(out)
-		for p := start; p <= pos; p++ {
-			row := (s.Blocks[p/bs]*bs + p%bs) * kvd
-			a := sc[p-start]
-			for j, vv := range vc[row+ko : row+ko+hd] {
-				out[j] += a * vv
-			}
-		}
 	}
 }

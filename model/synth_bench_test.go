@@ -61,7 +61,7 @@ func BenchmarkSynth(b *testing.B) {
 	for _, name := range synthModels {
 		b.Run(name, func(b *testing.B) {
 			m := mustLoad(b, synthPath(b, name), Options{Threads: 2})
-			c, err := m.NewCache(512)
+			c, err := m.NewCache(2048)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -106,6 +106,49 @@ func BenchmarkSynth(b *testing.B) {
 					}
 				}
 				for range 4 {
+					run()
+				}
+				cpu0 := cpuSeconds()
+				b.ResetTimer()
+				for b.Loop() {
+					run()
+				}
+				reportRate(b, b.N, cpu0)
+			})
+			// Decode at depth 1024: the cache rows of positions 0..1023
+			// are filled with random values instead of a prefill (the
+			// cost of attention does not depend on them).
+			b.Run("tg32-d1024", func(b *testing.B) {
+				const depth = 1024
+				s := &kvcache.Seq{}
+				if err := c.Reserve(s, depth+32); err != nil {
+					b.Fatal(err)
+				}
+				defer c.Release(s)
+				r := uint32(1)
+				for l := range c.Layers {
+					for p := range depth {
+						o := c.Slot(s, p) * c.KVDim
+						for i := range c.KVDim {
+							r = r*1664525 + 1013904223
+							c.K[l][o+i] = float32(int32(r)>>8) / (1 << 23)
+							c.V[l][o+i] = float32(int32(r)>>9) / (1 << 23)
+						}
+					}
+				}
+				s.Len = depth
+				step := Batch{Tokens: []int{5}, Pos: []int{0}, Seq: []*kvcache.Seq{s}}
+				p := depth
+				run := func() {
+					step.Pos[0], step.Tokens[0] = p, (7919*p+13)%m.Vocab
+					if _, err := m.Forward(step, c); err != nil {
+						b.Fatal(err)
+					}
+					if p++; p == depth+32 {
+						p = depth
+					}
+				}
+				for range 2 {
 					run()
 				}
 				cpu0 := cpuSeconds()

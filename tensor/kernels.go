@@ -1,7 +1,7 @@
 package tensor
 
 // Safe Go wrappers around the kernels: each checks its slice bounds once,
-// calls the assembly (kernels_amd64.s) on the part it handles when hasAVX2
+// calls the assembly (kernels_amd64.s) on the part it handles when hasSIMD
 // is set, and finishes ragged tails, or everything on other machines, in
 // plain Go.
 
@@ -24,15 +24,15 @@ func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
 	}
 	_ = w[3*lda+n*floatBytes(t)-1] // the assembly reads up to here
 	n8 := 0
-	if hasAVX2 && n >= 8 {
+	if hasSIMD && n >= 8 {
 		n8 = n &^ 7
 		switch t {
 		case F32:
-			dot4F32AVX2(&w[0], uintptr(lda), &x[0], n8, out)
+			dot4F32SIMD(&w[0], uintptr(lda), &x[0], n8, out)
 		case F16:
-			dot4F16AVX2(&w[0], uintptr(lda), &x[0], n8, out)
+			dot4F16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
 		case BF16:
-			dot4BF16AVX2(&w[0], uintptr(lda), &x[0], n8, out)
+			dot4BF16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
 		}
 	}
 	if n8 < n {
@@ -78,13 +78,13 @@ func cvtRow(dst []float32, t DType, src []byte) {
 	}
 	_ = src[n*floatBytes(t)-1]
 	n8 := 0
-	if hasAVX2 && t != F32 {
+	if hasSIMD && t != F32 {
 		n8 = n &^ 7
 		if n8 > 0 {
 			if t == F16 {
-				cvtF16AVX2(&dst[0], &src[0], n8)
+				cvtF16SIMD(&dst[0], &src[0], n8)
 			} else {
-				cvtBF16AVX2(&dst[0], &src[0], n8)
+				cvtBF16SIMD(&dst[0], &src[0], n8)
 			}
 		}
 	}
@@ -115,12 +115,12 @@ func gemmTile(a []float32, lda int, b, c []float32, ldc, k int, accum bool) {
 	_ = a[5*lda+k-1]
 	_ = b[16*k-1]
 	_ = c[5*ldc+15]
-	if hasAVX2 {
+	if hasSIMD {
 		acc := 0
 		if accum {
 			acc = 1
 		}
-		gemm6x16AVX2(&a[0], uintptr(lda*4), &b[0], &c[0], uintptr(ldc*4), k, acc)
+		gemm6x16SIMD(&a[0], uintptr(lda*4), &b[0], &c[0], uintptr(ldc*4), k, acc)
 		return
 	}
 	var t [gemmMR][gemmNR]float32
@@ -151,10 +151,10 @@ func gemmTile(a []float32, lda int, b, c []float32, ldc, k int, accum bool) {
 func sumF32(v []float32) float32 {
 	var s float32
 	n32 := 0
-	if hasAVX2 {
+	if hasSIMD {
 		n32 = len(v) &^ 31
 		if n32 > 0 {
-			s = sumF32AVX2(&v[0], n32)
+			s = sumF32SIMD(&v[0], n32)
 		}
 	}
 	var s0, s1, s2, s3 float32

@@ -1,4 +1,4 @@
-// AVX2 + FMA (+ F16C) kernels for amd64. Called only when hasAVX2 is set
+// AVX2 + FMA (+ F16C) kernels for amd64. Called only when hasSIMD is set
 // (see kernels_amd64.go); the Go wrappers in kernels.go check bounds and
 // handle the ragged tails these loops leave.
 
@@ -33,9 +33,9 @@
 // Row pointers of the 4-row dots: SI = row 0, SI+BX = row 1, R8 = row 2,
 // R8+BX = row 3. DI walks x, CX counts columns left.
 
-// func dot4F32AVX2(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+// func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 // n is a multiple of 8.
-TEXT ·dot4F32AVX2(SB), NOSPLIT, $0-40
+TEXT ·dot4F32SIMD(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
@@ -76,9 +76,9 @@ f32done:
 	REDUCE4
 	RET
 
-// func dot4F16AVX2(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+// func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 // n is a multiple of 8. VCVTPH2PS widens 8 halves (16 bytes) to 8 floats.
-TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-40
+TEXT ·dot4F16SIMD(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
@@ -131,10 +131,10 @@ f16done:
 	REDUCE4
 	RET
 
-// func dot4BF16AVX2(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+// func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 // n is a multiple of 8. bfloat16 is the top half of a float32: zero-extend
 // to 32 bits and shift left 16.
-TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-40
+TEXT ·dot4BF16SIMD(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
@@ -199,9 +199,9 @@ bf16done:
 	REDUCE4
 	RET
 
-// func cvtF16AVX2(dst *float32, src *byte, n int)
+// func cvtF16SIMD(dst *float32, src *byte, n int)
 // n is a multiple of 8.
-TEXT ·cvtF16AVX2(SB), NOSPLIT, $0-24
+TEXT ·cvtF16SIMD(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -220,9 +220,9 @@ cvtf16done:
 	VZEROUPPER
 	RET
 
-// func cvtBF16AVX2(dst *float32, src *byte, n int)
+// func cvtBF16SIMD(dst *float32, src *byte, n int)
 // n is a multiple of 8.
-TEXT ·cvtBF16AVX2(SB), NOSPLIT, $0-24
+TEXT ·cvtBF16SIMD(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -269,9 +269,9 @@ cvtbf16done:
 	VFMADD231PS  Y15, Y12, Y10; \
 	VFMADD231PS  Y15, Y13, Y11
 
-// func gemm6x16AVX2(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int)
+// func gemm6x16SIMD(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int)
 // k >= 1. accum != 0 adds to C, otherwise C is overwritten.
-TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-56
+TEXT ·gemm6x16SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ b+16(FP), DI
@@ -355,10 +355,10 @@ gput:
 	VZEROUPPER
 	RET
 
-// func sumF32AVX2(p *float32, n int) float32
+// func sumF32SIMD(p *float32, n int) float32
 // n is a multiple of 32. Four independent accumulators; used to measure
 // the machine's read bandwidth (bench_test.go).
-TEXT ·sumF32AVX2(SB), NOSPLIT, $0-20
+TEXT ·sumF32SIMD(SB), NOSPLIT, $0-20
 	MOVQ   p+0(FP), SI
 	MOVQ   n+8(FP), CX
 	VXORPS Y0, Y0, Y0

@@ -88,11 +88,11 @@ func TestMatMulParity(t *testing.T) {
 	ns := []int{1, 2, 5, 16, 17, 40}
 	worst := map[string]float64{}
 	for _, asm := range []bool{true, false} {
-		if asm && !hasAVX2 {
+		if asm && !hasSIMD {
 			continue
 		}
-		saved := hasAVX2
-		hasAVX2 = asm
+		saved := hasSIMD
+		hasSIMD = asm
 		for _, ty := range []DType{F32, F16, BF16} {
 			for _, sh := range shapes {
 				rows, cols := sh[0], sh[1]
@@ -121,7 +121,7 @@ func TestMatMulParity(t *testing.T) {
 				}
 			}
 		}
-		hasAVX2 = saved
+		hasSIMD = saved
 	}
 	for k, e := range worst {
 		t.Logf("%s: max error %.2g (relative to Σ|w·x|)", k, e)
@@ -200,13 +200,13 @@ func TestMatMulQuantTypes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	p := NewPool(2)
 	defer p.Close()
-	saved := hasAVX2
-	defer func() { hasAVX2 = saved }()
+	saved := hasSIMD
+	defer func() { hasSIMD = saved }()
 	for _, asm := range []bool{true, false} {
 		if asm && !saved {
 			continue
 		}
-		hasAVX2 = asm
+		hasSIMD = asm
 		for _, ty := range dotTypes {
 			rows, cols := 37, 768
 			rb, _ := ty.RowBytes(cols)

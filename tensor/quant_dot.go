@@ -110,8 +110,8 @@ func (dst *QuantizedActs) resize(wt DType, n int) error {
 // quantizeBlocks quantizes blocks [b0, b1) of x (the whole vector, as
 // sized by resize) into dst, with the AVX2 kernels when available.
 func (dst *QuantizedActs) quantizeBlocks(x []float32, b0, b1 int) {
-	if hasAVX2 {
-		dst.quantizeBlocksAVX2(x, b0, b1)
+	if hasSIMD {
+		dst.quantizeBlocksSIMD(x, b0, b1)
 		return
 	}
 	dst.quantizeBlocksRef(x, b0, b1)

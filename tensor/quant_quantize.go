@@ -117,8 +117,8 @@ func quantizeQ4_0(dst []byte, src []float32) {
 		}
 		putF16(b, d)
 		for j := range 16 {
-			x0 := x[j] * id
-			x1 := x[16+j] * id
+			x0 := float32(x[j] * id) // rounded: no fused multiply-add (arm64)
+			x1 := float32(x[16+j] * id)
 			b[2+j] = uint8(min(15, int32(x0+8.5))) | uint8(min(15, int32(x1+8.5)))<<4
 		}
 	}
@@ -150,8 +150,8 @@ func quantizeQ4_1(dst []byte, src []float32) {
 		putF16(b, d)
 		putF16(b[2:], lo)
 		for j := range 16 {
-			x0 := (x[j] - lo) * id
-			x1 := (x[16+j] - lo) * id
+			x0 := float32((x[j] - lo) * id)
+			x1 := float32((x[16+j] - lo) * id)
 			b[4+j] = uint8(min(15, int32(x0+0.5))) | uint8(min(15, int32(x1+0.5)))<<4
 		}
 	}
@@ -174,8 +174,8 @@ func quantizeQ5_0(dst []byte, src []float32) {
 		putF16(b, d)
 		var qh uint32
 		for j := range 16 {
-			x0 := x[j] * id
-			x1 := x[16+j] * id
+			x0 := float32(x[j] * id) // rounded: no fused multiply-add (arm64)
+			x1 := float32(x[16+j] * id)
 			xi0 := uint32(min(31, int32(x0+16.5)))
 			xi1 := uint32(min(31, int32(x1+16.5)))
 			b[6+j] = uint8(xi0&0xF | (xi1&0xF)<<4)
@@ -200,8 +200,8 @@ func quantizeQ5_1(dst []byte, src []float32) {
 		putF16(b[2:], lo)
 		var qh uint32
 		for j := range 16 {
-			x0 := (x[j] - lo) * id
-			x1 := (x[16+j] - lo) * id
+			x0 := float32((x[j] - lo) * id)
+			x1 := float32((x[16+j] - lo) * id)
 			xi0 := uint32(uint8(int32(x0 + 0.5)))
 			xi1 := uint32(uint8(int32(x1 + 0.5)))
 			b[8+j] = uint8(xi0&0xF | (xi1&0xF)<<4)

@@ -2,14 +2,14 @@ package tensor
 
 import "math"
 
-// quantizeBlocksAVX2 is quantizeBlocksRef with the two passes of
+// quantizeBlocksSIMD is quantizeBlocksRef with the two passes of
 // quantacts_amd64.s and the per-block scale arithmetic in Go between them
 // (the same float32 expressions as the reference, so the results are
 // identical). Blocks whose scale is not finite or zero — all-zero blocks,
 // subnormal maxima, infinities — and inputs holding a NaN take the
 // reference path. Blocks go in groups of at most qaGroup so the per-group
 // scales live on the stack.
-func (dst *QuantizedActs) quantizeBlocksAVX2(x []float32, b0, b1 int) {
+func (dst *QuantizedActs) quantizeBlocksSIMD(x []float32, b0, b1 int) {
 	const qaGroup = 64
 	var scale, dr [qaGroup]float32 // per-block scale for pass 2; raw d (Q8_1)
 	var bad [qaGroup]bool
@@ -19,7 +19,7 @@ func (dst *QuantizedActs) quantizeBlocksAVX2(x []float32, b0, b1 int) {
 			n := min(qaGroup, b1-g)
 			xs := x[32*g : 32*(g+n)]
 			amax := dst.D[g : g+n] // pass 1 output, then the scales
-			if qAbsMax32AVX2(&xs[0], n, &amax[0]) {
+			if qAbsMax32SIMD(&xs[0], n, &amax[0]) {
 				dst.quantizeBlocksRef(x, g, g+n)
 				continue
 			}
@@ -40,7 +40,7 @@ func (dst *QuantizedActs) quantizeBlocksAVX2(x []float32, b0, b1 int) {
 				amax[i] = F16ToF32(F32ToF16(d))
 			}
 			q := dst.Q[32*g : 32*(g+n)]
-			qRound32AVX2(&xs[0], &scale[0], n, &q[0])
+			qRound32SIMD(&xs[0], &scale[0], n, &q[0])
 			if f == Q8_1 {
 				for i := range n {
 					var sum int32
@@ -63,7 +63,7 @@ func (dst *QuantizedActs) quantizeBlocksAVX2(x []float32, b0, b1 int) {
 			n := min(qaGroup, b1-g)
 			xs := x[qkK*g : qkK*(g+n)]
 			vmax := dst.D[g : g+n]
-			if qVMax256AVX2(&xs[0], n, &vmax[0]) {
+			if qVMax256SIMD(&xs[0], n, &vmax[0]) {
 				dst.quantizeBlocksRef(x, g, g+n)
 				continue
 			}
@@ -78,7 +78,7 @@ func (dst *QuantizedActs) quantizeBlocksAVX2(x []float32, b0, b1 int) {
 				}
 				vmax[i] = 1 / iscale
 			}
-			qRound256AVX2(&xs[0], &scale[0], n, &dst.Q[qkK*g], &dst.BSums[16*g])
+			qRound256SIMD(&xs[0], &scale[0], n, &dst.Q[qkK*g], &dst.BSums[16*g])
 			if anyBad {
 				for i := range n {
 					if bad[i] {

@@ -1,6 +1,6 @@
 // AVX2 activation quantizers (QuantizedActs, formats Q8_0/Q8_1 and Q8_K),
 // bit for bit as the reference loops of quant_dot.go. Go computes the
-// per-block scales between the two passes (see quantizeBlocksAVX2):
+// per-block scales between the two passes (see quantizeBlocksSIMD):
 //
 //	pass 1: the largest magnitude of each block (Q8_K: the signed element
 //	        of largest magnitude, the first on ties);
@@ -46,8 +46,8 @@
 	TESTL     AX, AX; \
 	SETNE     ret
 
-// func qAbsMax32AVX2(x *float32, nb int, out *float32) (nan bool)
-TEXT ·qAbsMax32AVX2(SB), NOSPLIT, $0-25
+// func qAbsMax32SIMD(x *float32, nb int, out *float32) (nan bool)
+TEXT ·qAbsMax32SIMD(SB), NOSPLIT, $0-25
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ out+16(FP), DI
@@ -66,11 +66,11 @@ am32loop:
 	VZEROUPPER
 	RET
 
-// func qVMax256AVX2(x *float32, nb int, out *float32) (nan bool)
+// func qVMax256SIMD(x *float32, nb int, out *float32) (nan bool)
 // out[b] = the element of block b (256 floats) with the largest magnitude,
 // the first one on ties (NaN if none matches, which only a NaN input
 // allows).
-TEXT ·qVMax256AVX2(SB), NOSPLIT, $0-25
+TEXT ·qVMax256SIMD(SB), NOSPLIT, $0-25
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ out+16(FP), DI
@@ -157,9 +157,9 @@ GLOBL packperm<>(SB), RODATA|NOPTR, $32
 	VADDPS     Y7, Y5, Y5; \
 	VCVTTPS2DQ Y5, dst
 
-// func qRound32AVX2(x *float32, id *float32, nb int, q *int8)
+// func qRound32SIMD(x *float32, id *float32, nb int, q *int8)
 // q[32b+j] = int8(roundf(x[32b+j]·id[b])).
-TEXT ·qRound32AVX2(SB), NOSPLIT, $0-32
+TEXT ·qRound32SIMD(SB), NOSPLIT, $0-32
 	MOVQ    x+0(FP), SI
 	MOVQ    id+8(FP), DX
 	MOVQ    nb+16(FP), CX
@@ -194,9 +194,9 @@ r32loop:
 	VMINPS     Y13, Y4, Y4; \
 	VCVTTPS2DQ Y4, dst
 
-// func qRound256AVX2(x *float32, is *float32, nb int, q *int8, bsums *int16)
+// func qRound256SIMD(x *float32, is *float32, nb int, q *int8, bsums *int16)
 // Q8_K: q = min(127, nearestInt(x·is[b])) and the sums of each 16.
-TEXT ·qRound256AVX2(SB), NOSPLIT, $0-40
+TEXT ·qRound256SIMD(SB), NOSPLIT, $0-40
 	MOVQ    x+0(FP), SI
 	MOVQ    is+8(FP), DX
 	MOVQ    nb+16(FP), CX

@@ -5,34 +5,34 @@ package tensor
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K. len(dst) must be a
 // whole number of blocks.
 func dequantFast(dst []float32, t DType, src []byte) {
-	if hasAVX2 {
+	if hasSIMD {
 		bs, bb := qBlock(t)
 		if nb := len(dst) / bs; nb > 0 && nb*bs == len(dst) {
 			_ = src[nb*bb-1]
 			switch t {
 			case Q8_0:
-				dqQ8_0AVX2(&dst[0], &src[0], nb)
+				dqQ8_0SIMD(&dst[0], &src[0], nb)
 				return
 			case Q4_0:
-				dqQ4_0AVX2(&dst[0], &src[0], nb)
+				dqQ4_0SIMD(&dst[0], &src[0], nb)
 				return
 			case Q4_1:
-				dqQ4_1AVX2(&dst[0], &src[0], nb)
+				dqQ4_1SIMD(&dst[0], &src[0], nb)
 				return
 			case Q5_0:
-				dqQ5_0AVX2(&dst[0], &src[0], nb)
+				dqQ5_0SIMD(&dst[0], &src[0], nb)
 				return
 			case Q5_1:
-				dqQ5_1AVX2(&dst[0], &src[0], nb)
+				dqQ5_1SIMD(&dst[0], &src[0], nb)
 				return
 			case Q4_K:
-				dqQ4_KAVX2(&dst[0], &src[0], nb)
+				dqQ4_KSIMD(&dst[0], &src[0], nb)
 				return
 			case Q5_K:
-				dqQ5_KAVX2(&dst[0], &src[0], nb)
+				dqQ5_KSIMD(&dst[0], &src[0], nb)
 				return
 			case Q6_K:
-				dqQ6_KAVX2(&dst[0], &src[0], nb)
+				dqQ6_KSIMD(&dst[0], &src[0], nb)
 				return
 			}
 		}

@@ -2,7 +2,7 @@
 // row into float32, bit for bit as the reference decoders of quant.go do
 // (same float32 products and sums, no fused multiply-adds).
 //
-//	func dqXxxAVX2(dst *float32, src *byte, nb int)
+//	func dqXxxSIMD(dst *float32, src *byte, nb int)
 //
 // nb ≥ 1 blocks (super-blocks for the K-quants). The integer values of a
 // block are first assembled as 32 bytes in element order (as the dot
@@ -103,8 +103,8 @@
 	SUB4(Y1); \
 	STORE4(off)
 
-// func dqQ8_0AVX2(dst *float32, src *byte, nb int)
-TEXT ·dqQ8_0AVX2(SB), NOSPLIT, $0-24
+// func dqQ8_0SIMD(dst *float32, src *byte, nb int)
+TEXT ·dqQ8_0SIMD(SB), NOSPLIT, $0-24
 	ARGS
 
 dq80loop:
@@ -149,8 +149,8 @@ GLOBL dqbitshuf<>(SB), RODATA|NOPTR, $32
 	VPBROADCASTQ X11, Y11; \
 	VPCMPEQB     Y10, Y10, Y10
 
-// func dqQ4_0AVX2(dst *float32, src *byte, nb int)
-TEXT ·dqQ4_0AVX2(SB), NOSPLIT, $0-24
+// func dqQ4_0SIMD(dst *float32, src *byte, nb int)
+TEXT ·dqQ4_0SIMD(SB), NOSPLIT, $0-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x08080808, Y14, X14)
@@ -169,8 +169,8 @@ dq40loop:
 	VZEROUPPER
 	RET
 
-// func dqQ4_1AVX2(dst *float32, src *byte, nb int)
-TEXT ·dqQ4_1AVX2(SB), NOSPLIT, $0-24
+// func dqQ4_1SIMD(dst *float32, src *byte, nb int)
+TEXT ·dqQ4_1SIMD(SB), NOSPLIT, $0-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 
@@ -189,9 +189,9 @@ dq41loop:
 	VZEROUPPER
 	RET
 
-// func dqQ5_0AVX2(dst *float32, src *byte, nb int)
+// func dqQ5_0SIMD(dst *float32, src *byte, nb int)
 // value = nib | hbit<<4 − 16, i.e. nib | 0xF0 where the high bit is clear.
-TEXT ·dqQ5_0AVX2(SB), NOSPLIT, $0-24
+TEXT ·dqQ5_0SIMD(SB), NOSPLIT, $0-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0xf0f0f0f0, Y14, X14)
@@ -213,8 +213,8 @@ dq50loop:
 	VZEROUPPER
 	RET
 
-// func dqQ5_1AVX2(dst *float32, src *byte, nb int)
-TEXT ·dqQ5_1AVX2(SB), NOSPLIT, $0-24
+// func dqQ5_1SIMD(dst *float32, src *byte, nb int)
+TEXT ·dqQ5_1SIMD(SB), NOSPLIT, $0-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x10101010, Y14, X14)
@@ -238,8 +238,8 @@ dq51loop:
 	VZEROUPPER
 	RET
 
-// func dqQ4_KAVX2(dst *float32, src *byte, nb int)
-TEXT ·dqQ4_KAVX2(SB), NOSPLIT, $64-24
+// func dqQ4_KSIMD(dst *float32, src *byte, nb int)
+TEXT ·dqQ4_KSIMD(SB), NOSPLIT, $64-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x3f3f3f3f, Y13, X13)
@@ -267,10 +267,10 @@ dq4kloop:
 	VZEROUPPER
 	RET
 
-// func dqQ5_KAVX2(dst *float32, src *byte, nb int)
+// func dqQ5_KSIMD(dst *float32, src *byte, nb int)
 // As Q4_K plus the fifth bits: bit 2j of qh[l] for the low nibble of
 // group j, bit 2j+1 for the high one; Y8 holds qh shifted right by 2j.
-TEXT ·dqQ5_KAVX2(SB), NOSPLIT, $64-24
+TEXT ·dqQ5_KSIMD(SB), NOSPLIT, $64-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x3f3f3f3f, Y13, X13)
@@ -346,10 +346,10 @@ dq5kloop:
 	VPOR    Y3, Y2, Y2; \
 	Q6KEMIT(8*n+6, 512*n+384)
 
-// func dqQ6_KAVX2(dst *float32, src *byte, nb int)
+// func dqQ6_KSIMD(dst *float32, src *byte, nb int)
 // Q6_K super-block (210 bytes): ql[128], qh[64], 16 int8 scales, f16 d;
 // x = (d·sc)·(q − 32), one scale per 16 elements.
-TEXT ·dqQ6_KAVX2(SB), NOSPLIT, $64-24
+TEXT ·dqQ6_KSIMD(SB), NOSPLIT, $64-24
 	ARGS
 	BCAST32($0x0f0f0f0f, Y15, X15)
 	BCAST32($0x30303030, Y13, X13)

@@ -43,27 +43,27 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *QuantizedActs
 	pd, pw, pq, pdd, st := &dst[0], &w[0], &q[0], &d[0], uintptr(stride)
 	switch wt { // direct calls: the kernels are go:noescape
 	case Q8_0:
-		qdotQ8_0AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ8_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_0:
-		qdotQ4_0AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ4_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_1:
-		qdotQ4_1AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ4_1SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q5_0:
-		qdotQ5_0AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ5_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q5_1:
-		qdotQ5_1AVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ5_1SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_K:
-		qdotQ4_KAVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ4_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q5_K:
-		qdotQ5_KAVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ5_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q6_K:
-		qdotQ6_KAVX2(pd, rows, pw, st, pq, pdd, aux, nb)
+		qdotQ6_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	}
 }
 
 // hasQdotKernel reports whether weight type wt has an assembly kernel on
 // this machine.
-func hasQdotKernel(wt DType) bool { return hasAVX2 && qdotType(wt) }
+func hasQdotKernel(wt DType) bool { return hasSIMD && qdotType(wt) }
 
 // qdotType reports whether wt is one of the types with integer-dot
 // kernels (on some machines). MatMul's choice of path depends on this, not

@@ -5,7 +5,7 @@
 //
 // Every kernel has the signature
 //
-//	func qdotXxxAVX2(dst *float32, rows int, w *byte, stride uintptr,
+//	func qdotXxxSIMD(dst *float32, rows int, w *byte, stride uintptr,
 //	                 q *int8, d *float32, aux unsafe.Pointer, nb int)
 //
 // and sets dst[i] = Σ over the nb blocks of weight row i (at w + i·stride)
@@ -83,10 +83,10 @@ GLOBL bitshuf<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y5, Y4, Y4; \
 	VFMADD231PS  Y4, Y2, acc
 
-// func qdotQ8_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q8_0 block (34 bytes): f16 d, 32 int8. Four blocks per step into four
 // accumulators, so the FMA latency chain never limits.
-TEXT ·qdotQ8_0AVX2(SB), NOSPLIT, $0-64
+TEXT ·qdotQ8_0SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	BCAST32($0x00010001, Y15, X15)
@@ -220,8 +220,8 @@ q80sum:
 	VPBROADCASTQ X11, Y11; \
 	VPCMPEQB Y10, Y10, Y10
 
-// func qdotQ4_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ4_0AVX2(SB), NOSPLIT, $0-64
+// func qdotQ4_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ4_0SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	SMALLCONST
@@ -255,8 +255,8 @@ q40sum:
 	HSUM
 	ROWEND(q40row)
 
-// func qdotQ5_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ5_0AVX2(SB), NOSPLIT, $0-64
+// func qdotQ5_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ5_0SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	SMALLCONST
@@ -290,8 +290,8 @@ q50sum:
 	HSUM
 	ROWEND(q50row)
 
-// func qdotQ4_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ4_1AVX2(SB), NOSPLIT, $0-64
+// func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ4_1SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	SMALLCONST
@@ -329,8 +329,8 @@ q41sum:
 	VADDSS X8, X0, X0
 	ROWEND(q41row)
 
-// func qdotQ5_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ5_1AVX2(SB), NOSPLIT, $0-64
+// func qdotQ5_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ5_1SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	SMALLCONST
@@ -480,12 +480,12 @@ GLOBL k4shuf<>(SB), RODATA|NOPTR, $256
 	VBROADCASTSS (DX), Y10; \
 	VFMADD231PS  Y10, Y5, Y0
 
-// func qdotQ4_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// func qdotQ4_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q4_K super-block (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales
 // and mins for 8 sub-blocks of 32, 128 bytes of nibbles (32 bytes per 64
 // elements: low nibbles sub-block 2j, high nibbles 2j+1).
 // Σ = d·da·Σ_j sc_j·Σ q·a − dmin·da·Σ_j m_j·(Σ a over sub-block j).
-TEXT ·qdotQ4_KAVX2(SB), NOSPLIT, $0-64
+TEXT ·qdotQ4_KSIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	BCAST32($0x0f0f0f0f, Y15, X15)
@@ -555,10 +555,10 @@ GLOBL bit4<>(SB), RODATA|NOPTR, $32
 	VPSRLW  $2, Y10, Y10; \
 	K4DOT(j)
 
-// func qdotQ5_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// func qdotQ5_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q5_K super-block (176 bytes): f16 d, f16 dmin, 12 scale bytes, qh[32],
 // qs[128]; as Q4_K with 5-bit values.
-TEXT ·qdotQ5_KAVX2(SB), NOSPLIT, $0-64
+TEXT ·qdotQ5_KSIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	BCAST32($0x0f0f0f0f, Y15, X15)
@@ -668,12 +668,12 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 	VPOR    Y12, Y7, Y7; \
 	Q6KQ(aoff+96, 3)
 
-// func qdotQ6_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// func qdotQ6_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q6_K super-block (210 bytes): ql[128] low nibbles, qh[64] high 2 bits,
 // 16 int8 scales (one per 16 elements), f16 d. Values are q−32; the −32 is
 // applied once per super-block through the activation sums:
 // Σ sc·(q−32)·a = Σ sc·q·a − 32·Σ_sub sc_sub·bsum_sub.
-TEXT ·qdotQ6_KAVX2(SB), NOSPLIT, $0-64
+TEXT ·qdotQ6_KSIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	BCAST32($0x0f0f0f0f, Y15, X15)

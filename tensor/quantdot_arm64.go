@@ -19,7 +19,7 @@ func qdotQ8_0SDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 //go:noescape
 func qdotQ8_0NEON(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
-func qdotQ8_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	if hasDotProd {
 		qdotQ8_0SDOT(dst, rows, w, stride, q, d, aux, nb)
 		return
@@ -27,31 +27,41 @@ func qdotQ8_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 	qdotQ8_0NEON(dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ4_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ4_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q4_0, dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ4_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q4_1, dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ5_0AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ5_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q5_0, dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ5_1AVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ5_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q5_1, dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ4_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
-	qdotRowsGo(Q4_K, dst, rows, w, stride, q, d, aux, nb)
+//go:noescape
+func qdotQ4_KSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_KNEON(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+func qdotQ4_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+	if hasDotProd {
+		qdotQ4_KSDOT(dst, rows, w, stride, q, d, aux, nb)
+		return
+	}
+	qdotQ4_KNEON(dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ5_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ5_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q5_K, dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ6_KAVX2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
+func qdotQ6_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q6_K, dst, rows, w, stride, q, d, aux, nb)
 }
 
@@ -100,21 +110,21 @@ func dqGo(t DType, dst *float32, src *byte, nb int) {
 	DequantizeRow(unsafe.Slice(dst, nb*bs), t, unsafe.Slice(src, nb*bb))
 }
 
-func dqQ8_0AVX2(dst *float32, src *byte, nb int) { dqGo(Q8_0, dst, src, nb) }
-func dqQ4_0AVX2(dst *float32, src *byte, nb int) { dqGo(Q4_0, dst, src, nb) }
-func dqQ4_1AVX2(dst *float32, src *byte, nb int) { dqGo(Q4_1, dst, src, nb) }
-func dqQ5_0AVX2(dst *float32, src *byte, nb int) { dqGo(Q5_0, dst, src, nb) }
-func dqQ5_1AVX2(dst *float32, src *byte, nb int) { dqGo(Q5_1, dst, src, nb) }
-func dqQ4_KAVX2(dst *float32, src *byte, nb int) { dqGo(Q4_K, dst, src, nb) }
-func dqQ5_KAVX2(dst *float32, src *byte, nb int) { dqGo(Q5_K, dst, src, nb) }
-func dqQ6_KAVX2(dst *float32, src *byte, nb int) { dqGo(Q6_K, dst, src, nb) }
+func dqQ8_0SIMD(dst *float32, src *byte, nb int) { dqGo(Q8_0, dst, src, nb) }
+func dqQ4_0SIMD(dst *float32, src *byte, nb int) { dqGo(Q4_0, dst, src, nb) }
+func dqQ4_1SIMD(dst *float32, src *byte, nb int) { dqGo(Q4_1, dst, src, nb) }
+func dqQ5_0SIMD(dst *float32, src *byte, nb int) { dqGo(Q5_0, dst, src, nb) }
+func dqQ5_1SIMD(dst *float32, src *byte, nb int) { dqGo(Q5_1, dst, src, nb) }
+func dqQ4_KSIMD(dst *float32, src *byte, nb int) { dqGo(Q4_K, dst, src, nb) }
+func dqQ5_KSIMD(dst *float32, src *byte, nb int) { dqGo(Q5_K, dst, src, nb) }
+func dqQ6_KSIMD(dst *float32, src *byte, nb int) { dqGo(Q6_K, dst, src, nb) }
 
-// The two passes of the activation quantizers (see quantizeBlocksAVX2), in
+// The two passes of the activation quantizers (see quantizeBlocksSIMD), in
 // Go with the reference's expressions.
 
-// qAbsMax32AVX2: out[b] = max |x| over block b of 32; nan reports a NaN
+// qAbsMax32SIMD: out[b] = max |x| over block b of 32; nan reports a NaN
 // anywhere.
-func qAbsMax32AVX2(x *float32, nb int, out *float32) (nan bool) {
+func qAbsMax32SIMD(x *float32, nb int, out *float32) (nan bool) {
 	xs := unsafe.Slice(x, 32*nb)
 	os := unsafe.Slice(out, nb)
 	for b := range os {
@@ -128,9 +138,9 @@ func qAbsMax32AVX2(x *float32, nb int, out *float32) (nan bool) {
 	return nan
 }
 
-// qVMax256AVX2: out[b] = the element of block b (256) of largest
+// qVMax256SIMD: out[b] = the element of block b (256) of largest
 // magnitude, the first on ties; nan reports a NaN anywhere.
-func qVMax256AVX2(x *float32, nb int, out *float32) (nan bool) {
+func qVMax256SIMD(x *float32, nb int, out *float32) (nan bool) {
 	xs := unsafe.Slice(x, qkK*nb)
 	os := unsafe.Slice(out, nb)
 	for b := range os {
@@ -143,8 +153,8 @@ func qVMax256AVX2(x *float32, nb int, out *float32) (nan bool) {
 	return nan
 }
 
-// qRound32AVX2: q[32b+j] = roundf(x[32b+j]·id[b]).
-func qRound32AVX2(x *float32, id *float32, nb int, q *int8) {
+// qRound32SIMD: q[32b+j] = roundf(x[32b+j]·id[b]).
+func qRound32SIMD(x *float32, id *float32, nb int, q *int8) {
 	xs := unsafe.Slice(x, 32*nb)
 	ids := unsafe.Slice(id, nb)
 	qs := unsafe.Slice(q, 32*nb)
@@ -153,9 +163,9 @@ func qRound32AVX2(x *float32, id *float32, nb int, q *int8) {
 	}
 }
 
-// qRound256AVX2: q = min(127, nearestInt(x·is[b])) and the sums of each
+// qRound256SIMD: q = min(127, nearestInt(x·is[b])) and the sums of each
 // 16 into bsums.
-func qRound256AVX2(x *float32, is *float32, nb int, q *int8, bsums *int16) {
+func qRound256SIMD(x *float32, is *float32, nb int, q *int8, bsums *int16) {
 	xs := unsafe.Slice(x, qkK*nb)
 	iss := unsafe.Slice(is, nb)
 	qs := unsafe.Slice(q, qkK*nb)

@@ -9,7 +9,7 @@ import (
 // TestDotQFast checks the assembly quantized dots against the reference
 // DotQ on random rows of several lengths (and activation offsets).
 func TestDotQFast(t *testing.T) {
-	if !hasAVX2 {
+	if !hasSIMD {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -133,7 +133,7 @@ func BenchmarkDotQRows(b *testing.B) {
 // TestDequantFast checks the AVX2 dequantizers bit for bit against the
 // reference decoders, on random blocks including extreme scales.
 func TestDequantFast(t *testing.T) {
-	if !hasAVX2 {
+	if !hasSIMD {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -174,7 +174,7 @@ func TestDequantFast(t *testing.T) {
 // equal-magnitude maxima of both signs, tiny and huge blocks) and checks
 // that vectors holding NaN or ±Inf match the reference too.
 func TestQuantizeActsFast(t *testing.T) {
-	if !hasAVX2 {
+	if !hasSIMD {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
@@ -209,10 +209,10 @@ func TestQuantizeActsFast(t *testing.T) {
 				x[n-1] = float32(math.NaN())
 			}
 			var want, got QuantizedActs
-			saved := hasAVX2
-			hasAVX2 = false
+			saved := hasSIMD
+			hasSIMD = false
 			err1 := QuantizeActs(&want, wt, x)
-			hasAVX2 = saved
+			hasSIMD = saved
 			err2 := QuantizeActs(&got, wt, x)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)

@@ -1,0 +1,45 @@
+package model
+
+import "golang.org/x/sys/cpu"
+
+// hasAVX2 selects the assembly kernels of attention_amd64.s (AVX2 and
+// FMA3; x/sys/cpu reports AVX2 only when the OS saves YMM state). Tests
+// flip it to compare them with the Go versions on the same machine.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func attnScoresAVX2(q *float32, k *float32, stride uintptr, n int, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnAccumAVX2(out *float32, v *float32, stride uintptr, n int, hd int, a *float32)
+
+// attnScores sets out[i] = scale · q·k_i for the n rows k_i = k[i·stride:]
+// (len(q) wide each).
+func attnScores(out, q, k []float32, stride, n int, scale float32) {
+	hd := len(q)
+	if n <= 0 {
+		return
+	}
+	_ = k[(n-1)*stride+hd-1] // the assembly reads up to here
+	_ = out[n-1]
+	if hasAVX2 && hd > 0 && hd%8 == 0 {
+		attnScoresAVX2(&q[0], &k[0], uintptr(stride*4), n, hd, scale, &out[0])
+		return
+	}
+	attnScoresGo(out, q, k, stride, n, scale)
+}
+
+// attnAccum adds Σ_i a[i]·v_i into out for the len(a) rows
+// v_i = v[i·stride:] (len(out) wide each).
+func attnAccum(out, v []float32, stride int, a []float32) {
+	hd, n := len(out), len(a)
+	if n == 0 {
+		return
+	}
+	_ = v[(n-1)*stride+hd-1]
+	if hasAVX2 && hd > 0 && hd%8 == 0 {
+		attnAccumAVX2(&out[0], &v[0], uintptr(stride*4), n, hd, &a[0])
+		return
+	}
+	attnAccumGo(out, v, stride, a)
+}

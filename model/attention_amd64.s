@@ -1,0 +1,191 @@
+// AVX2 + FMA kernels of the attention inner loops (attention_amd64.go
+// dispatches here when the CPU has them and the head width is a multiple
+// of 8; attention.go holds the Go versions they are tested against).
+
+#include "textflag.h"
+
+// func attnScoresAVX2(q *float32, k *float32, stride uintptr, n int, hd int, scale float32, out *float32)
+//
+// out[i] = scale · Σ_{c<hd} q[c]·k_i[c] for the n rows k_i = k + i·stride
+// (stride in bytes); hd is a positive multiple of 8. Rows go four at a
+// time: each 16-column step loads q once for four rows into eight
+// independent accumulators (Y0-Y3 columns 0-7, Y4-Y7 columns 8-15).
+TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-56
+	MOVQ         q+0(FP), DI
+	MOVQ         k+8(FP), SI
+	MOVQ         stride+16(FP), BX
+	MOVQ         n+24(FP), R9
+	MOVQ         hd+32(FP), R10
+	VBROADCASTSS scale+40(FP), Y15
+	MOVQ         out+48(FP), DX
+	SUBQ         $4, R9
+	JL           s1start
+
+s4rows:
+	LEAQ   (SI)(BX*1), R11 // row 1
+	LEAQ   (SI)(BX*2), R8  // row 2
+	LEAQ   (R8)(BX*1), R12 // row 3
+	XORQ   AX, AX          // column byte offset
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   R10, CX
+	SUBQ   $16, CX
+	JL     s4tail
+
+s4loop:
+	VMOVUPS     (DI)(AX*1), Y8
+	VMOVUPS     32(DI)(AX*1), Y9
+	VFMADD231PS (SI)(AX*1), Y8, Y0
+	VFMADD231PS 32(SI)(AX*1), Y9, Y4
+	VFMADD231PS (R11)(AX*1), Y8, Y1
+	VFMADD231PS 32(R11)(AX*1), Y9, Y5
+	VFMADD231PS (R8)(AX*1), Y8, Y2
+	VFMADD231PS 32(R8)(AX*1), Y9, Y6
+	VFMADD231PS (R12)(AX*1), Y8, Y3
+	VFMADD231PS 32(R12)(AX*1), Y9, Y7
+	ADDQ        $64, AX
+	SUBQ        $16, CX
+	JGE         s4loop
+
+s4tail:
+	ADDQ        $16, CX
+	JZ          s4reduce
+	VMOVUPS     (DI)(AX*1), Y8
+	VFMADD231PS (SI)(AX*1), Y8, Y0
+	VFMADD231PS (R11)(AX*1), Y8, Y1
+	VFMADD231PS (R8)(AX*1), Y8, Y2
+	VFMADD231PS (R12)(AX*1), Y8, Y3
+
+s4reduce:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMULPS       X15, X0, X0
+	VMOVUPS      X0, (DX)
+	ADDQ         $16, DX
+	LEAQ         (R8)(BX*2), SI // row 4
+	SUBQ         $4, R9
+	JGE          s4rows
+
+s1start:
+	ADDQ $4, R9
+	JZ   sdone
+
+s1rows:
+	XORQ   AX, AX
+	VXORPS Y0, Y0, Y0
+	MOVQ   R10, CX
+
+s1loop:
+	VMOVUPS     (DI)(AX*1), Y8
+	VFMADD231PS (SI)(AX*1), Y8, Y0
+	ADDQ        $32, AX
+	SUBQ        $8, CX
+	JG          s1loop
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMULSS       X15, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $4, DX
+	ADDQ         BX, SI
+	DECQ         R9
+	JNZ          s1rows
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func attnAccumAVX2(out *float32, v *float32, stride uintptr, n int, hd int, a *float32)
+//
+// out[c] += Σ_{i<n} a[i]·v_i[c] for c < hd and the n ≥ 1 rows
+// v_i = v + i·stride (stride in bytes); hd is a positive multiple of 8.
+// Columns go 64 at a time held in Y0-Y7 across all rows (eight
+// independent FMA chains), then 8 at a time.
+TEXT ·attnAccumAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ stride+16(FP), BX
+	MOVQ n+24(FP), R9
+	MOVQ hd+32(FP), CX
+	MOVQ a+40(FP), R10
+
+a64:
+	CMPQ    CX, $64
+	JL      a8
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	MOVQ    SI, R11
+	MOVQ    R10, R12
+	MOVQ    R9, R13
+
+a64row:
+	VBROADCASTSS (R12), Y8
+	VFMADD231PS  (R11), Y8, Y0
+	VFMADD231PS  32(R11), Y8, Y1
+	VFMADD231PS  64(R11), Y8, Y2
+	VFMADD231PS  96(R11), Y8, Y3
+	VFMADD231PS  128(R11), Y8, Y4
+	VFMADD231PS  160(R11), Y8, Y5
+	VFMADD231PS  192(R11), Y8, Y6
+	VFMADD231PS  224(R11), Y8, Y7
+	ADDQ         $4, R12
+	ADDQ         BX, R11
+	DECQ         R13
+	JNZ          a64row
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	VMOVUPS      Y4, 128(DI)
+	VMOVUPS      Y5, 160(DI)
+	VMOVUPS      Y6, 192(DI)
+	VMOVUPS      Y7, 224(DI)
+	ADDQ         $256, DI
+	ADDQ         $256, SI
+	SUBQ         $64, CX
+	JMP          a64
+
+a8:
+	CMPQ    CX, $8
+	JL      adone
+	VMOVUPS (DI), Y0
+	MOVQ    SI, R11
+	MOVQ    R10, R12
+	MOVQ    R9, R13
+
+a8row:
+	VBROADCASTSS (R12), Y8
+	VFMADD231PS  (R11), Y8, Y0
+	ADDQ         $4, R12
+	ADDQ         BX, R11
+	DECQ         R13
+	JNZ          a8row
+	VMOVUPS      Y0, (DI)
+	ADDQ         $32, DI
+	ADDQ         $32, SI
+	SUBQ         $8, CX
+	JMP          a8
+
+adone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,163 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"nanoserve/internal/testshared"
+	"nanoserve/kvcache"
+)
+
+// TestExpf pins expf against math.Exp: relative error within 2 ulp over
+// the normal range, and the edges.
+func TestExpf(t *testing.T) {
+	worst := 0.0
+	for x := float32(-87); x < 88.7; x += 0.0137 {
+		got, want := float64(expf(x)), math.Exp(float64(x))
+		if e := math.Abs(got-want) / want; e > worst {
+			worst = e
+		}
+	}
+	if worst > 2.5e-7 {
+		t.Errorf("expf max relative error %g", worst)
+	}
+	if expf(-100) != 0 || !math.IsInf(float64(expf(100)), 1) || expf(0) != 1 {
+		t.Errorf("edges: %g %g %g", expf(-100), expf(100), expf(0))
+	}
+	if v := expf(float32(math.NaN())); v == v {
+		t.Errorf("expf(NaN) = %g", v)
+	}
+}
+
+// TestAttnKernels compares the assembly kernels with the Go ones over
+// head widths, row counts and strides.
+func TestAttnKernels(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no assembly kernels on this machine")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	for _, hd := range []int{8, 16, 24, 64, 72, 128, 136} {
+		for _, n := range []int{1, 3, 4, 5, 16, 17} {
+			stride := hd + 8*r.IntN(3)
+			q, k := fill(hd), fill(n*stride)
+			a := fill(n)
+			got, want := make([]float32, n), make([]float32, n)
+			attnScores(got, q, k, stride, n, 0.125)
+			attnScoresGo(want, q, k, stride, n, 0.125)
+			if d, at := maxAbsDiff(got, want); d > 1e-5 {
+				t.Errorf("scores hd %d n %d: differ by %g at %d", hd, n, d, at)
+			}
+			o1, o2 := fill(hd), make([]float32, hd)
+			copy(o2, o1)
+			attnAccum(o1, k, stride, a)
+			attnAccumGo(o2, k, stride, a)
+			if d, at := maxAbsDiff(o1, o2); d > 1e-5 {
+				t.Errorf("accum hd %d n %d: differ by %g at %d", hd, n, d, at)
+			}
+		}
+	}
+}
+
+// TestParallelAttention runs a 256-token prefill and decode steps with two
+// workers (parallel attention, norms, RoPE, SwiGLU) and with one, and with
+// the Go kernels, and compares the logits.
+func TestParallelAttention(t *testing.T) {
+	path := testshared.Path(t, "models/llama2c/tiny_gqa.bin")
+	const n = 256
+	toks := make([]int, n)
+	for i := range toks {
+		toks[i] = 1 + (i*37)%500
+	}
+	run := func(threads int) []float32 {
+		m := mustLoad(t, path, Options{Threads: threads})
+		c, _ := m.NewCache(n + 8)
+		s := &kvcache.Seq{}
+		if err := c.Reserve(s, n+8); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]bool, n)
+		for i := range out {
+			out[i] = i%50 == 49
+		}
+		pos := make([]int, n)
+		for i := range pos {
+			pos[i] = i
+		}
+		lg, err := m.Forward(Batch{Tokens: toks, Pos: pos, Seq: slices.Repeat([]*kvcache.Seq{s}, n), Output: out}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := slices.Clone(lg)
+		for p := n; p < n+8; p++ {
+			lg, err := m.Forward(Batch{Tokens: []int{7 + p}, Pos: []int{p}, Seq: []*kvcache.Seq{s}}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = append(res, lg...)
+		}
+		return res
+	}
+	serial := run(1)
+	if d, at := maxAbsDiff(run(2), serial); d > 1e-4 {
+		t.Errorf("2 workers differ from 1 by %g at %d", d, at)
+	}
+	if hasAVX2 {
+		hasAVX2 = false
+		goKernels := run(2)
+		hasAVX2 = true
+		if d, at := maxAbsDiff(goKernels, serial); d > 1e-4 {
+			t.Errorf("Go kernels differ from assembly by %g at %d", d, at)
+		}
+	}
+}
+
+// TestVecOps compares the assembly softmax and SwiGLU with the scalar Go
+// loops (lengths with and without a ragged tail, large and tiny inputs).
+func TestVecOps(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no assembly kernels on this machine")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 7, 8, 9, 31, 64, 300} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 30)
+		}
+		x[r.IntN(n)] = -200 // underflows to 0
+		up := make([]float32, n)
+		for i := range up {
+			up[i] = float32(r.NormFloat64())
+		}
+		run := func(vec bool) (sm, sw []float32, sum float32) {
+			hasAVX2 = vec
+			defer func() { hasAVX2 = true }()
+			sm, sw = slices.Clone(x), slices.Clone(x)
+			sum = softmaxExp(sm)
+			swiglu(sw, up)
+			return
+		}
+		sm1, sw1, s1 := run(true)
+		sm2, sw2, s2 := run(false)
+		if math.Abs(float64(s1-s2)) > 1e-6*float64(s2) {
+			t.Errorf("n %d: softmax sums %g vs %g", n, s1, s2)
+		}
+		if d, at := maxAbsDiff(sm1, sm2); d > 1e-6 {
+			t.Errorf("n %d: softmax differs by %g at %d", n, d, at)
+		}
+		for i := range sw1 {
+			if d := math.Abs(float64(sw1[i] - sw2[i])); d > 1e-6*math.Max(1, math.Abs(float64(sw2[i]))) {
+				t.Errorf("n %d: swiglu(%g) = %g, scalar %g", n, x[i], sw1[i], sw2[i])
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package model
+
+//go:noescape
+func expShiftAVX2(x *float32, n int, mx float32) float32
+
+//go:noescape
+func maxAVX2(x *float32, n int) float32
+
+//go:noescape
+func swigluAVX2(gate *float32, up *float32, n int)
+
+// vecMax returns max x over the longest prefix of x handled by the
+// assembly (a multiple of 8 long) and that prefix's length; 0, 0 without.
+func vecMax(x []float32) (float32, int) {
+	n8 := len(x) &^ 7
+	if !hasAVX2 || n8 == 0 {
+		return 0, 0
+	}
+	return maxAVX2(&x[0], n8), n8
+}
+
+// vecExpShift sets x[i] = e^(x[i]-mx) over the longest prefix handled by
+// the assembly; it returns the prefix's sum and length.
+func vecExpShift(x []float32, mx float32) (float32, int) {
+	n8 := len(x) &^ 7
+	if !hasAVX2 || n8 == 0 {
+		return 0, 0
+	}
+	return expShiftAVX2(&x[0], n8, mx), n8
+}
+
+// vecSwiGLU is swiglu over the longest prefix handled by the assembly; it
+// returns the prefix's length.
+func vecSwiGLU(g, u []float32) int {
+	n8 := len(g) &^ 7
+	if !hasAVX2 || n8 == 0 {
+		return 0
+	}
+	_ = u[n8-1]
+	swigluAVX2(&g[0], &u[0], n8)
+	return n8
+}

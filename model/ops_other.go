@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package model
+
+func vecMax(x []float32) (float32, int)                  { return 0, 0 }
+func vecExpShift(x []float32, mx float32) (float32, int) { return 0, 0 }
+func vecSwiGLU(g, u []float32) int                       { return 0 }
