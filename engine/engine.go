@@ -72,13 +72,11 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, errors.New("engine: the model has no tokenizer (pass one with --tokenizer)")
 	}
 	ctx := opts.CtxSize
-	if ctx <= 0 || ctx > m.ContextLen {
-		if ctx > m.ContextLen && m.Arch == model.ArchGPT2 {
-			return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
-		}
-		if ctx <= 0 {
-			ctx = m.ContextLen
-		}
+	switch {
+	case ctx <= 0:
+		ctx = m.ContextLen
+	case ctx > m.ContextLen && m.Arch == model.ArchGPT2:
+		return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
 	}
 	cache, err := m.NewCache(ctx)
 	if err != nil {
