@@ -17,24 +17,28 @@ import (
 //
 // where K_g[p] is the HeadDim-wide slice at offset g·HeadDim of the cache
 // row Slot(s, p). Within a cache block the rows of consecutive positions
-// are consecutive (stride kv_dim), so both loops run block by block over
-// strided runs of up to BlockSize rows: attnScores (four rows per step,
-// q loaded once for the four) and attnAccum (the 64-wide output held in
-// registers over the whole run). Each (token, head) needs only its
-// (pos+1)-float score row, so a worker's scratch is O(positions) and a
-// long prompt never materialises an (n × n) matrix.
+// are consecutive (stride kv_dim), as are the rows of consecutive blocks
+// with consecutive ids, so both loops run over strided runs of rows
+// (cacheRun): attnScores (eight rows per step, q loaded once for the
+// eight, in the assembly) and attnAccum (a 64-wide output held in
+// registers over the whole run). The softmax is left unnormalised
+// (softmaxExp, vectorised exp) and the HeadDim-wide output divided by the
+// sum instead. Each (token, head) needs only its (pos+1)-float score row,
+// so a worker's scratch is O(positions) (group·(pos+1) floats for a
+// group's heads) and a long prompt never materialises an (n × n) matrix.
 //
-// Work is split by (token, head) tasks, task = i·Heads + h, claimed in
-// chunks from an atomic counter by the model's workers (the caller is
-// worker 0), so a prefill's causal imbalance (later tokens attend over
-// more positions) and a busy core both even out. Consecutive tasks are
-// heads of one group over the same K/V rows, which then come from L1/L2.
+// Work is split by (token, KV group) tasks claimed in chunks from an
+// atomic counter by the model's workers (the caller is worker 0), so a
+// prefill's causal imbalance (later tokens attend over more positions)
+// and a busy core both even out. Within a task the group's heads go
+// through the cache rows tile by tile, so each K/V row is read from memory
+// or L2 once per token and group, not once per head (see attendRange).
 
 // jobKind selects what a parallel job computes.
 type jobKind int
 
 const (
-	jobAttn   jobKind = iota // attendRange over (token, head) tasks
+	jobAttn   jobKind = iota // attendRange over (token, KV group) tasks
 	jobNorm                  // norm of rows
 	jobSwiGLU                // swiglu over elements
 	jobGELU                  // geluTanh over elements
@@ -141,7 +145,7 @@ const (
 // attention computes ws.att (n, q_dim) for layer l: each token's query
 // heads attend over its sequence's cached positions [start, pos].
 func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
-	tasks := n * m.Heads
+	tasks := n * m.KVHeads
 	work := 0
 	for i := range n {
 		work += b.Pos[i] + 1
@@ -151,54 +155,95 @@ func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
 		m.attendRange(b, c, l, 0, tasks, m.ws.scores[0])
 		return
 	}
-	// Chunks of whole groups (heads sharing K/V rows), about 16 per worker.
-	group := m.Heads / m.KVHeads
-	chunk := max(1, tasks/(16*m.pool.Threads())/group) * group
 	j := &m.aw.job
 	j.b, j.c, j.l = b, c, l
-	m.parallel(jobAttn, tasks, chunk)
+	m.parallel(jobAttn, tasks, tasks/(16*m.pool.Threads()))
 }
 
-// attendRange handles the (token, head) tasks [lo, hi), task = i·Heads + h.
+// attnTile is how many cache rows attendRange runs through all heads of a
+// group before moving on: 16 rows of a 64-wide head are 4 KB of K (or V),
+// which stay in L1 while the group's heads reuse them. Cache rows are
+// kv_dim apart (1 KB for TinyLlama), so rows 4 apart share L1 sets; 32
+// rows already fill 8-way sets and measured 25% slower, 8 rows pay more
+// per-call overhead (BenchmarkAttnPrefill).
+const attnTile = 16
+
+// attendRange handles the (token, KV group) tasks [lo, hi) of a batch of
+// n tokens, task g·n + i for token i and group g: the group's query heads
+// g·group .. g·group+group-1 share its K/V rows. Tasks are numbered
+// group-major, so consecutive tasks read the same group's rows, which then
+// stay in L2 from one token to the next (token-major order would cycle
+// through the whole layer's cache for every token).
+//
+// For each tile of attnTile consecutive cache rows, every head of the
+// group takes its scores (then, after the softmax, its weighted sum of V)
+// from the tile while it is in L1. scores holds the group's score rows,
+// (group, pos+1-start).
 func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
 	hd, qd, kvd := m.HeadDim, m.QDim(), m.KVDim()
 	group := m.Heads / m.KVHeads
+	n := len(b.Seq)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kc, vc := c.K[l], c.V[l]
 	bs := c.BlockSize
+	var sums [16]float32 // softmax sums of up to 16 heads per group at a time
 	for t := lo; t < hi; t++ {
-		i, h := t/m.Heads, t%m.Heads
+		g, i := t/n, t%n
 		s, pos := b.Seq[i], b.Pos[i]
 		start := 0
 		if m.SlidingWindow > 0 {
 			start = max(0, pos-m.SlidingWindow+1)
 		}
-		q := m.ws.q[i*qd+h*hd : i*qd+(h+1)*hd]
-		ko := (h / group) * hd // offset of this head's kv group in a row
-		sc := scores[:pos+1-start]
-		// Runs of consecutive rows within one block.
-		for p := start; p <= pos; {
-			r := p % bs
-			cnt := min(bs-r, pos+1-p)
-			row := (s.Blocks[p/bs]*bs+r)*kvd + ko
-			attnScores(sc[p-start:p-start+cnt], q, kc[row:], kvd, cnt, scale)
-			p += cnt
-		}
-		sum := softmaxExp(sc)
-		out := m.ws.att[i*qd+h*hd : i*qd+(h+1)*hd]
-		clear(out)
-		for p := start; p <= pos; {
-			r := p % bs
-			cnt := min(bs-r, pos+1-p)
-			row := (s.Blocks[p/bs]*bs+r)*kvd + ko
-			attnAccum(out, vc[row:], kvd, sc[p-start:p-start+cnt])
-			p += cnt
-		}
-		inv := 1 / sum
-		for j := range out {
-			out[j] *= inv
+		np := pos + 1 - start
+		ko := g * hd // offset of the group's K/V slice in a cache row
+		for h0 := 0; h0 < group; h0 += len(sums) {
+			hs := min(len(sums), group-h0) // heads in this pass
+			q0 := i*qd + (g*group+h0)*hd   // first head's query
+			for p := start; p <= pos; {
+				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
+				k := kc[row*kvd+ko:]
+				for j := range hs {
+					sc := scores[j*np+p-start : j*np+p-start+cnt]
+					attnScores(sc, m.ws.q[q0+j*hd:q0+(j+1)*hd], k, kvd, cnt, scale)
+				}
+				p += cnt
+			}
+			for j := range hs {
+				sums[j] = softmaxExp(scores[j*np : (j+1)*np])
+				clear(m.ws.att[q0+j*hd : q0+(j+1)*hd])
+			}
+			for p := start; p <= pos; {
+				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
+				v := vc[row*kvd+ko:]
+				for j := range hs {
+					attnAccum(m.ws.att[q0+j*hd:q0+(j+1)*hd], v, kvd, scores[j*np+p-start:j*np+p-start+cnt])
+				}
+				p += cnt
+			}
+			for j := range hs {
+				out, inv := m.ws.att[q0+j*hd:q0+(j+1)*hd], 1/sums[j]
+				for c := range out {
+					out[c] *= inv
+				}
+			}
 		}
 	}
+}
+
+// cacheRun returns the cache row of position p of a sequence with block
+// table blocks, and how many positions from p up to last lie in
+// consecutive rows: the rest of p's block, extended over following blocks
+// while their ids are consecutive too (as when a sequence's blocks were
+// reserved together from a fresh cache).
+func cacheRun(blocks []int, bs, p, last int) (row, cnt int) {
+	k := p / bs
+	row = blocks[k]*bs + p%bs
+	end := (k + 1) * bs // first position past the run
+	for end <= last && blocks[k+1] == blocks[k]+1 {
+		k++
+		end += bs
+	}
+	return row, min(end, last+1) - p
 }
 
 // attnScoresGo is attnScores in plain Go.

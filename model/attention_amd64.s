@@ -7,9 +7,10 @@
 // func attnScoresAVX2(q *float32, k *float32, stride uintptr, n int, hd int, scale float32, out *float32)
 //
 // out[i] = scale · Σ_{c<hd} q[c]·k_i[c] for the n rows k_i = k + i·stride
-// (stride in bytes); hd is a positive multiple of 8. Rows go four at a
-// time: each 16-column step loads q once for four rows into eight
-// independent accumulators (Y0-Y3 columns 0-7, Y4-Y7 columns 8-15).
+// (stride in bytes); hd is a positive multiple of 8. Rows go eight at a
+// time, then at most one group of four (each 16-column step loads q once
+// for the four rows into eight independent accumulators: Y0-Y3 columns
+// 0-7, Y4-Y7 columns 8-15), then one by one.
 TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-56
 	MOVQ         q+0(FP), DI
 	MOVQ         k+8(FP), SI
@@ -18,8 +19,69 @@ TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-56
 	MOVQ         hd+32(FP), R10
 	VBROADCASTSS scale+40(FP), Y15
 	MOVQ         out+48(FP), DX
-	SUBQ         $4, R9
-	JL           s1start
+	LEAQ         (R10*4), R13 // row width in bytes
+	SUBQ         $8, R9
+	JL           s4start
+
+	// Eight rows per step: rows 0-3 at SI, SI+BX, SI+2BX, R11 = SI+3BX,
+	// rows 4-7 the same from R8 = SI+4BX (R12 = R8+3BX); q is loaded once
+	// per 8 columns for all eight, one accumulator per row.
+s8rows:
+	LEAQ   (SI)(BX*4), R8
+	LEAQ   (SI)(BX*2), R11
+	ADDQ   BX, R11
+	LEAQ   (R8)(BX*2), R12
+	ADDQ   BX, R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   R10, CX
+
+s8loop:
+	VMOVUPS     (DI), Y8
+	VFMADD231PS (SI), Y8, Y0
+	VFMADD231PS (SI)(BX*1), Y8, Y1
+	VFMADD231PS (SI)(BX*2), Y8, Y2
+	VFMADD231PS (R11), Y8, Y3
+	VFMADD231PS (R8), Y8, Y4
+	VFMADD231PS (R8)(BX*1), Y8, Y5
+	VFMADD231PS (R8)(BX*2), Y8, Y6
+	VFMADD231PS (R12), Y8, Y7
+	ADDQ        $32, DI
+	ADDQ        $32, SI
+	ADDQ        $32, R8
+	ADDQ        $32, R11
+	ADDQ        $32, R12
+	SUBQ        $8, CX
+	JNZ         s8loop
+
+	// Fold the eight accumulators into one vector of the eight row sums.
+	VHADDPS    Y1, Y0, Y0
+	VHADDPS    Y3, Y2, Y2
+	VHADDPS    Y5, Y4, Y4
+	VHADDPS    Y7, Y6, Y6
+	VHADDPS    Y2, Y0, Y0     // rows 0-3: columns ≡ 0-3 | 4-7 (mod 8)
+	VHADDPS    Y6, Y4, Y4     // rows 4-7
+	VPERM2F128 $0x20, Y4, Y0, Y1
+	VPERM2F128 $0x31, Y4, Y0, Y2
+	VADDPS     Y2, Y1, Y0
+	VMULPS     Y15, Y0, Y0
+	VMOVUPS    Y0, (DX)
+	ADDQ       $32, DX
+	SUBQ       R13, DI        // q back to its start
+	SUBQ       R13, SI
+	LEAQ       (SI)(BX*8), SI // row 8
+	SUBQ       $8, R9
+	JGE        s8rows
+
+s4start:
+	ADDQ $4, R9 // rows left - 4
+	JL   s1start
 
 s4rows:
 	LEAQ   (SI)(BX*1), R11 // row 1
@@ -77,7 +139,6 @@ s4reduce:
 	ADDQ         $16, DX
 	LEAQ         (R8)(BX*2), SI // row 4
 	SUBQ         $4, R9
-	JGE          s4rows
 
 s1start:
 	ADDQ $4, R9

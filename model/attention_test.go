@@ -46,7 +46,7 @@ func TestAttnKernels(t *testing.T) {
 		return v
 	}
 	for _, hd := range []int{8, 16, 24, 64, 72, 128, 136} {
-		for _, n := range []int{1, 3, 4, 5, 16, 17} {
+		for _, n := range []int{1, 3, 4, 5, 8, 12, 13, 15, 16, 17, 31} {
 			stride := hd + 8*r.IntN(3)
 			q, k := fill(hd), fill(n*stride)
 			a := fill(n)
@@ -160,4 +160,61 @@ func TestVecOps(t *testing.T) {
 			}
 		}
 	}
+}
+
+// attnBenchModel is a bare TinyLlama-shaped Model (no weights) with a
+// one-layer cache holding n random positions of one sequence, and random
+// queries for n tokens at positions 0..n-1.
+func attnBenchModel(b *testing.B, n int) (*Model, *kvcache.Cache, *Batch) {
+	m := &Model{Config: Config{Dim: 2048, HiddenDim: 5632, Layers: 1, Heads: 32, KVHeads: 4, HeadDim: 64, Vocab: 32000, RopeDim: 64}}
+	m.w.layers = make([]layerWeights, 1)
+	c, err := kvcache.ForTokens(1, m.KVDim(), n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &kvcache.Seq{}
+	if err := c.Reserve(s, n); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range c.K[0] {
+		c.K[0][i], c.V[0][i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	}
+	bt := &Batch{Tokens: make([]int, n), Pos: make([]int, n), Seq: slices.Repeat([]*kvcache.Seq{s}, n)}
+	for i := range n {
+		bt.Pos[i] = i
+	}
+	m.ensure(n, n-1)
+	for i := range m.ws.q {
+		m.ws.q[i] = float32(r.NormFloat64())
+	}
+	return m, c, bt
+}
+
+// BenchmarkAttnPrefill is one layer's attention of a 512-token prompt
+// (TinyLlama shape: 32 heads, 4 KV heads, head dim 64) on one goroutine.
+func BenchmarkAttnPrefill(b *testing.B) {
+	const n = 512
+	m, c, bt := attnBenchModel(b, n)
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		m.attendRange(bt, c, 0, 0, n*m.KVHeads, m.ws.scores[0])
+	}
+	flops := 4.0 * float64(m.Heads*m.HeadDim) * float64(n*(n+1)/2) * float64(b.N)
+	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(flops/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+}
+
+// BenchmarkAttnDecode is one layer's attention of one token at depth 1024.
+func BenchmarkAttnDecode(b *testing.B) {
+	const n = 1024
+	m, c, bt := attnBenchModel(b, n)
+	one := &Batch{Tokens: bt.Tokens[:1], Pos: []int{n - 1}, Seq: bt.Seq[:1]}
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		m.attendRange(one, c, 0, 0, m.KVHeads, m.ws.scores[0])
+	}
+	flops := 4.0 * float64(m.Heads*m.HeadDim) * n * float64(b.N)
+	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(flops/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
 }

@@ -52,7 +52,7 @@ type workspace struct {
 	outIdx []int       // (≤ n) batch indices with Output set
 	xo     []float32   // (n_out, dim) final normalised rows of output tokens
 	logits []float32   // (n_out, vocab)
-	scores [][]float32 // (workers, ≥ max_pos+1) attention scores
+	scores [][]float32 // (workers, ≥ group·(max_pos+1)) attention scores of one KV group's heads
 	b      Batch       // the batch being run
 }
 
@@ -88,9 +88,10 @@ func (m *Model) ensure(n, maxPos int) {
 	if len(ws.scores) < workers {
 		ws.scores = make([][]float32, workers)
 	}
+	need := (c.Heads / c.KVHeads) * (maxPos + 1)
 	for i := range workers {
-		if len(ws.scores[i]) < maxPos+1 {
-			ws.scores[i] = make([]float32, max(maxPos+1, 2*len(ws.scores[i])))
+		if len(ws.scores[i]) < need {
+			ws.scores[i] = make([]float32, max(need, 2*len(ws.scores[i])))
 		}
 	}
 }

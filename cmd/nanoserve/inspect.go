@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"nanoserve/train"
 	"os"
 	"sort"
 	"strings"
@@ -16,20 +17,21 @@ import (
 
 // inspectInfo is what `nanoserve inspect` reports (the --json schema).
 type inspectInfo struct {
-	Path          string         `json:"path"`
-	Format        string         `json:"format"`
-	Architecture  string         `json:"architecture"`
-	Config        inspectConfig  `json:"config"`
-	Params        int64          `json:"params"`
-	TensorCount   int            `json:"tensor_count"`
-	TensorTypes   map[string]int `json:"tensor_types"`
-	FileBytes     int64          `json:"file_bytes"`
-	Files         []inspectFile  `json:"files"`
-	KVBytesPerTok int64          `json:"kv_bytes_per_token"`
-	Tokenizer     *inspectTok    `json:"tokenizer"`
-	EOG           []int          `json:"eog_ids"`
-	ChatTemplate  bool           `json:"chat_template"`
-	ChatTmplBytes int            `json:"chat_template_bytes"`
+	Path          string          `json:"path"`
+	Format        string          `json:"format"`
+	Architecture  string          `json:"architecture"`
+	Config        inspectConfig   `json:"config"`
+	Params        int64           `json:"params"`
+	TensorCount   int             `json:"tensor_count"`
+	TensorTypes   map[string]int  `json:"tensor_types"`
+	FileBytes     int64           `json:"file_bytes"`
+	Files         []inspectFile   `json:"files"`
+	KVBytesPerTok int64           `json:"kv_bytes_per_token"`
+	Tokenizer     *inspectTok     `json:"tokenizer"`
+	EOG           []int           `json:"eog_ids"`
+	ChatTemplate  bool            `json:"chat_template"`
+	ChatTmplBytes int             `json:"chat_template_bytes"`
+	Training      *train.Manifest `json:"training,omitempty"` // for models nanoserve trained
 }
 
 type inspectConfig struct {
@@ -160,6 +162,15 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 		}
 		info.Tokenizer = ti
 	}
+	if c.Format == "gguf" && len(m.Files) == 1 {
+		man, ok, err := train.ReadManifest(m.Files[0])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			info.Training = &man
+		}
+	}
 	return info, nil
 }
 
@@ -212,4 +223,12 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		fmt.Fprintf(w, " (%d bytes)", in.ChatTmplBytes)
 	}
 	fmt.Fprintln(w)
+	if m := in.Training; m != nil {
+		fmt.Fprintf(w, "trained by:     nanoserve train, %d steps, %d tokens, seed %d\n", m.Steps, m.Tokens, m.Seed)
+		fmt.Fprintf(w, "  corpus        %s (sha256 %s)\n", m.Corpus, m.CorpusSHA256)
+		fmt.Fprintf(w, "  tokenizer     %s\n", m.TokenizerDesc)
+		fmt.Fprintf(w, "  hyperparams   %s\n", m.Hyperparams)
+		fmt.Fprintf(w, "  held-out      %.4f nats/token, %.4f bits/byte (KN trigram baseline %.4f bits/byte)\n", m.HeldOutLoss, m.HeldOutBPB, m.BaselineBPB)
+		fmt.Fprintf(w, "  command       %s\n", m.Command)
+	}
 }
