@@ -68,8 +68,9 @@ func TestAttnKernels(t *testing.T) {
 }
 
 // TestParallelAttention runs a 256-token prefill and decode steps with two
-// workers (parallel attention, norms, RoPE, SwiGLU) and with one, and with
-// the Go kernels, and compares the logits.
+// workers (parallel attention, norms, RoPE, SwiGLU) and with one, with the
+// block table reversed (no runs across blocks), and with the Go kernels,
+// and compares the logits.
 func TestParallelAttention(t *testing.T) {
 	path := testshared.Path(t, "models/llama2c/tiny_gqa.bin")
 	const n = 256
@@ -77,12 +78,15 @@ func TestParallelAttention(t *testing.T) {
 	for i := range toks {
 		toks[i] = 1 + (i*37)%500
 	}
-	run := func(threads int) []float32 {
+	run := func(threads int, reversed bool) []float32 {
 		m := mustLoad(t, path, Options{Threads: threads})
 		c, _ := m.NewCache(n + 8)
 		s := &kvcache.Seq{}
 		if err := c.Reserve(s, n+8); err != nil {
 			t.Fatal(err)
+		}
+		if reversed { // no two consecutive positions' blocks are adjacent
+			slices.Reverse(s.Blocks)
 		}
 		out := make([]bool, n)
 		for i := range out {
@@ -106,13 +110,16 @@ func TestParallelAttention(t *testing.T) {
 		}
 		return res
 	}
-	serial := run(1)
-	if d, at := maxAbsDiff(run(2), serial); d > 1e-4 {
+	serial := run(1, false)
+	if d, at := maxAbsDiff(run(2, false), serial); d > 1e-4 {
 		t.Errorf("2 workers differ from 1 by %g at %d", d, at)
+	}
+	if d, at := maxAbsDiff(run(2, true), serial); d > 1e-4 {
+		t.Errorf("reversed block table differs by %g at %d", d, at)
 	}
 	if hasAVX2 {
 		hasAVX2 = false
-		goKernels := run(2)
+		goKernels := run(2, false)
 		hasAVX2 = true
 		if d, at := maxAbsDiff(goKernels, serial); d > 1e-4 {
 			t.Errorf("Go kernels differ from assembly by %g at %d", d, at)
@@ -202,7 +209,9 @@ func BenchmarkAttnPrefill(b *testing.B) {
 	}
 	flops := 4.0 * float64(m.Heads*m.HeadDim) * float64(n*(n+1)/2) * float64(b.N)
 	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	b.ReportMetric(flops/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+	if cpu := cpuSeconds() - cpu0; cpu > 0 {
+		b.ReportMetric(flops/cpu/1e9, "GFLOP/cpu-s")
+	}
 }
 
 // BenchmarkAttnDecode is one layer's attention of one token at depth 1024.
@@ -216,5 +225,29 @@ func BenchmarkAttnDecode(b *testing.B) {
 	}
 	flops := 4.0 * float64(m.Heads*m.HeadDim) * n * float64(b.N)
 	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	b.ReportMetric(flops/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+	if cpu := cpuSeconds() - cpu0; cpu > 0 {
+		b.ReportMetric(flops/cpu/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// TestCacheRun pins how positions map to runs of consecutive cache rows:
+// a run ends at a block boundary unless the next block id follows, and
+// never passes last.
+func TestCacheRun(t *testing.T) {
+	blocks := []int{3, 4, 5, 9, 10, 2}
+	const bs = 4
+	for _, tc := range []struct{ p, last, row, cnt int }{
+		{0, 23, 12, 12}, // blocks 3, 4, 5
+		{5, 23, 17, 7},  // rest of 4, then 5
+		{12, 23, 36, 8}, // blocks 9, 10
+		{15, 23, 39, 5},
+		{20, 23, 8, 4}, // block 2
+		{0, 2, 12, 3},  // stops at last
+		{2, 9, 14, 8},
+	} {
+		row, cnt := cacheRun(blocks, bs, tc.p, tc.last)
+		if row != tc.row || cnt != tc.cnt {
+			t.Errorf("cacheRun(p=%d, last=%d) = %d, %d; want %d, %d", tc.p, tc.last, row, cnt, tc.row, tc.cnt)
+		}
+	}
 }

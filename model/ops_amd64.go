@@ -1,5 +1,11 @@
 package model
 
+// Wrappers around ops_amd64.s, used when hasAVX2 (attention_amd64.go) is
+// set. Each handles the longest multiple-of-8 prefix of its input and
+// returns how far it got; the Go loop in ops.go finishes the tail (or the
+// whole row without AVX2), with expf, which agrees with the vector exp to
+// about 1 ulp (TestVecOps).
+
 //go:noescape
 func expShiftAVX2(x *float32, n int, mx float32) float32
 

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 
 	"nanoserve/kvcache"
@@ -28,14 +27,6 @@ import (
 var synthModels = []string{
 	"tinyllama-1.1b-f16-1", "tinyllama-1.1b-q8_0-1", "tinyllama-1.1b-q4_k_m-1",
 	"llama2c-110m-f16-1", "llama2c-110m-q8_0-1",
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 func synthPath(b *testing.B, name string) string {
