@@ -11,7 +11,11 @@ go vet ./...
 echo "== gofmt"
 test -z "$(gofmt -l . | tee /dev/stderr)"
 echo "== tests"
-go test -count=1 ./...
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+go test -count=1 ./... 2>&1 | tee "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ]
+pkgs=$(grep -c '^ok' "$log" || true)
 echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
 CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
@@ -28,3 +32,4 @@ if [ -d ../shared/checks ]; then
   python3 ../shared/checks/tokenizers.py
   python3 ../shared/checks/gguf_goldens.py
 fi
+echo "nanoserve: $pkgs passed, 0 failed"
