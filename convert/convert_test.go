@@ -78,7 +78,7 @@ func TestLlama2cGoldens(t *testing.T) {
 		lg := logits(t, m, seq[:len(seq)-1])
 		for k, want := range r.Generated {
 			p := len(r.PromptIDs) - 1 + k
-			if got := argmax(lg[p*m.Vocab : (p+1)*m.Vocab]); got != want {
+			if got := testshared.Argmax(lg[p*m.Vocab : (p+1)*m.Vocab]); got != want {
 				t.Errorf("run %d %q: generated token %d is %d, golden %d", i, r.Prompt, k, got, want)
 				break
 			}
@@ -188,7 +188,7 @@ func TestQuantizeLikeLlamaCpp(t *testing.T) {
 			worst := 0.0
 			V := len(ref) / len(ids)
 			for p := range ids {
-				a, b := logSoftmax(ref[p*V:(p+1)*V]), logSoftmax(lg[p*V:(p+1)*V])
+				a, b := testshared.LogSoftmax(ref[p*V:(p+1)*V]), testshared.LogSoftmax(lg[p*V:(p+1)*V])
 				for _, i := range topK(a, 10) {
 					worst = math.Max(worst, math.Abs(a[i]-b[i]))
 				}

@@ -95,33 +95,6 @@ func decodeLogits(t testing.TB, m *model.Model, tokens []int) []float32 {
 	return out
 }
 
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - mx)
-	}
-	ls := math.Log(s) + mx
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - ls
-	}
-	return out
-}
-
 func maxAbsDiff(a, b []float32) float64 {
 	if len(a) != len(b) {
 		return math.Inf(1)
@@ -178,13 +151,13 @@ func checkGreedy(t *testing.T, m *model.Model, g *golden, tol float64) {
 		for k, want := range p.GeneratedIDs {
 			row := lg[(n0+k)*V : (n0+k+1)*V]
 			if tol < 0 {
-				if got := argmax(row); got != want {
+				if got := testshared.Argmax(row); got != want {
 					t.Errorf("prompt %d %q step %d: argmax %d, golden %d", i, p.Prompt, k, got, want)
 					break
 				}
 				continue
 			}
-			lp := logSoftmax(row)
+			lp := testshared.LogSoftmax(row)
 			for _, top := range p.Steps[k].Top {
 				d := math.Abs(lp[int(top[0])] - top[1])
 				worst = math.Max(worst, d)

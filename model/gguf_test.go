@@ -61,10 +61,10 @@ func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, gr
 		P := len(p.PromptIDs)
 		for j, s := range p.Steps {
 			lg := logits[(P-1+j)*m.Vocab : (P+j)*m.Vocab]
-			if got := argmax(lg); greedy && (got != p.GeneratedIDs[j] || got != s.ID) {
+			if got := testshared.Argmax(lg); greedy && (got != p.GeneratedIDs[j] || got != s.ID) {
 				t.Errorf("prompt %d step %d: greedy %d, llama.cpp %d", k, j, got, s.ID)
 			}
-			lp := logSoftmax(lg)
+			lp := testshared.LogSoftmax(lg)
 			for _, e := range s.Top {
 				id := int(e[0])
 				d := math.Abs(lp[id] - e[1])

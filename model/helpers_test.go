@@ -89,34 +89,6 @@ func runSeq(t testing.TB, m *Model, tokens []int, chunk int) []float32 {
 	return out
 }
 
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-// logSoftmax returns log-probabilities of logits, in float64.
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - mx)
-	}
-	ls := math.Log(s) + mx
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - ls
-	}
-	return out
-}
-
 func maxAbsDiff(a, b []float32) (float64, int) {
 	var d float64
 	at := -1

@@ -57,7 +57,7 @@ func checkL2C(t *testing.T, name string, logits []float32, vocab int, steps []l2
 	const tol = 1e-4
 	for _, s := range steps {
 		lg := logits[s.Pos*vocab : (s.Pos+1)*vocab]
-		if got := argmax(lg); got != s.Argmax {
+		if got := testshared.Argmax(lg); got != s.Argmax {
 			t.Errorf("%s pos %d: argmax %d (%.6f), golden %d (ours %.6f)", name, s.Pos, got, lg[got], s.Argmax, lg[s.Argmax])
 		}
 		for r, p := range s.Top5 {

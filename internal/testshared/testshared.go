@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,5 +111,36 @@ func Fixture(t testing.TB, kind string) string {
 		}
 	}
 	fixDirs[kind] = out
+	return out
+}
+
+// Argmax is the index of the largest value, the first on ties (as the
+// reference implementations pick greedy tokens).
+func Argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// LogSoftmax returns the log-probabilities of logits, in float64, for
+// comparing with goldens given as logprobs.
+func LogSoftmax(x []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	ls := math.Log(s) + mx
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - ls
+	}
 	return out
 }
