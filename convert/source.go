@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"nanoserve/gguf"
-	"nanoserve/internal/mmap"
 	"nanoserve/model"
 	"nanoserve/safetensors"
 	"nanoserve/tensor"
@@ -108,78 +107,23 @@ func (s *source) openGGUF(in string, opts Options) error {
 	return nil
 }
 
-// openLlama2c lays out the checkpoint's float32 tensors (see package model
-// for the format) under llama.cpp names; llama2.c already rotates
-// interleaved pairs, so nothing is permuted.
+// openLlama2c takes the checkpoint's float32 tensors, under llama.cpp
+// names, from the loaded model (package model owns the file layout);
+// llama2.c already rotates interleaved pairs, so nothing is permuted.
 func (s *source) openLlama2c(in string, opts Options) error {
 	if err := s.loadModel(in, opts); err != nil {
 		return err
 	}
-	mp, err := mmap.Open(in)
+	ts, err := s.m.LlamaTensors()
 	if err != nil {
-		return fmt.Errorf("convert: %w", err)
+		return fmt.Errorf("convert: %s: %w", filepath.Base(in), err)
 	}
-	s.closers = append(s.closers, mp)
-	data := mp.Bytes()
-	c := &s.m.Config
-	if len(data) < 28 || int(int32(binary.LittleEndian.Uint32(data))) != c.Dim {
-		return fmt.Errorf("convert: %s: unexpected llama2.c header", filepath.Base(in))
-	}
-	D, H, L, KV, V := c.Dim, c.HiddenDim, c.Layers, c.KVDim(), c.Vocab
-	off := 28
-	var errSize error
-	take := func(n int) []byte {
-		if off+4*n > len(data) {
-			errSize = fmt.Errorf("convert: %s: llama2.c file truncated", filepath.Base(in))
-			return nil
-		}
-		b := data[off : off+4*n]
-		off += 4 * n
-		return b
-	}
-	emb := take(V * D)
-	rmsAtt := take(L * D)
-	wq := take(L * D * D)
-	wk := take(L * KV * D)
-	wv := take(L * KV * D)
-	wo := take(L * D * D)
-	rmsFfn := take(L * D)
-	w1 := take(L * H * D)
-	w2 := take(L * D * H)
-	w3 := take(L * H * D)
-	rmsFinal := take(D)
-	take(c.ContextLen * c.HeadDim) // freq_cis_real, freq_cis_imag (seq_len, head_size/2) each
-	var wcls []byte
-	if !c.Tied {
-		wcls = take(V * D)
-	}
-	if errSize != nil {
-		return errSize
-	}
-	add := func(name string, layer int, b []byte, dims ...int) {
-		d := make([]uint64, len(dims))
-		for i, x := range dims {
+	for _, t := range ts {
+		d := make([]uint64, len(t.Dims))
+		for i, x := range t.Dims {
 			d[i] = uint64(x)
 		}
-		s.tensors = append(s.tensors, &srcTensor{name: name, dims: d, typ: tensor.F32, data: b, layer: layer})
-	}
-	layer := func(b []byte, l, n int) []byte { return b[4*l*n : 4*(l+1)*n] }
-	add("token_embd.weight", -1, emb, D, V)
-	for l := range L {
-		p := "blk." + strconv.Itoa(l) + "."
-		add(p+"attn_norm.weight", l, layer(rmsAtt, l, D), D)
-		add(p+"attn_q.weight", l, layer(wq, l, D*D), D, D)
-		add(p+"attn_k.weight", l, layer(wk, l, KV*D), D, KV)
-		add(p+"attn_v.weight", l, layer(wv, l, KV*D), D, KV)
-		add(p+"attn_output.weight", l, layer(wo, l, D*D), D, D)
-		add(p+"ffn_norm.weight", l, layer(rmsFfn, l, D), D)
-		add(p+"ffn_gate.weight", l, layer(w1, l, H*D), D, H)
-		add(p+"ffn_down.weight", l, layer(w2, l, D*H), H, D)
-		add(p+"ffn_up.weight", l, layer(w3, l, H*D), D, H)
-	}
-	add("output_norm.weight", -1, rmsFinal, D)
-	if wcls != nil {
-		add("output.weight", -1, wcls, D, V)
+		s.tensors = append(s.tensors, &srcTensor{name: t.Name, dims: d, typ: t.Type, data: t.Data, layer: t.Layer})
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"nanoserve/internal/mmap"
 	"nanoserve/tensor"
@@ -157,4 +158,50 @@ func parseLlama2c(data []byte) (*Model, error) {
 		add("wcls", vocab, dim)
 	}
 	return m, nil
+}
+
+// NamedTensor is one weight of a loaded model under its llama.cpp GGUF
+// name: Dims in ggml order (Dims[0] = row length), Data in Type's encoding,
+// pointing at the loaded data (no copy).
+type NamedTensor struct {
+	Name  string
+	Layer int // block index; -1 for tensors outside the blocks
+	Dims  []int
+	Type  tensor.DType
+	Data  []byte
+}
+
+// LlamaTensors lists a Llama-architecture model's weights (no biases)
+// under llama.cpp names, as convert writes them: for a llama2.c checkpoint
+// this is its file layout (interleaved RoPE pairs, like llama GGUF files).
+func (m *Model) LlamaTensors() ([]NamedTensor, error) {
+	if m.Arch != ArchLlama {
+		return nil, fmt.Errorf("model: LlamaTensors: architecture is %s", m.Arch)
+	}
+	var out []NamedTensor
+	mat := func(name string, layer int, w *tensor.Mat) {
+		out = append(out, NamedTensor{Name: name, Layer: layer, Dims: []int{w.Cols, w.Rows}, Type: w.Type, Data: w.Data})
+	}
+	vec := func(name string, layer int, v []float32) {
+		out = append(out, NamedTensor{Name: name, Layer: layer, Dims: []int{len(v)}, Type: tensor.F32, Data: tensor.F32Bytes(v)})
+	}
+	mat("token_embd.weight", -1, m.w.tokEmb)
+	for l := range m.w.layers {
+		lw := &m.w.layers[l]
+		p := "blk." + strconv.Itoa(l) + "."
+		vec(p+"attn_norm.weight", l, lw.attnNorm)
+		mat(p+"attn_q.weight", l, lw.wq)
+		mat(p+"attn_k.weight", l, lw.wk)
+		mat(p+"attn_v.weight", l, lw.wv)
+		mat(p+"attn_output.weight", l, lw.wo)
+		vec(p+"ffn_norm.weight", l, lw.ffnNorm)
+		mat(p+"ffn_gate.weight", l, lw.wGate)
+		mat(p+"ffn_down.weight", l, lw.wDown)
+		mat(p+"ffn_up.weight", l, lw.wUp)
+	}
+	vec("output_norm.weight", -1, m.w.outNorm)
+	if !m.Tied {
+		mat("output.weight", -1, m.w.output)
+	}
+	return out, nil
 }
