@@ -513,7 +513,7 @@ func (m *byteLevel) appendSym(dst []int, id int32) []int {
 type bpeScratch struct {
 	sym   []int32  // (n) current symbols
 	rank  []uint64 // (n) rank<<32|merged of pair (sym[i], sym[i+1]); noMerge if none
-	heap  mergeHeap
+	heap  mergeQueue[mergeCand]
 	start []int32 // (n) byte offset where each symbol starts (heap path)
 	next  []int32 // (n) linked list, heap path
 	prev  []int32
@@ -578,60 +578,18 @@ func (m *byteLevel) pairRank(a, b int32) uint64 {
 	return m.merges.get(pairKey(a, b))
 }
 
-// mergeHeap is a binary min-heap of candidate merges ordered by (rank, pos).
-type mergeHeap []mergeCand
-
 type mergeCand struct {
 	rm   uint64 // rank<<32 | merged id
 	pos  int32  // index of the left symbol
 	a, b int32  // the pair's ids when queued (stale entries are skipped)
 }
 
-func (c mergeCand) less(d mergeCand) bool {
+// before orders candidate merges by (rank, pos): lowest rank, then leftmost.
+func (c mergeCand) before(d mergeCand) bool {
 	if c.rm>>32 != d.rm>>32 {
 		return c.rm>>32 < d.rm>>32
 	}
 	return c.pos < d.pos
-}
-
-func (h *mergeHeap) push(c mergeCand) {
-	*h = append(*h, c)
-	a := *h
-	i := len(a) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !a[i].less(a[p]) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *mergeHeap) pop() mergeCand {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		c := l
-		if r := l + 1; r < n && a[r].less(a[l]) {
-			c = r
-		}
-		if !a[c].less(a[i]) {
-			break
-		}
-		a[i], a[c] = a[c], a[i]
-		i = c
-	}
-	*h = a
-	return top
 }
 
 // bpeHeap is the O(n log n) merge loop for long pre-tokens: symbols form a

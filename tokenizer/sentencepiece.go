@@ -298,51 +298,9 @@ type spPair struct {
 	size        int32
 }
 
-// better orders the heap: higher score first, then the leftmost pair.
-func (a spPair) better(b spPair) bool {
+// before orders the heap: higher score first, then the leftmost pair.
+func (a spPair) before(b spPair) bool {
 	return a.score > b.score || (a.score == b.score && a.left < b.left)
-}
-
-type pairHeap []spPair
-
-func (h *pairHeap) push(p spPair) {
-	*h = append(*h, p)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !s[i].better(s[parent]) {
-			break
-		}
-		s[i], s[parent] = s[parent], s[i]
-		i = parent
-	}
-}
-
-func (h *pairHeap) pop() spPair {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(s) {
-			break
-		}
-		best := l
-		if r := l + 1; r < len(s) && s[r].better(s[l]) {
-			best = r
-		}
-		if !s[best].better(s[i]) {
-			break
-		}
-		s[i], s[best] = s[best], s[i]
-		i = best
-	}
-	*h = s
-	return top
 }
 
 // encode appends the SentencePiece ids of text.
@@ -462,7 +420,7 @@ func (m *spModel) encodeNorm(dst []int, norm string) []int {
 	syms[len(syms)-1].next = -1
 
 	var revMerge map[string][2]string // unused piece -> the pair that formed it
-	heap := make(pairHeap, 0, len(syms))
+	heap := make(mergeQueue[spPair], 0, len(syms))
 	addPair := func(l, r int32) {
 		if l < 0 || r < 0 || syms[l].frozen || syms[r].frozen {
 			return
