@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"nanoserve/kvcache"
+	"nanoserve/tensor"
 )
 
 // Attention over the paged cache, and the model's own workers.
@@ -22,7 +23,7 @@ import (
 // (cacheRun): attnScores (eight rows per step, q loaded once for the
 // eight, in the assembly) and attnAccum (a 64-wide output held in
 // registers over the whole run). The softmax is left unnormalised
-// (softmaxExp, vectorised exp) and the HeadDim-wide output divided by the
+// (tensor.SoftmaxExp, vectorised exp) and the HeadDim-wide output divided by the
 // sum instead. Each (token, head) needs only its (pos+1)-float score row,
 // so a worker's scratch is O(positions) (group·(pos+1) floats for a
 // group's heads) and a long prompt never materialises an (n × n) matrix.
@@ -73,7 +74,7 @@ func (j *parJob) run(m *Model, worker int) {
 			d := m.Dim
 			m.normRows(j.o[lo*d:hi*d], j.x[lo*d:hi*d], j.g, j.bias)
 		case jobSwiGLU:
-			swiglu(j.x[lo:hi], j.o[lo:hi])
+			tensor.SwiGLU(j.x[lo:hi], j.o[lo:hi])
 		case jobGELU:
 			for i, h := range j.x[lo:hi] {
 				j.x[lo+i] = geluTanh(h)
@@ -209,7 +210,7 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 				p += cnt
 			}
 			for j := range hs {
-				sums[j] = softmaxExp(scores[j*np : (j+1)*np])
+				sums[j] = tensor.SoftmaxExp(scores[j*np : (j+1)*np])
 				clear(m.ws.att[q0+j*hd : q0+(j+1)*hd])
 			}
 			for p := start; p <= pos; {

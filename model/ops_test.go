@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"nanoserve/tensor"
 	"testing"
 )
 
@@ -98,7 +99,7 @@ func TestNorms(t *testing.T) {
 		}
 	}
 	p := []float32{1, 2, 3}
-	softmax(p)
+	tensor.Softmax(p)
 	if math.Abs(float64(p[0]+p[1]+p[2])-1) > 1e-6 || p[2] <= p[1] {
 		t.Errorf("softmax %v", p)
 	}

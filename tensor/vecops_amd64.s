@@ -1,5 +1,5 @@
 // AVX2 + FMA vector exp and the loops built on it (softmax, SwiGLU); see
-// ops_amd64.go.
+// vecops_amd64.go.
 //
 // expc holds each constant of Cephes' expf replicated eight times, so the
 // loops use them as 256-bit memory operands.

@@ -1,10 +1,8 @@
-package model
+package tensor
 
-// Wrappers around ops_amd64.s, used when hasAVX2 (attention_amd64.go) is
-// set. Each handles the longest multiple-of-8 prefix of its input and
-// returns how far it got; the Go loop in ops.go finishes the tail (or the
-// whole row without AVX2), with expf, which agrees with the vector exp to
-// about 1 ulp (TestVecOps).
+// Wrappers around vecops_amd64.s, used when hasSIMD is set. Each handles
+// the longest multiple-of-8 prefix of its input and returns how far it got;
+// the Go loops of vecops.go finish the tail (or everything without AVX2).
 
 //go:noescape
 func expShiftAVX2(x *float32, n int, mx float32) float32
@@ -19,7 +17,7 @@ func swigluAVX2(gate *float32, up *float32, n int)
 // assembly (a multiple of 8 long) and that prefix's length; 0, 0 without.
 func vecMax(x []float32) (float32, int) {
 	n8 := len(x) &^ 7
-	if !hasAVX2 || n8 == 0 {
+	if !hasSIMD || n8 == 0 {
 		return 0, 0
 	}
 	return maxAVX2(&x[0], n8), n8
@@ -29,17 +27,17 @@ func vecMax(x []float32) (float32, int) {
 // the assembly; it returns the prefix's sum and length.
 func vecExpShift(x []float32, mx float32) (float32, int) {
 	n8 := len(x) &^ 7
-	if !hasAVX2 || n8 == 0 {
+	if !hasSIMD || n8 == 0 {
 		return 0, 0
 	}
 	return expShiftAVX2(&x[0], n8, mx), n8
 }
 
-// vecSwiGLU is swiglu over the longest prefix handled by the assembly; it
+// vecSwiGLU is SwiGLU over the longest prefix handled by the assembly; it
 // returns the prefix's length.
 func vecSwiGLU(g, u []float32) int {
 	n8 := len(g) &^ 7
-	if !hasAVX2 || n8 == 0 {
+	if !hasSIMD || n8 == 0 {
 		return 0
 	}
 	_ = u[n8-1]

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package model
+package tensor
 
 func vecMax(x []float32) (float32, int)                  { return 0, 0 }
 func vecExpShift(x []float32, mx float32) (float32, int) { return 0, 0 }
