@@ -163,7 +163,7 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 	for i := range s.scratch {
 		sc := &s.scratch[i]
 		sc.a = growBuf(sc.a, gemmMC*gemmKC)
-		sc.c = growBuf(sc.c, gemmMC*j.npad)
+		sc.c = growBuf(sc.c, gemmMC*(j.npad+gemmNR))
 	}
 	j.phase = phasePack
 	s.run(j)
@@ -285,7 +285,11 @@ func (j *matJob) gemmBlock(sc *workerScratch, r0, r1 int) {
 	K, rb, npad, t := w.Cols, w.RowBytes(), j.npad, w.Type
 	m := r1 - r0
 	mp := (m + gemmMR - 1) / gemmMR * gemmMR // rows padded to whole micro-tiles
-	c := sc.c[:mp*npad]
+	// c rows are npad+16 floats apart: with npad a multiple of 1024 (or
+	// 512) a stride of exactly npad would put every row of a column in the
+	// same L1 set, and the final transposition below would thrash.
+	ldc := npad + gemmNR
+	c := sc.c[:mp*ldc]
 	direct := t == F32 && m == mp
 	panels := npad / gemmNR
 	// Token panels go in groups of gemmNP so that the decoded block a, the
@@ -322,7 +326,7 @@ func (j *matJob) gemmBlock(sc *workerScratch, r0, r1 int) {
 			for tg := p0; tg < p1; tg++ {
 				b := j.s.shared.b[(tg*K+kb)*gemmNR:]
 				for g := 0; g < mp; g += gemmMR {
-					gemmTile(a[g*lda:], lda, b, c[g*npad+tg*gemmNR:], npad, kc, kb > 0)
+					gemmTile(a[g*lda:], lda, b, c[g*ldc+tg*gemmNR:], ldc, kc, kb > 0)
 				}
 			}
 		}
@@ -332,7 +336,7 @@ func (j *matJob) gemmBlock(sc *workerScratch, r0, r1 int) {
 	for tok := range j.n {
 		d := j.dst[tok*rows+r0 : tok*rows+r0+m]
 		for i := range d {
-			d[i] = c[i*npad+tok]
+			d[i] = c[i*ldc+tok]
 		}
 	}
 }

@@ -63,6 +63,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"nanoserve/tensor"
 )
 
 // Float is the element type of a model: float32 to train, float64 for the
@@ -233,7 +234,9 @@ type Net[T Float] struct {
 	// scratch for the backward
 	dx, dh, dqkv, dao, dgu, dm, dtmp []T
 	datt                             []T
-	as                               *attnScratch
+	dg                               []T // (threads, D) per-worker norm-gain gradients
+	es                               []T // (N, F) e^-gate scratch of the SiLU backward
+	as                               []*attnScratch
 }
 
 // NewNet makes a network over parameters p (not copied). threads is the
@@ -262,7 +265,12 @@ func NewNet[T Float](c Config, p []T, threads int) (*Net[T], error) {
 }
 
 // Close releases the worker pool.
-func (n *Net[T]) Close() { n.mm.close() }
+func (n *Net[T]) Close() {
+	n.mm.close()
+	for _, s := range n.as {
+		s.pool.Close()
+	}
+}
 
 func grow[T Float](s []T, k int) []T {
 	if cap(s) < k {
@@ -317,32 +325,47 @@ func (n *Net[T]) Forward(tokens []int, b, t int) ([]T, error) {
 		if l > 0 {
 			copy(a.xin, n.a[l-1].xout)
 		}
-		rmsnorm(a.h1, a.r1, a.xin, n.P[lo.attnNorm:lo.attnNorm+d], N, d, T(c.NormEps))
+		n.rmsnorm(a.h1, a.r1, a.xin, n.P[lo.attnNorm:lo.attnNorm+d], N, d)
 		n.mm.matmul(a.qkv, n.P[lo.wqkv:lo.wqkv+(qd+2*kvd)*d], a.h1, N, qd+2*kvd, d)
 		n.rope(a.qkv, b, t, false)
 		n.attention(a)
 		copy(a.x2, a.xin)
 		n.mm.matmulAdd(a.x2, n.P[lo.wo:lo.wo+d*qd], a.ao, N, d, qd, &n.dtmp)
-		rmsnorm(a.h2, a.r2, a.x2, n.P[lo.ffnNorm:lo.ffnNorm+d], N, d, T(c.NormEps))
+		n.rmsnorm(a.h2, a.r2, a.x2, n.P[lo.ffnNorm:lo.ffnNorm+d], N, d)
 		n.mm.matmul(a.gu, n.P[lo.wgu:lo.wgu+2*f*d], a.h2, N, 2*f, d)
-		for i := range N {
-			g, u, m := a.gu[i*2*f:i*2*f+f], a.gu[i*2*f+f:(i+1)*2*f], a.m[i*f:(i+1)*f]
-			for j := range f {
-				m[j] = silu(g[j]) * u[j]
+		n.mm.rows(N, func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				g, u, m := a.gu[i*2*f:i*2*f+f], a.gu[i*2*f+f:(i+1)*2*f], a.m[i*f:(i+1)*f]
+				if m32, ok := any(m).([]float32); ok {
+					copy(m, g)
+					tensor.SwiGLU(m32, f32(u))
+					continue
+				}
+				for j := range f {
+					m[j] = silu(g[j]) * u[j]
+				}
 			}
-		}
+		})
 		copy(a.xout, a.x2)
 		n.mm.matmulAdd(a.xout, n.P[lo.wdown:lo.wdown+d*f], a.m, N, d, f, &n.dtmp)
 	}
-	rmsnorm(n.hf, n.rf, n.a[c.Layers-1].xout, n.P[n.outNorm:n.outNorm+d], N, d, T(c.NormEps))
+	n.rmsnorm(n.hf, n.rf, n.a[c.Layers-1].xout, n.P[n.outNorm:n.outNorm+d], N, d)
 	n.mm.matmul(n.logits, n.P[n.out:n.out+c.Vocab*d], n.hf, N, c.Vocab, d)
 	return n.logits, nil
 }
 
 func silu[T Float](z T) T { return z / (1 + T(math.Exp(-float64(z)))) }
 
-func rmsnorm[T Float](dst, rinv, x, g []T, N, d int, eps T) {
-	for i := range N {
+// rmsnorm normalises the N rows of x, split over the workers.
+func (n *Net[T]) rmsnorm(dst, rinv, x, g []T, N, d int) {
+	n.mm.rows(N, func(lo, hi, _ int) {
+		rmsnorm(dst, rinv, x, g, lo, hi, d, T(n.Cfg.NormEps))
+	})
+}
+
+// rmsnorm normalises rows [lo, hi) of x (·, d) into dst, keeping 1/rms.
+func rmsnorm[T Float](dst, rinv, x, g []T, lo, hi, d int, eps T) {
+	for i := lo; i < hi; i++ {
 		xi := x[i*d : (i+1)*d]
 		var ss float64
 		for _, v := range xi {
@@ -363,7 +386,15 @@ func (n *Net[T]) rope(qkv []T, b, t int, inverse bool) {
 	hd, qd, kvd := c.HeadDim(), c.QDim(), c.KVDim()
 	w := qd + 2*kvd
 	half := hd / 2
-	for i := range b * t {
+	n.mm.rows(b*t, func(lo, hi, _ int) {
+		n.ropeRows(qkv, lo, hi, t, w, half, inverse)
+	})
+}
+
+func (n *Net[T]) ropeRows(qkv []T, lo, hi, t, w, half int, inverse bool) {
+	c := n.Cfg
+	hd, qd, kvd := c.HeadDim(), c.QDim(), c.KVDim()
+	for i := lo; i < hi; i++ {
 		pos := i % t
 		cs, sn := n.cos[pos*half:(pos+1)*half], n.sin[pos*half:(pos+1)*half]
 		row := qkv[i*w : i*w+qd+kvd]
@@ -436,26 +467,56 @@ func (n *Net[T]) attention(a *acts[T]) {
 // < 0 is ignored). It returns the sum and the count of scored targets.
 func (n *Net[T]) Loss(targets []int) (sum float64, count int) {
 	V := n.Cfg.Vocab
-	for i, tg := range targets {
-		row := n.logits[i*V : (i+1)*V]
-		mx := row[0]
-		for _, v := range row {
-			mx = max(mx, v)
+	type part struct {
+		sum   float64
+		count int
+	}
+	parts := make([]part, n.mm.threads)
+	n.mm.rows(len(targets), func(lo, hi, w int) {
+		p := &parts[w]
+		for i := lo; i < hi; i++ {
+			tg := targets[i]
+			row := n.logits[i*V : (i+1)*V]
+			if r32, ok := any(row).([]float32); ok {
+				mx := tensor.Max(r32)
+				var lt float32
+				if tg >= 0 {
+					lt = r32[tg] - mx
+				}
+				s := tensor.ExpShift(r32, mx)
+				inv := 1 / s
+				for j := range r32 {
+					r32[j] *= inv
+				}
+				if tg >= 0 { // −log p = log Σ − (z_tg − max)
+					p.sum += math.Log(float64(s)) - float64(lt)
+					p.count++
+				}
+				continue
+			}
+			mx := row[0]
+			for _, v := range row {
+				mx = max(mx, v)
+			}
+			var s float64
+			for j, v := range row {
+				e := math.Exp(float64(v - mx))
+				row[j] = T(e)
+				s += e
+			}
+			inv := 1 / s
+			for j := range row {
+				row[j] = T(float64(row[j]) * inv)
+			}
+			if tg >= 0 {
+				p.sum += -math.Log(max(float64(row[tg]), 1e-30))
+				p.count++
+			}
 		}
-		var s float64
-		for j, v := range row {
-			e := math.Exp(float64(v - mx))
-			row[j] = T(e)
-			s += e
-		}
-		inv := 1 / s
-		for j := range row {
-			row[j] = T(float64(row[j]) * inv)
-		}
-		if tg >= 0 {
-			sum += -math.Log(max(float64(row[tg]), 1e-30))
-			count++
-		}
+	})
+	for _, p := range parts {
+		sum += p.sum
+		count += p.count
 	}
 	return sum, count
 }
@@ -469,47 +530,65 @@ func (n *Net[T]) Backward(targets []int, norm int) {
 	V, d, qd, kvd, f := c.Vocab, c.Dim, c.QDim(), c.KVDim(), c.Hidden
 	inv := T(1 / float64(max(norm, 1)))
 	dl := n.logits // becomes dlogits in place
-	for i, tg := range targets {
-		row := dl[i*V : (i+1)*V]
-		if tg < 0 {
-			clear(row)
-			continue
+	n.mm.rows(len(targets), func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			tg := targets[i]
+			row := dl[i*V : (i+1)*V]
+			if tg < 0 {
+				clear(row)
+				continue
+			}
+			row[tg] -= 1
+			for j := range row {
+				row[j] *= inv
+			}
 		}
-		row[tg] -= 1
-		for j := range row {
-			row[j] *= inv
-		}
-	}
+	})
 	n.dx, n.dh = grow(n.dx, N*d), grow(n.dh, N*d)
 	n.dqkv, n.dao = grow(n.dqkv, N*(qd+2*kvd)), grow(n.dao, N*qd)
 	n.dgu, n.dm = grow(n.dgu, N*2*f), grow(n.dm, N*f)
 	n.datt = grow(n.datt, n.mm.threads*t)
+	n.dg = grow(n.dg, n.mm.threads*d)
+	n.es = grow(n.es, N*f)
 
 	// output projection and final norm
 	n.mm.matmulBackW(n.G[n.out:n.out+V*d], dl, n.hf, N, V, d)
 	n.mm.matmulBackX(n.dh, dl, n.P[n.out:n.out+V*d], N, V, d)
 	clear(n.dx)
-	rmsnormBack(n.dx, n.G[n.outNorm:n.outNorm+d], n.dh, n.a[c.Layers-1].xout, n.rf, n.P[n.outNorm:n.outNorm+d], N, d)
+	n.rmsnormBack(n.dx, n.G[n.outNorm:n.outNorm+d], n.dh, n.a[c.Layers-1].xout, n.rf, n.P[n.outNorm:n.outNorm+d], N, d)
 
 	for l := c.Layers - 1; l >= 0; l-- {
 		a, lo := &n.a[l], n.lo[l]
 		// FFN: xout = x2 + m·Wdownᵀ
 		n.mm.matmulBackW(n.G[lo.wdown:lo.wdown+d*f], n.dx, a.m, N, d, f)
 		n.mm.matmulBackX(n.dm, n.dx, n.P[lo.wdown:lo.wdown+d*f], N, d, f)
-		for i := range N {
-			g, u := a.gu[i*2*f:i*2*f+f], a.gu[i*2*f+f:(i+1)*2*f]
-			dg, du := n.dgu[i*2*f:i*2*f+f], n.dgu[i*2*f+f:(i+1)*2*f]
-			dm := n.dm[i*f : (i+1)*f]
-			for j := range f {
-				z := g[j]
-				sg := 1 / (1 + T(math.Exp(-float64(z))))
-				du[j] = dm[j] * z * sg
-				dg[j] = dm[j] * u[j] * sg * (1 + z*(1-sg))
+		n.mm.rows(N, func(lo, hi, _ int) {
+			for i := lo; i < hi; i++ {
+				g, u := a.gu[i*2*f:i*2*f+f], a.gu[i*2*f+f:(i+1)*2*f]
+				dg, du := n.dgu[i*2*f:i*2*f+f], n.dgu[i*2*f+f:(i+1)*2*f]
+				dm, e := n.dm[i*f:(i+1)*f], n.es[i*f:(i+1)*f]
+				// e = e^−z (vectorised for float32), σ(z) = 1/(1+e)
+				if e32, ok := any(e).([]float32); ok {
+					for j, z := range g {
+						e[j] = -z
+					}
+					tensor.ExpShift(e32, 0)
+				} else {
+					for j, z := range g {
+						e[j] = T(math.Exp(-float64(z)))
+					}
+				}
+				for j := range f {
+					z := g[j]
+					sg := 1 / (1 + e[j])
+					du[j] = dm[j] * z * sg
+					dg[j] = dm[j] * u[j] * sg * (1 + z*(1-sg))
+				}
 			}
-		}
+		})
 		n.mm.matmulBackW(n.G[lo.wgu:lo.wgu+2*f*d], n.dgu, a.h2, N, 2*f, d)
 		n.mm.matmulBackX(n.dh, n.dgu, n.P[lo.wgu:lo.wgu+2*f*d], N, 2*f, d)
-		rmsnormBack(n.dx, n.G[lo.ffnNorm:lo.ffnNorm+d], n.dh, a.x2, a.r2, n.P[lo.ffnNorm:lo.ffnNorm+d], N, d)
+		n.rmsnormBack(n.dx, n.G[lo.ffnNorm:lo.ffnNorm+d], n.dh, a.x2, a.r2, n.P[lo.ffnNorm:lo.ffnNorm+d], N, d)
 		// attention: x2 = xin + ao·Woᵀ
 		n.mm.matmulBackW(n.G[lo.wo:lo.wo+d*qd], n.dx, a.ao, N, d, qd)
 		n.mm.matmulBackX(n.dao, n.dx, n.P[lo.wo:lo.wo+d*qd], N, d, qd)
@@ -517,7 +596,7 @@ func (n *Net[T]) Backward(targets []int, norm int) {
 		n.rope(n.dqkv, b, t, true)
 		n.mm.matmulBackW(n.G[lo.wqkv:lo.wqkv+(qd+2*kvd)*d], n.dqkv, a.h1, N, qd+2*kvd, d)
 		n.mm.matmulBackX(n.dh, n.dqkv, n.P[lo.wqkv:lo.wqkv+(qd+2*kvd)*d], N, qd+2*kvd, d)
-		rmsnormBack(n.dx, n.G[lo.attnNorm:lo.attnNorm+d], n.dh, a.xin, a.r1, n.P[lo.attnNorm:lo.attnNorm+d], N, d)
+		n.rmsnormBack(n.dx, n.G[lo.attnNorm:lo.attnNorm+d], n.dh, a.xin, a.r1, n.P[lo.attnNorm:lo.attnNorm+d], N, d)
 	}
 	for i, id := range n.tokens {
 		ge := n.G[n.emb+id*d : n.emb+(id+1)*d]
@@ -528,9 +607,22 @@ func (n *Net[T]) Backward(targets []int, norm int) {
 }
 
 // rmsnormBack adds to dx the gradient through y = x·r·g given dy, and to dg
-// the gain's gradient.
-func rmsnormBack[T Float](dx, dg, dy, x, rinv, g []T, N, d int) {
-	for i := range N {
+// the gain's gradient, split over the workers by rows (each worker sums its
+// rows' dg in its own (D) slice; the slices are added in worker order).
+func (n *Net[T]) rmsnormBack(dx, dg, dy, x, rinv, g []T, N, d int) {
+	clear(n.dg)
+	n.mm.rows(N, func(lo, hi, w int) {
+		rmsnormBack(dx, n.dg[w*d:(w+1)*d], dy, x, rinv, g, lo, hi, d)
+	})
+	for w := range n.mm.threads {
+		for j, v := range n.dg[w*d : (w+1)*d] {
+			dg[j] += v
+		}
+	}
+}
+
+func rmsnormBack[T Float](dx, dg, dy, x, rinv, g []T, lo, hi, d int) {
+	for i := lo; i < hi; i++ {
 		xi, dyi, dxi := x[i*d:(i+1)*d], dy[i*d:(i+1)*d], dx[i*d:(i+1)*d]
 		r := rinv[i]
 		var dot T

@@ -39,6 +39,47 @@ func (m *mathOps[T]) close() {
 	}
 }
 
+// rows runs fn over [0, n) split into one contiguous range per worker
+// (the caller's goroutine takes the first). The split depends only on n and
+// the thread count, so per-range partial sums reduce deterministically.
+func (m *mathOps[T]) rows(n int, fn func(lo, hi, worker int)) {
+	w := min(m.threads, n)
+	if w <= 1 {
+		fn(0, n, 0)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < w; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(k*n/w, (k+1)*n/w, k)
+		}()
+	}
+	fn(0, n/w, 0)
+	wg.Wait()
+}
+
+// add sets dst[i] += src[i], split over the workers.
+func (m *mathOps[T]) add(dst, src []T) {
+	m.rows(len(dst)/1024+1, func(lo, hi, _ int) {
+		lo, hi = lo*1024, min(hi*1024, len(dst))
+		d, s := dst[lo:hi], src[lo:hi]
+		for i := range d {
+			d[i] += s[i]
+		}
+	})
+}
+
+// transpose writes src (r, c) transposed into dst (c, r), split over the
+// workers by blocks of source rows.
+func (m *mathOps[T]) transpose(dst, src []float32, r, c int) {
+	const bs = 8
+	m.rows((r+bs-1)/bs, func(lo, hi, _ int) {
+		transpose(dst, src, r, c, lo*bs, min(hi*bs, r))
+	})
+}
+
 // parallel runs fn(job) for job in [0, n) on the workers.
 func (m *mathOps[T]) parallel(n int, fn func(job int)) {
 	m.parallelW(n, func(job, _ int) { fn(job) })
@@ -91,21 +132,43 @@ func (m *mathOps[T]) matmul(dst, w, x []T, N, out, in int) {
 func (m *mathOps[T]) matmulAdd(dst, w, x []T, N, out, in int, tmp *[]T) {
 	*tmp = grow(*tmp, N*out)
 	m.matmul(*tmp, w, x, N, out, in)
-	for i, v := range *tmp {
-		dst[i] += v
-	}
+	m.add(dst[:N*out], *tmp)
 }
 
-// transpose writes src (rows, cols) transposed into dst (cols, rows).
-func transpose(dst, src []float32, rows, cols int) {
-	const bs = 32
-	for r0 := 0; r0 < rows; r0 += bs {
-		for c0 := 0; c0 < cols; c0 += bs {
-			for r := r0; r < min(r0+bs, rows); r++ {
-				for c := c0; c < min(c0+bs, cols); c++ {
-					dst[c*rows+r] = src[r*cols+c]
-				}
+// transpose writes rows [r0, r1) of src (rows, cols) transposed into dst
+// (cols, rows): 8×8 tiles through fixed-size array views (no per-element
+// bounds checks; eight destination rows in flight, which the 8-way L1
+// holds even when the row stride is a multiple of 4 KiB), then the ragged
+// edges element by element.
+func transpose(dst, src []float32, rows, cols, r0, r1 int) {
+	const bs = 8
+	c8 := cols &^ (bs - 1)
+	r := r0
+	for ; r+bs <= r1; r += bs {
+		for c := 0; c < c8; c += bs {
+			s0 := (*[bs]float32)(src[(r+0)*cols+c:])
+			s1 := (*[bs]float32)(src[(r+1)*cols+c:])
+			s2 := (*[bs]float32)(src[(r+2)*cols+c:])
+			s3 := (*[bs]float32)(src[(r+3)*cols+c:])
+			s4 := (*[bs]float32)(src[(r+4)*cols+c:])
+			s5 := (*[bs]float32)(src[(r+5)*cols+c:])
+			s6 := (*[bs]float32)(src[(r+6)*cols+c:])
+			s7 := (*[bs]float32)(src[(r+7)*cols+c:])
+			for j := range bs {
+				d := (*[bs]float32)(dst[(c+j)*rows+r:])
+				d[0], d[1], d[2], d[3] = s0[j], s1[j], s2[j], s3[j]
+				d[4], d[5], d[6], d[7] = s4[j], s5[j], s6[j], s7[j]
 			}
+		}
+		for i := r; i < r+bs; i++ {
+			for c := c8; c < cols; c++ {
+				dst[c*rows+i] = src[i*cols+c]
+			}
+		}
+	}
+	for ; r < r1; r++ {
+		for c := range cols {
+			dst[c*rows+r] = src[r*cols+c]
 		}
 	}
 }
@@ -121,7 +184,7 @@ func growF(s []float32, n int) []float32 {
 func (m *mathOps[T]) matmulBackX(dx, dy, w []T, N, out, in int) {
 	if m.pool != nil {
 		m.ta = growF(m.ta, out*in)
-		transpose(m.ta, f32(w), out, in)
+		m.transpose(m.ta, f32(w), out, in)
 		m.pool.MatMul(f32(dx), tensor.F32Mat(in, out, m.ta), f32(dy), N)
 		return
 	}
@@ -144,13 +207,10 @@ func (m *mathOps[T]) matmulBackW(dw, dy, x []T, N, out, in int) {
 		m.ta = growF(m.ta, in*N)
 		m.tb = growF(m.tb, out*N)
 		m.tc = growF(m.tc, out*in)
-		transpose(m.ta, f32(x), N, in)
-		transpose(m.tb, f32(dy), N, out)
+		m.transpose(m.ta, f32(x), N, in)
+		m.transpose(m.tb, f32(dy), N, out)
 		m.pool.MatMul(m.tc, tensor.F32Mat(in, N, m.ta), m.tb, out)
-		d := f32(dw)
-		for i, v := range m.tc {
-			d[i] += v
-		}
+		m.add(dw, any(m.tc).([]T))
 		return
 	}
 	m.parallel(out, func(r int) {
