@@ -1,23 +1,62 @@
-// Package engine turns a model into a text generator: it tokenizes the
-// prompt, runs one decode loop over the model's paged KV cache, samples each
-// next token under the request's declared policy, and streams the decoded
-// text as tokens land.
+// Package engine turns a model into a text generator that serves many
+// requests at once: it tokenizes each prompt, queues it, and a scheduler
+// goroutine runs all admitted sequences together through one batched
+// model.Forward per step (continuous batching), over a paged KV cache whose
+// full blocks are shared between prompts with a common prefix (prefix
+// caching). Each sequence samples the next token under its own policy and
+// seeded sampler, and its tokens stream to the caller as they land.
 //
-// One loop serves every policy: the prompt is prefilled once (in chunks, one
-// batched Forward per chunk), then each step feeds the one token just
-// sampled at the next position. Greedy decoding is the same loop at
-// temperature 0 (the sampler takes the argmax and never touches its RNG).
-// Streaming and collected generation are the same code: Generate drains
-// GenerateStream.
+// # One step of the scheduler
+//
+// A sequence holds tokens (prompt, then generated ids) and a block table
+// whose Len says how many of them already have K/V in the cache. Prefill
+// and decode are the same thing: each step feeds a sequence the tokens it
+// has not computed yet — a chunk of its prompt, or the one token it just
+// sampled — and asks for logits only when that chunk reaches its last
+// token. A step
+//
+//  1. finishes sequences whose request context is cancelled (client gone)
+//     and returns their blocks;
+//  2. schedules the running sequences, oldest first: each gets
+//     min(uncomputed tokens, PrefillChunk, budget − one token for each
+//     later running sequence) tokens, so decodes are never starved by a
+//     long prompt; the step's budget is MaxBatchTokens. When the cache has
+//     no block for a sequence's next tokens, the newest running sequence is
+//     preempted: its blocks are freed (full ones stay in the prefix cache)
+//     and it goes back to the waiting queue with all its tokens, prompt and
+//     generated, to be recomputed later (vLLM's recompute preemption; its
+//     sampler state is kept, so no generated token is lost or redrawn);
+//  3. admits waiting requests first come, first served while fewer than
+//     MaxSeqs run, budget is left and the cache can hold their whole
+//     remaining prompt (ceil(tokens/BlockSize) blocks, less those reused
+//     from the prefix cache); the head of the queue is never overtaken;
+//  4. runs one Forward over the batch, registers the newly filled blocks in
+//     the prefix cache, and samples one token for every sequence whose
+//     logits came back; stop ids, stop strings, max tokens and the context
+//     limit end a sequence there.
+//
+// The arithmetic behind "one weight pass serves many tokens": decoding one
+// token reads every weight once; a batch of n tokens reads them once too,
+// so at small n the step costs little more than a single decode and
+// aggregate throughput grows with the number of concurrent sequences.
+//
+// Batched logits may differ from a lone request's in the last float bits
+// (the matmul kernel depends on the batch size), so a request's tokens are
+// the same whatever runs beside it up to such rounding: on the test models
+// greedy and seeded runs give identical ids alone and batched.
 //
 // A Session keeps a conversation's KV cache between requests: when the next
 // prompt starts with the tokens already cached, only the new suffix is
-// prefilled (chat turns do not re-read the history).
+// prefilled (chat turns do not re-read the history). Idle sessions' blocks
+// are reclaimed when a request could not run otherwise.
 //
-// Invariants the tests pin: cached decoding equals full recompute; the
+// Invariants the tests pin: cached decoding equals full recompute; batched,
+// prefix-cached and preempted runs give the same tokens as lone runs; the
 // concatenated streamed text equals the final text; stop strings are never
 // emitted; every result has a finish reason (stop, length, cancelled,
-// error) and usage; a bad request ends with an error, never a panic.
+// error) and usage; a bad request ends with an error, never a panic, and
+// never disturbs other requests; a finished or cancelled request leaves no
+// block used.
 package engine
 
 import (
@@ -27,6 +66,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"nanoserve/kvcache"
@@ -43,30 +83,63 @@ const (
 	FinishError     = "error"     // the model failed mid-generation
 )
 
-// ErrPromptTooLong is wrapped when a prompt does not fit the context.
-var ErrPromptTooLong = errors.New("engine: prompt too long")
+var (
+	// ErrPromptTooLong is wrapped when a prompt does not fit the context
+	// (or the whole KV cache).
+	ErrPromptTooLong = errors.New("engine: prompt too long")
+	// ErrOverloaded is returned at once when Options.MaxQueue requests are
+	// already waiting (an HTTP server answers 429 or 503).
+	ErrOverloaded = errors.New("engine: overloaded, too many waiting requests")
+	// ErrClosed is returned for requests after Close, and is the Result.Err
+	// of requests Close interrupted.
+	ErrClosed = errors.New("engine: closed")
+	// ErrSessionBusy is returned when a Session is used by two requests at
+	// once.
+	ErrSessionBusy = errors.New("engine: session is in use by another request")
+)
 
-// Options configure an Engine.
+// Options configure an Engine. Zero values pick the defaults.
 type Options struct {
-	CtxSize      int // KV positions per sequence (≤ 0: the model's context length)
-	PrefillChunk int // prompt tokens per Forward call (≤ 0: 512)
+	CtxSize        int  // KV positions per sequence (≤ 0: the model's context length)
+	PrefillChunk   int  // most prompt tokens one sequence feeds per step (≤ 0: MaxBatchTokens)
+	CacheTokens    int  // KV positions shared by all sequences (< CtxSize: CtxSize)
+	MaxBatchTokens int  // tokens per Forward step (≤ 0: 512; raised to MaxSeqs)
+	MaxSeqs        int  // sequences running at once (≤ 0: 16)
+	MaxQueue       int  // requests waiting for admission before ErrOverloaded (≤ 0: 256)
+	NoPrefixCache  bool // never reuse other requests' cached blocks
 }
 
-// Engine runs generation requests on one model. Requests are served one at
-// a time (Forward is serialised); each holds its own sequence in the cache.
+// Engine runs generation requests on one model. It is safe for concurrent
+// use; Close stops its scheduler.
 type Engine struct {
 	m     *model.Model
 	tok   *tokenizer.Tokenizer
 	cache *kvcache.Cache
 	ctx   int
-	chunk int
+	opts  Options // resolved
 
-	mu   sync.Mutex     // one request at a time
-	pos  []int          // batch scratch, reused so decode steps do not allocate
-	seqs []*kvcache.Seq // batch scratch
+	mu      sync.Mutex  // guards waiting, nextID, closed, stats
+	waiting []*seqState // FCFS by arrival id; preempted sequences re-enter by id
+	nextID  uint64
+	closed  bool
+	stats   Stats
+
+	wake      chan struct{} // (cap 1) something changed: new request, cancellation
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	// cmu guards the cache and sessions' block tables; the scheduler holds
+	// it for a whole step.
+	cmu      sync.Mutex
+	running  []*seqState           // scheduler-owned, by arrival id
+	idleSess map[*Session]struct{} // sessions holding blocks between requests
+	batch    model.Batch           // scratch
+	changed  bool                  // a request finished during this step
 }
 
-// New prepares an engine with a KV cache of opts.CtxSize positions.
+// New prepares an engine with a KV cache of opts.CacheTokens positions and
+// starts its scheduler.
 func New(m *model.Model, opts Options) (*Engine, error) {
 	if m.Tokenizer == nil {
 		return nil, errors.New("engine: the model has no tokenizer (pass one with --tokenizer)")
@@ -78,16 +151,52 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	case ctx > m.ContextLen && m.Arch == model.ArchGPT2:
 		return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
 	}
-	cache, err := m.NewCache(ctx)
+	o := opts
+	o.CtxSize = ctx
+	if o.MaxSeqs <= 0 {
+		o.MaxSeqs = 16
+	}
+	if o.MaxBatchTokens <= 0 {
+		o.MaxBatchTokens = 512
+	}
+	o.MaxBatchTokens = max(o.MaxBatchTokens, o.MaxSeqs)
+	if o.PrefillChunk <= 0 {
+		o.PrefillChunk = o.MaxBatchTokens
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 256
+	}
+	// Any one sequence fits the pool alone, so a request that passes the
+	// context check can always run to its end.
+	o.CacheTokens = max(o.CacheTokens, ctx)
+	cache, err := m.NewCache(o.CacheTokens)
 	if err != nil {
 		return nil, err
 	}
-	chunk := opts.PrefillChunk
-	if chunk <= 0 {
-		chunk = 512
-	}
-	return &Engine{m: m, tok: m.Tokenizer, cache: cache, ctx: ctx, chunk: chunk}, nil
+	e := &Engine{m: m, tok: m.Tokenizer, cache: cache, ctx: ctx, opts: o,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		idleSess: map[*Session]struct{}{}}
+	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
+	go e.loop()
+	return e, nil
 }
+
+// Close stops the scheduler: running and waiting requests end with
+// FinishError and ErrClosed, later ones fail with ErrClosed. It waits for
+// the scheduler to exit and is safe to call more than once.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		close(e.quit)
+	})
+	<-e.done
+	return nil
+}
+
+// Options are the engine's resolved options.
+func (e *Engine) Options() Options { return e.opts }
 
 // Model is the engine's model.
 func (e *Engine) Model() *model.Model { return e.m }
@@ -126,7 +235,7 @@ type Token struct {
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
-	CachedTokens     int `json:"cached_tokens"` // prompt tokens reused from the session's cache
+	CachedTokens     int `json:"cached_tokens"` // prompt tokens reused from the session's or the prefix cache
 }
 
 // Timings are wall-clock measurements of one request.
@@ -151,30 +260,77 @@ type Result struct {
 	Timings      Timings
 }
 
+// Stats is a snapshot of the engine for metrics. Counters are cumulative
+// since New.
+type Stats struct {
+	Running int `json:"running"` // sequences in the batch
+	Waiting int `json:"waiting"` // queued requests (new or preempted)
+
+	KVBlocksUsed   int `json:"kv_blocks_used"`   // held by sequences or sessions
+	KVBlocksCached int `json:"kv_blocks_cached"` // unused but holding a reusable prefix (evictable)
+	KVBlocksTotal  int `json:"kv_blocks_total"`
+	KVBlockSize    int `json:"kv_block_size"` // positions per block
+
+	Requests          int64 `json:"requests"`            // accepted requests
+	Rejected          int64 `json:"rejected"`            // ErrOverloaded answers
+	PromptTokens      int64 `json:"prompt_tokens"`       // of accepted requests
+	GeneratedTokens   int64 `json:"generated_tokens"`    // sampled tokens (stop ids included)
+	PrefixQueryTokens int64 `json:"prefix_query_tokens"` // prompt tokens of admitted requests
+	PrefixHitTokens   int64 `json:"prefix_hit_tokens"`   // of those, found in the cache (prefix or session)
+	Preemptions       int64 `json:"preemptions"`
+
+	Steps      int64 `json:"steps"`       // Forward calls
+	StepTokens int64 `json:"step_tokens"` // tokens over all steps (mean batch = StepTokens/Steps)
+	StepSeqs   int64 `json:"step_seqs"`   // sequences over all steps
+	LastTokens int   `json:"last_tokens"` // tokens in the latest step
+	LastSeqs   int   `json:"last_seqs"`   // sequences in the latest step
+}
+
+// Stats returns a snapshot of the engine's counters.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.stats
+	s.Waiting = len(e.waiting)
+	return s
+}
+
 // Session is a conversation whose KV cache persists between requests. It
 // must be used by one request at a time and released with Close.
 type Session struct {
-	e   *Engine
-	seq kvcache.Seq
-	ids []int // tokens whose K/V are in seq, in order
+	e       *Engine
+	busy    atomic.Bool // a request owns it (set at submit, cleared at finish)
+	closing bool        // Close came while busy: release at finish (under cmu)
+	seq     kvcache.Seq // (under cmu)
+	ids     []int       // tokens whose K/V are in seq: len(ids) == seq.Len (under cmu)
 }
 
 // NewSession starts an empty conversation.
 func (e *Engine) NewSession() *Session { return &Session{e: e} }
 
-// Close returns the session's cache blocks.
+// Close returns the session's cache blocks (at the end of its request, if
+// one is running).
 func (s *Session) Close() {
-	s.e.mu.Lock()
-	defer s.e.mu.Unlock()
-	s.e.cache.Release(&s.seq)
-	s.ids = nil
+	e := s.e
+	e.cmu.Lock()
+	defer e.cmu.Unlock()
+	if s.busy.Load() {
+		s.closing = true
+		return
+	}
+	e.dropSession(s)
+	e.snapshot()
 }
 
 // Reset forgets the conversation but keeps the session usable.
 func (s *Session) Reset() { s.Close() }
 
 // Tokens is the number of positions cached for the session.
-func (s *Session) Tokens() int { return len(s.ids) }
+func (s *Session) Tokens() int {
+	s.e.cmu.Lock()
+	defer s.e.cmu.Unlock()
+	return len(s.ids)
+}
 
 // Encode tokenizes a request's prompt as the engine will.
 func (e *Engine) Encode(req *Request) ([]int, error) {
@@ -199,8 +355,8 @@ func (e *Engine) Encode(req *Request) ([]int, error) {
 
 // Generate runs a request to completion and returns the collected result.
 // The error is non-nil only for a request that could not start (bad
-// policy, prompt too long); failures mid-generation are reported in the
-// Result with FinishReason "error".
+// policy, prompt too long, ErrOverloaded); failures mid-generation are
+// reported in the Result with FinishReason "error".
 func (e *Engine) Generate(ctx context.Context, req Request) (*Result, error) {
 	var res *Result
 	for _, err := range e.GenerateStream(ctx, req, &res) {
@@ -211,25 +367,116 @@ func (e *Engine) Generate(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// GenerateStream yields each token as it lands. When the iteration ends,
-// *out (if out is non-nil) holds the Result. A request that cannot start
-// yields a single error. Breaking out of the loop cancels the generation
-// (finish reason "cancelled").
+// GenerateStream queues the request and yields each token as it lands.
+// When the iteration ends, *out (if out is non-nil) holds the Result. A
+// request that cannot start yields a single error (ErrOverloaded when the
+// queue is full). Breaking out of the loop cancels the generation (finish
+// reason "cancelled"; the Result holds exactly the tokens yielded).
 func (e *Engine) GenerateStream(ctx context.Context, req Request, out **Result) iter.Seq2[Token, error] {
 	return func(yield func(Token, error) bool) {
-		res, err := e.run(ctx, req, yield)
-		if out != nil {
-			*out = res
-		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		s, err := e.submit(ctx, req)
 		if err != nil {
+			if out != nil {
+				*out = nil
+			}
 			yield(Token{}, err)
+			return
+		}
+		st := s.out
+		var (
+			broke     bool
+			yielded   int // tokens yielded (Logprobs entries)
+			delivered int // of those, generated ids (not Stop)
+			text      []byte
+			done      = ctx.Done()
+		)
+		for {
+			st.mu.Lock()
+			toks, res := st.toks, st.res
+			st.toks = nil
+			st.mu.Unlock()
+			for _, t := range toks {
+				if broke {
+					break
+				}
+				yielded++
+				if !t.Stop {
+					delivered++
+				}
+				text = append(text, t.Text...)
+				if !yield(t, nil) {
+					broke = true
+					cancel()
+					e.poke()
+				}
+			}
+			if res != nil {
+				if broke {
+					// The scheduler may have run ahead: keep what the
+					// caller saw.
+					res.IDs = res.IDs[:min(delivered, len(res.IDs))]
+					res.Logprobs = res.Logprobs[:min(yielded, len(res.Logprobs))]
+					res.Text = string(text)
+					res.Usage.CompletionTokens = len(res.IDs)
+					res.FinishReason, res.Err = FinishCancelled, nil
+				}
+				if out != nil {
+					*out = res
+				}
+				return
+			}
+			select {
+			case <-st.notify:
+			case <-done:
+				e.poke() // the scheduler may be idle; it reaps the request
+				done = nil
+			}
 		}
 	}
 }
 
-// run is the decode loop.
-func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) bool) (*Result, error) {
-	start := time.Now()
+// stream carries one request's tokens from the scheduler to the request's
+// goroutine. It is unbounded so a slow reader never stalls the scheduler.
+type stream struct {
+	mu     sync.Mutex
+	toks   []Token
+	res    *Result       // set once, after the last token
+	notify chan struct{} // (cap 1)
+}
+
+func (st *stream) push(t Token) {
+	st.mu.Lock()
+	st.toks = append(st.toks, t)
+	st.mu.Unlock()
+	st.signal()
+}
+
+func (st *stream) finish(res *Result) {
+	st.mu.Lock()
+	st.res = res
+	st.mu.Unlock()
+	st.signal()
+}
+
+func (st *stream) signal() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+// poke wakes the scheduler.
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// submit validates and tokenizes a request and queues it.
+func (e *Engine) submit(ctx context.Context, req Request) (*seqState, error) {
 	pol := req.Policy
 	if err := pol.Validate(); err != nil {
 		return nil, err
@@ -241,174 +488,70 @@ func (e *Engine) run(ctx context.Context, req Request, yield func(Token, error) 
 	if len(prompt) > e.ctx {
 		return nil, fmt.Errorf("%w: prompt of %d tokens exceeds context length %d", ErrPromptTooLong, len(prompt), e.ctx)
 	}
+	if need := e.cache.BlocksFor(len(prompt)); need > e.cache.NumBlocks {
+		return nil, fmt.Errorf("%w: prompt of %d tokens needs %d KV blocks, the cache has %d", ErrPromptTooLong, len(prompt), need, e.cache.NumBlocks)
+	}
 	sampler, err := sample.New(pol, e.m.Vocab)
 	if err != nil {
 		return nil, err
 	}
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-
 	sess := req.Session
-	if sess == nil {
-		sess = &Session{e: e}
-		defer e.cache.Release(&sess.seq)
-	} else if sess.e != e {
+	if sess != nil && sess.e != e {
 		return nil, errors.New("engine: session belongs to another engine")
 	}
-	res := &Result{PromptIDs: prompt, Seed: sampler.Seed()}
-	res.Usage.PromptTokens = len(prompt)
-
-	// Reuse the cached prefix; at least the last prompt token is recomputed
-	// so its logits exist.
-	keep := commonPrefix(sess.ids, prompt)
-	keep = min(keep, len(prompt)-1)
-	sess.ids = sess.ids[:keep]
-	sess.seq.Len = keep
-	res.Usage.CachedTokens = keep
-
-	finish := func(reason string, err error) (*Result, error) {
-		res.FinishReason, res.Err = reason, err
-		return res, nil
+	s := &seqState{
+		ctx: ctx, pol: pol, sampler: sampler, stopIDs: map[int]bool{},
+		// Generated text continues the prompt's: keep the first piece's space.
+		dec:     e.tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: e.tok.Decode(prompt) != ""}),
+		stop:    sample.NewStopMatcher(pol.Stop),
+		tokens:  append(make([]int, 0, len(prompt)+64), prompt...),
+		nPrompt: len(prompt),
+		sess:    sess,
+		out:     &stream{notify: make(chan struct{}, 1)},
+		start:   time.Now(),
 	}
-
-	// Prefill: the uncached prompt suffix in chunks, one batched Forward each.
-	tPrefill := time.Now()
-	var logits []float32
-	for lo := keep; lo < len(prompt); lo += e.chunk {
-		if err := ctx.Err(); err != nil {
-			return finish(FinishCancelled, nil)
-		}
-		hi := min(lo+e.chunk, len(prompt))
-		logits, err = e.forward(sess, prompt[lo:hi], lo)
-		if err != nil {
-			return finish(FinishError, err)
-		}
-	}
-	prefill := time.Since(tPrefill)
-	res.Timings.PrefillMs = ms(prefill)
-	if n := len(prompt) - keep; prefill > 0 {
-		res.Timings.PrefillTokS = float64(n) / prefill.Seconds()
-	}
-
-	stopIDs := map[int]bool{}
+	s.kv = &s.own
 	for _, id := range pol.StopTokenIDs {
-		stopIDs[id] = true
+		s.stopIDs[id] = true
 	}
 	if !pol.IgnoreEOS {
 		for _, id := range e.m.Gen.EOG {
-			stopIDs[id] = true
+			s.stopIDs[id] = true
 		}
 	}
-	// Generated text continues the prompt's: keep the first piece's space.
-	dec := e.tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: e.tok.Decode(prompt) != ""})
-	stop := sample.NewStopMatcher(pol.Stop)
-	history := append([]int(nil), prompt...)
-	var tDecode time.Time
-	var text []byte
-	emit := func(t Token) bool {
-		text = append(text, t.Text...)
-		if pol.Logprobs != nil {
-			t.Top = slices.Clone(t.Top) // the sampler reuses its buffer
-			res.Logprobs = append(res.Logprobs, t)
+	s.res = &Result{PromptIDs: slices.Clone(prompt), Seed: sampler.Seed()}
+	s.res.Usage.PromptTokens = len(prompt)
+	if sess != nil {
+		if !sess.busy.CompareAndSwap(false, true) {
+			return nil, ErrSessionBusy
 		}
-		return yield(t, nil)
+		s.kv = &sess.seq
 	}
-	// flush releases the text the decoder and the stop matcher hold back.
-	flush := func() string {
-		t, matched := stop.Push(dec.Flush())
-		if matched {
-			return t
-		}
-		return t + stop.Flush()
-	}
-	maxTokens := pol.MaxTokens
-	var one [1]int
-	for {
-		if err := ctx.Err(); err != nil {
-			res.Text = string(text)
-			e.finishTimings(res, tDecode)
-			return finish(FinishCancelled, nil)
-		}
-		ch, err := sampler.Sample(logits, history, len(prompt))
-		if err != nil {
-			res.Text = string(text)
-			return finish(FinishError, err)
-		}
-		if len(res.IDs) == 0 {
-			res.Timings.TTFTMs = ms(time.Since(start))
-			tDecode = time.Now()
-		}
-		if stopIDs[ch.ID] {
-			// The stop id itself is not part of the output; release any
-			// text still held back (an incomplete stop-string prefix).
-			if tail := flush(); tail != "" {
-				emit(Token{ID: ch.ID, Text: tail, Logprob: ch.Logprob, Stop: true})
-			}
-			res.Text = string(text)
-			e.finishTimings(res, tDecode)
-			return finish(FinishStop, nil)
-		}
-		res.IDs = append(res.IDs, ch.ID)
-		history = append(history, ch.ID)
-		res.Usage.CompletionTokens = len(res.IDs)
-		pos := len(prompt) + len(res.IDs) - 1 // position of the token just sampled
-		last := (maxTokens > 0 && len(res.IDs) >= maxTokens) || pos >= e.ctx
-		piece, matched := stop.Push(dec.Next(ch.ID))
-		if last && !matched {
-			piece += flush()
-		}
-		if !emit(Token{ID: ch.ID, Text: piece, Logprob: ch.Logprob, Top: ch.TopLogprobs}) {
-			res.Text = string(text)
-			e.finishTimings(res, tDecode)
-			return finish(FinishCancelled, nil)
-		}
-		if matched || last {
-			res.Text = string(text)
-			e.finishTimings(res, tDecode)
-			if matched {
-				return finish(FinishStop, nil)
-			}
-			return finish(FinishLength, nil)
-		}
-		one[0] = ch.ID
-		logits, err = e.forward(sess, one[:], pos)
-		if err != nil {
-			res.Text = string(text)
-			return finish(FinishError, err)
-		}
-	}
-}
 
-func (e *Engine) finishTimings(res *Result, tDecode time.Time) {
-	if tDecode.IsZero() {
-		return
+	e.mu.Lock()
+	var qerr error
+	switch {
+	case e.closed:
+		qerr = ErrClosed
+	case len(e.waiting) >= e.opts.MaxQueue:
+		e.stats.Rejected++
+		qerr = fmt.Errorf("%w (%d waiting)", ErrOverloaded, len(e.waiting))
+	default:
+		s.id = e.nextID
+		e.nextID++
+		e.waiting = append(e.waiting, s)
+		e.stats.Requests++
+		e.stats.PromptTokens += int64(len(prompt))
 	}
-	d := time.Since(tDecode)
-	res.Timings.DecodeMs = ms(d)
-	if n := len(res.IDs) - 1; n > 0 && d > 0 {
-		res.Timings.DecodeTokS = float64(n) / d.Seconds()
+	e.mu.Unlock()
+	if qerr != nil {
+		if sess != nil {
+			sess.busy.Store(false)
+		}
+		return nil, qerr
 	}
-}
-
-// forward runs tokens at positions pos0.. of the session's sequence and
-// returns the last token's logits.
-func (e *Engine) forward(s *Session, toks []int, pos0 int) ([]float32, error) {
-	if err := e.cache.Reserve(&s.seq, pos0+len(toks)-s.seq.Len); err != nil {
-		return nil, err
-	}
-	n := len(toks)
-	e.pos, e.seqs = e.pos[:0], e.seqs[:0]
-	for i := range n {
-		e.pos = append(e.pos, pos0+i)
-		e.seqs = append(e.seqs, &s.seq)
-	}
-	logits, err := e.m.Forward(model.Batch{Tokens: toks, Pos: e.pos, Seq: e.seqs}, e.cache)
-	if err != nil {
-		return nil, err
-	}
-	s.ids = append(s.ids[:pos0], toks...)
-	return logits, nil
+	e.poke()
+	return s, nil
 }
 
 func commonPrefix(a, b []int) int {
