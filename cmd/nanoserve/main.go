@@ -3,6 +3,7 @@
 //
 //	nanoserve generate   complete a prompt (greedy or sampled), stream or --json
 //	nanoserve chat       interactive chat through the model's chat template
+//	nanoserve serve      OpenAI-compatible HTTP API (completions, chat, SSE streaming, metrics)
 //	nanoserve inspect    describe a model file
 //	nanoserve convert    write any model we read as GGUF (optionally quantized)
 //	nanoserve tokenize   text -> ids;  nanoserve detokenize: ids -> text
@@ -27,6 +28,7 @@ type command struct {
 var commands = map[string]command{
 	"generate":   {"complete a prompt", runGenerate},
 	"chat":       {"interactive chat", runChat},
+	"serve":      {"OpenAI-compatible HTTP server", runServe},
 	"inspect":    {"describe a model file", runInspect},
 	"convert":    {"convert a model to GGUF", runConvert},
 	"tokenize":   {"encode text to token ids", runTokenize},

@@ -1,0 +1,472 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"nanoserve/chat"
+	"nanoserve/sample"
+)
+
+// apiError is an error response: an HTTP status and OpenAI's error object.
+type apiError struct {
+	status     int
+	Message    string  `json:"message"`
+	Type       string  `json:"type"`
+	Param      *string `json:"param"`
+	Code       *string `json:"code"`
+	retryAfter int     // seconds; 0: no Retry-After header
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// badRequest is a 400 naming the offending field (param may be "").
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Param: strp(param), Message: fmt.Sprintf(format, args...)}
+}
+
+func errorBody(e *apiError) any {
+	return struct {
+		Error *apiError `json:"error"`
+	}{e}
+}
+
+// ---- requests ----
+
+// commonParams are the fields /v1/completions and /v1/chat/completions
+// share. Pointers tell "absent or null" from a given value.
+type commonParams struct {
+	Model               string             `json:"model"`
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	TopK                *int               `json:"top_k"`
+	MinP                *float64           `json:"min_p"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	RepetitionPenalty   *float64           `json:"repetition_penalty"`
+	Seed                *int64             `json:"seed"`
+	Stop                json.RawMessage    `json:"stop"`
+	StopTokenIDs        []int              `json:"stop_token_ids"`
+	IgnoreEOS           *bool              `json:"ignore_eos"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	N                   *int               `json:"n"`
+	Stream              *bool              `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage *bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User string `json:"user"` // accepted and ignored
+}
+
+type completionRequest struct {
+	commonParams
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"`
+	Echo     *bool           `json:"echo"`
+	Suffix   *string         `json:"suffix"`
+	BestOf   *int            `json:"best_of"`
+}
+
+type chatRequest struct {
+	commonParams
+	Messages       []wireMessage   `json:"messages"`
+	Logprobs       *bool           `json:"logprobs"`
+	TopLogprobs    *int            `json:"top_logprobs"`
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Name    string          `json:"name"`
+}
+
+const bodyTimeout = time.Minute
+
+// decodeJSON reads a request body of at most limit bytes into v and turns
+// every failure into a 400 (or 413) that says what is wrong and where.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	// A slow sender gets bodyTimeout for the whole body. (A server-wide
+	// ReadTimeout would also end the connection's background read during a
+	// long generation, which cancels it.)
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("request_too_large"),
+				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit)}
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("", "the request body is empty; expected a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badRequest("", "invalid JSON: trailing data after the request object")
+	}
+	return nil
+}
+
+// jsonError describes an encoding/json failure.
+func jsonError(err error) *apiError {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return badRequest("", "invalid JSON at byte offset %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "invalid JSON: unexpected end of the request body")
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return badRequest("", "the request body must be a JSON object, got %s", jsonKind(te.Value))
+		}
+		field := strings.ReplaceAll(te.Field, "commonParams.", "") // the embedded struct is not part of the wire name
+		return badRequest(field, "field %q must be %s, got %s", field, typeName(te.Type), jsonKind(te.Value))
+	}
+	return badRequest("", "invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names a JSON value kind as encoding/json reports it ("number
+// 1.5", "string", "array"...).
+func jsonKind(v string) string {
+	if strings.HasPrefix(v, "number") {
+		return "a number (" + strings.TrimSpace(strings.TrimPrefix(v, "number")) + ")"
+	}
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "":
+		return "another type"
+	}
+	return "a " + v
+}
+
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
+}
+
+// policy builds the sampling policy: base (the model's defaults) with the
+// request's fields on top, validated. defMax is max_tokens when the request
+// gives none.
+func (p *commonParams) policy(base sample.Policy, defMax int, vocab int) (sample.Policy, *apiError) {
+	pol := base
+	pol.LogitBias = nil
+	pol.Stop = nil
+	if p.N != nil && *p.N != 1 {
+		return pol, badRequest("n", "n must be 1 (this server returns one choice per request), got %d", *p.N)
+	}
+	pol.MaxTokens = defMax
+	for _, mt := range []struct {
+		name string
+		v    *int
+	}{{"max_tokens", p.MaxTokens}, {"max_completion_tokens", p.MaxCompletionTokens}} {
+		if mt.v == nil {
+			continue
+		}
+		if *mt.v < 1 {
+			return pol, badRequest(mt.name, "%s must be at least 1, got %d", mt.name, *mt.v)
+		}
+		pol.MaxTokens = *mt.v
+	}
+	f32 := func(name string, v *float64, dst *float32) *apiError {
+		if v == nil {
+			return nil
+		}
+		if math.IsNaN(*v) || math.IsInf(*v, 0) || math.Abs(*v) > math.MaxFloat32 {
+			return badRequest(name, "%s must be a finite number, got %v", name, *v)
+		}
+		*dst = float32(*v)
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		dst  *float32
+	}{
+		{"temperature", p.Temperature, &pol.Temperature},
+		{"top_p", p.TopP, &pol.TopP},
+		{"min_p", p.MinP, &pol.MinP},
+		{"presence_penalty", p.PresencePenalty, &pol.PresencePenalty},
+		{"frequency_penalty", p.FrequencyPenalty, &pol.FrequencyPenalty},
+		{"repetition_penalty", p.RepetitionPenalty, &pol.RepetitionPenalty},
+	} {
+		if e := f32(f.name, f.v, f.dst); e != nil {
+			return pol, e
+		}
+	}
+	if p.TopK != nil {
+		// vLLM spells "off" as -1; 0 is off here.
+		pol.TopK = max(*p.TopK, 0)
+		if *p.TopK < -1 {
+			return pol, badRequest("top_k", "top_k must be >= 0 (0 or -1: off), got %d", *p.TopK)
+		}
+	}
+	if p.Seed != nil {
+		s := uint64(*p.Seed)
+		pol.Seed = &s
+	}
+	if !isNull(p.Stop) {
+		var one string
+		if err := json.Unmarshal(p.Stop, &one); err == nil {
+			pol.Stop = []string{one}
+		} else if err := json.Unmarshal(p.Stop, (*[]string)(&pol.Stop)); err != nil {
+			return pol, badRequest("stop", "stop must be a string or an array of strings")
+		}
+	}
+	pol.StopTokenIDs = p.StopTokenIDs
+	for i, id := range p.StopTokenIDs {
+		if id < 0 || id >= vocab {
+			return pol, badRequest("stop_token_ids", "stop_token_ids[%d] = %d is not a token id (vocabulary of %d)", i, id, vocab)
+		}
+	}
+	if p.IgnoreEOS != nil {
+		pol.IgnoreEOS = *p.IgnoreEOS
+	}
+	if len(p.LogitBias) > 0 {
+		pol.LogitBias = make(map[int]float32, len(p.LogitBias))
+		for k, v := range p.LogitBias {
+			id, err := strconv.Atoi(k)
+			if err != nil || id < 0 || id >= vocab {
+				return pol, badRequest("logit_bias", "logit_bias key %q is not a token id (vocabulary of %d)", k, vocab)
+			}
+			pol.LogitBias[id] = float32(v)
+		}
+	}
+	if p.StreamOptions != nil && (p.Stream == nil || !*p.Stream) {
+		return pol, badRequest("stream_options", "stream_options is only allowed when stream is true")
+	}
+	return pol, nil
+}
+
+// validate runs the policy's own checks and names the field.
+func validatePolicy(pol *sample.Policy) *apiError {
+	if err := pol.Validate(); err != nil {
+		var fe *sample.FieldError
+		if errors.As(err, &fe) {
+			return badRequest(fe.Field, "%s %s", fe.Field, fe.Msg)
+		}
+		return badRequest("", "%v", err)
+	}
+	return nil
+}
+
+// completionPrompt reads the completions prompt: a string, an array of one
+// string, an array of token ids, or an array of one array of token ids.
+func completionPrompt(raw json.RawMessage, vocab int) (text string, ids []int, e *apiError) {
+	if isNull(raw) {
+		return "", nil, badRequest("prompt", "prompt is required")
+	}
+	if json.Unmarshal(raw, &text) == nil {
+		return text, nil, nil
+	}
+	var strs []string
+	if json.Unmarshal(raw, &strs) == nil {
+		if len(strs) != 1 {
+			return "", nil, badRequest("prompt", "prompt must hold exactly one string (batched prompts are not supported), got %d", len(strs))
+		}
+		return strs[0], nil, nil
+	}
+	if json.Unmarshal(raw, &ids) != nil {
+		var nested [][]int
+		if json.Unmarshal(raw, &nested) != nil {
+			return "", nil, badRequest("prompt", "prompt must be a string, an array of one string, or an array of token ids")
+		}
+		if len(nested) != 1 {
+			return "", nil, badRequest("prompt", "prompt must hold exactly one token-id array (batched prompts are not supported), got %d", len(nested))
+		}
+		ids = nested[0]
+	}
+	if len(ids) == 0 {
+		return "", nil, badRequest("prompt", "prompt token array is empty")
+	}
+	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return "", nil, badRequest("prompt", "prompt[%d] = %d is not a token id (vocabulary of %d)", i, id, vocab)
+		}
+	}
+	return "", ids, nil
+}
+
+// chatMessages converts the request's messages for the template: roles
+// system (also "developer"), user and assistant; content a string or an
+// array of {"type":"text","text":...} parts (joined with newlines).
+func chatMessages(in []wireMessage) ([]chat.Message, *apiError) {
+	if len(in) == 0 {
+		return nil, badRequest("messages", "messages must be a non-empty array")
+	}
+	out := make([]chat.Message, 0, len(in))
+	for i, m := range in {
+		field := "messages[" + strconv.Itoa(i) + "]"
+		role := m.Role
+		switch role {
+		case "system", "user", "assistant":
+		case "developer":
+			role = "system"
+		case "":
+			return nil, badRequest(field+".role", "%s.role is required", field)
+		default:
+			return nil, badRequest(field+".role", "%s.role %q is not supported (system, developer, user, assistant)", field, m.Role)
+		}
+		var content string
+		switch {
+		case isNull(m.Content):
+			if role != "assistant" {
+				return nil, badRequest(field+".content", "%s.content is required", field)
+			}
+		case json.Unmarshal(m.Content, &content) == nil:
+		default:
+			var parts []struct {
+				Type string  `json:"type"`
+				Text *string `json:"text"`
+			}
+			if json.Unmarshal(m.Content, &parts) != nil {
+				return nil, badRequest(field+".content", "%s.content must be a string or an array of content parts", field)
+			}
+			texts := make([]string, 0, len(parts))
+			for j, p := range parts {
+				pf := field + ".content[" + strconv.Itoa(j) + "]"
+				if p.Type != "text" {
+					return nil, badRequest(pf+".type", "%s.type %q is not supported (only \"text\")", pf, p.Type)
+				}
+				if p.Text == nil {
+					return nil, badRequest(pf+".text", "%s.text is required", pf)
+				}
+				texts = append(texts, *p.Text)
+			}
+			content = strings.Join(texts, "\n")
+		}
+		out = append(out, chat.Message{Role: role, Content: content, Name: m.Name})
+	}
+	return out, nil
+}
+
+// ---- responses ----
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type modelCard struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	MaxModelLen int    `json:"max_model_len"`
+}
+
+// completions: choices[].text, logprobs in the legacy shape.
+type completionChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"` // "text_completion"
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+// chat: choices[].message (or .delta when streaming), logprobs.content.
+type chatMessage struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
+type chatTokenLogprob struct {
+	Token       string           `json:"token"`
+	Logprob     float32          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`
+	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
+}
+
+type chatTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      *chatMessage  `json:"message,omitempty"`
+	Delta        *chatMessage  `json:"delta,omitempty"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"` // "chat.completion" or "chat.completion.chunk"
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}

@@ -1,0 +1,442 @@
+// Package server is nanoserve's OpenAI-compatible HTTP API: the endpoints
+// that vLLM, Ollama and llama.cpp's server offer, so any OpenAI client
+// library (or curl) can drive an engine.
+//
+// Endpoints:
+//
+//	POST /v1/completions       complete a prompt (string, [string], token ids or [[ids]])
+//	POST /v1/chat/completions  reply to messages rendered with the model's chat template
+//	GET  /v1/models            the served model (its names) and context length
+//	GET  /v1/models/{id}       one model card, 404 for an unknown name
+//	GET  /health               200 {"status":"ok"}; 503 while draining for shutdown
+//	GET  /metrics              Prometheus text format: requests by endpoint and status,
+//	                           prompt/generated token counters, time-to-first-token and
+//	                           per-output-token histograms, in-flight gauges, engine stats
+//
+// Request fields follow the OpenAI API plus vLLM's sampling extras: model,
+// prompt / messages, max_tokens (max_completion_tokens), temperature, top_p,
+// top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty,
+// seed, stop (string or list), stop_token_ids, ignore_eos, logit_bias,
+// logprobs (completions: an int, the number of alternatives; chat: a bool
+// with top_logprobs), n (must be 1), stream and stream_options.
+// Absent fields take the model's generation_config defaults; max_tokens
+// defaults to 16 for completions (as OpenAI and vLLM) and to the rest of the
+// context for chat. Unknown fields are ignored (clients send many).
+//
+// Streaming (stream: true) uses server-sent events: each event is one line
+// "data: " + a JSON chunk, followed by a blank line, flushed as soon as the
+// engine yields text; the stream ends with "data: [DONE]". Completion chunks
+// carry choices[0].text; chat chunks carry choices[0].delta, whose first
+// chunk is {"role":"assistant","content":""} and later ones {"content":...};
+// the last choice chunk has an empty delta and the finish_reason ("stop" or
+// "length"). With stream_options.include_usage a final chunk with no
+// choices carries usage. The concatenated streamed text equals the
+// non-streamed text of the same request at temperature 0 (or a fixed seed).
+// Response headers are written only when the first token arrives, so a
+// request the engine refuses still gets a plain JSON error and status.
+//
+// Errors use OpenAI's shape {"error":{"message","type","param","code"}}:
+// 400 for invalid JSON, a field of the wrong type or value (param names it)
+// and a prompt longer than the context (code context_length_exceeded, with
+// both token counts); 401 for a missing or wrong API key; 404 for an
+// unknown model or path; 405 (with Allow) for a wrong method; 413 for a
+// body over the size limit; 429 with Retry-After when the engine's queue
+// (engine.ErrOverloaded) or the server's own MaxPending cap is full; 503
+// when the engine is closed; 500 when a handler panics (the panic is logged
+// and the server keeps serving). A max_tokens beyond the context is not an
+// error: generation ends at the context with finish_reason "length".
+//
+// A client that disconnects cancels its generation (the request context
+// reaches the engine; a failed write also breaks the token loop). Serve
+// shuts down gracefully: it stops accepting connections, lets in-flight
+// requests (streams included) finish within a drain timeout, then cancels
+// the rest.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"nanoserve/chat"
+	"nanoserve/engine"
+	"nanoserve/sample"
+	"nanoserve/tokenizer"
+)
+
+// Options configure a Server.
+type Options struct {
+	// ModelNames are the names clients may send as "model"; the first is
+	// the one responses report. Empty: "nanoserve". A request without a
+	// model field gets the first.
+	ModelNames []string
+	// Template renders chat messages; nil: /v1/chat/completions answers
+	// 400 (the model has no chat template). TemplateOptions carries the
+	// BOS/EOS texts and extra variables it is rendered with.
+	Template        *chat.Template
+	TemplateOptions chat.Options
+	// Defaults is the sampling policy requests start from; nil: the
+	// model's generation_config.json over sample.Defaults.
+	Defaults *sample.Policy
+	// APIKey, if set, is required as "Authorization: Bearer KEY" on /v1/.
+	APIKey string
+	// MaxBodyBytes limits a request body (≤ 0: 4 MiB).
+	MaxBodyBytes int64
+	// MaxPending, if > 0, caps the generation requests the server lets
+	// through at once (running or waiting in the engine); more get 429
+	// before reaching the engine. ≤ 0: no cap of its own (the engine's
+	// queue limit answers 429 through engine.ErrOverloaded).
+	MaxPending int
+	// Logger receives request errors and recovered panics (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server serves one engine over HTTP. It is an http.Handler.
+type Server struct {
+	eng      *engine.Engine
+	tok      *tokenizer.Tokenizer
+	names    []string
+	tmpl     *chat.Template
+	tmplOpts chat.Options
+	defaults sample.Policy
+	apiKey   string
+	maxBody  int64
+	slots    chan struct{} // admission: one token per admitted generation (nil: no cap)
+	log      *slog.Logger
+	created  int64
+	m        *metrics
+	draining atomic.Bool
+	mux      map[string]route
+
+	// Test hooks: hook runs at the start of every routed handler, onToken
+	// after each token a generation yields.
+	hook    func(r *http.Request)
+	onToken func()
+}
+
+// route is one path's handlers by method.
+type route struct {
+	endpoint string // metrics label
+	methods  map[string]http.HandlerFunc
+}
+
+// New makes a server for eng.
+func New(eng *engine.Engine, opts Options) (*Server, error) {
+	m := eng.Model()
+	if m.Tokenizer == nil {
+		return nil, errors.New("server: the model has no tokenizer")
+	}
+	s := &Server{
+		eng:      eng,
+		tok:      m.Tokenizer,
+		names:    opts.ModelNames,
+		tmpl:     opts.Template,
+		tmplOpts: opts.TemplateOptions,
+		apiKey:   opts.APIKey,
+		maxBody:  opts.MaxBodyBytes,
+		log:      opts.Logger,
+		created:  time.Now().Unix(),
+		m:        newMetrics(),
+	}
+	if len(s.names) == 0 {
+		s.names = []string{"nanoserve"}
+	}
+	for i, n := range s.names {
+		if n == "" || slices.Contains(s.names[:i], n) {
+			return nil, fmt.Errorf("server: model name %q is empty or repeated", n)
+		}
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 4 << 20
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if opts.MaxPending > 0 {
+		s.slots = make(chan struct{}, opts.MaxPending)
+	}
+	if opts.Defaults != nil {
+		s.defaults = *opts.Defaults
+	} else {
+		s.defaults = sample.Defaults()
+		if len(m.Gen.Sampling) > 0 {
+			if p, _, err := sample.FromGenerationConfig(m.Gen.Sampling); err == nil {
+				s.defaults = p
+			}
+		}
+	}
+	if err := s.defaults.Validate(); err != nil {
+		return nil, fmt.Errorf("server: default policy: %w", err)
+	}
+	s.mux = map[string]route{
+		"/v1/completions":      {"completions", map[string]http.HandlerFunc{http.MethodPost: s.handleCompletions}},
+		"/v1/chat/completions": {"chat_completions", map[string]http.HandlerFunc{http.MethodPost: s.handleChat}},
+		"/v1/models":           {"models", map[string]http.HandlerFunc{http.MethodGet: s.handleModels}},
+		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
+		"/metrics":             {"metrics", map[string]http.HandlerFunc{http.MethodGet: s.handleMetrics}},
+	}
+	return s, nil
+}
+
+// ServeHTTP routes a request, counting it and recovering from panics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	rt, ok := s.mux[path]
+	modelID := ""
+	if !ok && strings.HasPrefix(path, "/v1/models/") {
+		modelID = strings.TrimPrefix(path, "/v1/models/")
+		rt, ok = route{"models", map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+			s.handleModel(w, r, modelID)
+		}}}, true
+	}
+	endpoint := "other"
+	if ok {
+		endpoint = rt.endpoint
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	s.m.add(&s.m.inFlight, 1)
+	defer func() {
+		s.m.add(&s.m.inFlight, -1)
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				s.m.request(endpoint, 499)
+				panic(v)
+			}
+			s.log.Error("server: handler panic", "path", path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !sw.wrote {
+				writeError(sw, &apiError{status: http.StatusInternalServerError, Type: "server_error",
+					Message: "internal server error (the server logged the details)"})
+			}
+		}
+		s.m.request(endpoint, sw.statusCode())
+	}()
+
+	if !ok {
+		writeError(sw, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
+			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, path)})
+		return
+	}
+	h := rt.methods[r.Method]
+	if h == nil && r.Method == http.MethodHead {
+		h = rt.methods[http.MethodGet]
+	}
+	if h == nil {
+		allow := make([]string, 0, len(rt.methods))
+		for m := range rt.methods {
+			allow = append(allow, m)
+		}
+		sw.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(sw, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: strp("method_not_allowed"),
+			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
+		return
+	}
+	if s.apiKey != "" && strings.HasPrefix(path, "/v1/") && !s.authorized(r) {
+		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
+		writeError(sw, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
+			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\""})
+		return
+	}
+	if s.hook != nil {
+		s.hook(r)
+	}
+	h(sw, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.apiKey)) == 1
+}
+
+// statusWriter records the status code for metrics; Unwrap lets
+// http.ResponseController reach the connection's Flush.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) statusCode() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// marshal encodes v as compact JSON without HTML escaping ("<|im_end|>"
+// stays readable).
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only unencodable values (NaN) get here; the callers sanitise them.
+		return []byte(`{"error":{"message":"server: encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(marshal(v), '\n'))
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	writeJSON(w, e.status, errorBody(e))
+}
+
+// ---- simple endpoints ----
+
+func (s *Server) card(name string) modelCard {
+	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize()}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	data := make([]modelCard, len(s.names))
+	for i, n := range s.names {
+		data[i] = s.card(n)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string      `json:"object"`
+		Data   []modelCard `json:"data"`
+	}{"list", data})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, id string) {
+	if _, e := s.resolveModel(id); e != nil || id == "" {
+		if e == nil {
+			e = s.unknownModel(id)
+		}
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.card(id))
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	extra := []gauge{
+		{name: "nanoserve_kv_cache_bytes", help: "Bytes held by the engine's KV cache.", value: float64(s.eng.CacheBytes())},
+		{name: "nanoserve_context_tokens", help: "Context length per sequence.", value: float64(s.eng.CtxSize())},
+	}
+	s.m.write(w, append(extra, engineStats(s.eng)...))
+}
+
+// resolveModel maps the request's model field to the name responses report.
+func (s *Server) resolveModel(name string) (string, *apiError) {
+	if name == "" {
+		return s.names[0], nil
+	}
+	if slices.Contains(s.names, name) {
+		return name, nil
+	}
+	return "", s.unknownModel(name)
+}
+
+func (s *Server) unknownModel(name string) *apiError {
+	return &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("model"), Code: strp("model_not_found"),
+		Message: fmt.Sprintf("the model %q does not exist; this server serves %s", name, strings.Join(quoteAll(s.names), ", "))}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// ---- Serve ----
+
+// Serve answers HTTP on ln until ctx is cancelled, then shuts down
+// gracefully: it stops accepting connections, marks /health as draining,
+// waits up to drain for in-flight requests (streams included) to finish,
+// and then cancels the generations still running. It returns nil after a
+// clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		// Drain timed out: cancel what is left and close its connections.
+		cancelBase()
+		hs.Close()
+		err = fmt.Errorf("server: requests still running after the %v drain timeout were cancelled", drain)
+	}
+	<-errc
+	return err
+}
