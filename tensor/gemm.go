@@ -56,10 +56,19 @@ import (
 // Each weight is thus read from DRAM once per call and decoded once per
 // 128 tokens, and reused from L1/L2 for all n tokens.
 //
-// (An alternative prefill for quantized weights — quantize x to 8 bits
-// and run the integer row dots for every token over an L2-resident chunk
-// of rows — was measured at 35-55 GFLOP/s per core against 56-67 for
-// dequantize-then-FMA, so prefill keeps exact x and the float GEMM.)
+// Quantized weights of the K-quant types (Q4_K, Q5_K, Q6_K) take the
+// integer GEMM of qgemm.go instead on amd64: x is quantized once per call
+// to Q8_K (as the matrix-vector path and llama.cpp do, so every n sees the
+// same 8-bit activations), weight blocks are unpacked to bytes and 2-row ×
+// 4-token VPMADDUBSW tiles accumulate in int32: ~1.5× the float GEMM's
+// rate per core from n = 32 on (BenchmarkQGEMM; about even at n = 16).
+// The Q8_0 family's integer kernel, which needs a float scale step per 32
+// products, wins only at a few hundred tokens (+15-25% at n = 512) and is
+// used from qg8MinN = 256 on. An
+// earlier attempt — the integer row dots for every token over an
+// L2-resident chunk of rows — reached 35-55 GFLOP/s per core against 56-67
+// for dequantize-then-FMA: without register tiling neither the unpacking
+// nor the activation loads are shared.
 const (
 	gemmMC = 48  // weight rows per block (multiple of gemmMR)
 	gemmKC = 256 // columns per block (multiple of every quant block size)
@@ -82,11 +91,15 @@ type workerScratch struct {
 	rows []float32 // (4, Cols) dequantized rows, generic matrix-vector
 	a    []float32 // (gemmMC, gemmKC) decoded weight block
 	c    []float32 // (gemmMC, npad) dstᵀ of the current row block
+	qa   []byte    // (qgMC, qgKSB, qgSB) unpacked quantized weight block
+	dwf  []float32 // (qg8MC/8, qg8KB, 8) Q8_0-family block scales
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
 type sharedScratch struct {
-	b []float32 // (npad/16, Cols, 16) packed x panels
+	b   []float32 // (npad/16, Cols, 16) packed x panels
+	dxv []float32 // (npad/4, blocks, 8) activation scales of 4-token groups
+	xm  []int8    // (npad, Cols) activations in the integer kernels' layout
 }
 
 func growBuf(s []float32, n int) []float32 {
@@ -100,6 +113,8 @@ const (
 	phaseMatVec = iota
 	phasePack
 	phaseGEMM
+	phaseQQuant
+	phaseQGEMM
 )
 
 // matJob is the task behind MatMul; one lives in each pool and is reused.
@@ -158,6 +173,10 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 		j.dst, j.x, j.w = nil, nil, nil
 		return
 	}
+	if qgemmType(w.Type, n) && w.Cols%w.Type.BlockSize() == 0 {
+		j.qgemm()
+		return
+	}
 	j.npad = (n + gemmNR - 1) / gemmNR * gemmNR
 	s.shared.b = growBuf(s.shared.b, j.npad*w.Cols)
 	for i := range s.scratch {
@@ -201,6 +220,23 @@ func (j *matJob) run(worker int) {
 				return
 			}
 			j.gemmBlock(sc, r0, min(r0+gemmMC, j.w.Rows))
+		}
+	case phaseQQuant:
+		for {
+			g := int(j.next.Add(1)) - 1
+			if g >= j.npad/qgNR {
+				return
+			}
+			j.qgQuant(g)
+		}
+	case phaseQGEMM:
+		for {
+			mc := j.qgBlockRows()
+			r0 := int(j.next.Add(int64(mc))) - mc
+			if r0 >= j.w.Rows {
+				return
+			}
+			j.qgemmBlock(sc, r0, min(r0+mc, j.w.Rows))
 		}
 	}
 }
@@ -331,12 +367,21 @@ func (j *matJob) gemmBlock(sc *workerScratch, r0, r1 int) {
 			}
 		}
 	}
-	// dstᵀ block → dst, one token's m outputs (contiguous) at a time.
-	rows := w.Rows
-	for tok := range j.n {
-		d := j.dst[tok*rows+r0 : tok*rows+r0+m]
-		for i := range d {
-			d[i] = c[i*ldc+tok]
+	transposeStore(j.dst, c, w.Rows, r0, m, j.n, ldc)
+}
+
+// transposeStore writes the (m, ldc) dstᵀ block c of rows [r0, r0+m)
+// into dst (n, rows): eight tokens at a time, so c is read along its rows
+// and the eight destination rows being written stay in L1 (one token at a
+// time read c down a column, a cache line per element).
+func transposeStore(dst, c []float32, rows, r0, m, n, ldc int) {
+	for t0 := 0; t0 < n; t0 += 8 {
+		t1 := min(t0+8, n)
+		for i := range m {
+			ci := c[i*ldc+t0 : i*ldc+t1]
+			for k, v := range ci {
+				dst[(t0+k)*rows+r0+i] = v
+			}
 		}
 	}
 }
