@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -80,7 +81,7 @@ func (m *Model) ensure(n, maxPos int) {
 		ws.sin = make([]float32, n*c.RopeDim/2)
 		ws.slots = make([]int, n)
 		ws.outIdx = make([]int, 0, n)
-		if m.w.layers[0].wqkv != nil {
+		if slices.ContainsFunc(m.w.layers, func(l layerWeights) bool { return l.wqkv != nil }) {
 			ws.qkv = make([]float32, n*(c.QDim()+2*c.KVDim()))
 		}
 	}

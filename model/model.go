@@ -243,6 +243,7 @@ func (m *Model) init() error {
 	if err := m.w.check(&m.Config); err != nil {
 		return err
 	}
+	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
 	// End of generation: the file's own ids (generation_config.json) and
 	// the tokenizer's end-of-generation set, ids within the vocabulary.

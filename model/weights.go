@@ -24,8 +24,8 @@ type weights struct {
 type layerWeights struct {
 	attnNorm, attnNormB []float32 // (dim)
 
-	wq, wk, wv *tensor.Mat // (q_dim, dim), (kv_dim, dim), (kv_dim, dim); nil when fused
-	wqkv       *tensor.Mat // (q_dim+2·kv_dim, dim) fused (GPT-2); nil otherwise
+	wq, wk, wv *tensor.Mat // (q_dim, dim), (kv_dim, dim), (kv_dim, dim); nil when the file has them fused (GPT-2)
+	wqkv       *tensor.Mat // (q_dim+2·kv_dim, dim) fused (GPT-2's file, or fuseQKV: then wq, wk, wv are its rows)
 	bq, bk, bv []float32   // (q_dim), (kv_dim), (kv_dim) biases; nil if none
 	bqkv       []float32   // (q_dim+2·kv_dim) fused bias; nil if none
 	wo         *tensor.Mat // (dim, q_dim)
@@ -188,5 +188,41 @@ func ropeTable(cos, sin []float32, freqs []float64, pos int) {
 	for i, f := range freqs {
 		s, c := math.Sincos(float64(pos) * f)
 		cos[i], sin[i] = float32(c), float32(s)
+	}
+}
+
+// fuseQKV gives every layer whose Q, K and V projections share a weight
+// type one fused (q_dim+2·kv_dim, dim) matrix, so decode runs one
+// matrix-vector product per layer for the three instead of three: the two
+// (kv_dim, dim) products alone are small (1 MB at TinyLlama's F16 shape)
+// and stream at about half the bandwidth of a large one, since every
+// product pays its start-up and the workers' hand-off. The three are
+// copied once into one buffer and wq, wk, wv are re-pointed at their rows
+// of it, so memory grows only by what the mapping no longer needs to keep
+// resident. Outputs are unchanged bit for bit: row r of the fused product
+// is the same dot product as row r of its own matrix.
+func (w *weights) fuseQKV() {
+	for l := range w.layers {
+		lw := &w.layers[l]
+		q, k, v := lw.wq, lw.wk, lw.wv
+		if lw.wqkv != nil || q == nil || k == nil || v == nil || q.Type != k.Type || q.Type != v.Type || q.Cols != k.Cols || q.Cols != v.Cols {
+			continue
+		}
+		nq, nk := len(q.Data), len(k.Data)
+		buf := make([]byte, nq+nk+len(v.Data))
+		copy(buf, q.Data)
+		copy(buf[nq:], k.Data)
+		copy(buf[nq+nk:], v.Data)
+		lw.wqkv = &tensor.Mat{Type: q.Type, Rows: q.Rows + k.Rows + v.Rows, Cols: q.Cols, Data: buf}
+		lw.wq = &tensor.Mat{Type: q.Type, Rows: q.Rows, Cols: q.Cols, Data: buf[:nq:nq]}
+		lw.wk = &tensor.Mat{Type: k.Type, Rows: k.Rows, Cols: k.Cols, Data: buf[nq : nq+nk : nq+nk]}
+		lw.wv = &tensor.Mat{Type: v.Type, Rows: v.Rows, Cols: v.Cols, Data: buf[nq+nk:]}
+		if lw.bq != nil || lw.bk != nil || lw.bv != nil {
+			b := make([]float32, q.Rows+k.Rows+v.Rows)
+			copy(b, lw.bq)
+			copy(b[q.Rows:], lw.bk)
+			copy(b[q.Rows+k.Rows:], lw.bv)
+			lw.bqkv = b
+		}
 	}
 }
