@@ -50,6 +50,31 @@
 // prefilled (chat turns do not re-read the history). Idle sessions' blocks
 // are reclaimed when a request could not run otherwise.
 //
+// # Token healing
+//
+// BPE cuts text greedily, so a prompt that stops where the training text
+// went on is tokenized at a boundary the model has rarely seen: Go source
+// nearly always has " {\n" as one token, so after "func main() {" — whose
+// last token is " {" — the model is asked what follows a " {" token that
+// is not " {\n", and drifts off-distribution. With Request.TokenHealing
+// the engine removes the prompt's last token (text t), prefills the rest,
+// and samples the first token from the model's logits masked to the tokens
+// whose text starts with t (t's own token included; every other logit is
+// -Inf before the policy runs, so greedy and seeded sampling stay
+// deterministic and draw exactly once). The output omits t: the first
+// token contributes only the text after it, so prompt + Result.Text (and
+// the streamed pieces) is the text the model wrote, and Result.Healed is
+// t. A prompt is healed only when that can change something: it has at
+// least two tokens, its last token is an ordinary token (never BOS or
+// another control, byte, unknown or user-defined token) with valid UTF-8
+// text, and some vocabulary entry is strictly longer and starts with t;
+// otherwise the request runs exactly as without healing. Accounting:
+// Usage.PromptTokens and Result.PromptIDs are the prompt as tokenized
+// (removed token included), the healed first token is a completion token
+// (it counts toward MaxTokens), and CachedTokens and the prefill timings
+// count the tokens actually prefilled. Logprobs of the healed token are
+// under the masked distribution (renormalised over the allowed tokens).
+//
 // Invariants the tests pin: cached decoding equals full recompute; batched,
 // prefix-cached and preempted runs give the same tokens as lone runs; the
 // concatenated streamed text equals the final text; stop strings are never
@@ -135,6 +160,7 @@ type Engine struct {
 	running  []*seqState           // scheduler-owned, by arrival id
 	idleSess map[*Session]struct{} // sessions holding blocks between requests
 	batch    model.Batch           // scratch
+	healBuf  []float32             // (vocab) scratch: masked logits of a healed first token
 	changed  bool                  // a request finished during this step
 }
 
@@ -215,6 +241,10 @@ type Request struct {
 	NoBOS        bool   // do not add BOS even if the tokenizer asks for it (the template wrote it)
 	Policy       sample.Policy
 	Session      *Session // reuse and extend a conversation's KV cache; nil: a fresh sequence
+	// TokenHealing: back up over the prompt's last token and let the first
+	// generated token be any token whose text extends it (see "Token
+	// healing" in the package comment). Off: the prompt is used as is.
+	TokenHealing bool
 }
 
 // Token is one generated token as it lands.
@@ -249,9 +279,13 @@ type Timings struct {
 
 // Result is a finished generation.
 type Result struct {
-	PromptIDs    []int
-	IDs          []int // generated ids (an end-of-generation id that stopped it is not included)
-	Text         string
+	PromptIDs []int // the prompt as tokenized (token healing's removed token included)
+	IDs       []int // generated ids (an end-of-generation id that stopped it is not included)
+	Text      string
+	// Healed is the text of the prompt token that token healing removed
+	// ("" when it did not heal). The first generated token starts with it,
+	// and Text omits it: prompt + Text is what the model wrote.
+	Healed       string
 	FinishReason string
 	Err          error // why FinishReason is "error"
 	Logprobs     []Token
@@ -485,6 +519,14 @@ func (e *Engine) submit(ctx context.Context, req Request) (*seqState, error) {
 	if err != nil {
 		return nil, err
 	}
+	var heal *healing
+	if req.TokenHealing {
+		heal = planHealing(e.tok, e.m.Vocab, prompt)
+	}
+	prefill := prompt // the tokens the sequence starts with
+	if heal != nil {
+		prefill = prompt[:len(prompt)-1]
+	}
 	if len(prompt) > e.ctx {
 		return nil, fmt.Errorf("%w: prompt of %d tokens exceeds context length %d", ErrPromptTooLong, len(prompt), e.ctx)
 	}
@@ -504,8 +546,9 @@ func (e *Engine) submit(ctx context.Context, req Request) (*seqState, error) {
 		// Generated text continues the prompt's: keep the first piece's space.
 		dec:     e.tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: e.tok.Decode(prompt) != ""}),
 		stop:    sample.NewStopMatcher(pol.Stop),
-		tokens:  append(make([]int, 0, len(prompt)+64), prompt...),
-		nPrompt: len(prompt),
+		tokens:  append(make([]int, 0, len(prompt)+64), prefill...),
+		nPrompt: len(prefill),
+		heal:    heal,
 		sess:    sess,
 		out:     &stream{notify: make(chan struct{}, 1)},
 		start:   time.Now(),
@@ -521,6 +564,9 @@ func (e *Engine) submit(ctx context.Context, req Request) (*seqState, error) {
 	}
 	s.res = &Result{PromptIDs: slices.Clone(prompt), Seed: sampler.Seed()}
 	s.res.Usage.PromptTokens = len(prompt)
+	if heal != nil {
+		s.res.Healed = heal.text
+	}
 	if sess != nil {
 		if !sess.busy.CompareAndSwap(false, true) {
 			return nil, ErrSessionBusy

@@ -24,7 +24,8 @@ type seqState struct {
 	stop    *sample.StopMatcher
 
 	tokens  []int        // prompt then generated ids; K/V exist for tokens[:kv.Len]
-	nPrompt int          // prompt length
+	nPrompt int          // prompt length (without the token healing removed)
+	heal    *healing     // token healing plan; nil: none
 	kv      *kvcache.Seq // &own, or the session's table
 	own     kvcache.Seq
 	sess    *Session
@@ -367,6 +368,13 @@ func (e *Engine) removeRunning(s *seqState) {
 // context.
 func (e *Engine) sampleNext(s *seqState, logits []float32) {
 	res := s.res
+	healing := s.heal != nil && len(s.tokens) == s.nPrompt // the first token extends the removed one
+	if healing {
+		if len(e.healBuf) != len(logits) {
+			e.healBuf = make([]float32, len(logits))
+		}
+		logits = s.heal.mask(e.healBuf, logits)
+	}
 	ch, err := s.sampler.Sample(logits, s.tokens, s.nPrompt)
 	if err != nil {
 		e.finish(s, FinishError, err)
@@ -399,7 +407,13 @@ func (e *Engine) sampleNext(s *seqState, logits []float32) {
 	res.Usage.CompletionTokens = len(res.IDs)
 	pos := len(s.tokens) - 1 // position of the token just sampled
 	last := (s.pol.MaxTokens > 0 && len(res.IDs) >= s.pol.MaxTokens) || pos >= e.ctx
-	piece, matched := s.stop.Push(s.dec.Next(ch.ID))
+	var text string
+	if healing {
+		text = s.dec.NextAfter(ch.ID, s.heal.text) // the prompt shows the removed text
+	} else {
+		text = s.dec.Next(ch.ID)
+	}
+	piece, matched := s.stop.Push(text)
 	if last && !matched {
 		piece += s.flush()
 	}

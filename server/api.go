@@ -82,6 +82,8 @@ type completionRequest struct {
 	Echo     *bool           `json:"echo"`
 	Suffix   *string         `json:"suffix"`
 	BestOf   *int            `json:"best_of"`
+	// TokenHealing (nanoserve extension): see engine's "Token healing".
+	TokenHealing *bool `json:"token_healing"`
 }
 
 type chatRequest struct {

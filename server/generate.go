@@ -84,7 +84,8 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	return &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, Policy: pol},
+	healing := cr.TokenHealing != nil && *cr.TokenHealing
+	return &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, Policy: pol, TokenHealing: healing},
 		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}, nil
 }
 

@@ -23,6 +23,16 @@
 // defaults to 16 for completions (as OpenAI and vLLM) and to the rest of the
 // context for chat. Unknown fields are ignored (clients send many).
 //
+// Completions also take "token_healing": true (a nanoserve extension,
+// default false): the engine backs up over the prompt's last token and
+// lets the first generated token be any token whose text extends it, so a
+// prompt cut inside a token ("if err != nil {" where the model knows
+// " {\n" as one token) continues as the model would have written it. The
+// returned text never repeats the prompt's end (prompt + text is what the
+// model wrote); usage.prompt_tokens counts the prompt as tokenized,
+// removed token included, and the healed token is a completion token. See
+// the engine package's "Token healing".
+//
 // Streaming (stream: true) uses server-sent events: each event is one line
 // "data: " + a JSON chunk, followed by a blank line, flushed as soon as the
 // engine yields text; the stream ends with "data: [DONE]". Completion chunks

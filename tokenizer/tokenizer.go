@@ -139,6 +139,8 @@ type Tokenizer struct {
 	eog    []int // sorted, unique
 	eogSet map[int]bool
 	strip  leadingSpacer // nil unless the model drops the dummy-prefix space
+
+	byPiece pieceIndex // built on first TokensWithPrefix (heal.go)
 }
 
 // eogNames are texts of control tokens that end a turn in common chat

@@ -80,6 +80,7 @@ type generateJSON struct {
 	PromptIDs    []int          `json:"prompt_ids"`
 	IDs          []int          `json:"ids"`
 	Text         string         `json:"text"`
+	Healed       string         `json:"healed,omitempty"`
 	FinishReason string         `json:"finish_reason"`
 	Error        string         `json:"error,omitempty"`
 	Seed         uint64         `json:"seed"`
@@ -109,6 +110,9 @@ func runGenerate(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, finish_reason, timings) instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print timings to stderr after streaming")
 	parseSpecial := fs.Bool("parse-special", false, "treat special-token text in the prompt as special tokens")
+	healing := fs.Bool("token-healing", true, "token healing: re-generate the prompt's last token so a prompt cut inside a token\n"+
+		"(\"if err != nil {\" where the model knows \" {\\n\") continues as the model would have written it;\n"+
+		"the output never repeats the prompt's text")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT means BOS only)")
 		fs.PrintDefaults()
@@ -139,7 +143,7 @@ func runGenerate(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol}
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: *healing}
 
 	var res *engine.Result
 	if *asJSON {
@@ -147,7 +151,7 @@ func runGenerate(args []string) error {
 		if err != nil {
 			return err
 		}
-		out := generateJSON{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, FinishReason: res.FinishReason,
+		out := generateJSON{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, Healed: res.Healed, FinishReason: res.FinishReason,
 			Seed: res.Seed, PrefillMs: res.Timings.PrefillMs, DecodeMs: res.Timings.DecodeMs, TTFTMs: res.Timings.TTFTMs,
 			PrefillTokS: res.Timings.PrefillTokS, DecodeTokS: res.Timings.DecodeTokS, Usage: res.Usage, Policy: pol}
 		if res.IDs == nil {
