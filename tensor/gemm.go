@@ -24,12 +24,30 @@ import (
 // Q6_K; dotQRows runs a whole chunk of rows per call), so a Q4_K row
 // streams 0.56 B/weight and never expands to float.
 //
-// A few tokens (n < 16 for quantized weights with integer kernels, n ≤ 4
-// for float weights) also take these kernels, one token after another
-// over chunks of rows sized to stay in L2: W still comes from DRAM once,
-// and the GEMM below would spend a whole 16-token panel on them. So for
-// those quantized types every n < 16 sees x rounded to 8 bits per block,
-// exactly as n = 1 does (and as llama.cpp does for every n).
+// A few tokens (a decode step of several sequences, a short prompt) also
+// take these kernels, over chunks of rows sized to stay in L2: W still
+// comes from DRAM once, and the GEMM below would spend a whole 16-token
+// panel on them. The rule depends on the weight type and n only, never on
+// the CPU (rowwiseQuant):
+//
+//	K-quants (Q4_K, Q5_K, Q6_K)      n < rowwiseKMax = 64
+//	other types with integer dots    n < rowwiseQuantMax = 16
+//	F32, F16, BF16                   n ≤ rowwiseFloatMax = 4
+//
+// so for those quantized types every such n sees x rounded to 8 bits per
+// block, exactly as n = 1 does (and as llama.cpp does for every n). The
+// K-quants and Q8_0 run their tokens four at a time (dotQRowsX4,
+// quantdotx4.go): each weight block is unpacked (or, for Q8_0, loaded and
+// made unsigned) once in registers for four tokens (two for a group of
+// two; a last single token takes the plain row dot), where token after
+// token redid it per token. BenchmarkFewTokens,
+// (5632, 2048), 1 thread, GFLOP/s against token-by-token row dots: Q4_K
+// 61/42 at n = 2, 84/45 at n = 4, 87/58 at n = 8, 98/57 at n = 12; Q6_K
+// 60/45, 83/42, 87/42, 91/48 (2 threads: 1.0-2.0×); Q8_0 44/33, 54/35,
+// 65/40, 57/36. The K-quant kernels also beat the integer GEMM below up to
+// n = 64 (BenchmarkKRowsVsQGEMM, 1 thread: Q4_K 81/43 at n = 16, 99/82 at
+// 32, 85/73 at 64, even at 128; Q6_K 107/53, 111/75, 113/83, even), hence
+// rowwiseKMax. Other types take the row dots one token after another.
 //
 // Prefill, n > 1 (matrix-matrix). Now each weight meets n tokens: 2·n FLOPs
 // per weight, so with n = 512 the same matrix needs 11.8 GFLOP against
@@ -56,8 +74,9 @@ import (
 // Each weight is thus read from DRAM once per call and decoded once per
 // 128 tokens, and reused from L1/L2 for all n tokens.
 //
-// Quantized weights of the K-quant types (Q4_K, Q5_K, Q6_K) take the
-// integer GEMM of qgemm.go instead on amd64: x is quantized once per call
+// Quantized weights of the K-quant types (Q4_K, Q5_K, Q6_K) take, from
+// rowwiseKMax tokens on, the integer GEMM of qgemm.go instead on amd64
+// (the multi-token row dots above win below that): x is quantized once per call
 // to Q8_K (as the matrix-vector path and llama.cpp do, so every n sees the
 // same 8-bit activations), weight blocks are unpacked to bytes and 2-row ×
 // 4-token VPMADDUBSW tiles accumulate in int32: ~1.5× the float GEMM's
@@ -74,17 +93,24 @@ const (
 	gemmKC = 256 // columns per block (multiple of every quant block size)
 	gemmNP = 8   // token panels (of gemmNR) per pass over a row block
 
-	// Few tokens take the matrix-vector kernels token by token instead of
-	// the GEMM, whose 16-token panels would be mostly padding: quantized
-	// weights of the types with integer kernels (qdotType) for
-	// n < rowwiseQuantMax, with 8-bit activations as for n = 1 (the integer
-	// dot of one token costs about what the GEMM spends per padded token),
-	// float weights for n ≤ rowwiseFloatMax (dot4 runs at ~1/2-1/3 of the
-	// GEMM's rate per token). Chunks of rows are sized to stay in L2.
+	// Few tokens take the matrix-vector kernels instead of the GEMM,
+	// whose 16-token panels would be mostly padding: quantized weights of
+	// the types with integer kernels (qdotType) for n < rowwiseQuantMax
+	// (the K-quants: rowwiseKMax), with 8-bit activations as for n = 1
+	// (the integer dot of one token costs about what the GEMM spends per
+	// padded token), float weights for n ≤ rowwiseFloatMax (dot4 runs at
+	// ~1/2-1/3 of the GEMM's rate per token). Chunks of rows are sized to
+	// stay in L2.
 	rowwiseQuantMax   = gemmNR
 	rowwiseFloatMax   = 4
 	rowwiseChunkBytes = 128 << 10
 )
+
+// rowwiseKMax: K-quant weights (Q4_K, Q5_K, Q6_K) take the row dots (four
+// tokens at a time) for n < rowwiseKMax tokens and the GEMM from there on;
+// see the comment at the top. A variable so tests can send small n to the
+// GEMM.
+var rowwiseKMax = 64
 
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
@@ -128,6 +154,7 @@ type matJob struct {
 	npad  int  // n rounded up to gemmNR
 	chunk int  // rows per claimed matrix-vector chunk
 	quant bool // matrix-vector through s.acts (8-bit activations)
+	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	next  atomic.Int64
 }
 
@@ -151,7 +178,7 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 	}
 	j := &s.mm
 	*j = matJob{s: s, dst: dst, w: w, x: x, n: n}
-	if n == 1 || (n < rowwiseQuantMax && qdotType(w.Type)) || (n <= rowwiseFloatMax && isFloat(w.Type)) {
+	if n == 1 || rowwiseQuant(w.Type, n) || (n <= rowwiseFloatMax && isFloat(w.Type)) {
 		// Matrix-vector kernels, one token after another over each chunk
 		// of rows (for n > 1 the chunk is sized to stay in L2, so W is
 		// still read from DRAM once).
@@ -163,6 +190,19 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 		}
 		if _, ok := ActsFormat(w.Type); ok && QuantizeActs(&s.acts, w.Type, x[:n*w.Cols]) == nil {
 			j.quant = true
+			if n > 1 && hasQdotX4(w.Type) {
+				j.x4 = true
+			}
+			if j.x4 && w.Type != Q8_0 {
+				// Scales of the groups of four tokens (qx4Group), (groups, nb, 8).
+				nb := w.Cols / qkK
+				s.shared.dxv = growBuf(s.shared.dxv, (n+3)/4*nb*8)
+				var toks [4]int
+				for t0 := 0; t0 < n; t0 += 4 {
+					qx4Group(&toks, t0, n)
+					qx4Scales(s.shared.dxv[t0/4*nb*8:], &s.acts, w.Cols, &toks)
+				}
+			}
 		} else if !isFloat(w.Type) {
 			for i := range s.scratch {
 				s.scratch[i].rows = growBuf(s.scratch[i].rows, 4*w.Cols)
@@ -193,6 +233,18 @@ func (p *Pool) MatMul(dst []float32, w *Mat, x []float32, n int) {
 }
 
 func isFloat(t DType) bool { return t == F32 || t == F16 || t == BF16 }
+
+// rowwiseQuant reports whether MatMul of n > 1 tokens through type-t
+// weights takes the row dots with 8-bit activations (a function of t and n
+// only, whatever the CPU): n < rowwiseQuantMax for the types with integer
+// row dots, n < rowwiseKMax for the K-quants.
+func rowwiseQuant(t DType, n int) bool {
+	switch t {
+	case Q4_K, Q5_K, Q6_K:
+		return n < rowwiseKMax
+	}
+	return n < rowwiseQuantMax && qdotType(t)
+}
 
 func (j *matJob) run(worker int) {
 	sc := &j.s.scratch[worker]
@@ -260,6 +312,23 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 				dst[r] = out[0]
 			}
 			continue
+		}
+		if j.x4 {
+			// Four tokens at a time: each weight block unpacked once for
+			// all four (a single last token takes the row dots).
+			if t%4 != 0 {
+				continue
+			}
+			var toks [4]int
+			if qx4Group(&toks, t, j.n) > 1 {
+				var dxv []float32
+				if w.Type != Q8_0 {
+					nb := w.Cols / qkK
+					dxv = j.s.shared.dxv[t/4*nb*8 : (t/4+1)*nb*8]
+				}
+				dotQRowsX4(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, &j.s.acts, &toks, dxv)
+				continue
+			}
 		}
 		if j.quant {
 			// Integer dots against the 8-bit activations, as llama.cpp does.

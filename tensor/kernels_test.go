@@ -192,7 +192,7 @@ func TestPoolManyJobs(t *testing.T) {
 }
 
 // TestMatMulQuantTypes checks the quantized paths, assembly and pure Go:
-// n = 1, n < 16 for the types with integer kernels and every n for the
+// n = 1, the n that take the row dots (rowwiseQuant) and every n for the
 // types with an integer GEMM (qgemmType), against the 8-bit-activation
 // reference MatMulQuant; larger n of the other types (dequantized blocks
 // through the float GEMM) against the exact product of the dequantized
@@ -229,7 +229,7 @@ func TestMatMulQuantTypes(t *testing.T) {
 				dst := make([]float32, n*rows)
 				p.MatMul(dst, w, x, n)
 				name := fmt.Sprintf("asm=%v %s n=%d", asm, ty, n)
-				if n > 1 && !(n < rowwiseQuantMax && qdotType(ty)) && !qgemmType(ty, n) {
+				if n > 1 && !rowwiseQuant(ty, n) && !qgemmType(ty, n) {
 					checkProduct(t, name, dst, v, x, rows, cols, n)
 					continue
 				}

@@ -5,7 +5,8 @@ import (
 	"math"
 )
 
-// Integer GEMM for quantized weights at prefill sizes (n ≥ 16 tokens).
+// Integer GEMM for quantized weights at prefill sizes (the K-quants from
+// rowwiseKMax = 64 tokens on, the Q8_0 family from qg8MinN).
 //
 // The float GEMM (gemm.go) dequantizes a block of weights to float32 and
 // runs 6×16 FMA tiles: at most 16 multiply-adds per cycle (two FMA pipes),
@@ -82,8 +83,9 @@ const (
 var qgemmOn = true
 
 // qgemmType reports whether MatMul takes the integer GEMM for n tokens
-// through weights of type t on this machine: the K-quants from n = 16 on
-// (every n then sees 8-bit activations), the Q8_0 family from qg8MinN on.
+// through weights of type t on this machine, when the row dots do not
+// (rowwiseQuant): the K-quants (every n then sees 8-bit activations), the
+// Q8_0 family from qg8MinN on.
 func qgemmType(t DType, n int) bool {
 	if !qgemmOn || !hasQgemm() {
 		return false

@@ -199,16 +199,16 @@ func TestQg8Scales(t *testing.T) {
 // TestMatMulQgemm checks MatMul's integer GEMM against the 8-bit-activation
 // reference (MatMulQuant: per-token DotQ) on ragged shapes: rows not
 // multiples of 3 or of the row block, columns spanning several column
-// slices, every n from 1 to 40 (n < 16 takes the matrix-vector kernels),
-// and nil, 1- and 2-worker pools.
+// slices, every n from 1 to 40 (n < 16 takes the matrix-vector kernels;
+// rowwiseKMax is lowered to 16 here), and nil, 1- and 2-worker pools.
 func TestMatMulQgemm(t *testing.T) {
 	if !hasQgemm() {
 		t.Skip("no integer GEMM on this machine")
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
-	saved := qg8MinN
-	qg8MinN = rowwiseQuantMax
-	defer func() { qg8MinN = saved }()
+	saved, savedK := qg8MinN, rowwiseKMax
+	qg8MinN, rowwiseKMax = rowwiseQuantMax, rowwiseQuantMax // the integer GEMM from n = 16
+	defer func() { qg8MinN, rowwiseKMax = saved, savedK }()
 	pools := []*Pool{nil, NewPool(1), NewPool(2)}
 	defer func() {
 		for _, p := range pools {
@@ -286,9 +286,9 @@ func benchQGEMM(b *testing.B, t DType, sh [2]int, n, th int, path string) {
 		ms := benchMats(b, t, sh[0], sh[1])
 		p := NewPool(th)
 		defer p.Close()
-		saved, saved8 := qgemmOn, qg8MinN
-		qgemmOn, qg8MinN = path == "int", 0
-		defer func() { qgemmOn, qg8MinN = saved, saved8 }()
+		saved, saved8, savedK := qgemmOn, qg8MinN, rowwiseKMax
+		qgemmOn, qg8MinN, rowwiseKMax = path == "int", 0, 2
+		defer func() { qgemmOn, qg8MinN, rowwiseKMax = saved, saved8, savedK }()
 		x := make([]float32, n*sh[1])
 		rng := rand.New(rand.NewPCG(1, 1))
 		for i := range x {

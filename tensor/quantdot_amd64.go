@@ -67,3 +67,32 @@ func qRound32SIMD(x *float32, id *float32, nb int, q *int8)
 
 //go:noescape
 func qRound256SIMD(x *float32, is *float32, nb int, q *int8, bsums *int16)
+
+// The multi-token K-quant row dots of quantdot_amd64.s; see dotQRowsX4.
+
+//go:noescape
+func qdotQ4_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ5_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ6_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+// qdotX4Arch: the multi-token kernels exist on this architecture.
+const qdotX4Arch = true
+
+//go:noescape
+func qdotQ4_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ5_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ6_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ8_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ8_0x2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)

@@ -55,6 +55,51 @@
 	VZEROUPPER; \
 	RET
 
+// X4SETUP, X4ROWSTART and X4ROWEND serve the multi-token kernels at the
+// end of the file (defined here, before any TEXT, for go vet).
+// X4SETUP loads the token offsets and sets the 0x0f byte mask Y15.
+#define X4SETUP \
+	MOVQ offs+64(FP), AX; \
+	MOVQ 8(AX), R9; \
+	MOVQ 16(AX), R12; \
+	MOVQ 24(AX), R13; \
+	MOVQ 40(AX), DX; \
+	MOVQ 48(AX), R14; \
+	MOVQ 56(AX), R11; \
+	MOVQ dst+0(FP), R8; \
+	MOVQ w+16(FP), R10; \
+	BCAST32($0x0f0f0f0f, Y15, X15)
+
+#define X4ROWSTART \
+	MOVQ R10, SI; \
+	MOVQ q+32(FP), DI; \
+	MOVQ bs+40(FP), BX; \
+	MOVQ dxv+48(FP), CX; \
+	MOVQ nb+56(FP), AX
+
+// X4ROWEND adds the halves of the float accumulator F (XF its low half)
+// and stores the four tokens' results of this row, then moves to the next
+// row, jumping to label if any are left.
+#define X4ROWEND(F, XF, label) \
+	VEXTRACTF128 $1, F, X10; \
+	VADDPS       X10, XF, XF; \
+	VMOVSS       XF, (R8); \
+	MOVQ         offs+64(FP), AX; \
+	MOVQ         72(AX), AX; \
+	VEXTRACTPS   $1, XF, (R8)(AX*1); \
+	MOVQ         offs+64(FP), AX; \
+	MOVQ         80(AX), AX; \
+	VEXTRACTPS   $2, XF, (R8)(AX*1); \
+	MOVQ         offs+64(FP), AX; \
+	MOVQ         88(AX), AX; \
+	VEXTRACTPS   $3, XF, (R8)(AX*1); \
+	ADDQ         $4, R8; \
+	ADDQ         stride+24(FP), R10; \
+	DECQ         rows+8(FP); \
+	JNZ          label; \
+	VZEROUPPER; \
+	RET
+
 #define BCAST32(val, reg, xreg) \
 	MOVL         val, AX; \
 	VMOVD        AX, xreg; \
@@ -722,3 +767,577 @@ q6kloop:
 
 	HSUM
 	ROWEND(q6krow)
+
+// ---------------------------------------------------------------- several tokens
+//
+// Multi-token row dots for the K-quants: as qdotQ4_KSIMD etc., but each
+// weight super-block, once unpacked in registers, meets four tokens, so a
+// decode step of a few sequences unpacks W once per four tokens instead of
+// once per token (see dotQRowsX4). Every kernel has the signature
+//
+//	func qdotXxx_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr,
+//	                     q *int8, bs *int16, dxv *float32, nb int,
+//	                     offs *qx4Offs)
+//
+// and for token t < 4 sets dst[offs.dst[t] + 4i] (bytes) = the dot of
+// weight row i with the activations q + offs.q[t] (int8; bsums at
+// bs + offs.bs[t]); offs.*[0] = 0. dxv (nb, 8) holds per super-block the
+// four tokens' activation scales, twice: [da0 da1 da2 da3 da0 da1 da2 da3].
+// A group of fewer than four tokens repeats its last token (same offsets),
+// which computes the same value twice and stores it twice.
+//
+// Registers: Y0-Y3 the tokens' int32 accumulators of a super-block, folded
+// at its end (H2, H4 of qgemm_amd64.s: lane t of each 128-bit half is a
+// part of token t) into one vector that is scaled by d·[da_t] and added to
+// the float accumulator; the halves are added at the end of the row. SI
+// walks the row, DI the activations (R9, R12, R13: offsets of tokens 1-3),
+// BX the bsums (DX, R14, R11: offsets), CX dxv, AX counts super-blocks.
+
+#define X4H2(b, a, t) \
+	VPBLENDD $0xAA, b, a, t; \
+	VPBLENDD $0xAA, a, b, a; \
+	VPSHUFD  $0xB1, a, a; \
+	VPADDD   t, a, a
+
+#define X4H4(d, c, t) \
+	VPBLENDD $0xCC, d, c, t; \
+	VPBLENDD $0xCC, c, d, c; \
+	VPSHUFD  $0x4E, c, c; \
+	VPADDD   t, c, c
+
+// X4FOLD folds Y0-Y3 into Y0 (lane t of each half: token t); Y14 temp.
+#define X4FOLD \
+	X4H2(Y1, Y0, Y14); \
+	X4H2(Y3, Y2, Y14); \
+	X4H4(Y2, Y0, Y14)
+
+DATA k4c3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA k4c3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL k4c3f<>(SB), RODATA|NOPTR, $16
+DATA k4c30<>+0(SB)/8, $0x3030303030303030
+DATA k4c30<>+8(SB)/8, $0x3030303030303030
+GLOBL k4c30<>(SB), RODATA|NOPTR, $16
+
+// K4SCALESM is K4SCALES with its 0x3f and 0x30 masks from memory.
+#define K4SCALESM(ptr, ysc, xsc, ymn, xmn, xt1, xt2) \
+	VMOVQ       4(ptr), xsc; \
+	VMOVD       12(ptr), xmn; \
+	VPSRLW      $2, xsc, xt1; \
+	VPAND       k4c3f<>(SB), xsc, xsc; \
+	VPAND       k4c30<>(SB), xt1, xt1; \
+	VPSRLW      $4, xmn, xt2; \
+	VPUNPCKLDQ  xt2, xmn, xmn; \
+	VPAND       X15, xmn, xmn; \
+	VPOR        xt1, xmn, xmn; \
+	VPUNPCKLDQ  xmn, xsc, xsc; \
+	VPSRLDQ     $8, xsc, xmn; \
+	VPMOVZXBD   xmn, ymn; \
+	VPMOVZXBW   xsc, xsc; \
+	VINSERTI128 $1, xsc, ysc, ysc
+
+// K4X4START unpacks the super-block's scales (words in Y12) and mins, and
+// subtracts dmin·da_t·Σ_j m_j·(bsum_2j + bsum_2j+1) from the float
+// accumulator Y5 for the four tokens; leaves Y0-Y3 zero.
+#define K4X4START \
+	K4SCALESM(SI, Y12, X12, Y13, X13, X10, X11); \
+	VPSLLD       $16, Y13, Y10; \
+	VPOR         Y10, Y13, Y13; \
+	VPMADDWD     (BX), Y13, Y0; \
+	VPMADDWD     (BX)(DX*1), Y13, Y1; \
+	VPMADDWD     (BX)(R14*1), Y13, Y2; \
+	VPMADDWD     (BX)(R11*1), Y13, Y3; \
+	X4FOLD; \
+	VCVTDQ2PS    Y0, Y0; \
+	VPBROADCASTW 2(SI), X10; \
+	VCVTPH2PS    X10, Y10; \
+	VMULPS       (CX), Y10, Y10; \
+	VFNMADD231PS Y10, Y0, Y5; \
+	VPXOR        Y0, Y0, Y0; \
+	VPXOR        Y1, Y1, Y1; \
+	VPXOR        Y2, Y2, Y2; \
+	VPXOR        Y3, Y3, Y3
+
+// K4X4END adds d·da_t·(folded Y0-Y3) to Y5.
+#define K4X4END \
+	X4FOLD; \
+	VCVTDQ2PS    Y0, Y0; \
+	VPBROADCASTW (SI), X10; \
+	VCVTPH2PS    X10, Y10; \
+	VMULPS       (CX), Y10, Y10; \
+	VFMADD231PS  Y10, Y0, Y5
+
+// X4TOK: one token's 64 elements: low-nibble values Y6 × activations at
+// lo, high Y7 × hi, scaled by the words in Y8, Y9, into acc.
+#define X4TOK(lo, hi, acc) \
+	VPMADDUBSW lo, Y6, Y10; \
+	VPMADDUBSW hi, Y7, Y11; \
+	VPMADDWD   Y8, Y10, Y10; \
+	VPMADDWD   Y9, Y11, Y11; \
+	VPADDD     Y10, acc, acc; \
+	VPADDD     Y11, acc, acc
+
+// K4X4TOKS runs group j (values in Y6, Y7) for the four tokens.
+#define K4X4TOKS(j) \
+	VPSHUFB k4shuf<>+64*j(SB), Y12, Y8; \
+	VPSHUFB k4shuf<>+64*j+32(SB), Y12, Y9; \
+	X4TOK(64*j(DI), 64*j+32(DI), Y0); \
+	X4TOK(64*j(DI)(R9*1), 64*j+32(DI)(R9*1), Y1); \
+	X4TOK(64*j(DI)(R12*1), 64*j+32(DI)(R12*1), Y2); \
+	X4TOK(64*j(DI)(R13*1), 64*j+32(DI)(R13*1), Y3)
+
+#define Q4KX4GROUP(j) \
+	VMOVDQU 16+32*j(SI), Y7; \
+	VPAND   Y15, Y7, Y6; \
+	VPSRLW  $4, Y7, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	K4X4TOKS(j)
+
+// func qdotQ4_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+TEXT ·qdotQ4_Kx4SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+
+q4kx4row:
+	X4ROWSTART
+	VXORPS Y5, Y5, Y5
+
+	PCALIGN $64
+
+q4kx4loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	K4X4START
+	Q4KX4GROUP(0)
+	Q4KX4GROUP(1)
+	Q4KX4GROUP(2)
+	Q4KX4GROUP(3)
+	K4X4END
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $32, CX
+	DECQ AX
+	JNZ  q4kx4loop
+
+	X4ROWEND(Y5, X5, q4kx4row)
+
+// Q5KX4GROUP is Q4KX4GROUP plus the fifth bits (qh shifted by 2j in Y4).
+#define Q5KX4GROUP(j) \
+	VMOVDQU 48+32*j(SI), Y7; \
+	VPAND   Y15, Y7, Y6; \
+	VPSRLW  $4, Y7, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	VPSLLW  $4, Y4, Y10; \
+	VPSLLW  $3, Y4, Y11; \
+	VPAND   bit4<>(SB), Y10, Y10; \
+	VPAND   bit4<>(SB), Y11, Y11; \
+	VPOR    Y10, Y6, Y6; \
+	VPOR    Y11, Y7, Y7; \
+	VPSRLW  $2, Y4, Y4; \
+	K4X4TOKS(j)
+
+// func qdotQ5_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+TEXT ·qdotQ5_Kx4SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+
+q5kx4row:
+	X4ROWSTART
+	VXORPS Y5, Y5, Y5
+
+	PCALIGN $64
+
+q5kx4loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	K4X4START
+	VMOVDQU 16(SI), Y4
+	Q5KX4GROUP(0)
+	Q5KX4GROUP(1)
+	Q5KX4GROUP(2)
+	Q5KX4GROUP(3)
+	K4X4END
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $32, CX
+	DECQ AX
+	JNZ  q5kx4loop
+
+	X4ROWEND(Y5, X5, q5kx4row)
+
+// Q6KX4Q: the 32 values in Y7 (scale words picked with mask k from Y6)
+// against the four tokens' activations at aoff; Y14 temp.
+#define Q6KX4Q(aoff, k) \
+	VPSHUFB    q6kshuf<>+(32*k)(SB), Y6, Y8; \
+	VPMADDUBSW aoff(DI), Y7, Y14; \
+	VPMADDWD   Y8, Y14, Y14; \
+	VPADDD     Y14, Y0, Y0; \
+	VPMADDUBSW aoff(DI)(R9*1), Y7, Y14; \
+	VPMADDWD   Y8, Y14, Y14; \
+	VPADDD     Y14, Y1, Y1; \
+	VPMADDUBSW aoff(DI)(R12*1), Y7, Y14; \
+	VPMADDWD   Y8, Y14, Y14; \
+	VPADDD     Y14, Y2, Y2; \
+	VPMADDUBSW aoff(DI)(R13*1), Y7, Y14; \
+	VPMADDWD   Y8, Y14, Y14; \
+	VPADDD     Y14, Y3, Y3
+
+// Q6KX4HALF is Q6KHALF for four tokens. Y13 = 0x30 bytes.
+#define Q6KX4HALF(qloff, qhoff, aoff) \
+	VMOVDQU qloff(SI), Y9; \
+	VMOVDQU qloff+32(SI), Y10; \
+	VMOVDQU qhoff(SI), Y11; \
+	VPAND   Y15, Y9, Y7; \
+	VPSLLW  $4, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX4Q(aoff, 0); \
+	VPAND   Y15, Y10, Y7; \
+	VPSLLW  $2, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX4Q(aoff+32, 1); \
+	VPSRLW  $4, Y9, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	VPAND   Y13, Y11, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX4Q(aoff+64, 2); \
+	VPSRLW  $4, Y10, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	VPSRLW  $2, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX4Q(aoff+96, 3)
+
+// func qdotQ6_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// The −32 offset enters each token's integer sum up front:
+// acc_t = −32·Σ_sub sc_sub·bsum_sub (Y12 = −sc words); float accumulator Y4.
+TEXT ·qdotQ6_Kx4SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+	BCAST32($0x30303030, Y13, X13)
+
+q6kx4row:
+	X4ROWSTART
+	VXORPS Y4, Y4, Y4
+
+	PCALIGN $64
+
+q6kx4loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VPMOVSXBW 192(SI), Y5
+	VPXOR     Y12, Y12, Y12
+	VPSUBW    Y5, Y12, Y12
+	VPMADDWD  (BX), Y12, Y0
+	VPMADDWD  (BX)(DX*1), Y12, Y1
+	VPMADDWD  (BX)(R14*1), Y12, Y2
+	VPMADDWD  (BX)(R11*1), Y12, Y3
+	VPSLLD    $5, Y0, Y0
+	VPSLLD    $5, Y1, Y1
+	VPSLLD    $5, Y2, Y2
+	VPSLLD    $5, Y3, Y3
+	VPERMQ    $0x44, Y5, Y6
+	Q6KX4HALF(0, 128, 0)
+	VPERMQ    $0xEE, Y5, Y6
+	Q6KX4HALF(64, 160, 128)
+	X4FOLD
+	VCVTDQ2PS    Y0, Y0
+	VPBROADCASTW 208(SI), X12
+	VCVTPH2PS    X12, Y12
+	VMULPS       (CX), Y12, Y12
+	VFMADD231PS  Y12, Y0, Y4
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $32, CX
+	DECQ AX
+	JNZ  q6kx4loop
+
+	X4ROWEND(Y4, X4, q6kx4row)
+
+// The x2 kernels are the x4 ones for groups of two tokens (offs as for
+// x4, tokens 2 and 3 repeating token 1): only tokens 0 and 1 are
+// multiplied, and token 1's sums are copied to lanes 2 and 3 before the
+// fold, so the repeated stores write token 1's value.
+
+// K4X2TOKS runs group j (values in Y6, Y7) for tokens 0 and 1.
+#define K4X2TOKS(j) \
+	VPSHUFB k4shuf<>+64*j(SB), Y12, Y8; \
+	VPSHUFB k4shuf<>+64*j+32(SB), Y12, Y9; \
+	X4TOK(64*j(DI), 64*j+32(DI), Y0); \
+	X4TOK(64*j(DI)(R9*1), 64*j+32(DI)(R9*1), Y1)
+
+#define Q4KX2GROUP(j) \
+	VMOVDQU 16+32*j(SI), Y7; \
+	VPAND   Y15, Y7, Y6; \
+	VPSRLW  $4, Y7, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	K4X2TOKS(j)
+
+#define Q5KX2GROUP(j) \
+	VMOVDQU 48+32*j(SI), Y7; \
+	VPAND   Y15, Y7, Y6; \
+	VPSRLW  $4, Y7, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	VPSLLW  $4, Y4, Y10; \
+	VPSLLW  $3, Y4, Y11; \
+	VPAND   bit4<>(SB), Y10, Y10; \
+	VPAND   bit4<>(SB), Y11, Y11; \
+	VPOR    Y10, Y6, Y6; \
+	VPOR    Y11, Y7, Y7; \
+	VPSRLW  $2, Y4, Y4; \
+	K4X2TOKS(j)
+
+#define X2DUP \
+	VMOVDQA Y1, Y2; \
+	VMOVDQA Y1, Y3
+
+// func qdotQ4_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+TEXT ·qdotQ4_Kx2SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+
+q4kx2row:
+	X4ROWSTART
+	VXORPS Y5, Y5, Y5
+
+	PCALIGN $64
+
+q4kx2loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	K4X4START
+	Q4KX2GROUP(0)
+	Q4KX2GROUP(1)
+	Q4KX2GROUP(2)
+	Q4KX2GROUP(3)
+	X2DUP
+	K4X4END
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $32, CX
+	DECQ AX
+	JNZ  q4kx2loop
+
+	X4ROWEND(Y5, X5, q4kx2row)
+
+// func qdotQ5_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+TEXT ·qdotQ5_Kx2SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+
+q5kx2row:
+	X4ROWSTART
+	VXORPS Y5, Y5, Y5
+
+	PCALIGN $64
+
+q5kx2loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	K4X4START
+	VMOVDQU 16(SI), Y4
+	Q5KX2GROUP(0)
+	Q5KX2GROUP(1)
+	Q5KX2GROUP(2)
+	Q5KX2GROUP(3)
+	X2DUP
+	K4X4END
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $32, CX
+	DECQ AX
+	JNZ  q5kx2loop
+
+	X4ROWEND(Y5, X5, q5kx2row)
+
+// Q6KX2Q is Q6KX4Q for tokens 0 and 1.
+#define Q6KX2Q(aoff, k) \
+	VPSHUFB    q6kshuf<>+(32*k)(SB), Y6, Y8; \
+	VPMADDUBSW aoff(DI), Y7, Y14; \
+	VPMADDWD   Y8, Y14, Y14; \
+	VPADDD     Y14, Y0, Y0; \
+	VPMADDUBSW aoff(DI)(R9*1), Y7, Y14; \
+	VPMADDWD   Y8, Y14, Y14; \
+	VPADDD     Y14, Y1, Y1
+
+#define Q6KX2HALF(qloff, qhoff, aoff) \
+	VMOVDQU qloff(SI), Y9; \
+	VMOVDQU qloff+32(SI), Y10; \
+	VMOVDQU qhoff(SI), Y11; \
+	VPAND   Y15, Y9, Y7; \
+	VPSLLW  $4, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX2Q(aoff, 0); \
+	VPAND   Y15, Y10, Y7; \
+	VPSLLW  $2, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX2Q(aoff+32, 1); \
+	VPSRLW  $4, Y9, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	VPAND   Y13, Y11, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX2Q(aoff+64, 2); \
+	VPSRLW  $4, Y10, Y7; \
+	VPAND   Y15, Y7, Y7; \
+	VPSRLW  $2, Y11, Y12; \
+	VPAND   Y13, Y12, Y12; \
+	VPOR    Y12, Y7, Y7; \
+	Q6KX2Q(aoff+96, 3)
+
+// func qdotQ6_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+TEXT ·qdotQ6_Kx2SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+	BCAST32($0x30303030, Y13, X13)
+
+q6kx2row:
+	X4ROWSTART
+	VXORPS Y4, Y4, Y4
+
+	PCALIGN $64
+
+q6kx2loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VPMOVSXBW 192(SI), Y5
+	VPXOR     Y12, Y12, Y12
+	VPSUBW    Y5, Y12, Y12
+	VPMADDWD  (BX), Y12, Y0
+	VPMADDWD  (BX)(DX*1), Y12, Y1
+	VPSLLD    $5, Y0, Y0
+	VPSLLD    $5, Y1, Y1
+	VPERMQ    $0x44, Y5, Y6
+	Q6KX2HALF(0, 128, 0)
+	VPERMQ    $0xEE, Y5, Y6
+	Q6KX2HALF(64, 160, 128)
+	X2DUP
+	X4FOLD
+	VCVTDQ2PS    Y0, Y0
+	VPBROADCASTW 208(SI), X12
+	VCVTPH2PS    X12, Y12
+	VMULPS       (CX), Y12, Y12
+	VFMADD231PS  Y12, Y0, Y4
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, BX
+	ADDQ $32, CX
+	DECQ AX
+	JNZ  q6kx2loop
+
+	X4ROWEND(Y4, X4, q6kx2row)
+
+// Q8X4TOK: the block's weights (Y4, |w| in Y5, f16 scale as floats in Y6)
+// against one token's 32 activations at aoff with scale at doff, into
+// the float accumulator F (the signs of w moved onto the activations, as
+// in Q80BLK).
+#define Q8X4TOK(aoff, doff, F) \
+	VMOVDQU      aoff, Y7; \
+	VPSIGNB      Y4, Y7, Y7; \
+	VPMADDUBSW   Y7, Y5, Y7; \
+	VPMADDWD     Y15, Y7, Y7; \
+	VCVTDQ2PS    Y7, Y7; \
+	VBROADCASTSS doff, Y8; \
+	VMULPS       Y8, Y6, Y8; \
+	VFMADD231PS  Y8, Y7, F
+
+// Q8X4BLK runs the Q8_0 block at off(SI) (activations at aoff(DI),
+// scales at doff(CX)) for the four tokens.
+#define Q8X4BLK(off, aoff, doff) \
+	VMOVDQU      off+2(SI), Y4; \
+	VPABSB       Y4, Y5; \
+	VPBROADCASTW off(SI), X6; \
+	VCVTPH2PS    X6, Y6; \
+	Q8X4TOK(aoff(DI), doff(CX), Y0); \
+	Q8X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), Y1); \
+	Q8X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), Y2); \
+	Q8X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), Y3)
+
+// func qdotQ8_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// Q8_0 weights against four tokens of Q8_0 activations: dxv is token 0's
+// block scales and offs.bs the byte offsets of the other tokens' (bs is
+// unused). Every block needs its own float step per token, so the tokens
+// keep float accumulators Y0-Y3, folded (VHADDPS) at the end of the row.
+TEXT ·qdotQ8_0x4SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+	BCAST32($0x00010001, Y15, X15)
+
+q80x4row:
+	X4ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SUBQ   $2, AX
+	JL     q80x4tail
+
+	PCALIGN $64
+
+q80x4loop2:
+	PREFETCHT0 2048(SI)
+	Q8X4BLK(0, 0, 0)
+	Q8X4BLK(34, 32, 4)
+	ADDQ $68, SI
+	ADDQ $64, DI
+	ADDQ $8, CX
+	SUBQ $2, AX
+	JGE  q80x4loop2
+
+q80x4tail:
+	ADDQ $2, AX
+	JZ   q80x4sum
+	Q8X4BLK(0, 0, 0)
+
+q80x4sum:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	X4ROWEND(Y0, X0, q80x4row)
+
+#define Q8X2BLK(off, aoff, doff) \
+	VMOVDQU      off+2(SI), Y4; \
+	VPABSB       Y4, Y5; \
+	VPBROADCASTW off(SI), X6; \
+	VCVTPH2PS    X6, Y6; \
+	Q8X4TOK(aoff(DI), doff(CX), Y0); \
+	Q8X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), Y1)
+
+// func qdotQ8_0x2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// qdotQ8_0x4SIMD for two tokens (tokens 2 and 3 of offs repeat token 1).
+TEXT ·qdotQ8_0x2SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+	BCAST32($0x00010001, Y15, X15)
+
+q80x2row:
+	X4ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $2, AX
+	JL     q80x2tail
+
+	PCALIGN $64
+
+q80x2loop2:
+	PREFETCHT0 2048(SI)
+	Q8X2BLK(0, 0, 0)
+	Q8X2BLK(34, 32, 4)
+	ADDQ $68, SI
+	ADDQ $64, DI
+	ADDQ $8, CX
+	SUBQ $2, AX
+	JGE  q80x2loop2
+
+q80x2tail:
+	ADDQ $2, AX
+	JZ   q80x2sum
+	Q8X2BLK(0, 0, 0)
+
+q80x2sum:
+	VMOVAPS Y1, Y2
+	VMOVAPS Y1, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	X4ROWEND(Y0, X0, q80x2row)

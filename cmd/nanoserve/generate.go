@@ -110,9 +110,10 @@ func runGenerate(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, finish_reason, timings) instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print timings to stderr after streaming")
 	parseSpecial := fs.Bool("parse-special", false, "treat special-token text in the prompt as special tokens")
-	healing := fs.Bool("token-healing", true, "token healing: re-generate the prompt's last token so a prompt cut inside a token\n"+
+	healing := fs.Bool("token-healing", false, "token healing: re-generate the prompt's last token so a prompt cut inside a token\n"+
 		"(\"if err != nil {\" where the model knows \" {\\n\") continues as the model would have written it;\n"+
-		"the output never repeats the prompt's text")
+		"the output never repeats the prompt's text (default: on for the built-in autocomplete model, off\n"+
+		"for --model, where prompts are taken token for token as llama.cpp does)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT means BOS only)")
 		fs.PrintDefaults()
@@ -143,7 +144,11 @@ func runGenerate(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: *healing}
+	heal := *healing
+	if !flagSet(fs, "token-healing") && mf.model == "" {
+		heal = true // the built-in model is for autocomplete: prompts end mid-token
+	}
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal}
 
 	var res *engine.Result
 	if *asJSON {
@@ -191,4 +196,11 @@ func printTimings(w *os.File, res *engine.Result) {
 	fmt.Fprintf(w, "[%s] prompt %d tokens (%d cached): prefill %.1f ms (%.1f tok/s), ttft %.1f ms; %d tokens: decode %.1f tok/s\n",
 		res.FinishReason, res.Usage.PromptTokens, res.Usage.CachedTokens, res.Timings.PrefillMs, res.Timings.PrefillTokS,
 		res.Timings.TTFTMs, res.Usage.CompletionTokens, res.Timings.DecodeTokS)
+}
+
+// flagSet reports whether the command line set the named flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
