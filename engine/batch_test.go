@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -74,7 +75,15 @@ func concurrently(t testing.TB, e *Engine, reqs []Request) []*Result {
 			out[i], errs[i] = e.Generate(context.Background(), r)
 		})
 	}
+	// Freeze the scheduler until every request is queued, so they run
+	// together even when the machine is too busy to start the goroutines
+	// promptly (the tests check that batching happened).
+	e.cmu.Lock()
 	close(start)
+	for deadline := time.Now().Add(10 * time.Second); e.Stats().Waiting < len(reqs) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Microsecond)
+	}
+	e.cmu.Unlock()
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
@@ -360,20 +369,27 @@ func TestBadRequestsDoNotDisturbOthers(t *testing.T) {
 		})
 	}
 	close(start)
-	// A session used twice at once: the second use fails.
+	// A session used twice at once: the second use fails. The scheduler is
+	// frozen so the first use stays in flight (busy is set at submit):
+	// on a fast model it could otherwise finish before the second starts.
 	ctx, cancel := context.WithCancel(context.Background())
 	pol := withMax(sample.Greedy(), 100)
 	pol.IgnoreEOS = true
-	for _, err := range e.GenerateStream(ctx, Request{Prompt: "Echoes", Policy: pol, Session: sess}, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol, Session: sess}); !errors.Is(err, ErrSessionBusy) {
-			t.Errorf("second use of a busy session: %v", err)
-		}
-		break
+	e.cmu.Lock()
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		e.Generate(ctx, Request{Prompt: "Echoes", Policy: pol, Session: sess})
+	}()
+	for !sess.busy.Load() {
+		runtime.Gosched()
 	}
+	if _, err := e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol, Session: sess}); !errors.Is(err, ErrSessionBusy) {
+		t.Errorf("second use of a busy session: %v", err)
+	}
+	e.cmu.Unlock()
 	cancel()
+	<-first
 	wg.Wait()
 	sameTokens(t, "beside failing requests", got, want)
 }
@@ -422,6 +438,16 @@ func TestClose(t *testing.T) {
 	waitFor(t, func() bool { return e.Stats().Waiting == 3 })
 	closed := make(chan struct{})
 	go func() { e.Close(); close(closed) }()
+	// Let the scheduler go only once Close has signalled it, or on a busy
+	// machine it could finish a request before Close runs.
+	waitFor(t, func() bool {
+		select {
+		case <-e.quit:
+			return true
+		default:
+			return false
+		}
+	})
 	e.cmu.Unlock()
 	<-closed
 	wg.Wait()
