@@ -471,13 +471,15 @@ func TestClose(t *testing.T) {
 //   - the synthetic llama2c-110m Q8_0 GGUF that `nanoserve bench
 //     --synthetic llama2c --type q8_0` writes to os.TempDir()/nanoserve-bench
 //     (skipped when absent): 117 MB streamed from DRAM once per step
-//     whatever the batch, so throughput grows with the batch.
+//     whatever the batch, so throughput grows with the batch; and its
+//     Q4_K_M sibling.
 //
 // Run: go test ./engine -run '^$' -bench ConcurrentDecode -benchtime 3x
 func BenchmarkConcurrentDecode(b *testing.B) {
 	models := []struct{ name, path, tok string }{
 		{"tiny_mha", goldenSets[0].model, goldenSets[0].tok},
 		{"llama2c-110m-q8_0", filepath.Join(os.TempDir(), "nanoserve-bench", "llama2c-110m-q8_0-1.gguf"), ""},
+		{"llama2c-110m-q4_k_m", filepath.Join(os.TempDir(), "nanoserve-bench", "llama2c-110m-q4_k_m-1.gguf"), ""},
 	}
 	for _, mc := range models {
 		b.Run(mc.name, func(b *testing.B) {
