@@ -32,6 +32,8 @@ func runServe(args []string) error {
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
 	maxSeqs := fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
+	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences (0: max-seqs × context,\n"+
+		"within a 2 GiB budget, never less than one context)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
 	servedName := fs.String("served-name", "", "another model name clients may use (the file's base name is always accepted)")
@@ -76,7 +78,11 @@ func runServe(args []string) error {
 	default:
 		return err
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, MaxSeqs: *maxSeqs, MaxQueue: *maxQueue})
+	cacheTokens := *kvTokens
+	if cacheTokens <= 0 {
+		cacheTokens = defaultCacheTokens(m.ContextLen, mf.ctxSize, *maxSeqs, m.KVBytesPerToken())
+	}
+	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, MaxSeqs: *maxSeqs, MaxQueue: *maxQueue, CacheTokens: cacheTokens})
 	if err != nil {
 		return err
 	}
@@ -91,7 +97,8 @@ func runServe(args []string) error {
 		return err
 	}
 	log.Info("nanoserve serving", "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
-		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs, "threads", mf.threads, "chat", opts.Template != nil, "auth", *apiKey != "")
+		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "auth", *apiKey != "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -114,4 +121,20 @@ func servedModelName(path string) string {
 		return strings.TrimSuffix(defaultmodel.FileName, filepath.Ext(defaultmodel.FileName))
 	}
 	return filepath.Base(filepath.Clean(path))
+}
+
+// defaultCacheTokens sizes the shared KV cache of a server: room for every
+// batch slot to hold a full context (maxSeqs × ctx positions), capped at
+// 2 GiB of KV memory, and never below one context (the engine's floor: a
+// request that fits the context can always finish). A server whose
+// sequences share one context's worth of blocks would preempt constantly.
+func defaultCacheTokens(modelCtx, ctx, maxSeqs int, bytesPerToken int64) int {
+	if ctx <= 0 {
+		ctx = modelCtx
+	}
+	if maxSeqs <= 0 {
+		maxSeqs = 16 // the engine's default
+	}
+	budget := int((2 << 30) / max(bytesPerToken, 1))
+	return max(min(maxSeqs*ctx, budget), ctx)
 }
