@@ -171,39 +171,47 @@ func BenchmarkMatVecCached(b *testing.B) {
 	}
 }
 
-// BenchmarkGEMM is prefill: n tokens through a (rows, cols) matrix;
-// reports GFLOP/s (2·rows·cols·n per op) and, since the machine is shared,
-// GFLOP per CPU-second of the process (cpuGFLOP/s; with threads=2 that
-// includes the workers' spin-waits).
+// BenchmarkGEMM is prefill: n tokens through a (rows, cols) matrix
+// (benchMatMul's GFLOP/s and cpuGFLOP/s).
 func BenchmarkGEMM(b *testing.B) {
 	for _, t := range []DType{F32, F16, Q8_0, Q4_K, Q6_K, Q5_0} {
 		for _, sh := range [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}} {
 			for _, n := range []int{4, 8, 128, 512} {
 				for _, th := range []int{1, 2} {
 					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/threads=%d", t, sh[0], sh[1], n, th), func(b *testing.B) {
-						ms := benchMats(b, t, sh[0], sh[1])
-						p := NewPool(th)
-						defer p.Close()
-						x := make([]float32, n*sh[1])
-						for i := range x {
-							x[i] = float32(i%7) - 3
-						}
-						dst := make([]float32, n*sh[0])
-						b.SetBytes(int64(len(ms[0].Data)))
-						i := 0
-						c0 := cpuSeconds()
-						for b.Loop() {
-							p.MatMul(dst, ms[i%len(ms)], x, n)
-							i++
-						}
-						flop := 2 * float64(sh[0]) * float64(sh[1]) * float64(n) * float64(b.N)
-						b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-						if c := cpuSeconds() - c0; c > 0 {
-							b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
-						}
+						benchMatMul(b, benchMats(b, t, sh[0], sh[1]), th, n)
 					})
 				}
 			}
 		}
+	}
+}
+
+// benchMatMul times MatMul of n random tokens through the copies ms on a
+// pool of th workers, cycling the copies so the weights come from DRAM.
+// It reports GFLOP/s (2·rows·cols·n per op) and, since the machine is
+// shared, GFLOP per CPU-second of the process (cpuGFLOP/s; with th = 2
+// that includes the workers' spin-waits).
+func benchMatMul(b *testing.B, ms []*Mat, th, n int) {
+	p := NewPool(th)
+	defer p.Close()
+	rows, cols := ms[0].Rows, ms[0].Cols
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	dst := make([]float32, n*rows)
+	b.SetBytes(int64(len(ms[0].Data)))
+	i := 0
+	c0 := cpuSeconds()
+	for b.Loop() {
+		p.MatMul(dst, ms[i%len(ms)], x, n)
+		i++
+	}
+	flop := 2 * float64(rows) * float64(cols) * float64(n) * float64(b.N)
+	b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if c := cpuSeconds() - c0; c > 0 {
+		b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
 	}
 }

@@ -99,30 +99,10 @@ func BenchmarkFewTokens(b *testing.B) {
 			for _, th := range []int{1, 2} {
 				for _, path := range []string{"x4", "rows"} {
 					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/threads=%d/%s", t, sh[0], sh[1], n, th, path), func(b *testing.B) {
-						ms := benchMats(b, t, sh[0], sh[1])
-						p := NewPool(th)
-						defer p.Close()
 						saved := qdotX4On
 						qdotX4On = path == "x4"
 						defer func() { qdotX4On = saved }()
-						rng := rand.New(rand.NewPCG(1, 1))
-						x := make([]float32, n*sh[1])
-						for i := range x {
-							x[i] = float32(rng.NormFloat64())
-						}
-						dst := make([]float32, n*sh[0])
-						b.SetBytes(int64(len(ms[0].Data)))
-						i := 0
-						c0 := cpuSeconds()
-						for b.Loop() {
-							p.MatMul(dst, ms[i%len(ms)], x, n)
-							i++
-						}
-						flop := 2 * float64(sh[0]) * float64(sh[1]) * float64(n) * float64(b.N)
-						b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-						if c := cpuSeconds() - c0; c > 0 {
-							b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
-						}
+						benchMatMul(b, benchMats(b, t, sh[0], sh[1]), th, n)
 					})
 				}
 			}
