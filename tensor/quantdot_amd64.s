@@ -694,8 +694,9 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 //   q3 = ql[l]>>4    | (qh[l]>>4&3)<<4     → a[l+64]
 //   q4 = ql[l+32]>>4 | (qh[l]>>6&3)<<4     → a[l+96]
 // The 2-bit fields are moved to bits 4-5 with one word shift each and
-// masked with Y13 = 0x30 bytes.
-#define Q6KHALF(qloff, qhoff, aoff) \
+// masked with Y13 = 0x30 bytes. Each 32-byte quarter goes to QM: Q6KQ for
+// one token, Q6KX4Q / Q6KX2Q for four / two (the multi-token kernels).
+#define Q6KHALF(qloff, qhoff, aoff, QM) \
 	VMOVDQU qloff(SI), Y9; \
 	VMOVDQU qloff+32(SI), Y10; \
 	VMOVDQU qhoff(SI), Y11; \
@@ -703,23 +704,23 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 	VPSLLW  $4, Y11, Y12; \
 	VPAND   Y13, Y12, Y12; \
 	VPOR    Y12, Y7, Y7; \
-	Q6KQ(aoff, 0); \
+	QM(aoff, 0); \
 	VPAND   Y15, Y10, Y7; \
 	VPSLLW  $2, Y11, Y12; \
 	VPAND   Y13, Y12, Y12; \
 	VPOR    Y12, Y7, Y7; \
-	Q6KQ(aoff+32, 1); \
+	QM(aoff+32, 1); \
 	VPSRLW  $4, Y9, Y7; \
 	VPAND   Y15, Y7, Y7; \
 	VPAND   Y13, Y11, Y12; \
 	VPOR    Y12, Y7, Y7; \
-	Q6KQ(aoff+64, 2); \
+	QM(aoff+64, 2); \
 	VPSRLW  $4, Y10, Y7; \
 	VPAND   Y15, Y7, Y7; \
 	VPSRLW  $2, Y11, Y12; \
 	VPAND   Y13, Y12, Y12; \
 	VPOR    Y12, Y7, Y7; \
-	Q6KQ(aoff+96, 3)
+	QM(aoff+96, 3)
 
 // func qdotQ6_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q6_K super-block (210 bytes): ql[128] low nibbles, qh[64] high 2 bits,
@@ -746,9 +747,9 @@ q6kloop:
 	VPSLLD    $5, Y3, Y3
 	VPXOR     Y5, Y5, Y5
 	VPERMQ    $0x44, Y2, Y6
-	Q6KHALF(0, 128, 0)
+	Q6KHALF(0, 128, 0, Q6KQ)
 	VPERMQ    $0xEE, Y2, Y6
-	Q6KHALF(64, 160, 128)
+	Q6KHALF(64, 160, 128, Q6KQ)
 	VPSUBD    Y3, Y5, Y5
 
 	VBROADCASTSS (DX), Y10
@@ -981,32 +982,6 @@ q5kx4loop:
 	VPMADDWD   Y8, Y14, Y14; \
 	VPADDD     Y14, Y3, Y3
 
-// Q6KX4HALF is Q6KHALF for four tokens. Y13 = 0x30 bytes.
-#define Q6KX4HALF(qloff, qhoff, aoff) \
-	VMOVDQU qloff(SI), Y9; \
-	VMOVDQU qloff+32(SI), Y10; \
-	VMOVDQU qhoff(SI), Y11; \
-	VPAND   Y15, Y9, Y7; \
-	VPSLLW  $4, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX4Q(aoff, 0); \
-	VPAND   Y15, Y10, Y7; \
-	VPSLLW  $2, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX4Q(aoff+32, 1); \
-	VPSRLW  $4, Y9, Y7; \
-	VPAND   Y15, Y7, Y7; \
-	VPAND   Y13, Y11, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX4Q(aoff+64, 2); \
-	VPSRLW  $4, Y10, Y7; \
-	VPAND   Y15, Y7, Y7; \
-	VPSRLW  $2, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX4Q(aoff+96, 3)
 
 // func qdotQ6_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 // The −32 offset enters each token's integer sum up front:
@@ -1036,9 +1011,9 @@ q6kx4loop:
 	VPSLLD    $5, Y2, Y2
 	VPSLLD    $5, Y3, Y3
 	VPERMQ    $0x44, Y5, Y6
-	Q6KX4HALF(0, 128, 0)
+	Q6KHALF(0, 128, 0, Q6KX4Q)
 	VPERMQ    $0xEE, Y5, Y6
-	Q6KX4HALF(64, 160, 128)
+	Q6KHALF(64, 160, 128, Q6KX4Q)
 	X4FOLD
 	VCVTDQ2PS    Y0, Y0
 	VPBROADCASTW 208(SI), X12
@@ -1161,31 +1136,6 @@ q5kx2loop:
 	VPMADDWD   Y8, Y14, Y14; \
 	VPADDD     Y14, Y1, Y1
 
-#define Q6KX2HALF(qloff, qhoff, aoff) \
-	VMOVDQU qloff(SI), Y9; \
-	VMOVDQU qloff+32(SI), Y10; \
-	VMOVDQU qhoff(SI), Y11; \
-	VPAND   Y15, Y9, Y7; \
-	VPSLLW  $4, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX2Q(aoff, 0); \
-	VPAND   Y15, Y10, Y7; \
-	VPSLLW  $2, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX2Q(aoff+32, 1); \
-	VPSRLW  $4, Y9, Y7; \
-	VPAND   Y15, Y7, Y7; \
-	VPAND   Y13, Y11, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX2Q(aoff+64, 2); \
-	VPSRLW  $4, Y10, Y7; \
-	VPAND   Y15, Y7, Y7; \
-	VPSRLW  $2, Y11, Y12; \
-	VPAND   Y13, Y12, Y12; \
-	VPOR    Y12, Y7, Y7; \
-	Q6KX2Q(aoff+96, 3)
 
 // func qdotQ6_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 TEXT ·qdotQ6_Kx2SIMD(SB), NOSPLIT, $0-72
@@ -1209,9 +1159,9 @@ q6kx2loop:
 	VPSLLD    $5, Y0, Y0
 	VPSLLD    $5, Y1, Y1
 	VPERMQ    $0x44, Y5, Y6
-	Q6KX2HALF(0, 128, 0)
+	Q6KHALF(0, 128, 0, Q6KX2Q)
 	VPERMQ    $0xEE, Y5, Y6
-	Q6KX2HALF(64, 160, 128)
+	Q6KHALF(64, 160, 128, Q6KX2Q)
 	X2DUP
 	X4FOLD
 	VCVTDQ2PS    Y0, Y0
