@@ -108,6 +108,9 @@ const (
 	FinishError     = "error"     // the model failed mid-generation
 )
 
+// DefaultMaxSeqs is Options.MaxSeqs when unset: sequences batched at once.
+const DefaultMaxSeqs = 16
+
 var (
 	// ErrPromptTooLong is wrapped when a prompt does not fit the context
 	// (or the whole KV cache).
@@ -180,7 +183,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	o := opts
 	o.CtxSize = ctx
 	if o.MaxSeqs <= 0 {
-		o.MaxSeqs = 16
+		o.MaxSeqs = DefaultMaxSeqs
 	}
 	if o.MaxBatchTokens <= 0 {
 		o.MaxBatchTokens = 512

@@ -48,10 +48,8 @@ func (pf *policyFlags) policy(fs *flag.FlagSet, modelDefaults []byte) (sample.Po
 			p = g
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	apply := func(name string, fn func()) {
-		if set[name] || len(modelDefaults) == 0 {
+		if flagSet(fs, name) || len(modelDefaults) == 0 {
 			fn()
 		}
 	}

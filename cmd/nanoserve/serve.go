@@ -133,7 +133,7 @@ func defaultCacheTokens(modelCtx, ctx, maxSeqs int, bytesPerToken int64) int {
 		ctx = modelCtx
 	}
 	if maxSeqs <= 0 {
-		maxSeqs = 16 // the engine's default
+		maxSeqs = engine.DefaultMaxSeqs
 	}
 	budget := int((2 << 30) / max(bytesPerToken, 1))
 	return max(min(maxSeqs*ctx, budget), ctx)
