@@ -74,19 +74,7 @@ func TestQgemmTile(t *testing.T) {
 					qgPermute(xp[i:i+qkK], acts.Q[i:i+qkK])
 				}
 				qgemmTile(a, lda, xp, cols, acts.BSums, cols/16, dxv, nsb, c, ldc)
-				for r := range qgMR {
-					for tk := range qgNR {
-						want := DotQ(ty, data[r*rb:(r+1)*rb], &acts, tk*cols) + 1
-						var mag float64
-						for i := range cols {
-							mag += math.Abs(float64(v[r*cols+i] * x[tk*cols+i]))
-						}
-						got := c[r*ldc+tk]
-						if e := math.Abs(float64(got-want)) / (mag + 1); !(e < 1e-5) {
-							t.Fatalf("asm=%v %s nsb=%d row %d token %d: %g, want %g (rel %g)", asm, ty, nsb, r, tk, got, want, e)
-						}
-					}
-				}
+				checkTile(t, fmt.Sprintf("asm=%v %s nsb=%d", asm, ty, nsb), c, ldc, qgMR, ty, data, rb, &acts, v, x, cols)
 			}
 			hasSIMD = saved
 		}
@@ -155,19 +143,7 @@ func TestQg8Tile(t *testing.T) {
 					c[i] = 1
 				}
 				qg8Tile(wa, lda, dwf, xm, dxv, nb, c, ldc)
-				for r := range qg8MR {
-					for tk := range qgNR {
-						want := DotQ(ty, data[r*rb:(r+1)*rb], &acts, tk*cols) + 1
-						var mag float64
-						for i := range cols {
-							mag += math.Abs(float64(v[r*cols+i] * x[tk*cols+i]))
-						}
-						got := c[r*ldc+tk]
-						if e := math.Abs(float64(got-want)) / (mag + 1); !(e < 1e-5) {
-							t.Fatalf("asm=%v %s nb=%d row %d token %d: %g, want %g (rel %g)", asm, ty, nb, r, tk, got, want, e)
-						}
-					}
-				}
+				checkTile(t, fmt.Sprintf("asm=%v %s nb=%d", asm, ty, nb), c, ldc, qg8MR, ty, data, rb, &acts, v, x, cols)
 			}
 			hasSIMD = saved
 		}
@@ -400,5 +376,25 @@ func TestMatMulQg8Minus128(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(10, func() { p.MatMul(got, w, x, n) }); a != 0 {
 		t.Errorf("%v allocations per MatMul, want 0", a)
+	}
+}
+
+// checkTile compares a micro-kernel's (mr, qgNR) tile c, which started at
+// 1, with 1 + DotQ of each weight row (data, rb bytes a row; v its float
+// values) and token of x/acts, relative to Σ|w·x|.
+func checkTile(t *testing.T, name string, c []float32, ldc, mr int, ty DType, data []byte, rb int, acts *QuantizedActs, v, x []float32, cols int) {
+	t.Helper()
+	for r := range mr {
+		for tk := range qgNR {
+			want := DotQ(ty, data[r*rb:(r+1)*rb], acts, tk*cols) + 1
+			var mag float64
+			for i := range cols {
+				mag += math.Abs(float64(v[r*cols+i] * x[tk*cols+i]))
+			}
+			got := c[r*ldc+tk]
+			if e := math.Abs(float64(got-want)) / (mag + 1); !(e < 1e-5) {
+				t.Fatalf("%s row %d token %d: %g, want %g (rel %g)", name, r, tk, got, want, e)
+			}
+		}
 	}
 }
