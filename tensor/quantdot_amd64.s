@@ -788,29 +788,19 @@ q6kloop:
 // which computes the same value twice and stores it twice.
 //
 // Registers: Y0-Y3 the tokens' int32 accumulators of a super-block, folded
-// at its end (H2, H4 of qgemm_amd64.s: lane t of each 128-bit half is a
+// at its end (H2, H4 of fold_amd64.h: lane t of each 128-bit half is a
 // part of token t) into one vector that is scaled by d·[da_t] and added to
 // the float accumulator; the halves are added at the end of the row. SI
 // walks the row, DI the activations (R9, R12, R13: offsets of tokens 1-3),
 // BX the bsums (DX, R14, R11: offsets), CX dxv, AX counts super-blocks.
 
-#define X4H2(b, a, t) \
-	VPBLENDD $0xAA, b, a, t; \
-	VPBLENDD $0xAA, a, b, a; \
-	VPSHUFD  $0xB1, a, a; \
-	VPADDD   t, a, a
-
-#define X4H4(d, c, t) \
-	VPBLENDD $0xCC, d, c, t; \
-	VPBLENDD $0xCC, c, d, c; \
-	VPSHUFD  $0x4E, c, c; \
-	VPADDD   t, c, c
+#include "fold_amd64.h"
 
 // X4FOLD folds Y0-Y3 into Y0 (lane t of each half: token t); Y14 temp.
 #define X4FOLD \
-	X4H2(Y1, Y0, Y14); \
-	X4H2(Y3, Y2, Y14); \
-	X4H4(Y2, Y0, Y14)
+	H2(Y1, Y0, Y14); \
+	H2(Y3, Y2, Y14); \
+	H4(Y2, Y0, Y14)
 
 DATA k4c3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
 DATA k4c3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
