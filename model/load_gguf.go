@@ -275,7 +275,7 @@ func modelFromGGUF(f *gguf.File) (*Model, error) {
 	}
 
 	if _, err := f.Strings("tokenizer.ggml.tokens"); err == nil {
-		v, err := VocabFromGGUF(f)
+		v, err := vocabFromGGUF(f)
 		if err != nil {
 			return nil, err
 		}
@@ -289,12 +289,12 @@ func modelFromGGUF(f *gguf.File) (*Model, error) {
 	return m, nil
 }
 
-// VocabFromGGUF reads the tokenizer.ggml.* metadata into a Vocab: model,
+// vocabFromGGUF reads the tokenizer.ggml.* metadata into a Vocab: model,
 // pre-tokenizer, tokens, scores, token types, merges, special token ids,
 // and the add-BOS/EOS/space-prefix flags (with llama.cpp's defaults when
 // absent: SentencePiece models add BOS and a space prefix, byte-level ones
 // neither).
-func VocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
+func vocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
 	var v tokenizer.Vocab
 	var err error
 	fail := func(e error) (tokenizer.Vocab, error) {
@@ -391,7 +391,7 @@ func loadGGUFTokenizer(path string) (*tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	defer f.Close()
-	v, err := VocabFromGGUF(f)
+	v, err := vocabFromGGUF(f)
 	if err != nil {
 		return nil, err
 	}

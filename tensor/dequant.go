@@ -15,7 +15,7 @@ package tensor
 //	Q8_0 {d fp16; qs [32]i8}            x[j] = d·qs[j]
 //	Q8_1 {d, s fp16; qs [32]i8}         x[j] = d·qs[j]   (s = d·Σqs, for dots)
 //
-// Q8_1 is only an activation format (see QuantizedActs); it is not a weight
+// Q8_1 is only an activation format (see quantizedActs); it is not a weight
 // type here. (ggml's block is 36 bytes; older ggml used float32 d and s, 40.)
 //
 // where nib(j) is the low nibble of qs[j] for j < 16 and the high nibble of
@@ -349,7 +349,7 @@ func dequantRow(dst []float32, t DType, src []byte) bool {
 		}
 	case BF16:
 		for i := range dst {
-			dst[i] = BF16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+			dst[i] = bf16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
 		}
 	case Q4_0:
 		dequantQ4_0(dst, src)
@@ -377,4 +377,42 @@ func dequantRow(dst []float32, t DType, src []byte) bool {
 		return false
 	}
 	return true
+}
+
+// DequantizeRow decodes len(dst) elements of type t from src into dst.
+func DequantizeRow(dst []float32, t DType, src []byte) {
+	switch t {
+	case F32:
+		copy(dst, BytesF32(src[:len(dst)*4]))
+	case F16:
+		for i := range dst {
+			dst[i] = F16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	case BF16:
+		for i := range dst {
+			dst[i] = bf16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	default:
+		if dq, ok := dequantizers[t]; ok {
+			dq(dst, src)
+			return
+		}
+		for i := range dst {
+			dst[i] = float32(math.NaN())
+		}
+	}
+}
+
+// dequantizers maps block-quantized types to their reference decoders
+// (filled by init).
+var dequantizers = map[DType]func(dst []float32, src []byte){}
+
+// Computable reports whether MatMul and DequantizeRow support type t.
+func Computable(t DType) bool {
+	switch t {
+	case F32, F16, BF16:
+		return true
+	}
+	_, ok := dequantizers[t]
+	return ok
 }

@@ -1,5 +1,5 @@
 // AVX2 dequantizers for the prefill GEMM: decode nb blocks of a quantized
-// row into float32, bit for bit as the reference decoders of quant.go do
+// row into float32, bit for bit as the reference decoders of dequant.go do
 // (same float32 products and sums, no fused multiply-adds).
 //
 //	func dqXxxSIMD(dst *float32, src *byte, nb int)
@@ -68,7 +68,7 @@
 	MOVQ nb+16(FP), CX
 
 // K4FLOATS unpacks the Q4_K/Q5_K scales and mins of the super-block at SI
-// (see scaleMinK4 and K4SCALES in quantdot_amd64.s) and stores
+// (see scaleMinK4 and K4SCALES in rowdot_quant_amd64.s) and stores
 // d·sc[0..7] at 0(SP) and dmin·m[0..7] at 32(SP) as float32.
 // Y13 = 0x3f, Y12 = 0x30, Y15 = 0x0f bytes.
 #define K4FLOATS \
@@ -319,7 +319,7 @@ dq5kloop:
 	STORE4(off)
 
 // Q6KHALFDQ decodes elements 128n..128n+127 (see Q6KHALF in
-// quantdot_amd64.s): ql at qloff(SI), qh at qhoff(SI).
+// rowdot_quant_amd64.s): ql at qloff(SI), qh at qhoff(SI).
 #define Q6KHALFDQ(qloff, qhoff, n) \
 	VMOVDQU qloff(SI), Y9; \
 	VMOVDQU qloff+32(SI), Y10; \

@@ -1,7 +1,7 @@
 package tensor
 
 // dequantFast is DequantizeRow for block-quantized types, using the AVX2
-// decoders of quantdeq_amd64.s (bit-identical to the reference ones) for
+// decoders of dequant_amd64.s (bit-identical to the reference ones) for
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K. len(dst) must be a
 // whole number of blocks.
 func dequantFast(dst []float32, t DType, src []byte) {

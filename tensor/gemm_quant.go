@@ -8,7 +8,7 @@ import (
 // Integer GEMM for quantized weights at prefill sizes (the K-quants from
 // rowwiseKMax = 64 tokens on, the Q8_0 family from qg8MinN).
 //
-// The float GEMM (gemm.go) dequantizes a block of weights to float32 and
+// The float GEMM ((matmul.go)) dequantizes a block of weights to float32 and
 // runs 6×16 FMA tiles: at most 16 multiply-adds per cycle (two FMA pipes),
 // plus the decoding. With x quantized to 8 bits per block — Q8_K
 // super-blocks of 256 for the K-quants, exactly as the matrix-vector path

@@ -1,6 +1,6 @@
 package tensor
 
-// hasQgemm reports whether the integer GEMM kernels of qgemm_amd64.s run
+// hasQgemm reports whether the integer GEMM kernels of gemm_quant_amd64.s run
 // here (AVX2; tests flip hasSIMD to take the float GEMM instead).
 func hasQgemm() bool { return hasSIMD }
 

@@ -1,4 +1,4 @@
-// AVX2 micro-kernel of the integer GEMM for K-quant weights; see qgemm.go.
+// AVX2 micro-kernel of the integer GEMM for K-quant weights; see gemm_quant.go.
 //
 //	func qgemmK2x4SIMD(a *byte, lda uintptr, x *int8, xs uintptr,
 //	                   bs *int16, bss uintptr, dxv *float32, nsb int,

@@ -29,7 +29,7 @@ func qgRandRows(t testing.TB, rng *rand.Rand, ty DType, rows, cols int) ([]byte,
 }
 
 // TestQgemmTile checks the 3×4 micro-kernel (assembly and Go) on unpacked
-// rows against the per-token reference DotQ.
+// rows against the per-token reference dotQ.
 func TestQgemmTile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	saved := hasSIMD
@@ -48,8 +48,8 @@ func TestQgemmTile(t *testing.T) {
 			for i := range cols { // a token with a larger range
 				x[2*cols+i] *= 40
 			}
-			var acts QuantizedActs
-			if err := QuantizeActs(&acts, ty, x); err != nil {
+			var acts quantizedActs
+			if err := quantizeActs(&acts, ty, x); err != nil {
 				t.Fatal(err)
 			}
 			dxv := make([]float32, nsb*8)
@@ -83,7 +83,7 @@ func TestQgemmTile(t *testing.T) {
 
 // qg8Pack builds the kernel's inputs for four tokens of Q8_0 activations
 // (nb blocks each): the mixed layout and the lane-pair scales.
-func qg8Pack(acts *QuantizedActs, nb int) ([]int8, []float32) {
+func qg8Pack(acts *quantizedActs, nb int) ([]int8, []float32) {
 	xm := make([]int8, nb*128)
 	dxv := make([]float32, nb*8)
 	for t := range qgNR {
@@ -99,7 +99,7 @@ func qg8Pack(acts *QuantizedActs, nb int) ([]int8, []float32) {
 }
 
 // TestQg8Tile checks the 8×4 Q8_0 micro-kernel (assembly and Go) against
-// the per-token reference DotQ, for Q8_0 rows and Q4_0/Q5_0 rows unpacked
+// the per-token reference dotQ, for Q8_0 rows and Q4_0/Q5_0 rows unpacked
 // to Q8_0 blocks.
 func TestQg8Tile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
@@ -127,8 +127,8 @@ func TestQg8Tile(t *testing.T) {
 			for i := range cols {
 				x[cols+i] *= 40
 			}
-			var acts QuantizedActs
-			if err := QuantizeActs(&acts, ty, x); err != nil {
+			var acts quantizedActs
+			if err := quantizeActs(&acts, ty, x); err != nil {
 				t.Fatal(err)
 			}
 			xm, dxv := qg8Pack(&acts, nb)
@@ -173,7 +173,7 @@ func TestQg8Scales(t *testing.T) {
 }
 
 // TestMatMulQgemm checks MatMul's integer GEMM against the 8-bit-activation
-// reference (MatMulQuant: per-token DotQ) on ragged shapes: rows not
+// reference (matMulQuant: per-token dotQ) on ragged shapes: rows not
 // multiples of 3 or of the row block, columns spanning several column
 // slices, every n from 1 to 40 (n < 16 takes the matrix-vector kernels;
 // rowwiseKMax is lowered to 16 here), and nil, 1- and 2-worker pools.
@@ -212,7 +212,7 @@ func TestMatMulQgemm(t *testing.T) {
 				}
 				x := randVec(rng, n*sh.cols)
 				want := make([]float32, n*sh.rows)
-				MatMulQuant(want, w, x, n, 0, sh.rows)
+				matMulQuant(want, w, x, n, 0, sh.rows)
 				for pi, p := range pools {
 					dst := make([]float32, n*sh.rows)
 					for i := range dst {
@@ -279,8 +279,8 @@ func BenchmarkQgemmTile(b *testing.B) {
 	for r := range qgMR {
 		qgUnpack(a[r*lda:], Q4_K, data[r*rb:], nsb)
 	}
-	var acts QuantizedActs
-	if err := QuantizeActs(&acts, Q4_K, randVec(rng, qgNR*cols)); err != nil {
+	var acts quantizedActs
+	if err := quantizeActs(&acts, Q4_K, randVec(rng, qgNR*cols)); err != nil {
 		b.Fatal(err)
 	}
 	dxv := make([]float32, nsb*8)
@@ -329,8 +329,8 @@ func BenchmarkQg8Tile(b *testing.B) {
 	const nb = 64
 	cols := nb * 32
 	data, _ := qgRandRows(b, rng, Q8_0, qg8MR, cols)
-	var acts QuantizedActs
-	if err := QuantizeActs(&acts, Q8_0, randVec(rng, qgNR*cols)); err != nil {
+	var acts quantizedActs
+	if err := quantizeActs(&acts, Q8_0, randVec(rng, qgNR*cols)); err != nil {
 		b.Fatal(err)
 	}
 	xm, dxv := qg8Pack(&acts, nb)
@@ -364,7 +364,7 @@ func TestMatMulQg8Minus128(t *testing.T) {
 	}
 	x := randVec(rng, n*cols)
 	want := make([]float32, n*rows)
-	MatMulQuant(want, w, x, n, 0, rows)
+	matMulQuant(want, w, x, n, 0, rows)
 	p := NewPool(2)
 	defer p.Close()
 	got := make([]float32, n*rows)
@@ -380,13 +380,13 @@ func TestMatMulQg8Minus128(t *testing.T) {
 }
 
 // checkTile compares a micro-kernel's (mr, qgNR) tile c, which started at
-// 1, with 1 + DotQ of each weight row (data, rb bytes a row; v its float
+// 1, with 1 + dotQ of each weight row (data, rb bytes a row; v its float
 // values) and token of x/acts, relative to Σ|w·x|.
-func checkTile(t *testing.T, name string, c []float32, ldc, mr int, ty DType, data []byte, rb int, acts *QuantizedActs, v, x []float32, cols int) {
+func checkTile(t *testing.T, name string, c []float32, ldc, mr int, ty DType, data []byte, rb int, acts *quantizedActs, v, x []float32, cols int) {
 	t.Helper()
 	for r := range mr {
 		for tk := range qgNR {
-			want := DotQ(ty, data[r*rb:(r+1)*rb], acts, tk*cols) + 1
+			want := dotQ(ty, data[r*rb:(r+1)*rb], acts, tk*cols) + 1
 			var mag float64
 			for i := range cols {
 				mag += math.Abs(float64(v[r*cols+i] * x[tk*cols+i]))

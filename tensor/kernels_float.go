@@ -1,7 +1,7 @@
 package tensor
 
 // Safe Go wrappers around the kernels: each checks its slice bounds once,
-// calls the assembly (kernels_amd64.s) on the part it handles when hasSIMD
+// calls the assembly (kernels_float_amd64.s) on the part it handles when hasSIMD
 // is set, and finishes ragged tails, or everything on other machines, in
 // plain Go.
 
@@ -64,7 +64,7 @@ func dotGo(t DType, w []byte, x []float32, lo, hi int) float32 {
 		}
 	case BF16:
 		for ; c < hi; c++ {
-			s0 += BF16ToF32(uint16(w[2*c])|uint16(w[2*c+1])<<8) * x[c]
+			s0 += bf16ToF32(uint16(w[2*c])|uint16(w[2*c+1])<<8) * x[c]
 		}
 	}
 	return (s0 + s1) + (s2 + s3)
@@ -97,7 +97,7 @@ func cvtRow(dst []float32, t DType, src []byte) {
 		}
 	case BF16:
 		for i := n8; i < n; i++ {
-			dst[i] = BF16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+			dst[i] = bf16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
 		}
 	}
 }

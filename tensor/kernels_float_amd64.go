@@ -2,7 +2,7 @@ package tensor
 
 import "golang.org/x/sys/cpu"
 
-// hasSIMD selects the assembly kernels of kernels_amd64.s: AVX2 integer and
+// hasSIMD selects the assembly kernels of kernels_float_amd64.s: AVX2 integer and
 // float ops, FMA3, and F16C's VCVTPH2PS. x/sys/cpu reports AVX/AVX2 only
 // when the OS saves YMM state (XGETBV), so the flag is safe to trust. Tests
 // flip it to exercise the pure-Go kernels on the same machine.

@@ -1,5 +1,5 @@
 // AVX2 + FMA (+ F16C) kernels for amd64. Called only when hasSIMD is set
-// (see kernels_amd64.go); the Go wrappers in kernels.go check bounds and
+// (see kernels_float_amd64.go); the Go wrappers in kernels_float.go check bounds and
 // handle the ragged tails these loops leave.
 
 #include "textflag.h"

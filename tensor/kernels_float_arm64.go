@@ -2,9 +2,9 @@ package tensor
 
 import "golang.org/x/sys/cpu"
 
-// arm64 NEON kernels (kernels_arm64.s, quantdot_arm64.s) behind the same Go
-// wrappers as the amd64 AVX2 ones. The wrappers in kernels.go, quantdot.go,
-// quantdeq.go and quantacts.go test one flag, hasSIMD, and call functions
+// arm64 NEON kernels (kernels_float_arm64.s, rowdot_quant_arm64.s) behind the same Go
+// wrappers as the amd64 AVX2 ones. The wrappers in kernels_float.go, rowdot_quant.go,
+// dequant_simd.go and quantize_acts.go test one flag, hasSIMD, and call functions
 // named …AVX2; on arm64 the flag means "the NEON kernel set is usable" and
 // those names are thin shims (inlined) onto the NEON entry points below, or,
 // for the kernels not yet written for NEON, onto pure-Go loops over the
@@ -20,8 +20,8 @@ var (
 	hasDotProd = cpu.ARM64.HasASIMDDP
 )
 
-// NEON entry points (kernels_arm64.s). Each needs n a multiple of 8
-// (sumF32NEON: of 32) and n > 0; the wrappers in kernels.go ensure that.
+// NEON entry points (kernels_float_arm64.s). Each needs n a multiple of 8
+// (sumF32NEON: of 32) and n > 0; the wrappers in kernels_float.go ensure that.
 
 //go:noescape
 func dot4F32NEON(w *byte, lda uintptr, x *float32, n int, out *[4]float32)

@@ -1,4 +1,4 @@
-// NEON float kernels for arm64 (see kernels_arm64.go). Go's assembler has
+// NEON float kernels for arm64 (see kernels_float_arm64.go). Go's assembler has
 // no mnemonics for most vector float and widening instructions, so those are
 // spelled as WORD encodings with the instruction in the comment.
 //

@@ -35,7 +35,7 @@ func dotVariants(t *testing.T, f func(t *testing.T)) {
 }
 
 // TestQdotNEONVariants checks dotQRows (several rows, stride > row bytes)
-// against the reference DotQ for the types with NEON kernels, on quantized
+// against the reference dotQ for the types with NEON kernels, on quantized
 // rows and on random bytes (every quant value, −128 included), for block
 // counts from 1 up, with both integer-dot variants.
 func TestQdotNEONVariants(t *testing.T) {
@@ -76,8 +76,8 @@ func TestQdotNEONVariants(t *testing.T) {
 						}
 					}
 					x := randVec(rng, 2*cols)
-					var a QuantizedActs
-					if err := QuantizeActs(&a, wt, x); err != nil {
+					var a quantizedActs
+					if err := quantizeActs(&a, wt, x); err != nil {
 						t.Fatal(err)
 					}
 					for _, off := range []int{0, cols} {
@@ -85,7 +85,7 @@ func TestQdotNEONVariants(t *testing.T) {
 						dotQRows(wt, got, w, stride, cols, &a, off)
 						for r := range rows {
 							row := w[r*stride : r*stride+nb*bb]
-							want := DotQ(wt, row, &a, off)
+							want := dotQ(wt, row, &a, off)
 							wf := make([]float32, cols)
 							DequantizeRow(wf, wt, row)
 							var mag float64
@@ -127,7 +127,7 @@ func TestFloatHelpersNEON(t *testing.T) {
 				h := uint16(src[2*i]) | uint16(src[2*i+1])<<8
 				want := F16ToF32(h)
 				if ty == BF16 {
-					want = BF16ToF32(h)
+					want = bf16ToF32(h)
 				}
 				if math.Float32bits(got[i]) != math.Float32bits(want) {
 					t.Fatalf("%s n=%d: element %d (%#04x) = %g, want %g", ty, n, i, h, got[i], want)

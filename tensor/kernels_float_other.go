@@ -2,7 +2,7 @@
 
 package tensor
 
-// No assembly on this architecture: the pure-Go kernels in kernels.go run.
+// No assembly on this architecture: the pure-Go kernels in kernels_float.go run.
 var hasSIMD = false
 
 func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)  { panic("unreachable") }

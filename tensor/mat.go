@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 )
 
@@ -55,69 +54,31 @@ func BytesF32(b []byte) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
-// BytesU16 reinterprets bytes as uint16s (no copy).
-func BytesU16(b []byte) []uint16 {
+// bytesU16 reinterprets bytes as uint16s (no copy).
+func bytesU16(b []byte) []uint16 {
 	if len(b) == 0 {
 		return nil
 	}
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
-// MatMulRef is the reference kernel over weight rows [lo, hi): dequantize a
+// matMulRef is the reference kernel over weight rows [lo, hi): dequantize a
 // row to float32, then plain dot products with every input row.
-func MatMulRef(dst []float32, w *Mat, x []float32, n, lo, hi int) {
+func matMulRef(dst []float32, w *Mat, x []float32, n, lo, hi int) {
 	row := make([]float32, w.Cols)
 	for r := lo; r < hi; r++ {
 		DequantizeRow(row, w.Type, w.Row(r))
 		for t := 0; t < n; t++ {
-			dst[t*w.Rows+r] = DotF32(row, x[t*w.Cols:(t+1)*w.Cols])
+			dst[t*w.Rows+r] = dotF32(row, x[t*w.Cols:(t+1)*w.Cols])
 		}
 	}
 }
 
-// DotF32 is Σ a[i]·b[i], accumulated in float32 in order.
-func DotF32(a, b []float32) float32 {
+// dotF32 is Σ a[i]·b[i], accumulated in float32 in order.
+func dotF32(a, b []float32) float32 {
 	var s float32
 	for i := range a {
 		s += a[i] * b[i]
 	}
 	return s
-}
-
-// DequantizeRow decodes len(dst) elements of type t from src into dst.
-func DequantizeRow(dst []float32, t DType, src []byte) {
-	switch t {
-	case F32:
-		copy(dst, BytesF32(src[:len(dst)*4]))
-	case F16:
-		for i := range dst {
-			dst[i] = F16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
-		}
-	case BF16:
-		for i := range dst {
-			dst[i] = BF16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
-		}
-	default:
-		if dq, ok := dequantizers[t]; ok {
-			dq(dst, src)
-			return
-		}
-		for i := range dst {
-			dst[i] = float32(math.NaN())
-		}
-	}
-}
-
-// dequantizers maps block-quantized types to their reference decoders
-// (filled in quant.go).
-var dequantizers = map[DType]func(dst []float32, src []byte){}
-
-// Computable reports whether MatMul and DequantizeRow support type t.
-func Computable(t DType) bool {
-	switch t {
-	case F32, F16, BF16:
-		return true
-	}
-	_, ok := dequantizers[t]
-	return ok
 }

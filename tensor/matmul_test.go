@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -26,8 +27,8 @@ func randMat(rng *rand.Rand, t DType, rows, cols int) (*Mat, []float32) {
 				h = F32ToF16(f)
 				v[i] = F16ToF32(h)
 			} else {
-				h = F32ToBF16(f)
-				v[i] = BF16ToF32(h)
+				h = f32ToBF16(f)
+				v[i] = bf16ToF32(h)
 			}
 			data[2*i], data[2*i+1] = byte(h), byte(h>>8)
 		}
@@ -75,7 +76,7 @@ func checkProduct(t *testing.T, name string, dst, v, x []float32, rows, cols, n 
 
 // TestMatMulParity runs the fast MatMul (assembly and pure Go, 1 and 2
 // threads, nil pool) on random shapes with ragged tails and compares it
-// with an exact float64 product and with MatMulRef.
+// with an exact float64 product and with matMulRef.
 func TestMatMulParity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pools := []*Pool{nil, NewPool(1), NewPool(2)}
@@ -100,7 +101,7 @@ func TestMatMulParity(t *testing.T) {
 				for _, n := range ns {
 					x := randVec(rng, n*cols)
 					ref := make([]float32, n*rows)
-					MatMulRef(ref, w, x, n, 0, rows)
+					matMulRef(ref, w, x, n, 0, rows)
 					for pi, p := range pools {
 						dst := make([]float32, n*rows)
 						for i := range dst {
@@ -114,7 +115,7 @@ func TestMatMulParity(t *testing.T) {
 						for i := range dst {
 							d := math.Abs(float64(dst[i] - ref[i]))
 							if d > 1e-4*max(1, math.Abs(float64(ref[i]))) {
-								t.Fatalf("%s: differs from MatMulRef at %d: %g vs %g", name, i, dst[i], ref[i])
+								t.Fatalf("%s: differs from matMulRef at %d: %g vs %g", name, i, dst[i], ref[i])
 							}
 						}
 					}
@@ -167,11 +168,11 @@ func TestPoolManyJobs(t *testing.T) {
 		p := NewPool(th)
 		out := make([]int, 1000)
 		for it := range 200 {
-			p.parallel(len(out), 7, 1, func(lo, hi int) {
+			p.For(len(out), 7, RangeFunc(func(lo, hi, _ int) {
 				for i := lo; i < hi; i++ {
 					out[i] += i
 				}
-			})
+			}))
 			if it%50 == 0 && out[999] != 999*(it+1) {
 				t.Fatalf("threads=%d iteration %d: out[999] = %d", th, it, out[999])
 			}
@@ -184,9 +185,62 @@ func TestPoolManyJobs(t *testing.T) {
 		p.Close()
 		p.Close()
 		// A closed pool still computes (inline).
-		p.parallel(10, 1, 1, func(lo, hi int) { out[lo] = -1 })
+		p.For(10, 1, RangeFunc(func(lo, hi, _ int) { out[lo] = -1 }))
 		if out[0] != -1 {
 			t.Fatalf("closed pool did not run the job")
+		}
+	}
+}
+
+// forCounter is a RangeJob that counts items per worker and flags a worker
+// index out of range or a worker running two ranges at once.
+type forCounter struct {
+	out  []int
+	busy []atomic.Bool
+	bad  atomic.Bool
+}
+
+func (f *forCounter) Range(lo, hi, w int) {
+	if w < 0 || w >= len(f.busy) || f.busy[w].Swap(true) {
+		f.bad.Store(true)
+		return
+	}
+	for i := lo; i < hi; i++ {
+		f.out[i]++
+	}
+	f.busy[w].Store(false)
+}
+
+// TestPoolFor checks For covers every item exactly once with worker
+// indices below Threads, and that a nil Pool and a warm Pool allocate
+// nothing (nor does MatMul on a nil Pool).
+func TestPoolFor(t *testing.T) {
+	for _, p := range []*Pool{nil, NewPool(1), NewPool(3)} {
+		f := &forCounter{out: make([]int, 1001), busy: make([]atomic.Bool, p.Threads())}
+		for _, chunk := range []int{0, 1, 7, 1000, 5000} {
+			clear(f.out)
+			p.For(len(f.out), chunk, f)
+			for i, v := range f.out {
+				if v != 1 {
+					t.Fatalf("threads=%d chunk=%d: item %d ran %d times", p.Threads(), chunk, i, v)
+				}
+			}
+		}
+		if f.bad.Load() {
+			t.Fatalf("threads=%d: worker index out of range or reused concurrently", p.Threads())
+		}
+		if a := testing.AllocsPerRun(20, func() { p.For(len(f.out), 16, f) }); a != 0 {
+			t.Errorf("threads=%d: For allocates %.1f times per call", p.Threads(), a)
+		}
+		p.Close()
+	}
+	w := F32Mat(64, 32, make([]float32, 64*32))
+	x, dst := make([]float32, 8*32), make([]float32, 8*64)
+	var nilPool *Pool
+	for _, n := range []int{1, 8} {
+		nilPool.MatMul(dst, w, x, n)
+		if a := testing.AllocsPerRun(20, func() { nilPool.MatMul(dst, w, x, n) }); a != 0 && !raceEnabled {
+			t.Errorf("nil Pool MatMul of %d tokens allocates %.1f times per call", n, a)
 		}
 	}
 }
@@ -194,7 +248,7 @@ func TestPoolManyJobs(t *testing.T) {
 // TestMatMulQuantTypes checks the quantized paths, assembly and pure Go:
 // n = 1, the n that take the row dots (rowwiseQuant) and every n for the
 // types with an integer GEMM (qgemmType), against the 8-bit-activation
-// reference MatMulQuant; larger n of the other types (dequantized blocks
+// reference matMulQuant; larger n of the other types (dequantized blocks
 // through the float GEMM) against the exact product of the dequantized
 // weights.
 func TestMatMulQuantTypes(t *testing.T) {
@@ -235,7 +289,7 @@ func TestMatMulQuantTypes(t *testing.T) {
 				}
 				// 8-bit activations: the quantized reference.
 				want := make([]float32, n*rows)
-				MatMulQuant(want, w, x, n, 0, rows)
+				matMulQuant(want, w, x, n, 0, rows)
 				for tok := range n {
 					for r := range rows {
 						var mag float64

@@ -87,7 +87,7 @@ func quantizePlain(t DType) func(dst []byte, src []float32) {
 			case F16:
 				u = uint32(F32ToF16(v))
 			case BF16:
-				u = uint32(F32ToBF16(v))
+				u = uint32(f32ToBF16(v))
 			}
 			dst[2*i], dst[2*i+1] = byte(u), byte(u>>8)
 		}
@@ -230,7 +230,7 @@ func quantizeQ8_0(dst []byte, src []float32) {
 }
 
 // quantizeQ8_1 writes ggml's 36-byte Q8_1 blocks (used by tests to check
-// QuantizeActs; Q8_1 is not a storage type here).
+// quantizeActs; Q8_1 is not a storage type here).
 func quantizeQ8_1(dst []byte, src []float32) {
 	for i := 0; i < len(src)/32; i++ {
 		x := src[i*32 : (i+1)*32]

@@ -1,5 +1,5 @@
-// AVX2 activation quantizers (QuantizedActs, formats Q8_0/Q8_1 and Q8_K),
-// bit for bit as the reference loops of quant_dot.go. Go computes the
+// AVX2 activation quantizers (quantizedActs, formats Q8_0/Q8_1 and Q8_K),
+// bit for bit as the reference loops of rowdot_quant_ref.go. Go computes the
 // per-block scales between the two passes (see quantizeBlocksSIMD):
 //
 //	pass 1: the largest magnitude of each block (Q8_K: the signed element

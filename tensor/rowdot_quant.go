@@ -2,12 +2,12 @@ package tensor
 
 import "unsafe"
 
-// dotQRows sets dst[i] = DotQ(wt, row i, a, off) for the len(dst) weight
+// dotQRows sets dst[i] = dotQ(wt, row i, a, off) for the len(dst) weight
 // rows of n elements each, row i starting at w[i*stride]. Types with an
 // AVX2 kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) run the
 // whole row loop in one assembly call; the others, and machines without
-// AVX2, use the reference DotQ. Bounds are checked here, once.
-func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *QuantizedActs, off int) {
+// AVX2, use the reference dotQ. Bounds are checked here, once.
+func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs, off int) {
 	rows := len(dst)
 	if rows == 0 {
 		return
@@ -17,11 +17,11 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *QuantizedActs
 	rb := nb * bb
 	if !hasQdotKernel(wt) || nb == 0 {
 		for i := range dst {
-			dst[i] = DotQ(wt, w[i*stride:i*stride+rb], a, off)
+			dst[i] = dotQ(wt, w[i*stride:i*stride+rb], a, off)
 		}
 		return
 	}
-	if f, _ := ActsFormat(wt); f != a.Format {
+	if f, _ := actsFormat(wt); f != a.Format {
 		panic("tensor: dotQRows: " + wt.String() + " weights with " + a.Format.String() + " activations")
 	}
 	_ = w[(rows-1)*stride+rb-1]
@@ -76,9 +76,9 @@ func qdotType(wt DType) bool {
 	return false
 }
 
-// dotQFast is DotQ(wt, w, a, off) — the weight row w against activations
+// dotQFast is dotQ(wt, w, a, off) — the weight row w against activations
 // a[off : off+n] — through dotQRows.
-func dotQFast(wt DType, w []byte, a *QuantizedActs, off int) float32 {
+func dotQFast(wt DType, w []byte, a *quantizedActs, off int) float32 {
 	var out [1]float32
 	bs, bb := qBlock(wt)
 	dotQRows(wt, out[:], w, len(w), len(w)/bb*bs, a, off)
@@ -106,5 +106,5 @@ func qBlock(t DType) (bs, bb int) {
 	case Q6_K:
 		return 256, 210
 	}
-	return t.BlockSize(), t.BlockBytes()
+	return t.BlockSize(), t.blockBytes()
 }

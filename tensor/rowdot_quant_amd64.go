@@ -2,7 +2,7 @@ package tensor
 
 import "unsafe"
 
-// The quantized row-dot kernels of quantdot_amd64.s; see dotQRows.
+// The quantized row-dot kernels of rowdot_quant_amd64.s; see dotQRows.
 
 //go:noescape
 func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
@@ -28,7 +28,7 @@ func qdotQ5_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 //go:noescape
 func qdotQ6_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
-// The dequantizers of quantdeq_amd64.s; see dequantFast.
+// The dequantizers of dequant_amd64.s; see dequantFast.
 
 //go:noescape
 func dqQ8_0SIMD(dst *float32, src *byte, nb int)
@@ -54,7 +54,7 @@ func dqQ5_KSIMD(dst *float32, src *byte, nb int)
 //go:noescape
 func dqQ6_KSIMD(dst *float32, src *byte, nb int)
 
-// The activation quantizers of quantacts_amd64.s; see quantizeBlocksSIMD.
+// The activation quantizers of quantize_acts_amd64.s; see quantizeBlocksSIMD.
 
 //go:noescape
 func qAbsMax32SIMD(x *float32, nb int, out *float32) (nan bool)
@@ -68,7 +68,7 @@ func qRound32SIMD(x *float32, id *float32, nb int, q *int8)
 //go:noescape
 func qRound256SIMD(x *float32, is *float32, nb int, q *int8, bsums *int16)
 
-// The multi-token K-quant row dots of quantdot_amd64.s; see dotQRowsX4.
+// The multi-token K-quant row dots of rowdot_quant_amd64.s; see dotQRowsX4.
 
 //go:noescape
 func qdotQ4_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)

@@ -1,6 +1,6 @@
 // AVX2 integer dot products of quantized weight rows with 8-bit quantized
-// activations (QuantizedActs), mirroring the reference dotQ* functions of
-// quant_dot.go. Integer parts are exact; only the per-block float scaling
+// activations (quantizedActs), mirroring the reference dotQ* functions of
+// rowdot_quant_ref.go. Integer parts are exact; only the per-block float scaling
 // and the final lane sums are reordered.
 //
 // Every kernel has the signature

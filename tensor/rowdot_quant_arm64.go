@@ -2,9 +2,9 @@ package tensor
 
 import "unsafe"
 
-// Quantized kernels on arm64, behind the wrappers of quantdot.go,
-// quantdeq.go and quantacts.go (see kernels_arm64.go for the naming).
-// Q8_0 and Q4_K weight rows have NEON integer dots (quantdot_arm64.s), in
+// Quantized kernels on arm64, behind the wrappers of rowdot_quant.go,
+// dequant_simd.go and quantize_acts.go (see kernels_float_arm64.go for the naming).
+// Q8_0 and Q4_K weight rows have NEON integer dots (rowdot_quant_arm64.s), in
 // two forms each: SDOT (ARMv8.2 dot product, hasDotProd) and plain ASIMD
 // widening multiplies (SMULL/SMLAL2 then SADALP) for cores without it. The
 // other types, the dequantizers and the activation quantizers run the

@@ -1,4 +1,4 @@
-// NEON quantized row dots for arm64 (see quantdot_arm64.go). Vector integer
+// NEON quantized row dots for arm64 (see rowdot_quant_arm64.go). Vector integer
 // and widening instructions Go's assembler does not know are WORD
 // encodings with the instruction in the comment.
 //
@@ -105,7 +105,7 @@ neonblock:
 // Each sub-block's Σ qw·qa is an int32x4 (SDOT, or SMULL/SMLAL2/SADALP:
 // nibble·int8 pairs stay far below int16's range), multiplied by its scale
 // (MLA by element) into V10; the block's float arithmetic is the
-// reference's, in the same order, so results match DotQ.
+// reference's, in the same order, so results match dotQ.
 
 #define Q4K_ARGS \
 	MOVD dst+0(FP), R0 \

@@ -16,166 +16,20 @@ package tensor
 // This is faster than dequantizing (integer multiply-adds, no per-element
 // float work) and differs from the float path only by the 8-bit rounding of
 // x, whose error is ~0.3% of |x| per element and averages out in the sum.
-// DotDequant (dequantize W, float32 dot with exact x) is the precision
+// dotDequant (dequantize W, float32 dot with exact x) is the precision
 // reference.
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
-// ActsFormat is the block format activations are quantized to for a dot
-// product with weights of type wt: Q8_0, Q8_1 or Q8_K. ok is false when wt
-// has no quantized dot product (plain float types included).
-func ActsFormat(wt DType) (f DType, ok bool) {
-	switch wt {
-	case Q4_0, Q5_0, Q8_0:
-		return Q8_0, true
-	case Q4_1, Q5_1:
-		return Q8_1, true
-	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K:
-		return Q8_K, true
-	}
-	return 0, false
-}
-
-// QuantizedActs is an activation vector (or several laid end to end)
-// quantized per block to 8 bits, in struct-of-arrays form so kernels can
-// stream the int8 values. Values decode as Q[i]·D[i/blockSize], with
-// blockSize 32 for Q8_0/Q8_1 and 256 for Q8_K. The buffers are reused by
-// QuantizeActs when large enough, so a steady-state decode loop does not
-// allocate.
-type QuantizedActs struct {
-	Format DType     // Q8_0, Q8_1 or Q8_K
-	N      int       // number of elements
-	Q      []int8    // (N) quantized values
-	D      []float32 // (N/blockSize) block scales; fp16-rounded for Q8_0/Q8_1 as ggml stores them
-	S      []float32 // Q8_1 only: (N/32) fp16(d·Σq) per block
-	BSums  []int16   // Q8_K only: (N/16) sums of 16 consecutive Q
-}
-
-func growI8(s []int8, n int) []int8 {
-	if cap(s) < n {
-		return make([]int8, n)
-	}
-	return s[:n]
-}
-
-func growF32(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
-}
-
-// QuantizeActs quantizes x into dst in the activation format for weights of
-// type wt (see ActsFormat), exactly as ggml's quantize_row_q8_0/q8_1/q8_K
-// reference versions do. len(x) must be a multiple of the format's block
-// size; x may hold several rows end to end if each row is.
-func QuantizeActs(dst *QuantizedActs, wt DType, x []float32) error {
-	if err := dst.resize(wt, len(x)); err != nil {
-		return err
-	}
-	dst.quantizeBlocks(x, 0, len(x)/dst.Format.BlockSize())
-	return nil
-}
-
-// resize sets dst up for n activations in the format for weights wt,
-// growing the buffers only when too small.
-func (dst *QuantizedActs) resize(wt DType, n int) error {
-	f, ok := ActsFormat(wt)
-	if !ok {
-		return fmt.Errorf("tensor: no quantized dot product for %s weights", wt)
-	}
-	bs := f.BlockSize()
-	if n%bs != 0 {
-		return fmt.Errorf("tensor: %d activations is not a whole number of %d-element %s blocks", n, bs, f)
-	}
-	nb := n / bs
-	dst.Format, dst.N = f, n
-	dst.Q = growI8(dst.Q, n)
-	dst.D = growF32(dst.D, nb)
-	if f == Q8_1 {
-		dst.S = growF32(dst.S, nb)
-	}
-	if f == Q8_K {
-		if cap(dst.BSums) < n/16 {
-			dst.BSums = make([]int16, n/16)
-		}
-		dst.BSums = dst.BSums[:n/16]
-	}
-	return nil
-}
-
-// quantizeBlocks quantizes blocks [b0, b1) of x (the whole vector, as
-// sized by resize) into dst, with the AVX2 kernels when available.
-func (dst *QuantizedActs) quantizeBlocks(x []float32, b0, b1 int) {
-	if hasSIMD {
-		dst.quantizeBlocksSIMD(x, b0, b1)
-		return
-	}
-	dst.quantizeBlocksRef(x, b0, b1)
-}
-
-// quantizeBlocksRef is the reference quantizer behind quantizeBlocks.
-func (dst *QuantizedActs) quantizeBlocksRef(x []float32, b0, b1 int) {
-	switch f := dst.Format; f {
-	case Q8_0, Q8_1:
-		for b := b0; b < b1; b++ {
-			xs := x[32*b : 32*b+32]
-			q := dst.Q[32*b : 32*b+32]
-			_, amax := signedMax(xs)
-			d := amax / 127
-			var id float32
-			if d != 0 {
-				id = 1 / d
-			}
-			dst.D[b] = F16ToF32(F32ToF16(d))
-			var sum int32
-			for j, v := range xs {
-				q[j] = int8(roundAway(v * id))
-				sum += int32(q[j])
-			}
-			if f == Q8_1 {
-				dst.S[b] = F16ToF32(F32ToF16(float32(sum) * d))
-			}
-		}
-	case Q8_K:
-		for b := b0; b < b1; b++ {
-			xs := x[qkK*b : qkK*b+qkK]
-			q := dst.Q[qkK*b : qkK*b+qkK]
-			vmax, amax := signedMax(xs)
-			if amax == 0 {
-				dst.D[b] = 0
-				clear(q)
-				clear(dst.BSums[16*b : 16*b+16])
-				continue
-			}
-			iscale := -127 / vmax
-			for j, v := range xs {
-				q[j] = int8(min(127, nearestInt(iscale*v)))
-			}
-			for j := range 16 {
-				var s int16
-				for _, v := range q[16*j : 16*j+16] {
-					s += int16(v)
-				}
-				dst.BSums[16*b+j] = s
-			}
-			dst.D[b] = 1 / iscale
-		}
-	}
-}
-
-// DotQ returns Σ w[i]·a[off+i] over the n elements encoded in the weight row
+// dotQ returns Σ w[i]·a[off+i] over the n elements encoded in the weight row
 // w (n = len(w)/BlockBytes·BlockSize) using the integer block dot products.
 // a must have been quantized for weight type wt, and off must be a multiple
 // of the activation block size with off+n ≤ a.N (a row of a batch quantized
 // in one call sits at off = t·cols). Misuse (activations quantized for
 // another weight family, off out of range) panics: it is a programming error.
-func DotQ(wt DType, w []byte, a *QuantizedActs, off int) float32 {
-	if f, ok := ActsFormat(wt); !ok || f != a.Format {
-		panic("tensor: DotQ: " + wt.String() + " weights with " + a.Format.String() + " activations")
+func dotQ(wt DType, w []byte, a *quantizedActs, off int) float32 {
+	if f, ok := actsFormat(wt); !ok || f != a.Format {
+		panic("tensor: dotQ: " + wt.String() + " weights with " + a.Format.String() + " activations")
 	}
 	switch wt {
 	case Q4_0:
@@ -438,12 +292,12 @@ func dotQ6_K(w []byte, q []int8, d []float32) float32 {
 	return sum
 }
 
-// DotDequant is the float reference for DotQ: Σ w[i]·x[i] with the weight
+// dotDequant is the float reference for dotQ: Σ w[i]·x[i] with the weight
 // row w (type t, len(x) elements) decoded to float32 256 elements at a time
 // and x used exactly, accumulated in float32 in order — the same value
-// MatMulRef computes. It does not allocate.
-func DotDequant(t DType, w []byte, x []float32) float32 {
-	bs, bb := t.BlockSize(), t.BlockBytes()
+// matMulRef computes. It does not allocate.
+func dotDequant(t DType, w []byte, x []float32) float32 {
+	bs, bb := t.BlockSize(), t.blockBytes()
 	var buf [qkK]float32
 	var s float32
 	for i := 0; i < len(x); i += qkK {
@@ -458,27 +312,27 @@ func DotDequant(t DType, w []byte, x []float32) float32 {
 	return s
 }
 
-// MatMulQuant is the quantized-activation counterpart of MatMulRef over
+// matMulQuant is the quantized-activation counterpart of matMulRef over
 // weight rows [lo, hi): x (n, w.Cols) is quantized per block to 8 bits (see
-// ActsFormat) and dst[t][r] = DotQ(W row r, x row t). Types without a
-// quantized dot product (F32, F16, BF16) fall back to MatMulRef. It
-// allocates the quantized activations; MatMulQuantActs reuses them.
-func MatMulQuant(dst []float32, w *Mat, x []float32, n, lo, hi int) {
-	var a QuantizedActs
-	if err := QuantizeActs(&a, w.Type, x[:n*w.Cols]); err != nil {
-		MatMulRef(dst, w, x, n, lo, hi)
+// actsFormat) and dst[t][r] = dotQ(W row r, x row t). Types without a
+// quantized dot product (F32, F16, BF16) fall back to matMulRef. It
+// allocates the quantized activations; matMulQuantActs reuses them.
+func matMulQuant(dst []float32, w *Mat, x []float32, n, lo, hi int) {
+	var a quantizedActs
+	if err := quantizeActs(&a, w.Type, x[:n*w.Cols]); err != nil {
+		matMulRef(dst, w, x, n, lo, hi)
 		return
 	}
-	MatMulQuantActs(dst, w, &a, n, lo, hi)
+	matMulQuantActs(dst, w, &a, n, lo, hi)
 }
 
-// MatMulQuantActs is MatMulQuant with x already quantized by
-// QuantizeActs(a, w.Type, x) — quantize once, then split rows over workers.
-func MatMulQuantActs(dst []float32, w *Mat, a *QuantizedActs, n, lo, hi int) {
+// matMulQuantActs is matMulQuant with x already quantized by
+// quantizeActs(a, w.Type, x) — quantize once, then split rows over workers.
+func matMulQuantActs(dst []float32, w *Mat, a *quantizedActs, n, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		row := w.Row(r)
 		for t := 0; t < n; t++ {
-			dst[t*w.Rows+r] = DotQ(w.Type, row, a, t*w.Cols)
+			dst[t*w.Rows+r] = dotQ(w.Type, row, a, t*w.Cols)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDotQFast checks the assembly quantized dots against the reference
-// DotQ on random rows of several lengths (and activation offsets).
+// dotQ on random rows of several lengths (and activation offsets).
 func TestDotQFast(t *testing.T) {
 	if !hasSIMD {
 		t.Skip("no AVX2")
@@ -30,12 +30,12 @@ func TestDotQFast(t *testing.T) {
 				for i := range x {
 					x[i] = float32(rng.NormFloat64())
 				}
-				var a QuantizedActs
-				if err := QuantizeActs(&a, wt, x); err != nil {
+				var a quantizedActs
+				if err := quantizeActs(&a, wt, x); err != nil {
 					t.Fatal(err)
 				}
 				for _, off := range []int{0, cols} {
-					want := DotQ(wt, w, &a, off)
+					want := dotQ(wt, w, &a, off)
 					got := dotQFast(wt, w, &a, off)
 					var mag float64
 					wf := make([]float32, cols)
@@ -62,7 +62,7 @@ func TestDotQFast(t *testing.T) {
 					got3 := make([]float32, rows)
 					dotQRows(wt, got3, wm, stride, cols, &a, off)
 					for r := range rows {
-						want := DotQ(wt, wm[r*stride:r*stride+rb], &a, off)
+						want := dotQ(wt, wm[r*stride:r*stride+rb], &a, off)
 						if d := math.Abs(float64(got3[r] - want)); !(d <= 1e-5*mag+1e-6*math.Abs(float64(want))) && !(math.IsNaN(float64(want)) || math.IsInf(float64(want), 0)) {
 							t.Fatalf("%s cols=%d off=%d rows: row %d got %g, want %g", wt, cols, off, r, got3[r], want)
 						}
@@ -81,8 +81,8 @@ func BenchmarkDotQFast(b *testing.B) {
 	for _, wt := range dotTypes {
 		b.Run(wt.String(), func(b *testing.B) {
 			w, x := benchRow(b, wt)
-			var a QuantizedActs
-			if err := QuantizeActs(&a, wt, x); err != nil {
+			var a quantizedActs
+			if err := quantizeActs(&a, wt, x); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(w)))
@@ -113,8 +113,8 @@ func BenchmarkDotQRows(b *testing.B) {
 			for range rows {
 				wm = append(wm, w...)
 			}
-			var a QuantizedActs
-			if err := QuantizeActs(&a, wt, x); err != nil {
+			var a quantizedActs
+			if err := quantizeActs(&a, wt, x); err != nil {
 				b.Fatal(err)
 			}
 			dst := make([]float32, rows)
@@ -208,12 +208,12 @@ func TestQuantizeActsFast(t *testing.T) {
 			case 7:
 				x[n-1] = float32(math.NaN())
 			}
-			var want, got QuantizedActs
+			var want, got quantizedActs
 			saved := hasSIMD
 			hasSIMD = false
-			err1 := QuantizeActs(&want, wt, x)
+			err1 := quantizeActs(&want, wt, x)
 			hasSIMD = saved
-			err2 := QuantizeActs(&got, wt, x)
+			err2 := quantizeActs(&got, wt, x)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -247,8 +247,8 @@ func TestQuantizeActsFast(t *testing.T) {
 // TestQBlock pins qBlock to the type table.
 func TestQBlock(t *testing.T) {
 	for _, ty := range quantTypes {
-		if bs, bb := qBlock(ty); bs != ty.BlockSize() || bb != ty.BlockBytes() {
-			t.Errorf("%s: qBlock = (%d, %d), want (%d, %d)", ty, bs, bb, ty.BlockSize(), ty.BlockBytes())
+		if bs, bb := qBlock(ty); bs != ty.BlockSize() || bb != ty.blockBytes() {
+			t.Errorf("%s: qBlock = (%d, %d), want (%d, %d)", ty, bs, bb, ty.BlockSize(), ty.blockBytes())
 		}
 	}
 }

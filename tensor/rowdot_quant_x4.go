@@ -19,7 +19,7 @@ package tensor
 // sums are those of dotQRows, so results agree with the per-token row dots
 // to float rounding (TestDotQRowsX4, TestMatMulFewTokens). A function of
 // the weight type and n, rowwiseQuant, decides whether MatMul takes these
-// row dots (gemm.go); hasQdotX4 only picks the kernel.
+// row dots ((matmul.go)); hasQdotX4 only picks the kernel.
 
 // qx4Offs holds the byte offsets, from the group's first token, of the
 // four tokens' activations (q), bsums (bs) and results (dst); [0] = 0.
@@ -54,7 +54,7 @@ func qx4Group(toks *[4]int, t0, n int) int {
 // qx4Scales fills dxv (nb, 8) with the Q8_K scales of tokens toks, whose
 // activations (n elements each, nb = n/256 super-blocks) are in a:
 // dxv[sb·8 + t] = dxv[sb·8 + 4 + t] = da of token toks[t], super-block sb.
-func qx4Scales(dxv []float32, a *QuantizedActs, n int, toks *[4]int) {
+func qx4Scales(dxv []float32, a *quantizedActs, n int, toks *[4]int) {
 	nb := n / qkK
 	_ = dxv[nb*8-1]
 	for sb := range nb {
@@ -65,17 +65,17 @@ func qx4Scales(dxv []float32, a *QuantizedActs, n int, toks *[4]int) {
 	}
 }
 
-// dotQRowsX4 sets dst[tok·ldd + r] = DotQ(wt, row r, a, tok·n) for rows
+// dotQRowsX4 sets dst[tok·ldd + r] = dotQ(wt, row r, a, tok·n) for rows
 // r in [lo, hi) of the weights w (row r at w[r·stride], n elements) and
 // the tokens toks (ascending; see qx4Group). For the K-quants qx4Scales
 // put the tokens' scales in dxv; Q8_0 ignores dxv. Requires hasQdotX4(wt)
 // and activations quantized for wt.
-func dotQRowsX4(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, a *QuantizedActs, toks *[4]int, dxv []float32) {
+func dotQRowsX4(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, a *quantizedActs, toks *[4]int, dxv []float32) {
 	if hi <= lo {
 		return
 	}
 	bs, bb := qBlock(wt)
-	if f, _ := ActsFormat(wt); f != a.Format || n%bs != 0 {
+	if f, _ := actsFormat(wt); f != a.Format || n%bs != 0 {
 		panic("tensor: dotQRowsX4: " + wt.String() + " weights with " + a.Format.String() + " activations")
 	}
 	nb := n / bs

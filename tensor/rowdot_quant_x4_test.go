@@ -11,7 +11,7 @@ import (
 var qx4Types = []DType{Q4_K, Q5_K, Q6_K, Q8_0}
 
 // TestDotQRowsX4 checks the multi-token K-quant kernels against the
-// per-token reference DotQ: groups of 1-4 distinct tokens (repeats in the
+// per-token reference dotQ: groups of 1-4 distinct tokens (repeats in the
 // tail), token offsets that skip tokens, 1-3 super-blocks, rows written
 // with an offset and a destination stride, nothing else touched.
 func TestDotQRowsX4(t *testing.T) {
@@ -38,8 +38,8 @@ func TestDotQRowsX4(t *testing.T) {
 			for i := range cols { // a token with a larger range
 				x[3*cols+i] *= 40
 			}
-			var acts QuantizedActs
-			if err := QuantizeActs(&acts, ty, x); err != nil {
+			var acts quantizedActs
+			if err := quantizeActs(&acts, ty, x); err != nil {
 				t.Fatal(err)
 			}
 			for _, toks := range [][4]int{{0, 1, 2, 3}, {5, 6, 7, 8}, {2, 3, 4, 4}, {7, 8, 8, 8}, {0, 2, 5, 8}, {3, 6, 6, 6}, {4, 4, 4, 4}} {
@@ -70,7 +70,7 @@ func TestDotQRowsX4(t *testing.T) {
 								}
 								continue
 							}
-							want := DotQ(ty, data[r*rb:(r+1)*rb], &acts, tok*cols)
+							want := dotQ(ty, data[r*rb:(r+1)*rb], &acts, tok*cols)
 							var mag float64
 							for i := range cols {
 								mag += math.Abs(float64(v[r*cols+i] * x[tok*cols+i]))
@@ -112,7 +112,7 @@ func BenchmarkFewTokens(b *testing.B) {
 
 // TestMatMulFewTokens checks MatMul for every n from 1 to 20 and around
 // rowwiseKMax through K-quant weights (the multi-token kernels for
-// 2 ≤ n < rowwiseKMax, the integer GEMM from there) against the per-token reference MatMulQuant (DotQ) and
+// 2 ≤ n < rowwiseKMax, the integer GEMM from there) against the per-token reference matMulQuant (dotQ) and
 // against the per-token row dots (qdotX4On = false): ragged row counts
 // (chunks and groups of four tokens with tails), nil, 1- and 2-worker
 // pools.
@@ -146,7 +146,7 @@ func TestMatMulFewTokens(t *testing.T) {
 					x[(n/2)*sh.cols+i] *= 30
 				}
 				want := make([]float32, n*sh.rows)
-				MatMulQuant(want, w, x, n, 0, sh.rows)
+				matMulQuant(want, w, x, n, 0, sh.rows)
 				rows := make([]float32, n*sh.rows)
 				qdotX4On = false
 				pools[2].MatMul(rows, w, x, n)
