@@ -14,9 +14,12 @@
 // from what that produces tokenizes differently from what the model was
 // trained on. This package reproduces that environment in Go:
 //
-//   - Jinja semantics from github.com/ardanlabs/jinja, a pure-Go engine built
-//     for chat templates, with Jinja2's trim_blocks=True and lstrip_blocks=True
-//     (block tags eat the newline after them and the indentation before them).
+//   - Jinja semantics from github.com/ardanlabs/jinja v1.8.0, a pure-Go engine
+//     built for chat templates, with Jinja2's trim_blocks=True and
+//     lstrip_blocks=True (block tags eat the newline after them and the
+//     indentation before them). It is forked into chat/internal/jinja to add
+//     render limits (see below); a check of the template before rendering
+//     cannot bound a recursion or a loop whose length depends on the data.
 //   - Globals raise_exception(msg) (rendering fails with *RaiseError carrying
 //     msg) and strftime_now(fmt) (Python strftime of Options.Now, local time
 //     by default, so tests can pin the date).
@@ -44,14 +47,27 @@
 // source become "\n"; one trailing newline of the source is dropped), and
 // range() is capped at 100000 items as in Jinja2's sandbox.
 //
+// Limits. A template is data from a model file, and a render is a program
+// run: a macro that calls itself overflows the Go stack, which is fatal (not
+// a panic recover can catch), and a loop cannot be stopped from outside. So
+// the interpreter itself counts, per render: nested macro/caller() calls
+// (Limits.MaxDepth), nodes plus expressions plus loop iterations (MaxSteps),
+// the size of the output and of any one string (MaxOutput, checked before a
+// repetition, replace, indent, join or tojson builds its result, so one that
+// would print a list holding one large string a million times is refused),
+// and the bytes of strings and list slots produced (MaxAlloc). Compile bounds
+// block and expression nesting. Exceeding any fails with an error matching
+// ErrTemplateLimit; Template.Probe renders a sample conversation so that a
+// caller can warn at load time.
+//
 // Known differences from Jinja2 that no tested template hits (engine
 // limitations, kept here so they are not rediscovered the hard way): a
 // float printed directly ({{ 1.0 }}, or inside a printed list/dict) shows
 // as Go's %g ("1") where Python prints "1.0" — through tojson it is exact;
 // printed lists/dicts always quote strings with '...'; exponent literals
 // (1e20) do not parse; undefined.attr and undefined + "x" render instead of
-// failing; a few malformed tags ("{% if %}", "{% set x = %}") parse; string
-// repetition ('a' * 10**9) is not limited; {% filter tojson %} and
+// failing; a few malformed tags ("{% if %}", "{% set x = %}") parse;
+// {% filter tojson %} and
 // map('tojson') use the engine's tojson. Engine panics are recovered into
 // errors.
 //
@@ -70,11 +86,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ardanlabs/jinja"
+	"nanoserve/chat/internal/jinja"
 )
 
 // ErrNoTemplate is returned when a model ships no chat template.
 var ErrNoTemplate = errors.New("chat: model has no chat template; pass --chat-template FILE")
+
+// ErrTemplateLimit is matched (errors.Is) by a render or parse that exceeded
+// one of the interpreter's limits (recursion depth, steps, output size,
+// allocation, nesting): the template, not the request, is at fault.
+var ErrTemplateLimit = jinja.ErrLimit
+
+// Limits bound the work of one render; see Options.Limits.
+type Limits = jinja.Limits
+
+// DefaultLimits are the limits a render has when Options.Limits is zero.
+var DefaultLimits = jinja.DefaultLimits
 
 // RaiseError is the error a template produces by calling raise_exception.
 type RaiseError struct {
@@ -158,6 +185,11 @@ type Options struct {
 	Extra map[string]any
 	// Now is the clock for strftime_now; nil means time.Now (local time).
 	Now func() time.Time
+	// Limits bound the render (zero fields: DefaultLimits). A template is
+	// data from a model file: a macro that calls itself, a loop that does not
+	// end, or a string that doubles in a loop fails the render with an error
+	// matching ErrTemplateLimit instead of exhausting the stack or memory.
+	Limits Limits
 }
 
 // Template is a compiled chat template. It is safe for concurrent use.
@@ -279,7 +311,7 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 			out, err = "", fmt.Errorf("chat: render: template engine panicked: %v", r)
 		}
 	}()
-	out, err = t.t.RenderValues(vars)
+	out, err = t.t.RenderValuesLimits(vars, opt.Limits)
 	if err != nil {
 		if raised != nil {
 			return "", raised
@@ -287,6 +319,16 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		return "", fmt.Errorf("chat: render: %w", err)
 	}
 	return out, nil
+}
+
+// Probe renders a small sample conversation (a user turn, an assistant turn,
+// a user turn, with the generation prompt), so a caller can warn at load time
+// about a template that fails on every request, e.g. one that recurses
+// without end. opt supplies the special tokens and variables.
+func (t *Template) Probe(opt Options) error {
+	opt.AddGenerationPrompt = true
+	_, err := t.Render([]Message{{Role: "user", Content: "Hello"}, {Role: "assistant", Content: "Hi."}, {Role: "user", Content: "How are you?"}}, opt)
+	return err
 }
 
 // maxRange is Jinja2's sandbox limit on range() length (MAX_RANGE); the

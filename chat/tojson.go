@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"nanoserve/chat/internal/jinja"
 )
 
 // tojsonFilter is the `tojson` filter as Hugging Face defines it for chat
@@ -16,9 +16,17 @@ import (
 // separators=separators, sort_keys=sort_keys). Positional arguments follow
 // that signature (after the piped value: ensure_ascii, indent, separators,
 // sort_keys); keyword arguments override them.
+// tojsonMaxBytes bounds what one tojson may produce, checked before
+// encoding: a list holding one large string many times is small in memory and
+// huge as text. The render's own output limit applies on top.
+const tojsonMaxBytes = 64 << 20
+
 func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), errors.New("tojson: missing value")
+	}
+	if jinja.PrintedSizeOver(args[0], tojsonMaxBytes) {
+		return jinja.Undefined(), fmt.Errorf("tojson: the value would serialize to more than %d bytes", tojsonMaxBytes)
 	}
 	opt := jsonOpts{indent: -1, itemSep: ", ", keySep: ": "}
 	param := func(i int, name string) (jinja.Value, bool) {
@@ -36,6 +44,9 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 	if v, ok := param(2, "indent"); ok && !v.IsNone() && !v.IsUndefined() {
 		switch {
 		case v.IsInt():
+			if v.AsInt() > 1024 {
+				return jinja.Undefined(), fmt.Errorf("tojson: indent %d is more than 1024", v.AsInt())
+			}
 			opt.indent = max(int(v.AsInt()), 0)
 			opt.indentStr = strings.Repeat(" ", opt.indent)
 		case v.IsString():

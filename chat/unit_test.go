@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardanlabs/jinja"
+	"nanoserve/chat/internal/jinja"
 )
 
 func TestRaiseException(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"nanoserve/chat/internal/jinja"
 )
 
 // toValue converts a Go value into a template value the way Python would see

@@ -80,6 +80,11 @@ func runChat(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A template that recurses or loops without end fails every turn; say so
+	// now rather than after the first message.
+	if err := tmpl.t.Probe(tmpl.opts); errors.Is(err, chat.ErrTemplateLimit) {
+		return fmt.Errorf("the chat template cannot render a sample conversation: %w", err)
+	}
 	pol, err := pf.policy(fs, m.Gen.Sampling)
 	if err != nil {
 		return err

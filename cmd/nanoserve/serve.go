@@ -73,6 +73,11 @@ func runServe(args []string) error {
 	switch {
 	case err == nil:
 		opts.Template, opts.TemplateOptions = tmpl.t, tmpl.opts
+		// The server starts anyway: a template that fails here (one that
+		// recurses without end, say) fails each chat request with a 400.
+		if err := tmpl.t.Probe(tmpl.opts); err != nil {
+			log.Warn("the chat template fails on a sample conversation; /v1/chat/completions will answer 400", "err", err)
+		}
 	case errors.Is(err, chat.ErrNoTemplate) && *tmplPath == "":
 		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
 	default:

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"nanoserve/internal/jinja"
+	"nanoserve/chat/internal/jinja"
 )
 
 // =============================================================================

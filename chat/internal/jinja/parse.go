@@ -191,6 +191,16 @@ func tokenizeExpr(s string) []tok {
 type exprParser struct {
 	tokens []tok
 	pos    int
+	depth  int // nesting of parseExpression / unary operators, bounded by maxParseDepth
+}
+
+// nest enters one level of expression nesting; the caller defers p.depth--.
+func (p *exprParser) nest() error {
+	p.depth++
+	if p.depth > maxParseDepth {
+		return &LimitError{What: "nesting depth", Limit: maxParseDepth}
+	}
+	return nil
 }
 
 func newExprParser(tokens []tok) *exprParser {
@@ -252,6 +262,10 @@ func parseExpr(s string) (expr, error) {
 
 // parseExpression handles the lowest precedence: inline if/else.
 func (p *exprParser) parseExpression() (expr, error) {
+	defer func() { p.depth-- }()
+	if err := p.nest(); err != nil {
+		return nil, err
+	}
 	e, err := p.parseOr()
 	if err != nil {
 		return nil, err
@@ -322,6 +336,10 @@ func (p *exprParser) parseAnd() (expr, error) {
 func (p *exprParser) parseNot() (expr, error) {
 	if p.peek().kind == tokName && p.peek().val == "not" {
 		p.advance()
+		defer func() { p.depth-- }()
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
 		operand, err := p.parseNot()
 		if err != nil {
 			return nil, err
@@ -514,6 +532,10 @@ func (p *exprParser) parsePower() (expr, error) {
 func (p *exprParser) parseUnary() (expr, error) {
 	if p.peek().kind == tokOp && (p.peek().val == "-" || p.peek().val == "+") {
 		op := p.advance().val
+		defer func() { p.depth-- }()
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
 		operand, err := p.parseUnary()
 		if err != nil {
 			return nil, err
@@ -866,7 +888,7 @@ func parseTemplate(segs []segment) ([]node, error) {
 //     present on that side:
 //
 //     - lstrip_blocks: strip spaces and tabs (not newlines) from the start of
-//       the line up to the tag.
+//     the line up to the tag.
 //     - trim_blocks: strip a single newline immediately after the tag.
 //
 // Without these defaults, every block tag in a real chat template would
@@ -884,38 +906,47 @@ func applyTrimming(segs []segment) {
 	// the same effect by handling every tag's LEFT side first, then
 	// every tag's RIGHT side.
 
+	// prev[i] / next[i] are the nearest text segments before / after
+	// segment i (-1 if none), found once: searching from every tag made a
+	// template of many adjacent tags quadratic (fork change).
+	prev := make([]int, len(segs))
+	next := make([]int, len(segs))
+	last, firstText := -1, -1
+	for i := range segs {
+		prev[i] = last
+		if segs[i].kind == segText {
+			last = i
+			if firstText < 0 {
+				firstText = i
+			}
+		}
+	}
+	last = -1
+	for i := len(segs) - 1; i >= 0; i-- {
+		next[i] = last
+		if segs[i].kind == segText {
+			last = i
+		}
+	}
+
 	// Pass 1: left side of every tag.
 	for i := range segs {
 		seg := &segs[i]
 		applyDefaults := seg.kind == segStmt || seg.kind == segComment
+		j := prev[i]
+		if j < 0 {
+			continue
+		}
 
 		switch {
 		case seg.trimLeft:
-			for j := i - 1; j >= 0; j-- {
-				if segs[j].kind == segText {
-					segs[j].text = trimTrailingWhitespace(segs[j].text)
-					break
-				}
-			}
+			segs[j].text = trimTrailingWhitespace(segs[j].text)
 		case applyDefaults:
-			for j := i - 1; j >= 0; j-- {
-				if segs[j].kind == segText {
-					// Treat the very first text segment in the
-					// template as if it were preceded by a newline
-					// (start of file == start of line) so that a
-					// template that opens with `   {% if %}...`
-					// strips the indentation, matching Jinja2.
-					isFirstText := true
-					for k := j - 1; k >= 0; k-- {
-						if segs[k].kind == segText {
-							isFirstText = false
-							break
-						}
-					}
-					segs[j].text = lstripBlock(segs[j].text, isFirstText)
-					break
-				}
-			}
+			// Treat the very first text segment in the template as if
+			// it were preceded by a newline (start of file == start of
+			// line) so that a template that opens with `   {% if %}...`
+			// strips the indentation, matching Jinja2.
+			segs[j].text = lstripBlock(segs[j].text, j == firstText)
 		}
 	}
 
@@ -923,22 +954,16 @@ func applyTrimming(segs []segment) {
 	for i := range segs {
 		seg := &segs[i]
 		applyDefaults := seg.kind == segStmt || seg.kind == segComment
+		j := next[i]
+		if j < 0 {
+			continue
+		}
 
 		switch {
 		case seg.trimRight:
-			for j := i + 1; j < len(segs); j++ {
-				if segs[j].kind == segText {
-					segs[j].text = trimLeadingWhitespace(segs[j].text)
-					break
-				}
-			}
+			segs[j].text = trimLeadingWhitespace(segs[j].text)
 		case applyDefaults:
-			for j := i + 1; j < len(segs); j++ {
-				if segs[j].kind == segText {
-					segs[j].text = trimBlockNewline(segs[j].text)
-					break
-				}
-			}
+			segs[j].text = trimBlockNewline(segs[j].text)
 		}
 	}
 }
@@ -991,8 +1016,9 @@ func trimBlockNewline(s string) string {
 }
 
 type templateParser struct {
-	segs []segment
-	pos  int
+	segs  []segment
+	pos   int
+	depth int // block nesting, bounded by maxParseDepth
 }
 
 func (p *templateParser) done() bool {
@@ -1016,6 +1042,11 @@ func (p *templateParser) advance() *segment {
 // stop keywords (e.g., "endif", "endfor", "elif", "else"). Returns the nodes
 // collected so far. The stop keyword segment is NOT consumed.
 func (p *templateParser) parseUntil(stopKeywords ...string) ([]node, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxParseDepth {
+		return nil, &LimitError{What: "nesting depth", Limit: maxParseDepth}
+	}
 	var nodes []node
 
 	for !p.done() {

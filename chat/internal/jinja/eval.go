@@ -47,6 +47,7 @@ type evaluator struct {
 	scope    *scope
 	builtins *scope
 	output   strings.Builder
+	b        *budget // the render's limits, shared by nested evaluators (limits.go)
 }
 
 func (e *evaluator) execNodes(nodes []node) error {
@@ -59,18 +60,22 @@ func (e *evaluator) execNodes(nodes []node) error {
 }
 
 func (e *evaluator) execNode(n node) error {
+	if err := e.b.step(); err != nil {
+		return err
+	}
 	switch nd := n.(type) {
 	case *textNode:
-		e.output.WriteString(nd.text)
-		return nil
+		return e.write(nd.text)
 
 	case *outputNode:
 		val, err := e.evalExpr(nd.expression)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(val))
-		return nil
+		if err := e.printable(val); err != nil {
+			return err
+		}
+		return e.write(printValue(val))
 
 	case *ifNode:
 		return e.execIf(nd)
@@ -137,6 +142,9 @@ func (e *evaluator) execFor(n *forNode) error {
 			items = append(items, NewString(key))
 		}
 	case iterVal.IsString():
+		if err := e.b.produced(16 * int64(len(iterVal.AsString()))); err != nil {
+			return err
+		}
 		for _, r := range iterVal.AsString() {
 			items = append(items, NewString(string(r)))
 		}
@@ -183,6 +191,9 @@ func (e *evaluator) execFor(n *forNode) error {
 	child.set("loop", loop)
 
 	for i, item := range items {
+		if err := e.b.step(); err != nil {
+			return err
+		}
 		// Set loop variable(s).
 		if n.keyVar != "" {
 			// Destructuring: for key, val in items
@@ -269,6 +280,7 @@ func (e *evaluator) execSetBlock(n *setBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		b:        e.b,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -284,6 +296,10 @@ func (e *evaluator) execMacro(n *macroNode) error {
 	parentScope := e.scope
 
 	fn := NewCallable(n.name, func(args []Value, kwargs map[string]Value) (Value, error) {
+		if err := e.b.enter(); err != nil {
+			return Undefined(), err
+		}
+		defer e.b.leave()
 		child := newScope(parentScope)
 
 		// Bind positional args.
@@ -293,7 +309,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			} else if v, ok := kwargs[param.name]; ok {
 				child.set(param.name, v)
 			} else if param.defaultVal != nil {
-				defEval := evaluator{scope: child, builtins: e.builtins}
+				defEval := evaluator{scope: child, builtins: e.builtins, b: e.b}
 				defVal, err := defEval.evalExpr(param.defaultVal)
 				if err != nil {
 					return Undefined(), err
@@ -312,6 +328,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 		macroEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			b:        e.b,
 		}
 
 		if err := macroEval.execNodes(body); err != nil {
@@ -332,6 +349,10 @@ func (e *evaluator) execCall(n *callNode) error {
 	parentScope := e.scope
 
 	caller := NewCallable("caller", func(args []Value, kwargs map[string]Value) (Value, error) {
+		if err := e.b.enter(); err != nil {
+			return Undefined(), err
+		}
+		defer e.b.leave()
 		child := newScope(parentScope)
 		for i, argName := range callerArgs {
 			if i < len(args) {
@@ -342,6 +363,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		callerEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			b:        e.b,
 		}
 		if err := callerEval.execNodes(body); err != nil {
 			return Undefined(), err
@@ -382,8 +404,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
-		return nil
+		return e.write(printValue(result))
 	}
 
 	// Fallback: evaluate expression and call with caller.
@@ -399,8 +420,7 @@ func (e *evaluator) execCall(n *callNode) error {
 	if err != nil {
 		return err
 	}
-	e.output.WriteString(printValue(result))
-	return nil
+	return e.write(printValue(result))
 }
 
 func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
@@ -408,6 +428,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		b:        e.b,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -424,13 +445,11 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
-		return nil
+		return e.write(printValue(result))
 	}
 
 	// For more complex filter expressions, just output the body.
-	e.output.WriteString(bodyStr)
-	return nil
+	return e.write(bodyStr)
 }
 
 // =============================================================================
@@ -438,6 +457,24 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 // =============================================================================
 
 func (e *evaluator) evalExpr(ex expr) (Value, error) {
+	if err := e.b.step(); err != nil {
+		return Undefined(), err
+	}
+	switch ex.(type) {
+	case *litExpr, *nameExpr:
+		return e.evalExprKind(ex)
+	}
+	v, err := e.evalExprKind(ex)
+	if err != nil {
+		return v, err
+	}
+	if err := e.b.value(v); err != nil {
+		return Undefined(), err
+	}
+	return v, nil
+}
+
+func (e *evaluator) evalExprKind(ex expr) (Value, error) {
 	switch n := ex.(type) {
 	case *litExpr:
 		return n.val, nil
@@ -816,6 +853,25 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	}
 
 	switch n.op {
+	case "+", "~":
+		if err := e.printable(left); err != nil {
+			return Undefined(), err
+		}
+		if err := e.printable(right); err != nil {
+			return Undefined(), err
+		}
+	case "*":
+		if left.IsString() && right.IsInt() {
+			if err := e.b.size(int64(len(left.AsString())) * max(right.AsInt(), 0)); err != nil {
+				return Undefined(), err
+			}
+			if right.AsInt() > 0 && int64(len(left.AsString())) > e.b.lim.MaxOutput/right.AsInt() {
+				return Undefined(), &LimitError{What: "output size", Limit: e.b.lim.MaxOutput}
+			}
+		}
+	}
+
+	switch n.op {
 	case "+":
 		return addValues(left, right), nil
 	case "-":
@@ -1032,6 +1088,9 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 	case "split":
 		return e.makeStringFunc("split", func(args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) == 0 {
+				if err := e.b.produced(20 * int64(len(s))); err != nil {
+					return Undefined(), err
+				}
 				parts := strings.Fields(s)
 				items := make([]Value, len(parts))
 				for i, p := range parts {
@@ -1040,6 +1099,9 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 				return NewList(items), nil
 			}
 			sep := printValue(args[0])
+			if err := e.b.produced(40 * int64(strings.Count(s, sep)+1)); err != nil {
+				return Undefined(), err
+			}
 			parts := strings.Split(s, sep)
 			items := make([]Value, len(parts))
 			for i, p := range parts {
@@ -1074,6 +1136,9 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			count := -1
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
+			}
+			if err := e.b.size(replacedLen(s, old, newStr, count)); err != nil {
+				return Undefined(), err
 			}
 			return NewString(strings.Replace(s, old, newStr, count)), nil
 		}), nil
@@ -1160,6 +1225,11 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 	case "append":
 		return NewCallable("list.append", func(args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
+				if args[0].IsString() {
+					if err := e.b.produced(int64(len(args[0].AsString()))); err != nil {
+						return Undefined(), err
+					}
+				}
 				list.Append(args[0])
 			}
 			return None(), nil

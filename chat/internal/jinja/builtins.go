@@ -365,6 +365,12 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// indent state in the direct encoder.
 	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
 		n := int(toInt64(indent))
+		if n < 0 || n > 1024 {
+			return Undefined(), fmt.Errorf("tojson: indent %d out of range [0, 1024]", n)
+		}
+		if err := serializable(args[0]); err != nil {
+			return Undefined(), err
+		}
 		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
 		if err != nil {
 			return NewString(""), nil
@@ -377,6 +383,9 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// path. Per-render allocations drop from ~80 (Dict.Set + valueToGo
 	// + reflect) to a handful (one strings.Builder grow + one Marshal
 	// per leaf string for escaping).
+	if err := serializable(args[0]); err != nil {
+		return Undefined(), err
+	}
 	var sb strings.Builder
 	if err := encodeValueJSON(&sb, args[0], itemSeparator, keySeparator); err != nil {
 		return NewString(""), nil
@@ -545,7 +554,13 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 		attr = printValue(a)
 	}
 
+	if err := serializable(args[0]); err != nil {
+		return Undefined(), err
+	}
 	list := args[0].AsList()
+	if err := checkBuilt(int64(len(sep)) * int64(list.Len())); err != nil {
+		return Undefined(), err
+	}
 	parts := make([]string, list.Len())
 	for i, item := range list.Items {
 		if attr != "" && item.IsDict() {
@@ -703,6 +718,9 @@ func filterReverse(args []Value, kwargs map[string]Value) (Value, error) {
 
 	v := args[0]
 	if v.IsString() {
+		if err := checkBuilt(40 * int64(len(v.AsString()))); err != nil {
+			return Undefined(), err
+		}
 		runes := []rune(v.AsString())
 		for i, j := 0, len(runes)-1; i < j; i, j = i+1, j-1 {
 			runes[i], runes[j] = runes[j], runes[i]
@@ -776,6 +794,9 @@ func filterList(args []Value, kwargs map[string]Value) (Value, error) {
 		return v, nil
 	}
 	if v.IsString() {
+		if err := checkBuilt(40 * int64(len(v.AsString()))); err != nil {
+			return Undefined(), err
+		}
 		runes := []rune(v.AsString())
 		items := make([]Value, len(runes))
 		for i, r := range runes {
@@ -829,6 +850,9 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 	}
 	if c, ok := kwargs["count"]; ok {
 		count = int(toInt64(c))
+	}
+	if err := checkBuilt(replacedLen(s, old, newStr, count)); err != nil {
+		return Undefined(), err
 	}
 
 	return NewString(strings.Replace(s, old, newStr, count)), nil
@@ -1081,7 +1105,10 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 		indentFirst = f.IsTruthy()
 	}
 
-	pad := strings.Repeat(" ", width)
+	if err := checkBuilt(int64(len(s)) + int64(width)*int64(strings.Count(s, "\n")+1)); err != nil {
+		return Undefined(), err
+	}
+	pad := strings.Repeat(" ", max(width, 0))
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {
 		if i == 0 && !indentFirst {
