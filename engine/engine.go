@@ -379,6 +379,12 @@ func (e *Engine) Encode(req *Request) ([]int, error) {
 		}
 		return req.PromptIDs, nil
 	}
+	// Refuse, before tokenizing, a prompt too long in bytes for any
+	// tokenization of it to fit the context (tokenizing one 4 MB word costs
+	// seconds and hundreds of MB).
+	if err := e.tok.CheckPromptBytes(req.Prompt, e.ctx); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPromptTooLong, err)
+	}
 	var ids []int
 	if bos, ok := e.tok.BOS(); ok && e.tok.AddBOS() && !req.NoBOS {
 		ids = append(ids, bos)

@@ -136,6 +136,8 @@ type Tokenizer struct {
 	pieceStr []string // (vocab) string(m.piece(id)), so streaming need not allocate
 	pieceOK  []bool   // (vocab) pieceStr[id] is valid UTF-8
 
+	maxTokenBytes int // longest token text or piece, in bytes (promptbound.go)
+
 	eog    []int // sorted, unique
 	eogSet map[int]bool
 	strip  leadingSpacer // nil unless the model drops the dummy-prefix space
@@ -216,6 +218,7 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 		t.pieceStr[id] = string(t.m.piece(id))
 		t.pieceOK[id] = utf8.ValidString(t.pieceStr[id])
 	}
+	t.maxTokenBytes = longestToken(t.vocab.Tokens, t.pieceStr)
 
 	var special, user []int
 	for id, ty := range t.types {
