@@ -946,7 +946,7 @@ func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
 		testName = args[1].AsString()
 	}
 
-	testArgs := args[2:]
+	testArgs := tail(args, 2)
 
 	var items []Value
 	for _, item := range list.Items {
@@ -979,7 +979,7 @@ func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
 		testName = args[1].AsString()
 	}
 
-	testArgs := args[2:]
+	testArgs := tail(args, 2)
 
 	var items []Value
 	for _, item := range list.Items {
@@ -1013,7 +1013,7 @@ func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
 		testName = printValue(args[2])
 	}
 
-	testArgs := args[3:]
+	testArgs := tail(args, 3)
 
 	var items []Value
 	for _, item := range list.Items {
@@ -1054,7 +1054,7 @@ func filterRejectattr(args []Value, kwargs map[string]Value) (Value, error) {
 		testName = printValue(args[2])
 	}
 
-	testArgs := args[3:]
+	testArgs := tail(args, 3)
 
 	var items []Value
 	for _, item := range list.Items {
@@ -1400,4 +1400,13 @@ func printValue(v Value) string {
 		return ""
 	}
 	return ""
+}
+
+// tail is args[i:], or nil when there are fewer than i args (fork fix: a
+// filter called with too few arguments sliced out of range).
+func tail(args []Value, i int) []Value {
+	if len(args) <= i {
+		return nil
+	}
+	return args[i:]
 }
