@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command (README): build pure Go, vet, unit tests, race
-# tests on the concurrent packages, then the shared acceptance checks.
+# tests on the concurrent packages, then the shared acceptance checks. The
+# closing line counts tests ("nanoserve: N passed, N failed"); the lines
+# before it say how many skipped and why, group by group.
 set -euo pipefail
 cd "$(dirname "$0")"
 export GOFLAGS=${GOFLAGS:-}
+skipped_groups=()
 echo "== build (CGO_ENABLED=0)"
 CGO_ENABLED=0 go build ./...
 echo "== vet"
@@ -11,11 +14,15 @@ go vet ./...
 echo "== gofmt"
 test -z "$(gofmt -l . | tee /dev/stderr)"
 echo "== tests"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-go test -count=1 ./... 2>&1 | tee "$log"
-[ "${PIPESTATUS[0]}" -eq 0 ]
-pkgs=$(grep -c '^ok' "$log" || true)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/testsummary" ./internal/testsummary
+set +e
+go test -count=1 -json ./... > "$tmp/log" 2>&1
+"$tmp/testsummary" -counts "$tmp/counts" -skips "$tmp/skips" < "$tmp/log"
+units_rc=$?
+set -e
+read -r passed failed skipped < "$tmp/counts"
 echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
 CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
@@ -24,12 +31,26 @@ if command -v qemu-aarch64 >/dev/null; then
   echo "== arm64 (NEON kernels and the pure-Go paths, under qemu)"
   bash tensor/testdata/arm64.sh
 else
-  echo "== arm64: skipped (no qemu-aarch64; .ci/run installs qemu-user)"
+  echo "== arm64: SKIPPED (no qemu-aarch64; .ci/run installs qemu-user)"
+  skipped_groups+=("arm64 suite (NEON kernels under qemu): no qemu-aarch64 on this machine")
 fi
 if [ -d ../shared/checks ]; then
   echo "== shared acceptance checks"
   python3 ../shared/checks/goldens.py
   python3 ../shared/checks/tokenizers.py
   python3 ../shared/checks/gguf_goldens.py
+else
+  echo "== shared acceptance checks: SKIPPED (no ../shared)"
+  skipped_groups+=("shared acceptance checks (goldens, tokenizers, gguf_goldens): ../shared not found")
 fi
-echo "nanoserve: $pkgs passed, 0 failed"
+echo "== summary"
+echo "tests: $passed passed, $failed failed, $skipped skipped (unit tests; the race, arm64 and shared runs above stop this script on failure)"
+if [ "$skipped" -gt 0 ]; then
+  echo "skipped tests by reason:"
+  cat "$tmp/skips"
+fi
+for g in ${skipped_groups[@]+"${skipped_groups[@]}"}; do
+  echo "skipped group: $g"
+done
+echo "nanoserve: $passed passed, $failed failed"
+exit "$units_rc"
