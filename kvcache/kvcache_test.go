@@ -318,3 +318,57 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 		}
 	}
 }
+
+// Two prompts that share a later block after different first blocks: the
+// shared block's K/V depend on everything before it, so the second prompt
+// must not reuse the first prompt's copy. This guards both halves of the
+// rule: the chained hash covers the parent, and Match checks the stored
+// parent (either alone would let a third prompt, equal to the second, pick
+// up the first prompt's block).
+func TestSharedLaterBlockAfterDifferentPrefix(t *testing.T) {
+	c, _ := New(1, 2, 4, 8) // 8 blocks of 4
+	x, y, z := seqOf(4, 1), seqOf(4, 2), seqOf(4, 3)
+	xy := slices.Concat(x, y, []int{7})
+	zy := slices.Concat(z, y, []int{7})
+	run := func(prompt []int) *Seq {
+		s := new(Seq)
+		got := c.Match(s, prompt, len(prompt)-1)
+		if err := c.Reserve(s, len(prompt)-got); err != nil {
+			t.Fatal(err)
+		}
+		s.Len = len(prompt)
+		fill(c, s, prompt, got)
+		return s
+	}
+	a := run(xy)
+	b := run(zy)
+	if b.Blocks[1] == a.Blocks[1] {
+		t.Fatalf("zy reused xy's second block %d", a.Blocks[1])
+	}
+	aBlocks, bBlocks := slices.Clone(a.Blocks[:2]), slices.Clone(b.Blocks[:2])
+	c.Release(a)
+	c.Release(b)
+	var d Seq
+	if got := c.Match(&d, zy, len(zy)-1); got != 8 {
+		t.Fatalf("zy again reused %d positions, want 8 (both of its own blocks)", got)
+	}
+	if !slices.Equal(d.Blocks, bBlocks) {
+		t.Fatalf("zy again matched blocks %v, want zy's own %v (xy's were %v)", d.Blocks, bBlocks, aBlocks)
+	}
+	// Each position holds the K/V written for zy, not xy's.
+	for p := range 8 {
+		if k, _ := c.Row(0, &d, p); k[0] != float32(zy[p]) {
+			t.Fatalf("position %d holds token %v, want %d", p, k[0], zy[p])
+		}
+	}
+	check(t, c, &d)
+	c.Release(&d)
+
+	// What a 64-bit collision looks like: a block registered under the
+	// right chained hash with another stored parent. Match must refuse it.
+	c.parent[bBlocks[1]] ^= 1
+	var e Seq
+	if got := c.Match(&e, zy, len(zy)-1); got != 4 {
+		t.Fatalf("with a mismatched stored parent zy reused %d positions, want 4", got)
+	}
+}
