@@ -6,6 +6,7 @@ package model
 // forward pass needs. The loaders share the checks of weights.go.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,10 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	}
 	return tokenizer.Load(path)
 }
+
+// ErrVocabMismatch is wrapped when the tokenizer has more tokens than the
+// model has embedding rows.
+var ErrVocabMismatch = errors.New("model: tokenizer larger than the model's vocabulary")
 
 // Options configure Load.
 type Options struct {
@@ -91,6 +96,12 @@ func (m *Model) init() error {
 	}
 	if err := m.w.check(&m.Config); err != nil {
 		return err
+	}
+	// Every id the tokenizer can produce must have an embedding row. The
+	// reverse is normal: Qwen2.5 pads its embedding past the tokenizer.
+	if m.Tokenizer != nil && m.Tokenizer.Size() > m.Vocab {
+		return fmt.Errorf("%w: the tokenizer has %d tokens but the model's embedding has %d rows (ids %d..%d would be out of range); is this the model's own tokenizer?",
+			ErrVocabMismatch, m.Tokenizer.Size(), m.Vocab, m.Vocab, m.Tokenizer.Size()-1)
 	}
 	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
