@@ -85,6 +85,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"nanoserve/chat/internal/jinja"
 )
@@ -207,6 +208,27 @@ func Parse(src string) (*Template, error) {
 		return nil, fmt.Errorf("chat: parse template: %w", err)
 	}
 	return &Template{t: t}, nil
+}
+
+// ErrNotTemplate is wrapped by CheckSource when a file's content cannot be
+// a chat template.
+var ErrNotTemplate = errors.New("chat: not a chat template")
+
+// CheckSource tells, by content, whether src can be a Jinja chat template: it
+// must be UTF-8 text without NUL bytes and hold at least one tag ({{ }} or
+// {% %}), since a template without tags renders the same text whatever the
+// conversation. A random or binary file passed as a template fails here with
+// an error saying what it is not, instead of being rendered literally.
+func CheckSource(src string) error {
+	switch {
+	case strings.IndexByte(src, 0) >= 0:
+		return fmt.Errorf("%w: it holds NUL bytes (a binary file?), not Jinja text", ErrNotTemplate)
+	case !utf8.ValidString(src):
+		return fmt.Errorf("%w: it is not UTF-8 text", ErrNotTemplate)
+	case !strings.Contains(src, "{{") && !strings.Contains(src, "{%"):
+		return fmt.Errorf("%w: it holds no Jinja tags ({{ ... }} or {%% ... %%}), so it would render the same text for every conversation", ErrNotTemplate)
+	}
+	return nil
 }
 
 // normalizeNewlines applies two Jinja2 lexer defaults the engine lacks:

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -23,6 +25,11 @@ import (
 func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if isGGUF(path) {
 		return loadGGUFTokenizer(path)
+	}
+	if hasExt(path, ".gguf") {
+		if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+			return nil, notGGUF(path)
+		}
 	}
 	return tokenizer.Load(path)
 }
@@ -49,10 +56,17 @@ func Load(path string, opts Options) (*Model, error) {
 	switch {
 	case fi.IsDir():
 		m, err = loadHF(path)
+	case fi.Size() == 0:
+		err = fmt.Errorf("model: %s is empty (0 bytes): not a GGUF file, a llama2.c checkpoint or a Hugging Face directory", path)
 	case isGGUF(path):
 		m, err = loadGGUF(path)
+	case hasExt(path, ".gguf"):
+		err = notGGUF(path)
 	default:
 		m, err = loadLlama2c(path)
+		if err != nil {
+			err = fmt.Errorf("%w; %s is not a GGUF file (no GGUF magic) nor a Hugging Face directory, so it was read as a llama2.c checkpoint", err, baseName(path))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -75,6 +89,24 @@ func Load(path string, opts Options) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+func hasExt(path, ext string) bool { return strings.EqualFold(filepath.Ext(path), ext) }
+
+// notGGUF is the error for a file named .gguf without the GGUF magic: it
+// says what the file starts with instead of guessing another format.
+func notGGUF(path string) error {
+	head := make([]byte, 8)
+	f, err := os.Open(path)
+	if err == nil {
+		n, _ := io.ReadFull(f, head)
+		head = head[:n]
+		f.Close()
+	}
+	if len(head) == 0 {
+		return fmt.Errorf("model: %s is empty: not a GGUF file", path)
+	}
+	return fmt.Errorf("model: %s is named .gguf but is not a GGUF file: it starts with %q, not the magic \"GGUF\"", path, head)
 }
 
 // isGGUF reports whether the file at path starts with the GGUF magic.

@@ -24,6 +24,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,6 +147,20 @@ func loadChatTemplate(path string, m *model.Model, modelPath string) (*chatTempl
 		src = string(b)
 		if strings.TrimSpace(src) == "" {
 			return nil, fmt.Errorf("chat template %s is empty", path)
+		}
+		// By content: a JSON object is a tokenizer_config.json whatever its
+		// name; anything else must be Jinja text.
+		if t := strings.TrimSpace(src); strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "{{") && !strings.HasPrefix(t, "{%") && json.Valid([]byte(t)) {
+			if err := readConfig(path); err != nil {
+				return nil, fmt.Errorf("chat template: %w", err)
+			}
+			if src == "" {
+				return nil, fmt.Errorf("%s holds no chat_template: %w", path, chat.ErrNoTemplate)
+			}
+			break
+		}
+		if err := chat.CheckSource(src); err != nil {
+			return nil, fmt.Errorf("chat template %s: %w", path, err)
 		}
 	default:
 		src = m.Gen.ChatTemplate

@@ -23,3 +23,21 @@ func TestChatRecursiveTemplateIsAnError(t *testing.T) {
 		t.Fatalf("runChat with a recursive template: err = %v, want chat.ErrTemplateLimit", err)
 	}
 }
+
+// Random bytes as --chat-template used to be rendered literally; they are
+// refused at start, saying the file is not a template.
+func TestChatRandomTemplateIsAnError(t *testing.T) {
+	p := chatSharedPath(t, chatQwenGGUF)
+	tmpl := filepath.Join(t.TempDir(), "random.jinja")
+	b := make([]byte, 2048)
+	for i := range b {
+		b[i] = byte(i*7919 + i/3)
+	}
+	if err := os.WriteFile(tmpl, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := runChat([]string{"--model", p, "--threads", "1", "--chat-template", tmpl})
+	if !errors.Is(err, chat.ErrNotTemplate) {
+		t.Fatalf("runChat with random bytes as the template: err = %v, want chat.ErrNotTemplate", err)
+	}
+}
