@@ -45,6 +45,14 @@ func readLcppGolden(t *testing.T, path string) *lcppGolden {
 // requires our argmax to equal llama.cpp's choice at every step.
 func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, greedy bool) {
 	t.Helper()
+	checkLcppGoldenChunked(t, m, g, tol, tok, greedy, 0)
+}
+
+// checkLcppGoldenChunked is checkLcppGolden feeding the tokens chunk at a
+// time through the cache (0: one prefill; 1: the decode path, one token per
+// Forward, as generation runs).
+func checkLcppGoldenChunked(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, greedy bool, chunk int) {
+	t.Helper()
 	worst := 0.0
 	for k, p := range g.Prompts {
 		if tok && m.Tokenizer != nil {
@@ -57,7 +65,7 @@ func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, gr
 			}
 		}
 		toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
-		logits := runSeq(t, m, toks, 0)
+		logits := runSeq(t, m, toks, chunk)
 		P := len(p.PromptIDs)
 		for j, s := range p.Steps {
 			lg := logits[(P-1+j)*m.Vocab : (P+j)*m.Vocab]
@@ -148,6 +156,27 @@ func TestGGUFQuantized(t *testing.T) {
 			// Quantized greedy ids may diverge where gaps are small; every
 			// step's log-probabilities must stay within the bound.
 			checkLcppGolden(t, m, g, tc.tol, true, false)
+		})
+	}
+}
+
+// TestGGUFQuantizedDecode checks the quantized decode kernels against
+// llama.cpp at model level: the golden tokens go through Forward one at a
+// time (the single-token kernels generation uses, which a one-prefill
+// comparison never runs), and every step's top-10 log-probabilities must be
+// within the same bounds as TestGGUFQuantized.
+func TestGGUFQuantizedDecode(t *testing.T) {
+	for _, tc := range []struct {
+		model, quant string
+		tol          float64
+	}{
+		{"llama_gqa", "Q8_0", 0.5}, {"llama_gqa", "Q4_K_M", 0.5}, {"llama_gqa", "Q4_K_S", 0.5},
+		{"llama_k", "Q4_K_M", 1.0}, {"llama_k", "Q4_K_S", 1.0},
+	} {
+		t.Run(tc.model+"-"+tc.quant, func(t *testing.T) {
+			g := readLcppGolden(t, testshared.Path(t, "testdata/gguf/"+tc.model+"/"+tc.model+"-"+tc.quant+".json"))
+			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+tc.model+"/"+g.GGUFFile), Options{Threads: 2})
+			checkLcppGoldenChunked(t, m, g, tc.tol, false, false, 1)
 		})
 	}
 }
