@@ -8,7 +8,11 @@
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
-//	GET  /health               200 {"status":"ok"}; 503 while draining for shutdown
+//	GET  /health               liveness: 200 {"status":"ok"} (or "draining") while the process
+//	                           answers and the engine's scheduler loop beats; 503 when the loop
+//	                           stopped or hung (no heartbeat for Options.HealthStall)
+//	GET  /ready                readiness: 200 when the model is loaded, the engine's queue has
+//	                           room and the server is not draining; 503 saying which is not
 //	GET  /metrics              Prometheus text format: requests by endpoint and status,
 //	                           prompt/generated token counters, time-to-first-token and
 //	                           per-output-token histograms, in-flight gauges, engine stats
@@ -33,6 +37,16 @@
 // removed token included, and the healed token is a completion token. See
 // the engine package's "Token healing".
 //
+// Special-token text in a completions string prompt ("<|im_end|>", "</s>")
+// is parsed as that special token by default, as vLLM and llama-server do;
+// "parse_special": false (a nanoserve extension) keeps it plain text. Chat
+// message content is always plain text: only the template's own markup is
+// special, so a user cannot forge a turn.
+//
+// Every response carries X-Request-Id: the client's (1-128 visible ASCII
+// characters) or a new one; each log line about the request has it as
+// request_id. CORS is off unless Options.CORSOrigins lists origins.
+//
 // Streaming (stream: true) uses server-sent events: each event is one line
 // "data: " + a JSON chunk, followed by a blank line, flushed as soon as the
 // engine yields text; the stream ends with "data: [DONE]". Completion chunks
@@ -49,18 +63,23 @@
 // 400 for invalid JSON, a field of the wrong type or value (param names it)
 // and a prompt longer than the context (code context_length_exceeded, with
 // both token counts); 401 for a missing or wrong API key; 404 for an
-// unknown model or path; 405 (with Allow) for a wrong method; 413 for a
-// body over the size limit; 429 with Retry-After when the engine's queue
-// (engine.ErrOverloaded) or the server's own MaxPending cap is full; 503
-// when the engine is closed; 500 when a handler panics (the panic is logged
-// and the server keeps serving). A max_tokens beyond the context is not an
+// unknown model or path; 405 (with Allow) for a wrong method; 408 for a
+// body that did not arrive within the body timeout (the connection is then
+// closed); 413 for a body over the size limit; 415 for a body that is not
+// JSON sent with another Content-Type (a form); 429 with Retry-After when
+// the engine's queue (engine.ErrOverloaded) or the server's own MaxPending
+// cap is full; 503 when the engine is closed or the shutdown drain timeout
+// cut the request; 504 past the per-request deadline; 500 when a handler
+// panics (the panic is logged and the server keeps serving). A stream the
+// server cuts (drain timeout, deadline) ends with an error event and
+// [DONE]. A max_tokens beyond the context is not an
 // error: generation ends at the context with finish_reason "length".
 //
 // A client that disconnects cancels its generation (the request context
 // reaches the engine; a failed write also breaks the token loop). Serve
 // shuts down gracefully: it stops accepting connections, lets in-flight
 // requests (streams included) finish within a drain timeout, then cancels
-// the rest.
+// the rest, each with its final error.
 package server
 
 import (
@@ -153,9 +172,13 @@ type Server struct {
 	inFlight atomic.Int64 // requests being served
 	mux      map[string]route
 
-	readHeaderTimeout, bodyTimeout, idleTimeout, reqTimeout, healthStall time.Duration
-	cors []string
-	now  func() time.Time // the clock /health compares the engine's heartbeat with
+	readHeaderTimeout time.Duration
+	bodyTimeout       time.Duration
+	idleTimeout       time.Duration
+	reqTimeout        time.Duration // 0: none
+	healthStall       time.Duration
+	cors              []string         // allowed origins; nil: CORS off
+	now               func() time.Time // the clock /health compares the engine's heartbeat with
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields.
