@@ -61,7 +61,7 @@ type testServer struct {
 	url string
 }
 
-func newTestServer(t *testing.T, mod func(*Options)) *testServer {
+func newTestServer(t testing.TB, mod func(*Options)) *testServer {
 	t.Helper()
 	eng := sharedEngine(t)
 	tmpl, err := chat.Parse(testTemplate)
