@@ -197,11 +197,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		return
 	}
 	if n, ctx := len(ids), s.eng.CtxSize(); n > ctx {
-		param := "prompt"
+		param, what := "prompt", "the prompt has"
 		if j.chat {
-			param = "messages"
+			param, what = "messages", "the messages (as the chat template renders them) have"
 		}
-		e := badRequest(param, "this model's maximum context length is %d tokens, but the prompt has %d tokens; shorten it by %d tokens", ctx, n, n-ctx)
+		e := badRequest(param, "this model's maximum context length is %d tokens, but %s %d tokens; shorten it by %d tokens", ctx, what, n, n-ctx)
 		e.Code = strp("context_length_exceeded")
 		writeError(w, e)
 		return
