@@ -137,3 +137,37 @@ func TestVersion(t *testing.T) {
 		t.Error("no version command")
 	}
 }
+
+// TestPolicyFlagValidation: generate's and chat's sampling flags below
+// their "off" value are refused, naming the flag.
+func TestPolicyFlagValidation(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--logprobs", "-7"}, "--logprobs -7"},
+		{[]string{"--seed", "-5"}, "--seed -5"},
+		{[]string{"--max-tokens", "-5"}, "max_tokens"},
+		{[]string{"--top-k", "-3"}, "top_k"},
+	} {
+		fs := newFlags("generate")
+		var pf policyFlags
+		pf.register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pf.policy(fs, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestBenchFlagValidation: bench refuses counts below 1 before any work.
+func TestBenchFlagValidation(t *testing.T) {
+	for _, c := range [][]string{{"-r", "0"}, {"--threads", "-2"}, {"--batch", "0"}, {"--sweep-n", "0"}, {"--bw-mib", "-1"}} {
+		err := runBench(append([]string{"--synthetic", "no-such-shape"}, c...))
+		if err == nil || !strings.Contains(err.Error(), c[0]+" "+c[1]) {
+			t.Errorf("bench %v: err %v", c, err)
+		}
+	}
+}
