@@ -443,8 +443,7 @@ func (o *responder) whole(res *engine.Result) {
 }
 
 // finishReason maps the engine's reason to OpenAI's: stop or length (a
-// cancelled generation that still answers — server shutdown — reports
-// "stop" for the text it has).
+// generation the server cut answers with an error instead, see cutError).
 func finishReason(res *engine.Result) string {
 	if res.FinishReason == engine.FinishLength {
 		return "length"
