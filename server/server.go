@@ -147,7 +147,8 @@ type Options struct {
 	IdleTimeout       time.Duration
 	RequestTimeout    time.Duration
 	// HealthStall: /health answers 503 when the engine's scheduler loop
-	// has not beaten (stepping or idle) for this long (≤ 0: 2 minutes).
+	// has not beaten (stepping or idle) for this long (≤ 0: 5 minutes,
+	// longer than one 512-token step of a 7B model on two cores).
 	HealthStall time.Duration
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
@@ -214,7 +215,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		bodyTimeout:       orDefault(opts.BodyTimeout, time.Minute),
 		idleTimeout:       orDefault(opts.IdleTimeout, 2*time.Minute),
 		reqTimeout:        max(opts.RequestTimeout, 0),
-		healthStall:       orDefault(opts.HealthStall, 2*time.Minute),
+		healthStall:       orDefault(opts.HealthStall, 5*time.Minute),
 		cors:              opts.CORSOrigins,
 		now:               time.Now,
 	}

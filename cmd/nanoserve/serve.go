@@ -46,7 +46,7 @@ func runServe(args []string) error {
 	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time a client has to send a request's body (then 408)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
 	reqTimeout := fs.Duration("request-timeout", 10*time.Minute, "most time one generation request may take, arrival to last token (0: no limit)")
-	healthStall := fs.Duration("health-stall", 2*time.Minute, "/health answers 503 when the engine loop has not stepped for this long")
+	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
 	var cors stringList
 	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off)")
 	fs.Usage = func() {
