@@ -1,6 +1,6 @@
 // Command badinput is nanoserve's black-box bad-input check: it starts a
 // real `nanoserve serve` on loopback (the built-in model unless --model),
-// sends it well over a hundred malformed, mistyped, out-of-range and
+// sends it well over a hundred (182) malformed, mistyped, out-of-range and
 // protocol-level broken requests, and checks every answer:
 //
 //   - no 5xx, and the server process never dies (it still answers /health
@@ -50,6 +50,7 @@ type tcase struct {
 	status int    // exact status wanted (0: any 4xx)
 	param  string // the field the error must name in param ("" : no field)
 	msg    string // a keyword the message must contain (case-insensitive)
+	closed bool   // raw: the server must close the connection (within the read timeouts) without an answer
 }
 
 const apiKey = "badinput-key"
@@ -232,6 +233,9 @@ func cases() []tcase {
 	hdr := "Host: x\r\nAuthorization: Bearer " + apiKey + "\r\nContent-Type: application/json\r\n"
 	add(tcase{name: "raw: stalled body (Content-Length 1000, 10 bytes, silence)", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr +
 		"Content-Length: 1000\r\n\r\n{\"prompt\":", status: 408, msg: "did not arrive"})
+	add(tcase{name: "raw: stalled chunked body (one chunk, then silence)", raw: "POST /v1/chat/completions HTTP/1.1\r\n" + hdr +
+		"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"mes\r\n", status: 408, msg: "did not arrive"})
+	add(tcase{name: "raw: headers never finished (closed after --read-header-timeout)", raw: "POST /v1/completions HTTP/1.1\r\nHost: x\r\n", closed: true})
 	add(tcase{name: "raw: malformed request line", raw: "GARBAGE\r\n\r\n", status: 400}) // net/http answers these before any handler: "400 Bad Request", no reason
 	add(tcase{name: "raw: bad Content-Length", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr + "Content-Length: -5\r\n\r\n", status: 400})
 	add(tcase{name: "raw: two Content-Lengths", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello", status: 400})
@@ -275,7 +279,7 @@ func run(bin, modelPath string, verbose bool) error {
 		return err
 	}
 	args := []string{"serve", "--port", strconv.Itoa(port), "--api-key", apiKey, "--chat-template", tmpl,
-		"--max-body", "65536", "--body-timeout", "2s", "--threads", "1"}
+		"--max-body", "65536", "--body-timeout", "2s", "--read-header-timeout", "2s", "--threads", "1"}
 	if modelPath != "" {
 		args = append(args, "--model", modelPath)
 	}
@@ -366,6 +370,12 @@ func check(base string, c tcase) (int, []string) {
 		status, body, err = sendRaw(strings.TrimPrefix(base, "http://"), c.raw)
 	} else {
 		status, body, err = send(base, c)
+	}
+	if c.closed {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return 0, nil
+		}
+		return status, []string{fmt.Sprintf("want the connection closed, got status %d, err %v", status, err)}
 	}
 	if err != nil {
 		return 0, []string{"no answer: " + err.Error()}
