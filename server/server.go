@@ -305,7 +305,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.m.request(endpoint, sw.statusCode())
-		log.Info("request", "method", r.Method, "path", path, "status", sw.statusCode(),
+		level := slog.LevelInfo
+		if endpoint == "health" || endpoint == "ready" || endpoint == "metrics" {
+			level = slog.LevelDebug // probes and scrapes every few seconds
+		}
+		log.Log(r.Context(), level, "request", "method", r.Method, "path", path, "status", sw.statusCode(),
 			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
 	}()
 
