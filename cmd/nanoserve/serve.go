@@ -122,6 +122,10 @@ func runServe(args []string) error {
 		}
 	case errors.Is(err, chat.ErrNoTemplate) && *tmplPath == "":
 		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
+	case errors.Is(err, chat.ErrTemplateLimit) && *tmplPath == "":
+		// The model's own template nests too deep to compile: serve
+		// completions anyway, as for a model without a template.
+		log.Warn("the model's chat template cannot be used: /v1/chat/completions will answer 400 (pass --chat-template)", "err", err)
 	default:
 		return err
 	}
