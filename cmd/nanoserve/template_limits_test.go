@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"nanoserve/chat"
@@ -39,5 +46,79 @@ func TestChatRandomTemplateIsAnError(t *testing.T) {
 	err := runChat([]string{"--model", p, "--threads", "1", "--chat-template", tmpl})
 	if !errors.Is(err, chat.ErrNotTemplate) {
 		t.Fatalf("runChat with random bytes as the template: err = %v, want chat.ErrNotTemplate", err)
+	}
+}
+
+// TestServeHelperProcess runs `serve` in a child process for the tests below.
+func TestServeHelperProcess(t *testing.T) {
+	args := os.Getenv("NANOSERVE_SERVE_ARGS")
+	if args == "" {
+		t.Skip("helper process for TestServeRecursiveTemplate")
+	}
+	if err := runServe(strings.Split(args, "\x1f")); err != nil {
+		fmt.Fprintf(os.Stderr, "nanoserve serve: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// `serve` with a template that recurses without end used to die with
+// "fatal error: stack overflow" on the first chat request. It starts with a
+// warning, answers that request 400 and keeps serving.
+func TestServeRecursiveTemplate(t *testing.T) {
+	p := chatSharedPath(t, chatQwenGGUF)
+	tmpl := filepath.Join(t.TempDir(), "recursive.jinja")
+	if err := os.WriteFile(tmpl, []byte(`{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelperProcess$")
+	cmd.Env = append(os.Environ(), "NANOSERVE_SERVE_ARGS="+strings.Join([]string{"--model", p, "--threads", "1", "--port", "0", "--chat-template", tmpl}, "\x1f"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	var log strings.Builder
+	url := ""
+	sc := bufio.NewScanner(stderr)
+	for url == "" && sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		if i := strings.Index(line, "url=http://"); i >= 0 {
+			url = strings.Fields(line[i+len("url="):])[0]
+		}
+	}
+	if url == "" {
+		t.Fatalf("serve did not start:\n%s", log.String())
+	}
+	go io.Copy(io.Discard, stderr)
+	if !strings.Contains(log.String(), "chat template fails on a sample conversation") {
+		t.Errorf("no load-time warning about the template in:\n%s", log.String())
+	}
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
+	for range 2 {
+		resp, err := http.Post(url+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("the server went away: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "recursion depth") {
+			t.Fatalf("status %d, body %s; want 400 naming the recursion depth limit", resp.StatusCode, b)
+		}
+	}
+	resp, err := http.Post(url+"/completions", "application/json", strings.NewReader(`{"prompt":"hi","max_tokens":2}`))
+	if err != nil {
+		t.Fatalf("the server went away: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("completions after the bad template: status %d", resp.StatusCode)
 	}
 }
