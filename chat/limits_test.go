@@ -2,6 +2,8 @@ package chat
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -94,5 +96,30 @@ func TestProbe(t *testing.T) {
 	}
 	if err := bad.Probe(Options{}); !errors.Is(err, ErrTemplateLimit) {
 		t.Errorf("Probe(recursive) = %v, want ErrTemplateLimit", err)
+	}
+}
+
+// A request-sized message (4 MiB, the server's body limit) renders through
+// the real templates, and reading it many times costs no allocation budget:
+// only expressions that build values are charged.
+func TestLimitsAllowLargeMessages(t *testing.T) {
+	big := strings.Repeat("word ", 4<<20/5-1) + "end"
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: big}}
+	files, _ := filepath.Glob("testdata/templates/*.jinja")
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Render(string(b), msgs, Options{BOS: "<s>", EOS: "</s>", AddGenerationPrompt: true})
+		if err != nil && !errors.As(err, new(*RaiseError)) {
+			t.Errorf("%s: %v", filepath.Base(p), err)
+		} else if err == nil && !strings.Contains(out, big) {
+			t.Errorf("%s: the message is not in the output", filepath.Base(p))
+		}
+	}
+	src := `{% for m in messages %}{% for i in range(500) %}{% if m.content %}{% endif %}{% endfor %}{{ m.content|length }}{% endfor %}`
+	if _, err := Render(src, msgs, Options{}); err != nil {
+		t.Errorf("reading a 4 MiB content 500 times: %v", err)
 	}
 }

@@ -461,7 +461,12 @@ func (e *evaluator) evalExpr(ex expr) (Value, error) {
 		return Undefined(), err
 	}
 	switch ex.(type) {
-	case *litExpr, *nameExpr:
+	case *binExpr, *unaryExpr, *filterExpr, *callExpr, *listExpr, *sliceExpr:
+		// These build new values: charge them below.
+	default:
+		// Literals, names, attribute and item access, conditions and tests
+		// return values that already exist (a message's content read ten
+		// times is not ten allocations).
 		return e.evalExprKind(ex)
 	}
 	v, err := e.evalExprKind(ex)
