@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 )
 
@@ -101,101 +102,30 @@ func (s *Shape) validate() error {
 // Mix is a weight-type recipe, named like llama.cpp's file types: one type
 // for every matrix (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q6_k), or
 // a K-quant mix (q4_k_s, q4_k_m, q5_k_s, q5_k_m) that, like llama-quantize,
-// gives some tensors more bits. 1-D tensors (norm gains, biases) are always
-// F32.
+// gives some tensors more bits (llamacpp.FileType.TensorType). 1-D tensors
+// (norm gains, biases) are always F32.
 type Mix struct {
-	Name     string
-	Base     tensor.DType
-	FileType uint32 // GGUF general.file_type (llama_ftype)
-	mixed    byte   // 0: uniform; 'S' or 'M': K-quant small/medium
-}
-
-var mixes = []Mix{
-	{"f32", tensor.F32, 0, 0}, {"f16", tensor.F16, 1, 0}, {"bf16", tensor.BF16, 32, 0},
-	{"q8_0", tensor.Q8_0, 7, 0}, {"q4_0", tensor.Q4_0, 2, 0}, {"q4_1", tensor.Q4_1, 3, 0},
-	{"q5_0", tensor.Q5_0, 8, 0}, {"q5_1", tensor.Q5_1, 9, 0}, {"q6_k", tensor.Q6_K, 18, 0},
-	{"q4_k_s", tensor.Q4_K, 14, 'S'}, {"q4_k_m", tensor.Q4_K, 15, 'M'},
-	{"q5_k_s", tensor.Q5_K, 16, 'S'}, {"q5_k_m", tensor.Q5_K, 17, 'M'},
+	llamacpp.FileType // Name, ID (general.file_type), Base
 }
 
 // ParseMix looks up a weight type name (case-insensitive, "-" or "_").
 func ParseMix(name string) (Mix, error) {
-	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
-	for _, m := range mixes {
-		if m.Name == n {
-			if !tensor.Computable(m.Base) || (m.Base != tensor.F32 && m.Base != tensor.F16 && m.Base != tensor.BF16 && !tensor.CanQuantize(m.Base)) {
-				return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", m.Name)
-			}
-			return m, nil
-		}
+	f, ok := llamacpp.ParseFileType(name)
+	if !ok {
+		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(llamacpp.FileTypeNames(), ", "))
 	}
-	var ns []string
-	for _, m := range mixes {
-		ns = append(ns, m.Name)
+	if !tensor.Computable(f.Base) || (f.Quantized() && !tensor.CanQuantize(f.Base)) {
+		return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", f.Name)
 	}
-	return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(ns, ", "))
+	return Mix{f}, nil
 }
 
-// useMoreBits is llama.cpp's rule for which layers of a _M mix get a
-// bigger type: the first and last eighth, and every third one between.
-func useMoreBits(i, n int) bool {
-	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
-}
-
-// TensorType is the type the mix gives a matrix. kind is the llama.cpp
-// tensor name without "blk.N." and ".weight" (token_embd, attn_q, attn_v,
-// attn_qkv, ffn_down, output, …), layer its block (-1 outside blocks),
-// isOutput whether the logits are computed with it (output, or a tied
-// token_embd). Like llama-quantize: quantized mixes store the output
-// matrix as Q6_K (Q8_0 stays Q8_0); _M mixes use Q6_K for attn_v and
-// ffn_down in useMoreBits layers and Q5_K/Q6_K for GPT-2's fused QKV;
-// _S mixes use Q5_K for attn_v of the first four layers (Q4_K_S) and
-// ffn_down of the first eighth. A type whose block does not divide the
-// row length falls back to a legacy type (Q4_K→Q5_0, Q5_K→Q5_1,
-// Q6_K→Q8_0), and to F16 if that does not divide either.
+// TensorType is the type the mix gives a matrix: kind is the llama.cpp
+// tensor name without "blk.N." and ".weight", layer its block (-1 outside
+// blocks), layers the number of blocks, isOutput whether the logits are
+// computed with it.
 func (m Mix) TensorType(kind string, layer, layers, cols int, isOutput bool) tensor.DType {
-	t := m.Base
-	quant := t != tensor.F32 && t != tensor.F16 && t != tensor.BF16
-	switch {
-	case !quant:
-	case isOutput:
-		if t != tensor.Q8_0 {
-			t = tensor.Q6_K
-		}
-	case m.mixed != 0 && kind == "attn_v":
-		if m.mixed == 'M' && useMoreBits(layer, layers) {
-			t = tensor.Q6_K
-		} else if m.Name == "q4_k_s" && layer < 4 {
-			t = tensor.Q5_K
-		}
-	case m.mixed != 0 && kind == "attn_qkv":
-		switch m.Name {
-		case "q4_k_m":
-			t = tensor.Q5_K
-		case "q5_k_m":
-			t = tensor.Q6_K
-		}
-	case m.mixed != 0 && kind == "ffn_down":
-		if m.mixed == 'M' && useMoreBits(layer, layers) {
-			t = tensor.Q6_K
-		} else if m.Name == "q4_k_s" && layer < layers/8 {
-			t = tensor.Q5_K
-		}
-	}
-	if cols%t.BlockSize() != 0 {
-		switch t {
-		case tensor.Q4_K:
-			t = tensor.Q5_0
-		case tensor.Q5_K:
-			t = tensor.Q5_1
-		case tensor.Q6_K:
-			t = tensor.Q8_0
-		}
-		if cols%t.BlockSize() != 0 {
-			t = tensor.F16
-		}
-	}
-	return t
+	return m.FileType.TensorType(llamacpp.TensorKind{Name: kind, Layer: layer, Layers: layers, Cols: cols, Output: isOutput})
 }
 
 // generatorVersion is stored in synthetic files; a cached file written by
@@ -419,7 +349,7 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	}{
 		{"general.architecture", gguf.String(a)},
 		{"general.name", gguf.String("synthetic " + s.Name)},
-		{"general.file_type", gguf.Uint32(mix.FileType)},
+		{"general.file_type", gguf.Uint32(mix.ID)},
 		{"nanoserve.synthetic.shape", gguf.String(s.Name)},
 		{"nanoserve.synthetic.type", gguf.String(mix.Name)},
 		{"nanoserve.synthetic.seed", gguf.Uint64(seed)},

@@ -262,18 +262,6 @@ func TestBadOptions(t *testing.T) {
 }
 
 func TestRecipe(t *testing.T) {
-	// use_more_bits for 2, 3 and 32 layers (llama.cpp).
-	for n, want := range map[int][]int{2: {1}, 3: {2}, 8: {0, 3, 6, 7}} {
-		var got []int
-		for i := range n {
-			if useMoreBits(i, n) {
-				got = append(got, i)
-			}
-		}
-		if !equalInts(got, want) {
-			t.Errorf("useMoreBits(·, %d) = %v, want %v", n, got, want)
-		}
-	}
 	for name, want := range map[string]int{"blk.0.attn_q.weight": 0, "blk.17.ffn_down.weight": 17, "output.weight": -1, "blk.x.a": -1, "blk.3": -1} {
 		if got := layerOf(name); got != want {
 			t.Errorf("layerOf(%q) = %d, want %d", name, got, want)
