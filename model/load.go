@@ -30,6 +30,7 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 type Options struct {
 	Tokenizer string       // tokenizer path (llama2.c tokenizer.bin, tokenizer.model, ...); overrides the model's own
 	Threads   int          // workers for a new pool when Pool is nil (< 1: 1)
+	Context   int          // configured context per sequence (picks LongRoPE factors as llama.cpp's n_ctx_seq does); 0: the trained context length
 	Pool      *tensor.Pool // worker pool to share (one caller at a time: Forward calls on models sharing it must not overlap); nil: a new one with Threads workers
 }
 
@@ -45,7 +46,7 @@ func Load(path string, opts Options) (*Model, error) {
 	case fi.IsDir():
 		m, err = loadHF(path)
 	case isGGUF(path):
-		m, err = loadGGUF(path)
+		m, err = loadGGUF(path, opts.Context)
 	default:
 		m, err = loadLlama2c(path)
 	}
@@ -94,6 +95,9 @@ func (m *Model) init() error {
 	}
 	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
+	if m.RopeThetaSWA > 0 && m.SlidingWindow > 0 {
+		m.invFreqSWA = ropeFreqsBase(&m.Config, m.RopeThetaSWA, nil, RopeScaling{})
+	}
 	// End of generation: the file's own ids (generation_config.json) and
 	// the tokenizer's end-of-generation set, ids within the vocabulary.
 	if m.Tokenizer != nil {

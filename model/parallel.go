@@ -17,6 +17,7 @@ const (
 	jobSwiGLU                // swiglu over elements
 	jobGELU                  // geluTanh over elements
 	jobRope                  // RoPE of q and k, per token
+	jobGeGLU                 // gelu(x)·o over elements
 )
 
 // parJob is one parallel job, a tensor.RangeJob run on the model's pool
@@ -26,9 +27,10 @@ type parJob struct {
 	m    *Model
 	kind jobKind
 
-	b *Batch // jobAttn, jobRope
-	c *kvcache.Cache
-	l int
+	b  *Batch // jobAttn, jobRope
+	c  *kvcache.Cache
+	l  int
+	lw *layerWeights // jobRope
 
 	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o
 }
@@ -48,8 +50,12 @@ func (j *parJob) Range(lo, hi, worker int) {
 		for i, h := range j.x[lo:hi] {
 			j.x[lo+i] = geluTanh(h)
 		}
+	case jobGeGLU:
+		for i, h := range j.x[lo:hi] {
+			j.x[lo+i] = geluTanh(h) * j.o[lo+i]
+		}
 	case jobRope:
-		m.ropeTokens(j.x, j.o, lo, hi)
+		m.ropeTokens(j.lw, j.x, j.o, lo, hi)
 	}
 }
 
@@ -59,7 +65,7 @@ func (m *Model) parallel(kind jobKind, n, chunk int) {
 	j := &m.job
 	j.m, j.kind = m, kind
 	m.pool.For(n, chunk, j)
-	j.b, j.c, j.o, j.x, j.g, j.bias = nil, nil, nil, nil, nil, nil
+	j.b, j.c, j.o, j.x, j.g, j.bias, j.lw = nil, nil, nil, nil, nil, nil, nil
 }
 
 // norm normalises each dim-row of x into o: LayerNorm when a bias is given
