@@ -153,6 +153,23 @@ func (c *Config) Window(l int) int {
 	return 0
 }
 
+// AttentionScale is the factor of q·k before the softmax.
+func (c *Config) AttentionScale() float64 { return c.attnScale() }
+
+// FFNActivation names the feed-forward block: "swiglu", "geglu" (tanh
+// GELU gate), "gelu" (GPT-2's ungated MLP) or "moe-swiglu".
+func (c *Config) FFNActivation() string {
+	switch {
+	case c.Experts > 0:
+		return "moe-swiglu"
+	case c.Arch == ArchGPT2:
+		return "gelu"
+	case c.GELUGate:
+		return "geglu"
+	}
+	return "swiglu"
+}
+
 // attnScale is the factor of q·k before the softmax.
 func (c *Config) attnScale() float64 {
 	if c.AttnScale > 0 {
