@@ -44,7 +44,7 @@ func Load(path string, opts Options) (*Model, error) {
 	var m *Model
 	switch {
 	case fi.IsDir():
-		m, err = loadHF(path)
+		m, err = loadHF(path, opts.Context)
 	case isGGUF(path):
 		m, err = loadGGUF(path, opts.Context)
 	default:

@@ -283,83 +283,10 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		return nil, err
 	}
 
-	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	if err := m.buildWeights(arch, g); err != nil {
+		return nil, err
+	}
 	w := &m.w
-	w.tokEmb = g.mat(llamacpp.TokenEmbd, c.Vocab, dim, true)
-	gpt2 := c.Arch == ArchGPT2
-	if gpt2 {
-		if t, ok := f.Tensor(llamacpp.PositionEmbd); ok {
-			w.posEmb = g.mat(llamacpp.PositionEmbd, t.Rows(), dim, true)
-		} else {
-			g.fail(fmt.Errorf("model: missing tensor %s", llamacpp.PositionEmbd))
-		}
-	}
-	w.layers = make([]layerWeights, c.Layers)
-	for i := range w.layers {
-		l := &w.layers[i]
-		wt := func(name string) string { return llamacpp.Blk(i, name, "weight") }
-		bs := func(name string) string { return llamacpp.Blk(i, name, "bias") }
-		l.attnNorm = g.vec(wt(llamacpp.AttnNorm), dim, true)
-		l.attnNormB = g.vec(bs(llamacpp.AttnNorm), dim, gpt2)
-		if arch.FusedQKV {
-			l.wqkv = g.mat(wt(llamacpp.AttnQKV), qd+2*kvd, dim, true)
-			l.bqkv = g.vec(bs(llamacpp.AttnQKV), qd+2*kvd, false)
-		} else {
-			l.wq = g.mat(wt(llamacpp.AttnQ), qd, dim, true)
-			l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
-			l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
-			l.bq = g.vec(bs(llamacpp.AttnQ), qd, arch.QKVBias)
-			l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
-			l.bv = g.vec(bs(llamacpp.AttnV), kvd, arch.QKVBias)
-		}
-		if arch.QKNorm {
-			l.qNorm = g.vec(wt(llamacpp.AttnQNorm), c.HeadDim, true)
-			l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
-		}
-		l.wo = g.mat(wt(llamacpp.AttnOut), dim, qd, true)
-		l.bo = g.vec(bs(llamacpp.AttnOut), dim, false)
-		l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
-		l.ffnNormB = g.vec(bs(llamacpp.FFNNorm), dim, gpt2)
-		if arch.Gemma {
-			l.attnPostNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true)
-			l.ffnPostNorm = g.vec(wt(llamacpp.FFNPostNorm), dim, true)
-		}
-		switch {
-		case c.Experts > 0:
-			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
-			eh := c.ExpertHiddenDim
-			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
-			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
-			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
-		case arch.FusedGateUp:
-			// ffn_up is (2·hidden, dim): rows [0, hidden) gate, then up.
-			if gu := g.mat(wt(llamacpp.FFNUp), 2*hid, dim, true); gu != nil {
-				half := len(gu.Data) / 2
-				l.wGate = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[:half:half]}
-				l.wUp = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[half:]}
-			}
-		default:
-			if !gpt2 {
-				l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
-			}
-			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
-			l.bUp = g.vec(bs(llamacpp.FFNUp), hid, false)
-		}
-		if c.Experts == 0 {
-			l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
-			l.bDown = g.vec(bs(llamacpp.FFNDown), dim, false)
-		}
-		if g.err != nil {
-			return nil, g.err
-		}
-	}
-	w.outNorm = g.vec(llamacpp.OutputNorm+".weight", dim, true)
-	w.outNormB = g.vec(llamacpp.OutputNorm+".bias", dim, gpt2)
-	if _, ok := f.Tensor(llamacpp.Output); ok && arch.Name != "gemma2" { // gemma2.cpp always ties
-		w.output = g.mat(llamacpp.Output, c.Vocab, dim, true)
-	} else {
-		w.output, c.Tied = w.tokEmb, true
-	}
 	if c.RopeDim > 0 {
 		w.ropeFreqs = g.vec(llamacpp.RopeFreqs, c.RopeDim/2, false)
 		if w.ropeFreqs != nil {
@@ -526,4 +453,111 @@ func loadGGUFTokenizer(path string) (*tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("model: GGUF tokenizer: %w", err)
 	}
 	return tk, nil
+}
+
+// weightReader yields a model's tensors by llama.cpp name, whatever the
+// file's own naming: ggufLoader reads GGUF files, hfReader maps Hugging
+// Face names and conventions through llamacpp's table. Errors are kept
+// (the first one) and returned by error.
+type weightReader interface {
+	mat(name string, rows, cols int, required bool) *tensor.Mat
+	vec(name string, n int, required bool) []float32
+	experts(name string, experts, rows, cols int) []*tensor.Mat
+	rows(name string) (int, bool) // a present matrix's row count
+	fail(err error)
+	error() error
+}
+
+func (g *ggufLoader) rows(name string) (int, bool) {
+	t, ok := g.f.Tensor(name)
+	if !ok {
+		return 0, false
+	}
+	return t.Rows(), true
+}
+
+func (g *ggufLoader) error() error { return g.err }
+
+// buildWeights reads every weight of the architecture's blocks from r into
+// m.w, by llama.cpp's tensor names and the shapes the Config implies.
+func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
+	c := &m.Config
+	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	w := &m.w
+	w.tokEmb = g.mat(llamacpp.TokenEmbd, c.Vocab, dim, true)
+	gpt2 := c.Arch == ArchGPT2
+	if gpt2 {
+		if rows, ok := g.rows(llamacpp.PositionEmbd); ok {
+			w.posEmb = g.mat(llamacpp.PositionEmbd, rows, dim, true)
+		} else {
+			g.fail(fmt.Errorf("model: missing tensor %s", llamacpp.PositionEmbd))
+		}
+	}
+	w.layers = make([]layerWeights, c.Layers)
+	for i := range w.layers {
+		l := &w.layers[i]
+		wt := func(name string) string { return llamacpp.Blk(i, name, "weight") }
+		bs := func(name string) string { return llamacpp.Blk(i, name, "bias") }
+		l.attnNorm = g.vec(wt(llamacpp.AttnNorm), dim, true)
+		l.attnNormB = g.vec(bs(llamacpp.AttnNorm), dim, gpt2)
+		if arch.FusedQKV {
+			l.wqkv = g.mat(wt(llamacpp.AttnQKV), qd+2*kvd, dim, true)
+			l.bqkv = g.vec(bs(llamacpp.AttnQKV), qd+2*kvd, false)
+		} else {
+			l.wq = g.mat(wt(llamacpp.AttnQ), qd, dim, true)
+			l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
+			l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
+			l.bq = g.vec(bs(llamacpp.AttnQ), qd, arch.QKVBias)
+			l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
+			l.bv = g.vec(bs(llamacpp.AttnV), kvd, arch.QKVBias)
+		}
+		if arch.QKNorm {
+			l.qNorm = g.vec(wt(llamacpp.AttnQNorm), c.HeadDim, true)
+			l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
+		}
+		l.wo = g.mat(wt(llamacpp.AttnOut), dim, qd, true)
+		l.bo = g.vec(bs(llamacpp.AttnOut), dim, false)
+		l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
+		l.ffnNormB = g.vec(bs(llamacpp.FFNNorm), dim, gpt2)
+		if arch.Gemma {
+			l.attnPostNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true)
+			l.ffnPostNorm = g.vec(wt(llamacpp.FFNPostNorm), dim, true)
+		}
+		switch {
+		case c.Experts > 0:
+			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
+			eh := c.ExpertHiddenDim
+			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
+			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
+			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
+		case arch.FusedGateUp:
+			// ffn_up is (2·hidden, dim): rows [0, hidden) gate, then up.
+			if gu := g.mat(wt(llamacpp.FFNUp), 2*hid, dim, true); gu != nil {
+				half := len(gu.Data) / 2
+				l.wGate = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[:half:half]}
+				l.wUp = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[half:]}
+			}
+		default:
+			if !gpt2 {
+				l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
+			}
+			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
+			l.bUp = g.vec(bs(llamacpp.FFNUp), hid, false)
+		}
+		if c.Experts == 0 {
+			l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
+			l.bDown = g.vec(bs(llamacpp.FFNDown), dim, false)
+		}
+		if err := g.error(); err != nil {
+			return err
+		}
+	}
+	w.outNorm = g.vec(llamacpp.OutputNorm+".weight", dim, true)
+	w.outNormB = g.vec(llamacpp.OutputNorm+".bias", dim, gpt2)
+	if _, ok := g.rows(llamacpp.Output); ok && arch.Name != "gemma2" && !c.Tied { // gemma2.cpp always ties
+		w.output = g.mat(llamacpp.Output, c.Vocab, dim, true)
+	} else {
+		w.output, c.Tied = w.tokEmb, true
+	}
+	return g.error()
 }

@@ -1,12 +1,15 @@
 package model
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/hfwrite"
 	"nanoserve/internal/testshared"
 	"nanoserve/tensor"
 )
@@ -15,7 +18,7 @@ import (
 // context of 16384 over an original 4096, rope.scaling.attn_factor and
 // rope_factors_long / rope_factors_short tensors (as convert_hf_to_gguf.py
 // writes Phi-3 "longrope" checkpoints), and returns the path and factors.
-func writeLongRopePhi3(t *testing.T, dir string) (path string, long, short []float32, attn float32) {
+func writeLongRopePhi3(t *testing.T, dir string, attn float32) (path string, long, short []float32) {
 	t.Helper()
 	src, err := gguf.Open(testshared.Path(t, "testdata/gguf-archs/phi3/phi3-F16.gguf"))
 	if err != nil {
@@ -27,7 +30,6 @@ func writeLongRopePhi3(t *testing.T, dir string) (path string, long, short []flo
 		long = append(long, 1+3*float32(i)) // strong stretching of the slow pairs
 		short = append(short, 1+0.25*float32(i))
 	}
-	attn = 1.19
 	w := gguf.NewWriter()
 	for _, kv := range src.KV {
 		if kv.Key == "phi3.context_length" {
@@ -54,7 +56,7 @@ func writeLongRopePhi3(t *testing.T, dir string) (path string, long, short []flo
 	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	return path, long, short, attn
+	return path, long, short
 }
 
 // TestPhi3LongRope: llama.cpp picks rope_factors_long when the context per
@@ -64,7 +66,8 @@ func writeLongRopePhi3(t *testing.T, dir string) (path string, long, short []flo
 // rope.scaling.attn_factor. The cached forward matches ForwardRef with
 // either set, and the set in use changes the logits.
 func TestPhi3LongRope(t *testing.T) {
-	path, long, short, attn := writeLongRopePhi3(t, t.TempDir())
+	attn := float32(1.19)
+	path, long, short := writeLongRopePhi3(t, t.TempDir(), attn)
 	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 11203, 29889}
 	var outs [][]float32
 	for _, tc := range []struct {
@@ -98,5 +101,47 @@ func TestPhi3LongRope(t *testing.T) {
 	}
 	if !slices.Equal(outs[1], outs[2]) {
 		t.Errorf("default context did not pick the long factors")
+	}
+}
+
+// TestPhi3LongRopeHF: a Phi-3 Hugging Face directory whose config.json
+// has rope_scaling {"type": "longrope", long_factor, short_factor} gives
+// the logits of the GGUF file llama.cpp's converter would write from it
+// (rope_factors_long/short tensors, attn_factor √(1 + ln(s)/ln(orig)) for
+// s = 16384/4096), with either set chosen by the configured context.
+func TestPhi3LongRopeHF(t *testing.T) {
+	dir := t.TempDir()
+	attn := float32(math.Sqrt(1 + math.Log(4)/math.Log(4096)))
+	path, long, short := writeLongRopePhi3(t, dir, attn)
+	hf := filepath.Join(dir, "hf")
+	if err := hfwrite.FromGGUF(testshared.Path(t, "testdata/gguf-archs/phi3/phi3-F16.gguf"), hf); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(hf, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["max_position_embeddings"], cfg["original_max_position_embeddings"] = 16384, 4096
+	cfg["rope_scaling"] = map[string]any{"type": "longrope", "long_factor": long, "short_factor": short}
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hf, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916, 432}
+	for _, ctx := range []int{4096, 8192} {
+		mg := mustLoad(t, path, Options{Context: ctx})
+		mh := mustLoad(t, hf, Options{Context: ctx})
+		if math.Abs(mh.RopeAttnFactor-float64(attn)) > 1e-6 {
+			t.Errorf("attn_factor %g, want %g", mh.RopeAttnFactor, attn)
+		}
+		if d, at := maxAbsDiff(runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0)); d > 1e-4 {
+			t.Errorf("context %d (%s vs %s): logits differ by %g at %d", ctx, mg.RopeFactors, mh.RopeFactors, d, at)
+		}
 	}
 }
