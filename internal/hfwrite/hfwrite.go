@@ -281,4 +281,3 @@ func hfName(arch, name string) (string, error) {
 	}
 	return "model.layers." + layer + "." + hf, nil
 }
-
