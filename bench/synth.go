@@ -354,30 +354,19 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 		{"nanoserve.synthetic.type", gguf.String(mix.Name)},
 		{"nanoserve.synthetic.seed", gguf.Uint64(seed)},
 		{"nanoserve.synthetic.version", gguf.Uint32(generatorVersion)},
-		{a + ".context_length", gguf.Uint32(uint32(s.Ctx))},
-		{a + ".embedding_length", gguf.Uint32(uint32(s.Dim))},
-		{a + ".block_count", gguf.Uint32(uint32(s.Layers))},
-		{a + ".feed_forward_length", gguf.Uint32(uint32(s.FFN))},
-		{a + ".attention.head_count", gguf.Uint32(uint32(s.Heads))},
 	}
+	h := llamacpp.HParams{Arch: a, ContextLength: s.Ctx, EmbeddingLength: s.Dim, BlockCount: s.Layers,
+		FeedForwardLength: s.FFN, HeadCount: s.Heads}
 	if a == "gpt2" {
+		h.LayerNormEps = float64(s.NormEps)
+	} else {
+		h.HeadCountKV, h.RMSNormEps, h.RopeFreqBase, h.RopeDim, h.VocabSize = s.KVHeads, float64(s.NormEps), s.RopeTheta, s.headDim(), s.Vocab
+	}
+	for _, kv := range h.KVs() {
 		kvs = append(kvs, struct {
 			k string
 			v gguf.Value
-		}{a + ".attention.layer_norm_epsilon", gguf.Float32(s.NormEps)})
-	} else {
-		for _, kv := range []struct {
-			k string
-			v gguf.Value
-		}{
-			{a + ".attention.head_count_kv", gguf.Uint32(uint32(s.KVHeads))},
-			{a + ".attention.layer_norm_rms_epsilon", gguf.Float32(s.NormEps)},
-			{a + ".rope.freq_base", gguf.Float32(float32(s.RopeTheta))},
-			{a + ".rope.dimension_count", gguf.Uint32(uint32(s.headDim()))},
-			{a + ".vocab_size", gguf.Uint32(uint32(s.Vocab))},
-		} {
-			kvs = append(kvs, kv)
-		}
+		}{kv.Key, kv.Value})
 	}
 	tokens, scores, types := vocabulary(s.Vocab)
 	kvs = append(kvs, []struct {

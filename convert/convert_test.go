@@ -267,19 +267,6 @@ func TestRecipe(t *testing.T) {
 			t.Errorf("layerOf(%q) = %d, want %d", name, got, want)
 		}
 	}
-	for _, c := range []struct{ arch, hf, want string }{
-		{"llama", "model.layers.12.self_attn.k_proj.weight", "blk.12.attn_k.weight"},
-		{"llama", "lm_head.weight", "output.weight"},
-		{"qwen2", "model.layers.0.self_attn.q_proj.bias", "blk.0.attn_q.bias"},
-		{"gpt2", "transformer.h.3.mlp.c_fc.weight", "blk.3.ffn_up.weight"},
-		{"gpt2", "h.0.attn.c_attn.bias", "blk.0.attn_qkv.bias"},
-		{"gpt2", "transformer.wpe.weight", "position_embd.weight"},
-		{"llama", "model.layers.0.self_attn.rotary.weight", ""},
-	} {
-		if got, _ := mapHFName(c.arch, c.hf); got != c.want {
-			t.Errorf("mapHFName(%s, %s) = %q, want %q", c.arch, c.hf, got, c.want)
-		}
-	}
 	// ropeRow is a permutation within each head.
 	for _, hd := range []int{2, 4, 16} {
 		seen := map[int]bool{}

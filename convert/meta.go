@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -75,18 +76,18 @@ func insertAfterArch(kvs []gguf.KV, kv gguf.KV) []gguf.KV {
 	return slices.Insert(kvs, i, kv)
 }
 
-// ggufArch is the llama.cpp architecture name of a model.
+// ggufArch is the llama.cpp architecture name of a model (model's Arch
+// names are llama.cpp's).
 func ggufArch(c *model.Config) (string, error) {
-	switch c.Arch {
-	case model.ArchLlama, model.ArchQwen2, model.ArchGPT2:
+	if _, ok := llamacpp.Archs[c.Arch]; ok {
 		return c.Arch, nil
 	}
 	return "", fmt.Errorf("%w architecture %q", ErrUnsupported, c.Arch)
 }
 
 // modelMeta writes llama.cpp's metadata for a loaded (llama2.c or Hugging
-// Face) model: general.*, the "<arch>." hyperparameters, the tokenizer and
-// the chat template.
+// Face) model: general.*, the "<arch>." hyperparameters (llamacpp.HParams),
+// the tokenizer and the chat template.
 func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV, error) {
 	m := src.m
 	c := &m.Config
@@ -98,49 +99,41 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 	if name == "" {
 		name = src.name
 	}
-	var kvs []gguf.KV
-	add := func(k string, v gguf.Value) { kvs = append(kvs, gguf.KV{Key: k, Value: v}) }
-	u32 := func(k string, v int) { add(arch+"."+k, gguf.Uint32(uint32(v))) }
-	f32 := func(k string, v float64) { add(arch+"."+k, gguf.Float32(float32(v))) }
-
-	add("general.architecture", gguf.String(arch))
-	add("general.type", gguf.String("model"))
-	add("general.name", gguf.String(name))
-	add("general.file_type", gguf.Uint32(p.fileTypeID(types, src.tensors, 0, false)))
-	add("general.quantization_version", gguf.Uint32(quantizationVersion))
-
-	u32("vocab_size", c.Vocab)
-	u32("context_length", c.ContextLen)
-	u32("embedding_length", c.Dim)
-	u32("block_count", c.Layers)
-	u32("feed_forward_length", c.HiddenDim)
-	u32("attention.head_count", c.Heads)
-	u32("attention.head_count_kv", c.KVHeads)
-	if c.HeadDim != c.Dim/c.Heads || c.Dim%c.Heads != 0 {
-		u32("attention.key_length", c.HeadDim)
-		u32("attention.value_length", c.HeadDim)
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String(arch)},
+		{Key: "general.type", Value: gguf.String("model")},
+		{Key: "general.name", Value: gguf.String(name)},
+		{Key: "general.file_type", Value: gguf.Uint32(p.fileTypeID(types, src.tensors, 0, false))},
+		{Key: "general.quantization_version", Value: gguf.Uint32(quantizationVersion)},
+	}
+	h := llamacpp.HParams{Arch: arch, VocabSize: c.Vocab, ContextLength: c.ContextLen, EmbeddingLength: c.Dim,
+		BlockCount: c.Layers, FeedForwardLength: c.HiddenDim, HeadCount: c.Heads, HeadCountKV: c.KVHeads, KeyLength: c.HeadDim,
+		SWALayers: c.SWALayers, RopeFreqBaseSWA: c.RopeThetaSWA, AttnSoftcap: float64(c.AttnSoftcap), FinalSoftcap: float64(c.FinalSoftcap),
+		ExpertCount: c.Experts, ExpertUsedCount: c.ExpertsUsed, RopeAttnFactor: c.RopeAttnFactor}
+	if c.Experts > 0 && c.ExpertHiddenDim != c.HiddenDim {
+		h.ExpertFFLength = c.ExpertHiddenDim
 	}
 	if arch == model.ArchGPT2 {
-		f32("attention.layer_norm_epsilon", float64(c.NormEps))
+		h.LayerNormEps = float64(c.NormEps)
 	} else {
-		f32("attention.layer_norm_rms_epsilon", float64(c.NormEps))
-		f32("rope.freq_base", c.RopeTheta)
+		h.RMSNormEps, h.RopeFreqBase = float64(c.NormEps), c.RopeTheta
 		if arch == model.ArchLlama || c.RopeDim != c.HeadDim {
-			u32("rope.dimension_count", c.RopeDim)
+			h.RopeDim = c.RopeDim
 		}
-		if c.SlidingWindow > 0 {
-			u32("attention.sliding_window", c.SlidingWindow)
-		}
+		h.SlidingWindow = c.SlidingWindow
 		switch s := c.RopeScaling; s.Type {
 		case "":
 		case "linear":
-			add(arch+".rope.scaling.type", gguf.String("linear"))
-			f32("rope.scaling.factor", s.Factor)
+			h.RopeScalingType, h.RopeScalingFactor = "linear", s.Factor
 		case "llama3": // written as the rope_freqs.weight tensor (extraTensors)
 		default:
 			return nil, fmt.Errorf("%w rope scaling %q", ErrUnsupported, s.Type)
 		}
+		if long, _ := m.LongRopeFactors(); long != nil {
+			h.RopeOrigContext = c.RopeScaling.OrigContext // picks the factors (extraTensors)
+		}
 	}
+	kvs = append(kvs, h.KVs()...)
 	tk, err := tokenizerMeta(m)
 	if err != nil {
 		return nil, err
@@ -242,6 +235,14 @@ func extraTensors(src *source) ([]*srcTensor, error) {
 		return nil, nil
 	}
 	c := &src.m.Config
+	if long, short := src.m.LongRopeFactors(); long != nil {
+		// Phi-3 longrope: both factor sets, as conversion/phi.py writes them.
+		n := uint64(len(long))
+		return []*srcTensor{
+			{name: llamacpp.RopeLong, dims: []uint64{n}, typ: tensor.F32, f32: long, layer: -1},
+			{name: llamacpp.RopeShort, dims: []uint64{n}, typ: tensor.F32, f32: short, layer: -1},
+		}, nil
+	}
 	s := c.RopeScaling
 	if s.Type != "llama3" {
 		return nil, nil

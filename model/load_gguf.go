@@ -238,7 +238,12 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		c.RopeAttnFactor = g.float(llamacpp.KeyRopeAttnFactor, 0)
 	}
 	if arch.SWAPattern > 0 && c.SlidingWindow > 0 {
-		c.SWALayers = llamacpp.SWALayers(c.Layers, g.uint(llamacpp.KeySWAPattern, arch.SWAPattern, false))
+		if c.Layers > 1<<16 {
+			return nil, fmt.Errorf("model: block_count %d is too large", c.Layers)
+		}
+		if c.SWALayers, err = llamacpp.ReadSWALayers(f, c.Layers, arch.SWAPattern); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
 		c.RopeThetaSWA = g.float(llamacpp.KeyRopeFreqBaseSWA, 0)
 		if arch.Name == "gemma3" && c.RopeThetaSWA == 0 {
 			c.RopeThetaSWA = 10000 // llama_hparams::rope_freq_base_train_swa's default
@@ -310,6 +315,7 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			w.ropeFreqs = g.vec(name, c.RopeDim/2, false)
 			if w.ropeFreqs != nil {
 				c.RopeFactors = name
+				m.longRope = [2][]float32{g.vec(llamacpp.RopeLong, c.RopeDim/2, true), g.vec(llamacpp.RopeShort, c.RopeDim/2, true)}
 			}
 		}
 	}

@@ -473,6 +473,10 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arc
 		for i, v := range f {
 			m.w.ropeFreqs[i] = float32(v)
 		}
+		for i, v := range rs.LongFactor {
+			m.longRope[0] = append(m.longRope[0], float32(v))
+			m.longRope[1] = append(m.longRope[1], float32(rs.ShortFactor[i]))
+		}
 		c.RopeFactors = "rope_scaling." + name
 		if scale := float64(c.ContextLen) / float64(orig); scale > 1 {
 			c.RopeAttnFactor = math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))

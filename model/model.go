@@ -255,6 +255,7 @@ type Model struct {
 	// invFreqSWA is invFreq of the windowed layers when they have their own
 	// base (RopeThetaSWA); nil otherwise.
 	invFreqSWA []float64
+	longRope   [2][]float32 // (RopeDim/2) LongRoPE factors long, short, when the model has both (Phi-3)
 	closers    []io.Closer
 
 	mu  sync.Mutex // serialises Forward (ws and moe are shared)
@@ -282,6 +283,11 @@ func (m *Model) Close() error {
 	m.closers = nil
 	return first
 }
+
+// LongRopeFactors returns the model's LongRoPE per-pair frequency
+// divisors (llama.cpp's rope_factors_long and rope_factors_short), nil if
+// it has none; the ones in use are Config.RopeFactors.
+func (m *Model) LongRopeFactors() (long, short []float32) { return m.longRope[0], m.longRope[1] }
 
 // layerFreqs returns the RoPE frequencies of layer l.
 func (m *Model) layerFreqs(l int) []float64 {

@@ -1,0 +1,112 @@
+package convert
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"nanoserve/gguf"
+	"nanoserve/internal/hfwrite"
+	"nanoserve/internal/testshared"
+	"nanoserve/llamacpp"
+	"nanoserve/model"
+	"nanoserve/tensor"
+)
+
+var archFixtures = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3"}
+
+func archFixture(t *testing.T, name string) string {
+	return testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-F16.gguf")
+}
+
+// TestArchRoundTrip: each architecture fixture written as a Hugging Face
+// directory (hfwrite) converts back to a GGUF whose logits equal the
+// original GGUF's, with the same hyperparameters; Llama/Mixtral Q/K are
+// permuted again, Gemma norms shifted, experts stacked into 3-D tensors.
+func TestArchRoundTrip(t *testing.T) {
+	for _, name := range archFixtures {
+		t.Run(name, func(t *testing.T) {
+			orig := archFixture(t, name)
+			tmp := t.TempDir()
+			hf := filepath.Join(tmp, "hf")
+			if err := hfwrite.FromGGUF(orig, hf); err != nil {
+				t.Fatal(err)
+			}
+			out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{Tokenizer: orig})
+			mo, mc := mustLoad(t, orig, model.Options{}), mustLoad(t, out, model.Options{})
+			a, b := mo.Config, mc.Config
+			if a.Arch != b.Arch || a.HeadDim != b.HeadDim || a.Experts != b.Experts || a.ExpertsUsed != b.ExpertsUsed || a.ExpertHiddenDim != b.ExpertHiddenDim ||
+				a.SlidingWindow != b.SlidingWindow || !slices.Equal(a.SWALayers, b.SWALayers) || a.RopeThetaSWA != b.RopeThetaSWA ||
+				a.AttnSoftcap != b.AttnSoftcap || a.FinalSoftcap != b.FinalSoftcap || a.RopeNeox != b.RopeNeox || a.RopeDim != b.RopeDim || a.Tied != b.Tied {
+				t.Errorf("configs differ:\n orig %+v\n  out %+v", a, b)
+			}
+			toks := parityTokens(24, 32000)
+			checkClose(t, name, logits(t, mo, toks), logits(t, mc, toks), parityTol)
+			// Same tensor set, each 3-D expert tensor included.
+			fo, err := gguf.Open(orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fo.Close()
+			fc, err := gguf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fc.Close()
+			for _, ti := range fo.Tensors {
+				tc, ok := fc.Tensor(ti.Name)
+				if !ok || !slices.Equal(tc.Dims, ti.Dims) {
+					t.Errorf("tensor %s: %v in the original, %v after the round trip", ti.Name, ti.Dims, tc)
+				}
+			}
+		})
+	}
+}
+
+// TestArchQuantize: --quantize q8_0 quantizes the 3-D expert tensors too
+// (the F32 router stays F32; a row that is not a whole number of blocks
+// falls back to F16, as Phi-3's 80-wide ffn_down does). For qwen3moe the
+// tensors are byte-identical to llama-quantize's Q8_0 file in
+// ../shared, and the HF → GGUF path gives the same file as GGUF → GGUF.
+func TestArchQuantize(t *testing.T) {
+	for _, name := range []string{"qwen3moe", "mixtral", "phi3"} {
+		t.Run(name, func(t *testing.T) {
+			orig := archFixture(t, name)
+			tmp := t.TempDir()
+			out := mustConvert(t, orig, filepath.Join(tmp, "q8.gguf"), Options{Quantize: "q8_0"})
+			f, err := gguf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, ti := range f.Tensors {
+				want := tensor.Q8_0
+				switch {
+				case len(ti.Dims) < 2 || kindOf(ti.Name) == "ffn_gate_inp":
+					want = tensor.F32
+				case ti.Dims[0]%32 != 0:
+					want = tensor.F16
+				}
+				if ti.Type != want {
+					t.Errorf("%s: %s, want %s", ti.Name, ti.Type, want)
+				}
+			}
+			if name == "qwen3moe" {
+				sameTensors(t, testshared.Path(t, "testdata/gguf-archs/qwen3moe/qwen3moe-Q8_0.gguf"), out)
+			}
+			hf := filepath.Join(tmp, "hf")
+			if err := hfwrite.FromGGUF(orig, hf); err != nil {
+				t.Fatal(err)
+			}
+			sameTensors(t, out, mustConvert(t, hf, filepath.Join(tmp, "hf-q8.gguf"), Options{Quantize: "q8_0", Tokenizer: orig}))
+			toks := parityTokens(16, 32000)
+			d := maxAbsDiff(logits(t, mustLoad(t, orig, model.Options{}), toks), logits(t, mustLoad(t, out, model.Options{}), toks))
+			t.Logf("%s q8_0: max |Δ logit| vs F16 = %.3g", name, d)
+		})
+	}
+}
+
+func kindOf(name string) string {
+	k, _ := llamacpp.KindOf(name)
+	return k
+}
