@@ -141,88 +141,34 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 	return append(kvs, tk...), nil
 }
 
-// tokenizerMeta writes the vocabulary as tokenizer.ggml.* keys, padded
-// with "[PADn]" entries up to the model's vocabulary size as llama.cpp's
-// converter does, plus the chat template.
+// tokenizerMeta writes the model's vocabulary as tokenizer.ggml.* keys
+// (llamacpp.VocabKVs: padded to the model's vocabulary size as llama.cpp's
+// converter does), an end-of-generation id the tokenizer would not infer
+// itself as eot_token_id, and the chat template.
 func tokenizerMeta(m *model.Model) ([]gguf.KV, error) {
 	tk := m.Tokenizer
-	v := tk.Vocab()
-	n := len(v.Tokens)
-	size := max(n, m.Config.Vocab)
-	if m.Config.Vocab != 0 && n > m.Config.Vocab {
-		return nil, fmt.Errorf("convert: tokenizer has %d tokens, the model's vocabulary only %d", n, m.Config.Vocab)
+	v := *tk.Vocab() // a copy: Types is replaced below
+	if m.Config.Vocab != 0 && len(v.Tokens) > m.Config.Vocab {
+		return nil, fmt.Errorf("convert: tokenizer has %d tokens, the model's vocabulary only %d", len(v.Tokens), m.Config.Vocab)
 	}
-	tokens := make([]string, size)
-	types := make([]int32, size)
-	var scores []float32
-	if v.Scores != nil || v.Model == "llama" {
-		scores = make([]float32, size)
+	v.Types = make([]tokenizer.TokenType, len(v.Tokens))
+	for id := range v.Types {
+		v.Types[id] = tk.TokenType(id)
 	}
-	for id := range size {
-		if id < n {
-			tokens[id] = v.Tokens[id]
-			types[id] = int32(tk.TokenType(id))
-			if v.Scores != nil {
-				scores[id] = v.Scores[id]
-			}
-			continue
-		}
-		tokens[id] = fmt.Sprintf("[PAD%d]", id)
-		types[id] = int32(tokenizer.TypeUnused)
-		if scores != nil {
-			scores[id] = -1000
-		}
-	}
-	var kvs []gguf.KV
-	add := func(k string, val gguf.Value) { kvs = append(kvs, gguf.KV{Key: "tokenizer." + k, Value: val}) }
-	switch v.Model {
-	case "llama":
-		add("ggml.model", gguf.String("llama"))
-		add("ggml.pre", gguf.String("default"))
-	case "gpt2":
-		add("ggml.model", gguf.String("gpt2"))
-		pre := v.Pre
-		switch pre {
-		case "", "gpt2":
-			pre = "gpt-2"
-		}
-		add("ggml.pre", gguf.String(pre))
-	default:
-		return nil, fmt.Errorf("%w tokenizer model %q", ErrUnsupported, v.Model)
-	}
-	add("ggml.tokens", gguf.NewArray(tokens))
-	if scores != nil {
-		add("ggml.scores", gguf.NewArray(scores))
-	}
-	add("ggml.token_type", gguf.NewArray(types))
-	if len(v.Merges) > 0 {
-		add("ggml.merges", gguf.NewArray(v.Merges))
-	}
-	id := func(k string, o tokenizer.OptID) {
-		if o.OK {
-			add("ggml."+k, gguf.Uint32(uint32(o.ID)))
-		}
-	}
-	id("bos_token_id", v.BOS)
-	id("eos_token_id", v.EOS)
-	id("unknown_token_id", v.UNK)
-	id("padding_token_id", v.PAD)
-	// An end-of-generation id the tokenizer would not infer by itself
-	// (e.g. from generation_config.json) becomes eot_token_id.
+	size := max(len(v.Tokens), m.Config.Vocab)
 	known := tk.EOG()
+	var eot []int
 	for _, e := range m.Gen.EOG {
 		if e >= 0 && e < size && !slices.Contains(known, e) {
-			add("ggml.eot_token_id", gguf.Uint32(uint32(e)))
-			break
+			eot = append(eot, e)
 		}
 	}
-	add("ggml.add_bos_token", gguf.Bool(v.AddBOS))
-	add("ggml.add_eos_token", gguf.Bool(v.AddEOS))
-	if v.Model == "llama" {
-		add("ggml.add_space_prefix", gguf.Bool(v.AddSpacePrefix))
+	kvs, err := llamacpp.VocabKVs(v, size, eot)
+	if err != nil {
+		return nil, fmt.Errorf("%w %w", ErrUnsupported, err)
 	}
 	if m.Gen.ChatTemplate != "" {
-		add("chat_template", gguf.String(m.Gen.ChatTemplate))
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(m.Gen.ChatTemplate)})
 	}
 	return kvs, nil
 }

@@ -11,17 +11,22 @@ import (
 	"os"
 	"slices"
 
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
 
 // LoadTokenizer reads a tokenizer: from a GGUF file's metadata
-// (vocabFromGGUF and tokenizer.FromVocab), anything else with
+// (llamacpp.LoadTokenizer), anything else with
 // tokenizer.Load (tokenizer.json, tokenizer.model, llama2.c tokenizer.bin,
 // GPT-2 vocabulary files, or a directory holding them).
 func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if isGGUF(path) {
-		return loadGGUFTokenizer(path)
+		tk, err := llamacpp.LoadTokenizer(path)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		return tk, nil
 	}
 	return tokenizer.Load(path)
 }

@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"nanoserve/gguf"
 	"nanoserve/llamacpp"
 	"nanoserve/tensor"
-	"nanoserve/tokenizer"
 )
 
 // GGUF files (llama.cpp): hyperparameters under "<arch>.*" metadata keys,
@@ -332,133 +330,14 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	}
 
 	if _, err := f.Strings("tokenizer.ggml.tokens"); err == nil {
-		v, err := vocabFromGGUF(f)
+		tk, err := llamacpp.TokenizerFromGGUF(f)
 		if err != nil {
-			return nil, err
-		}
-		tk, err := tokenizer.FromVocab(v)
-		if err != nil {
-			return nil, fmt.Errorf("model: GGUF tokenizer: %w", err)
+			return nil, fmt.Errorf("model: %w", err)
 		}
 		m.Tokenizer = tk
 	}
 	m.Gen.ChatTemplate, _ = f.String("tokenizer.chat_template")
 	return m, nil
-}
-
-// vocabFromGGUF reads the tokenizer.ggml.* metadata into a Vocab: model,
-// pre-tokenizer, tokens, scores, token types, merges, special token ids,
-// and the add-BOS/EOS/space-prefix flags (with llama.cpp's defaults when
-// absent: SentencePiece models add BOS and a space prefix, byte-level ones
-// neither).
-func vocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
-	var v tokenizer.Vocab
-	var err error
-	fail := func(e error) (tokenizer.Vocab, error) {
-		return tokenizer.Vocab{}, fmt.Errorf("model: GGUF tokenizer: %w", e)
-	}
-	if v.Model, err = f.String("tokenizer.ggml.model"); err != nil {
-		return fail(err)
-	}
-	if v.Tokens, err = f.Strings("tokenizer.ggml.tokens"); err != nil {
-		return fail(err)
-	}
-	n := len(v.Tokens)
-	optional := func(err error) bool { return errors.Is(err, gguf.ErrMissingKey) }
-	if v.Pre, err = f.String("tokenizer.ggml.pre"); err != nil && !optional(err) {
-		return fail(err)
-	}
-	if v.Scores, err = f.Float32s("tokenizer.ggml.scores"); err != nil && !optional(err) {
-		return fail(err)
-	}
-	if v.Scores != nil && len(v.Scores) != n {
-		return fail(fmt.Errorf("%d scores for %d tokens", len(v.Scores), n))
-	}
-	types, err := f.Int32s("tokenizer.ggml.token_type")
-	if err != nil && !optional(err) {
-		return fail(err)
-	}
-	if types != nil {
-		if len(types) != n {
-			return fail(fmt.Errorf("%d token types for %d tokens", len(types), n))
-		}
-		v.Types = make([]tokenizer.TokenType, n)
-		for i, t := range types {
-			v.Types[i] = tokenizer.TokenType(t)
-		}
-	}
-	if v.Merges, err = f.Strings("tokenizer.ggml.merges"); err != nil && !optional(err) {
-		return fail(err)
-	}
-	id := func(key string) (tokenizer.OptID, error) {
-		x, err := f.Uint("tokenizer.ggml." + key)
-		if optional(err) {
-			return tokenizer.OptID{}, nil
-		}
-		if err != nil {
-			return tokenizer.OptID{}, err
-		}
-		if x >= uint64(n) {
-			return tokenizer.OptID{}, fmt.Errorf("tokenizer.ggml.%s %d outside vocabulary of %d", key, x, n)
-		}
-		return tokenizer.Some(int(x)), nil
-	}
-	for key, dst := range map[string]*tokenizer.OptID{"bos_token_id": &v.BOS, "eos_token_id": &v.EOS, "unknown_token_id": &v.UNK, "padding_token_id": &v.PAD} {
-		if *dst, err = id(key); err != nil {
-			return fail(err)
-		}
-	}
-	for _, key := range []string{"eot_token_id", "eom_token_id"} {
-		o, err := id(key)
-		if err != nil {
-			return fail(err)
-		}
-		if o.OK && !slices.Contains(v.EOG, o.ID) {
-			v.EOG = append(v.EOG, o.ID)
-		}
-	}
-	flag := func(key string, def bool) (bool, error) {
-		b, err := f.Bool("tokenizer.ggml." + key)
-		if optional(err) {
-			return def, nil
-		}
-		return b, err
-	}
-	sp := v.Model == "llama"
-	if v.AddBOS, err = flag("add_bos_token", sp); err != nil {
-		return fail(err)
-	}
-	if v.AddEOS, err = flag("add_eos_token", false); err != nil {
-		return fail(err)
-	}
-	if v.AddSpacePrefix, err = flag("add_space_prefix", sp); err != nil {
-		return fail(err)
-	}
-	switch v.Pre {
-	case "llama3", "llama-v3", "llama-bpe":
-		v.IgnoreMerges = true
-	}
-	return v, nil
-}
-
-// loadGGUFTokenizer reads only the tokenizer of a GGUF file.
-func loadGGUFTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	defer f.Close()
-	v, err := vocabFromGGUF(f)
-	if err != nil {
-		return nil, err
-	}
-	// The Vocab's strings live in the metadata, not the mapping, so they
-	// outlive Close.
-	tk, err := tokenizer.FromVocab(v)
-	if err != nil {
-		return nil, fmt.Errorf("model: GGUF tokenizer: %w", err)
-	}
-	return tk, nil
 }
 
 // weightReader yields a model's tensors by llama.cpp name, whatever the

@@ -47,11 +47,6 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 		{"general.architecture", gguf.String("llama")},
 		{"general.name", gguf.String("nanoserve-trained")},
 		{"general.file_type", gguf.Uint32(map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1}[typ])},
-		{"tokenizer.ggml.model", gguf.String(v.Model)},
-		{"tokenizer.ggml.pre", gguf.String(v.Pre)},
-		{"tokenizer.ggml.tokens", gguf.NewArray(v.Tokens)},
-		{"tokenizer.ggml.merges", gguf.NewArray(v.Merges)},
-		{"tokenizer.ggml.add_bos_token", gguf.Bool(false)},
 		{"nanoserve.train.corpus", gguf.String(man.Corpus)},
 		{"nanoserve.train.corpus_sha256", gguf.String(man.CorpusSHA256)},
 		{"nanoserve.train.tokenizer", gguf.String(man.TokenizerDesc)},
@@ -74,28 +69,17 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 			v gguf.Value
 		}{e.Key, e.Value})
 	}
-	types := make([]int32, len(v.Tokens))
-	for i := range types {
-		types[i] = int32(tokenizer.TypeNormal)
-		if v.Types != nil {
-			types[i] = int32(v.Types[i])
-		}
+	vv := v
+	vv.AddBOS = false // the training data has no BOS
+	tks, err := llamacpp.VocabKVs(vv, len(v.Tokens), nil)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
-	kv = append(kv, struct {
-		k string
-		v gguf.Value
-	}{"tokenizer.ggml.token_type", gguf.NewArray(types)})
-	if v.BOS.OK {
+	for _, e := range tks {
 		kv = append(kv, struct {
 			k string
 			v gguf.Value
-		}{"tokenizer.ggml.bos_token_id", gguf.Uint32(uint32(v.BOS.ID))})
-	}
-	if v.EOS.OK {
-		kv = append(kv, struct {
-			k string
-			v gguf.Value
-		}{"tokenizer.ggml.eos_token_id", gguf.Uint32(uint32(v.EOS.ID))})
+		}{e.Key, e.Value})
 	}
 	for _, e := range kv {
 		if err := w.AddKV(e.k, e.v); err != nil {
