@@ -1,11 +1,8 @@
 package llamacpp
 
 import (
-	"bytes"
 	"slices"
 	"testing"
-
-	"nanoserve/gguf"
 )
 
 // TestHParamsKVs: written keys read back (through ReadSWALayers for the
@@ -15,21 +12,7 @@ func TestHParamsKVs(t *testing.T) {
 	h := HParams{Arch: "gemma3", ContextLength: 64, EmbeddingLength: 32, BlockCount: 4, FeedForwardLength: 96, HeadCount: 4,
 		HeadCountKV: 1, KeyLength: 16, RMSNormEps: 1e-6, RopeFreqBase: 1e6, RopeFreqBaseSWA: 25000, SlidingWindow: 8, SWALayers: swa,
 		FinalSoftcap: 30, ExpertCount: 0}
-	w := gguf.NewWriter()
-	w.AddKV("general.architecture", gguf.String("gemma3"))
-	for _, kv := range h.KVs() {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var b bytes.Buffer
-	if _, err := w.WriteTo(&b); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(b.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := parseKVs(t, "gemma3", h.KVs())
 	for k, want := range map[string]float64{KeyRopeFreqBaseSWA: 25000, KeyFinalSoftcap: 30, KeyRopeFreqBase: 1e6} {
 		if v, err := f.ArchFloat(k); err != nil || v != want {
 			t.Errorf("%s = %v %v, want %g", k, v, err, want)

@@ -19,8 +19,27 @@ func TestVocabRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := parseKVs(t, "llama", kvs)
+	got, err := ReadVocab(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Tokens, append(slices.Clone(v.Tokens), "[PAD5]", "[PAD6]")) || got.Types[6] != tokenizer.TypeUnused ||
+		got.Types[1] != tokenizer.TypeControl || got.Scores[4] != -2 || got.Scores[5] != -1000 ||
+		got.BOS != v.BOS || got.EOS != v.EOS || got.UNK != v.UNK || !got.AddBOS || !got.AddSpacePrefix || got.AddEOS || !slices.Equal(got.EOG, []int{4}) {
+		t.Errorf("read back %+v", got)
+	}
+	if _, err := VocabKVs(tokenizer.Vocab{Model: "bert"}, 0, nil); err == nil {
+		t.Error("unknown vocabulary model accepted")
+	}
+}
+
+// parseKVs writes general.architecture and kvs as a GGUF file and parses
+// it back.
+func parseKVs(t *testing.T, arch string, kvs []gguf.KV) *gguf.File {
+	t.Helper()
 	w := gguf.NewWriter()
-	w.AddKV("general.architecture", gguf.String("llama"))
+	w.AddKV("general.architecture", gguf.String(arch))
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			t.Fatal(err)
@@ -34,16 +53,5 @@ func TestVocabRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadVocab(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got.Tokens, append(slices.Clone(v.Tokens), "[PAD5]", "[PAD6]")) || got.Types[6] != tokenizer.TypeUnused ||
-		got.Types[1] != tokenizer.TypeControl || got.Scores[4] != -2 || got.Scores[5] != -1000 ||
-		got.BOS != v.BOS || got.EOS != v.EOS || got.UNK != v.UNK || !got.AddBOS || !got.AddSpacePrefix || got.AddEOS || !slices.Equal(got.EOG, []int{4}) {
-		t.Errorf("read back %+v", got)
-	}
-	if _, err := VocabKVs(tokenizer.Vocab{Model: "bert"}, 0, nil); err == nil {
-		t.Error("unknown vocabulary model accepted")
-	}
+	return f
 }
