@@ -18,7 +18,7 @@ go test -count=1 ./... 2>&1 | tee "$log"
 pkgs=$(grep -c '^ok' "$log" || true)
 echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
-CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
+CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow|TestArchParity/(qwen3moe|gemma3)' ./model/
 CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/ ./server/
 if command -v qemu-aarch64 >/dev/null; then
   echo "== arm64 (NEON kernels and the pure-Go paths, under qemu)"
