@@ -126,7 +126,7 @@ func TestNormalWeights(t *testing.T) {
 // runs a quick benchmark; the JSON has every field, with positive numbers.
 func TestRunTiny(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct{ shape, typ string }{{"tiny", "q8_0"}, {"tiny-gpt2", "f16"}} {
+	for _, c := range []struct{ shape, typ string }{{"tiny", "q8_0"}, {"tiny-gpt2", "f16"}, {"tiny-moe", "q4_k_m"}} {
 		s, mix := mustShape(t, c.shape), mustMix(t, c.typ)
 		p, _, err := SyntheticFile(dir, s, mix, 1, 0)
 		if err != nil {

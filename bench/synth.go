@@ -32,6 +32,10 @@ type Shape struct {
 	Tied      bool    `json:"tied"` // no output.weight: the logits reuse token_embd
 	RopeTheta float64 `json:"rope_theta,omitempty"`
 	NormEps   float32 `json:"norm_eps"`
+	// Mixture of experts (llama architecture, Mixtral-style tensors):
+	// FFN is then each expert's width.
+	Experts     int `json:"experts,omitempty"`
+	ExpertsUsed int `json:"experts_used,omitempty"`
 }
 
 // shapes are the standard shapes --synthetic accepts.
@@ -40,8 +44,15 @@ var shapes = []Shape{
 	{Name: "smollm2-135m", Arch: "llama", Dim: 576, Layers: 30, Heads: 9, KVHeads: 3, FFN: 1536, Vocab: 49152, Ctx: 8192, Tied: true, RopeTheta: 100000, NormEps: 1e-5},
 	{Name: "gpt2-124m", Arch: "gpt2", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 3072, Vocab: 50257, Ctx: 1024, Tied: true, NormEps: 1e-5},
 	{Name: "llama2c-110m", Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 2048, Vocab: 32000, Ctx: 1024, Tied: true, RopeTheta: 10000, NormEps: 1e-5},
+	// OLMoE-1B-7B's expert layout (64 experts, 8 active, as Qwen3-30B-A3B
+	// has 128/8) scaled to fit a small machine: 453M expert parameters, 57M
+	// active; "moe-mini-dense" has the same active parameters in one FFN
+	// (8·384 wide), for decode speed side by side.
+	{Name: "moe-mini", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 384, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5, Experts: 64, ExpertsUsed: 8},
+	{Name: "moe-mini-dense", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 3072, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5},
 	// Test shapes: seconds to write and run.
 	{Name: "tiny", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5},
+	{Name: "tiny-moe", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 64, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5, Experts: 8, ExpertsUsed: 2},
 	{Name: "tiny-gpt2", Arch: "gpt2", Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 256, Vocab: 512, Ctx: 256, Tied: true, NormEps: 1e-5},
 }
 
@@ -142,6 +153,7 @@ type synthTensor struct {
 	rows, cols int    // rows = 1 for vectors
 	fill       string // "normal", "ones" or "zeros"
 	vector     bool
+	experts    int // > 0: a 3-D expert tensor, rows/experts rows per expert
 }
 
 // plan lists the tensors of a shape under a mix, in llama.cpp's order.
@@ -181,6 +193,17 @@ func plan(s Shape, m Mix) []synthTensor {
 		mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
 		mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
 		vec(p+"ffn_norm.weight", dim, "ones")
+		if e := s.Experts; e > 0 {
+			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal"})
+			for _, k := range []struct {
+				kind       string
+				rows, cols int
+			}{{"ffn_gate_exps", hid, dim}, {"ffn_down_exps", dim, hid}, {"ffn_up_exps", hid, dim}} {
+				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
+					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e})
+			}
+			continue
+		}
 		mat(p+"ffn_gate.weight", "ffn_gate", l, hid, dim, false)
 		mat(p+"ffn_down.weight", "ffn_down", l, dim, hid, false)
 		mat(p+"ffn_up.weight", "ffn_up", l, hid, dim, false)
@@ -361,6 +384,7 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 		h.LayerNormEps = float64(s.NormEps)
 	} else {
 		h.HeadCountKV, h.RMSNormEps, h.RopeFreqBase, h.RopeDim, h.VocabSize = s.KVHeads, float64(s.NormEps), s.RopeTheta, s.headDim(), s.Vocab
+		h.ExpertCount, h.ExpertUsedCount = s.Experts, s.ExpertsUsed
 	}
 	for _, kv := range h.KVs() {
 		kvs = append(kvs, struct {
@@ -388,7 +412,10 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	}
 	for _, t := range plan(s, mix) {
 		dims := []uint64{uint64(t.cols)}
-		if !t.vector {
+		switch {
+		case t.experts > 0:
+			dims = append(dims, uint64(t.rows/t.experts), uint64(t.experts))
+		case !t.vector:
 			dims = append(dims, uint64(t.rows))
 		}
 		if err := w.AddTensorFunc(t.name, t.typ, dims, func(out io.Writer) error {

@@ -34,7 +34,10 @@ type moeWork struct {
 	logits []float32 // (n, experts) router logits, then probabilities
 	sel    []int     // (n, used) chosen experts per token, descending probability
 	wt     []float32 // (n, used) their renormalised weights
-	pairs  []int     // (≤ n·used) token·used+slot pairs routed to the current expert
+	pairs  []int     // (n·used) token·used+slot pairs grouped by expert, in batch order within each
+	start  []int     // (experts+1) expert e's pairs are pairs[start[e]:start[e+1]]
+	next   []int     // (experts) fill positions while grouping
+	active []int     // experts with at least one pair, ascending
 	xe     []float32 // (n·used, dim) gathered inputs of one expert's pairs
 	h1, h2 []float32 // (n·used, expert_hidden) gate and up products
 	ye     []float32 // (n·used, dim) one expert's outputs
@@ -54,7 +57,10 @@ func (w *moeWork) grow(n int, c *Config) {
 	w.logits = make([]float32, n*c.Experts)
 	w.sel = make([]int, n*k)
 	w.wt = make([]float32, n*k)
-	w.pairs = make([]int, 0, n*k)
+	w.pairs = make([]int, n*k)
+	w.start = make([]int, c.Experts+1)
+	w.next = make([]int, c.Experts)
+	w.active = make([]int, 0, c.Experts)
 	w.xe = make([]float32, n*k*c.Dim)
 	w.h1 = make([]float32, n*k*c.ExpertHiddenDim)
 	w.h2 = make([]float32, n*k*c.ExpertHiddenDim)
@@ -99,39 +105,48 @@ func topK(sel []int, p []float32) {
 }
 
 // moeFFN replaces ws.xb (n, dim) by layer lw's expert mixture of it.
+//
+// The (token, slot) pairs are grouped by expert (a counting sort that
+// keeps batch order within an expert), each active expert's pairs get a
+// disjoint segment of the scratch rows, and the experts run either whole
+// experts in parallel, one per worker with its products on that worker
+// (few pairs per expert, as in decode: 8 small experts then cost one
+// hand-off instead of 24), or one after another with each product split
+// over the pool (prefill: many rows per expert). A pair's arithmetic is
+// the same either way.
 func (m *Model) moeFFN(lw *layerWeights, n int) {
 	c, ws, w := &m.Config, &m.ws, &m.moe
-	dim, eh, k := c.Dim, c.ExpertHiddenDim, c.ExpertsUsed
+	dim, k := c.Dim, c.ExpertsUsed
 	xb := ws.xb[:n*dim]
 	m.pool.MatMul(w.logits[:n*c.Experts], lw.router, xb, n)
 	w.route(n, c.Experts, k)
 	if w.trace != nil {
 		w.trace(w.sel[:n*k], w.logits[:n*c.Experts])
 	}
+	clear(w.start)
+	for _, e := range w.sel[:n*k] {
+		w.start[e+1]++
+	}
+	w.active = w.active[:0]
 	for e := range c.Experts {
-		w.pairs = w.pairs[:0]
-		for i := range n {
-			for s, se := range w.sel[i*k : (i+1)*k] {
-				if se == e {
-					w.pairs = append(w.pairs, i*k+s)
-				}
-			}
+		if w.start[e+1] > 0 {
+			w.active = append(w.active, e)
 		}
-		r := len(w.pairs)
-		if r == 0 {
-			continue // not read at all
-		}
-		for j, pr := range w.pairs {
-			i := pr / k
-			copy(w.xe[j*dim:(j+1)*dim], xb[i*dim:(i+1)*dim])
-		}
-		h1, h2 := w.h1[:r*eh], w.h2[:r*eh]
-		m.pool.MatMul(h1, lw.expGate[e], w.xe[:r*dim], r)
-		m.pool.MatMul(h2, lw.expUp[e], w.xe[:r*dim], r)
-		m.elementwise(jobSwiGLU, h1, h2)
-		m.pool.MatMul(w.ye[:r*dim], lw.expDown[e], h1, r)
-		for j, pr := range w.pairs {
-			copy(w.out[pr*dim:(pr+1)*dim], w.ye[j*dim:(j+1)*dim])
+		w.start[e+1] += w.start[e]
+	}
+	next := w.next[:c.Experts]
+	copy(next, w.start[:c.Experts])
+	for p, e := range w.sel[:n*k] { // p = token·used + slot, ascending: batch order
+		w.pairs[next[e]] = p
+		next[e]++
+	}
+	if th := m.pool.Threads(); th > 1 && len(w.active) >= th && n*k <= 4*len(w.active) {
+		j := &m.job
+		j.lw = lw
+		m.parallel(jobExperts, len(w.active), 1)
+	} else {
+		for _, e := range w.active {
+			m.runExpert(lw, e, m.pool)
 		}
 	}
 	for i := range n {
@@ -144,5 +159,29 @@ func (m *Model) moeFFN(lw *layerWeights, n int) {
 				x[j] += wt * v
 			}
 		}
+	}
+}
+
+// runExpert computes expert e of layer lw for its pairs (their segment of
+// the scratch rows), its products on pool (nil: the calling goroutine),
+// and writes each pair's output row.
+func (m *Model) runExpert(lw *layerWeights, e int, pool *tensor.Pool) {
+	c, w := &m.Config, &m.moe
+	dim, eh, k := c.Dim, c.ExpertHiddenDim, c.ExpertsUsed
+	lo, hi := w.start[e], w.start[e+1]
+	r := hi - lo
+	xb := m.ws.xb
+	xe, ye := w.xe[lo*dim:hi*dim], w.ye[lo*dim:hi*dim]
+	h1, h2 := w.h1[lo*eh:hi*eh], w.h2[lo*eh:hi*eh]
+	for j, pr := range w.pairs[lo:hi] {
+		i := pr / k
+		copy(xe[j*dim:(j+1)*dim], xb[i*dim:(i+1)*dim])
+	}
+	pool.MatMul(h1, lw.expGate[e], xe, r)
+	pool.MatMul(h2, lw.expUp[e], xe, r)
+	tensor.SwiGLU(h1, h2)
+	pool.MatMul(ye, lw.expDown[e], h1, r)
+	for j, pr := range w.pairs[lo:hi] {
+		copy(w.out[pr*dim:(pr+1)*dim], ye[j*dim:(j+1)*dim])
 	}
 }

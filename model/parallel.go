@@ -12,12 +12,13 @@ import (
 type jobKind int
 
 const (
-	jobAttn   jobKind = iota // attendRange over (token, KV group) tasks
-	jobNorm                  // norm of rows
-	jobSwiGLU                // swiglu over elements
-	jobGELU                  // geluTanh over elements
-	jobRope                  // RoPE of q and k, per token
-	jobGeGLU                 // gelu(x)·o over elements
+	jobAttn    jobKind = iota // attendRange over (token, KV group) tasks
+	jobNorm                   // norm of rows
+	jobSwiGLU                 // swiglu over elements
+	jobGELU                   // geluTanh over elements
+	jobRope                   // RoPE of q and k, per token
+	jobGeGLU                  // gelu(x)·o over elements
+	jobExperts                // mixture of experts: whole experts of m.moe.active
 )
 
 // parJob is one parallel job, a tensor.RangeJob run on the model's pool
@@ -41,6 +42,10 @@ func (j *parJob) Range(lo, hi, worker int) {
 	switch j.kind {
 	case jobAttn:
 		m.attendRange(j.b, j.c, j.l, lo, hi, m.ws.scores[worker])
+	case jobExperts:
+		for _, e := range m.moe.active[lo:hi] {
+			m.runExpert(j.lw, e, nil)
+		}
 	case jobNorm:
 		d := m.Dim
 		m.normRows(j.o[lo*d:hi*d], j.x[lo*d:hi*d], j.g, j.bias)
