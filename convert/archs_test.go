@@ -1,6 +1,10 @@
 package convert
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -109,4 +113,59 @@ func TestArchQuantize(t *testing.T) {
 func kindOf(name string) string {
 	k, _ := llamacpp.KindOf(name)
 	return k
+}
+
+// TestPhi3LongRopeConvert: a Phi-3 Hugging Face directory with longrope
+// rope_scaling converts to a GGUF carrying rope_factors_long/short,
+// rope.scaling.original_context_length and attn_factor (as
+// conversion/phi.py writes them), whose logits equal the directory's with
+// either factor set.
+func TestPhi3LongRopeConvert(t *testing.T) {
+	orig := archFixture(t, "phi3")
+	tmp := t.TempDir()
+	hf := filepath.Join(tmp, "hf")
+	if err := hfwrite.FromGGUF(orig, hf); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(hf, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	long, short := make([]float64, 8), make([]float64, 8)
+	for i := range long {
+		long[i], short[i] = 1+2*float64(i), 1+0.125*float64(i)
+	}
+	cfg["max_position_embeddings"], cfg["original_max_position_embeddings"] = 16384, 4096
+	cfg["rope_scaling"] = map[string]any{"type": "longrope", "long_factor": long, "short_factor": short}
+	raw, _ = json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(hf, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{Tokenizer: orig})
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
+		if _, ok := f.Tensor(n); !ok {
+			t.Errorf("no %s", n)
+		}
+	}
+	if v, err := f.Uint("phi3.rope.scaling.original_context_length"); err != nil || v != 4096 {
+		t.Errorf("original_context_length %d %v", v, err)
+	}
+	f.Close()
+	toks := parityTokens(20, 32000)
+	for _, ctx := range []int{4096, 16384} {
+		mh := mustLoad(t, hf, model.Options{Context: ctx})
+		mg := mustLoad(t, out, model.Options{Context: ctx})
+		if mh.RopeAttnFactor == 0 || math.Abs(mg.RopeAttnFactor-mh.RopeAttnFactor) > 1e-6 {
+			t.Errorf("attn_factor %g after conversion, %g before", mg.RopeAttnFactor, mh.RopeAttnFactor)
+		}
+		checkClose(t, fmt.Sprintf("phi3 longrope ctx %d (%s)", ctx, mg.RopeFactors), logits(t, mh, toks), logits(t, mg, toks), parityTol)
+	}
 }
