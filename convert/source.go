@@ -49,7 +49,7 @@ func openSource(in string, opts Options) (*source, error) {
 	case fi.IsDir():
 		s.format = "hf"
 		err = s.openHF(in, opts)
-	case isGGUF(in):
+	case gguf.IsFile(in):
 		s.format = "gguf"
 		err = s.openGGUF(in, opts)
 	default:
@@ -61,17 +61,6 @@ func openSource(in string, opts Options) (*source, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == gguf.Magic
 }
 
 // loadModel loads the model for its config and tokenizer.

@@ -7,10 +7,10 @@ package model
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
+	"nanoserve/gguf"
 	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -21,7 +21,7 @@ import (
 // tokenizer.Load (tokenizer.json, tokenizer.model, llama2.c tokenizer.bin,
 // GPT-2 vocabulary files, or a directory holding them).
 func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	if isGGUF(path) {
+	if gguf.IsFile(path) {
 		tk, err := llamacpp.LoadTokenizer(path)
 		if err != nil {
 			return nil, fmt.Errorf("model: %w", err)
@@ -50,7 +50,7 @@ func Load(path string, opts Options) (*Model, error) {
 	switch {
 	case fi.IsDir():
 		m, err = loadHF(path, opts.Context)
-	case isGGUF(path):
+	case gguf.IsFile(path):
 		m, err = loadGGUF(path, opts.Context)
 	default:
 		m, err = loadLlama2c(path)
@@ -76,18 +76,6 @@ func Load(path string, opts Options) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// isGGUF reports whether the file at path starts with the GGUF magic.
-func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == "GGUF"
 }
 
 // init validates the config and weights and precomputes RoPE frequencies.
