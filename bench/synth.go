@@ -45,11 +45,12 @@ var shapes = []Shape{
 	{Name: "gpt2-124m", Arch: "gpt2", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 3072, Vocab: 50257, Ctx: 1024, Tied: true, NormEps: 1e-5},
 	{Name: "llama2c-110m", Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 2048, Vocab: 32000, Ctx: 1024, Tied: true, RopeTheta: 10000, NormEps: 1e-5},
 	// OLMoE-1B-7B's expert layout (64 experts, 8 active, as Qwen3-30B-A3B
-	// has 128/8) scaled to fit a small machine: 453M expert parameters, 57M
-	// active; "moe-mini-dense" has the same active parameters in one FFN
-	// (8·384 wide), for decode speed side by side.
-	{Name: "moe-mini", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 384, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5, Experts: 64, ExpertsUsed: 8},
-	{Name: "moe-mini-dense", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 3072, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5},
+	// has 128/8) scaled to fit a small machine: 604M expert parameters, 75M
+	// active (expert width 512, a whole number of K-quant blocks);
+	// "moe-mini-dense" has the same active parameters in one FFN (8·512
+	// wide), for decode speed side by side.
+	{Name: "moe-mini", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 512, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5, Experts: 64, ExpertsUsed: 8},
+	{Name: "moe-mini-dense", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 4096, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5},
 	// Test shapes: seconds to write and run.
 	{Name: "tiny", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5},
 	{Name: "tiny-moe", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 64, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5, Experts: 8, ExpertsUsed: 2},
