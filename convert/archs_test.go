@@ -1,10 +1,8 @@
 package convert
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -127,22 +125,12 @@ func TestPhi3LongRopeConvert(t *testing.T) {
 	if err := hfwrite.FromGGUF(orig, hf); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(hf, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
 	long, short := make([]float64, 8), make([]float64, 8)
 	for i := range long {
 		long[i], short[i] = 1+2*float64(i), 1+0.125*float64(i)
 	}
-	cfg["max_position_embeddings"], cfg["original_max_position_embeddings"] = 16384, 4096
-	cfg["rope_scaling"] = map[string]any{"type": "longrope", "long_factor": long, "short_factor": short}
-	raw, _ = json.Marshal(cfg)
-	if err := os.WriteFile(filepath.Join(hf, "config.json"), raw, 0o644); err != nil {
+	if err := hfwrite.SetConfig(hf, map[string]any{"max_position_embeddings": 16384, "original_max_position_embeddings": 4096,
+		"rope_scaling": map[string]any{"type": "longrope", "long_factor": long, "short_factor": short}}); err != nil {
 		t.Fatal(err)
 	}
 	out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{Tokenizer: orig})

@@ -1,9 +1,7 @@
 package model
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -117,20 +115,8 @@ func TestPhi3LongRopeHF(t *testing.T) {
 	if err := hfwrite.FromGGUF(testshared.Path(t, "testdata/gguf-archs/phi3/phi3-F16.gguf"), hf); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(hf, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["max_position_embeddings"], cfg["original_max_position_embeddings"] = 16384, 4096
-	cfg["rope_scaling"] = map[string]any{"type": "longrope", "long_factor": long, "short_factor": short}
-	if raw, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(hf, "config.json"), raw, 0o644); err != nil {
+	if err := hfwrite.SetConfig(hf, map[string]any{"max_position_embeddings": 16384, "original_max_position_embeddings": 4096,
+		"rope_scaling": map[string]any{"type": "longrope", "long_factor": long, "short_factor": short}}); err != nil {
 		t.Fatal(err)
 	}
 	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916, 432}

@@ -281,3 +281,24 @@ func hfName(arch, name string) (string, error) {
 	}
 	return "model.layers." + layer + "." + hf, nil
 }
+
+// SetConfig merges fields into dir/config.json (e.g. Phi-3's longrope
+// rope_scaling, which has no GGUF tensor to come from).
+func SetConfig(dir string, fields map[string]any) error {
+	p := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fmt.Errorf("hfwrite: %s: %w", p, err)
+	}
+	for k, v := range fields {
+		cfg[k] = v
+	}
+	if raw, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		return err
+	}
+	return os.WriteFile(p, raw, 0o644)
+}
