@@ -25,13 +25,11 @@ set -e
 read -r passed failed skipped < "$tmp/counts"
 echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
-CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
+CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow|TestArchParity/(qwen3moe|gemma3)' ./model/
 CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/ ./server/
 echo "== bad input (internal/badinput against a live nanoserve serve on loopback, the built-in model)"
-bindir=$(mktemp -d)
-trap 'rm -f "$log"; rm -rf "$bindir"' EXIT
-go build -o "$bindir/nanoserve" ./cmd/nanoserve
-go run ./internal/badinput --bin "$bindir/nanoserve"
+go build -o "$tmp/nanoserve" ./cmd/nanoserve
+go run ./internal/badinput --bin "$tmp/nanoserve"
 if command -v qemu-aarch64 >/dev/null; then
   echo "== arm64 (NEON kernels and the pure-Go paths, under qemu)"
   bash tensor/testdata/arm64.sh
@@ -44,12 +42,14 @@ if [ -d ../shared/checks ]; then
   python3 ../shared/checks/goldens.py
   python3 ../shared/checks/tokenizers.py
   python3 ../shared/checks/gguf_goldens.py
+  # The newer architectures (issue 12): every one listed is implemented.
+  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3
 else
   echo "== shared acceptance checks: SKIPPED (no ../shared)"
   skipped_groups+=("shared acceptance checks (goldens, tokenizers, gguf_goldens): ../shared not found")
 fi
 echo "== summary"
-echo "tests: $passed passed, $failed failed, $skipped skipped (unit tests; the race, arm64 and shared runs above stop this script on failure)"
+echo "tests: $passed passed, $failed failed, $skipped skipped (go test; the race, bad-input, arm64 and shared runs above stop this script on failure)"
 if [ "$skipped" -gt 0 ]; then
   echo "skipped tests by reason:"
   cat "$tmp/skips"

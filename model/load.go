@@ -14,17 +14,23 @@ import (
 	"slices"
 	"strings"
 
+	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
 
 // LoadTokenizer reads a tokenizer: from a GGUF file's metadata
-// (vocabFromGGUF and tokenizer.FromVocab), anything else with
+// (llamacpp.LoadTokenizer), anything else with
 // tokenizer.Load (tokenizer.json, tokenizer.model, llama2.c tokenizer.bin,
 // GPT-2 vocabulary files, or a directory holding them).
 func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	if isGGUF(path) {
-		return loadGGUFTokenizer(path)
+	if gguf.IsFile(path) {
+		tk, err := llamacpp.LoadTokenizer(path)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		return tk, nil
 	}
 	if hasExt(path, ".gguf") {
 		if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
@@ -42,6 +48,7 @@ var ErrVocabMismatch = errors.New("model: tokenizer larger than the model's voca
 type Options struct {
 	Tokenizer string       // tokenizer path (llama2.c tokenizer.bin, tokenizer.model, ...); overrides the model's own
 	Threads   int          // workers for a new pool when Pool is nil (< 1: 1)
+	Context   int          // configured context per sequence (picks LongRoPE factors as llama.cpp's n_ctx_seq does); 0: the trained context length
 	Pool      *tensor.Pool // worker pool to share (one caller at a time: Forward calls on models sharing it must not overlap); nil: a new one with Threads workers
 }
 
@@ -55,11 +62,11 @@ func Load(path string, opts Options) (*Model, error) {
 	var m *Model
 	switch {
 	case fi.IsDir():
-		m, err = loadHF(path)
+		m, err = loadHF(path, opts.Context)
 	case fi.Size() == 0:
 		err = fmt.Errorf("model: %s is empty (0 bytes): not a GGUF file, a llama2.c checkpoint or a Hugging Face directory", path)
-	case isGGUF(path):
-		m, err = loadGGUF(path)
+	case gguf.IsFile(path):
+		m, err = loadGGUF(path, opts.Context)
 	case hasExt(path, ".gguf"):
 		err = notGGUF(path)
 	default:
@@ -109,18 +116,6 @@ func notGGUF(path string) error {
 	return fmt.Errorf("model: %s is named .gguf but is not a GGUF file: it starts with %q, not the magic \"GGUF\"", path, head)
 }
 
-// isGGUF reports whether the file at path starts with the GGUF magic.
-func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == "GGUF"
-}
-
 // init validates the config and weights and precomputes RoPE frequencies.
 func (m *Model) init() error {
 	if err := m.Config.validate(); err != nil {
@@ -137,6 +132,9 @@ func (m *Model) init() error {
 	}
 	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
+	if m.RopeThetaSWA > 0 && m.SlidingWindow > 0 {
+		m.invFreqSWA = ropeFreqsBase(&m.Config, m.RopeThetaSWA, nil, RopeScaling{})
+	}
 	// End of generation: the file's own ids (generation_config.json) and
 	// the tokenizer's end-of-generation set, ids within the vocabulary.
 	if m.Tokenizer != nil {
