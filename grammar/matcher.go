@@ -1,0 +1,432 @@
+package grammar
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// inf is the cost of a position that cannot complete.
+const inf = int32(1) << 29
+
+// node is one hash-consed stack frame: the position to match next and the
+// frame to return to. A stack is its top node; equal stacks are the same
+// pointer, so a set of stacks is a set of pointers.
+type node struct {
+	pos    int32 // position; -1 for the accepting (empty) stack
+	parent *node
+	min    int32   // bytes (= tokens, one single-byte token each) to reach acceptance
+	succ   []*node // stacks after matching the top terminal; nil until computed
+	done   bool    // succ computed
+	mask   *nodeMask
+	mark   uint32 // dedup epoch
+}
+
+// nodeMask is the cached, exact mask of one stack: which tokens it allows
+// and, for the budget, how the shortest completion changes per token.
+type nodeMask struct {
+	allowed []uint64  // (vocab bits)
+	heavy   []tokCost // allowed tokens after which the shortest completion grows, by cost descending
+	reduce  []tokCost // allowed tokens after which it shrinks, by cost ascending
+}
+
+type tokCost struct{ id, cost int32 }
+
+type nodeKey struct {
+	pos    int32
+	parent *node
+}
+
+// Constraint is a Grammar compiled against a Vocab, with the caches the
+// masks share. It is safe for concurrent use; Matchers created from it
+// carry the per-request state.
+type Constraint struct {
+	p    *program
+	v    *Vocab
+	rest []int32 // (positions) minimal cost from the position to the end of its alternative
+
+	mu sync.Mutex
+	// mu protects the following fields and every node's succ, done, mask
+	// and mark.
+	nodes     map[nodeKey]*node
+	accept    *node
+	epoch     uint32
+	cached    int // words held by node masks
+	expandVis map[nodeKey]bool
+}
+
+// maxCachedWords bounds the memory of cached node masks (64 MiB).
+const maxCachedWords = 8 << 20
+
+// ErrBudget is wrapped by errors about a max_tokens that cannot fit the
+// shortest valid output.
+var ErrBudget = errors.New("grammar: max_tokens too small")
+
+// Compile builds a Constraint for g over v.
+func Compile(g *Grammar, v *Vocab) (*Constraint, error) {
+	p, err := lower(g)
+	if err != nil {
+		return nil, err
+	}
+	c := &Constraint{p: p, v: v, nodes: map[nodeKey]*node{}}
+	c.costs()
+	c.accept = &node{pos: -1}
+	if c.ruleMin(p.root) >= inf {
+		return nil, fmt.Errorf("grammar: root rule %q has no finite output this vocabulary can spell", p.names[p.root])
+	}
+	return c, nil
+}
+
+// costs computes rest[] by fixed-point iteration: a terminal costs one
+// token if some byte of it is a token alone, a reference the cheapest
+// alternative of its rule.
+func (c *Constraint) costs() {
+	p := c.p
+	c.rest = make([]int32, len(p.pos))
+	for i := range c.rest {
+		c.rest[i] = inf
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := len(p.pos) - 1; i >= 0; i-- {
+			var r int32
+			switch e := p.pos[i]; e.kind {
+			case kEnd:
+				r = 0
+			case kTerm:
+				t := p.terms[e.arg]
+				if t[0]&c.v.single[0]|t[1]&c.v.single[1]|t[2]&c.v.single[2]|t[3]&c.v.single[3] == 0 {
+					r = inf
+				} else {
+					r = sat(1 + c.rest[i+1])
+				}
+			case kRef:
+				r = sat(c.ruleMin(e.arg) + c.rest[i+1])
+			}
+			if r < c.rest[i] {
+				c.rest[i], changed = r, true
+			}
+		}
+	}
+}
+
+func sat(x int32) int32 { return min(x, inf) }
+
+func (c *Constraint) ruleMin(r int32) int32 {
+	m := inf
+	for _, s := range c.p.alts[r] {
+		m = min(m, c.rest[s])
+	}
+	return m
+}
+
+func (c *Constraint) intern(pos int32, parent *node) *node {
+	k := nodeKey{pos, parent}
+	if n, ok := c.nodes[k]; ok {
+		return n
+	}
+	pm := int32(0)
+	if parent != nil {
+		pm = parent.min
+	}
+	n := &node{pos: pos, parent: parent, min: sat(c.rest[pos] + pm)}
+	c.nodes[k] = n
+	return n
+}
+
+// expand appends the stacks reachable from (pos, parent) whose top is a
+// terminal (or the accepting stack), descending into rule references.
+func (c *Constraint) expand(pos int32, parent *node, out []*node) []*node {
+	clear(c.expandVis)
+	if c.expandVis == nil {
+		c.expandVis = map[nodeKey]bool{}
+	}
+	return c.expand1(pos, parent, out)
+}
+
+func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
+	k := nodeKey{pos, parent}
+	if c.expandVis[k] {
+		return out // a nullable cycle adds nothing new
+	}
+	c.expandVis[k] = true
+	e := c.p.pos[pos]
+	switch e.kind {
+	case kEnd:
+		if parent == nil {
+			return addNode(out, c.accept)
+		}
+		return c.expand1(parent.pos, parent.parent, out)
+	case kTerm:
+		if c.rest[pos] >= inf {
+			return out
+		}
+		return addNode(out, c.intern(pos, parent))
+	default:
+		np := parent
+		if c.p.pos[pos+1].kind != kEnd { // not a tail call: push the return frame
+			np = c.intern(pos+1, parent)
+		}
+		for _, s := range c.p.alts[e.arg] {
+			out = c.expand1(s, np, out)
+		}
+		return out
+	}
+}
+
+func addNode(out []*node, n *node) []*node {
+	if slices.Contains(out, n) {
+		return out
+	}
+	return append(out, n)
+}
+
+// successors returns the stacks after n's top terminal matched a byte.
+func (c *Constraint) successors(n *node) []*node {
+	if !n.done {
+		n.succ = c.expand(n.pos+1, n.parent, nil)
+		n.done = true
+	}
+	return n.succ
+}
+
+// step advances the stack set s over byte b into dst (deduplicated).
+func (c *Constraint) step(s []*node, b byte, dst []*node) []*node {
+	c.epoch++
+	for _, n := range s {
+		if n.pos < 0 || !c.p.terms[c.p.pos[n.pos].arg].has(b) {
+			continue
+		}
+		for _, m := range c.successors(n) {
+			if m.mark != c.epoch {
+				m.mark = c.epoch
+				dst = append(dst, m)
+			}
+		}
+	}
+	return dst
+}
+
+// maskOf returns n's cached mask, computing it by walking the token trie
+// with the stack set {n}: a subtree is pruned as soon as no stack
+// survives, and a token is allowed iff a stack survives its last byte.
+func (c *Constraint) maskOf(n *node) *nodeMask {
+	if n.mask != nil {
+		return n.mask
+	}
+	v := c.v
+	m := &nodeMask{allowed: make([]uint64, v.MaskWords())}
+	bufs := make([][]*node, v.maxLen+2)
+	var walk func(t int32, s []*node, depth int)
+	walk = func(t int32, s []*node, depth int) {
+		if depth > 0 {
+			if toks := v.toks[v.tokFirst[t]:v.tokFirst[t+1]]; len(toks) > 0 {
+				cost := inf
+				for _, x := range s {
+					cost = min(cost, x.min)
+				}
+				for _, id := range toks {
+					m.allowed[id>>6] |= 1 << (id & 63)
+					switch {
+					case cost > n.min:
+						m.heavy = append(m.heavy, tokCost{id, cost})
+					case cost < n.min:
+						m.reduce = append(m.reduce, tokCost{id, cost})
+					}
+				}
+			}
+		}
+		for e := v.first[t]; e < v.first[t+1]; e++ {
+			next := c.step(s, v.edgeByte[e], bufs[depth+1][:0])
+			bufs[depth+1] = next
+			if len(next) > 0 {
+				walk(v.edgeTo[e], next, depth+1)
+			}
+		}
+	}
+	walk(0, []*node{n}, 0)
+	slices.SortFunc(m.heavy, func(a, b tokCost) int { return int(b.cost - a.cost) })
+	slices.SortFunc(m.reduce, func(a, b tokCost) int { return int(a.cost - b.cost) })
+	if c.cached > maxCachedWords {
+		for _, x := range c.nodes {
+			x.mask = nil
+		}
+		c.cached = 0
+	}
+	c.cached += len(m.allowed) + len(m.heavy) + len(m.reduce)
+	n.mask = m
+	return m
+}
+
+// Matcher is the per-request automaton state: the set of live stacks and
+// the token budget. Not safe for concurrent use.
+type Matcher struct {
+	c         *Constraint
+	state     []*node
+	maxTokens int // 0: unlimited
+	n         int // tokens accepted
+	ended     bool
+	scratch   []uint64
+}
+
+// NewMatcher starts a match. maxTokens > 0 makes masking budget-aware: it
+// is an error (wrapping ErrBudget) when even the shortest valid output may
+// not fit, and every mask keeps a complete output within reach.
+func (c *Constraint) NewMatcher(maxTokens int) (*Matcher, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var st []*node
+	for _, s := range c.p.alts[c.p.root] {
+		st = c.expand(s, nil, st)
+	}
+	m := &Matcher{c: c, state: st, maxTokens: maxTokens}
+	if need := m.minCost(); maxTokens > 0 && int(need) > maxTokens {
+		return nil, fmt.Errorf("%w: the shortest output this grammar allows may need %d tokens, max_tokens is %d", ErrBudget, need, maxTokens)
+	}
+	return m, nil
+}
+
+// MinTokens is the number of tokens the shortest valid output needs at
+// most (one token per byte where needed): max_tokens below it is refused.
+func (c *Constraint) MinTokens() int { return int(c.ruleMin(c.p.root)) }
+
+func (m *Matcher) minCost() int32 {
+	x := inf
+	for _, n := range m.state {
+		x = min(x, n.min)
+	}
+	return x
+}
+
+// Accepting reports whether the text so far is a complete match.
+func (m *Matcher) Accepting() bool { return slices.Contains(m.state, m.c.accept) }
+
+// Ended reports whether an end-of-generation token was accepted.
+func (m *Matcher) Ended() bool { return m.ended }
+
+// Mask sets in dst (len Vocab.MaskWords) the bits of the tokens allowed
+// next and returns how many there are. End-of-generation ids are allowed
+// only where the grammar accepts; with a budget, a token is allowed only
+// if the shortest completion after it still fits in the tokens left.
+func (m *Matcher) Mask(dst []uint64) int {
+	clear(dst)
+	if m.ended {
+		return 0
+	}
+	c := m.c
+	left := -1 // tokens left after this one; -1 unlimited
+	if m.maxTokens > 0 {
+		left = m.maxTokens - m.n - 1
+		if left < 0 {
+			return 0
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range m.state {
+		if n.pos < 0 {
+			for _, id := range c.v.eog {
+				dst[id>>6] |= 1 << (id & 63)
+			}
+			continue
+		}
+		nm := c.maskOf(n)
+		r := int32(left)
+		switch {
+		case left < 0 || len(nm.heavy) == 0 && r >= n.min || len(nm.heavy) > 0 && r >= nm.heavy[0].cost:
+			orInto(dst, nm.allowed)
+		case r >= n.min:
+			if len(m.scratch) != len(dst) {
+				m.scratch = make([]uint64, len(dst))
+			}
+			copy(m.scratch, nm.allowed)
+			for _, h := range nm.heavy {
+				if h.cost <= r {
+					break
+				}
+				m.scratch[h.id>>6] &^= 1 << (h.id & 63)
+			}
+			orInto(dst, m.scratch)
+		default:
+			for _, h := range nm.reduce {
+				if h.cost > r {
+					break
+				}
+				dst[h.id>>6] |= 1 << (h.id & 63)
+			}
+		}
+	}
+	cnt := 0
+	for _, w := range dst {
+		cnt += bits.OnesCount64(w)
+	}
+	return cnt
+}
+
+func orInto(dst, src []uint64) {
+	for i, w := range src {
+		dst[i] |= w
+	}
+}
+
+// Accept advances the matcher over token id. It fails, leaving the state
+// unchanged, when the grammar does not allow id here.
+func (m *Matcher) Accept(id int) error {
+	c := m.c
+	if id < 0 || id >= c.v.size {
+		return fmt.Errorf("grammar: token %d outside the vocabulary", id)
+	}
+	if m.ended {
+		return errors.New("grammar: token after end of generation")
+	}
+	if slices.Contains(c.v.eog, int32(id)) {
+		if !m.Accepting() {
+			return fmt.Errorf("grammar: end-of-generation token %d before the output is complete", id)
+		}
+		m.ended = true
+		m.n++
+		return nil
+	}
+	t := c.v.tokens[id]
+	if len(t) == 0 {
+		return fmt.Errorf("grammar: token %d spells no text", id)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := slices.Clone(m.state)
+	for _, b := range t {
+		s = c.step(s, b, nil)
+		if len(s) == 0 {
+			return fmt.Errorf("grammar: token %d (%q) is not allowed here", id, t)
+		}
+	}
+	m.state = s
+	m.n++
+	return nil
+}
+
+// AcceptBytes advances over raw text (a forced prefix, tests).
+func (m *Matcher) AcceptBytes(b []byte) error {
+	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := slices.Clone(m.state)
+	for i, x := range b {
+		s = c.step(s, x, nil)
+		if len(s) == 0 {
+			return fmt.Errorf("grammar: byte %d (%q) of the text is not allowed here", i, x)
+		}
+	}
+	m.state = s
+	return nil
+}
+
+// Remaining is the number of tokens left in the budget (-1: unlimited).
+func (m *Matcher) Remaining() int {
+	if m.maxTokens <= 0 {
+		return -1
+	}
+	return m.maxTokens - m.n
+}
