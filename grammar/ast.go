@@ -12,13 +12,16 @@ import (
 type expr interface{ isExpr() }
 
 type (
-	litExpr   struct{ s string }           // literal bytes (UTF-8)
-	classExpr struct{ r []cpRange }        // one code point from sorted, merged ranges
-	byteExpr  struct{ set byteSet }        // one raw byte (lowering only)
-	refExpr   struct{ name string }        // a named rule
-	seqExpr   struct{ items []expr }       // concatenation
-	altExpr   struct{ alts []expr }        // alternation
-	repExpr   struct{ e expr; min, max int } // e{min,max}; max < 0: unbounded
+	litExpr   struct{ s string }     // literal bytes (UTF-8)
+	classExpr struct{ r []cpRange }  // one code point from sorted, merged ranges
+	byteExpr  struct{ set byteSet }  // one raw byte (lowering only)
+	refExpr   struct{ name string }  // a named rule
+	seqExpr   struct{ items []expr } // concatenation
+	altExpr   struct{ alts []expr }  // alternation
+	repExpr   struct {
+		e        expr
+		min, max int
+	} // e{min,max}; max < 0: unbounded
 )
 
 func (litExpr) isExpr()   {}
@@ -29,15 +32,15 @@ func (seqExpr) isExpr()   {}
 func (altExpr) isExpr()   {}
 func (repExpr) isExpr()   {}
 
-func lit(s string) expr       { return litExpr{s} }
-func ref(n string) expr       { return refExpr{n} }
-func seq(items ...expr) expr  { return seqExpr{items} }
-func alt(alts ...expr) expr   { return altExpr{alts} }
-func opt(e expr) expr         { return repExpr{e, 0, 1} }
-func star(e expr) expr        { return repExpr{e, 0, -1} }
-func plus(e expr) expr        { return repExpr{e, 1, -1} }
+func lit(s string) expr         { return litExpr{s} }
+func ref(n string) expr         { return refExpr{n} }
+func seq(items ...expr) expr    { return seqExpr{items} }
+func alt(alts ...expr) expr     { return altExpr{alts} }
+func opt(e expr) expr           { return repExpr{e, 0, 1} }
+func star(e expr) expr          { return repExpr{e, 0, -1} }
+func plus(e expr) expr          { return repExpr{e, 1, -1} }
 func rep(e expr, a, b int) expr { return repExpr{e, a, b} }
-func class(r ...cpRange) expr { return classExpr{normRanges(r)} }
+func class(r ...cpRange) expr   { return classExpr{normRanges(r)} }
 
 // cpRange is an inclusive code point range.
 type cpRange struct{ lo, hi rune }

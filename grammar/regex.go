@@ -28,7 +28,7 @@ func FromRegex(re string) (*Grammar, error) {
 }
 
 type regexAST struct {
-	e                   expr
+	e                      expr
 	anchorStart, anchorEnd bool
 }
 

@@ -1,8 +1,10 @@
 package grammar
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Vocab is a model vocabulary as the grammar sees it: the bytes each token
@@ -16,11 +18,11 @@ type Vocab struct {
 
 	// The token trie, flattened: node i's children are edges[first[i]:first[i+1]]
 	// and the tokens ending there are toks[tokFirst[i]:tokFirst[i+1]].
-	first    []int32 // (nodes+1)
-	edgeByte []byte  // (edges)
-	edgeTo   []int32 // (edges)
-	tokFirst []int32 // (nodes+1)
-	toks     []int32 // (tokens in the trie)
+	first    []int32  // (nodes+1)
+	edgeByte []byte   // (edges)
+	edgeTo   []int32  // (edges)
+	tokFirst []int32  // (nodes+1)
+	toks     []int32  // (tokens in the trie)
 	tokens   [][]byte // (vocab) token bytes, for Accept
 }
 
@@ -47,11 +49,7 @@ func NewVocab(tokens [][]byte, special []bool, eog []int) (*Vocab, error) {
 		}
 		isEOG[id] = true
 	}
-	type tnode struct {
-		kids map[byte]int32
-		toks []int32
-	}
-	nodes := []tnode{{}}
+	var ids []int32
 	for id, t := range tokens {
 		if len(t) == 0 || isEOG[id] || (special != nil && special[id]) {
 			continue
@@ -60,50 +58,53 @@ func NewVocab(tokens [][]byte, special []bool, eog []int) (*Vocab, error) {
 			v.single.add(t[0], t[0])
 		}
 		v.maxLen = max(v.maxLen, len(t))
-		cur := int32(0)
-		for _, b := range t {
-			nx, ok := nodes[cur].kids[b]
-			if !ok {
-				nx = int32(len(nodes))
-				nodes = append(nodes, tnode{})
-				if nodes[cur].kids == nil {
-					nodes[cur].kids = map[byte]int32{}
-				}
-				nodes[cur].kids[b] = nx
-			}
-			cur = nx
-		}
-		nodes[cur].toks = append(nodes[cur].toks, int32(id))
+		ids = append(ids, int32(id))
 	}
-	// Flatten in preorder with children sorted by byte.
-	v.first = make([]int32, 0, len(nodes)+1)
-	v.tokFirst = make([]int32, 0, len(nodes)+1)
-	order := make([]int32, len(nodes)) // old index -> new index
-	var stack []int32
-	stack = append(stack, 0)
-	var seq []int32
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		order[n] = int32(len(seq))
-		seq = append(seq, n)
-		for b := 255; b >= 0; b-- {
-			if k, ok := nodes[n].kids[byte(b)]; ok {
-				stack = append(stack, k)
-			}
+	slices.SortFunc(ids, func(a, b int32) int {
+		if c := bytes.Compare(tokens[a], tokens[b]); c != 0 {
+			return c
 		}
+		return int(a - b)
+	})
+	// Preorder over the sorted ids: a node is a run of ids sharing a prefix
+	// of length d; ids of length d end there, the rest group by byte d.
+	type pending struct {
+		node   int32
+		lo, hi int
+		d      int
 	}
-	for _, n := range seq {
-		v.first = append(v.first, int32(len(v.edgeByte)))
+	var build func(lo, hi, d int)
+	build = func(lo, hi, d int) {
+		me := int32(len(v.first))
+		v.first = append(v.first, 0)
 		v.tokFirst = append(v.tokFirst, int32(len(v.toks)))
-		v.toks = append(v.toks, nodes[n].toks...)
-		for b := 0; b < 256; b++ {
-			if k, ok := nodes[n].kids[byte(b)]; ok {
-				v.edgeByte = append(v.edgeByte, byte(b))
-				v.edgeTo = append(v.edgeTo, order[k])
+		for lo < hi && len(tokens[ids[lo]]) == d {
+			v.toks = append(v.toks, ids[lo])
+			lo++
+		}
+		// children: reserve the edges contiguously, then recurse
+		var kids []pending
+		for i := lo; i < hi; {
+			b := tokens[ids[i]][d]
+			j := i
+			for j < hi && tokens[ids[j]][d] == b {
+				j++
 			}
+			kids = append(kids, pending{lo: i, hi: j, d: d + 1})
+			i = j
+		}
+		v.first[me] = int32(len(v.edgeByte))
+		for _, k := range kids {
+			v.edgeByte = append(v.edgeByte, tokens[ids[k.lo]][d])
+			v.edgeTo = append(v.edgeTo, 0)
+		}
+		e0 := v.first[me]
+		for i, k := range kids {
+			v.edgeTo[int(e0)+i] = int32(len(v.first))
+			build(k.lo, k.hi, k.d)
 		}
 	}
+	build(0, len(ids), 0)
 	v.first = append(v.first, int32(len(v.edgeByte)))
 	v.tokFirst = append(v.tokFirst, int32(len(v.toks)))
 	v.tokens = make([][]byte, len(tokens))
