@@ -305,11 +305,12 @@ func (p *gbnfParser) char() (rune, error) {
 }
 
 func (p *gbnfParser) literal() (expr, error) {
+	line, col := p.line, p.col
 	p.adv(1)
 	var b strings.Builder
 	for {
 		if p.eof() || p.src[p.i] == '\n' {
-			return nil, p.errf("unterminated string literal")
+			return nil, fmt.Errorf("grammar: line %d col %d: unterminated string literal", line, col)
 		}
 		if p.src[p.i] == '"' {
 			p.adv(1)
@@ -324,6 +325,7 @@ func (p *gbnfParser) literal() (expr, error) {
 }
 
 func (p *gbnfParser) class() (expr, error) {
+	line, col := p.line, p.col
 	p.adv(1)
 	neg := false
 	if !p.eof() && p.src[p.i] == '^' {
@@ -333,7 +335,7 @@ func (p *gbnfParser) class() (expr, error) {
 	var rs []cpRange
 	for {
 		if p.eof() || p.src[p.i] == '\n' {
-			return nil, p.errf("unterminated character class")
+			return nil, fmt.Errorf("grammar: line %d col %d: unterminated character class", line, col)
 		}
 		if p.src[p.i] == ']' {
 			p.adv(1)

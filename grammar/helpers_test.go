@@ -87,6 +87,11 @@ func walk(t testing.TB, c *Constraint, tv *testVocab, maxTokens int, rng *rand.R
 		if n == 0 {
 			t.Fatalf("empty mask after %q", out)
 		}
+		for _, e := range tv.eog {
+			if got := mask[e>>6]>>(e&63)&1 != 0; got != m.Accepting() {
+				t.Fatalf("after %q: end-of-generation %d allowed=%v but accepting=%v", out, e, got, m.Accepting())
+			}
+		}
 		id := pick(mask, n, rng, score)
 		if err := m.Accept(id); err != nil {
 			t.Fatalf("Accept(%d) after %q: %v", id, out, err)

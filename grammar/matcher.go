@@ -21,15 +21,19 @@ type node struct {
 	succ   []*node // stacks after matching the top terminal; nil until computed
 	done   bool    // succ computed
 	mask   *nodeMask
-	mark   uint32 // dedup epoch
+	mark   uint32  // dedup epoch
+	term   byteSet // the top terminal's bytes (empty for pos < 0)
 }
 
 // nodeMask is the cached, exact mask of one stack: which tokens it allows
 // and, for the budget, how the shortest completion changes per token.
 type nodeMask struct {
-	allowed []uint64  // (vocab bits)
-	heavy   []tokCost // allowed tokens after which the shortest completion grows, by cost descending
-	reduce  []tokCost // allowed tokens after which it shrinks, by cost ascending
+	allowed []uint64 // (vocab bits)
+	maxCost int32    // largest shortest-completion cost after an allowed token
+	// Computed on first need (a budget below maxCost):
+	lists  bool
+	heavy  []tokCost // allowed tokens after which the shortest completion grows, by cost descending
+	reduce []tokCost // allowed tokens after which it shrinks, by cost ascending
 }
 
 type tokCost struct{ id, cost int32 }
@@ -52,6 +56,9 @@ type Constraint struct {
 	// and mark.
 	nodes     map[nodeKey]*node
 	accept    *node
+	sentinel  *node // stands for "some parent" in context-independent walks
+	boundary  *node // a local walk popped into the sentinel
+	posMasks  map[ctxKey]*posMask
 	epoch     uint32
 	cached    int // words held by node masks
 	expandVis map[nodeKey]bool
@@ -73,6 +80,9 @@ func Compile(g *Grammar, v *Vocab) (*Constraint, error) {
 	c := &Constraint{p: p, v: v, nodes: map[nodeKey]*node{}}
 	c.costs()
 	c.accept = &node{pos: -1}
+	c.sentinel = &node{pos: -2}
+	c.boundary = &node{pos: -3}
+	c.posMasks = map[ctxKey]*posMask{}
 	if c.ruleMin(p.root) >= inf {
 		return nil, fmt.Errorf("grammar: root rule %q has no finite output this vocabulary can spell", p.names[p.root])
 	}
@@ -132,6 +142,9 @@ func (c *Constraint) intern(pos int32, parent *node) *node {
 		pm = parent.min
 	}
 	n := &node{pos: pos, parent: parent, min: sat(c.rest[pos] + pm)}
+	if e := c.p.pos[pos]; e.kind == kTerm {
+		n.term = c.p.terms[e.arg]
+	}
 	c.nodes[k] = n
 	return n
 }
@@ -157,6 +170,9 @@ func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
 	case kEnd:
 		if parent == nil {
 			return addNode(out, c.accept)
+		}
+		if parent == c.sentinel {
+			return addNode(out, c.boundary)
 		}
 		return c.expand1(parent.pos, parent.parent, out)
 	case kTerm:
@@ -196,7 +212,7 @@ func (c *Constraint) successors(n *node) []*node {
 func (c *Constraint) step(s []*node, b byte, dst []*node) []*node {
 	c.epoch++
 	for _, n := range s {
-		if n.pos < 0 || !c.p.terms[c.p.pos[n.pos].arg].has(b) {
+		if !n.term.has(b) {
 			continue
 		}
 		for _, m := range c.successors(n) {
@@ -209,15 +225,190 @@ func (c *Constraint) step(s []*node, b byte, dst []*node) []*node {
 	return dst
 }
 
-// maskOf returns n's cached mask, computing it by walking the token trie
-// with the stack set {n}: a subtree is pruned as soon as no stack
-// survives, and a token is allowed iff a stack survives its last byte.
+// posMask is the context-independent part of the masks of every stack
+// whose top is one position (XGrammar's adaptive token mask cache): the
+// trie walked with the stack (pos, sentinel), where the sentinel stands for
+// whatever frames lie below. A token that stays above the sentinel, or
+// pops into it exactly at its last byte, is allowed whatever the context
+// (sure); one that pops into it with bytes left depends on the context
+// (uncertain) and is checked against the real stack.
+type posMask struct {
+	sure      []uint64 // (vocab bits)
+	maxCost   int32    // largest cost after a sure token, relative to the context's
+	uncertain []int32
+	fallback  bool // too many uncertain tokens: walk each stack's own trie instead
+}
+
+// maxUncertain bounds a position's uncertain tokens; past it the position
+// is context-dependent and each stack walks the trie itself.
+const maxUncertain = 16384
+
+// maxCtx is the most frames a context-independent mask looks at.
+const maxCtx = 4
+
+// ctxKey names the top k frames of a stack; root says the stack has no
+// more frames below them (so the mask is exact).
+type ctxKey struct {
+	k    int8
+	root bool
+	pos  [maxCtx]int32
+}
+
+// context returns the key of n's top k frames, the local stack that
+// stands for them over the sentinel, and the frame below them.
+func (c *Constraint) context(n *node, k int) (ctxKey, *node, *node) {
+	var key ctxKey
+	var frames []*node
+	x := n
+	for ; x != nil && len(frames) < k; x = x.parent {
+		key.pos[len(frames)] = x.pos
+		frames = append(frames, x)
+	}
+	key.k = int8(len(frames))
+	key.root = x == nil
+	var local *node = c.sentinel
+	if key.root {
+		local = nil
+	}
+	for i := len(frames) - 1; i >= 0; i-- {
+		local = c.intern(frames[i].pos, local)
+	}
+	return key, local, x
+}
+
+func (c *Constraint) posMaskOf(key ctxKey, local *node) *posMask {
+	if pm, ok := c.posMasks[key]; ok {
+		return pm
+	}
+	v := c.v
+	pm := &posMask{sure: make([]uint64, v.MaskWords())}
+	bufs := make([][]*node, v.maxLen+2)
+	var walk func(t int32, s []*node, depth int, hit bool)
+	walk = func(t int32, s []*node, depth int, hit bool) {
+		if depth > 0 {
+			if toks := v.toks[v.tokFirst[t]:v.tokFirst[t+1]]; len(toks) > 0 {
+				if len(s) > 0 {
+					cost := inf
+					for _, x := range s {
+						cost = min(cost, x.min)
+					}
+					pm.maxCost = max(pm.maxCost, cost)
+					for _, id := range toks {
+						pm.sure[id>>6] |= 1 << (id & 63)
+					}
+				} else if hit {
+					pm.uncertain = append(pm.uncertain, toks...)
+					if len(pm.uncertain) > maxUncertain {
+						pm.fallback = true
+					}
+				}
+			}
+		}
+		hit = hit || slices.Contains(s, c.boundary)
+		for e := v.first[t]; e < v.first[t+1] && !pm.fallback; e++ {
+			next := c.step(s, v.edgeByte[e], bufs[depth+1][:0])
+			bufs[depth+1] = next
+			if len(next) > 0 || hit {
+				walk(v.edgeTo[e], next, depth+1, hit)
+			}
+		}
+	}
+	walk(0, []*node{local}, 0, false)
+	if pm.fallback {
+		pm.sure, pm.uncertain = nil, nil
+	}
+	c.posMasks[key] = pm
+	c.cached += len(pm.sure) + len(pm.uncertain)/2
+	return pm
+}
+
+// maskOf returns n's cached mask: its position's sure tokens plus those
+// of the uncertain ones that its real stack accepts.
 func (c *Constraint) maskOf(n *node) *nodeMask {
 	if n.mask != nil {
 		return n.mask
 	}
+	pm := &posMask{fallback: true}
+	var below *node
+	for k := 1; k <= maxCtx; k++ {
+		key, local, b := c.context(n, k)
+		pm, below = c.posMaskOf(key, local), b
+		if !pm.fallback || key.root {
+			break
+		}
+	}
+	if pm.fallback {
+		m := &nodeMask{allowed: make([]uint64, c.v.MaskWords())}
+		c.walkTrie(n, func(id, cost int32) {
+			m.allowed[id>>6] |= 1 << (id & 63)
+			m.maxCost = max(m.maxCost, cost)
+		})
+		return c.keep(n, m)
+	}
+	m := &nodeMask{allowed: slices.Clone(pm.sure), maxCost: pm.maxCost}
+	if below != nil {
+		m.maxCost = sat(m.maxCost + below.min)
+	}
+	var a, b []*node
+	for _, id := range pm.uncertain {
+		a = append(a[:0], n)
+		for _, x := range c.v.tokens[id] {
+			b = c.step(a, x, b[:0])
+			a, b = b, a
+			if len(a) == 0 {
+				break
+			}
+		}
+		if len(a) > 0 {
+			m.allowed[id>>6] |= 1 << (id & 63)
+			cost := inf
+			for _, x := range a {
+				cost = min(cost, x.min)
+			}
+			m.maxCost = max(m.maxCost, cost)
+		}
+	}
+	return c.keep(n, m)
+}
+
+// keep caches m as n's mask within the memory bound.
+func (c *Constraint) keep(n *node, m *nodeMask) *nodeMask {
+	if c.cached > maxCachedWords {
+		for _, x := range c.nodes {
+			x.mask = nil
+		}
+		clear(c.posMasks)
+		c.cached = 0
+	}
+	c.cached += len(m.allowed)
+	n.mask = m
+	return m
+}
+
+// costLists fills m's per-token cost lists for the budget (a second trie
+// walk, done only when a budget gets tight for this stack).
+func (c *Constraint) costLists(n *node, m *nodeMask) {
+	if m.lists {
+		return
+	}
+	c.walkTrie(n, func(id, cost int32) {
+		switch {
+		case cost > n.min:
+			m.heavy = append(m.heavy, tokCost{id, cost})
+		case cost < n.min:
+			m.reduce = append(m.reduce, tokCost{id, cost})
+		}
+	})
+	slices.SortFunc(m.heavy, func(a, b tokCost) int { return int(b.cost - a.cost) })
+	slices.SortFunc(m.reduce, func(a, b tokCost) int { return int(a.cost - b.cost) })
+	m.lists = true
+	c.cached += len(m.heavy) + len(m.reduce)
+}
+
+// walkTrie calls f for every token the stack n allows, with the shortest
+// completion cost after it.
+func (c *Constraint) walkTrie(n *node, f func(id, cost int32)) {
 	v := c.v
-	m := &nodeMask{allowed: make([]uint64, v.MaskWords())}
 	bufs := make([][]*node, v.maxLen+2)
 	var walk func(t int32, s []*node, depth int)
 	walk = func(t int32, s []*node, depth int) {
@@ -228,13 +419,7 @@ func (c *Constraint) maskOf(n *node) *nodeMask {
 					cost = min(cost, x.min)
 				}
 				for _, id := range toks {
-					m.allowed[id>>6] |= 1 << (id & 63)
-					switch {
-					case cost > n.min:
-						m.heavy = append(m.heavy, tokCost{id, cost})
-					case cost < n.min:
-						m.reduce = append(m.reduce, tokCost{id, cost})
-					}
+					f(id, cost)
 				}
 			}
 		}
@@ -247,17 +432,6 @@ func (c *Constraint) maskOf(n *node) *nodeMask {
 		}
 	}
 	walk(0, []*node{n}, 0)
-	slices.SortFunc(m.heavy, func(a, b tokCost) int { return int(b.cost - a.cost) })
-	slices.SortFunc(m.reduce, func(a, b tokCost) int { return int(a.cost - b.cost) })
-	if c.cached > maxCachedWords {
-		for _, x := range c.nodes {
-			x.mask = nil
-		}
-		c.cached = 0
-	}
-	c.cached += len(m.allowed) + len(m.heavy) + len(m.reduce)
-	n.mask = m
-	return m
 }
 
 // Matcher is the per-request automaton state: the set of live stacks and
@@ -334,9 +508,12 @@ func (m *Matcher) Mask(dst []uint64) int {
 		}
 		nm := c.maskOf(n)
 		r := int32(left)
-		switch {
-		case left < 0 || len(nm.heavy) == 0 && r >= n.min || len(nm.heavy) > 0 && r >= nm.heavy[0].cost:
+		if left < 0 || r >= nm.maxCost {
 			orInto(dst, nm.allowed)
+			continue
+		}
+		c.costLists(n, nm)
+		switch {
 		case r >= n.min:
 			if len(m.scratch) != len(dst) {
 				m.scratch = make([]uint64, len(dst))
