@@ -73,6 +73,7 @@ type commonParams struct {
 		IncludeUsage *bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User string `json:"user"` // accepted and ignored
+	constraintParams
 }
 
 type completionRequest struct {
@@ -88,14 +89,11 @@ type completionRequest struct {
 
 type chatRequest struct {
 	commonParams
-	Messages       []wireMessage   `json:"messages"`
-	Logprobs       *bool           `json:"logprobs"`
-	TopLogprobs    *int            `json:"top_logprobs"`
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	ResponseFormat *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
+	Messages    []wireMessage   `json:"messages"`
+	Logprobs    *bool           `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	Tools       json.RawMessage `json:"tools"`
+	ToolChoice  json.RawMessage `json:"tool_choice"`
 }
 
 type wireMessage struct {
@@ -134,7 +132,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	if dec.More() {
 		return badRequest("", "invalid JSON: trailing data after the request object")
 	}
-	return nil
+	return checkUnsupported(data)
 }
 
 // jsonError describes an encoding/json failure.
@@ -150,7 +148,7 @@ func jsonError(err error) *apiError {
 		if te.Field == "" {
 			return badRequest("", "the request body must be a JSON object, got %s", jsonKind(te.Value))
 		}
-		field := strings.ReplaceAll(te.Field, "commonParams.", "") // the embedded struct is not part of the wire name
+		field := strings.ReplaceAll(strings.ReplaceAll(te.Field, "commonParams.", ""), "constraintParams.", "") // the embedded struct is not part of the wire name
 		return badRequest(field, "field %q must be %s, got %s", field, typeName(te.Type), jsonKind(te.Value))
 	}
 	return badRequest("", "invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))

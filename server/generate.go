@@ -85,8 +85,12 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		return nil, e
 	}
 	healing := cr.TokenHealing != nil && *cr.TokenHealing
-	return &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, Policy: pol, TokenHealing: healing},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}, nil
+	j := &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, Policy: pol, TokenHealing: healing},
+		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
+	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
+		return nil, e
+	}
+	return j, nil
 }
 
 func includeUsage(p *commonParams) bool {
@@ -120,9 +124,6 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	}
 	if !isNull(cr.Tools) && !bytes.Equal(bytes.TrimSpace(cr.Tools), []byte("[]")) {
 		return nil, badRequest("tools", "tools are not supported")
-	}
-	if rf := cr.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
-		return nil, badRequest("response_format", "response_format type %q is not supported (only \"text\")", rf.Type)
 	}
 	pol, e := cr.policy(s.defaults, s.defaults.MaxTokens, s.tok.Size())
 	if e != nil {
@@ -161,9 +162,13 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		}
 		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
 	}
-	return &job{chat: true, model: model, req: engine.Request{Prompt: text, ParseSpecial: true,
+	j := &job{chat: true, model: model, req: engine.Request{Prompt: text, ParseSpecial: true,
 		NoBOS: chat.StartsWithBOS(text, s.tmplOpts.BOS), Policy: pol},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}, nil
+		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
+	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
+		return nil, e
+	}
+	return j, nil
 }
 
 // overloaded is the 429 a full server answers.
