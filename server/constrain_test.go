@@ -29,8 +29,8 @@ func TestStructuredOutputDialects(t *testing.T) {
 	schemaStr, _ := json.Marshal(personSchema)
 	fields := map[string]func(*testing.T, string){
 		`"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":` + personSchema + `,"strict":true}}`: checkPerson,
-		`"json_schema":` + personSchema:                       checkPerson,
-		`"guided_json":` + string(schemaStr):                  checkPerson,
+		`"json_schema":` + personSchema:                      checkPerson,
+		`"guided_json":` + string(schemaStr):                 checkPerson,
 		`"structured_outputs":{"json":` + personSchema + `}`: checkPerson,
 		`"response_format":{"type":"json_object"}`: func(t *testing.T, s string) {
 			var m map[string]any
@@ -38,12 +38,12 @@ func TestStructuredOutputDialects(t *testing.T) {
 				t.Fatalf("json_object output %q: %v", s, err)
 			}
 		},
-		`"grammar":"root ::= [a-c]{2} \"!\""`:       matchRe(`^[a-c]{2}!$`),
-		`"guided_grammar":"root ::= \"x\" [0-9]+"`:  matchRe(`^x[0-9]+$`),
-		`"guided_regex":"[A-Z]{3}"`:                 matchRe(`^[A-Z]{3}$`),
-		`"structured_outputs":{"regex":"(ab)+"}`:    matchRe(`^(ab)+$`),
-		`"guided_choice":["left","right"]`:          matchRe(`^(left|right)$`),
-		`"structured_outputs":{"choice":["up"]}`:    matchRe(`^up$`),
+		`"grammar":"root ::= [a-c]{2} \"!\""`:      matchRe(`^[a-c]{2}!$`),
+		`"guided_grammar":"root ::= \"x\" [0-9]+"`: matchRe(`^x[0-9]+$`),
+		`"guided_regex":"[A-Z]{3}"`:                matchRe(`^[A-Z]{3}$`),
+		`"structured_outputs":{"regex":"(ab)+"}`:   matchRe(`^(ab)+$`),
+		`"guided_choice":["left","right"]`:         matchRe(`^(left|right)$`),
+		`"structured_outputs":{"choice":["up"]}`:   matchRe(`^up$`),
 	}
 	for field, check := range fields {
 		for _, ep := range []string{"/v1/completions", "/v1/chat/completions"} {
