@@ -174,17 +174,24 @@ func TestStructuredOutputErrors(t *testing.T) {
 
 func TestMinTokensField(t *testing.T) {
 	ts := newTestServer(t, nil)
-	code, _, b := ts.post(t, "/v1/completions", `{"model":"`+testModel+`","prompt":"Once upon a time","max_tokens":60,"min_tokens":40,"temperature":0}`)
-	if code != 200 {
-		t.Fatalf("status %d: %s", code, b)
+	run := func(extra string) int {
+		code, _, b := ts.post(t, "/v1/completions", `{"model":"`+testModel+`","prompt":"They lived happily ever after.","max_tokens":90,"temperature":1,"seed":1`+extra+`}`)
+		if code != 200 {
+			t.Fatalf("status %d: %s", code, b)
+		}
+		var r struct {
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		json.Unmarshal(b, &r)
+		return r.Usage.CompletionTokens
 	}
-	var r struct {
-		Usage struct {
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
+	// Without min_tokens this seed ends the story early (end-of-generation).
+	if n := run(""); n >= 60 {
+		t.Fatalf("baseline ran %d tokens; the test needs a request that stops early", n)
 	}
-	json.Unmarshal(b, &r)
-	if r.Usage.CompletionTokens < 40 {
-		t.Fatalf("min_tokens 40: %d tokens", r.Usage.CompletionTokens)
+	if n := run(`,"min_tokens":60`); n < 60 {
+		t.Fatalf("min_tokens 60: %d tokens", n)
 	}
 }
