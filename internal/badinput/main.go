@@ -1,6 +1,6 @@
 // Command badinput is nanoserve's black-box bad-input check: it starts a
 // real `nanoserve serve` on loopback (the built-in model unless --model),
-// sends it well over a hundred (182) malformed, mistyped, out-of-range and
+// sends it well over a hundred (185) malformed, mistyped, out-of-range and
 // protocol-level broken requests, and checks every answer:
 //
 //   - no 5xx, and the server process never dies (it still answers /health
@@ -171,7 +171,10 @@ func cases() []tcase {
 		{`{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}`, "top_logprobs", "requires logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":99}`, "top_logprobs", "top_logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools", "not supported"},
-		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, "response_format", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":1}}}}`, "response_format", "minProperties"},
+		{`{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a"}`, "grammar", "unterminated string literal"},
+		{`{"messages":[{"role":"user","content":"x"}],"use_beam_search":true}`, "use_beam_search", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":"json"}`, "response_format", "object"},
 	} {
 		add(tcase{name: chat + " " + f.body, path: chat, body: f.body, status: 400, param: f.param, msg: f.msg})
