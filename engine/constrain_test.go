@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -25,6 +26,48 @@ var e2eSchemas = []string{
 	`{"type":"object","additionalProperties":{"type":"integer","exclusiveMinimum":10}}`,
 	`{"allOf":[{"type":"object","properties":{"p":{"type":"string","minLength":2}},"required":["p"]},{"properties":{"q":{"type":"string","format":"date"}},"required":["q"]}]}`,
 	`{"anyOf":[{"type":"integer"},{"type":"string","format":"time"}],"title":"T","description":"d"}`,
+}
+
+var grammarFull = flag.Bool("grammar.full", false, "run the 200-schema end-to-end property test")
+
+// Generated schemas (grammar.RandomSchema, every supported keyword) on
+// both shared GGUF models, greedy and T = 1, budgets from the shortest
+// output up: every output validates. 25 schemas by default, 200 with
+// -grammar.full.
+func TestGeneratedSchemasEndToEnd(t *testing.T) {
+	n := 25
+	if *grammarFull {
+		n = 200
+	}
+	total := 0
+	for _, rel := range []string{"testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf", "testdata/gguf/qwen2/qwen2-F16.gguf"} {
+		e := loadGGUF(t, rel)
+		for i := 0; i < n; i++ {
+			schema := string(grammar.RandomSchema(uint64(i)))
+			v := validatorFor(t, schema)
+			c, err := e.Constraint(ConstraintJSONSchema, schema)
+			if err != nil {
+				t.Fatalf("schema %d %s: %v", i, schema, err)
+			}
+			for k, temp := range []float32{0, 1, 1} {
+				pol := sample.Defaults()
+				pol.Temperature = temp
+				seed := uint64(1000*i + k)
+				pol.Seed = &seed
+				pol.MaxTokens = c.MinTokens() + []int{0, 5, 30}[k]
+				res := constrained(t, e, ConstraintJSONSchema, schema, pol)
+				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(res.Text)))
+				if err != nil {
+					t.Fatalf("%s schema %d %s T=%v budget %d: output %q is not JSON: %v", rel, i, schema, temp, pol.MaxTokens, res.Text, err)
+				}
+				if err := v.Validate(inst); err != nil {
+					t.Fatalf("%s schema %d %s: output %q does not validate: %v", rel, i, schema, res.Text, err)
+				}
+				total++
+			}
+		}
+	}
+	t.Logf("%d schemas x 2 models x 3 runs: %d outputs validated", n, total)
 }
 
 func loadGGUF(t *testing.T, rel string) *Engine {
@@ -49,6 +92,7 @@ func validatorFor(t *testing.T, schema string) *jsonschema.Schema {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
+	c.DefaultDraft(jsonschema.Draft2020)
 	if err := c.AddResource("s.json", doc); err != nil {
 		t.Fatal(err)
 	}
