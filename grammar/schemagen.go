@@ -245,4 +245,3 @@ func genSchema(seed uint64, cov map[string]int) []byte {
 	}
 	return []byte(encodeJSON(root))
 }
-
