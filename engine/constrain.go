@@ -139,7 +139,7 @@ const (
 	ConstraintChoice     = "choice"      // spec: a JSON array of strings
 )
 
-const maxCachedGrammars = 256
+const maxCachedGrammars = 16 // each holds at most the grammar mask-cache bound (32 MiB)
 
 // Constraint compiles (or finds in the cache, keyed by the SHA-256 of kind
 // and spec) a constraint over the engine's vocabulary. Errors come from

@@ -64,8 +64,14 @@ type Constraint struct {
 	expandVis map[nodeKey]bool
 }
 
-// maxCachedWords bounds the memory of cached node masks (64 MiB).
-const maxCachedWords = 8 << 20
+// maxCachedWords bounds the memory of cached masks (32 MiB).
+const maxCachedWords = 4 << 20
+
+// maxNodes bounds the hash-consing table. Past it the table restarts:
+// stacks interned before stay valid (matchers hold them), a stack interned
+// again after is a new node equal to an old one, which costs duplicate
+// work, never a wrong mask.
+const maxNodes = 1 << 20
 
 // ErrBudget is wrapped by errors about a max_tokens that cannot fit the
 // shortest valid output.
@@ -136,6 +142,9 @@ func (c *Constraint) intern(pos int32, parent *node) *node {
 	k := nodeKey{pos, parent}
 	if n, ok := c.nodes[k]; ok {
 		return n
+	}
+	if len(c.nodes) >= maxNodes {
+		c.nodes = map[nodeKey]*node{}
 	}
 	pm := int32(0)
 	if parent != nil {
