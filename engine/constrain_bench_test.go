@@ -18,16 +18,16 @@ const benchSchema = `{"type":"object","properties":{"id":{"type":"string","forma
 "$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"},"maxItems":2}},"required":["v"]}}}`
 
 // benchConstrained measures end-to-end decode tokens/s of one greedy
-// request of n tokens, unconstrained and under benchSchema (warm: the
+// request of the schema's shortest output plus extra tokens, unconstrained and under benchSchema (warm: the
 // constraint is compiled and its masks cached by a first run).
-func benchConstrained(b *testing.B, e *Engine, n int) {
-	pol := sample.Greedy()
-	pol.MaxTokens = n
-	pol.IgnoreEOS = false
+func benchConstrained(b *testing.B, e *Engine, extra int) {
 	c, err := e.Constraint(ConstraintJSONSchema, benchSchema)
 	if err != nil {
 		b.Fatal(err)
 	}
+	n := c.MinTokens() + extra
+	pol := sample.Greedy()
+	pol.MaxTokens = n
 	run := func(constrained bool) float64 {
 		req := Request{Prompt: "{", Policy: pol}
 		if constrained {
@@ -71,7 +71,7 @@ func BenchmarkConstrainedTinyGQA(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	benchConstrained(b, e, 120)
+	benchConstrained(b, e, 40)
 }
 
 // The TinyLlama-shaped synthetic Q4_K_M model (write it with `nanoserve
@@ -91,5 +91,5 @@ func BenchmarkConstrainedTinyLlamaQ4KM(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	benchConstrained(b, e, 48)
+	benchConstrained(b, e, 20)
 }
