@@ -42,11 +42,27 @@ func (e *Engine) loop() {
 		if !e.step() {
 			select {
 			case <-e.wake:
+			case fn := <-e.idle:
+				e.cmu.Lock()
+				fn()
+				e.cmu.Unlock()
 			case <-e.quit:
 				e.shutdown()
 				return
 			}
 		}
+	}
+}
+
+// whenIdle runs fn on the scheduler goroutine the next time it has nothing
+// to do (no sequence running or admissible), and returns after it ran:
+// tests observe a settled engine through it without sleeping or locking.
+func (e *Engine) whenIdle(fn func()) {
+	done := make(chan struct{})
+	select {
+	case e.idle <- func() { fn(); close(done) }:
+		<-done
+	case <-e.done:
 	}
 }
 
