@@ -17,8 +17,22 @@ go test -count=1 ./... 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ]
 pkgs=$(grep -c '^ok' "$log" || true)
 echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
-CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
-CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
+# race PKG PATTERN runs the tests PATTERN selects under the race detector,
+# and fails when one of its |-separated names matches no test of PKG (so a
+# renamed test cannot silently drop out of the race run).
+race() {
+  local pkg=$1 pat=$2 list name
+  list=$(go test -list '.*' "$pkg" | grep '^Test' || true)
+  for name in ${pat//|/ }; do
+    if ! grep -Eq "$name" <<<"$list"; then
+      echo "test.sh: race pattern $name matches no test in $pkg" >&2
+      return 1
+    fi
+  done
+  CGO_ENABLED=1 go test -count=1 -race -run "$pat" "$pkg"
+}
+race ./tensor/ 'TestMatMulParity|TestPoolManyJobs|TestPoolFor|TestMatMulQuantTypes'
+race ./model/ 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow'
 CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/ ./server/
 if command -v qemu-aarch64 >/dev/null; then
   echo "== arm64 (NEON kernels and the pure-Go paths, under qemu)"

@@ -18,7 +18,9 @@
 // top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty,
 // seed, stop (string or list), stop_token_ids, ignore_eos, logit_bias,
 // logprobs (completions: an int, the number of alternatives; chat: a bool
-// with top_logprobs), n (must be 1), stream and stream_options.
+// with top_logprobs), n (1 to engine.MaxN choices, each with its index;
+// choice i is seeded seed + i), best_of (only equal to n), stream and
+// stream_options.
 // Absent fields take the model's generation_config defaults; max_tokens
 // defaults to 16 for completions (as OpenAI and vLLM) and to the rest of the
 // context for chat. Unknown fields are ignored (clients send many).
@@ -70,7 +72,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -120,8 +121,7 @@ type Server struct {
 	eng      *engine.Engine
 	tok      *tokenizer.Tokenizer
 	names    []string
-	tmpl     *chat.Template
-	tmplOpts chat.Options
+	chat     *chat.Prompter // nil: no chat template
 	defaults sample.Policy
 	apiKey   string
 	maxBody  int64
@@ -146,16 +146,10 @@ type route struct {
 
 // New makes a server for eng.
 func New(eng *engine.Engine, opts Options) (*Server, error) {
-	m := eng.Model()
-	if m.Tokenizer == nil {
-		return nil, errors.New("server: the model has no tokenizer")
-	}
 	s := &Server{
 		eng:      eng,
-		tok:      m.Tokenizer,
+		tok:      eng.Tokenizer(),
 		names:    opts.ModelNames,
-		tmpl:     opts.Template,
-		tmplOpts: opts.TemplateOptions,
 		apiKey:   opts.APIKey,
 		maxBody:  opts.MaxBodyBytes,
 		log:      opts.Logger,
@@ -179,15 +173,12 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.MaxPending > 0 {
 		s.slots = make(chan struct{}, opts.MaxPending)
 	}
+	if opts.Template != nil {
+		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
+	}
+	s.defaults = eng.Defaults()
 	if opts.Defaults != nil {
 		s.defaults = *opts.Defaults
-	} else {
-		s.defaults = sample.Defaults()
-		if len(m.Gen.Sampling) > 0 {
-			if p, _, err := sample.FromGenerationConfig(m.Gen.Sampling); err == nil {
-				s.defaults = p
-			}
-		}
 	}
 	if err := s.defaults.Validate(); err != nil {
 		return nil, fmt.Errorf("server: default policy: %w", err)
