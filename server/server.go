@@ -147,14 +147,14 @@ type route struct {
 // New makes a server for eng.
 func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s := &Server{
-		eng:      eng,
-		tok:      eng.Tokenizer(),
-		names:    opts.ModelNames,
-		apiKey:   opts.APIKey,
-		maxBody:  opts.MaxBodyBytes,
-		log:      opts.Logger,
-		created:  time.Now().Unix(),
-		m:        newMetrics(),
+		eng:     eng,
+		tok:     eng.Tokenizer(),
+		names:   opts.ModelNames,
+		apiKey:  opts.APIKey,
+		maxBody: opts.MaxBodyBytes,
+		log:     opts.Logger,
+		created: time.Now().Unix(),
+		m:       newMetrics(),
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
