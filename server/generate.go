@@ -241,6 +241,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		results = append(results, rs...)
 	}
 	s.m.generation(results[0].FinishReason, prompt, completion, time.Since(j.start))
+	if s.onDone != nil {
+		s.onDone()
+	}
 	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	if j.stream {
 		out.end(results, u)

@@ -172,6 +172,24 @@ func TestOpenAIClientN(t *testing.T) {
 			}
 		}
 	}
+	cs := client.Completions.NewStreaming(ctx, openai.CompletionNewParams{
+		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: prompts},
+		MaxTokens: openai.Int(8), Temperature: openai.Float(1.2), Seed: openai.Int(3), N: openai.Int(2),
+	})
+	streamed := map[int64]string{}
+	for cs.Next() {
+		for _, c := range cs.Current().Choices {
+			streamed[c.Index] += c.Text
+		}
+	}
+	if err := cs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range comp.Choices {
+		if streamed[int64(i)] != c.Text {
+			t.Errorf("streamed batched index %d: %q, whole %q", i, streamed[int64(i)], c.Text)
+		}
+	}
 	if comp.Usage.PromptTokens != prompt {
 		t.Errorf("batched usage counts %d prompt tokens, want %d (each prompt once)", comp.Usage.PromptTokens, prompt)
 	}

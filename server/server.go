@@ -136,6 +136,7 @@ type Server struct {
 	// after each token a generation yields.
 	hook    func(r *http.Request)
 	onToken func()
+	onDone  func() // after a generation's results are counted
 }
 
 // route is one path's handlers by method.
