@@ -4,7 +4,8 @@
 //
 // Endpoints:
 //
-//	POST /v1/completions       complete a prompt (string, [string], token ids or [[ids]])
+//	POST /v1/completions       complete prompts (string, [string...], token ids or [[ids]...]);
+//	                           several prompts are a batch: choice j of prompt i has index i·n + j
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
@@ -41,7 +42,9 @@
 // carry choices[0].text; chat chunks carry choices[0].delta, whose first
 // chunk is {"role":"assistant","content":""} and later ones {"content":...};
 // the last choice chunk has an empty delta and the finish_reason ("stop" or
-// "length"). With stream_options.include_usage a final chunk with no
+// "length"). With n > 1 every chunk names its choice's index (chat sends a
+// role chunk per choice first); usage counts each prompt once and sums the
+// choices' completion tokens. With stream_options.include_usage a final chunk with no
 // choices carries usage. The concatenated streamed text equals the
 // non-streamed text of the same request at temperature 0 (or a fixed seed).
 // Response headers are written only when the first token arrives, so a
