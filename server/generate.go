@@ -38,7 +38,7 @@ type job struct {
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var cr completionRequest
-	if e := decodeJSON(w, r, s.maxBody, &cr); e != nil {
+	if e := s.decodeJSON(w, r, &cr); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -89,9 +89,10 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		return nil, e
 	}
 	healing := cr.TokenHealing != nil && *cr.TokenHealing
+	special := cr.ParseSpecial == nil || *cr.ParseSpecial
 	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
 	for _, p := range prompts {
-		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, Policy: pol, TokenHealing: healing, N: j.n})
+		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n})
 	}
 	return j, nil
 }
@@ -103,7 +104,7 @@ func includeUsage(p *commonParams) bool {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var cr chatRequest
-	if e := decodeJSON(w, r, s.maxBody, &cr); e != nil {
+	if e := s.decodeJSON(w, r, &cr); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -200,13 +201,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 			for _, st := range streams {
 				st.Cancel()
 			}
-			writeError(w, s.startError(err, j))
+			writeError(w, s.startError(r.Context(), err, j))
 			return
 		}
 		streams = append(streams, st)
 	}
 
-	out := &responder{s: s, w: w, j: j, id: newID("cmpl-"), created: time.Now().Unix(),
+	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix(),
 		pending: map[int][]engine.Token{}, offset: map[int]int{}}
 	if j.chat {
 		out.id = newID("chatcmpl-")
@@ -235,7 +236,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		for _, res := range rs {
 			completion += res.Usage.CompletionTokens
 			if res.FinishReason == engine.FinishError {
-				s.log.Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
+				s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
 			}
 		}
 		results = append(results, rs...)
@@ -300,7 +301,10 @@ func merge(streams []*engine.Stream, n int) iter.Seq[indexed] {
 }
 
 // startError maps an error from a request that could not start.
-func (s *Server) startError(err error, j *job) *apiError {
+func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
+	if e := cutError(ctx); e != nil {
+		return e
+	}
 	var (
 		fe  *sample.FieldError
 		tl  *engine.PromptTooLongError
@@ -318,9 +322,13 @@ func (s *Server) startError(err error, j *job) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("shutting_down"),
 			Message: "the engine is shut down", retryAfter: 1}
 	case errors.As(err, &tl):
-		e := badRequest(par, "this model's maximum context length is %d tokens, but the prompt has %d tokens; shorten it by %d tokens", tl.Limit, tl.Tokens, tl.Tokens-tl.Limit)
+		what := "the prompt has"
+		if j.chat {
+			what = "the messages (as the chat template renders them) have"
+		}
+		e := badRequest(par, "this model's maximum context length is %d tokens, but %s %d tokens; shorten it by %d tokens", tl.Limit, what, tl.Tokens, tl.Tokens-tl.Limit)
 		if tl.Cache {
-			e = badRequest(par, "the prompt has %d tokens, more than the %d positions of the server's KV cache; shorten it by %d tokens", tl.Tokens, tl.Limit, tl.Tokens-tl.Limit)
+			e = badRequest(par, "%s %d tokens, more than the %d positions of the server's KV cache; shorten it by %d tokens", what, tl.Tokens, tl.Limit, tl.Tokens-tl.Limit)
 		}
 		e.Code = strp("context_length_exceeded")
 		return e
@@ -343,6 +351,7 @@ func (s *Server) startError(err error, j *job) *apiError {
 type responder struct {
 	s       *Server
 	w       http.ResponseWriter
+	ctx     context.Context // the request's: cutError tells a server cut from a client gone
 	j       *job
 	id      string
 	created int64
@@ -435,13 +444,31 @@ func failure(results []*engine.Result) string {
 	return ""
 }
 
+// cancelled reports whether any choice was cancelled.
+func cancelled(results []*engine.Result) bool {
+	for _, res := range results {
+		if res.FinishReason == engine.FinishCancelled {
+			return true
+		}
+	}
+	return false
+}
+
 // end closes a stream: each choice's finish chunk, the usage chunk,
 // [DONE].
 func (o *responder) end(results []*engine.Result, u usage) {
-	for _, res := range results {
-		if res.FinishReason == engine.FinishCancelled {
-			return // the client went away (or the drain timed out): nobody reads more
+	if cancelled(results) {
+		// The server cut it (drain timeout, per-request deadline): say so
+		// and end the stream properly. Else the client went away.
+		if e := cutError(o.ctx); e != nil {
+			if !o.started {
+				writeError(o.w, e)
+				return
+			}
+			o.send(errorBody(e))
+			o.sendDone()
 		}
+		return
 	}
 	if !o.startStream() {
 		return
@@ -489,6 +516,10 @@ func (o *responder) sendDone() {
 
 // whole writes the non-streamed response.
 func (o *responder) whole(results []*engine.Result, u usage) {
+	if e := cutError(o.ctx); cancelled(results) && e != nil {
+		writeError(o.w, e)
+		return
+	}
 	if msg := failure(results); msg != "" {
 		writeError(o.w, &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: msg})
 		return
@@ -518,8 +549,7 @@ func (o *responder) whole(results []*engine.Result, u usage) {
 }
 
 // finishReason maps the engine's reason to OpenAI's: stop or length (a
-// cancelled generation that still answers — server shutdown — reports
-// "stop" for the text it has).
+// generation the server cut answers with an error instead, see cutError).
 func finishReason(res *engine.Result) string {
 	if res.FinishReason == engine.FinishLength {
 		return "length"
