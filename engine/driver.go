@@ -131,7 +131,7 @@ func (e *Engine) step() bool {
 		}
 		for _, s := range e.sch.commit(p, r) {
 			if err != nil {
-				e.end(s.c, FinishError, fmt.Errorf("engine: forward: %w", err))
+				e.endSeq(s, FinishError, fmt.Errorf("engine: forward: %w", err))
 			}
 		}
 		e.mu.Lock()

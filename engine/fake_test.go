@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"nanoserve/internal/testshared"
 	"nanoserve/sample"
@@ -169,5 +170,31 @@ func TestEngineNForks(t *testing.T) {
 	}
 	if s := settled(t, e); s.KVBlocksUsed != 0 {
 		t.Errorf("%d blocks used after cancelling n = 3", s.KVBlocksUsed)
+	}
+}
+
+// A failing Forward ends every choice of the request with FinishError,
+// the ones not yet forked included, and frees its blocks.
+func TestEngineForwardErrorEndsAllChoices(t *testing.T) {
+	e, f := fakeEngine(t, Options{}, false)
+	f.fail = errors.New("boom")
+	st, err := e.Submit(context.Background(), Request{PromptIDs: []int{1, 2, 3}, Policy: withMax(sample.Greedy(), 4), N: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []*Result)
+	go func() { done <- st.Results() }()
+	select {
+	case res := <-done:
+		for _, r := range res {
+			if r.FinishReason != FinishError || r.Err == nil {
+				t.Errorf("choice %d: %s %v", r.Index, r.FinishReason, r.Err)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never ended")
+	}
+	if s := settled(t, e); s.KVBlocksUsed != 0 {
+		t.Errorf("%d blocks used after a failed forward", s.KVBlocksUsed)
 	}
 }

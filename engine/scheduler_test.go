@@ -22,7 +22,8 @@ type fakeModel struct {
 	gate    chan struct{} // if non-nil, Forward waits for one value (tests hold the model, not a mutex)
 	entered chan struct{} // if non-nil (cap 1), Forward signals that it started
 	calls   int
-	tokens  int // tokens computed over all calls
+	tokens  int   // tokens computed over all calls
+	fail    error // if set, Forward fails with it
 }
 
 func newFakeCache(t testing.TB, blockSize, blocks int) *kvcache.Cache {
@@ -45,6 +46,9 @@ func (f *fakeModel) Forward(b model.Batch, c *kvcache.Cache) ([]float32, error) 
 		<-f.gate
 	}
 	f.calls++
+	if f.fail != nil {
+		return nil, f.fail
+	}
 	f.tokens += len(b.Tokens)
 	var logits []float32
 	for i, tok := range b.Tokens {
