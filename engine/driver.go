@@ -48,6 +48,10 @@ func (e *Engine) loop() {
 			select {
 			case <-e.wake:
 			case <-idle.C: // beat while idle
+			case fn := <-e.idle:
+				e.cmu.Lock()
+				fn()
+				e.cmu.Unlock()
 			case <-e.quit:
 				e.shutdown()
 				return
@@ -56,31 +60,33 @@ func (e *Engine) loop() {
 	}
 }
 
+// whenIdle runs fn on the scheduler goroutine the next time it has nothing
+// to do (no sequence running or admissible), and returns after it ran:
+// tests observe a settled engine through it without sleeping or locking.
+func (e *Engine) whenIdle(fn func()) {
+	done := make(chan struct{})
+	select {
+	case e.idle <- func() { fn(); close(done) }:
+		<-done
+	case <-e.done:
+	}
+}
+
 // shutdown ends every request with ErrClosed.
 func (e *Engine) shutdown() {
 	e.cmu.Lock()
-	e.mu.Lock()
-	in := e.inbox
-	e.inbox = nil
-	e.mu.Unlock()
-	for _, s := range in {
-		e.sch.add(s)
-	}
+	e.takeInbox()
 	for _, s := range e.sch.drain() {
-		e.end(s.c, FinishError, ErrClosed)
-		for _, c := range s.forks {
-			e.end(c, FinishError, ErrClosed)
-		}
+		e.endSeq(s, FinishError, ErrClosed)
 	}
 	e.snapshot()
 	e.cmu.Unlock()
 	e.deliver()
 }
 
-// step runs one scheduler iteration (see the package comment) and reports
-// whether it did any work.
-func (e *Engine) step() bool {
-	e.cmu.Lock()
+// takeInbox hands the submitted sequences to the scheduler (under cmu)
+// and returns how many there were.
+func (e *Engine) takeInbox() int {
 	e.mu.Lock()
 	in := e.inbox
 	e.inbox = nil
@@ -88,13 +94,26 @@ func (e *Engine) step() bool {
 	for _, s := range in {
 		e.sch.add(s)
 	}
+	return len(in)
+}
+
+// endSeq ends s's choice and the choices it had yet to fork into.
+func (e *Engine) endSeq(s *seq, reason string, err error) {
+	e.end(s.c, reason, err)
+	for _, c := range s.forks {
+		e.end(c, reason, err)
+	}
+}
+
+// step runs one scheduler iteration (see the package comment) and reports
+// whether it did any work.
+func (e *Engine) step() bool {
+	e.cmu.Lock()
+	in := e.takeInbox()
 	p := e.sch.plan()
-	worked := len(in) > 0 || len(p.ended) > 0
+	worked := in > 0 || len(p.ended) > 0
 	for _, x := range p.ended {
-		e.end(x.s.c, x.reason, x.err)
-		for _, c := range x.s.forks {
-			e.end(c, x.reason, x.err)
-		}
+		e.endSeq(x.s, x.reason, x.err)
 	}
 	if len(p.seqs) > 0 {
 		worked = true
@@ -112,7 +131,7 @@ func (e *Engine) step() bool {
 		}
 		for _, s := range e.sch.commit(p, r) {
 			if err != nil {
-				e.end(s.c, FinishError, fmt.Errorf("engine: forward: %w", err))
+				e.endSeq(s, FinishError, fmt.Errorf("engine: forward: %w", err))
 			}
 		}
 		e.mu.Lock()

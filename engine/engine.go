@@ -242,6 +242,7 @@ type Engine struct {
 
 	beat      atomic.Int64  // unix ns of the scheduler loop's latest iteration; 0: not running
 	wake      chan struct{} // (cap 1) something changed: new request, cancellation
+	idle      chan func()   // run on the scheduler goroutine when it is idle (whenIdle)
 	quit      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -309,7 +310,7 @@ func resolve(o Options, ctx int) Options {
 // start makes an engine over any forwarder and starts its goroutine.
 func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *kvcache.Cache, o Options, defaults sample.Policy) *Engine {
 	e := &Engine{fw: fw, tok: tok, vocab: vocab, eog: eog, cache: cache, ctx: o.CtxSize, opts: o, defaults: defaults,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), idle: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
 		sch: newScheduler(cache, o)}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
 	e.beat.Store(time.Now().UnixNano())

@@ -135,17 +135,17 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 		if *p.MinTokens < 0 {
 			return badRequest("min_tokens", "min_tokens must be >= 0, got %d", *p.MinTokens)
 		}
-		if mt := j.req.Policy.MaxTokens; mt > 0 && *p.MinTokens > mt {
+		if mt := j.reqs[0].Policy.MaxTokens; mt > 0 && *p.MinTokens > mt {
 			return badRequest("min_tokens", "min_tokens %d exceeds max_tokens %d", *p.MinTokens, mt)
 		}
 		minTok = *p.MinTokens
 	}
-	pol := j.req.Policy
+	pol := j.reqs[0].Policy // every prompt of the job shares the policy
 	var c *grammar.Constraint
 	budget := pol.MaxTokens
 	if cs != nil {
 		switch {
-		case j.req.TokenHealing:
+		case j.reqs[0].TokenHealing:
 			return badRequest("token_healing", "token_healing cannot be combined with %s", cs.field)
 		case pol.IgnoreEOS:
 			return badRequest("ignore_eos", "ignore_eos cannot be combined with %s: a constrained output ends where the grammar does", cs.field)
@@ -169,7 +169,7 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 	}
 	stop := slices.Clone(pol.StopTokenIDs)
 	eng := s.eng
-	j.req.Processors = func() []engine.LogitsProcessor {
+	procs := func() []engine.LogitsProcessor {
 		var ps []engine.LogitsProcessor
 		if minTok > 0 {
 			ps = append(ps, eng.MinTokensProcessor(minTok, stop))
@@ -182,6 +182,9 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 			ps = append(ps, p)
 		}
 		return ps
+	}
+	for i := range j.reqs {
+		j.reqs[i].Processors = procs
 	}
 	return nil
 }
