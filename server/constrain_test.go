@@ -22,8 +22,8 @@ func checkPerson(t *testing.T, text string) {
 	}
 }
 
-// Every dialect of a constraint, on both endpoints, streamed and not:
-// the output fits.
+// Every dialect of a constraint, on both endpoints, streamed and not,
+// n = 2: every choice's output fits.
 func TestStructuredOutputDialects(t *testing.T) {
 	ts := newTestServer(t, nil)
 	schemaStr, _ := json.Marshal(personSchema)
@@ -48,7 +48,7 @@ func TestStructuredOutputDialects(t *testing.T) {
 	for field, check := range fields {
 		for _, ep := range []string{"/v1/completions", "/v1/chat/completions"} {
 			for _, stream := range []bool{false, true} {
-				body := `{"model":"` + testModel + `","max_tokens":40,"temperature":1,"seed":3,"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `,` + field
+				body := `{"model":"` + testModel + `","max_tokens":40,"temperature":1,"seed":3,"n":2,"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `,` + field
 				if ep == "/v1/completions" {
 					body += `,"prompt":"Once"}`
 				} else {
@@ -116,8 +116,8 @@ func choiceTexts(t *testing.T, b []byte, stream, isChat bool) []string {
 			}
 		}
 	}
-	if len(texts) == 0 {
-		t.Fatal("no choices")
+	if len(texts) != 2 {
+		t.Fatalf("want 2 choices, got %d", len(texts))
 	}
 	var out []string
 	for i := range len(texts) {
