@@ -114,10 +114,10 @@ func runServe(args []string) error {
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
 	switch {
 	case err == nil:
-		opts.Template, opts.TemplateOptions = tmpl.t, tmpl.opts
+		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
 		// The server starts anyway: a template that fails here (one that
 		// recurses without end, say) fails each chat request with a 400.
-		if err := tmpl.t.Probe(tmpl.opts); err != nil {
+		if err := tmpl.Template.Probe(tmpl.Options); err != nil {
 			log.Warn("the chat template fails on a sample conversation; /v1/chat/completions will answer 400", "err", err)
 		}
 	case errors.Is(err, chat.ErrNoTemplate) && *tmplPath == "":
