@@ -11,7 +11,9 @@
 //	GET  /health               200 {"status":"ok"}; 503 while draining for shutdown
 //	GET  /metrics              Prometheus text format: requests by endpoint and status,
 //	                           prompt/generated token counters, time-to-first-token and
-//	                           per-output-token histograms, in-flight gauges, engine stats
+//	                           per-output-token histograms, in-flight gauges, engine stats;
+//	                           and vLLM's names (vllm:num_requests_waiting, vllm:kv_cache_usage_perc,
+//	                           …, each labelled model_name) for vLLM-aware routers: metrics_vllm.go
 //
 // Request fields follow the OpenAI API plus vLLM's sampling extras: model,
 // prompt / messages, max_tokens (max_completion_tokens), temperature, top_p,
@@ -380,7 +382,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		{name: "nanoserve_kv_cache_bytes", help: "Bytes held by the engine's KV cache.", value: float64(s.eng.CacheBytes())},
 		{name: "nanoserve_context_tokens", help: "Context length per sequence.", value: float64(s.eng.CtxSize())},
 	}
-	s.m.write(w, append(extra, engineStats(s.eng)...))
+	st := s.eng.Stats() // one snapshot for the nanoserve_engine_* and vllm:* series
+	s.m.write(w, append(extra, engineStats(st)...), func(b *strings.Builder) { s.m.writeVLLM(b, s.names[0], st) })
 }
 
 // resolveModel maps the request's model field to the name responses report.
