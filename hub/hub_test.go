@@ -468,3 +468,29 @@ type nopWC struct{}
 
 func (nopWC) Write(p []byte) (int, error) { return len(p), nil }
 func (nopWC) Close() error                { return nil }
+
+// TestTokenNotSentToCDN: the LFS redirect goes to another host (as the
+// hub's CDN is); the token authenticates the hub, never the CDN.
+func TestTokenNotSentToCDN(t *testing.T) {
+	h := standIn(t)
+	h.CDNHost("localhost")
+	c := client(t, h, "")
+	c.Token = "hf_secret"
+	sameFile(t, pull(t, c, "org/gated:Q8_0", ""), randBytes(2000, 10))
+	if n := h.CDNAuth(); n != 0 {
+		t.Errorf("%d CDN requests carried the token", n)
+	}
+}
+
+// TestRenamedRepo: the hub redirects a renamed repository's API and
+// resolve URLs; the pull follows them and caches under the name asked for.
+func TestRenamedRepo(t *testing.T) {
+	h := standIn(t)
+	h.Rename("org/old-name", "org/tiny-GGUF")
+	c := client(t, h, "")
+	p := pull(t, c, "org/old-name:Q4_K_S", "")
+	sameFile(t, p, randBytes(1000, 2))
+	if !strings.Contains(p, "models--org--old-name") {
+		t.Errorf("cached at %s", p)
+	}
+}

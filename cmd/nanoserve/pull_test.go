@@ -16,6 +16,7 @@ import (
 	"nanoserve/defaultmodel"
 	"nanoserve/gguf"
 	"nanoserve/internal/fakehub"
+	"nanoserve/internal/tinyhf"
 )
 
 // TestPullServe publishes the built-in model on a stand-in hub, whole and
@@ -148,4 +149,44 @@ func complete(t *testing.T, model, name string) string {
 		t.Errorf("response model %q, want %q", out.Model, name)
 	}
 	return out.Choices[0].Text
+}
+
+// TestPullServeDirectory publishes a transformers checkpoint (config,
+// tokenizer, safetensors) on the stand-in hub; `serve --model org/tiny-llama`
+// pulls the whole directory and answers as serving the local folder does.
+func TestPullServeDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := tinyhf.Write(dir, tinyhf.LlamaSpec()); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]fakehub.File{".gitattributes": {Data: []byte("*.safetensors filter=lfs\n")}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = fakehub.File{Data: b, LFS: strings.HasSuffix(e.Name(), ".safetensors")}
+	}
+	if _, ok := files["config.json"]; !ok {
+		t.Fatalf("tinyhf wrote no config.json: %v", entries)
+	}
+	h := fakehub.New()
+	defer h.Close()
+	h.Add("org/tiny-llama", &fakehub.Repo{Commit: strings.Repeat("d4", 20), Files: files})
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	want := complete(t, dir, filepath.Base(dir))
+	if want == "" {
+		t.Fatal("empty completion from the local folder")
+	}
+	if got := complete(t, "org/tiny-llama", "org/tiny-llama"); got != want {
+		t.Errorf("pulled directory: %q, want %q", got, want)
+	}
 }

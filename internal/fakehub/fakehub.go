@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -54,12 +55,15 @@ type Hub struct {
 	ranges      []string          // "file bytes=N-" of every ranged GET
 	gets        map[string]int    // file → GETs of its content
 	wrongETag   map[string]string // file → ETag to advertise instead of the real one
+	cdnHost     string            // host name LFS redirects use ("" = the hub's own URL)
+	cdnAuth     int               // CDN requests that carried an Authorization header
+	renamed     map[string]string // old repository name → new
 }
 
 // New starts a stand-in hub; Close it when done.
 func New() *Hub {
 	h := &Hub{repos: map[string]*Repo{}, cuts: map[string][]int64{}, corrupt: map[string]bool{},
-		served: map[string]int64{}, gets: map[string]int{}, wrongETag: map[string]string{}}
+		served: map[string]int64{}, gets: map[string]int{}, wrongETag: map[string]string{}, renamed: map[string]string{}}
 	h.Server = httptest.NewServer(http.HandlerFunc(h.serve))
 	return h
 }
@@ -105,6 +109,29 @@ func (h *Hub) Slow(d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.slow = d
+}
+
+// CDNHost makes LFS redirects point at host (e.g. "localhost", a different
+// host name for the same server, as the hub's CDN is another host).
+func (h *Hub) CDNHost(host string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cdnHost = host
+}
+
+// CDNAuth is the number of CDN requests that carried an Authorization header.
+func (h *Hub) CDNAuth() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cdnAuth
+}
+
+// Rename makes every request for repository old redirect (307) to new, as
+// the hub does for renamed repositories.
+func (h *Hub) Rename(old, new string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.renamed[old] = new
 }
 
 // Served is the body bytes GETs of file have sent so far.
@@ -166,6 +193,20 @@ func (h *Hub) repo(w http.ResponseWriter, r *http.Request, name, rev string) (*R
 
 func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
+	h.mu.Lock()
+	for old, nw := range h.renamed {
+		for _, pre := range []string{"/api/models/", "/"} {
+			if rest, ok := strings.CutPrefix(p, pre+old+"/"); ok {
+				h.mu.Unlock()
+				http.Redirect(w, r, pre+nw+"/"+rest, http.StatusTemporaryRedirect)
+				return
+			}
+		}
+	}
+	if strings.HasPrefix(p, "/cdn/") && r.Header.Get("Authorization") != "" {
+		h.cdnAuth++
+	}
+	h.mu.Unlock()
 	switch {
 	case strings.HasPrefix(p, "/api/models/"):
 		// /api/models/ORG/NAME/revision/REV
@@ -243,7 +284,13 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Linked-Etag", `"`+id+`"`)
 			w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
 			w.Header().Set("ETag", `"`+GitBlobID([]byte("version https://git-lfs.github.com/spec/v1\n"))+`"`)
-			w.Header().Set("Location", h.URL+"/cdn/"+name+"/"+parts[4])
+			base := h.URL
+			h.mu.Lock()
+			if h.cdnHost != "" {
+				base = "http://" + net.JoinHostPort(h.cdnHost, strconv.Itoa(h.Listener.Addr().(*net.TCPAddr).Port))
+			}
+			h.mu.Unlock()
+			w.Header().Set("Location", base+"/cdn/"+name+"/"+parts[4])
 			w.WriteHeader(http.StatusFound)
 			return
 		}
