@@ -94,6 +94,28 @@ func TestPullServe(t *testing.T) {
 	if h.Gets("F32/go-F32-00002-of-00002.gguf") != 1 {
 		t.Error("the split's second file was not pulled")
 	}
+	// list shows the repository and its files; rm of one quantization keeps the other.
+	out, err := captureStdout(t, func() error { return runList(nil) })
+	if err != nil || !strings.Contains(out, "org/go-GGUF") || !strings.Contains(out, "go-Q8_0.gguf") ||
+		!strings.Contains(out, "F32/go-F32-00002-of-00002.gguf") || !strings.Contains(out, "main=e1e1e1e1e1e1") {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+	if err := runRm([]string{"org/go-GGUF:F32"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pulled); err != nil {
+		t.Errorf("rm REPO:F32 removed the Q8_0 file: %v", err)
+	}
+	out, _ = captureStdout(t, func() error { return runList(nil) })
+	if strings.Contains(out, "go-F32") {
+		t.Errorf("list after rm still shows the split:\n%s", out)
+	}
+	if err := runRm([]string{"org/go-GGUF"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runRm([]string{"org/go-GGUF"}); err == nil || !strings.Contains(err.Error(), "not in the cache") {
+		t.Errorf("rm twice: %v", err)
+	}
 	// Offline, an uncached reference is a clear error.
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	mf := modelFlags{model: "org/go-GGUF:README.md", revision: "main"}
