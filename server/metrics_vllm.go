@@ -58,7 +58,7 @@ func (m *metrics) writeVLLM(b *strings.Builder, model string, st engine.Stats) {
 	}
 	one("vllm:kv_cache_usage_perc", "gauge", "Fraction of KV cache blocks in use (1 = full).", usage)
 	family(b, "vllm:cache_config_info", "gauge", "KV cache configuration (value 1; the configuration is in the labels).")
-	fmt.Fprintf(b, "vllm:cache_config_info{%s,block_size=%q,num_gpu_blocks=%q,cache_dtype=\"f32\"} 1\n",
+	fmt.Fprintf(b, "vllm:cache_config_info{%s,block_size=%q,num_gpu_blocks=%q} 1\n",
 		ml, strconv.Itoa(st.KVBlockSize), strconv.Itoa(st.KVBlocksTotal))
 	one("vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.", float64(st.PrefixQueryTokens))
 	one("vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.", float64(st.PrefixHitTokens))

@@ -65,7 +65,7 @@ func checkVLLM(t *testing.T, m map[string]float64, model string) {
 	if !ok || usage != want || usage < 0 || usage > 1 {
 		t.Errorf("vllm:kv_cache_usage_perc = %v (present %v), want %v in [0, 1]", usage, ok, want)
 	}
-	info := fmt.Sprintf(`vllm:cache_config_info{model_name=%q,block_size="%d",num_gpu_blocks="%d",cache_dtype="f32"}`,
+	info := fmt.Sprintf(`vllm:cache_config_info{model_name=%q,block_size="%d",num_gpu_blocks="%d"}`,
 		model, int(m["nanoserve_engine_kv_block_size"]), int(m["nanoserve_engine_kv_blocks_total"]))
 	if m[info] != 1 {
 		t.Errorf("%s missing or not 1 (series: %v)", info, seriesWith(m, "cache_config"))
@@ -144,7 +144,7 @@ func TestVLLMReasonsAndUsage(t *testing.T) {
 		`vllm:request_success_total{model_name="x",finished_reason="abort"}`:                           2,
 		`vllm:request_success_total{model_name="x",finished_reason="stop"}`:                            3,
 		`vllm:kv_cache_usage_perc{model_name="x"}`:                                                     0.25,
-		`vllm:cache_config_info{model_name="x",block_size="16",num_gpu_blocks="12",cache_dtype="f32"}`: 1,
+		`vllm:cache_config_info{model_name="x",block_size="16",num_gpu_blocks="12"}`: 1,
 	} {
 		if v, ok := got[series]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -75,8 +76,8 @@ func resolveModel(arg, revision string) (path, ref string, err error) {
 		return arg, "", nil
 	}
 	r, perr := hub.ParseRef(arg)
-	if perr != nil {
-		return arg, "", nil // model.Load reports the missing file
+	if perr != nil || r.File == "" && r.Quant == "" && modelExt(arg) {
+		return arg, "", nil // a path: model.Load reports the missing file
 	}
 	c := hubClient()
 	if p, err := c.Cached(r, revision); err == nil {
@@ -90,9 +91,19 @@ func resolveModel(arg, revision string) (path, ref string, err error) {
 	fmt.Fprintf(os.Stderr, "pulling %s from %s\n", r, c.Endpoint)
 	p, err := c.Pull(ctx, r, revision)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("%s is not a local file or folder, and the hub says: %w", arg, err)
 	}
 	return p, r.String(), nil
+}
+
+// modelExt reports whether a name ends like a model file rather than a
+// repository (repository names may hold dots: Qwen/Qwen2.5-0.5B).
+func modelExt(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".gguf", ".bin", ".safetensors", ".json", ".model", ".pt":
+		return true
+	}
+	return false
 }
 
 func runPull(args []string) error {

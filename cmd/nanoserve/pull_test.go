@@ -212,3 +212,24 @@ func TestPullServeDirectory(t *testing.T) {
 		t.Errorf("pulled directory: %q, want %q", got, want)
 	}
 }
+
+// TestResolveModelPaths: names that end like model files stay paths (no
+// hub request); an unknown repository's error says it is not a local file.
+func TestResolveModelPaths(t *testing.T) {
+	h := fakehub.New()
+	defer h.Close()
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	for _, p := range []string{"models/missing.gguf", "dir/model.safetensors", "./x"} {
+		got, ref, err := resolveModel(p, "main")
+		if err != nil || got != p || ref != "" {
+			t.Errorf("resolveModel(%q) = %q, %q, %v; want the path back", p, got, ref, err)
+		}
+	}
+	_, _, err := resolveModel("org/missing", "main")
+	if err == nil || !strings.Contains(err.Error(), "not a local file") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("unknown repo: %v", err)
+	}
+}
