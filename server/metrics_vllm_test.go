@@ -141,9 +141,9 @@ func TestVLLMReasonsAndUsage(t *testing.T) {
 	m.writeVLLM(&b, "x", engine.Stats{KVBlocksUsed: 3, KVBlocksTotal: 12, KVBlockSize: 16})
 	got := parseMetrics(t, b.String())
 	for series, want := range map[string]float64{
-		`vllm:request_success_total{model_name="x",finished_reason="abort"}`:                           2,
-		`vllm:request_success_total{model_name="x",finished_reason="stop"}`:                            3,
-		`vllm:kv_cache_usage_perc{model_name="x"}`:                                                     0.25,
+		`vllm:request_success_total{model_name="x",finished_reason="abort"}`:         2,
+		`vllm:request_success_total{model_name="x",finished_reason="stop"}`:          3,
+		`vllm:kv_cache_usage_perc{model_name="x"}`:                                   0.25,
 		`vllm:cache_config_info{model_name="x",block_size="16",num_gpu_blocks="12"}`: 1,
 	} {
 		if v, ok := got[series]; !ok || v != want {
