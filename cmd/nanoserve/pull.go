@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"nanoserve/hub"
 )
@@ -35,7 +34,7 @@ func hubClient() *hub.Client {
 // progressBar draws one bar per file on a terminal, one line per file
 // otherwise (logs, CI).
 func progressBar(file string, size, have int64) io.WriteCloser {
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
+	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		if have > 0 {
 			fmt.Fprintf(os.Stderr, "resuming %s at %s of %s\n", file, mib(have), mib(size))
 		} else {
