@@ -118,7 +118,8 @@ func TestParseRef(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	files := []string{"README.md", "m-Q4_K_M.gguf", "m-Q4_K_S.gguf", "m-Q4_K.gguf", "Q8_0/m-Q8_0-00001-of-00002.gguf",
-		"Q8_0/m-Q8_0-00002-of-00002.gguf", "mmproj-m-F16.gguf", "m-f16.gguf", "m-IQ4_XS-00001-of-00002.gguf"}
+		"Q8_0/m-Q8_0-00002-of-00002.gguf", "mmproj-m-F16.gguf", "m-f16.gguf", "m-IQ4_XS-00001-of-00002.gguf",
+		"Q6_K/m-00001-of-00002.gguf", "Q6_K/m-00002-of-00002.gguf"}
 	cases := []struct {
 		ref   string
 		files []string
@@ -131,6 +132,7 @@ func TestSelect(t *testing.T) {
 		{"o/m:Q8_0", []string{"Q8_0/m-Q8_0-00001-of-00002.gguf", "Q8_0/m-Q8_0-00002-of-00002.gguf"}, ""},
 		{"o/m:Q8_0/m-Q8_0-00002-of-00002.gguf", []string{"Q8_0/m-Q8_0-00001-of-00002.gguf", "Q8_0/m-Q8_0-00002-of-00002.gguf"}, ""},
 		{"o/m:README.md", []string{"README.md"}, ""},
+		{"o/m:Q6_K", []string{"Q6_K/m-00001-of-00002.gguf", "Q6_K/m-00002-of-00002.gguf"}, ""},
 		{"o/m:Q2_K", nil, "no a GGUF file tagged Q2_K (it has: "},
 		{"o/m:IQ4_XS", nil, "missing its file m-IQ4_XS-00002-of-00002.gguf"},
 		{"o/m:nope.gguf", nil, `no file "nope.gguf"`},

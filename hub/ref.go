@@ -125,10 +125,11 @@ func isGGUF(name string) bool {
 	return strings.HasSuffix(base, ".gguf") && !strings.HasPrefix(base, "mmproj")
 }
 
-// hasQuant reports whether the file's base name carries tag as a whole
-// token: Q4_K matches "m-Q4_K.gguf" but not "m-Q4_K_M.gguf".
+// hasQuant reports whether the file's path carries tag as a whole token
+// (in its name, or a folder's: "Q4_K_M/m-00001-of-00002.gguf"): Q4_K
+// matches "m-Q4_K.gguf" but not "m-Q4_K_M.gguf".
 func hasQuant(name, tag string) bool {
-	base := strings.ToLower(path.Base(name))
+	base := strings.ToLower(name)
 	tag = strings.ToLower(tag)
 	for i := 0; ; {
 		j := strings.Index(base[i:], tag)
@@ -136,9 +137,9 @@ func hasQuant(name, tag string) bool {
 			return false
 		}
 		j += i
-		before := j == 0 || strings.ContainsRune("-._", rune(base[j-1]))
+		before := j == 0 || strings.ContainsRune("-._/", rune(base[j-1]))
 		end := j + len(tag)
-		after := end == len(base) || strings.ContainsRune("-.", rune(base[end]))
+		after := end == len(base) || strings.ContainsRune("-./", rune(base[end]))
 		if before && after {
 			return true
 		}
