@@ -336,6 +336,9 @@ func TestRetryWithinPull(t *testing.T) {
 	h2.Cut(file, 50_000)
 	c2 := client(t, h2, "")
 	sameFile(t, pull(t, c2, "org/tiny-GGUF:Q4_K_M", ""), randBytes(200_000, 1))
+	if n, g := h2.Served(file), h2.Gets(file); n != 250_000 || g != 2 {
+		t.Errorf("range ignored: served %d bytes in %d GETs, want 250000 in 2 (the cut prefix, then the whole file once)", n, g)
+	}
 }
 
 func TestWrongChecksum(t *testing.T) {
