@@ -406,6 +406,12 @@ func (c *Client) downloadBlob(ctx context.Context, u, what, blob string, meta fi
 	case retries < 0:
 		retries = 0
 	}
+	// A partial file left by an earlier process may itself be corrupt: if
+	// a resumed download fails its checksum, it is fetched once more whole.
+	resumed := false
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		resumed = true
+	}
 	var lastErr error
 	for attempt := 0; attempt <= retries; attempt++ {
 		if attempt > 0 {
@@ -421,6 +427,13 @@ func (c *Client) downloadBlob(ctx context.Context, u, what, blob string, meta fi
 			break
 		}
 		lastErr = err
+		if errors.Is(err, ErrChecksum) && resumed {
+			resumed = false
+			if err := restart(f); err != nil {
+				return err
+			}
+			continue
+		}
 		if !retryable(err) {
 			break
 		}

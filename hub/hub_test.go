@@ -499,3 +499,33 @@ func TestRenamedRepo(t *testing.T) {
 		t.Errorf("cached at %s", p)
 	}
 }
+
+// TestLeftoverPartial: a complete partial file (a crash between download
+// and rename) is verified without a GET; a corrupt one is fetched again
+// whole instead of failing the pull.
+func TestLeftoverPartial(t *testing.T) {
+	data := randBytes(200_000, 1)
+	const file = "tiny-Q4_K_M.gguf"
+	for _, corrupt := range []bool{false, true} {
+		h := standIn(t)
+		cache := t.TempDir()
+		blobs := filepath.Join(cache, "models--org--tiny-GGUF", "blobs")
+		os.MkdirAll(blobs, 0o755)
+		part := bytes.Clone(data)
+		if corrupt {
+			part = part[:120_000]
+			part[1000] ^= 1
+		}
+		if err := os.WriteFile(filepath.Join(blobs, fakehub.SHA256(data)+".incomplete"), part, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sameFile(t, pull(t, client(t, h, cache), "org/tiny-GGUF:Q4_K_M", ""), data)
+		wantGets, wantServed := 0, int64(0)
+		if corrupt {
+			wantGets, wantServed = 2, 80_000+200_000 // the resumed tail, then the whole file
+		}
+		if g, n := h.Gets(file), h.Served(file); g != wantGets || n != wantServed {
+			t.Errorf("corrupt=%v: %d GETs, %d bytes; want %d, %d", corrupt, g, n, wantGets, wantServed)
+		}
+	}
+}
