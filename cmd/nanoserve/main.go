@@ -10,6 +10,7 @@
 //	nanoserve bench      prefill / decode throughput, llama-bench style
 //	nanoserve train      train a small Llama from scratch
 //	nanoserve pull       download REPO[:QUANT|:FILE] from the Hugging Face hub; list, rm: its cache
+//	nanoserve version    the version, commit and Go version (also --version)
 package main
 
 import (
@@ -39,6 +40,7 @@ var commands = map[string]command{
 	"pull":       {"download a model from the Hugging Face hub", runPull},
 	"list":       {"list the models in the Hugging Face cache", runList},
 	"rm":         {"remove a model from the Hugging Face cache", runRm},
+	"version":    {"print the version, commit and Go version", runVersion},
 }
 
 func usage() {
@@ -63,6 +65,9 @@ func main() {
 	if name == "-h" || name == "--help" || name == "help" {
 		usage()
 		return
+	}
+	if name == "--version" || name == "-version" {
+		name = "version"
 	}
 	cmd, ok := commands[name]
 	if !ok {

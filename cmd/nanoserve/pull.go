@@ -36,9 +36,9 @@ func hubClient() *hub.Client {
 func progressBar(file string, size, have int64) io.WriteCloser {
 	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		if have > 0 {
-			fmt.Fprintf(os.Stderr, "resuming %s at %s of %s\n", file, mib(have), mib(size))
+			fmt.Fprintf(os.Stderr, "resuming %s at %s of %s\n", file, sizeMiB(have), sizeMiB(size))
 		} else {
-			fmt.Fprintf(os.Stderr, "downloading %s (%s)\n", file, mib(size))
+			fmt.Fprintf(os.Stderr, "downloading %s (%s)\n", file, sizeMiB(size))
 		}
 		return nopCloser{io.Discard}
 	}
@@ -59,7 +59,8 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-func mib(n int64) string {
+// sizeMiB is n bytes in MiB, "size unknown" for -1.
+func sizeMiB(n int64) string {
 	if n < 0 {
 		return "size unknown"
 	}
@@ -188,7 +189,7 @@ func runList(args []string) error {
 			}
 		}
 		slices.Sort(files)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Repo, mib(r.Size), strings.Join(revs, ","), strings.Join(files, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Repo, sizeMiB(r.Size), strings.Join(revs, ","), strings.Join(files, " "))
 	}
 	return tw.Flush()
 }

@@ -118,7 +118,7 @@ func TestPullServe(t *testing.T) {
 	}
 	// Offline, an uncached reference is a clear error.
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	mf := modelFlags{model: "org/go-GGUF:README.md", revision: "main"}
+	mf := modelFlags{model: "org/go-GGUF:README.md", revision: "main", threads: 1}
 	if _, err := mf.load(); err == nil || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {
 		t.Errorf("offline uncached: %v", err)
 	}
