@@ -18,7 +18,7 @@ go test -count=1 ./... 2>&1 | tee "$log"
 pkgs=$(grep -c '^ok' "$log" || true)
 echo "== race (the packages with goroutines: worker pool, batched forward, engine)"
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
-CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
+CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow|TestArchParity/(qwen3moe|gemma3)' ./model/
 CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/ ./server/
 echo "== bad input (internal/badinput against a live nanoserve serve on loopback, the built-in model)"
 bindir=$(mktemp -d)
@@ -36,5 +36,7 @@ if [ -d ../shared/checks ]; then
   python3 ../shared/checks/goldens.py
   python3 ../shared/checks/tokenizers.py
   python3 ../shared/checks/gguf_goldens.py
+  # The newer architectures (issue 12): every one listed is implemented.
+  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3
 fi
 echo "nanoserve: $pkgs passed, 0 failed"

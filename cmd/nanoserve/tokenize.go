@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"nanoserve/gguf"
 	"nanoserve/model"
 	"nanoserve/tokenizer"
 )
@@ -39,7 +40,7 @@ func (tf *tokFlags) load() (*tokenizer.Tokenizer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !isGGUFFile(p) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !gguf.IsFile(p) {
 			return nil, fmt.Errorf("%s carries no tokenizer (a llama2.c checkpoint?): pass --tokenizer PATH", tf.model)
 		}
 		path = p
@@ -51,18 +52,6 @@ func (tf *tokFlags) load() (*tokenizer.Tokenizer, error) {
 		path = p
 	}
 	return model.LoadTokenizer(path)
-}
-
-// isGGUFFile reports whether the file at path starts with the GGUF magic.
-func isGGUFFile(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == "GGUF"
 }
 
 // runTokenize encodes text to ids:
