@@ -16,6 +16,8 @@ require (
 	golang.org/x/term v0.44.0 // indirect
 )
 
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
+
 require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/openai/openai-go/v3 v3.98.0

@@ -27,6 +27,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"messages":[{"role":"tool","content":"x"}],"tools":[{}],"response_format":{"type":"json_object"}}`,
 		`{"prompt":"x","max_tokens":-1,"temperature":"hot","top_k":1.5}`,
 		`{"prompt":"x","temperature":1e400}`,
+		`{"prompt":"x","grammar":"root ::= [a-z]{1,3}","max_tokens":4}`,
+		`{"prompt":"x","json_schema":{"type":"object","properties":{"a":{"type":"integer","minimum":3}},"required":["a"]},"max_tokens":12}`,
+		`{"messages":[{"role":"user","content":"x"}],"guided_choice":["a","b"],"min_tokens":1,"use_beam_search":false}`,
+		`{"prompt":"x","structured_outputs":{"regex":"[0-9]+"},"guided_json":"{}"}`,
 		`prompt=hi&max_tokens=2`,
 		`[1,2]`, `null`, `{"prompt":"x"} {}`, `{"prompt":"\ud800"}`, ``,
 	} {
@@ -70,13 +74,18 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		if err := j.req.Policy.Validate(); err != nil {
-			t.Fatalf("accepted with an invalid policy: %v", err)
+		if len(j.reqs) == 0 || j.n < 1 {
+			t.Fatalf("accepted with %d prompts and n = %d", len(j.reqs), j.n)
 		}
-		if j.req.Prompt == "" && len(j.req.PromptIDs) == 0 && !chatReq {
-			// an empty string prompt is allowed only when the model adds BOS
-			if _, ok := ts.tok.BOS(); !ok {
-				t.Fatal("accepted an empty prompt for a model without BOS")
+		for _, req := range j.reqs {
+			if err := req.Policy.Validate(); err != nil {
+				t.Fatalf("accepted with an invalid policy: %v", err)
+			}
+			if req.Prompt == "" && len(req.PromptIDs) == 0 && !chatReq {
+				// an empty string prompt is allowed only when the model adds BOS
+				if _, ok := ts.tok.BOS(); !ok {
+					t.Fatal("accepted an empty prompt for a model without BOS")
+				}
 			}
 		}
 	})

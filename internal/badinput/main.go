@@ -1,6 +1,6 @@
 // Command badinput is nanoserve's black-box bad-input check: it starts a
 // real `nanoserve serve` on loopback (the built-in model unless --model),
-// sends it well over a hundred (182) malformed, mistyped, out-of-range and
+// sends it well over a hundred (185) malformed, mistyped, out-of-range and
 // protocol-level broken requests, and checks every answer:
 //
 //   - no 5xx, and the server process never dies (it still answers /health
@@ -103,8 +103,8 @@ func cases() []tcase {
 		{"logit_bias", `{"99999999":1}`, "token id"},
 		{"logit_bias", `[1]`, "object"},
 		{"logit_bias", `{"1":"x"}`, "number"},
-		{"n", `2`, "n must be 1"},
-		{"n", `0`, "n must be 1"},
+		{"n", `17`, "n must be in [1, 16]"},
+		{"n", `0`, "n must be in [1, 16]"},
 		{"n", `"1"`, "integer"},
 		{"stream", `"yes"`, "boolean"},
 		{"stream_options", `{"include_usage":true}`, "stream"},
@@ -124,8 +124,8 @@ func cases() []tcase {
 		{"prompt", `5`, "prompt"},
 		{"prompt", `null`, "required"},
 		{"prompt", `[]`, "prompt"},
-		{"prompt", `["a","b"]`, "exactly one"},
-		{"prompt", `[[1],[2]]`, "exactly one"},
+		{"prompt", `["a",5]`, "prompt"},
+		{"prompt", `[[1],[]]`, "empty"},
 		{"prompt", `[-1]`, "not a token id"},
 		{"prompt", `[99999999]`, "not a token id"},
 		{"prompt", `[1,"a"]`, "prompt"},
@@ -171,7 +171,10 @@ func cases() []tcase {
 		{`{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}`, "top_logprobs", "requires logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":99}`, "top_logprobs", "top_logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools", "not supported"},
-		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, "response_format", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":1}}}}`, "response_format", "minProperties"},
+		{`{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a"}`, "grammar", "unterminated string literal"},
+		{`{"messages":[{"role":"user","content":"x"}],"use_beam_search":true}`, "use_beam_search", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":"json"}`, "response_format", "object"},
 	} {
 		add(tcase{name: chat + " " + f.body, path: chat, body: f.body, status: 400, param: f.param, msg: f.msg})
