@@ -9,6 +9,9 @@
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
+//	POST /tokenize, /detokenize, /apply-template
+//	                           llama-server's token utilities over the served tokenizer and
+//	                           chat template (tokenize.go)
 //	GET  /health               liveness: 200 {"status":"ok"} (or "draining") while the process
 //	                           answers and the engine's scheduler loop beats; 503 when the loop
 //	                           stopped or hung (no heartbeat for Options.HealthStall)
@@ -254,6 +257,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
 		"/ready":               {"ready", map[string]http.HandlerFunc{http.MethodGet: s.handleReady}},
 		"/metrics":             {"metrics", map[string]http.HandlerFunc{http.MethodGet: s.handleMetrics}},
+		"/tokenize":            {"tokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleTokenize}},
+		"/detokenize":          {"detokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleDetokenize}},
+		"/apply-template":      {"apply_template", map[string]http.HandlerFunc{http.MethodPost: s.handleApplyTemplate}},
 	}
 	return s, nil
 }
@@ -333,7 +339,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
 		return
 	}
-	if s.apiKey != "" && strings.HasPrefix(path, "/v1/") && !s.authorized(r) {
+	if s.apiKey != "" && (strings.HasPrefix(path, "/v1/") || rt.endpoint == "tokenize" || rt.endpoint == "detokenize" ||
+		rt.endpoint == "apply_template") && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
 		writeError(sw, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
 			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\""})
