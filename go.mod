@@ -3,11 +3,19 @@ module nanoserve
 go 1.26.0
 
 require (
+	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
-require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+require (
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/term v0.44.0 // indirect
+)
+
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 
 require (
 	github.com/coder/websocket v1.8.15 // indirect

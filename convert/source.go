@@ -80,12 +80,18 @@ func (s *source) loadModel(in string, opts Options) error {
 // openGGUF takes metadata and tensors as they are. When opts.Tokenizer is
 // set, the tokenizer.* keys are replaced by that vocabulary's.
 func (s *source) openGGUF(in string, opts Options) error {
-	f, err := gguf.Open(in)
+	f, err := gguf.OpenSplit(in) // a split model is merged into one file
 	if err != nil {
 		return fmt.Errorf("convert: %w", err)
 	}
 	s.closers = append(s.closers, f)
-	s.kv = f.KV
+	for _, kv := range f.KV {
+		switch kv.Key {
+		case gguf.KeySplitNo, gguf.KeySplitCount, gguf.KeySplitTensors:
+		default:
+			s.kv = append(s.kv, kv)
+		}
+	}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		s.tensors = append(s.tensors, &srcTensor{name: t.Name, dims: t.Dims, typ: t.Type, data: t.Data, layer: layerOf(t.Name)})

@@ -113,8 +113,9 @@ type TensorInfo struct {
 	Name   string
 	Dims   []uint64     // ggml order: Dims[0] = row length (columns), then rows, …
 	Type   tensor.DType // element encoding
-	Offset uint64       // from File.DataOffset; a multiple of File.Alignment
+	Offset uint64       // from the data section of the file holding it; a multiple of its alignment
 	Data   []byte       // Size() bytes; points into the file's mapping (read-only)
+	Split  int          // index of the file of a split model holding the data (OpenSplit); 0 otherwise
 }
 
 // Elements is the number of elements (product of Dims; 1 for no dims).
@@ -149,11 +150,13 @@ type File struct {
 	KV         []KV         // in file order
 	Tensors    []TensorInfo // in file order
 	Alignment  int          // general.alignment or DefaultAlignment
-	DataOffset int64        // start of the tensor data section
+	DataOffset int64        // start of the tensor data section (of the first file of a split)
+	Paths      []string     // the files of a split model, in order (OpenSplit); nil otherwise
 
 	kvIndex     map[string]int
 	tensorIndex map[string]int
 	m           *mmap.Mapping // nil for Parse
+	parts       []*File       // files 2..N of a split model (OpenSplit)
 }
 
 // Open memory-maps and parses the GGUF file at path. Close unmaps it.
@@ -174,10 +177,13 @@ func Open(path string) (*File, error) {
 // Close releases the mapping of a File from Open; tensor data must not be
 // used afterwards. Metadata stays valid. Closing a parsed File is a no-op.
 func (f *File) Close() error {
+	err := f.closeParts()
 	if f.m == nil {
-		return nil
+		return err
 	}
-	err := f.m.Close()
+	if e := f.m.Close(); err == nil {
+		err = e
+	}
 	f.m = nil
 	for i := range f.Tensors {
 		f.Tensors[i].Data = nil

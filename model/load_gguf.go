@@ -22,7 +22,7 @@ import (
 // has no RoPE.
 
 func loadGGUF(path string, ctx int) (*Model, error) {
-	f, err := gguf.Open(path)
+	f, err := gguf.OpenSplit(path) // a single file or the first of a split (…-00001-of-0000N.gguf)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
@@ -32,6 +32,9 @@ func loadGGUF(path string, ctx int) (*Model, error) {
 		return nil, err
 	}
 	m.Files = []string{path}
+	if f.Paths != nil {
+		m.Files = f.Paths
+	}
 	m.closers = append(m.closers, f)
 	return m, nil
 }

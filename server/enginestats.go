@@ -13,8 +13,7 @@ func isOverloaded(err error) bool { return errors.Is(err, engine.ErrOverloaded) 
 
 // engineStats exports eng.Stats(): levels as gauges, cumulative counts as
 // counters (with the _total suffix).
-func engineStats(eng *engine.Engine) []gauge {
-	st := eng.Stats()
+func engineStats(st engine.Stats) []gauge {
 	g := func(name, help string, v int) gauge {
 		return gauge{name: "nanoserve_engine_" + name, help: help, value: float64(v)}
 	}

@@ -104,8 +104,9 @@ type gauge struct {
 	counter    bool
 }
 
-// write renders every family, then the extra gauges.
-func (m *metrics) write(w io.Writer, extra []gauge) {
+// write renders every family, then the extra gauges, then whatever more
+// writes (called with m.mu held, so it reads the same snapshot).
+func (m *metrics) write(w io.Writer, extra []gauge, more func(b *strings.Builder)) {
 	var b strings.Builder
 	m.mu.Lock()
 	family(&b, "nanoserve_requests_total", "counter", "HTTP requests by endpoint and status code.")
@@ -139,7 +140,6 @@ func (m *metrics) write(w io.Writer, extra []gauge) {
 	writeHistogram(&b, "nanoserve_time_to_first_token_seconds", "Seconds from request arrival to the first generated token.", &m.ttft)
 	writeHistogram(&b, "nanoserve_time_per_output_token_seconds", "Seconds between consecutive generated tokens of one request.", &m.itl)
 	writeHistogram(&b, "nanoserve_request_duration_seconds", "Seconds per generation request, arrival to the end of the response.", &m.e2e)
-	m.mu.Unlock()
 	for _, g := range extra {
 		typ := "gauge"
 		if g.counter {
@@ -148,6 +148,10 @@ func (m *metrics) write(w io.Writer, extra []gauge) {
 		family(&b, g.name, typ, g.help)
 		fmt.Fprintf(&b, "%s %s\n", g.name, num(g.value))
 	}
+	if more != nil {
+		more(&b)
+	}
+	m.mu.Unlock()
 	io.WriteString(w, b.String())
 }
 
@@ -156,16 +160,26 @@ func family(b *strings.Builder, name, typ, help string) {
 }
 
 func writeHistogram(b *strings.Builder, name, help string, h *histogram) {
+	writeHistogramLabels(b, name, help, "", h)
+}
+
+// writeHistogramLabels writes a histogram whose series all carry labels
+// (`k="v",…`, or "" for none).
+func writeHistogramLabels(b *strings.Builder, name, help, labels string, h *histogram) {
 	family(b, name, "histogram", help)
+	inner, outer := "", ""
+	if labels != "" {
+		inner, outer = labels+",", "{"+labels+"}"
+	}
 	var cum uint64
 	for i, u := range h.upper {
 		cum += h.counts[i]
-		fmt.Fprintf(b, "%s_bucket{le=%q} %d\n", name, num(u), cum)
+		fmt.Fprintf(b, "%s_bucket{%sle=%q} %d\n", name, inner, num(u), cum)
 	}
 	cum += h.counts[len(h.upper)]
-	fmt.Fprintf(b, "%s_bucket{le=\"+Inf\"} %d\n", name, cum)
-	fmt.Fprintf(b, "%s_sum %s\n", name, num(h.sum))
-	fmt.Fprintf(b, "%s_count %d\n", name, h.n)
+	fmt.Fprintf(b, "%s_bucket{%sle=\"+Inf\"} %d\n", name, inner, cum)
+	fmt.Fprintf(b, "%s_sum%s %s\n", name, outer, num(h.sum))
+	fmt.Fprintf(b, "%s_count%s %d\n", name, outer, h.n)
 }
 
 // num formats a sample value as Prometheus expects (shortest float form,

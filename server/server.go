@@ -9,6 +9,9 @@
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
+//	POST /tokenize, /detokenize, /apply-template
+//	                           llama-server's token utilities over the served tokenizer and
+//	                           chat template (tokenize.go)
 //	GET  /health               liveness: 200 {"status":"ok"} (or "draining") while the process
 //	                           answers and the engine's scheduler loop beats; 503 when the loop
 //	                           stopped or hung (no heartbeat for Options.HealthStall)
@@ -16,7 +19,9 @@
 //	                           room and the server is not draining; 503 saying which is not
 //	GET  /metrics              Prometheus text format: requests by endpoint and status,
 //	                           prompt/generated token counters, time-to-first-token and
-//	                           per-output-token histograms, in-flight gauges, engine stats
+//	                           per-output-token histograms, in-flight gauges, engine stats;
+//	                           and vLLM's names (vllm:num_requests_waiting, vllm:kv_cache_usage_perc,
+//	                           …, each labelled model_name) for vLLM-aware routers: metrics_vllm.go
 //
 // Request fields follow the OpenAI API plus vLLM's sampling extras: model,
 // prompt / messages, max_tokens (max_completion_tokens), temperature, top_p,
@@ -252,6 +257,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
 		"/ready":               {"ready", map[string]http.HandlerFunc{http.MethodGet: s.handleReady}},
 		"/metrics":             {"metrics", map[string]http.HandlerFunc{http.MethodGet: s.handleMetrics}},
+		"/tokenize":            {"tokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleTokenize}},
+		"/detokenize":          {"detokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleDetokenize}},
+		"/apply-template":      {"apply_template", map[string]http.HandlerFunc{http.MethodPost: s.handleApplyTemplate}},
 	}
 	return s, nil
 }
@@ -331,7 +339,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
 		return
 	}
-	if s.apiKey != "" && strings.HasPrefix(path, "/v1/") && !s.authorized(r) {
+	if s.apiKey != "" && (strings.HasPrefix(path, "/v1/") || rt.endpoint == "tokenize" || rt.endpoint == "detokenize" ||
+		rt.endpoint == "apply_template") && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
 		writeError(sw, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
 			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\""})
@@ -587,7 +596,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		{name: "nanoserve_kv_cache_bytes", help: "Bytes held by the engine's KV cache.", value: float64(s.eng.CacheBytes())},
 		{name: "nanoserve_context_tokens", help: "Context length per sequence.", value: float64(s.eng.CtxSize())},
 	}
-	s.m.write(w, append(extra, engineStats(s.eng)...))
+	st := s.eng.Stats() // one snapshot for the nanoserve_engine_* and vllm:* series
+	s.m.write(w, append(extra, engineStats(st)...), func(b *strings.Builder) { s.m.writeVLLM(b, s.names[0], st) })
 }
 
 // resolveModel maps the request's model field to the name responses report.

@@ -67,6 +67,11 @@ func runChat(args []string) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q (chat reads messages interactively)", pos[0])
 	}
+	if mf.model == "" && *tmplPath == "" {
+		return errors.New("the built-in model is a completion model (it continues Go source and has no chat template):\n" +
+			"  nanoserve generate \"func main() {\"      complete code with it\n" +
+			"  nanoserve chat --model REPO:QUANT        chat with an instruction-tuned model, e.g. --model Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M")
+	}
 	m, err := mf.load()
 	if err != nil {
 		return err

@@ -14,7 +14,9 @@ import (
 
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
-	model     string
+	model     string // after load: the local path (a hub reference resolved)
+	ref       string // the hub reference --model named, or ""
+	revision  string
 	tokenizer string
 	threads   int
 	ctxSize   int
@@ -22,7 +24,9 @@ type modelFlags struct {
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&mf.model, "model", "", "model: GGUF file, Hugging Face directory or llama2.c .bin (default: the built-in model)")
+	fs.StringVar(&mf.model, "model", "", "model: GGUF file, Hugging Face directory, llama2.c .bin, or a hub name REPO[:QUANT|:FILE]\n"+
+		"pulled into the Hugging Face cache on first use (default: the built-in model)")
+	fs.StringVar(&mf.revision, "revision", "main", "hub revision (branch, tag or commit) for --model REPO[:QUANT]")
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
 	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
@@ -62,6 +66,12 @@ func (mf *modelFlags) open() (*model.Model, error) {
 			return nil, err
 		}
 		path = p
+	} else {
+		p, ref, err := resolveModel(path, mf.revision)
+		if err != nil {
+			return nil, err
+		}
+		path, mf.model, mf.ref = p, p, ref
 	}
 	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
 	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize})

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"nanoserve/train"
@@ -94,23 +93,33 @@ func runInspect(args []string) error {
 	tok := fs.String("tokenizer", "", "tokenizer file or folder (for llama2.c checkpoints)")
 	noHash := fs.Bool("no-hash", false, "skip the sha256 of the weight files")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve inspect MODEL [--json] [--tokenizer PATH] [--no-hash]")
+		fmt.Fprintln(fs.Output(), "usage: nanoserve inspect [MODEL] [--json] [--tokenizer PATH] [--no-hash]\n\n"+
+			"MODEL is a file, a Hugging Face directory or a hub name REPO[:QUANT] (pulled if not cached);\n"+
+			"without it, the built-in model that generate and serve use.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
+	if len(pos) > 1 {
 		fs.Usage()
-		return errors.New("need exactly one MODEL path")
+		return fmt.Errorf("want at most one MODEL, got %d", len(pos))
 	}
-	m, err := model.Load(pos[0], model.Options{Tokenizer: *tok, Threads: 1})
+	path := ""
+	if len(pos) == 1 {
+		if path, _, err = resolveModel(pos[0], "main"); err != nil {
+			return err
+		}
+	} else if path, err = builtinModelPath(); err != nil {
+		return err
+	}
+	m, err := model.Load(path, model.Options{Tokenizer: *tok, Threads: 1})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	info, err := describe(pos[0], m, !*noHash)
+	info, err := describe(path, m, !*noHash)
 	if err != nil {
 		return err
 	}

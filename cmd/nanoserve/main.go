@@ -9,6 +9,7 @@
 //	nanoserve tokenize   text -> ids;  nanoserve detokenize: ids -> text
 //	nanoserve bench      prefill / decode throughput, llama-bench style
 //	nanoserve train      train a small Llama from scratch
+//	nanoserve pull       download REPO[:QUANT|:FILE] from the Hugging Face hub; list, rm: its cache
 //	nanoserve version    the version, commit and Go version (also --version)
 package main
 
@@ -36,6 +37,9 @@ var commands = map[string]command{
 	"detokenize": {"decode token ids to text", runDetokenize},
 	"bench":      {"measure prefill and decode speed", runBench},
 	"train":      {"train a small model from scratch", runTrain},
+	"pull":       {"download a model from the Hugging Face hub", runPull},
+	"list":       {"list the models in the Hugging Face cache", runList},
+	"rm":         {"remove a model from the Hugging Face cache", runRm},
 	"version":    {"print the version, commit and Go version", runVersion},
 }
 

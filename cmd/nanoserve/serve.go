@@ -25,6 +25,15 @@ import (
 )
 
 func runServe(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, stop, args, nil)
+}
+
+// serve runs the server until ctx ends (stop releases the signal handler
+// so a second signal kills the process); listening, if set, is told the
+// address once the port is open.
+func serve(ctx context.Context, stop func(), args []string, listening func(net.Addr)) error {
 	fs := newFlags("serve")
 	var mf modelFlags
 	mf.register(fs)
@@ -105,6 +114,9 @@ func runServe(args []string) error {
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	names := []string{servedModelName(mf.model)}
+	if mf.ref != "" { // a hub model answers to its reference first, its file name too
+		names = []string{mf.ref, names[0]}
+	}
 	if *servedName != "" && *servedName != names[0] {
 		names = append(names, *servedName)
 	}
@@ -159,8 +171,9 @@ func runServe(args []string) error {
 		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
 		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "auth", *apiKey != "")
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if listening != nil {
+		listening(ln.Addr())
+	}
 	go func() {
 		<-ctx.Done()
 		log.Info("shutting down: finishing requests in flight", "drain", drain.String())

@@ -4,38 +4,69 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 
+	"nanoserve/gguf"
 	"nanoserve/model"
 	"nanoserve/tokenizer"
 )
 
-// loadTokenizerFlag loads the tokenizer named by --tokenizer.
-func loadTokenizerFlag(path string) (*tokenizer.Tokenizer, error) {
-	if path == "" {
-		return nil, errors.New("--tokenizer PATH is required (tokenizer.model, tokenizer.bin, tokenizer.json, a GGUF file or a folder)")
+// tokFlags name the tokenizer of tokenize/detokenize: --tokenizer, else
+// the tokenizer of --model, else the built-in model's.
+type tokFlags struct {
+	tokenizer, model, revision string
+}
+
+func (tf *tokFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&tf.tokenizer, "tokenizer", "", "tokenizer: tokenizer.model, tokenizer.bin, tokenizer.json, GGUF file or folder (default: --model's)")
+	fs.StringVar(&tf.model, "model", "", "model whose tokenizer to use: GGUF file, Hugging Face directory or hub REPO[:QUANT] (default: the built-in model)")
+	fs.StringVar(&tf.revision, "revision", "main", "hub revision for --model REPO[:QUANT]")
+}
+
+// load reads the tokenizer the flags name. model.LoadTokenizer reads GGUF
+// metadata (the first file of a split holds it) and otherwise calls
+// tokenizer.Load (files and Hugging Face folders).
+func (tf *tokFlags) load() (*tokenizer.Tokenizer, error) {
+	path := tf.tokenizer
+	switch {
+	case path != "":
+	case tf.model != "":
+		p, _, err := resolveModel(tf.model, tf.revision)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !gguf.IsFile(p) {
+			return nil, fmt.Errorf("%s carries no tokenizer (a llama2.c checkpoint?): pass --tokenizer PATH", tf.model)
+		}
+		path = p
+	default:
+		p, err := builtinModelPath()
+		if err != nil {
+			return nil, fmt.Errorf("%w: pass --tokenizer PATH or --model M", err)
+		}
+		path = p
 	}
-	// model.LoadTokenizer reads GGUF metadata and otherwise calls
-	// tokenizer.Load.
 	return model.LoadTokenizer(path)
 }
 
 // runTokenize encodes text to ids:
 //
-//	nanoserve tokenize --tokenizer PATH [--jsonl] [--parse-special] [--bos] [TEXT...]
+//	nanoserve tokenize [--tokenizer PATH | --model M] [--jsonl] [--parse-special] [--bos] [TEXT...]
 //
+// The tokenizer is --tokenizer's, else --model's, else the built-in model's.
 // Without --jsonl it encodes TEXT (the arguments joined by spaces) or, with
 // none, all of stdin, and prints the ids space-separated on one line. With
 // --jsonl each stdin line is {"text": ...} and each output line {"ids": [...]}.
 // No BOS/EOS is added unless --bos/--eos.
 func runTokenize(args []string) error {
 	fs := newFlags("tokenize")
-	tokPath := fs.String("tokenizer", "", "tokenizer: tokenizer.model, tokenizer.bin, tokenizer.json, GGUF file or folder")
+	var tf tokFlags
+	tf.register(fs)
 	jsonl := fs.Bool("jsonl", false, "read {\"text\":...} lines from stdin, write {\"ids\":[...]} lines")
 	parseSpecial := fs.Bool("parse-special", false, "match special-token text (e.g. <s>, <|im_end|>) in the input as special tokens")
 	bos := fs.Bool("bos", false, "prepend BOS if the model adds one")
@@ -45,7 +76,7 @@ func runTokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := loadTokenizerFlag(*tokPath)
+	tok, err := tf.load()
 	if err != nil {
 		return err
 	}
@@ -130,7 +161,8 @@ func runTokenize(args []string) error {
 // --jsonl each stdin line is {"ids": [...]} and each output line {"text": ...}.
 func runDetokenize(args []string) error {
 	fs := newFlags("detokenize")
-	tokPath := fs.String("tokenizer", "", "tokenizer: tokenizer.model, tokenizer.bin, tokenizer.json, GGUF file or folder")
+	var tf tokFlags
+	tf.register(fs)
 	jsonl := fs.Bool("jsonl", false, "read {\"ids\":[...]} lines from stdin, write {\"text\":...} lines")
 	special := fs.String("special", "", "control tokens: \"render\" as text or \"skip\" (default: the tokenizer's own rule)")
 	pos, err := parseInterspersed(fs, args)
@@ -147,7 +179,7 @@ func runDetokenize(args []string) error {
 	default:
 		return fmt.Errorf("--special %q: want render or skip", *special)
 	}
-	tok, err := loadTokenizerFlag(*tokPath)
+	tok, err := tf.load()
 	if err != nil {
 		return err
 	}
