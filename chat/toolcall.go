@@ -19,8 +19,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ardanlabs/jinja"
 )
 
 // ToolFormat names how a model family writes tool calls in its output.
@@ -174,4 +177,44 @@ func isMistralID(id string) bool {
 		}
 	}
 	return true
+}
+
+// OpenAIToolCall converts one element of an assistant message's tool_calls
+// as OpenAI clients send it — {"id", "type": "function", "function":
+// {"name", "arguments": "<JSON text>"}} — into the value Hugging Face
+// templates expect: the same object, key order kept, with
+// function.arguments decoded from its string into an object in place (an
+// empty string reads as {}; an object is kept as it is) and the id passed
+// through f.TemplateID. The result goes into Message.ToolCalls.
+func OpenAIToolCall(raw json.RawMessage, f ToolFormat) (any, error) {
+	v, err := decodeOrdered(raw)
+	if err != nil || !v.IsDict() {
+		return nil, errors.New("chat: a tool call must be a JSON object")
+	}
+	call := v.AsDict()
+	fn, ok := call.Get("function")
+	if !ok || !fn.IsDict() {
+		return nil, errors.New("chat: a tool call needs a \"function\" object")
+	}
+	name, ok := fn.AsDict().Get("name")
+	if !ok || !name.IsString() || name.AsString() == "" {
+		return nil, errors.New("chat: a tool call's function needs a non-empty string \"name\"")
+	}
+	if args, ok := fn.AsDict().Get("arguments"); ok && args.IsString() {
+		text := strings.TrimSpace(args.AsString())
+		if text == "" {
+			text = "{}"
+		}
+		obj, err := decodeOrdered([]byte(text))
+		if err != nil || !obj.IsDict() {
+			return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.AsString())
+		}
+		fn.AsDict().Set("arguments", obj)
+	} else if ok && !args.IsDict() {
+		return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.AsString())
+	}
+	if id, ok := call.Get("id"); ok && id.IsString() {
+		call.Set("id", jinja.NewString(f.TemplateID(id.AsString())))
+	}
+	return v, nil
 }
