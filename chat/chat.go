@@ -162,8 +162,13 @@ type Options struct {
 
 // Template is a compiled chat template. It is safe for concurrent use.
 type Template struct {
-	t *jinja.Template
+	t   *jinja.Template
+	src string
 }
+
+// ToolFormat is the tool-call format the template teaches the model
+// (DetectToolFormat on its source).
+func (t *Template) ToolFormat() ToolFormat { return DetectToolFormat(t.src) }
 
 // Parse compiles a chat template once, to be rendered many times.
 func Parse(src string) (*Template, error) {
@@ -174,7 +179,7 @@ func Parse(src string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat: parse template: %w", err)
 	}
-	return &Template{t: t}, nil
+	return &Template{t: t, src: src}, nil
 }
 
 // normalizeNewlines applies two Jinja2 lexer defaults the engine lacks:

@@ -4,7 +4,6 @@ package server
 // admission → engine stream → one JSON response or SSE events.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,7 @@ type job struct {
 	includeUsage bool
 	logprobs     int // alternatives per token; -1: no logprobs
 	start        time.Time
+	tools        *toolSetup // chat with tools; nil: none
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -118,8 +118,9 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		return nil, badRequest("messages", "the model %q has no chat template, so /v1/chat/completions is unavailable "+
 			"(start the server with --chat-template, or use /v1/completions)", model)
 	}
-	if !isNull(cr.Tools) && !bytes.Equal(bytes.TrimSpace(cr.Tools), []byte("[]")) {
-		return nil, badRequest("tools", "tools are not supported")
+	tools, e := s.chatTools(cr)
+	if e != nil {
+		return nil, e
 	}
 	if rf := cr.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
 		return nil, badRequest("response_format", "response_format type %q is not supported (only \"text\")", rf.Type)
@@ -147,12 +148,15 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	if e := validatePolicy(&pol); e != nil {
 		return nil, e
 	}
-	msgs, e := chatMessages(cr.Messages)
+	msgs, e := chatMessages(cr.Messages, s.toolFormat)
 	if e != nil {
 		return nil, e
 	}
 	opts := s.tmplOpts
 	opts.AddGenerationPrompt = true
+	if tools != nil {
+		opts.Tools = tools.tools
+	}
 	text, err := s.tmpl.Render(msgs, opts)
 	if err != nil {
 		var re *chat.RaiseError
@@ -163,7 +167,7 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	}
 	return &job{chat: true, model: model, req: engine.Request{Prompt: text, ParseSpecial: true,
 		NoBOS: chat.StartsWithBOS(text, s.tmplOpts.BOS), Policy: pol},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}, nil
+		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}, nil
 }
 
 // overloaded is the 429 a full server answers.
@@ -211,9 +215,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	if j.chat {
 		out.id = newID("chatcmpl-")
 	}
+	if j.tools.parse() {
+		out.calls = chat.NewToolStream(j.tools.format, nil)
+	}
 	var res *engine.Result
 	var last time.Time
-	for tok, err := range s.eng.GenerateStream(r.Context(), j.req, &res) {
+	gen := s.eng.GenerateStream
+	if s.gen != nil {
+		gen = s.gen
+	}
+	for tok, err := range gen(r.Context(), j.req, &res) {
 		if err != nil {
 			if res == nil { // the request could not start
 				writeError(w, s.startError(err))
@@ -283,6 +294,7 @@ type responder struct {
 	failed  bool // a write failed (client gone)
 	pending []engine.Token
 	offset  int // completions text_offset of the next token
+	calls   *chat.ToolStream // reads tool calls out of a streamed chat reply (nil: no tools)
 }
 
 // startStream writes the SSE headers (and the chat role chunk) once.
@@ -338,6 +350,10 @@ func (o *responder) token(t engine.Token) bool {
 	}
 	lps := o.pending
 	o.pending = nil
+	if o.calls != nil {
+		o.pending = lps // sent with the next chunk, whatever it carries
+		return o.sendTools(o.calls.Push(t.Text))
+	}
 	if o.j.chat {
 		text := t.Text
 		return o.send(o.chatChunk(&chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
@@ -363,6 +379,10 @@ func (o *responder) end(res *engine.Result) {
 		return
 	}
 	reason := finishReason(res)
+	if o.calls != nil {
+		o.sendTools(o.calls.Finish())
+		reason = o.j.tools.finishReason(reason, o.calls.Calls())
+	}
 	var clp *chatLogprobs
 	var tlp *completionLogprobs
 	if len(o.pending) > 0 { // logprobs of tokens whose text never showed
@@ -413,8 +433,25 @@ func (o *responder) whole(res *engine.Result) {
 	}
 	if o.j.chat {
 		text := res.Text
+		msg := &replyMessage{Role: "assistant", Content: &text}
+		if o.j.tools.parse() {
+			content, calls := chat.ParseToolCalls(o.j.tools.format, res.Text, nil)
+			msg.Content = &content
+			if len(calls) > 0 {
+				if content == "" {
+					msg.Content = nil
+				}
+				out := toolCallsOut(calls, o.j.tools)
+				if o.j.tools.legacy {
+					msg.FunctionCall = &out[0].Function
+				} else {
+					msg.ToolCalls = out
+				}
+				reason = o.j.tools.finishReason(reason, len(calls))
+			}
+		}
 		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model,
-			Choices: []chatChoice{{Message: &chatMessage{Role: "assistant", Content: &text}, Logprobs: o.chatLogprobs(lps), FinishReason: &reason}},
+			Choices: []chatChoice{{Message: msg, Logprobs: o.chatLogprobs(lps), FinishReason: &reason}},
 			Usage:   &u})
 		return
 	}

@@ -72,6 +72,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -99,6 +100,9 @@ type Options struct {
 	// BOS/EOS texts and extra variables it is rendered with.
 	Template        *chat.Template
 	TemplateOptions chat.Options
+	// ToolFormat is how the model writes tool calls; "": detected from the
+	// template (chat.Template.ToolFormat).
+	ToolFormat chat.ToolFormat
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
@@ -122,6 +126,9 @@ type Server struct {
 	names    []string
 	tmpl     *chat.Template
 	tmplOpts chat.Options
+	// toolFormat: how replies are read for tool calls (ToolFormatNone:
+	// requests with tools other than tool_choice "none" are a 400).
+	toolFormat chat.ToolFormat
 	defaults sample.Policy
 	apiKey   string
 	maxBody  int64
@@ -133,9 +140,12 @@ type Server struct {
 	mux      map[string]route
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
-	// after each token a generation yields.
+	// after each token a generation yields; gen, when set, stands in for
+	// the engine's GenerateStream (a scripted reply, to test how replies
+	// are read, e.g. tool calls, without a model that writes them).
 	hook    func(r *http.Request)
 	onToken func()
+	gen     func(ctx context.Context, req engine.Request, out **engine.Result) iter.Seq2[engine.Token, error]
 }
 
 // route is one path's handlers by method.
@@ -164,6 +174,13 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
+	}
+	s.toolFormat = opts.ToolFormat
+	if s.toolFormat == "" {
+		s.toolFormat = chat.ToolFormatNone
+		if s.tmpl != nil {
+			s.toolFormat = s.tmpl.ToolFormat()
+		}
 	}
 	for i, n := range s.names {
 		if n == "" || slices.Contains(s.names[:i], n) {
