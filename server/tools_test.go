@@ -420,3 +420,31 @@ func postRaw(t *testing.T, url, body string) (*http.Response, []byte) {
 	}
 	return resp, b
 }
+
+// TestToolCallIDsAndArguments: with a template that shows what it gets
+// (tool_calls through tojson, tool_call_id) and the Mistral format, the
+// string arguments arrive as an object and a foreign call id arrives
+// mapped to the 9 alphanumerics Mistral needs, the same in the call and in
+// the tool result that answers it.
+func TestToolCallIDsAndArguments(t *testing.T) {
+	sc := &script{replies: []string{"ok"}}
+	ts := newTestServer(t, func(o *Options) {
+		tmpl, err := chat.Parse(`{% for m in messages %}{{ m.role }}:{% if m.tool_calls %}{{ m.tool_calls|tojson }}{% endif %}{% if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %}{{ m.content }}|{% endfor %}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Template, o.ToolFormat = tmpl, chat.ToolFormatMistral
+	})
+	ts.gen = sc.gen
+	status, _, b := ts.post(t, "/v1/chat/completions", `{"messages":[
+	  {"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]},
+	  {"role":"tool","tool_call_id":"call_1","content":"x"}]}`)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	id := chat.ToolFormatMistral.TemplateID("call_1")
+	want := `assistant:[{"id": "` + id + `", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]|tool:#` + id + "x|"
+	if got := sc.prompt(0); got != want || len(id) != 9 {
+		t.Errorf("prompt %q, want %q", got, want)
+	}
+}
