@@ -88,15 +88,15 @@ type completionRequest struct {
 
 type chatRequest struct {
 	commonParams
-	Messages       []wireMessage   `json:"messages"`
-	Logprobs       *bool           `json:"logprobs"`
-	TopLogprobs    *int            `json:"top_logprobs"`
+	Messages          []wireMessage   `json:"messages"`
+	Logprobs          *bool           `json:"logprobs"`
+	TopLogprobs       *int            `json:"top_logprobs"`
 	Tools             json.RawMessage `json:"tools"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	Functions         json.RawMessage `json:"functions"`     // deprecated form of tools
 	FunctionCall      json.RawMessage `json:"function_call"` // deprecated form of tool_choice
-	ResponseFormat *struct {
+	ResponseFormat    *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
 }

@@ -293,7 +293,7 @@ type responder struct {
 	started bool // SSE headers written
 	failed  bool // a write failed (client gone)
 	pending []engine.Token
-	offset  int // completions text_offset of the next token
+	offset  int              // completions text_offset of the next token
 	calls   *chat.ToolStream // reads tool calls out of a streamed chat reply (nil: no tools)
 }
 

@@ -129,15 +129,15 @@ type Server struct {
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
 	toolFormat chat.ToolFormat
-	defaults sample.Policy
-	apiKey   string
-	maxBody  int64
-	slots    chan struct{} // admission: one token per admitted generation (nil: no cap)
-	log      *slog.Logger
-	created  int64
-	m        *metrics
-	draining atomic.Bool
-	mux      map[string]route
+	defaults   sample.Policy
+	apiKey     string
+	maxBody    int64
+	slots      chan struct{} // admission: one token per admitted generation (nil: no cap)
+	log        *slog.Logger
+	created    int64
+	m          *metrics
+	draining   atomic.Bool
+	mux        map[string]route
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields; gen, when set, stands in for
