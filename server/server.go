@@ -18,7 +18,10 @@
 // top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty,
 // seed, stop (string or list), stop_token_ids, ignore_eos, logit_bias,
 // logprobs (completions: an int, the number of alternatives; chat: a bool
-// with top_logprobs), n (must be 1), stream and stream_options.
+// with top_logprobs), n (must be 1), stream and stream_options; chat also
+// takes tools, tool_choice, parallel_tool_calls and the legacy functions /
+// function_call (see tools.go: calls come back as message.tool_calls with
+// finish_reason "tool_calls", streamed as OpenAI streams them).
 // Absent fields take the model's generation_config defaults; max_tokens
 // defaults to 16 for completions (as OpenAI and vLLM) and to the rest of the
 // context for chat. Unknown fields are ignored (clients send many).

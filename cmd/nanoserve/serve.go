@@ -38,6 +38,8 @@ func runServe(args []string) error {
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
 	servedName := fs.String("served-name", "", "another model name clients may use (the file's base name is always accepted)")
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
+	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
+		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
 	fs.Usage = func() {
@@ -54,6 +56,10 @@ func runServe(args []string) error {
 	if *apiKey == "" {
 		*apiKey = os.Getenv("NANOSERVE_API_KEY")
 	}
+	tf, err := chat.ParseToolFormat(*toolFormat)
+	if err != nil {
+		return fmt.Errorf("--tool-call-format: %w", err)
+	}
 	m, err := mf.load()
 	if err != nil {
 		return err
@@ -68,7 +74,7 @@ func runServe(args []string) error {
 	if *servedName != "" && *servedName != names[0] {
 		names = append(names, *servedName)
 	}
-	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log}
+	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log, ToolFormat: tf}
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
 	switch {
 	case err == nil:
@@ -96,9 +102,12 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	if tf == "" && opts.Template != nil {
+		tf = opts.Template.ToolFormat()
+	}
 	log.Info("nanoserve serving", "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
 		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "auth", *apiKey != "")
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

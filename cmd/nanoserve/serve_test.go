@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestDefaultCacheTokens pins the server's KV cache sizing rule.
 func TestDefaultCacheTokens(t *testing.T) {
@@ -17,5 +20,12 @@ func TestDefaultCacheTokens(t *testing.T) {
 		if got := defaultCacheTokens(c.modelCtx, c.ctx, c.seqs, c.bpt); got != c.want {
 			t.Errorf("defaultCacheTokens(%d, %d, %d, %d) = %d, want %d", c.modelCtx, c.ctx, c.seqs, c.bpt, got, c.want)
 		}
+	}
+}
+
+func TestServeToolFormatFlag(t *testing.T) {
+	err := runServe([]string{"--tool-call-format", "gpt"})
+	if err == nil || !strings.Contains(err.Error(), "--tool-call-format") || !strings.Contains(err.Error(), "hermes") {
+		t.Errorf("bad --tool-call-format: %v", err)
 	}
 }
