@@ -184,7 +184,7 @@ func isMistralID(id string) bool {
 // {"name", "arguments": "<JSON text>"}} — into the value Hugging Face
 // templates expect: the same object, key order kept, with
 // function.arguments decoded from its string into an object in place (an
-// empty string reads as {}; an object is kept as it is) and the id passed
+// empty string, null or no arguments read as {}; an object is kept as it is) and the id passed
 // through f.TemplateID. The result goes into Message.ToolCalls.
 func OpenAIToolCall(raw json.RawMessage, f ToolFormat) (any, error) {
 	v, err := decodeOrdered(raw)
@@ -200,7 +200,9 @@ func OpenAIToolCall(raw json.RawMessage, f ToolFormat) (any, error) {
 	if !ok || !name.IsString() || name.AsString() == "" {
 		return nil, errors.New("chat: a tool call's function needs a non-empty string \"name\"")
 	}
-	if args, ok := fn.AsDict().Get("arguments"); ok && args.IsString() {
+	if args, ok := fn.AsDict().Get("arguments"); !ok || args.IsNone() {
+		fn.AsDict().Set("arguments", jinja.NewDict()) // absent or null: no arguments
+	} else if args.IsString() {
 		text := strings.TrimSpace(args.AsString())
 		if text == "" {
 			text = "{}"
@@ -210,7 +212,7 @@ func OpenAIToolCall(raw json.RawMessage, f ToolFormat) (any, error) {
 			return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.AsString())
 		}
 		fn.AsDict().Set("arguments", obj)
-	} else if ok && !args.IsDict() {
+	} else if !args.IsDict() {
 		return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.AsString())
 	}
 	if id, ok := call.Get("id"); ok && id.IsString() {

@@ -251,3 +251,34 @@ func TestToolCallIDs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOpenAIToolCall: any request bytes either convert — arguments an
+// object, a string id mapped to Mistral's 9 alphanumerics — or fail with an
+// error; never a panic.
+func FuzzOpenAIToolCall(f *testing.F) {
+	f.Add([]byte(`{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": [1, 2.0]}"}}`))
+	f.Add([]byte(`{"function":{"arguments":"","name":"g"},"id":"abcDEF123"}`))
+	f.Add([]byte(`{"id":7,"function":{"name":"f","arguments":{"x":null}}}`))
+	f.Add([]byte(`{"function":{"name":"f","arguments":"[1]"}}`))
+	tmpl, err := Parse(`{% for c in messages[0].tool_calls %}{{ c.id }} {{ c.function.arguments|tojson }} {{ c.function.arguments.items()|list|length }}{% endfor %}`)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, err := OpenAIToolCall(json.RawMessage(raw), ToolFormatMistral)
+		if err != nil {
+			return
+		}
+		out, err := tmpl.Render([]Message{{Role: "assistant", ToolCalls: []any{v}}}, Options{})
+		if err != nil {
+			t.Fatalf("%s: converted but does not render: %v", raw, err)
+		}
+		var head struct {
+			ID any `json:"id"`
+		}
+		json.Unmarshal(raw, &head)
+		if _, ok := head.ID.(string); ok && !isMistralID(strings.SplitN(out, " ", 2)[0]) {
+			t.Fatalf("%s: id not mapped: %q", raw, out)
+		}
+	})
+}
