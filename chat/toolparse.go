@@ -13,6 +13,8 @@ package chat
 //   - A reply whose first non-space text begins a bare form is parsed as a
 //     whole; it is calls only if all of it is calls, else the marker rules
 //     apply to it.
+//   - A block with an end marker closes at the first marker after which
+//     its JSON is complete (an argument string may hold the marker text).
 //   - A marker block is calls only if its JSON parses as one or more calls
 //     (objects with a string "name" and an "arguments" or "parameters"
 //     object, or arrays of them; several separated by spaces or ";").
@@ -27,6 +29,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 )
 
@@ -96,13 +99,13 @@ func ParseToolCalls(f ToolFormat, text string, newID func() string) (content str
 			}
 			break
 		}
-		j := strings.Index(after, syn.end)
+		j, cs := blockEnd(after, syn.end)
 		if j < 0 {
 			cur.WriteString(syn.start + after)
 			break
 		}
 		body := after[:j]
-		if cs, ok := parseCallSeq(body); ok {
+		if cs != nil {
 			flush(cs)
 		} else {
 			cur.WriteString(syn.start + body + syn.end)
@@ -126,6 +129,51 @@ func ParseToolCalls(f ToolFormat, text string, newID func() string) (content str
 		out.WriteString(t)
 	}
 	return out.String(), calls
+}
+
+// blockEnd finds where a call block whose text (after the start marker)
+// is s ends: at the first end marker whose body parses as calls, or the
+// first whose body can no longer become JSON (the block is then content).
+// A body that is unfinished JSON — the marker text sits inside a string,
+// e.g. an argument holding "</tool_call>" — reads on to the next marker.
+// j < 0: no decisive marker yet.
+func blockEnd(s, end string) (j int, calls []ToolCall) {
+	for from := 0; ; {
+		k := strings.Index(s[from:], end)
+		if k < 0 {
+			return -1, nil
+		}
+		j = from + k
+		if cs, ok := parseCallSeq(s[:j]); ok {
+			return j, cs
+		}
+		if !unfinishedJSON(s[:j]) {
+			return j, nil
+		}
+		from = j + len(end)
+	}
+}
+
+// unfinishedJSON reports whether s is JSON values (separated as
+// parseCallSeq allows) of which the last is cut short, i.e. more text
+// could complete it.
+func unfinishedJSON(s string) bool {
+	for {
+		i := 0
+		for i < len(s) && (isSpace(s[i]) || s[i] == ';') {
+			i++
+		}
+		if i == len(s) {
+			return false
+		}
+		s = s[i:]
+		dec := json.NewDecoder(strings.NewReader(s))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err == io.ErrUnexpectedEOF
+		}
+		s = s[dec.InputOffset():]
+	}
 }
 
 func nameCalls(cs []ToolCall, newID func() string) []ToolCall {
@@ -362,14 +410,14 @@ func (s *ToolStream) scan(out *strings.Builder, deltas []ToolCallDelta) []ToolCa
 		if s.syn.end == "" {
 			return deltas // the block runs to the end of the reply
 		}
-		j := strings.Index(s.buf, s.syn.end)
+		j, cs := blockEnd(s.buf, s.syn.end)
 		if j < 0 {
 			return deltas
 		}
 		body := s.buf[:j]
 		s.buf = s.buf[j+len(s.syn.end):]
 		s.inCall = false
-		if cs, ok := parseCallSeq(body); ok {
+		if cs != nil {
 			deltas = s.emitCalls(cs, deltas)
 		} else {
 			s.content(out, s.syn.start+body+s.syn.end)
