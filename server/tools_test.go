@@ -448,3 +448,58 @@ func TestToolCallIDsAndArguments(t *testing.T) {
 		t.Errorf("prompt %q, want %q", got, want)
 	}
 }
+
+// TestToolFormatsWire: each format's reply comes back as the same call,
+// streamed and not, with ids in the format's form (Mistral: 9
+// alphanumerics), and a Mistral id sent back in the conversation reaches
+// the template unchanged.
+func TestToolFormatsWire(t *testing.T) {
+	replies := map[chat.ToolFormat]string{
+		chat.ToolFormatHermes:  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+		chat.ToolFormatLlama3:  "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+		chat.ToolFormatMistral: "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+	}
+	for f, reply := range replies {
+		t.Run(string(f), func(t *testing.T) {
+			sc := &script{replies: []string{reply}}
+			ts := newTestServer(t, func(o *Options) {
+				tmpl, err := chat.Parse(`{% for m in messages %}{{ m.role }}:{% for c in m.tool_calls %}{{ c.id }}{% endfor %}{{ m.tool_call_id }}{{ m.content }}|{% endfor %}`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Template, o.ToolFormat = tmpl, f
+			})
+			ts.gen = sc.gen
+			req := `{"messages":[{"role":"user","content":"x"}],"tools":[` + weatherTool + `]`
+			_, _, body := ts.post(t, "/v1/chat/completions", req+`}`)
+			r := decode[toolReply](t, body)
+			var calls []struct {
+				ID       string      `json:"id"`
+				Function functionOut `json:"function"`
+			}
+			json.Unmarshal(r.Choices[0].Message.ToolCalls, &calls)
+			if len(calls) != 1 || calls[0].Function != (functionOut{Name: "get_weather", Arguments: `{"city": "Oslo"}`}) ||
+				r.Choices[0].FinishReason != "tool_calls" || r.Choices[0].Message.Content != nil {
+				t.Fatalf("reply %s", body)
+			}
+			id := calls[0].ID
+			if (f == chat.ToolFormatMistral) != (len(id) == 9 && !strings.HasPrefix(id, "call_")) {
+				t.Errorf("id %q for format %s", id, f)
+			}
+			_, _, sbody := ts.post(t, "/v1/chat/completions", req+`,"stream":true}`)
+			content, deltas, _, finish := streamed(t, sbody)
+			if content != "" || finish != "tool_calls" || len(deltas) != 2 || deltas[0]["function"].(map[string]any)["name"] != "get_weather" ||
+				deltas[1]["function"].(map[string]any)["arguments"] != `{"city": "Oslo"}` {
+				t.Errorf("stream %q %q %v", content, finish, deltas)
+			}
+			back := `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"` + id +
+				`","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Oslo\"}"}}]},{"role":"tool","tool_call_id":"` + id + `","content":"5"}],"tools":[` + weatherTool + `]}`
+			if status, _, b := ts.post(t, "/v1/chat/completions", back); status != 200 {
+				t.Fatalf("round trip: %d %s", status, b)
+			}
+			if got, want := sc.prompt(2), "user:x|assistant:"+id+"|tool:"+id+"5|"; got != want {
+				t.Errorf("round-trip prompt %q, want %q", got, want)
+			}
+		})
+	}
+}
