@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"nanoserve/internal/testshared"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -214,6 +215,27 @@ func TestDetectToolFormat(t *testing.T) {
 		}
 		if got := DetectToolFormat(string(b)); got != f {
 			t.Errorf("%s: detected %q, want %q", file, got, f)
+		}
+	}
+	for rel, f := range map[string]ToolFormat{
+		"testdata/tokenizers/hf_qwen3/tokenizer_config.json":  ToolFormatHermes,
+		"testdata/gguf/qwen2/hf/tokenizer_config.json":        ToolFormatHermes,
+		"testdata/tokenizers/hf_llama3/tokenizer_config.json": ToolFormatNone, // Llama-3 (3.0) has no tool calling
+	} {
+		b, err := os.ReadFile(filepath.Join(testshared.Dir(t), rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParseConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := Parse(c.Template)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tmpl.ToolFormat(); got != f {
+			t.Errorf("%s: detected %q, want %q", rel, got, f)
 		}
 	}
 	for _, s := range []string{"", "auto", "hermes", "qwen", "llama3", "llama3-json", "mistral", "none"} {
