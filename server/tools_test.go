@@ -108,6 +108,12 @@ func (sc *script) gen(ctx context.Context, req engine.Request, out **engine.Resu
 	}
 }
 
+func (sc *script) set(replies ...string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.replies = replies
+}
+
 func (sc *script) prompt(i int) string {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -243,7 +249,7 @@ func TestToolCallsWire(t *testing.T) {
 	// Two calls; parallel_tool_calls false answers the first only.
 	two := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"A\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"B\"}}\n</tool_call>"
 	for _, par := range []string{"true", "false"} {
-		sc.replies = []string{two}
+		sc.set(two)
 		_, _, body = ts.post(t, "/v1/chat/completions", req+`,"parallel_tool_calls":`+par+`}`)
 		r = decode[toolReply](t, body)
 		json.Unmarshal(r.Choices[0].Message.ToolCalls, &calls)
@@ -256,7 +262,7 @@ func TestToolCallsWire(t *testing.T) {
 	}
 
 	// tool_choice none: the reply is text, unparsed.
-	sc.replies = []string{callReply}
+	sc.set(callReply)
 	_, _, body = ts.post(t, "/v1/chat/completions", req+`,"tool_choice":"none"}`)
 	r = decode[toolReply](t, body)
 	if r.Choices[0].FinishReason != "stop" || *r.Choices[0].Message.Content != callReply || r.Choices[0].Message.ToolCalls != nil {
