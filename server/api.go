@@ -472,6 +472,7 @@ type completionResponse struct {
 }
 
 // chat: choices[].message (or .delta when streaming), logprobs.content.
+
 // chatMessage is a streamed delta.
 type chatMessage struct {
 	Role         string        `json:"role,omitempty"`
