@@ -2,13 +2,12 @@ package model
 
 import (
 	"math"
-	"sync/atomic"
 
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
 )
 
-// Attention over the paged cache, and the model's own workers.
+// Attention over the paged cache.
 //
 // For token i (sequence s, position pos) and query head h of group
 // g = h / (Heads/KVHeads), attention is
@@ -28,113 +27,12 @@ import (
 // so a worker's scratch is O(positions) (group·(pos+1) floats for a
 // group's heads) and a long prompt never materialises an (n × n) matrix.
 //
-// Work is split by (token, KV group) tasks claimed in chunks from an
-// atomic counter by the model's workers (the caller is worker 0), so a
+// Work is split by (token, KV group) tasks claimed in chunks by the
+// workers of the model's tensor.Pool (For; the caller is worker 0), so a
 // prefill's causal imbalance (later tokens attend over more positions)
 // and a busy core both even out. Within a task the group's heads go
 // through the cache rows tile by tile, so each K/V row is read from memory
 // or L2 once per token and group, not once per head (see attendRange).
-
-// jobKind selects what a parallel job computes.
-type jobKind int
-
-const (
-	jobAttn   jobKind = iota // attendRange over (token, KV group) tasks
-	jobNorm                  // norm of rows
-	jobSwiGLU                // swiglu over elements
-	jobGELU                  // geluTanh over elements
-	jobRope                  // RoPE of q and k, per token
-)
-
-// parJob is one parallel job; it lives in the Model and is reused.
-type parJob struct {
-	kind     jobKind
-	n, chunk int // work items [0, n) claimed chunk at a time
-	next     atomic.Int64
-
-	b *Batch // jobAttn, jobRope
-	c *kvcache.Cache
-	l int
-
-	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o
-}
-
-// run claims and computes chunks until none are left.
-func (j *parJob) run(m *Model, worker int) {
-	for {
-		lo := int(j.next.Add(int64(j.chunk))) - j.chunk
-		if lo >= j.n {
-			return
-		}
-		hi := min(lo+j.chunk, j.n)
-		switch j.kind {
-		case jobAttn:
-			m.attendRange(j.b, j.c, j.l, lo, hi, m.ws.scores[worker])
-		case jobNorm:
-			d := m.Dim
-			m.normRows(j.o[lo*d:hi*d], j.x[lo*d:hi*d], j.g, j.bias)
-		case jobSwiGLU:
-			tensor.SwiGLU(j.x[lo:hi], j.o[lo:hi])
-		case jobGELU:
-			for i, h := range j.x[lo:hi] {
-				j.x[lo+i] = geluTanh(h)
-			}
-		case jobRope:
-			m.ropeTokens(j.x, j.o, lo, hi)
-		}
-	}
-}
-
-// parallel runs the job set up in m.aw.job over [0, n) in chunks on up to
-// Threads workers; it returns when all are done.
-func (m *Model) parallel(kind jobKind, n, chunk int) {
-	j := &m.aw.job
-	j.kind, j.n, j.chunk = kind, n, max(1, chunk)
-	j.next.Store(0)
-	workers := min(m.pool.Threads(), (n+j.chunk-1)/j.chunk)
-	if workers > 1 {
-		m.aw.start(m, workers-1)
-		for i := 1; i < workers; i++ {
-			m.aw.wake[i-1] <- i
-		}
-	}
-	j.run(m, 0)
-	for i := 1; i < workers; i++ {
-		<-m.aw.done
-	}
-	j.b, j.c, j.o, j.x, j.g, j.bias = nil, nil, nil, nil, nil, nil
-}
-
-// attnWorkers are goroutines started on first use and stopped by Close;
-// waking them through channels allocates nothing.
-type attnWorkers struct {
-	wake []chan int // one per background worker; receives the worker index
-	done chan struct{}
-	job  parJob
-}
-
-func (a *attnWorkers) start(m *Model, n int) {
-	for len(a.wake) < n {
-		if a.done == nil {
-			a.done = make(chan struct{}, 64)
-		}
-		ch := make(chan int, 1)
-		a.wake = append(a.wake, ch)
-		go func() {
-			for w := range ch {
-				a.job.run(m, w)
-				a.done <- struct{}{}
-			}
-		}()
-	}
-}
-
-func (a *attnWorkers) stop() {
-	for _, ch := range a.wake {
-		close(ch)
-	}
-	a.wake = nil
-}
 
 // Below these many multiply-adds a job runs on the calling goroutine:
 // waking a worker costs microseconds.
@@ -156,7 +54,7 @@ func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
 		m.attendRange(b, c, l, 0, tasks, m.ws.scores[0])
 		return
 	}
-	j := &m.aw.job
+	j := &m.job
 	j.b, j.c, j.l = b, c, l
 	m.parallel(jobAttn, tasks, tasks/(16*m.pool.Threads()))
 }

@@ -287,57 +287,6 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 	return ws.logits, nil
 }
 
-// norm normalises each dim-row of x into o: LayerNorm when a bias is given
-// (GPT-2), else RMSNorm. Many rows are split over the workers.
-func (m *Model) norm(o, x, g, bias []float32) {
-	if len(x) < parRowsMin || m.pool.Threads() <= 1 {
-		m.normRows(o, x, g, bias)
-		return
-	}
-	j := &m.aw.job
-	j.o, j.x, j.g, j.bias = o, x, g, bias
-	rows := len(x) / m.Dim
-	m.parallel(jobNorm, rows, max(1, rows/(4*m.pool.Threads())))
-}
-
-// elementwise applies kind (jobSwiGLU: x = silu(x)·o; jobGELU: x =
-// gelu(x)) to all of x, split over the workers when it is long.
-func (m *Model) elementwise(kind jobKind, x, o []float32) {
-	j := &m.aw.job
-	j.x, j.o = x, o
-	if len(x) < parRowsMin/4 || m.pool.Threads() <= 1 {
-		j.kind, j.n, j.chunk = kind, len(x), len(x)
-		j.next.Store(0)
-		j.run(m, 0)
-		j.x, j.o = nil, nil
-		return
-	}
-	m.parallel(kind, len(x), max(1024, len(x)/(4*m.pool.Threads())+1023)&^1023)
-}
-
-// ropeAll rotates the q (n, q_dim) and k (n, kv_dim) rows of n tokens by
-// their positions' angles (ws.cos, ws.sin).
-func (m *Model) ropeAll(q, k []float32, n int) {
-	if n*(m.QDim()+m.KVDim()) < parRowsMin || m.pool.Threads() <= 1 {
-		m.ropeTokens(q, k, 0, n)
-		return
-	}
-	j := &m.aw.job
-	j.x, j.o = q, k
-	m.parallel(jobRope, n, max(1, n/(4*m.pool.Threads())))
-}
-
-// ropeTokens rotates the q and k rows of tokens [lo, hi).
-func (m *Model) ropeTokens(q, k []float32, lo, hi int) {
-	qd, kvd, half := m.QDim(), m.KVDim(), m.RopeDim/2
-	ws := &m.ws
-	for i := lo; i < hi; i++ {
-		cs, sn := ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half]
-		m.rope(q[i*qd:(i+1)*qd], m.Heads, cs, sn)
-		m.rope(k[i*kvd:(i+1)*kvd], m.KVHeads, cs, sn)
-	}
-}
-
 // normRows is norm on the calling goroutine.
 func (m *Model) normRows(o, x, g, bias []float32) {
 	d := m.Dim
@@ -346,18 +295,6 @@ func (m *Model) normRows(o, x, g, bias []float32) {
 			layerNorm(o[i:i+d], x[i:i+d], g, bias, m.NormEps)
 		} else {
 			rmsNorm(o[i:i+d], x[i:i+d], g, m.NormEps)
-		}
-	}
-}
-
-// rope rotates each of the heads (HeadDim wide) of one token's q or k.
-func (m *Model) rope(x []float32, heads int, cos, sin []float32) {
-	hd := m.HeadDim
-	for h := range heads {
-		if m.RopeNeox {
-			ropeNeox(x[h*hd:(h+1)*hd], cos, sin)
-		} else {
-			ropeInterleaved(x[h*hd:(h+1)*hd], cos, sin)
 		}
 	}
 }

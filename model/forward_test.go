@@ -235,6 +235,45 @@ func TestDecodeAllocs(t *testing.T) {
 			t.Errorf("%s, %d threads: decode step allocates %.1f times", tc.model, tc.threads, allocs)
 		}
 	}
+
+	// A batched decode step of three sequences (the engine's steady state)
+	// on a two-worker pool, past 180 positions each so that attention runs
+	// as a job on the pool (work ≥ parAttnMin).
+	m := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_mha.bin"), Options{Threads: 2})
+	c, _ := m.NewCache(3 * 256)
+	const from = 180
+	var pre Batch
+	b := Batch{Tokens: []int{1, 2, 3}, Pos: []int{0, 0, 0}, Output: []bool{true, true, true}}
+	for range 3 {
+		s := &kvcache.Seq{}
+		if err := c.Reserve(s, 256); err != nil {
+			t.Fatal(err)
+		}
+		b.Seq = append(b.Seq, s)
+		for i := range from {
+			pre.Tokens, pre.Pos, pre.Seq = append(pre.Tokens, 1+i%100), append(pre.Pos, i), append(pre.Seq, s)
+		}
+	}
+	if _, err := m.Forward(pre, c); err != nil {
+		t.Fatal(err)
+	}
+	if 3*(from+1)*m.Heads*m.HeadDim < parAttnMin {
+		t.Fatal("batched decode would not run attention on the pool")
+	}
+	p := from
+	step := func() {
+		for i := range b.Pos {
+			b.Pos[i] = p
+		}
+		if _, err := m.Forward(b, c); err != nil {
+			t.Fatal(err)
+		}
+		p++
+	}
+	step()
+	if allocs := testing.AllocsPerRun(20, step); allocs > 0 {
+		t.Errorf("batched decode of 3 sequences allocates %.1f times per step", allocs)
+	}
 }
 
 // TestSlidingWindow: with a window the cached forward still matches the

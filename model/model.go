@@ -46,9 +46,22 @@
 // # Memory
 //
 // Model files are memory-mapped; weight matrices (tensor.Mat) point into
-// the mapping in their file encoding (F32, F16, BF16 or quantized). Only
-// small vectors (norm gains, biases) are decoded into the Go heap, plus the
-// transposed Hugging Face GPT-2 Conv1D weights.
+// the mapping in their file encoding (F32, F16, BF16 or quantized). On the
+// Go heap live the decoded small vectors (norm gains, biases), the
+// transposed Hugging Face GPT-2 Conv1D weights, and one copy of each
+// layer's Q, K and V matrices fused into a single (q_dim+2·kv_dim, dim)
+// matrix (fuseQKV: one product per layer instead of three; the separate
+// wq, wk, wv then view its rows; the mapped originals are read once, at
+// load, and are page cache the kernel may drop afterwards).
+//
+// # Files
+//
+// Loading: load.go (Load, Options, LoadTokenizer), load_gguf.go,
+// load_hf.go, load_llama2c.go, and weights.go (the weights struct, the
+// shape checks every loader shares, QKV fusion). Running: forward.go
+// (Batch, Forward, the layer loop), attention.go (over the paged cache),
+// rope.go, ops.go (norms, activations), parallel.go (the jobs on the
+// model's tensor.Pool) and ref.go (the plain reference forward).
 package model
 
 import (
@@ -56,9 +69,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"nanoserve/kvcache"
@@ -157,13 +168,6 @@ type TensorDesc struct {
 	Shape []int // row-major (outermost first); a matrix is (rows, cols)
 }
 
-// Options configure Load.
-type Options struct {
-	Tokenizer string       // tokenizer path (llama2.c tokenizer.bin, tokenizer.model, ...); overrides the model's own
-	Threads   int          // workers for a new pool when Pool is nil (< 1: 1)
-	Pool      *tensor.Pool // worker pool to share (one caller at a time: Forward calls on models sharing it must not overlap); nil: a new one with Threads workers
-}
-
 // Model is a loaded model ready to run.
 type Model struct {
 	Config
@@ -179,94 +183,16 @@ type Model struct {
 	invFreq []float64 // (RopeDim/2) RoPE angular frequency per dimension pair
 	closers []io.Closer
 
-	mu sync.Mutex // serialises Forward (ws is shared)
-	ws workspace
-	aw attnWorkers
+	mu  sync.Mutex // serialises Forward (ws is shared)
+	ws  workspace
+	job parJob // the For job of attention, norms, RoPE, activations; reused
 }
 
-// Load reads the model at path: a Hugging Face directory, a GGUF file (by
-// its magic) or else a llama2.c checkpoint.
-func Load(path string, opts Options) (*Model, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	var m *Model
-	switch {
-	case fi.IsDir():
-		m, err = loadHF(path)
-	case isGGUF(path):
-		m, err = loadGGUF(path)
-	default:
-		m, err = loadLlama2c(path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if opts.Tokenizer != "" {
-		tk, err := LoadTokenizer(opts.Tokenizer)
-		if err != nil {
-			m.Close()
-			return nil, err
-		}
-		m.Tokenizer = tk
-	}
-	m.pool = opts.Pool
-	if m.pool == nil {
-		m.pool = tensor.NewPool(opts.Threads)
-		m.ownPool = true
-	}
-	if err := m.init(); err != nil {
-		m.Close()
-		return nil, err
-	}
-	return m, nil
-}
-
-// isGGUF reports whether the file at path starts with the GGUF magic.
-func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == "GGUF"
-}
-
-// init validates the config and weights and precomputes RoPE frequencies.
-func (m *Model) init() error {
-	if err := m.Config.validate(); err != nil {
-		return err
-	}
-	if err := m.w.check(&m.Config); err != nil {
-		return err
-	}
-	m.w.fuseQKV()
-	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
-	// End of generation: the file's own ids (generation_config.json) and
-	// the tokenizer's end-of-generation set, ids within the vocabulary.
-	if m.Tokenizer != nil {
-		m.Gen.EOG = append(m.Gen.EOG, m.Tokenizer.EOG()...)
-		// llama2.c's run.c ends a sample when the model emits BOS, which
-		// its training data uses to delimit documents.
-		if bos, ok := m.Tokenizer.BOS(); ok && m.Format == "llama2c" {
-			m.Gen.EOG = append(m.Gen.EOG, bos)
-		}
-	}
-	m.Gen.EOG = slices.DeleteFunc(m.Gen.EOG, func(id int) bool { return id < 0 || id >= m.Vocab })
-	slices.Sort(m.Gen.EOG)
-	m.Gen.EOG = slices.Compact(m.Gen.EOG)
-	return nil
-}
-
-// Close releases the file mappings, the attention workers and the worker
+// Close releases the file mappings and the worker
 // pool Load created (not one passed in Options.Pool). The Model must not be
 // used afterwards.
 func (m *Model) Close() error {
 	m.mu.Lock()
-	m.aw.stop()
 	if m.ownPool && m.pool != nil {
 		m.pool.Close()
 		m.pool = nil

@@ -59,27 +59,3 @@ func addTo(a, b []float32) {
 		a[i] += b[i]
 	}
 }
-
-// ropeInterleaved rotates the pairs (x[2i], x[2i+1]) for i < len(cos) by
-// the angles whose cosines and sines are cos[i], sin[i] (llama2.c and the
-// llama-architecture GGUF layout).
-func ropeInterleaved(x, cos, sin []float32) {
-	for i := range cos {
-		c, s := cos[i], sin[i]
-		a, b := x[2*i], x[2*i+1]
-		x[2*i] = a*c - b*s
-		x[2*i+1] = a*s + b*c
-	}
-}
-
-// ropeNeox rotates the pairs (x[i], x[i+len(cos)]) (the "rotate halves"
-// layout of Hugging Face Llama/Qwen2 and NEOX-type GGUF architectures).
-func ropeNeox(x, cos, sin []float32) {
-	h := len(cos)
-	for i := range cos {
-		c, s := cos[i], sin[i]
-		a, b := x[i], x[i+h]
-		x[i] = a*c - b*s
-		x[i+h] = a*s + b*c
-	}
-}

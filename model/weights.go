@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"nanoserve/tensor"
 )
@@ -137,58 +136,6 @@ func (w *weights) check(c *Config) error {
 		return fmt.Errorf("model: tensor rope_freqs has %d elements, want %d", len(w.ropeFreqs), c.RopeDim/2)
 	}
 	return nil
-}
-
-// ropeFreqs returns the angular frequency of each rotated dimension pair i:
-// θ^(-2i/RopeDim), adjusted by the config's scaling (or divided by the
-// file's explicit per-pair factors).
-func ropeFreqs(c *Config, factors []float32) []float64 {
-	n := c.RopeDim / 2
-	f := make([]float64, n)
-	for i := range f {
-		f[i] = math.Pow(c.RopeTheta, -float64(2*i)/float64(c.RopeDim))
-	}
-	if factors != nil {
-		for i := range f {
-			f[i] /= float64(factors[i])
-		}
-		return f
-	}
-	s := c.RopeScaling
-	switch s.Type {
-	case "linear":
-		if s.Factor > 0 {
-			for i := range f {
-				f[i] /= s.Factor
-			}
-		}
-	case "llama3":
-		if s.Factor <= 0 || s.OrigContext <= 0 || s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor {
-			break
-		}
-		lowWave := float64(s.OrigContext) / s.LowFreqFactor
-		highWave := float64(s.OrigContext) / s.HighFreqFactor
-		for i, fr := range f {
-			wave := 2 * math.Pi / fr
-			switch {
-			case wave < highWave:
-			case wave > lowWave:
-				f[i] = fr / s.Factor
-			default:
-				smooth := (float64(s.OrigContext)/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
-				f[i] = (1-smooth)*fr/s.Factor + smooth*fr
-			}
-		}
-	}
-	return f
-}
-
-// ropeTable writes cos and sin (RopeDim/2 each) of pos·freq.
-func ropeTable(cos, sin []float32, freqs []float64, pos int) {
-	for i, f := range freqs {
-		s, c := math.Sincos(float64(pos) * f)
-		cos[i], sin[i] = float32(c), float32(s)
-	}
 }
 
 // fuseQKV gives every layer whose Q, K and V projections share a weight

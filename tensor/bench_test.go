@@ -132,7 +132,7 @@ func BenchmarkMatVec(b *testing.B) {
 
 // BenchmarkMatVecCached is decode through a (96, 2048) matrix that stays
 // in L2, on one thread: the kernels' arithmetic rate per core (including
-// QuantizeActs and the pool), which must exceed the per-core share of DRAM
+// quantizeActs and the pool), which must exceed the per-core share of DRAM
 // bandwidth for BenchmarkMatVec to be memory bound. cpuMB/s divides by the
 // process's CPU time, so it holds up on a shared machine.
 func BenchmarkMatVecCached(b *testing.B) {

@@ -90,8 +90,8 @@ func (t DType) String() string {
 // BlockSize is the number of elements in one block (1 for plain types).
 func (t DType) BlockSize() int { return t.info().blockSize }
 
-// BlockBytes is the size in bytes of one block.
-func (t DType) BlockBytes() int { return t.info().blockBytes }
+// blockBytes is the size in bytes of one block.
+func (t DType) blockBytes() int { return t.info().blockBytes }
 
 // RowBytes returns the byte size of n elements of type t. n must be a
 // multiple of the block size.
@@ -104,35 +104,6 @@ func (t DType) RowBytes(n int) (int, error) {
 		return 0, fmt.Errorf("tensor: %d elements of %s is not a whole number of %d-element blocks", n, ti.name, ti.blockSize)
 	}
 	return n / ti.blockSize * ti.blockBytes, nil
-}
-
-// ParseDType maps a name such as "Q8_0" or "f16" to its type.
-func ParseDType(s string) (DType, bool) {
-	for t, ti := range types {
-		if ti.blockSize != 0 && equalFold(ti.name, s) {
-			return DType(t), true
-		}
-	}
-	return 0, false
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 'a' - 'A'
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // F16ToF32 converts an IEEE 754 half-precision value to float32 (exact).
@@ -193,11 +164,11 @@ func F32ToF16(f float32) uint16 {
 	return sign | uint16(half)
 }
 
-// BF16ToF32 converts bfloat16 to float32 (exact).
-func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+// bf16ToF32 converts bfloat16 to float32 (exact).
+func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// F32ToBF16 converts float32 to bfloat16, rounding to nearest even.
-func F32ToBF16(f float32) uint16 {
+// f32ToBF16 converts float32 to bfloat16, rounding to nearest even.
+func f32ToBF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff > 0x7f800000 { // nan
 		return uint16(b>>16) | 0x40

@@ -1,4 +1,4 @@
-// Shared by qgemm_amd64.s and quantdot_amd64.s.
+// Shared by gemm_quant_amd64.s and rowdot_quant_amd64.s.
 
 // H2 and H4 fold int32 vectors without VPHADDD (4× slower than an FMA
 // here): H2 leaves a = [a0+a1, b0+b1, a2+a3, b2+b3] per 128-bit half, H4

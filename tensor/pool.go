@@ -31,8 +31,14 @@ import (
 // A Pool is safe for use by one caller at a time: MatMul and the other
 // kernels must not be called concurrently on the same Pool (use one Pool per
 // concurrent caller). A nil *Pool is valid and runs everything on the
-// calling goroutine. Steady-state calls allocate nothing: scratch buffers are
-// grown on first use and kept.
+// calling goroutine. Steady-state calls allocate nothing, nil Pool
+// included: scratch buffers are grown on first use and kept (a nil Pool
+// borrows a one-worker pool's scratch from a process-wide cache).
+//
+// The pool is the process's one parallel mechanism: MatMul splits matrix
+// products over it and For runs any other chunked loop (attention, norms,
+// RoPE in model; the training loop's element-wise passes) on the same
+// workers, so exactly one set of goroutines spins per model.
 type Pool struct {
 	*pool
 }
@@ -51,8 +57,9 @@ type pool struct {
 
 	scratch []workerScratch // per worker
 	mm      matJob          // the MatMul job, reused (no allocation per call)
+	fr      forTask         // the For job, reused
 	shared  sharedScratch   // buffers prepared by the caller, read by all workers
-	acts    QuantizedActs   // x quantized for a quantized matrix-vector product
+	acts    quantizedActs   // x quantized for a quantized matrix-vector product
 }
 
 // task is a job run by every worker; run claims its own pieces of work.
@@ -161,50 +168,61 @@ func (s *pool) run(t task) {
 	s.job = nil
 }
 
-// runTask runs t on p's workers, or inline as worker 0 for a nil Pool.
-func (p *Pool) runTask(t task) {
-	if p == nil {
-		t.run(0)
+// RangeJob is work over the items [0, n) of a For call: Range computes
+// items [lo, hi) on worker (0 ≤ worker < Threads()). A worker runs one
+// Range call at a time, so per-worker scratch indexed by worker needs no
+// locking. Range must not call back into the same Pool.
+type RangeJob interface {
+	Range(lo, hi, worker int)
+}
+
+// RangeFunc adapts a function to RangeJob. A closure escapes to the heap;
+// hot paths pass a pointer to a long-lived struct instead.
+type RangeFunc func(lo, hi, worker int)
+
+// Range calls f(lo, hi, worker).
+func (f RangeFunc) Range(lo, hi, worker int) { f(lo, hi, worker) }
+
+// For runs job over [0, n) on the pool's workers (the caller is worker 0):
+// workers claim chunks of chunk items (chunk < 1 means 1) from an atomic
+// counter until none are left, so uneven items and a busy core even out.
+// It returns when every item is done. A nil Pool, a one-worker Pool and a
+// job of a single chunk run inline as worker 0 in one Range(0, n, 0)
+// call. For allocates nothing: the claim counter lives in the Pool (a
+// pointer job in the interface does not escape).
+//
+// Which worker computes which chunk varies from run to run; a result that
+// must be bit-identical (per-worker partial sums) should index its
+// partials by chunk, not by worker.
+func (p *Pool) For(n, chunk int, job RangeJob) {
+	if n <= 0 {
 		return
 	}
-	p.pool.run(t)
+	chunk = max(chunk, 1)
+	if p == nil || p.n == 1 || chunk >= n {
+		job.Range(0, n, 0)
+		return
+	}
+	f := &p.fr
+	f.n, f.chunk, f.job = n, chunk, job
+	f.next.Store(0)
+	p.pool.run(f)
+	f.job = nil
 }
 
-// funcTask adapts a chunked loop to a task: workers claim chunks [lo, hi)
-// of [0, n) of size chunk from an atomic counter.
-type funcTask struct {
+// forTask is the task behind For; one lives in each pool and is reused.
+type forTask struct {
 	n, chunk int
 	next     atomic.Int64
-	fn       func(lo, hi int)
+	job      RangeJob
 }
 
-func (f *funcTask) run(int) {
+func (f *forTask) run(worker int) {
 	for {
 		lo := int(f.next.Add(int64(f.chunk))) - f.chunk
 		if lo >= f.n {
 			return
 		}
-		f.fn(lo, min(lo+f.chunk, f.n))
+		f.job.Range(lo, min(lo+f.chunk, f.n), worker)
 	}
-}
-
-// parallel splits [0, n) into chunks of about n/(4·threads) (at least
-// minChunk, rounded up to a multiple of align) and runs fn on them from all
-// workers. It allocates (the closure and the task); kernels on the hot path
-// use dedicated tasks instead.
-func (p *Pool) parallel(n, minChunk, align int, fn func(lo, hi int)) {
-	if n <= 0 {
-		return
-	}
-	th := p.Threads()
-	if th == 1 || n <= minChunk {
-		fn(0, n)
-		return
-	}
-	chunk := max(minChunk, (n+4*th-1)/(4*th))
-	if align > 1 {
-		chunk = (chunk + align - 1) / align * align
-	}
-	t := &funcTask{n: n, chunk: chunk, fn: fn}
-	p.runTask(t)
 }

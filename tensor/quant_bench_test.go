@@ -35,7 +35,7 @@ func BenchmarkDotDequant(b *testing.B) {
 			b.SetBytes(int64(len(w)))
 			var s float32
 			for b.Loop() {
-				s += DotDequant(wt, w, x)
+				s += dotDequant(wt, w, x)
 			}
 			_ = s
 		})
@@ -46,14 +46,14 @@ func BenchmarkDotQ(b *testing.B) {
 	for _, wt := range dotTypes {
 		b.Run(wt.String(), func(b *testing.B) {
 			w, x := benchRow(b, wt)
-			var a QuantizedActs
-			if err := QuantizeActs(&a, wt, x); err != nil {
+			var a quantizedActs
+			if err := quantizeActs(&a, wt, x); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(w)))
 			var s float32
 			for b.Loop() {
-				s += DotQ(wt, w, &a, 0)
+				s += dotQ(wt, w, &a, 0)
 			}
 			_ = s
 		})
@@ -63,13 +63,13 @@ func BenchmarkDotQ(b *testing.B) {
 // BenchmarkQuantizeActs: SetBytes is the float32 input size.
 func BenchmarkQuantizeActs(b *testing.B) {
 	for _, wt := range []DType{Q8_0, Q4_1, Q4_K} {
-		f, _ := ActsFormat(wt)
+		f, _ := actsFormat(wt)
 		b.Run(f.String(), func(b *testing.B) {
 			_, x := benchRow(b, wt)
-			var a QuantizedActs
+			var a quantizedActs
 			b.SetBytes(int64(4 * len(x)))
 			for b.Loop() {
-				_ = QuantizeActs(&a, wt, x)
+				_ = quantizeActs(&a, wt, x)
 			}
 		})
 	}

@@ -331,7 +331,7 @@ var realBound = map[DType]float64{
 // values reversed inside a block), for the sensitivity check.
 func breakLayout(t DType, data []byte) []byte {
 	b := bytes.Clone(data)
-	bb := t.BlockBytes()
+	bb := t.blockBytes()
 	var lo, hi int // byte range of the packed quants inside a block
 	switch t {
 	case Q8_0:
@@ -434,7 +434,7 @@ func TestQuantRealTensors(t *testing.T) {
 			if err := QuantizeRow(mine, tt.Type, o); err != nil {
 				t.Fatal(err)
 			}
-			bb := tt.Type.BlockBytes()
+			bb := tt.Type.blockBytes()
 			diff := 0
 			for i := 0; i < len(mine); i += bb {
 				if !bytes.Equal(mine[i:i+bb], tt.Data[i:i+bb]) {

@@ -65,12 +65,12 @@ func TestQuantizeRowErrors(t *testing.T) {
 			t.Errorf("%s: CanQuantize %v Computable %v", ty, CanQuantize(ty), Computable(ty))
 		}
 	}
-	var a QuantizedActs
-	if err := QuantizeActs(&a, F32, x); err == nil {
-		t.Error("QuantizeActs accepted F32 weights")
+	var a quantizedActs
+	if err := quantizeActs(&a, F32, x); err == nil {
+		t.Error("quantizeActs accepted F32 weights")
 	}
-	if err := QuantizeActs(&a, Q4_K, x); err == nil {
-		t.Error("QuantizeActs accepted 64 elements for Q8_K")
+	if err := quantizeActs(&a, Q4_K, x); err == nil {
+		t.Error("quantizeActs accepted 64 elements for Q8_K")
 	}
 }
 
@@ -107,7 +107,7 @@ func TestQuantRoundTrip(t *testing.T) {
 		if e := qRelRMSE(y[256:512], x[256:512]); e > 0.25 {
 			t.Errorf("%s: constant block relative RMSE %.3f", ty, e)
 		}
-		t.Logf("%-5s rel RMSE %.5f  (%.2f bits/weight)", ty, rel, 8*float64(ty.BlockBytes())/float64(ty.BlockSize()))
+		t.Logf("%-5s rel RMSE %.5f  (%.2f bits/weight)", ty, rel, 8*float64(ty.blockBytes())/float64(ty.BlockSize()))
 	}
 }
 
@@ -226,7 +226,7 @@ func TestDequantKnownBlocks(t *testing.T) {
 }
 
 // qActsValue decodes quantized activation i.
-func qActsValue(a *QuantizedActs, i int) float64 {
+func qActsValue(a *quantizedActs, i int) float64 {
 	return float64(a.Q[i]) * float64(a.D[i/a.Format.BlockSize()])
 }
 
@@ -238,14 +238,14 @@ func TestQuantizeActsMatchesQuantizeRow(t *testing.T) {
 	for _, f := range []struct {
 		wt, fmt DType
 	}{{Q4_0, Q8_0}, {Q4_1, Q8_1}, {Q4_K, Q8_K}} {
-		var a QuantizedActs
-		if err := QuantizeActs(&a, f.wt, x); err != nil {
+		var a quantizedActs
+		if err := quantizeActs(&a, f.wt, x); err != nil {
 			t.Fatal(err)
 		}
 		if a.Format != f.fmt || a.N != len(x) {
 			t.Fatalf("%s: format %s N %d", f.wt, a.Format, a.N)
 		}
-		bs, bb := f.fmt.BlockSize(), f.fmt.BlockBytes()
+		bs, bb := f.fmt.BlockSize(), f.fmt.blockBytes()
 		var b []byte
 		if f.fmt == Q8_1 {
 			bb = 36 // ggml's block_q8_1 {d, s fp16; qs [32]i8}
@@ -300,11 +300,11 @@ func TestDotQ(t *testing.T) {
 						x[i] = qabs(x[i]) + 0.5
 					}
 				}
-				var a QuantizedActs
-				if err := QuantizeActs(&a, wt, x); err != nil {
+				var a quantizedActs
+				if err := quantizeActs(&a, wt, x); err != nil {
 					t.Fatal(err)
 				}
-				got := float64(DotQ(wt, w, &a, 0))
+				got := float64(dotQ(wt, w, &a, 0))
 				// (a) exactly the dot of the decoded operands, up to float32
 				// rounding. For Q4_1/Q5_1 the offset term m·Σx uses the
 				// activations' stored s = fp16(d·Σq), as ggml does.
@@ -313,7 +313,7 @@ func TestDotQ(t *testing.T) {
 				for i := range n {
 					wi := float64(wd[i])
 					if a.Format == Q8_1 {
-						m := float64(f16At(w[i/32*wt.BlockBytes()+2:]))
+						m := float64(f16At(w[i/32*wt.blockBytes()+2:]))
 						wi = float64(wd[i]) - m
 						if i%32 == 0 {
 							exact += m * float64(a.S[i/32])
@@ -327,14 +327,14 @@ func TestDotQ(t *testing.T) {
 					xn += float64(x[i]) * float64(x[i])
 				}
 				if math.Abs(got-exact) > 2e-6*mag+1e-30 {
-					t.Fatalf("%s n=%d: DotQ %g, decoded operands give %g", wt, n, got, exact)
+					t.Fatalf("%s n=%d: dotQ %g, decoded operands give %g", wt, n, got, exact)
 				}
 				// (b) close to the float reference with exact activations:
 				// 8-bit activations err by ~0.8% of σ(x) per element, so the
 				// dot errs by ~0.008·‖w‖‖x‖/√n; allow 6×.
-				ref := float64(DotDequant(wt, w, x))
+				ref := float64(dotDequant(wt, w, x))
 				if e := math.Abs(got-ref) / math.Sqrt(wn*xn); e > 0.05/math.Sqrt(float64(n)) {
-					t.Fatalf("%s n=%d: DotQ %g vs DotDequant %g: relative error %.4f", wt, n, got, ref, e)
+					t.Fatalf("%s n=%d: dotQ %g vs dotDequant %g: relative error %.4f", wt, n, got, ref, e)
 				}
 			}
 		}
@@ -349,15 +349,15 @@ func TestDotQOffset(t *testing.T) {
 		cols := 2 * 256
 		w := qEncode(t, wt, qGauss(r, cols, 0.05))
 		x := qGauss(r, 3*cols, 1)
-		var all, one QuantizedActs
-		if err := QuantizeActs(&all, wt, x); err != nil {
+		var all, one quantizedActs
+		if err := quantizeActs(&all, wt, x); err != nil {
 			t.Fatal(err)
 		}
 		for row := range 3 {
-			if err := QuantizeActs(&one, wt, x[row*cols:(row+1)*cols]); err != nil {
+			if err := quantizeActs(&one, wt, x[row*cols:(row+1)*cols]); err != nil {
 				t.Fatal(err)
 			}
-			if g, w := DotQ(wt, w, &all, row*cols), DotQ(wt, w, &one, 0); g != w {
+			if g, w := dotQ(wt, w, &all, row*cols), dotQ(wt, w, &one, 0); g != w {
 				t.Fatalf("%s row %d: batched %g, alone %g", wt, row, g, w)
 			}
 		}
@@ -375,9 +375,9 @@ func TestMatMulQuant(t *testing.T) {
 		}
 		ref := make([]float32, n*rows)
 		got := make([]float32, n*rows)
-		MatMulRef(ref, m, x, n, 0, rows)
-		MatMulQuant(got, m, x, n, 0, 2)
-		MatMulQuant(got, m, x, n, 2, rows)
+		matMulRef(ref, m, x, n, 0, rows)
+		matMulQuant(got, m, x, n, 0, 2)
+		matMulQuant(got, m, x, n, 2, rows)
 		wd := qDecode(wt, m.Data, rows*cols)
 		for i := range ref {
 			tok, row := i/rows, i%rows
@@ -387,12 +387,12 @@ func TestMatMulQuant(t *testing.T) {
 				xn += float64(x[tok*cols+c]) * float64(x[tok*cols+c])
 			}
 			if e := math.Abs(float64(got[i]-ref[i])) / math.Sqrt(wn*xn); e > 0.05/math.Sqrt(cols) {
-				t.Fatalf("%s: dst[%d] = %g, MatMulRef %g (relative error %.5f)", wt, i, got[i], ref[i], e)
+				t.Fatalf("%s: dst[%d] = %g, matMulRef %g (relative error %.5f)", wt, i, got[i], ref[i], e)
 			}
 		}
-		for row := range rows { // DotDequant is MatMulRef's value exactly
-			if d := DotDequant(wt, m.Row(row), x[:cols]); d != ref[row] {
-				t.Fatalf("%s row %d: DotDequant %g, MatMulRef %g", wt, row, d, ref[row])
+		for row := range rows { // dotDequant is matMulRef's value exactly
+			if d := dotDequant(wt, m.Row(row), x[:cols]); d != ref[row] {
+				t.Fatalf("%s row %d: dotDequant %g, matMulRef %g", wt, row, d, ref[row])
 			}
 		}
 	}
@@ -403,18 +403,18 @@ func TestQuantNoAllocs(t *testing.T) {
 	x := qGauss(r, 1024, 1)
 	for _, wt := range []DType{Q4_0, Q4_1, Q4_K, Q6_K} {
 		w := qEncode(t, wt, qGauss(r, 1024, 0.05))
-		var a QuantizedActs
-		if err := QuantizeActs(&a, wt, x); err != nil {
+		var a quantizedActs
+		if err := quantizeActs(&a, wt, x); err != nil {
 			t.Fatal(err)
 		}
 		var sink float32
 		allocs := testing.AllocsPerRun(20, func() {
-			_ = QuantizeActs(&a, wt, x)
-			sink += DotQ(wt, w, &a, 0)
-			sink += DotDequant(wt, w, x)
+			_ = quantizeActs(&a, wt, x)
+			sink += dotQ(wt, w, &a, 0)
+			sink += dotDequant(wt, w, x)
 		})
 		if allocs != 0 {
-			t.Errorf("%s: %v allocations per QuantizeActs+DotQ+DotDequant", wt, allocs)
+			t.Errorf("%s: %v allocations per quantizeActs+dotQ+dotDequant", wt, allocs)
 		}
 		_ = fmt.Sprint(sink)
 	}
@@ -432,12 +432,12 @@ func TestQuantSpecialValues(t *testing.T) {
 			x[r.IntN(256)] = sp
 			b := qEncode(t, ty, x)
 			_ = qDecode(ty, b, len(x))
-			if _, ok := ActsFormat(ty); ok {
-				var a QuantizedActs
-				if err := QuantizeActs(&a, ty, x); err != nil {
+			if _, ok := actsFormat(ty); ok {
+				var a quantizedActs
+				if err := quantizeActs(&a, ty, x); err != nil {
 					t.Fatal(err)
 				}
-				_ = DotQ(ty, b, &a, 0)
+				_ = dotQ(ty, b, &a, 0)
 			}
 		}
 		for _, sp := range specials { // a whole block of one special value

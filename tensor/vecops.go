@@ -6,17 +6,17 @@ import "math"
 // the exponential: softmax (attention scores, the output distribution) and
 // SwiGLU/SiLU (the feed-forward gate). A prompt needs tens of millions of
 // them, and training as many again for the backward pass, so e^x is
-// computed in float32 by Expf (Cephes' expf, ~1 ulp) and, on amd64 with
+// computed in float32 by expf (Cephes' expf, ~1 ulp) and, on amd64 with
 // AVX2+FMA, by its 8-lane version (vecops_amd64.s) over each slice's
 // multiple-of-8 prefix; the Go loop finishes the tail. The two agree to
 // about 1 ulp (TestVecOps).
 
-// Expf is e^x in float32 to about 1 ulp (Cephes' expf): x = n·ln2 + r
+// expf is e^x in float32 to about 1 ulp (Cephes' expf): x = n·ln2 + r
 // with n = round(x/ln2) and |r| ≤ ln2/2, e^r by a degree-6 polynomial,
 // 2^n by building the exponent bits. Several times faster than math.Exp
 // through float64. Below -87.3 (where e^x leaves the normal range) it
 // returns 0, above 88.7 +Inf; NaN stays NaN.
-func Expf(x float32) float32 {
+func expf(x float32) float32 {
 	const (
 		log2e = 1.44269504088896341
 		ln2hi = 0.693359375 // ln2 split so n·ln2hi is exact
@@ -53,7 +53,7 @@ func Expf(x float32) float32 {
 }
 
 // SiLU is z·σ(z) = z / (1 + e^-z) (the "swish" gate of SwiGLU).
-func SiLU(z float32) float32 { return z / (1 + Expf(-z)) }
+func SiLU(z float32) float32 { return z / (1 + expf(-z)) }
 
 // Max returns the largest element of x (x must not be empty).
 func Max(x []float32) float32 {
@@ -71,7 +71,7 @@ func Max(x []float32) float32 {
 func ExpShift(x []float32, shift float32) float32 {
 	sum, i := vecExpShift(x, shift)
 	for j, v := range x[i:] {
-		e := Expf(v - shift)
+		e := expf(v - shift)
 		x[i+j] = e
 		sum += e
 	}

@@ -12,7 +12,7 @@ import (
 func TestExpf(t *testing.T) {
 	worst := 0.0
 	for x := float32(-87); x < 88.7; x += 0.0137 {
-		got, want := float64(Expf(x)), math.Exp(float64(x))
+		got, want := float64(expf(x)), math.Exp(float64(x))
 		if e := math.Abs(got-want) / want; e > worst {
 			worst = e
 		}
@@ -20,11 +20,11 @@ func TestExpf(t *testing.T) {
 	if worst > 2.5e-7 {
 		t.Errorf("expf max relative error %g", worst)
 	}
-	if Expf(-100) != 0 || !math.IsInf(float64(Expf(100)), 1) || Expf(0) != 1 {
-		t.Errorf("edges: %g %g %g", Expf(-100), Expf(100), Expf(0))
+	if expf(-100) != 0 || !math.IsInf(float64(expf(100)), 1) || expf(0) != 1 {
+		t.Errorf("edges: %g %g %g", expf(-100), expf(100), expf(0))
 	}
-	if v := Expf(float32(math.NaN())); v == v {
-		t.Errorf("Expf(NaN) = %g", v)
+	if v := expf(float32(math.NaN())); v == v {
+		t.Errorf("expf(NaN) = %g", v)
 	}
 }
 

@@ -23,15 +23,18 @@ import (
 // dK and dV rows, so no two jobs write the same gradient — spread over the
 // workers, each with its own scratch and single-threaded GEMM pool.
 type attnScratch struct {
-	pool                                                   *tensor.Pool // one thread: the calling worker
 	q, k, v, kt, vt, qt, o, do, dot, s, st, ds, dq, dk, dv []float32
 }
+
+// inline is the nil Pool: a product inside a parallel job runs on the
+// worker that claimed the job (borrowed scratch, no allocation).
+var inline *tensor.Pool
 
 // attnBufs returns one scratch per worker, sized for the current T.
 func (n *Net[T]) attnBufs() []*attnScratch {
 	t, hd := n.t, n.Cfg.HeadDim()
 	for len(n.as) < n.mm.threads {
-		n.as = append(n.as, &attnScratch{pool: tensor.NewPool(1)})
+		n.as = append(n.as, &attnScratch{})
 	}
 	for _, s := range n.as {
 		for _, p := range []*[]float32{&s.q, &s.k, &s.v, &s.kt, &s.vt, &s.qt, &s.o, &s.do, &s.dot, &s.dq, &s.dk, &s.dv} {
@@ -79,7 +82,7 @@ func (n *Net[T]) attentionF32(a *acts[T]) {
 		for h := g * rep; h < (g+1)*rep; h++ {
 			gather(s.q, nil, qkv, bi*t, t, w, h*hd, hd, scale) // S = (scale·Q)·Kᵀ
 			P := att[(bi*c.Heads+h)*t*t:][:t*t]
-			s.pool.MatMul(P, tensor.F32Mat(t, hd, s.k), s.q, t)
+			inline.MatMul(P, tensor.F32Mat(t, hd, s.k), s.q, t)
 			for ti := range t {
 				row := P[ti*t : (ti+1)*t]
 				inv := 1 / tensor.SoftmaxExp(row[:ti+1])
@@ -88,7 +91,7 @@ func (n *Net[T]) attentionF32(a *acts[T]) {
 				}
 				clear(row[ti+1:])
 			}
-			s.pool.MatMul(s.o, tensor.F32Mat(hd, t, s.vt), P, t)
+			inline.MatMul(s.o, tensor.F32Mat(hd, t, s.vt), P, t)
 			for ti := range t {
 				copy(ao[(bi*t+ti)*qd+h*hd:][:hd], s.o[ti*hd:(ti+1)*hd])
 			}
@@ -115,7 +118,7 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 			gather(s.q, s.qt, qkv, bi*t, t, w, h*hd, hd, 1)
 			gather(s.do, s.dot, dao, bi*t, t, qd, h*hd, hd, 1)
 			P := att[(bi*c.Heads+h)*t*t:][:t*t]
-			s.pool.MatMul(s.ds, tensor.F32Mat(t, hd, s.v), s.do, t) // dP
+			inline.MatMul(s.ds, tensor.F32Mat(t, hd, s.v), s.do, t) // dP
 			for ti := range t {
 				pr, dr := P[ti*t:(ti+1)*t], s.ds[ti*t:(ti+1)*t]
 				var sum float32
@@ -128,10 +131,10 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 				clear(dr[ti+1:])
 			}
 			transpose(s.st, s.ds, t, t, 0, t)
-			s.pool.MatMul(s.dq, tensor.F32Mat(hd, t, s.kt), s.ds, t)
-			s.pool.MatMul(s.dk, tensor.F32Mat(hd, t, s.qt), s.st, t)
+			inline.MatMul(s.dq, tensor.F32Mat(hd, t, s.kt), s.ds, t)
+			inline.MatMul(s.dk, tensor.F32Mat(hd, t, s.qt), s.st, t)
 			transpose(s.st, P, t, t, 0, t)
-			s.pool.MatMul(s.dv, tensor.F32Mat(hd, t, s.dot), s.st, t)
+			inline.MatMul(s.dv, tensor.F32Mat(hd, t, s.dot), s.st, t)
 			for ti := range t {
 				r := dqkv[(bi*t+ti)*w:]
 				copy(r[h*hd:h*hd+hd], s.dq[ti*hd:(ti+1)*hd])

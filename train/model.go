@@ -267,9 +267,6 @@ func NewNet[T Float](c Config, p []T, threads int) (*Net[T], error) {
 // Close releases the worker pool.
 func (n *Net[T]) Close() {
 	n.mm.close()
-	for _, s := range n.as {
-		s.pool.Close()
-	}
 }
 
 func grow[T Float](s []T, k int) []T {
@@ -416,7 +413,7 @@ func (n *Net[T]) ropeRows(qkv []T, lo, hi, t, w, half int, inverse bool) {
 // attention computes a.att and a.ao from a.qkv, causally, in parallel over
 // (sequence, kv head) groups.
 func (n *Net[T]) attention(a *acts[T]) {
-	if n.mm.pool != nil {
+	if n.mm.f32 {
 		n.attentionF32(a)
 		return
 	}
@@ -639,7 +636,7 @@ func rmsnormBack[T Float](dx, dg, dy, x, rinv, g []T, lo, hi, d int) {
 
 // attentionBack writes n.dqkv (pre-inverse-RoPE) from n.dao.
 func (n *Net[T]) attentionBack(a *acts[T]) {
-	if n.mm.pool != nil {
+	if n.mm.f32 {
 		n.attentionBackF32(a)
 		return
 	}

@@ -1,10 +1,6 @@
 package train
 
-import (
-	"sync"
-
-	"nanoserve/tensor"
-)
+import "nanoserve/tensor"
 
 // mathOps runs the matrix products of the forward and backward passes.
 // float32 goes through tensor.Pool.MatMul (the inference GEMM): the two
@@ -18,46 +14,37 @@ import (
 // reference) uses plain loops.
 type mathOps[T Float] struct {
 	threads int
-	pool    *tensor.Pool // nil for float64
+	pool    *tensor.Pool // every parallel loop runs on it (tensor.Pool.For); MatMul only for float32
+	f32     bool         // T is float32
 	ta, tb  []float32    // transpose scratch
 	tc      []float32    // product scratch
 }
 
 func newMathOps[T Float](threads int) *mathOps[T] {
 	threads = max(threads, 1)
-	m := &mathOps[T]{threads: threads}
+	m := &mathOps[T]{threads: threads, pool: tensor.NewPool(threads)}
 	var z T
-	if _, ok := any(z).(float32); ok {
-		m.pool = tensor.NewPool(threads)
-	}
+	_, m.f32 = any(z).(float32)
 	return m
 }
 
-func (m *mathOps[T]) close() {
-	if m.pool != nil {
-		m.pool.Close()
-	}
-}
+func (m *mathOps[T]) close() { m.pool.Close() }
 
-// rows runs fn over [0, n) split into one contiguous range per worker
-// (the caller's goroutine takes the first). The split depends only on n and
-// the thread count, so per-range partial sums reduce deterministically.
-func (m *mathOps[T]) rows(n int, fn func(lo, hi, worker int)) {
+// rows runs fn over [0, n) split into one contiguous range per worker:
+// range k is [k·n/w, (k+1)·n/w) and fn receives k as its slot. The split
+// depends only on n and the thread count, and each slot is one range, so
+// per-slot partial sums reduce deterministically whichever worker ran it.
+func (m *mathOps[T]) rows(n int, fn func(lo, hi, slot int)) {
 	w := min(m.threads, n)
 	if w <= 1 {
 		fn(0, n, 0)
 		return
 	}
-	var wg sync.WaitGroup
-	for k := 1; k < w; k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	m.pool.For(w, 1, tensor.RangeFunc(func(k0, k1, _ int) {
+		for k := k0; k < k1; k++ {
 			fn(k*n/w, (k+1)*n/w, k)
-		}()
-	}
-	fn(0, n/w, 0)
-	wg.Wait()
+		}
+	}))
 }
 
 // add sets dst[i] += src[i], split over the workers.
@@ -85,33 +72,21 @@ func (m *mathOps[T]) parallel(n int, fn func(job int)) {
 	m.parallelW(n, func(job, _ int) { fn(job) })
 }
 
-// parallelW is parallel that also passes the worker index (< threads).
+// parallelW is parallel that also passes the worker index (< threads), for
+// per-worker scratch; jobs are claimed one at a time.
 func (m *mathOps[T]) parallelW(n int, fn func(job, worker int)) {
-	w := min(m.threads, n)
-	if w <= 1 {
-		for j := range n {
-			fn(j, 0)
+	m.pool.For(n, 1, tensor.RangeFunc(func(lo, hi, w int) {
+		for j := lo; j < hi; j++ {
+			fn(j, w)
 		}
-		return
-	}
-	var wg sync.WaitGroup
-	for k := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := k; j < n; j += w {
-				fn(j, k)
-			}
-		}()
-	}
-	wg.Wait()
+	}))
 }
 
 func f32[T Float](s []T) []float32 { return any(s).([]float32) }
 
 // matmul sets dst (N, out) = x (N, in) · Wᵀ, W (out, in).
 func (m *mathOps[T]) matmul(dst, w, x []T, N, out, in int) {
-	if m.pool != nil {
+	if m.f32 {
 		m.pool.MatMul(f32(dst), tensor.F32Mat(out, in, f32(w)), f32(x), N)
 		return
 	}
@@ -182,7 +157,7 @@ func growF(s []float32, n int) []float32 {
 
 // matmulBackX sets dx (N, in) = dy (N, out) · W (out, in).
 func (m *mathOps[T]) matmulBackX(dx, dy, w []T, N, out, in int) {
-	if m.pool != nil {
+	if m.f32 {
 		m.ta = growF(m.ta, out*in)
 		m.transpose(m.ta, f32(w), out, in)
 		m.pool.MatMul(f32(dx), tensor.F32Mat(in, out, m.ta), f32(dy), N)
@@ -203,7 +178,7 @@ func (m *mathOps[T]) matmulBackX(dx, dy, w []T, N, out, in int) {
 
 // matmulBackW adds dyᵀ·x to dw (out, in): dw[r][c] += Σ_t dy[t][r]·x[t][c].
 func (m *mathOps[T]) matmulBackW(dw, dy, x []T, N, out, in int) {
-	if m.pool != nil {
+	if m.f32 {
 		m.ta = growF(m.ta, in*N)
 		m.tb = growF(m.tb, out*N)
 		m.tc = growF(m.tc, out*in)

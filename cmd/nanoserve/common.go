@@ -77,8 +77,9 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// builtinModelPath locates the built-in default model (see train/ and the
-// README); until it ships, commands need --model.
+// builtinModelPath locates the built-in model (package defaultmodel, trained
+// by `nanoserve train`; see the README), used when --model is not given. A
+// build without it (defaultmodel.ErrMissing) asks for --model instead.
 var builtinModelPath = func() (string, error) {
 	p, err := defaultmodel.Path()
 	if errors.Is(err, defaultmodel.ErrMissing) {

@@ -1,0 +1,90 @@
+package model
+
+import (
+	"nanoserve/kvcache"
+	"nanoserve/tensor"
+)
+
+// The parallel jobs of a forward pass other than the matrix products
+// (attention, norms, activations, RoPE), run on the model's tensor.Pool.
+
+// jobKind selects what a parallel job computes.
+type jobKind int
+
+const (
+	jobAttn   jobKind = iota // attendRange over (token, KV group) tasks
+	jobNorm                  // norm of rows
+	jobSwiGLU                // swiglu over elements
+	jobGELU                  // geluTanh over elements
+	jobRope                  // RoPE of q and k, per token
+)
+
+// parJob is one parallel job, a tensor.RangeJob run on the model's pool
+// (tensor.Pool.For); it lives in the Model and is reused, so a decode step
+// allocates nothing.
+type parJob struct {
+	m    *Model
+	kind jobKind
+
+	b *Batch // jobAttn, jobRope
+	c *kvcache.Cache
+	l int
+
+	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o
+}
+
+// Range computes the job's items [lo, hi) on worker.
+func (j *parJob) Range(lo, hi, worker int) {
+	m := j.m
+	switch j.kind {
+	case jobAttn:
+		m.attendRange(j.b, j.c, j.l, lo, hi, m.ws.scores[worker])
+	case jobNorm:
+		d := m.Dim
+		m.normRows(j.o[lo*d:hi*d], j.x[lo*d:hi*d], j.g, j.bias)
+	case jobSwiGLU:
+		tensor.SwiGLU(j.x[lo:hi], j.o[lo:hi])
+	case jobGELU:
+		for i, h := range j.x[lo:hi] {
+			j.x[lo+i] = geluTanh(h)
+		}
+	case jobRope:
+		m.ropeTokens(j.x, j.o, lo, hi)
+	}
+}
+
+// parallel runs the job set up in m.job over [0, n) in chunks on the
+// model's pool; it returns when all are done.
+func (m *Model) parallel(kind jobKind, n, chunk int) {
+	j := &m.job
+	j.m, j.kind = m, kind
+	m.pool.For(n, chunk, j)
+	j.b, j.c, j.o, j.x, j.g, j.bias = nil, nil, nil, nil, nil, nil
+}
+
+// norm normalises each dim-row of x into o: LayerNorm when a bias is given
+// (GPT-2), else RMSNorm. Many rows are split over the workers.
+func (m *Model) norm(o, x, g, bias []float32) {
+	if len(x) < parRowsMin || m.pool.Threads() <= 1 {
+		m.normRows(o, x, g, bias)
+		return
+	}
+	j := &m.job
+	j.o, j.x, j.g, j.bias = o, x, g, bias
+	rows := len(x) / m.Dim
+	m.parallel(jobNorm, rows, max(1, rows/(4*m.pool.Threads())))
+}
+
+// elementwise applies kind (jobSwiGLU: x = silu(x)·o; jobGELU: x =
+// gelu(x)) to all of x, split over the workers when it is long.
+func (m *Model) elementwise(kind jobKind, x, o []float32) {
+	j := &m.job
+	j.x, j.o = x, o
+	if len(x) < parRowsMin/4 || m.pool.Threads() <= 1 {
+		j.m, j.kind = m, kind
+		j.Range(0, len(x), 0)
+		j.x, j.o = nil, nil
+		return
+	}
+	m.parallel(kind, len(x), max(1024, len(x)/(4*m.pool.Threads())+1023)&^1023)
+}

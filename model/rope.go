@@ -1,0 +1,118 @@
+package model
+
+import "math"
+
+// RoPE: the rotation angles of each position (ropeFreqs, ropeTable) and
+// the two pair layouts (ropeInterleaved for llama.cpp/llama2.c Q/K, ropeNeox
+// for Hugging Face halves), applied to every head of q and k.
+
+// ropeInterleaved rotates the pairs (x[2i], x[2i+1]) for i < len(cos) by
+// the angles whose cosines and sines are cos[i], sin[i] (llama2.c and the
+// llama-architecture GGUF layout).
+func ropeInterleaved(x, cos, sin []float32) {
+	for i := range cos {
+		c, s := cos[i], sin[i]
+		a, b := x[2*i], x[2*i+1]
+		x[2*i] = a*c - b*s
+		x[2*i+1] = a*s + b*c
+	}
+}
+
+// ropeNeox rotates the pairs (x[i], x[i+len(cos)]) (the "rotate halves"
+// layout of Hugging Face Llama/Qwen2 and NEOX-type GGUF architectures).
+func ropeNeox(x, cos, sin []float32) {
+	h := len(cos)
+	for i := range cos {
+		c, s := cos[i], sin[i]
+		a, b := x[i], x[i+h]
+		x[i] = a*c - b*s
+		x[i+h] = a*s + b*c
+	}
+}
+
+// ropeFreqs returns the angular frequency of each rotated dimension pair i:
+// θ^(-2i/RopeDim), adjusted by the config's scaling (or divided by the
+// file's explicit per-pair factors).
+func ropeFreqs(c *Config, factors []float32) []float64 {
+	n := c.RopeDim / 2
+	f := make([]float64, n)
+	for i := range f {
+		f[i] = math.Pow(c.RopeTheta, -float64(2*i)/float64(c.RopeDim))
+	}
+	if factors != nil {
+		for i := range f {
+			f[i] /= float64(factors[i])
+		}
+		return f
+	}
+	s := c.RopeScaling
+	switch s.Type {
+	case "linear":
+		if s.Factor > 0 {
+			for i := range f {
+				f[i] /= s.Factor
+			}
+		}
+	case "llama3":
+		if s.Factor <= 0 || s.OrigContext <= 0 || s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor {
+			break
+		}
+		lowWave := float64(s.OrigContext) / s.LowFreqFactor
+		highWave := float64(s.OrigContext) / s.HighFreqFactor
+		for i, fr := range f {
+			wave := 2 * math.Pi / fr
+			switch {
+			case wave < highWave:
+			case wave > lowWave:
+				f[i] = fr / s.Factor
+			default:
+				smooth := (float64(s.OrigContext)/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+				f[i] = (1-smooth)*fr/s.Factor + smooth*fr
+			}
+		}
+	}
+	return f
+}
+
+// ropeTable writes cos and sin (RopeDim/2 each) of pos·freq.
+func ropeTable(cos, sin []float32, freqs []float64, pos int) {
+	for i, f := range freqs {
+		s, c := math.Sincos(float64(pos) * f)
+		cos[i], sin[i] = float32(c), float32(s)
+	}
+}
+
+// ropeAll rotates the q (n, q_dim) and k (n, kv_dim) rows of n tokens by
+// their positions' angles (ws.cos, ws.sin).
+func (m *Model) ropeAll(q, k []float32, n int) {
+	if n*(m.QDim()+m.KVDim()) < parRowsMin || m.pool.Threads() <= 1 {
+		m.ropeTokens(q, k, 0, n)
+		return
+	}
+	j := &m.job
+	j.x, j.o = q, k
+	m.parallel(jobRope, n, max(1, n/(4*m.pool.Threads())))
+}
+
+// ropeTokens rotates the q and k rows of tokens [lo, hi).
+func (m *Model) ropeTokens(q, k []float32, lo, hi int) {
+	qd, kvd, half := m.QDim(), m.KVDim(), m.RopeDim/2
+	ws := &m.ws
+	for i := lo; i < hi; i++ {
+		cs, sn := ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half]
+		m.rope(q[i*qd:(i+1)*qd], m.Heads, cs, sn)
+		m.rope(k[i*kvd:(i+1)*kvd], m.KVHeads, cs, sn)
+	}
+}
+
+// rope rotates each of the heads (HeadDim wide) of one token's q or k.
+func (m *Model) rope(x []float32, heads int, cos, sin []float32) {
+	hd := m.HeadDim
+	for h := range heads {
+		if m.RopeNeox {
+			ropeNeox(x[h*hd:(h+1)*hd], cos, sin)
+		} else {
+			ropeInterleaved(x[h*hd:(h+1)*hd], cos, sin)
+		}
+	}
+}

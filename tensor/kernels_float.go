@@ -1,0 +1,172 @@
+package tensor
+
+// Safe Go wrappers around the kernels: each checks its slice bounds once,
+// calls the assembly (kernels_float_amd64.s) on the part it handles when hasSIMD
+// is set, and finishes ragged tails, or everything on other machines, in
+// plain Go.
+
+// floatBytes is the element size of the plain float types.
+func floatBytes(t DType) int {
+	if t == F32 {
+		return 4
+	}
+	return 2 // F16, BF16
+}
+
+// dot4 sets out[i] = Σ_c W_i[c]·x[c] for the four rows W_i = w[i*lda:]
+// (lda in bytes; lda = 0 repeats one row) encoded as t ∈ {F32, F16, BF16},
+// over c < len(x).
+func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
+	n := len(x)
+	*out = [4]float32{}
+	if n == 0 {
+		return
+	}
+	_ = w[3*lda+n*floatBytes(t)-1] // the assembly reads up to here
+	n8 := 0
+	if hasSIMD && n >= 8 {
+		n8 = n &^ 7
+		switch t {
+		case F32:
+			dot4F32SIMD(&w[0], uintptr(lda), &x[0], n8, out)
+		case F16:
+			dot4F16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
+		case BF16:
+			dot4BF16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
+		}
+	}
+	if n8 < n {
+		for i := range 4 {
+			out[i] += dotGo(t, w[i*lda:], x, n8, n)
+		}
+	}
+}
+
+// dotGo is Σ_{lo≤c<hi} W[c]·x[c] for one row w encoded as t, in Go.
+func dotGo(t DType, w []byte, x []float32, lo, hi int) float32 {
+	var s0, s1, s2, s3 float32
+	c := lo
+	switch t {
+	case F32:
+		wf := BytesF32(w[:hi*4])
+		for ; c+4 <= hi; c += 4 {
+			s0 += wf[c] * x[c]
+			s1 += wf[c+1] * x[c+1]
+			s2 += wf[c+2] * x[c+2]
+			s3 += wf[c+3] * x[c+3]
+		}
+		for ; c < hi; c++ {
+			s0 += wf[c] * x[c]
+		}
+	case F16:
+		for ; c < hi; c++ {
+			s0 += F16ToF32(uint16(w[2*c])|uint16(w[2*c+1])<<8) * x[c]
+		}
+	case BF16:
+		for ; c < hi; c++ {
+			s0 += bf16ToF32(uint16(w[2*c])|uint16(w[2*c+1])<<8) * x[c]
+		}
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// cvtRow decodes len(dst) elements of F32, F16 or BF16 from src.
+func cvtRow(dst []float32, t DType, src []byte) {
+	n := len(dst)
+	if n == 0 {
+		return
+	}
+	_ = src[n*floatBytes(t)-1]
+	n8 := 0
+	if hasSIMD && t != F32 {
+		n8 = n &^ 7
+		if n8 > 0 {
+			if t == F16 {
+				cvtF16SIMD(&dst[0], &src[0], n8)
+			} else {
+				cvtBF16SIMD(&dst[0], &src[0], n8)
+			}
+		}
+	}
+	switch t {
+	case F32:
+		copy(dst, BytesF32(src[:n*4]))
+	case F16:
+		for i := n8; i < n; i++ {
+			dst[i] = F16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	case BF16:
+		for i := n8; i < n; i++ {
+			dst[i] = bf16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	}
+}
+
+// GEMM micro-tile: gemmMR weight rows × gemmNR tokens.
+const (
+	gemmMR = 6
+	gemmNR = 16
+)
+
+// gemmTile computes the (6, 16) tile c[i*ldc + j] (+)= Σ_{p<k} a[i*lda+p]·b[p*16+j]
+// (accumulating when accum is set). a holds 6 rows of stride lda, b a packed
+// (k, 16) panel.
+func gemmTile(a []float32, lda int, b, c []float32, ldc, k int, accum bool) {
+	_ = a[5*lda+k-1]
+	_ = b[16*k-1]
+	_ = c[5*ldc+15]
+	if hasSIMD {
+		acc := 0
+		if accum {
+			acc = 1
+		}
+		gemm6x16SIMD(&a[0], uintptr(lda*4), &b[0], &c[0], uintptr(ldc*4), k, acc)
+		return
+	}
+	var t [gemmMR][gemmNR]float32
+	for i := range gemmMR {
+		ar := a[i*lda : i*lda+k]
+		ti := &t[i]
+		for p, av := range ar {
+			bp := b[p*16 : p*16+16]
+			for j := range gemmNR {
+				ti[j] += av * bp[j]
+			}
+		}
+	}
+	for i := range gemmMR {
+		ci := c[i*ldc : i*ldc+16]
+		if accum {
+			for j := range ci {
+				ci[j] += t[i][j]
+			}
+		} else {
+			copy(ci, t[i][:])
+		}
+	}
+}
+
+// sumF32 is Σ v[i] (any order); with AVX2 it reads at full memory speed,
+// which is what the bandwidth benchmark measures.
+func sumF32(v []float32) float32 {
+	var s float32
+	n32 := 0
+	if hasSIMD {
+		n32 = len(v) &^ 31
+		if n32 > 0 {
+			s = sumF32SIMD(&v[0], n32)
+		}
+	}
+	var s0, s1, s2, s3 float32
+	i := n32
+	for ; i+4 <= len(v); i += 4 {
+		s0 += v[i]
+		s1 += v[i+1]
+		s2 += v[i+2]
+		s3 += v[i+3]
+	}
+	for ; i < len(v); i++ {
+		s0 += v[i]
+	}
+	return s + (s0 + s1) + (s2 + s3)
+}

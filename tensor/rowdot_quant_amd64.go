@@ -1,0 +1,98 @@
+package tensor
+
+import "unsafe"
+
+// The quantized row-dot kernels of rowdot_quant_amd64.s; see dotQRows.
+
+//go:noescape
+func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ6_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+// The dequantizers of dequant_amd64.s; see dequantFast.
+
+//go:noescape
+func dqQ8_0SIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ4_0SIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ4_1SIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ5_0SIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ5_1SIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ4_KSIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ5_KSIMD(dst *float32, src *byte, nb int)
+
+//go:noescape
+func dqQ6_KSIMD(dst *float32, src *byte, nb int)
+
+// The activation quantizers of quantize_acts_amd64.s; see quantizeBlocksSIMD.
+
+//go:noescape
+func qAbsMax32SIMD(x *float32, nb int, out *float32) (nan bool)
+
+//go:noescape
+func qVMax256SIMD(x *float32, nb int, out *float32) (nan bool)
+
+//go:noescape
+func qRound32SIMD(x *float32, id *float32, nb int, q *int8)
+
+//go:noescape
+func qRound256SIMD(x *float32, is *float32, nb int, q *int8, bsums *int16)
+
+// The multi-token K-quant row dots of rowdot_quant_amd64.s; see dotQRowsX4.
+
+//go:noescape
+func qdotQ4_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ5_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ6_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+// qdotX4Arch: the multi-token kernels exist on this architecture.
+const qdotX4Arch = true
+
+//go:noescape
+func qdotQ4_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ5_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ6_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ8_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ8_0x2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
