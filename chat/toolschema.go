@@ -133,3 +133,51 @@ func ToolCallConstraint(f ToolFormat, fns []ToolFunction, only string, parallel 
 	}
 	return nil, fmt.Errorf("chat: the tool-call format %q cannot force a call (the template has no tool-call syntax; choose one with the tool-call format option)", f)
 }
+
+// GBNFRoot is the constraint's text shape as a GBNF root rule, for a
+// grammar whose rule valueRule matches one JSON value valid for Schema
+// (what a JSON-Schema → GBNF compiler produces):
+//
+//	root ::= "<tool_call>\n" call-value "\n</tool_call>" ("\n" "<tool_call>\n" call-value "\n</tool_call>")*
+//
+// Literals use the GBNF escapes \n \r \t \\ \" and \xHH for other control
+// bytes.
+func (c *CallConstraint) GBNFRoot(valueRule string) string {
+	one := valueRule
+	if c.Prefix != "" {
+		one = gbnfLiteral(c.Prefix) + " " + one
+	}
+	if c.Suffix != "" {
+		one += " " + gbnfLiteral(c.Suffix)
+	}
+	if !c.Repeat {
+		return "root ::= " + one
+	}
+	sep := ""
+	if c.Separator != "" {
+		sep = gbnfLiteral(c.Separator) + " "
+	}
+	return "root ::= " + one + " (" + sep + one + ")*"
+}
+
+// gbnfLiteral quotes s as a GBNF string literal.
+func gbnfLiteral(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '\n':
+			b = append(b, `\n`...)
+		case ch == '\r':
+			b = append(b, `\r`...)
+		case ch == '\t':
+			b = append(b, `\t`...)
+		case ch == '\\' || ch == '"':
+			b = append(b, '\\', ch)
+		case ch < 0x20 || ch == 0x7f:
+			b = append(b, fmt.Sprintf(`\x%02X`, ch)...)
+		default:
+			b = append(b, ch)
+		}
+	}
+	return string(append(b, '"'))
+}

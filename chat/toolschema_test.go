@@ -83,3 +83,29 @@ func TestToolCallConstraint(t *testing.T) {
 		}
 	}
 }
+
+func TestCallConstraintGBNFRoot(t *testing.T) {
+	fns := []ToolFunction{{Name: "f"}}
+	want := map[ToolFormat]map[bool]string{
+		ToolFormatHermes: {
+			false: `root ::= "<tool_call>\n" v "\n</tool_call>"`,
+			true:  `root ::= "<tool_call>\n" v "\n</tool_call>" ("\n" "<tool_call>\n" v "\n</tool_call>")*`,
+		},
+		ToolFormatMistral: {false: `root ::= "[TOOL_CALLS] " v`, true: `root ::= "[TOOL_CALLS] " v`},
+		ToolFormatLlama3:  {false: `root ::= v`, true: `root ::= v`},
+	}
+	for f, byPar := range want {
+		for par, w := range byPar {
+			c, err := ToolCallConstraint(f, fns, "", par)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.GBNFRoot("v"); got != w {
+				t.Errorf("%s parallel=%v: %s, want %s", f, par, got, w)
+			}
+		}
+	}
+	if got := gbnfLiteral("a\"\\\t\x01é"); got != `"a\"\\\t\x01é"` {
+		t.Errorf("literal %s", got)
+	}
+}
