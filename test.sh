@@ -20,6 +20,11 @@ echo "== race (the packages with goroutines: worker pool, batched forward, engin
 CGO_ENABLED=1 go test -count=1 -race -run 'TestMatMulParity|TestPoolManyJobs|TestMatMulQuantTypes' ./tensor/
 CGO_ENABLED=1 go test -count=1 -race -run 'TestBatchedVsSequential|TestCacheParityLlama2c|TestRewind|TestSlidingWindow' ./model/
 CGO_ENABLED=1 go test -count=1 -race ./engine/ ./kvcache/ ./sample/ ./server/
+echo "== bad input (internal/badinput against a live nanoserve serve on loopback, the built-in model)"
+bindir=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$bindir"' EXIT
+go build -o "$bindir/nanoserve" ./cmd/nanoserve
+go run ./internal/badinput --bin "$bindir/nanoserve"
 if command -v qemu-aarch64 >/dev/null; then
   echo "== arm64 (NEON kernels and the pure-Go paths, under qemu)"
   bash tensor/testdata/arm64.sh

@@ -152,6 +152,7 @@ type Engine struct {
 	closed  bool
 	stats   Stats
 
+	beat      atomic.Int64  // unix ns of the scheduler loop's latest iteration; 0: not running
 	wake      chan struct{} // (cap 1) something changed: new request, cancellation
 	quit      chan struct{}
 	done      chan struct{}
@@ -206,6 +207,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		idleSess: map[*Session]struct{}{}}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
+	e.beat.Store(time.Now().UnixNano())
 	go e.loop()
 	return e, nil
 }
@@ -222,6 +224,21 @@ func (e *Engine) Close() error {
 	})
 	<-e.done
 	return nil
+}
+
+// heartbeatIdle is how often the idle scheduler loop still beats.
+const heartbeatIdle = time.Second
+
+// Heartbeat is when the scheduler loop last began an iteration (stepping,
+// or idle: it beats every second while it waits for work); the zero time
+// once it has stopped. A heartbeat much older than the longest step means
+// the loop is hung.
+func (e *Engine) Heartbeat() time.Time {
+	ns := e.beat.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // Options are the engine's resolved options.

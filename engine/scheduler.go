@@ -40,10 +40,15 @@ type seqState struct {
 }
 
 // loop is the scheduler goroutine: it steps while there is work and
-// sleeps until poked otherwise.
+// sleeps until poked otherwise. Each iteration, and every heartbeatIdle
+// while it sleeps, it records a heartbeat (Heartbeat).
 func (e *Engine) loop() {
 	defer close(e.done)
+	defer e.beat.Store(0)
+	idle := time.NewTicker(heartbeatIdle)
+	defer idle.Stop()
 	for {
+		e.beat.Store(time.Now().UnixNano())
 		select {
 		case <-e.quit:
 			e.shutdown()
@@ -53,6 +58,7 @@ func (e *Engine) loop() {
 		if !e.step() {
 			select {
 			case <-e.wake:
+			case <-idle.C: // beat while idle
 			case <-e.quit:
 				e.shutdown()
 				return

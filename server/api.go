@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -84,6 +86,10 @@ type completionRequest struct {
 	BestOf   *int            `json:"best_of"`
 	// TokenHealing (nanoserve extension): see engine's "Token healing".
 	TokenHealing *bool `json:"token_healing"`
+	// ParseSpecial (default true, as vLLM and llama-server): special-token
+	// text in a string prompt ("<|im_end|>") is that special token; false
+	// keeps it plain text.
+	ParseSpecial *bool `json:"parse_special"`
 }
 
 type chatRequest struct {
@@ -110,37 +116,80 @@ type wireMessage struct {
 	FunctionCall json.RawMessage `json:"function_call"` // deprecated form of tool_calls
 }
 
-const bodyTimeout = time.Minute
-
-// decodeJSON reads a request body of at most limit bytes into v and turns
-// every failure into a 400 (or 413) that says what is wrong and where.
-func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+// decodeJSON reads a request body of at most Options.MaxBodyBytes into v
+// within Options.BodyTimeout and turns every failure into a 4xx that says
+// what is wrong and where: 413 over the size limit, 408 for a body that did
+// not arrive in time, 415 for a body that is not JSON sent with another
+// Content-Type (a form, say), 400 for everything else.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	// A slow sender gets bodyTimeout for the whole body. (A server-wide
 	// ReadTimeout would also end the connection's background read during a
 	// long generation, which cancels it.)
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	rc.SetReadDeadline(time.Time{})
+	rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
+		// Keep the connection's read deadline in the past. Before writing
+		// the response, and again when the handler returns, net/http reads
+		// and discards what is left of a small unread body so it can reuse
+		// the connection; with the deadline cleared, that read waits for a
+		// stalled sender forever and the error response is never written.
+		// With the deadline passed it fails at once, and the connection is
+		// closed after the reply.
+		rc.SetReadDeadline(time.Now())
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("request_too_large"),
 				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit)}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			got := ""
+			if r.ContentLength > 0 {
+				got = fmt.Sprintf(" (received %d of the %d bytes its Content-Length announced)", len(data), r.ContentLength)
+			}
+			return &apiError{status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: strp("request_timeout"),
+				Message: fmt.Sprintf("the request body did not arrive within %v%s", s.bodyTimeout, got)}
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}
+	rc.SetReadDeadline(time.Time{})
 	if len(bytes.TrimSpace(data)) == 0 {
 		return badRequest("", "the request body is empty; expected a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
+		if e := wrongContentType(r, err); e != nil {
+			return e
+		}
 		return jsonError(err)
 	}
 	if dec.More() {
 		return badRequest("", "invalid JSON: trailing data after the request object")
 	}
 	return nil
+}
+
+// wrongContentType is a 415 for a body that is not JSON sent with a
+// Content-Type other than JSON (an HTML form's
+// application/x-www-form-urlencoded, multipart/form-data, text/plain).
+// A JSON body is read whatever its Content-Type says: curl -d sends JSON
+// as a form.
+func wrongContentType(r *http.Request, err error) *apiError {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, perr := mime.ParseMediaType(ct)
+	if perr == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil // valid JSON of the wrong shape: jsonError says which
+	}
+	return &apiError{status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: strp("unsupported_media_type"),
+		Message: fmt.Sprintf("the request body is not JSON and its Content-Type is %q; send a JSON object with Content-Type: application/json (%s)",
+			ct, jsonError(err).Message)}
 }
 
 // jsonError describes an encoding/json failure.

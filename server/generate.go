@@ -34,7 +34,7 @@ type job struct {
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var cr completionRequest
-	if e := decodeJSON(w, r, s.maxBody, &cr); e != nil {
+	if e := s.decodeJSON(w, r, &cr); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -85,7 +85,8 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		return nil, e
 	}
 	healing := cr.TokenHealing != nil && *cr.TokenHealing
-	return &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, Policy: pol, TokenHealing: healing},
+	special := cr.ParseSpecial == nil || *cr.ParseSpecial
+	return &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, ParseSpecial: special, Policy: pol, TokenHealing: healing},
 		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}, nil
 }
 
@@ -96,7 +97,7 @@ func includeUsage(p *commonParams) bool {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var cr chatRequest
-	if e := decodeJSON(w, r, s.maxBody, &cr); e != nil {
+	if e := s.decodeJSON(w, r, &cr); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -200,18 +201,18 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		return
 	}
 	if n, ctx := len(ids), s.eng.CtxSize(); n > ctx {
-		param := "prompt"
+		param, what := "prompt", "the prompt has"
 		if j.chat {
-			param = "messages"
+			param, what = "messages", "the messages (as the chat template renders them) have"
 		}
-		e := badRequest(param, "this model's maximum context length is %d tokens, but the prompt has %d tokens; shorten it by %d tokens", ctx, n, n-ctx)
+		e := badRequest(param, "this model's maximum context length is %d tokens, but %s %d tokens; shorten it by %d tokens", ctx, what, n, n-ctx)
 		e.Code = strp("context_length_exceeded")
 		writeError(w, e)
 		return
 	}
 	j.req.PromptIDs = ids
 
-	out := &responder{s: s, w: w, j: j, id: newID("cmpl-"), created: time.Now().Unix()}
+	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix()}
 	if j.chat {
 		out.id = newID("chatcmpl-")
 	}
@@ -227,7 +228,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	for tok, err := range gen(r.Context(), j.req, &res) {
 		if err != nil {
 			if res == nil { // the request could not start
-				writeError(w, s.startError(err))
+				writeError(w, s.startError(r.Context(), err))
 				return
 			}
 			continue
@@ -252,7 +253,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	}
 	s.m.generation(res.FinishReason, res.Usage.PromptTokens, res.Usage.CompletionTokens, time.Since(j.start))
 	if res.FinishReason == engine.FinishError {
-		s.log.Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
+		s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
 	}
 	if j.stream {
 		out.end(res)
@@ -262,7 +263,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 }
 
 // startError maps an error from a request that could not start.
-func (s *Server) startError(err error) *apiError {
+func (s *Server) startError(ctx context.Context, err error) *apiError {
+	if e := cutError(ctx); e != nil {
+		return e
+	}
 	var fe *sample.FieldError
 	switch {
 	case isOverloaded(err):
@@ -287,6 +291,7 @@ func (s *Server) startError(err error) *apiError {
 type responder struct {
 	s       *Server
 	w       http.ResponseWriter
+	ctx     context.Context // the request's: cutError tells a server cut from a client gone
 	j       *job
 	id      string
 	created int64
@@ -364,7 +369,17 @@ func (o *responder) token(t engine.Token) bool {
 // end closes a stream: the finish chunk, the usage chunk, [DONE].
 func (o *responder) end(res *engine.Result) {
 	if res.FinishReason == engine.FinishCancelled {
-		return // the client went away (or the drain timed out): nobody reads more
+		// The server cut it (drain timeout, per-request deadline): say so
+		// and end the stream properly. Else the client went away.
+		if e := cutError(o.ctx); e != nil {
+			if !o.started {
+				writeError(o.w, e)
+				return
+			}
+			o.send(errorBody(e))
+			o.sendDone()
+		}
+		return
 	}
 	if !o.startStream() {
 		return
@@ -415,6 +430,10 @@ func (o *responder) sendDone() {
 
 // whole writes the non-streamed response.
 func (o *responder) whole(res *engine.Result) {
+	if e := cutError(o.ctx); res.FinishReason == engine.FinishCancelled && e != nil {
+		writeError(o.w, e)
+		return
+	}
 	if res.FinishReason == engine.FinishError {
 		msg := "generation failed"
 		if res.Err != nil {
@@ -461,8 +480,7 @@ func (o *responder) whole(res *engine.Result) {
 }
 
 // finishReason maps the engine's reason to OpenAI's: stop or length (a
-// cancelled generation that still answers — server shutdown — reports
-// "stop" for the text it has).
+// generation the server cut answers with an error instead, see cutError).
 func finishReason(res *engine.Result) string {
 	if res.FinishReason == engine.FinishLength {
 		return "length"

@@ -8,7 +8,11 @@
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
-//	GET  /health               200 {"status":"ok"}; 503 while draining for shutdown
+//	GET  /health               liveness: 200 {"status":"ok"} (or "draining") while the process
+//	                           answers and the engine's scheduler loop beats; 503 when the loop
+//	                           stopped or hung (no heartbeat for Options.HealthStall)
+//	GET  /ready                readiness: 200 when the model is loaded, the engine's queue has
+//	                           room and the server is not draining; 503 saying which is not
 //	GET  /metrics              Prometheus text format: requests by endpoint and status,
 //	                           prompt/generated token counters, time-to-first-token and
 //	                           per-output-token histograms, in-flight gauges, engine stats
@@ -36,6 +40,16 @@
 // removed token included, and the healed token is a completion token. See
 // the engine package's "Token healing".
 //
+// Special-token text in a completions string prompt ("<|im_end|>", "</s>")
+// is parsed as that special token by default, as vLLM and llama-server do;
+// "parse_special": false (a nanoserve extension) keeps it plain text. Chat
+// message content is always plain text: only the template's own markup is
+// special, so a user cannot forge a turn.
+//
+// Every response carries X-Request-Id: the client's (1-128 visible ASCII
+// characters) or a new one; each log line about the request has it as
+// request_id. CORS is off unless Options.CORSOrigins lists origins.
+//
 // Streaming (stream: true) uses server-sent events: each event is one line
 // "data: " + a JSON chunk, followed by a blank line, flushed as soon as the
 // engine yields text; the stream ends with "data: [DONE]". Completion chunks
@@ -52,18 +66,23 @@
 // 400 for invalid JSON, a field of the wrong type or value (param names it)
 // and a prompt longer than the context (code context_length_exceeded, with
 // both token counts); 401 for a missing or wrong API key; 404 for an
-// unknown model or path; 405 (with Allow) for a wrong method; 413 for a
-// body over the size limit; 429 with Retry-After when the engine's queue
-// (engine.ErrOverloaded) or the server's own MaxPending cap is full; 503
-// when the engine is closed; 500 when a handler panics (the panic is logged
-// and the server keeps serving). A max_tokens beyond the context is not an
+// unknown model or path; 405 (with Allow) for a wrong method; 408 for a
+// body that did not arrive within the body timeout (the connection is then
+// closed); 413 for a body over the size limit; 415 for a body that is not
+// JSON sent with another Content-Type (a form); 429 with Retry-After when
+// the engine's queue (engine.ErrOverloaded) or the server's own MaxPending
+// cap is full; 503 when the engine is closed or the shutdown drain timeout
+// cut the request; 504 past the per-request deadline; 500 when a handler
+// panics (the panic is logged and the server keeps serving). A stream the
+// server cuts (drain timeout, deadline) ends with an error event and
+// [DONE]. A max_tokens beyond the context is not an
 // error: generation ends at the context with finish_reason "length".
 //
 // A client that disconnects cancels its generation (the request context
 // reaches the engine; a failed write also breaks the token loop). Serve
 // shuts down gracefully: it stops accepting connections, lets in-flight
 // requests (streams included) finish within a drain timeout, then cancels
-// the rest.
+// the rest, each with its final error.
 package server
 
 import (
@@ -118,8 +137,29 @@ type Options struct {
 	// before reaching the engine. ≤ 0: no cap of its own (the engine's
 	// queue limit answers 429 through engine.ErrOverloaded).
 	MaxPending int
-	// Logger receives request errors and recovered panics (nil: slog.Default()).
+	// Logger receives request errors, recovered panics and one line per
+	// request, each with its request_id (nil: slog.Default()).
 	Logger *slog.Logger
+
+	// Timeouts (Serve). ReadHeaderTimeout bounds reading a request's
+	// headers (≤ 0: 10 s); BodyTimeout reading its body (≤ 0: 1 minute; a
+	// body not complete by then is a 408 and the connection is closed);
+	// IdleTimeout how long a keep-alive connection waits for its next
+	// request (≤ 0: 2 minutes). RequestTimeout, if > 0, is the most a
+	// generation request may take from arrival to its last token: past it
+	// the generation is cancelled, a stream ends with an error event and
+	// [DONE], a plain response is a 504.
+	ReadHeaderTimeout time.Duration
+	BodyTimeout       time.Duration
+	IdleTimeout       time.Duration
+	RequestTimeout    time.Duration
+	// HealthStall: /health answers 503 when the engine's scheduler loop
+	// has not beaten (stepping or idle) for this long (≤ 0: 5 minutes,
+	// longer than one 512-token step of a 7B model on two cores).
+	HealthStall time.Duration
+	// CORSOrigins are the browser origins allowed to call the API ("*":
+	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
+	CORSOrigins []string
 }
 
 // Server serves one engine over HTTP. It is an http.Handler.
@@ -140,7 +180,16 @@ type Server struct {
 	created    int64
 	m          *metrics
 	draining   atomic.Bool
+	inFlight   atomic.Int64 // requests being served
 	mux        map[string]route
+
+	readHeaderTimeout time.Duration
+	bodyTimeout       time.Duration
+	idleTimeout       time.Duration
+	reqTimeout        time.Duration // 0: none
+	healthStall       time.Duration
+	cors              []string         // allowed origins; nil: CORS off
+	now               func() time.Time // the clock /health compares the engine's heartbeat with
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields; gen, when set, stands in for
@@ -174,6 +223,14 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		log:      opts.Logger,
 		created:  time.Now().Unix(),
 		m:        newMetrics(),
+
+		readHeaderTimeout: orDefault(opts.ReadHeaderTimeout, 10*time.Second),
+		bodyTimeout:       orDefault(opts.BodyTimeout, time.Minute),
+		idleTimeout:       orDefault(opts.IdleTimeout, 2*time.Minute),
+		reqTimeout:        max(opts.RequestTimeout, 0),
+		healthStall:       orDefault(opts.HealthStall, 5*time.Minute),
+		cors:              opts.CORSOrigins,
+		now:               time.Now,
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
@@ -217,13 +274,17 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		"/v1/chat/completions": {"chat_completions", map[string]http.HandlerFunc{http.MethodPost: s.handleChat}},
 		"/v1/models":           {"models", map[string]http.HandlerFunc{http.MethodGet: s.handleModels}},
 		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
+		"/ready":               {"ready", map[string]http.HandlerFunc{http.MethodGet: s.handleReady}},
 		"/metrics":             {"metrics", map[string]http.HandlerFunc{http.MethodGet: s.handleMetrics}},
 	}
 	return s, nil
 }
 
-// ServeHTTP routes a request, counting it and recovering from panics.
+// ServeHTTP routes a request, counting it and recovering from panics. Every
+// request carries an id (the client's X-Request-Id, or a new one), echoed in
+// the X-Request-Id response header and in each log line about it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	path := r.URL.Path
 	rt, ok := s.mux[path]
 	modelID := ""
@@ -237,24 +298,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		endpoint = rt.endpoint
 	}
+	reqID := requestID(r.Header.Get("X-Request-Id"))
+	w.Header().Set("X-Request-Id", reqID)
+	log := s.log.With("request_id", reqID)
+	r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
+	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions") {
+		ctx, cancel := context.WithTimeoutCause(r.Context(), s.reqTimeout, &requestTimeoutError{s.reqTimeout})
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	s.m.add(&s.m.inFlight, 1)
+	s.inFlight.Add(1)
 	defer func() {
+		s.inFlight.Add(-1)
 		s.m.add(&s.m.inFlight, -1)
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				s.m.request(endpoint, 499)
 				panic(v)
 			}
-			s.log.Error("server: handler panic", "path", path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.Error("server: handler panic", "path", path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !sw.wrote {
 				writeError(sw, &apiError{status: http.StatusInternalServerError, Type: "server_error",
 					Message: "internal server error (the server logged the details)"})
 			}
 		}
 		s.m.request(endpoint, sw.statusCode())
+		level := slog.LevelInfo
+		if endpoint == "health" || endpoint == "ready" || endpoint == "metrics" {
+			level = slog.LevelDebug // probes and scrapes every few seconds
+		}
+		log.Log(r.Context(), level, "request", "method", r.Method, "path", path, "status", sw.statusCode(),
+			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
 	}()
 
+	if s.cors != nil && s.corsHeaders(sw, r) {
+		return // a preflight, answered
+	}
 	if !ok {
 		writeError(sw, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
 			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, path)})
@@ -284,6 +365,99 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.hook(r)
 	}
 	h(sw, r)
+}
+
+// loggerKey is the request context key of the request's logger.
+type loggerKey struct{}
+
+// logger is the logger of the request ctx belongs to (its lines carry the
+// request id), or the server's.
+func (s *Server) logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return s.log
+}
+
+// requestID is the client's X-Request-Id when it is 1 to 128 visible ASCII
+// characters, else a new random id.
+func requestID(h string) string {
+	if len(h) >= 1 && len(h) <= 128 && !strings.ContainsFunc(h, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		return h
+	}
+	return newID("req-")
+}
+
+// corsHeaders adds the CORS response headers for an allowed Origin and
+// answers a preflight (OPTIONS with Access-Control-Request-Method),
+// reporting whether it did. A request from an origin not on the list gets
+// no CORS headers, so the browser refuses it; its preflight is a 403.
+func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+	allowed := slices.Contains(s.cors, origin) || slices.Contains(s.cors, "*")
+	if !allowed {
+		if preflight {
+			writeError(w, &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("cors_origin_not_allowed"),
+				Message: fmt.Sprintf("origin %q is not allowed (the server's --cors-origin list)", origin)})
+		}
+		return preflight
+	}
+	if slices.Contains(s.cors, "*") {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+	}
+	h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
+	if !preflight {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// errDrainTimeout is the cancellation cause of requests the shutdown drain
+// timeout cut.
+var errDrainTimeout = errors.New("server: shutting down, the drain timeout cut this request")
+
+// requestTimeoutError is the cancellation cause of a request that ran past
+// Options.RequestTimeout.
+type requestTimeoutError struct{ d time.Duration }
+
+func (e *requestTimeoutError) Error() string {
+	return fmt.Sprintf("server: the request ran past the %v per-request deadline", e.d)
+}
+
+// cutError is the error a request the server itself cancelled answers with
+// (drain timeout: 503; per-request deadline: 504); nil when ctx was not
+// cut by the server (the client went away, or it is still running).
+func cutError(ctx context.Context) *apiError {
+	cause := context.Cause(ctx)
+	var rt *requestTimeoutError
+	switch {
+	case errors.Is(cause, errDrainTimeout):
+		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("shutting_down"),
+			Message: "the server is shutting down and its drain timeout cut this request; retry on another replica", retryAfter: 1}
+	case errors.As(cause, &rt):
+		return &apiError{status: http.StatusGatewayTimeout, Type: "server_error", Code: strp("request_timeout"),
+			Message: fmt.Sprintf("the request ran past the server's per-request deadline of %v and was cancelled", rt.d)}
+	}
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 func (s *Server) authorized(r *http.Request) bool {
@@ -386,12 +560,49 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, id string) 
 	writeJSON(w, http.StatusOK, s.card(id))
 }
 
+// handleHealth is liveness: 200 while the process answers and the engine's
+// scheduler loop beats (stepping or idle), draining included, so an
+// orchestrator does not kill a pod that is finishing its requests; 503 when
+// the loop has stopped or has not beaten for Options.HealthStall.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+	beat := s.eng.Heartbeat()
+	if beat.IsZero() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error", "message": "the engine is stopped"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	if age := s.now().Sub(beat); age > s.healthStall {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error",
+			"message": fmt.Sprintf("the engine loop has not stepped for %v (limit %v): it is hung", age.Round(time.Second), s.healthStall)})
+		return
+	}
+	status := "ok"
+	if s.draining.Load() {
+		status = "draining"
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": status})
+}
+
+// handleReady is readiness: 200 when the model is loaded (always, once the
+// server exists), the engine runs, its queue and the server's admission
+// cap have room, and the server is not draining; 503 saying which is not.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	st := s.eng.Stats()
+	var why string
+	switch {
+	case s.draining.Load():
+		why = "the server is draining for shutdown"
+	case s.eng.Heartbeat().IsZero():
+		why = "the engine is stopped"
+	case st.Waiting >= s.eng.Options().MaxQueue:
+		why = fmt.Sprintf("the engine's queue is full (%d waiting)", st.Waiting)
+	case s.slots != nil && len(s.slots) >= cap(s.slots):
+		why = fmt.Sprintf("the server is full (%d requests running or waiting)", cap(s.slots))
+	}
+	if why != "" {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "message": why})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": s.names[0], "running": st.Running, "waiting": st.Waiting})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
@@ -435,19 +646,30 @@ func newID(prefix string) string {
 
 // ---- Serve ----
 
+// ErrDrainCancelled is what Serve returns (wrapped, with the count) when the
+// drain timeout ran out and it cancelled the requests still running. Each
+// of them was answered properly: a stream with a final error event and
+// [DONE] and a terminated chunked body, a plain request with a 503.
+var ErrDrainCancelled = errors.New("server: the drain timeout cancelled requests still running")
+
+// cutGrace is how long requests cut at the drain timeout get to write their
+// final event before their connections are closed.
+const cutGrace = 5 * time.Second
+
 // Serve answers HTTP on ln until ctx is cancelled, then shuts down
-// gracefully: it stops accepting connections, marks /health as draining,
-// waits up to drain for in-flight requests (streams included) to finish,
-// and then cancels the generations still running. It returns nil after a
-// clean shutdown.
+// gracefully: it stops accepting connections, marks /ready as draining
+// (/health stays 200), waits up to drain for in-flight requests (streams
+// included) to finish, and then cancels the generations still running,
+// each with a final error. It returns nil after a clean shutdown and an
+// error wrapping ErrDrainCancelled when it had to cancel.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
+	base, cancelBase := context.WithCancelCause(context.Background())
+	defer cancelBase(nil)
 	hs := &http.Server{
 		Handler:           s,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.readHeaderTimeout,
+		IdleTimeout:       s.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
@@ -460,13 +682,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	s.draining.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	err := hs.Shutdown(sctx)
-	if err != nil {
-		// Drain timed out: cancel what is left and close its connections.
-		cancelBase()
+	if hs.Shutdown(sctx) == nil {
+		<-errc
+		return nil
+	}
+	// Drain timed out: cancel what is left with errDrainTimeout as the
+	// cause, so each request ends with its final error (see cutError); then
+	// wait for the connections to go idle, and close what is still open
+	// after cutGrace.
+	cut := s.inFlight.Load()
+	cancelBase(errDrainTimeout)
+	gctx, gcancel := context.WithTimeout(context.Background(), cutGrace)
+	defer gcancel()
+	if err := hs.Shutdown(gctx); errors.Is(err, context.DeadlineExceeded) {
 		hs.Close()
-		err = fmt.Errorf("server: requests still running after the %v drain timeout were cancelled", drain)
 	}
 	<-errc
-	return err
+	return fmt.Errorf("%w (%d after the %v drain timeout)", ErrDrainCancelled, cut, drain)
 }

@@ -61,7 +61,7 @@ type testServer struct {
 	url string
 }
 
-func newTestServer(t *testing.T, mod func(*Options)) *testServer {
+func newTestServer(t testing.TB, mod func(*Options)) *testServer {
 	t.Helper()
 	eng := sharedEngine(t)
 	tmpl, err := chat.Parse(testTemplate)
@@ -529,7 +529,7 @@ func TestOverloaded(t *testing.T) {
 		t.Fatalf("after the slot freed: %d %s", code, b)
 	}
 	// An engine refusal maps to 429 too.
-	if e := ts.startError(fmt.Errorf("%w (3 waiting)", engine.ErrOverloaded)); e.status != 429 || e.retryAfter == 0 {
+	if e := ts.startError(context.Background(), fmt.Errorf("%w (3 waiting)", engine.ErrOverloaded)); e.status != 429 || e.retryAfter == 0 {
 		t.Errorf("engine overload → %d", e.status)
 	}
 }

@@ -189,8 +189,8 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 		ts.parallel = *cr.ParallelToolCalls
 	}
 	if ts.choice != "none" && (ts.format == "" || ts.format == chat.ToolFormatNone) {
-		return nil, badRequest(field, "the model's chat template has no tool-call format, so the server cannot read calls from the reply "+
-			"(start it with --tool-call-format, or send %s \"none\")", choiceField)
+		return nil, badRequest(field, "%s need a tool-call format to read calls from the reply, but the model's chat template has no tool-call format "+
+			"(start the server with --tool-call-format, or send %s \"none\")", field, choiceField)
 	}
 	if ts.choice == "required" || ts.choice == "function" {
 		// Validate what the constraint would be, so a bad schema is named

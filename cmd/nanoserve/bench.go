@@ -57,6 +57,17 @@ func runBench(args []string) error {
 	if (*modelPath == "") == (*synth == "") {
 		return bench.ErrNoModel
 	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"r", *reps}, {"threads", *threads}, {"batch", *batch}, {"sweep-n", *sweepN}, {"sweep-r", *sweepR}} {
+		if c.v < 1 {
+			return errFlag(c.name, c.v, "want at least 1")
+		}
+	}
+	if *bwMiB < 0 {
+		return errFlag("bw-mib", *bwMiB, "want a size in MiB (0: no probe)")
+	}
 	opts := bench.Options{Reps: *reps, Batch: *batch, SweepGen: *sweepN, SweepReps: *sweepR, Seed: *seed,
 		Threads: *threads, BandwidthBytes: *bwMiB << 20, Progress: os.Stderr}
 	if *bwMiB <= 0 {

@@ -479,7 +479,7 @@ func TestChatPTYCtrlC(t *testing.T) {
 		t.Run(term, func(t *testing.T) {
 			// No --max-tokens and a long context: the reply runs until stopped.
 			p := startPTYChat(t, []string{"TERM=" + term}, "--model", mp, "--threads", "1",
-				"--ctx-size", "16384", "--ignore-eos", "--seed", "1", "--verbose")
+				"--ctx-size", "16384", "--allow-long-context", "--ignore-eos", "--seed", "1", "--verbose")
 			p.expect(`/help for commands`, 20*time.Second)
 			p.expect(chatPromptText, 5*time.Second)
 			for turn := range 2 {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -17,6 +18,7 @@ type modelFlags struct {
 	tokenizer string
 	threads   int
 	ctxSize   int
+	longCtx   bool // --allow-long-context
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -24,10 +26,35 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
 	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
+	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
 }
 
-// load opens the model the flags name.
+// load checks the numeric flags and opens the model the flags name. A
+// context beyond the model's trained length needs --allow-long-context and
+// warns on stderr.
 func (mf *modelFlags) load() (*model.Model, error) {
+	if mf.threads < 1 {
+		return nil, errFlag("threads", mf.threads, "want at least 1 worker thread")
+	}
+	if mf.ctxSize < 0 {
+		return nil, errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
+	}
+	m, err := mf.open()
+	if err != nil {
+		return nil, err
+	}
+	if mf.ctxSize > m.ContextLen {
+		if !mf.longCtx {
+			m.Close()
+			return nil, fmt.Errorf("--ctx %d exceeds the %d positions the model was trained for; %w", mf.ctxSize, m.ContextLen, errLongCtx)
+		}
+		fmt.Fprintf(os.Stderr, "nanoserve: warning: --ctx %d exceeds the %d positions the model was trained for; expect degraded output past them\n",
+			mf.ctxSize, m.ContextLen)
+	}
+	return m, nil
+}
+
+func (mf *modelFlags) open() (*model.Model, error) {
 	path := mf.model
 	if path == "" {
 		p, err := builtinModelPath()

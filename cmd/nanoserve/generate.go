@@ -42,6 +42,12 @@ func (pf *policyFlags) register(fs *flag.FlagSet) {
 // policy builds the declared sampling policy, starting from the model's
 // generation_config defaults for the flags the user did not set.
 func (pf *policyFlags) policy(fs *flag.FlagSet, modelDefaults []byte) (sample.Policy, error) {
+	switch {
+	case pf.seed < -1:
+		return sample.Policy{}, errFlag("seed", pf.seed, "want a seed >= 0 (-1: random)")
+	case pf.logprobs < -1:
+		return sample.Policy{}, errFlag("logprobs", pf.logprobs, "want a number of alternatives >= 0 (-1: off)")
+	}
 	p := sample.Defaults()
 	if len(modelDefaults) > 0 {
 		if g, _, err := sample.FromGenerationConfig(modelDefaults); err == nil {

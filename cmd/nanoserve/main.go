@@ -9,6 +9,7 @@
 //	nanoserve tokenize   text -> ids;  nanoserve detokenize: ids -> text
 //	nanoserve bench      prefill / decode throughput, llama-bench style
 //	nanoserve train      train a small Llama from scratch
+//	nanoserve version    the version, commit and Go version (also --version)
 package main
 
 import (
@@ -35,6 +36,7 @@ var commands = map[string]command{
 	"detokenize": {"decode token ids to text", runDetokenize},
 	"bench":      {"measure prefill and decode speed", runBench},
 	"train":      {"train a small model from scratch", runTrain},
+	"version":    {"print the version, commit and Go version", runVersion},
 }
 
 func usage() {
@@ -59,6 +61,9 @@ func main() {
 	if name == "-h" || name == "--help" || name == "help" {
 		usage()
 		return
+	}
+	if name == "--version" || name == "-version" {
+		name = "version"
 	}
 	cmd, ok := commands[name]
 	if !ok {

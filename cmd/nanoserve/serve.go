@@ -32,8 +32,9 @@ func runServe(args []string) error {
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
 	maxSeqs := fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
-	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences (0: max-seqs × context,\n"+
-		"within a 2 GiB budget, never less than one context)")
+	kvMemory := fs.String("kv-cache-memory", defaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
+		"the cache holds max-seqs full contexts within it, and the default context shrinks to fit")
+	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
 	servedName := fs.String("served-name", "", "another model name clients may use (the file's base name is always accepted)")
@@ -41,7 +42,15 @@ func runServe(args []string) error {
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes")
-	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
+	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
+		"then the rest are cancelled, each stream ending with an error event and [DONE]")
+	headerTimeout := fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
+	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time a client has to send a request's body (then 408)")
+	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
+	reqTimeout := fs.Duration("request-timeout", 10*time.Minute, "most time one generation request may take, arrival to last token (0: no limit)")
+	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
+	var cors stringList
+	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
 		fs.PrintDefaults()
@@ -60,6 +69,37 @@ func runServe(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--tool-call-format: %w", err)
 	}
+	for _, c := range []struct {
+		name string
+		v    int64
+		min  int64
+		want string
+	}{
+		{"port", int64(*port), 0, "want a TCP port in [0, 65535] (0: any free port)"},
+		{"max-seqs", int64(*maxSeqs), 0, "want a number of sequences (0: the engine's default)"},
+		{"kv-cache-tokens", int64(*kvTokens), 0, "want a number of positions (0: from --kv-cache-memory)"},
+		{"max-queue", int64(*maxQueue), 0, "want a number of requests (0: the engine's default)"},
+		{"max-body", *maxBody, 1, "want a size in bytes, at least 1"},
+		{"drain", int64(*drain), 0, "want a duration, 0 or more"},
+		{"read-header-timeout", int64(*headerTimeout), 1, "want a positive duration"},
+		{"body-timeout", int64(*bodyTimeout), 1, "want a positive duration"},
+		{"idle-timeout", int64(*idleTimeout), 1, "want a positive duration"},
+		{"request-timeout", int64(*reqTimeout), 0, "want a duration (0: no limit)"},
+		{"health-stall", int64(*healthStall), 1, "want a positive duration"},
+	} {
+		if c.v < c.min || c.name == "port" && c.v > 65535 {
+			v := any(c.v)
+			if f := fs.Lookup(c.name); f != nil {
+				v = f.Value.String()
+			}
+			return errFlag(c.name, v, c.want)
+		}
+	}
+	memAvail := availableMemory()
+	kvBytes, err := parseMemory(*kvMemory, memAvail)
+	if err != nil {
+		return err
+	}
 	m, err := mf.load()
 	if err != nil {
 		return err
@@ -74,7 +114,9 @@ func runServe(args []string) error {
 	if *servedName != "" && *servedName != names[0] {
 		names = append(names, *servedName)
 	}
-	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log, ToolFormat: tf}
+	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
+		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
+		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, ToolFormat: tf}
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
 	switch {
 	case err == nil:
@@ -84,11 +126,19 @@ func runServe(args []string) error {
 	default:
 		return err
 	}
-	cacheTokens := *kvTokens
-	if cacheTokens <= 0 {
-		cacheTokens = defaultCacheTokens(m.ContextLen, mf.ctxSize, *maxSeqs, m.KVBytesPerToken())
+	seqs := *maxSeqs
+	if seqs <= 0 {
+		seqs = engine.DefaultMaxSeqs
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, MaxSeqs: *maxSeqs, MaxQueue: *maxQueue, CacheTokens: cacheTokens})
+	plan, err := planKVCache(kvInputs{memory: kvBytes, memoryFlag: *kvMemory, bytesPerToken: m.KVBytesPerToken(),
+		modelCtx: m.ContextLen, ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens})
+	if err != nil {
+		return err
+	}
+	if plan.warning != "" {
+		log.Warn(plan.warning)
+	}
+	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens})
 	if err != nil {
 		return err
 	}
@@ -105,9 +155,9 @@ func runServe(args []string) error {
 	if tf == "" && opts.Template != nil {
 		tf = opts.Template.ToolFormat()
 	}
-	log.Info("nanoserve serving", "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
+	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
 		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -117,7 +167,12 @@ func runServe(args []string) error {
 		stop() // a second signal kills the process
 	}()
 	if err := srv.Serve(ctx, ln, *drain); err != nil {
-		return err
+		if !errors.Is(err, server.ErrDrainCancelled) {
+			return err
+		}
+		// Each cancelled request got its final error; the shutdown itself
+		// went as designed, so the exit status is still 0.
+		log.Warn("drain timeout: " + err.Error())
 	}
 	log.Info("stopped")
 	return nil
@@ -130,20 +185,4 @@ func servedModelName(path string) string {
 		return strings.TrimSuffix(defaultmodel.FileName, filepath.Ext(defaultmodel.FileName))
 	}
 	return filepath.Base(filepath.Clean(path))
-}
-
-// defaultCacheTokens sizes the shared KV cache of a server: room for every
-// batch slot to hold a full context (maxSeqs × ctx positions), capped at
-// 2 GiB of KV memory, and never below one context (the engine's floor: a
-// request that fits the context can always finish). A server whose
-// sequences share one context's worth of blocks would preempt constantly.
-func defaultCacheTokens(modelCtx, ctx, maxSeqs int, bytesPerToken int64) int {
-	if ctx <= 0 {
-		ctx = modelCtx
-	}
-	if maxSeqs <= 0 {
-		maxSeqs = engine.DefaultMaxSeqs
-	}
-	budget := int((2 << 30) / max(bytesPerToken, 1))
-	return max(min(maxSeqs*ctx, budget), ctx)
 }

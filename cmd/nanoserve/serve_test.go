@@ -1,24 +1,173 @@
 package main
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
 
-// TestDefaultCacheTokens pins the server's KV cache sizing rule.
-func TestDefaultCacheTokens(t *testing.T) {
+// TestPlanKVCache pins the server's KV cache memory rule.
+func TestPlanKVCache(t *testing.T) {
+	const GiB = 1 << 30
 	for _, c := range []struct {
-		modelCtx, ctx, seqs int
-		bpt                 int64
-		want                int
+		name    string
+		in      kvInputs
+		ctx     int
+		tokens  int
+		warn    bool
+		errPart string
 	}{
-		{256, 0, 0, 2048, 16 * 256},    // built-in model: every slot a full context
-		{2048, 0, 0, 45056, 16 * 2048}, // TinyLlama F32 KV: 1.4 GiB, within the budget
-		{4096, 0, 16, 1 << 20, 4096},   // 7B: budget (2048) below one context → one context
-		{4096, 1024, 4, 1 << 20, 2048}, // explicit ctx and seqs: the 2 GiB budget binds
+		{"built-in model: every slot a full context",
+			kvInputs{memory: 2 * GiB, bytesPerToken: 2048, modelCtx: 256, maxSeqs: 16}, 256, 16 * 256, false, ""},
+		{"the budget binds below max-seqs contexts",
+			kvInputs{memory: 2 * GiB, bytesPerToken: 1 << 20, modelCtx: 1024, maxSeqs: 4}, 1024, 2048, false, ""},
+		{"exactly one context fits",
+			kvInputs{memory: 4096 << 20, bytesPerToken: 1 << 20, modelCtx: 4096, maxSeqs: 16}, 4096, 4096, false, ""},
+		{"the model's context does not fit: it shrinks, with a warning",
+			kvInputs{memory: 2 * GiB, bytesPerToken: 1 << 20, modelCtx: 4096, maxSeqs: 16}, 2048, 2048, true, ""},
+		{"an explicit --ctx that fits",
+			kvInputs{memory: 2 * GiB, bytesPerToken: 1 << 20, modelCtx: 4096, ctx: 1024, maxSeqs: 16}, 1024, 2048, false, ""},
+		{"an explicit --ctx that does not fit is refused with the numbers",
+			kvInputs{memory: 2 * GiB, memoryFlag: "2GiB", bytesPerToken: 1 << 20, modelCtx: 4096, ctx: 4096, maxSeqs: 16}, 0, 0, false,
+			"--ctx 4096 does not fit the KV cache: one context needs 4096.0 MiB (4096 tokens × 1048576 bytes), but --kv-cache-memory 2GiB (2048.0 MiB, room for 2048 tokens"},
+		{"--kv-cache-tokens overrides the memory budget",
+			kvInputs{memory: 1 << 20, bytesPerToken: 1 << 20, modelCtx: 512, maxSeqs: 16, tokens: 3000}, 512, 3000, false, ""},
+		{"--kv-cache-tokens below an explicit --ctx",
+			kvInputs{memory: 2 * GiB, bytesPerToken: 1, modelCtx: 512, ctx: 512, maxSeqs: 16, tokens: 100}, 0, 0, false, "--kv-cache-tokens 100"},
+		{"too little memory for any context",
+			kvInputs{memory: 10 << 20, bytesPerToken: 1 << 20, modelCtx: 512, maxSeqs: 16}, 0, 0, false, "cannot hold even 16 tokens"},
 	} {
-		if got := defaultCacheTokens(c.modelCtx, c.ctx, c.seqs, c.bpt); got != c.want {
-			t.Errorf("defaultCacheTokens(%d, %d, %d, %d) = %d, want %d", c.modelCtx, c.ctx, c.seqs, c.bpt, got, c.want)
+		p, err := planKVCache(c.in)
+		if c.errPart != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errPart) {
+				t.Errorf("%s: err %v, want one containing %q", c.name, err, c.errPart)
+			}
+			continue
+		}
+		if err != nil || p.ctx != c.ctx || p.cacheTokens != c.tokens || (p.warning != "") != c.warn {
+			t.Errorf("%s: got ctx %d, cache %d, warning %q, err %v; want ctx %d, cache %d, warning %v",
+				c.name, p.ctx, p.cacheTokens, p.warning, err, c.ctx, c.tokens, c.warn)
+		}
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		avail int64
+		want  int64
+	}{
+		{"4GiB", 0, 4 << 30}, {"512MiB", 0, 512 << 20}, {"1.5G", 0, 3 << 29}, {"1000000", 0, 1000000}, {"2GB", 0, 2e9},
+		{"25%", 16 << 30, 4 << 30}, {"100%", 1000, 1000},
+	} {
+		if got, err := parseMemory(c.in, c.avail); err != nil || got != c.want {
+			t.Errorf("parseMemory(%q, %d) = %d, %v; want %d", c.in, c.avail, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1GiB", "lots", "0%", "150%", "25%x", "NaN", "1e30TiB"} {
+		if _, err := parseMemory(bad, 16<<30); err == nil {
+			t.Errorf("parseMemory(%q) accepted", bad)
+		}
+	}
+	if _, err := parseMemory("25%", 0); err == nil {
+		t.Error("a share of unknown memory accepted")
+	}
+}
+
+// TestServeFlagValidation: numeric flags out of range are refused before
+// anything loads, naming the flag.
+func TestServeFlagValidation(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--threads", "-3"}, "--threads -3"},
+		{[]string{"--threads", "0"}, "--threads 0"},
+		{[]string{"--max-seqs", "-1"}, "--max-seqs -1"},
+		{[]string{"--max-body", "0"}, "--max-body 0"},
+		{[]string{"--max-queue", "-5"}, "--max-queue -5"},
+		{[]string{"--kv-cache-tokens", "-1"}, "--kv-cache-tokens -1"},
+		{[]string{"--port", "70000"}, "--port 70000"},
+		{[]string{"--ctx", "-1"}, "--ctx -1"},
+		{[]string{"--drain", "-1s"}, "--drain -1s"},
+		{[]string{"--body-timeout", "0s"}, "--body-timeout 0s"},
+		{[]string{"--request-timeout", "-1m"}, "--request-timeout -1m0s"},
+		{[]string{"--kv-cache-memory", "lots"}, "--kv-cache-memory \"lots\""},
+	} {
+		// An unusable host makes serve fail (not serve forever) should a
+		// check let the flag through.
+		err := runServe(append(c.args, "--host", "256.0.0.1"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("serve %v: err %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestLongContextNeedsFlag: a context beyond the model's trained length is
+// refused without --allow-long-context (the built-in model: 256 positions).
+func TestLongContextNeedsFlag(t *testing.T) {
+	mf := modelFlags{threads: 1, ctxSize: 100000}
+	_, err := mf.load()
+	if err == nil || !strings.Contains(err.Error(), "--ctx 100000 exceeds the 256 positions") || !strings.Contains(err.Error(), "--allow-long-context") {
+		t.Fatalf("err %v", err)
+	}
+	mf.longCtx, mf.ctxSize = true, 300
+	m, err := mf.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+}
+
+// TestVersion: the version line names the release, the commit and the Go
+// version; --version and version print it.
+func TestVersion(t *testing.T) {
+	v := versionString()
+	for _, want := range []string{"nanoserve dev", "(commit ", runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH} {
+		if !strings.Contains(v, want) {
+			t.Errorf("version %q lacks %q", v, want)
+		}
+	}
+	commit = "abc123"
+	defer func() { commit = "" }()
+	if v := versionString(); !strings.Contains(v, "(commit abc123") {
+		t.Errorf("ldflags commit not shown: %q", v)
+	}
+	if _, ok := commands["version"]; !ok {
+		t.Error("no version command")
+	}
+}
+
+// TestPolicyFlagValidation: generate's and chat's sampling flags below
+// their "off" value are refused, naming the flag.
+func TestPolicyFlagValidation(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--logprobs", "-7"}, "--logprobs -7"},
+		{[]string{"--seed", "-5"}, "--seed -5"},
+		{[]string{"--max-tokens", "-5"}, "max_tokens"},
+		{[]string{"--top-k", "-3"}, "top_k"},
+	} {
+		fs := newFlags("generate")
+		var pf policyFlags
+		pf.register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pf.policy(fs, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestBenchFlagValidation: bench refuses counts below 1 before any work.
+func TestBenchFlagValidation(t *testing.T) {
+	for _, c := range [][]string{{"-r", "0"}, {"--threads", "-2"}, {"--batch", "0"}, {"--sweep-n", "0"}, {"--bw-mib", "-1"}} {
+		err := runBench(append([]string{"--synthetic", "no-such-shape"}, c...))
+		if err == nil || !strings.Contains(err.Error(), c[0]+" "+c[1]) {
+			t.Errorf("bench %v: err %v", c, err)
 		}
 	}
 }

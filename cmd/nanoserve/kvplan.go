@@ -1,0 +1,147 @@
+package main
+
+// The server's KV cache memory rule: one byte budget (--kv-cache-memory)
+// decides how many positions the shared cache holds, and so how long a
+// context fits.
+//
+//	budget tokens  T = memory / bytes per token      (bytes per token: 2·layers·kv_dim·element size)
+//	context        C = --ctx, or the model's trained length
+//	cache tokens     = min(max_seqs·C, T)             (--kv-cache-tokens overrides T)
+//
+// One full context must fit (the engine's floor: a request that fits the
+// context can always finish). When the model's own context does not fit,
+// it shrinks to T with a warning; an explicit --ctx that does not fit is
+// refused with the numbers.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// kvInputs are what the rule needs.
+type kvInputs struct {
+	memory        int64 // KV cache byte budget (--kv-cache-memory)
+	memoryFlag    string
+	bytesPerToken int64 // K and V of one position, all layers
+	modelCtx      int   // the model's trained context length
+	ctx           int   // --ctx; 0: the model's
+	maxSeqs       int   // batch slots (resolved, > 0)
+	tokens        int   // --kv-cache-tokens; 0: from the memory budget
+}
+
+// kvPlan is the resolved context and cache size, and a warning to log
+// ("" when nothing was adjusted).
+type kvPlan struct {
+	ctx, cacheTokens int
+	warning          string
+}
+
+// minShrunkCtx is the shortest context the rule shrinks to before refusing.
+const minShrunkCtx = 16
+
+// planKVCache applies the rule (see the file comment).
+func planKVCache(in kvInputs) (kvPlan, error) {
+	bpt := max(in.bytesPerToken, 1)
+	budget := int(min(in.memory/bpt, math.MaxInt32))
+	what := fmt.Sprintf("--kv-cache-memory %s (%s, room for %d tokens at %d bytes per token)", in.memoryFlag, mib(in.memory), budget, bpt)
+	if in.tokens > 0 {
+		budget = in.tokens
+		what = fmt.Sprintf("--kv-cache-tokens %d", in.tokens)
+	}
+	ctx := in.ctx
+	var warning string
+	switch {
+	case ctx > 0 && ctx > budget:
+		return kvPlan{}, fmt.Errorf("--ctx %d does not fit the KV cache: one context needs %s (%d tokens × %d bytes), but %s; "+
+			"lower --ctx or raise the cache size", ctx, mib(int64(ctx)*bpt), ctx, bpt, what)
+	case ctx <= 0 && in.modelCtx > budget:
+		if budget < minShrunkCtx {
+			return kvPlan{}, fmt.Errorf("the KV cache cannot hold even %d tokens: %s", minShrunkCtx, what)
+		}
+		ctx = budget
+		warning = fmt.Sprintf("the model's context of %d tokens needs %s of KV cache but %s: the context shrinks to %d tokens "+
+			"(raise --kv-cache-memory for more)", in.modelCtx, mib(int64(in.modelCtx)*bpt), what, ctx)
+	case ctx <= 0:
+		ctx = in.modelCtx
+	}
+	return kvPlan{ctx: ctx, cacheTokens: max(min(in.maxSeqs*ctx, budget), ctx), warning: warning}, nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// defaultKVMemory is --kv-cache-memory's default: a quarter of the memory
+// the process may use (weights, activations and the OS keep the rest).
+const defaultKVMemory = "25%"
+
+// parseMemory reads a byte size: "4GiB", "512MiB", "1.5G", "1000000", or
+// a share of the available memory "25%". avail is that memory (0: unknown).
+func parseMemory(s string, avail int64) (int64, error) {
+	t := strings.TrimSpace(s)
+	if p, ok := strings.CutSuffix(t, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || !(f > 0 && f <= 100) {
+			return 0, fmt.Errorf("--kv-cache-memory %q: a share must be in (0, 100]%%", s)
+		}
+		if avail <= 0 {
+			return 0, fmt.Errorf("--kv-cache-memory %q: the machine's memory size is unknown; give bytes (4GiB)", s)
+		}
+		return int64(float64(avail) * f / 100), nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(f > 0) || f*mult > math.MaxInt64/2 {
+		return 0, fmt.Errorf("--kv-cache-memory %q: want a positive size such as 4GiB, 512MiB or 25%%", s)
+	}
+	return int64(f * mult), nil
+}
+
+// availableMemory is the memory this process may use: the machine's
+// (MemTotal) or the container's cgroup limit if lower; 0 when unknown.
+func availableMemory() int64 {
+	var total int64
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				if err == nil {
+					total = kb << 10
+				}
+			}
+		}
+		f.Close()
+	}
+	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if lim, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && lim > 0 && (total == 0 || lim < total) {
+			total = lim
+		}
+	}
+	return total
+}
+
+// errFlag makes flag validation errors uniform.
+func errFlag(name string, v any, want string) error {
+	return fmt.Errorf("--%s %v: %s", name, v, want)
+}
+
+var errLongCtx = errors.New("pass --allow-long-context to run past it (attention beyond the trained positions degrades)")
