@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"nanoserve/kvcache"
@@ -223,8 +224,10 @@ func decodeBytes(m *model.Model) (params, weight, decode int64, types map[tensor
 		if len(t.Shape) >= 2 {
 			types[t.Type] += b
 		}
-		switch t.Name {
-		case "token_embd.weight", "position_embd.weight":
+		switch {
+		case strings.Contains(t.Name, "_exps.") && m.Experts > 0:
+			decode += b * int64(m.ExpertsUsed) / int64(m.Experts) // only the chosen experts are read
+		case t.Name == "token_embd.weight" || t.Name == "position_embd.weight":
 			decode += int64(rb)
 			if t.Name == "token_embd.weight" && tied {
 				decode += b

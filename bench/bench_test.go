@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -123,58 +122,11 @@ func TestNormalWeights(t *testing.T) {
 	}
 }
 
-// TestMixTypes: the K-quant mixes pick the types llama-quantize picked
-// for ../shared/testdata/gguf/llama_k (2 layers; tensor_types.txt), and
-// fall back when a row is not a whole number of 256-blocks.
-func TestMixTypes(t *testing.T) {
-	m, s := mustMix(t, "q4_k_m"), mustMix(t, "q4_k_s")
-	cases := []struct {
-		mix   Mix
-		kind  string
-		layer int
-		cols  int
-		out   bool
-		want  tensor.DType
-	}{
-		{m, "token_embd", -1, 256, false, tensor.Q4_K},
-		{m, "output", -1, 256, true, tensor.Q6_K},
-		{m, "attn_v", 0, 256, false, tensor.Q4_K},
-		{m, "attn_v", 1, 256, false, tensor.Q6_K},
-		{m, "ffn_down", 0, 768, false, tensor.Q4_K},
-		{m, "ffn_down", 1, 768, false, tensor.Q6_K},
-		{m, "attn_q", 1, 256, false, tensor.Q4_K},
-		{s, "attn_v", 0, 256, false, tensor.Q5_K},
-		{s, "attn_v", 1, 256, false, tensor.Q5_K},
-		{s, "ffn_down", 1, 768, false, tensor.Q4_K},
-		{s, "output", -1, 256, true, tensor.Q6_K},
-		// SmolLM2's dim 576 is not a multiple of 256.
-		{m, "attn_q", 3, 576, false, tensor.Q5_0},
-		{m, "token_embd", -1, 576, true, tensor.Q8_0},
-		{mustMix(t, "q8_0"), "output", -1, 576, true, tensor.Q8_0},
-		{mustMix(t, "f16"), "output", -1, 576, true, tensor.F16},
-	}
-	for _, c := range cases {
-		if got := c.mix.TensorType(c.kind, c.layer, 2, c.cols, c.out); got != c.want {
-			t.Errorf("%s %s layer %d cols %d: %s, want %s", c.mix.Name, c.kind, c.layer, c.cols, got, c.want)
-		}
-	}
-	// TinyLlama's 22 layers: Q6_K attn_v/ffn_down in layers 0-1, 4, 7, …, 16, 19-21.
-	var more []int
-	for l := range 22 {
-		if useMoreBits(l, 22) {
-			more = append(more, l)
-		}
-	}
-	if want := []int{0, 1, 4, 7, 10, 13, 16, 19, 20, 21}; !slices.Equal(more, want) {
-		t.Errorf("useMoreBits layers of 22: %v, want %v", more, want)
-	}
-}
-
 // TestRunTiny writes tiny synthetic models, loads them with model.Load and
 // runs a quick benchmark; the JSON has every field, with positive numbers.
 func TestRunTiny(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct{ shape, typ string }{{"tiny", "q8_0"}, {"tiny-gpt2", "f16"}} {
+	for _, c := range []struct{ shape, typ string }{{"tiny", "q8_0"}, {"tiny-gpt2", "f16"}, {"tiny-moe", "q4_k_m"}} {
 		s, mix := mustShape(t, c.shape), mustMix(t, c.typ)
 		p, _, err := SyntheticFile(dir, s, mix, 1, 0)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 )
 
@@ -31,6 +32,10 @@ type Shape struct {
 	Tied      bool    `json:"tied"` // no output.weight: the logits reuse token_embd
 	RopeTheta float64 `json:"rope_theta,omitempty"`
 	NormEps   float32 `json:"norm_eps"`
+	// Mixture of experts (llama architecture, Mixtral-style tensors):
+	// FFN is then each expert's width.
+	Experts     int `json:"experts,omitempty"`
+	ExpertsUsed int `json:"experts_used,omitempty"`
 }
 
 // shapes are the standard shapes --synthetic accepts.
@@ -39,8 +44,16 @@ var shapes = []Shape{
 	{Name: "smollm2-135m", Arch: "llama", Dim: 576, Layers: 30, Heads: 9, KVHeads: 3, FFN: 1536, Vocab: 49152, Ctx: 8192, Tied: true, RopeTheta: 100000, NormEps: 1e-5},
 	{Name: "gpt2-124m", Arch: "gpt2", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 3072, Vocab: 50257, Ctx: 1024, Tied: true, NormEps: 1e-5},
 	{Name: "llama2c-110m", Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 2048, Vocab: 32000, Ctx: 1024, Tied: true, RopeTheta: 10000, NormEps: 1e-5},
+	// OLMoE-1B-7B's expert layout (64 experts, 8 active, as Qwen3-30B-A3B
+	// has 128/8) scaled to fit a small machine: 604M expert parameters, 75M
+	// active (expert width 512, a whole number of K-quant blocks);
+	// "moe-mini-dense" has the same active parameters in one FFN (8·512
+	// wide), for decode speed side by side.
+	{Name: "moe-mini", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 512, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5, Experts: 64, ExpertsUsed: 8},
+	{Name: "moe-mini-dense", Arch: "llama", Dim: 768, Layers: 8, Heads: 12, KVHeads: 4, FFN: 4096, Vocab: 32000, Ctx: 4096, RopeTheta: 10000, NormEps: 1e-5},
 	// Test shapes: seconds to write and run.
 	{Name: "tiny", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5},
+	{Name: "tiny-moe", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 64, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5, Experts: 8, ExpertsUsed: 2},
 	{Name: "tiny-gpt2", Arch: "gpt2", Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 256, Vocab: 512, Ctx: 256, Tied: true, NormEps: 1e-5},
 }
 
@@ -101,101 +114,30 @@ func (s *Shape) validate() error {
 // Mix is a weight-type recipe, named like llama.cpp's file types: one type
 // for every matrix (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q6_k), or
 // a K-quant mix (q4_k_s, q4_k_m, q5_k_s, q5_k_m) that, like llama-quantize,
-// gives some tensors more bits. 1-D tensors (norm gains, biases) are always
-// F32.
+// gives some tensors more bits (llamacpp.FileType.TensorType). 1-D tensors
+// (norm gains, biases) are always F32.
 type Mix struct {
-	Name     string
-	Base     tensor.DType
-	FileType uint32 // GGUF general.file_type (llama_ftype)
-	mixed    byte   // 0: uniform; 'S' or 'M': K-quant small/medium
-}
-
-var mixes = []Mix{
-	{"f32", tensor.F32, 0, 0}, {"f16", tensor.F16, 1, 0}, {"bf16", tensor.BF16, 32, 0},
-	{"q8_0", tensor.Q8_0, 7, 0}, {"q4_0", tensor.Q4_0, 2, 0}, {"q4_1", tensor.Q4_1, 3, 0},
-	{"q5_0", tensor.Q5_0, 8, 0}, {"q5_1", tensor.Q5_1, 9, 0}, {"q6_k", tensor.Q6_K, 18, 0},
-	{"q4_k_s", tensor.Q4_K, 14, 'S'}, {"q4_k_m", tensor.Q4_K, 15, 'M'},
-	{"q5_k_s", tensor.Q5_K, 16, 'S'}, {"q5_k_m", tensor.Q5_K, 17, 'M'},
+	llamacpp.FileType // Name, ID (general.file_type), Base
 }
 
 // ParseMix looks up a weight type name (case-insensitive, "-" or "_").
 func ParseMix(name string) (Mix, error) {
-	n := strings.ReplaceAll(strings.ToLower(name), "-", "_")
-	for _, m := range mixes {
-		if m.Name == n {
-			if !tensor.Computable(m.Base) || (m.Base != tensor.F32 && m.Base != tensor.F16 && m.Base != tensor.BF16 && !tensor.CanQuantize(m.Base)) {
-				return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", m.Name)
-			}
-			return m, nil
-		}
+	f, ok := llamacpp.ParseFileType(name)
+	if !ok {
+		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(llamacpp.FileTypeNames(), ", "))
 	}
-	var ns []string
-	for _, m := range mixes {
-		ns = append(ns, m.Name)
+	if !tensor.Computable(f.Base) || (f.Quantized() && !tensor.CanQuantize(f.Base)) {
+		return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", f.Name)
 	}
-	return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(ns, ", "))
+	return Mix{f}, nil
 }
 
-// useMoreBits is llama.cpp's rule for which layers of a _M mix get a
-// bigger type: the first and last eighth, and every third one between.
-func useMoreBits(i, n int) bool {
-	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
-}
-
-// TensorType is the type the mix gives a matrix. kind is the llama.cpp
-// tensor name without "blk.N." and ".weight" (token_embd, attn_q, attn_v,
-// attn_qkv, ffn_down, output, …), layer its block (-1 outside blocks),
-// isOutput whether the logits are computed with it (output, or a tied
-// token_embd). Like llama-quantize: quantized mixes store the output
-// matrix as Q6_K (Q8_0 stays Q8_0); _M mixes use Q6_K for attn_v and
-// ffn_down in useMoreBits layers and Q5_K/Q6_K for GPT-2's fused QKV;
-// _S mixes use Q5_K for attn_v of the first four layers (Q4_K_S) and
-// ffn_down of the first eighth. A type whose block does not divide the
-// row length falls back to a legacy type (Q4_K→Q5_0, Q5_K→Q5_1,
-// Q6_K→Q8_0), and to F16 if that does not divide either.
+// TensorType is the type the mix gives a matrix: kind is the llama.cpp
+// tensor name without "blk.N." and ".weight", layer its block (-1 outside
+// blocks), layers the number of blocks, isOutput whether the logits are
+// computed with it.
 func (m Mix) TensorType(kind string, layer, layers, cols int, isOutput bool) tensor.DType {
-	t := m.Base
-	quant := t != tensor.F32 && t != tensor.F16 && t != tensor.BF16
-	switch {
-	case !quant:
-	case isOutput:
-		if t != tensor.Q8_0 {
-			t = tensor.Q6_K
-		}
-	case m.mixed != 0 && kind == "attn_v":
-		if m.mixed == 'M' && useMoreBits(layer, layers) {
-			t = tensor.Q6_K
-		} else if m.Name == "q4_k_s" && layer < 4 {
-			t = tensor.Q5_K
-		}
-	case m.mixed != 0 && kind == "attn_qkv":
-		switch m.Name {
-		case "q4_k_m":
-			t = tensor.Q5_K
-		case "q5_k_m":
-			t = tensor.Q6_K
-		}
-	case m.mixed != 0 && kind == "ffn_down":
-		if m.mixed == 'M' && useMoreBits(layer, layers) {
-			t = tensor.Q6_K
-		} else if m.Name == "q4_k_s" && layer < layers/8 {
-			t = tensor.Q5_K
-		}
-	}
-	if cols%t.BlockSize() != 0 {
-		switch t {
-		case tensor.Q4_K:
-			t = tensor.Q5_0
-		case tensor.Q5_K:
-			t = tensor.Q5_1
-		case tensor.Q6_K:
-			t = tensor.Q8_0
-		}
-		if cols%t.BlockSize() != 0 {
-			t = tensor.F16
-		}
-	}
-	return t
+	return m.FileType.TensorType(llamacpp.TensorKind{Name: kind, Layer: layer, Layers: layers, Cols: cols, Output: isOutput})
 }
 
 // generatorVersion is stored in synthetic files; a cached file written by
@@ -212,6 +154,7 @@ type synthTensor struct {
 	rows, cols int    // rows = 1 for vectors
 	fill       string // "normal", "ones" or "zeros"
 	vector     bool
+	experts    int // > 0: a 3-D expert tensor, rows/experts rows per expert
 }
 
 // plan lists the tensors of a shape under a mix, in llama.cpp's order.
@@ -251,6 +194,17 @@ func plan(s Shape, m Mix) []synthTensor {
 		mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
 		mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
 		vec(p+"ffn_norm.weight", dim, "ones")
+		if e := s.Experts; e > 0 {
+			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal"})
+			for _, k := range []struct {
+				kind       string
+				rows, cols int
+			}{{"ffn_gate_exps", hid, dim}, {"ffn_down_exps", dim, hid}, {"ffn_up_exps", hid, dim}} {
+				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
+					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e})
+			}
+			continue
+		}
 		mat(p+"ffn_gate.weight", "ffn_gate", l, hid, dim, false)
 		mat(p+"ffn_down.weight", "ffn_down", l, dim, hid, false)
 		mat(p+"ffn_up.weight", "ffn_up", l, hid, dim, false)
@@ -419,35 +373,25 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	}{
 		{"general.architecture", gguf.String(a)},
 		{"general.name", gguf.String("synthetic " + s.Name)},
-		{"general.file_type", gguf.Uint32(mix.FileType)},
+		{"general.file_type", gguf.Uint32(mix.ID)},
 		{"nanoserve.synthetic.shape", gguf.String(s.Name)},
 		{"nanoserve.synthetic.type", gguf.String(mix.Name)},
 		{"nanoserve.synthetic.seed", gguf.Uint64(seed)},
 		{"nanoserve.synthetic.version", gguf.Uint32(generatorVersion)},
-		{a + ".context_length", gguf.Uint32(uint32(s.Ctx))},
-		{a + ".embedding_length", gguf.Uint32(uint32(s.Dim))},
-		{a + ".block_count", gguf.Uint32(uint32(s.Layers))},
-		{a + ".feed_forward_length", gguf.Uint32(uint32(s.FFN))},
-		{a + ".attention.head_count", gguf.Uint32(uint32(s.Heads))},
 	}
+	h := llamacpp.HParams{Arch: a, ContextLength: s.Ctx, EmbeddingLength: s.Dim, BlockCount: s.Layers,
+		FeedForwardLength: s.FFN, HeadCount: s.Heads}
 	if a == "gpt2" {
+		h.LayerNormEps = float64(s.NormEps)
+	} else {
+		h.HeadCountKV, h.RMSNormEps, h.RopeFreqBase, h.RopeDim, h.VocabSize = s.KVHeads, float64(s.NormEps), s.RopeTheta, s.headDim(), s.Vocab
+		h.ExpertCount, h.ExpertUsedCount = s.Experts, s.ExpertsUsed
+	}
+	for _, kv := range h.KVs() {
 		kvs = append(kvs, struct {
 			k string
 			v gguf.Value
-		}{a + ".attention.layer_norm_epsilon", gguf.Float32(s.NormEps)})
-	} else {
-		for _, kv := range []struct {
-			k string
-			v gguf.Value
-		}{
-			{a + ".attention.head_count_kv", gguf.Uint32(uint32(s.KVHeads))},
-			{a + ".attention.layer_norm_rms_epsilon", gguf.Float32(s.NormEps)},
-			{a + ".rope.freq_base", gguf.Float32(float32(s.RopeTheta))},
-			{a + ".rope.dimension_count", gguf.Uint32(uint32(s.headDim()))},
-			{a + ".vocab_size", gguf.Uint32(uint32(s.Vocab))},
-		} {
-			kvs = append(kvs, kv)
-		}
+		}{kv.Key, kv.Value})
 	}
 	tokens, scores, types := vocabulary(s.Vocab)
 	kvs = append(kvs, []struct {
@@ -469,7 +413,10 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	}
 	for _, t := range plan(s, mix) {
 		dims := []uint64{uint64(t.cols)}
-		if !t.vector {
+		switch {
+		case t.experts > 0:
+			dims = append(dims, uint64(t.rows/t.experts), uint64(t.experts))
+		case !t.vector:
 			dims = append(dims, uint64(t.rows))
 		}
 		if err := w.AddTensorFunc(t.name, t.typ, dims, func(out io.Writer) error {

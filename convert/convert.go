@@ -58,10 +58,10 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 )
 
@@ -164,24 +164,7 @@ func (t *srcTensor) rawRow(r int) []byte {
 }
 
 // layerOf parses N from "blk.N.…" (-1 if name is not a block tensor).
-func layerOf(name string) int {
-	rest, ok := strings.CutPrefix(name, "blk.")
-	if !ok {
-		return -1
-	}
-	n := 0
-	i := 0
-	for ; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
-		n = n*10 + int(rest[i]-'0')
-		if n > 1<<20 {
-			return -1
-		}
-	}
-	if i == 0 || i >= len(rest) || rest[i] != '.' {
-		return -1
-	}
-	return n
-}
+func layerOf(name string) int { _, l := llamacpp.KindOf(name); return l }
 
 // encodeTo writes tensor t in encoding typ to out, rows in parallel chunks.
 func encodeTo(out io.Writer, t *srcTensor, typ tensor.DType, threads int) error {

@@ -262,34 +262,9 @@ func TestBadOptions(t *testing.T) {
 }
 
 func TestRecipe(t *testing.T) {
-	// use_more_bits for 2, 3 and 32 layers (llama.cpp).
-	for n, want := range map[int][]int{2: {1}, 3: {2}, 8: {0, 3, 6, 7}} {
-		var got []int
-		for i := range n {
-			if useMoreBits(i, n) {
-				got = append(got, i)
-			}
-		}
-		if !equalInts(got, want) {
-			t.Errorf("useMoreBits(·, %d) = %v, want %v", n, got, want)
-		}
-	}
 	for name, want := range map[string]int{"blk.0.attn_q.weight": 0, "blk.17.ffn_down.weight": 17, "output.weight": -1, "blk.x.a": -1, "blk.3": -1} {
 		if got := layerOf(name); got != want {
 			t.Errorf("layerOf(%q) = %d, want %d", name, got, want)
-		}
-	}
-	for _, c := range []struct{ arch, hf, want string }{
-		{"llama", "model.layers.12.self_attn.k_proj.weight", "blk.12.attn_k.weight"},
-		{"llama", "lm_head.weight", "output.weight"},
-		{"qwen2", "model.layers.0.self_attn.q_proj.bias", "blk.0.attn_q.bias"},
-		{"gpt2", "transformer.h.3.mlp.c_fc.weight", "blk.3.ffn_up.weight"},
-		{"gpt2", "h.0.attn.c_attn.bias", "blk.0.attn_qkv.bias"},
-		{"gpt2", "transformer.wpe.weight", "position_embd.weight"},
-		{"llama", "model.layers.0.self_attn.rotary.weight", ""},
-	} {
-		if got, _ := mapHFName(c.arch, c.hf); got != c.want {
-			t.Errorf("mapHFName(%s, %s) = %q, want %q", c.arch, c.hf, got, c.want)
 		}
 	}
 	// ropeRow is a permutation within each head.

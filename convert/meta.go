@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -75,18 +76,18 @@ func insertAfterArch(kvs []gguf.KV, kv gguf.KV) []gguf.KV {
 	return slices.Insert(kvs, i, kv)
 }
 
-// ggufArch is the llama.cpp architecture name of a model.
+// ggufArch is the llama.cpp architecture name of a model (model's Arch
+// names are llama.cpp's).
 func ggufArch(c *model.Config) (string, error) {
-	switch c.Arch {
-	case model.ArchLlama, model.ArchQwen2, model.ArchGPT2:
+	if _, ok := llamacpp.Archs[c.Arch]; ok {
 		return c.Arch, nil
 	}
 	return "", fmt.Errorf("%w architecture %q", ErrUnsupported, c.Arch)
 }
 
 // modelMeta writes llama.cpp's metadata for a loaded (llama2.c or Hugging
-// Face) model: general.*, the "<arch>." hyperparameters, the tokenizer and
-// the chat template.
+// Face) model: general.*, the "<arch>." hyperparameters (llamacpp.HParams),
+// the tokenizer and the chat template.
 func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV, error) {
 	m := src.m
 	c := &m.Config
@@ -98,49 +99,41 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 	if name == "" {
 		name = src.name
 	}
-	var kvs []gguf.KV
-	add := func(k string, v gguf.Value) { kvs = append(kvs, gguf.KV{Key: k, Value: v}) }
-	u32 := func(k string, v int) { add(arch+"."+k, gguf.Uint32(uint32(v))) }
-	f32 := func(k string, v float64) { add(arch+"."+k, gguf.Float32(float32(v))) }
-
-	add("general.architecture", gguf.String(arch))
-	add("general.type", gguf.String("model"))
-	add("general.name", gguf.String(name))
-	add("general.file_type", gguf.Uint32(p.fileTypeID(types, src.tensors, 0, false)))
-	add("general.quantization_version", gguf.Uint32(quantizationVersion))
-
-	u32("vocab_size", c.Vocab)
-	u32("context_length", c.ContextLen)
-	u32("embedding_length", c.Dim)
-	u32("block_count", c.Layers)
-	u32("feed_forward_length", c.HiddenDim)
-	u32("attention.head_count", c.Heads)
-	u32("attention.head_count_kv", c.KVHeads)
-	if c.HeadDim != c.Dim/c.Heads || c.Dim%c.Heads != 0 {
-		u32("attention.key_length", c.HeadDim)
-		u32("attention.value_length", c.HeadDim)
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String(arch)},
+		{Key: "general.type", Value: gguf.String("model")},
+		{Key: "general.name", Value: gguf.String(name)},
+		{Key: "general.file_type", Value: gguf.Uint32(p.fileTypeID(types, src.tensors, 0, false))},
+		{Key: "general.quantization_version", Value: gguf.Uint32(quantizationVersion)},
+	}
+	h := llamacpp.HParams{Arch: arch, VocabSize: c.Vocab, ContextLength: c.ContextLen, EmbeddingLength: c.Dim,
+		BlockCount: c.Layers, FeedForwardLength: c.HiddenDim, HeadCount: c.Heads, HeadCountKV: c.KVHeads, KeyLength: c.HeadDim,
+		SWALayers: c.SWALayers, RopeFreqBaseSWA: c.RopeThetaSWA, AttnSoftcap: float64(c.AttnSoftcap), FinalSoftcap: float64(c.FinalSoftcap),
+		ExpertCount: c.Experts, ExpertUsedCount: c.ExpertsUsed, RopeAttnFactor: c.RopeAttnFactor}
+	if c.Experts > 0 && c.ExpertHiddenDim != c.HiddenDim {
+		h.ExpertFFLength = c.ExpertHiddenDim
 	}
 	if arch == model.ArchGPT2 {
-		f32("attention.layer_norm_epsilon", float64(c.NormEps))
+		h.LayerNormEps = float64(c.NormEps)
 	} else {
-		f32("attention.layer_norm_rms_epsilon", float64(c.NormEps))
-		f32("rope.freq_base", c.RopeTheta)
+		h.RMSNormEps, h.RopeFreqBase = float64(c.NormEps), c.RopeTheta
 		if arch == model.ArchLlama || c.RopeDim != c.HeadDim {
-			u32("rope.dimension_count", c.RopeDim)
+			h.RopeDim = c.RopeDim
 		}
-		if c.SlidingWindow > 0 {
-			u32("attention.sliding_window", c.SlidingWindow)
-		}
+		h.SlidingWindow = c.SlidingWindow
 		switch s := c.RopeScaling; s.Type {
 		case "":
 		case "linear":
-			add(arch+".rope.scaling.type", gguf.String("linear"))
-			f32("rope.scaling.factor", s.Factor)
+			h.RopeScalingType, h.RopeScalingFactor = "linear", s.Factor
 		case "llama3": // written as the rope_freqs.weight tensor (extraTensors)
 		default:
 			return nil, fmt.Errorf("%w rope scaling %q", ErrUnsupported, s.Type)
 		}
+		if long, _ := m.LongRopeFactors(); long != nil {
+			h.RopeOrigContext = c.RopeScaling.OrigContext // picks the factors (extraTensors)
+		}
 	}
+	kvs = append(kvs, h.KVs()...)
 	tk, err := tokenizerMeta(m)
 	if err != nil {
 		return nil, err
@@ -148,88 +141,34 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 	return append(kvs, tk...), nil
 }
 
-// tokenizerMeta writes the vocabulary as tokenizer.ggml.* keys, padded
-// with "[PADn]" entries up to the model's vocabulary size as llama.cpp's
-// converter does, plus the chat template.
+// tokenizerMeta writes the model's vocabulary as tokenizer.ggml.* keys
+// (llamacpp.VocabKVs: padded to the model's vocabulary size as llama.cpp's
+// converter does), an end-of-generation id the tokenizer would not infer
+// itself as eot_token_id, and the chat template.
 func tokenizerMeta(m *model.Model) ([]gguf.KV, error) {
 	tk := m.Tokenizer
-	v := tk.Vocab()
-	n := len(v.Tokens)
-	size := max(n, m.Config.Vocab)
-	if m.Config.Vocab != 0 && n > m.Config.Vocab {
-		return nil, fmt.Errorf("convert: tokenizer has %d tokens, the model's vocabulary only %d", n, m.Config.Vocab)
+	v := *tk.Vocab() // a copy: Types is replaced below
+	if m.Config.Vocab != 0 && len(v.Tokens) > m.Config.Vocab {
+		return nil, fmt.Errorf("convert: tokenizer has %d tokens, the model's vocabulary only %d", len(v.Tokens), m.Config.Vocab)
 	}
-	tokens := make([]string, size)
-	types := make([]int32, size)
-	var scores []float32
-	if v.Scores != nil || v.Model == "llama" {
-		scores = make([]float32, size)
+	v.Types = make([]tokenizer.TokenType, len(v.Tokens))
+	for id := range v.Types {
+		v.Types[id] = tk.TokenType(id)
 	}
-	for id := range size {
-		if id < n {
-			tokens[id] = v.Tokens[id]
-			types[id] = int32(tk.TokenType(id))
-			if v.Scores != nil {
-				scores[id] = v.Scores[id]
-			}
-			continue
-		}
-		tokens[id] = fmt.Sprintf("[PAD%d]", id)
-		types[id] = int32(tokenizer.TypeUnused)
-		if scores != nil {
-			scores[id] = -1000
-		}
-	}
-	var kvs []gguf.KV
-	add := func(k string, val gguf.Value) { kvs = append(kvs, gguf.KV{Key: "tokenizer." + k, Value: val}) }
-	switch v.Model {
-	case "llama":
-		add("ggml.model", gguf.String("llama"))
-		add("ggml.pre", gguf.String("default"))
-	case "gpt2":
-		add("ggml.model", gguf.String("gpt2"))
-		pre := v.Pre
-		switch pre {
-		case "", "gpt2":
-			pre = "gpt-2"
-		}
-		add("ggml.pre", gguf.String(pre))
-	default:
-		return nil, fmt.Errorf("%w tokenizer model %q", ErrUnsupported, v.Model)
-	}
-	add("ggml.tokens", gguf.NewArray(tokens))
-	if scores != nil {
-		add("ggml.scores", gguf.NewArray(scores))
-	}
-	add("ggml.token_type", gguf.NewArray(types))
-	if len(v.Merges) > 0 {
-		add("ggml.merges", gguf.NewArray(v.Merges))
-	}
-	id := func(k string, o tokenizer.OptID) {
-		if o.OK {
-			add("ggml."+k, gguf.Uint32(uint32(o.ID)))
-		}
-	}
-	id("bos_token_id", v.BOS)
-	id("eos_token_id", v.EOS)
-	id("unknown_token_id", v.UNK)
-	id("padding_token_id", v.PAD)
-	// An end-of-generation id the tokenizer would not infer by itself
-	// (e.g. from generation_config.json) becomes eot_token_id.
+	size := max(len(v.Tokens), m.Config.Vocab)
 	known := tk.EOG()
+	var eot []int
 	for _, e := range m.Gen.EOG {
 		if e >= 0 && e < size && !slices.Contains(known, e) {
-			add("ggml.eot_token_id", gguf.Uint32(uint32(e)))
-			break
+			eot = append(eot, e)
 		}
 	}
-	add("ggml.add_bos_token", gguf.Bool(v.AddBOS))
-	add("ggml.add_eos_token", gguf.Bool(v.AddEOS))
-	if v.Model == "llama" {
-		add("ggml.add_space_prefix", gguf.Bool(v.AddSpacePrefix))
+	kvs, err := llamacpp.VocabKVs(v, size, eot)
+	if err != nil {
+		return nil, fmt.Errorf("%w %w", ErrUnsupported, err)
 	}
 	if m.Gen.ChatTemplate != "" {
-		add("chat_template", gguf.String(m.Gen.ChatTemplate))
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(m.Gen.ChatTemplate)})
 	}
 	return kvs, nil
 }
@@ -242,6 +181,14 @@ func extraTensors(src *source) ([]*srcTensor, error) {
 		return nil, nil
 	}
 	c := &src.m.Config
+	if long, short := src.m.LongRopeFactors(); long != nil {
+		// Phi-3 longrope: both factor sets, as conversion/phi.py writes them.
+		n := uint64(len(long))
+		return []*srcTensor{
+			{name: llamacpp.RopeLong, dims: []uint64{n}, typ: tensor.F32, f32: long, layer: -1},
+			{name: llamacpp.RopeShort, dims: []uint64{n}, typ: tensor.F32, f32: short, layer: -1},
+		}, nil
+	}
 	s := c.RopeScaling
 	if s.Type != "llama3" {
 		return nil, nil

@@ -5,49 +5,23 @@ import (
 	"strings"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 )
 
 // FileType is a llama.cpp file type (general.file_type, LLAMA_FTYPE_*):
-// the encoding most matrices get.
-type FileType struct {
-	Name string       // as given to --quantize / --type
-	ID   uint32       // general.file_type
-	Base tensor.DType // the default matrix encoding
-}
-
-// fileTypes are the file types Convert can write.
-var fileTypes = []FileType{
-	{"f32", 0, tensor.F32},
-	{"f16", 1, tensor.F16},
-	{"q4_0", 2, tensor.Q4_0},
-	{"q4_1", 3, tensor.Q4_1},
-	{"q8_0", 7, tensor.Q8_0},
-	{"q5_0", 8, tensor.Q5_0},
-	{"q5_1", 9, tensor.Q5_1},
-	{"q4_k_s", 14, tensor.Q4_K},
-	{"q4_k_m", 15, tensor.Q4_K},
-	{"q5_k_s", 16, tensor.Q5_K},
-	{"q5_k_m", 17, tensor.Q5_K},
-	{"q6_k", 18, tensor.Q6_K},
-	{"bf16", 32, tensor.BF16},
-}
+// the encoding most matrices get. The table and the per-tensor recipe
+// live in llamacpp.
+type FileType = llamacpp.FileType
 
 // ParseFileType looks up a file type by name (case-insensitive).
-func ParseFileType(s string) (FileType, bool) {
-	for _, f := range fileTypes {
-		if strings.EqualFold(f.Name, s) {
-			return f, true
-		}
-	}
-	return FileType{}, false
-}
+func ParseFileType(s string) (FileType, bool) { return llamacpp.ParseFileType(s) }
 
 // QuantizeNames lists the names Options.Quantize accepts.
 func QuantizeNames() []string {
 	var out []string
-	for _, f := range fileTypes {
-		if isQuant(f.Base) {
+	for _, f := range llamacpp.FileTypes {
+		if f.Quantized() {
 			out = append(out, f.Name)
 		}
 	}
@@ -55,8 +29,6 @@ func QuantizeNames() []string {
 }
 
 func isFloat(t tensor.DType) bool { return t == tensor.F32 || t == tensor.F16 || t == tensor.BF16 }
-
-func isQuant(t tensor.DType) bool { return !isFloat(t) && t != tensor.F64 && t.BlockSize() > 1 }
 
 // plan decides each tensor's output encoding.
 type plan struct {
@@ -78,7 +50,7 @@ func newPlan(opts Options) (*plan, error) {
 	}
 	if opts.Quantize != "" {
 		f, ok := ParseFileType(opts.Quantize)
-		if !ok || !isQuant(f.Base) {
+		if !ok || !f.Quantized() {
 			return nil, fmt.Errorf("%w: --quantize %q (want one of %s)", ErrUnsupported, opts.Quantize, strings.Join(QuantizeNames(), ", "))
 		}
 		p.quant = &f
@@ -96,17 +68,12 @@ func quantizable(t *srcTensor) bool {
 		!strings.Contains(n, "ffn_gate_inp.weight")
 }
 
-// useMoreBits is llama.cpp's choice of layers that get more bits in the
-// _M mixes: the first and last eighth, and every third layer between.
-func useMoreBits(i, n int) bool {
-	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
-}
-
 // tensorStats are the counts llama.cpp's recipe needs.
 type tensorStats struct {
 	hasOutput bool
 	nAttnV    int // attn_v (and fused attn_qkv) weights
 	nFfnDown  int
+	experts   int // expert_count (from the 3-D ffn_*_exps tensors)
 }
 
 func statsOf(ts []*srcTensor) tensorStats {
@@ -119,6 +86,9 @@ func statsOf(ts []*srcTensor) tensorStats {
 			s.nAttnV++
 		case strings.Contains(t.name, "ffn_down"):
 			s.nFfnDown++
+		}
+		if strings.Contains(t.name, "_exps.") && len(t.dims) == 3 {
+			s.experts = int(t.dims[2])
 		}
 	}
 	return s
@@ -139,7 +109,7 @@ func (p *plan) floatType(t *srcTensor) tensor.DType {
 }
 
 // typeOf returns the output encoding of t (llama_tensor_get_type for the
-// file types in fileTypes, on dense non-Falcon models).
+// file types in llamacpp.FileTypes, on non-Falcon models).
 func (p *plan) typeOf(t *srcTensor, st tensorStats) tensor.DType {
 	if len(t.dims) < 2 {
 		return tensor.F32
@@ -147,52 +117,16 @@ func (p *plan) typeOf(t *srcTensor, st tensorStats) tensor.DType {
 	if p.quant == nil || !quantizable(t) {
 		return p.floatType(t)
 	}
-	ft := p.quant
-	typ := ft.Base
-	name, nx := t.name, t.cols()
+	kind, layer := llamacpp.KindOf(t.name)
+	k := llamacpp.TensorKind{Name: kind, Layer: layer, Cols: t.cols(), Experts: st.experts,
+		Output: t.name == "output.weight" || (!st.hasOutput && t.name == "token_embd.weight")}
 	switch {
-	case name == "output.weight" || (!st.hasOutput && name == "token_embd.weight"):
-		if nx%256 != 0 {
-			typ = tensor.Q8_0
-		} else if typ != tensor.Q8_0 {
-			typ = tensor.Q6_K
-		}
-	case strings.Contains(name, "attn_v.weight"):
-		switch {
-		case (ft.Name == "q4_k_m" || ft.Name == "q5_k_m") && useMoreBits(t.layer, st.nAttnV):
-			typ = tensor.Q6_K
-		case ft.Name == "q4_k_s" && t.layer < 4:
-			typ = tensor.Q5_K
-		}
-	case strings.Contains(name, "attn_qkv.weight"):
-		switch ft.Name {
-		case "q4_k_m":
-			typ = tensor.Q5_K
-		case "q5_k_m":
-			typ = tensor.Q6_K
-		}
-	case strings.Contains(name, "ffn_down"):
-		switch {
-		case (ft.Name == "q4_k_m" || ft.Name == "q5_k_m") && useMoreBits(t.layer, st.nFfnDown):
-			typ = tensor.Q6_K
-		case ft.Name == "q4_k_s" && t.layer < st.nFfnDown/8:
-			typ = tensor.Q5_K
-		}
+	case kind == "attn_v" || kind == "attn_qkv":
+		k.Layers = st.nAttnV
+	case strings.Contains(kind, "ffn_down"):
+		k.Layers = st.nFfnDown
 	}
-	if nx%typ.BlockSize() != 0 { // llama.cpp's fallback for incompatible rows
-		switch typ {
-		case tensor.Q4_K:
-			typ = tensor.Q5_0
-		case tensor.Q5_K:
-			typ = tensor.Q5_1
-		case tensor.Q6_K:
-			typ = tensor.Q8_0
-		}
-		if nx%typ.BlockSize() != 0 {
-			typ = tensor.F16
-		}
-	}
-	return typ
+	return p.quant.TensorType(k)
 }
 
 // fileTypeID is general.file_type for the chosen encodings: the quantized
@@ -225,7 +159,7 @@ func (p *plan) fileTypeID(types map[string]tensor.DType, ts []*srcTensor, srcID 
 			best, bestN = typ, n
 		}
 	}
-	for _, f := range fileTypes {
+	for _, f := range llamacpp.FileTypes {
 		if f.Base == best && f.Name != "q4_k_m" && f.Name != "q5_k_m" {
 			return f.ID
 		}

@@ -7,10 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/safetensors"
 	"nanoserve/tensor"
@@ -49,7 +49,7 @@ func openSource(in string, opts Options) (*source, error) {
 	case fi.IsDir():
 		s.format = "hf"
 		err = s.openHF(in, opts)
-	case isGGUF(in):
+	case gguf.IsFile(in):
 		s.format = "gguf"
 		err = s.openGGUF(in, opts)
 	default:
@@ -61,17 +61,6 @@ func openSource(in string, opts Options) (*source, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == gguf.Magic
 }
 
 // loadModel loads the model for its config and tokenizer.
@@ -128,95 +117,14 @@ func (s *source) openLlama2c(in string, opts Options) error {
 	return nil
 }
 
-// Hugging Face tensor names (after the "model." / "transformer." prefix)
-// and their llama.cpp names; "%d" is the layer.
-var (
-	hfLlamaNames = map[string]string{
-		"embed_tokens.weight":                       "token_embd.weight",
-		"norm.weight":                               "output_norm.weight",
-		"lm_head.weight":                            "output.weight",
-		"layers.%d.input_layernorm.weight":          "blk.%d.attn_norm.weight",
-		"layers.%d.self_attn.q_proj.weight":         "blk.%d.attn_q.weight",
-		"layers.%d.self_attn.q_proj.bias":           "blk.%d.attn_q.bias",
-		"layers.%d.self_attn.k_proj.weight":         "blk.%d.attn_k.weight",
-		"layers.%d.self_attn.k_proj.bias":           "blk.%d.attn_k.bias",
-		"layers.%d.self_attn.v_proj.weight":         "blk.%d.attn_v.weight",
-		"layers.%d.self_attn.v_proj.bias":           "blk.%d.attn_v.bias",
-		"layers.%d.self_attn.o_proj.weight":         "blk.%d.attn_output.weight",
-		"layers.%d.self_attn.o_proj.bias":           "blk.%d.attn_output.bias",
-		"layers.%d.post_attention_layernorm.weight": "blk.%d.ffn_norm.weight",
-		"layers.%d.mlp.gate_proj.weight":            "blk.%d.ffn_gate.weight",
-		"layers.%d.mlp.up_proj.weight":              "blk.%d.ffn_up.weight",
-		"layers.%d.mlp.down_proj.weight":            "blk.%d.ffn_down.weight",
-		"layers.%d.mlp.gate_proj.bias":              "blk.%d.ffn_gate.bias",
-		"layers.%d.mlp.up_proj.bias":                "blk.%d.ffn_up.bias",
-		"layers.%d.mlp.down_proj.bias":              "blk.%d.ffn_down.bias",
-	}
-	hfGPT2Names = map[string]string{
-		"wte.weight":              "token_embd.weight",
-		"wpe.weight":              "position_embd.weight",
-		"ln_f.weight":             "output_norm.weight",
-		"ln_f.bias":               "output_norm.bias",
-		"lm_head.weight":          "output.weight",
-		"h.%d.ln_1.weight":        "blk.%d.attn_norm.weight",
-		"h.%d.ln_1.bias":          "blk.%d.attn_norm.bias",
-		"h.%d.attn.c_attn.weight": "blk.%d.attn_qkv.weight",
-		"h.%d.attn.c_attn.bias":   "blk.%d.attn_qkv.bias",
-		"h.%d.attn.c_proj.weight": "blk.%d.attn_output.weight",
-		"h.%d.attn.c_proj.bias":   "blk.%d.attn_output.bias",
-		"h.%d.ln_2.weight":        "blk.%d.ffn_norm.weight",
-		"h.%d.ln_2.bias":          "blk.%d.ffn_norm.bias",
-		"h.%d.mlp.c_fc.weight":    "blk.%d.ffn_up.weight",
-		"h.%d.mlp.c_fc.bias":      "blk.%d.ffn_up.bias",
-		"h.%d.mlp.c_proj.weight":  "blk.%d.ffn_down.weight",
-		"h.%d.mlp.c_proj.bias":    "blk.%d.ffn_down.bias",
-	}
-	// hfSkip are suffixes of non-weight buffers some checkpoints carry.
-	hfSkip = []string{".rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias"}
-)
+// hfSkip are suffixes of non-weight buffers some checkpoints carry.
+var hfSkip = []string{".rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias"}
 
-// mapHFName returns the llama.cpp name and layer of a Hugging Face tensor
-// ("" if the name is unknown).
-func mapHFName(arch, name string) (string, int) {
-	table := hfLlamaNames
-	prefixes := []string{"model."}
-	if arch == model.ArchGPT2 {
-		table = hfGPT2Names
-		prefixes = []string{"transformer."}
-	}
-	if name == "lm_head.weight" {
-		return table[name], -1
-	}
-	for _, p := range prefixes {
-		name = strings.TrimPrefix(name, p)
-	}
-	if g, ok := table[name]; ok && !strings.Contains(name, "%d") {
-		return g, -1
-	}
-	// Replace the first run of digits after a '.' with %d.
-	for i := 0; i < len(name); i++ {
-		if name[i] < '0' || name[i] > '9' || i == 0 || name[i-1] != '.' {
-			continue
-		}
-		j := i
-		for j < len(name) && name[j] >= '0' && name[j] <= '9' {
-			j++
-		}
-		l, err := strconv.Atoi(name[i:j])
-		if err != nil {
-			return "", -1
-		}
-		if g, ok := table[name[:i]+"%d"+name[j:]]; ok {
-			return fmt.Sprintf(g, l), l
-		}
-		return "", -1
-	}
-	return "", -1
-}
-
-// openHF maps a Hugging Face checkpoint's tensors to llama.cpp names,
-// permuting Llama Q/K rows to interleaved RoPE order and transposing
-// GPT-2's Conv1D weights.
+// openHF maps a Hugging Face checkpoint's tensors to llama.cpp names with
+// llama.cpp's converter's transforms: Llama Q/K rows permuted to
+// interleaved RoPE order, GPT-2's Conv1D weights transposed, Gemma's norm
+// gains stored as 1 + w, and each layer's per-expert matrices stacked into
+// one 3-D tensor per kind (expert e is slab e).
 func (s *source) openHF(in string, opts Options) error {
 	if err := s.loadModel(in, opts); err != nil {
 		return err
@@ -227,26 +135,34 @@ func (s *source) openHF(in string, opts Options) error {
 	}
 	s.closers = append(s.closers, st)
 	c := &s.m.Config
-	permute := c.Arch == model.ArchLlama && c.RopeNeox
+	arch := c.Arch // model's names are llama.cpp's
+	permute := llamacpp.PermutesQK(arch) && c.RopeNeox
 	if permute && c.RopeDim != c.HeadDim {
 		return fmt.Errorf("%w: Llama with partial RoPE (%d of %d dims) cannot be permuted to llama.cpp's layout", ErrUnsupported, c.RopeDim, c.HeadDim)
 	}
 	seen := map[string]bool{}
+	experts := map[string][]*srcTensor{} // llama.cpp name → per-expert 2-D tensors
+	var order []string                   // merged expert tensors in first-seen order
 	for _, t := range st.Tensors {
 		if skipHF(t.Name) {
 			continue
 		}
-		name, layer := mapHFName(c.Arch, t.Name)
-		if name == "" {
-			return fmt.Errorf("convert: unknown %s tensor %q in %s", c.Arch, t.Name, filepath.Base(in))
+		hn, ok := llamacpp.HFToGGUF(arch, t.Name)
+		if !ok {
+			return fmt.Errorf("convert: unknown %s tensor %q in %s", arch, t.Name, filepath.Base(in))
 		}
+		name, layer := hn.GGUF, hn.Layer
 		if name == "output.weight" && c.Tied {
 			continue
 		}
-		if seen[name] {
-			return fmt.Errorf("convert: tensors %q and another both map to %s", t.Name, name)
+		key := name
+		if hn.Expert >= 0 {
+			key = fmt.Sprintf("%s#%d", name, hn.Expert)
 		}
-		seen[name] = true
+		if seen[key] {
+			return fmt.Errorf("convert: tensors %q and another both map to %s", t.Name, key)
+		}
+		seen[key] = true
 		typ, err := t.Type()
 		if err != nil {
 			return fmt.Errorf("convert: %w", err)
@@ -263,12 +179,20 @@ func (s *source) openHF(in string, opts Options) error {
 				return err
 			}
 		}
-		conv1D := c.Arch == model.ArchGPT2 && len(t.Shape) == 2 &&
+		conv1D := arch == model.ArchGPT2 && len(t.Shape) == 2 &&
 			(strings.HasSuffix(name, "attn_qkv.weight") || strings.HasSuffix(name, "attn_output.weight") ||
 				strings.HasSuffix(name, "ffn_up.weight") || strings.HasSuffix(name, "ffn_down.weight"))
 		if conv1D {
 			if err := st.transpose(); err != nil {
 				return err
+			}
+		}
+		if shift := llamacpp.NormShift(arch, name); shift != 0 {
+			if err := st.decode(); err != nil {
+				return err
+			}
+			for i := range st.f32 {
+				st.f32[i] += shift
 			}
 		}
 		if permute {
@@ -285,9 +209,55 @@ func (s *source) openHF(in string, opts Options) error {
 				}
 			}
 		}
+		if hn.Expert >= 0 {
+			es := experts[name]
+			if es == nil {
+				order = append(order, name)
+			}
+			for len(es) <= hn.Expert {
+				es = append(es, nil)
+			}
+			es[hn.Expert] = st
+			experts[name] = es
+			continue
+		}
 		s.tensors = append(s.tensors, st)
 	}
+	for _, name := range order {
+		t, err := stackExperts(name, experts[name])
+		if err != nil {
+			return err
+		}
+		s.tensors = append(s.tensors, t)
+	}
 	return nil
+}
+
+// stackExperts joins per-expert (rows, cols) matrices into one (experts,
+// rows, cols) tensor, ggml dims [cols, rows, experts], as llama.cpp's
+// converters merge them (torch.stack over the expert index).
+func stackExperts(name string, es []*srcTensor) (*srcTensor, error) {
+	first := es[0]
+	for e, t := range es {
+		if t == nil {
+			return nil, fmt.Errorf("convert: %s: expert %d of %d missing", name, e, len(es))
+		}
+		if t.typ != first.typ || len(t.dims) != 2 || t.dims[0] != first.dims[0] || t.dims[1] != first.dims[1] {
+			return nil, fmt.Errorf("convert: %s: expert %d has shape %v %s, expert 0 %v %s", name, e, t.dims, t.typ, first.dims, first.typ)
+		}
+	}
+	out := &srcTensor{name: name, typ: first.typ, layer: first.layer,
+		dims: []uint64{first.dims[0], first.dims[1], uint64(len(es))}}
+	if first.f32 != nil {
+		for _, t := range es {
+			out.f32 = append(out.f32, t.f32...)
+		}
+		return out, nil
+	}
+	for _, t := range es {
+		out.data = append(out.data, t.data...)
+	}
+	return out, nil
 }
 
 func skipHF(name string) bool {

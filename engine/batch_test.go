@@ -7,13 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"nanoserve/internal/testshared"
 	"nanoserve/model"
@@ -62,33 +60,21 @@ func alone(t testing.TB, reqs []Request) []*Result {
 	return out
 }
 
-// concurrently starts all requests at once on e and collects the results.
+// concurrently submits all requests back to back (Submit queues at once,
+// so they run together) and collects the results.
 func concurrently(t testing.TB, e *Engine, reqs []Request) []*Result {
 	t.Helper()
-	out := make([]*Result, len(reqs))
-	errs := make([]error, len(reqs))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
+	streams := make([]*Stream, len(reqs))
 	for i, r := range reqs {
-		wg.Go(func() {
-			<-start
-			out[i], errs[i] = e.Generate(context.Background(), r)
-		})
-	}
-	// Freeze the scheduler until every request is queued, so they run
-	// together even when the machine is too busy to start the goroutines
-	// promptly (the tests check that batching happened).
-	e.cmu.Lock()
-	close(start)
-	for deadline := time.Now().Add(10 * time.Second); e.Stats().Waiting < len(reqs) && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Microsecond)
-	}
-	e.cmu.Unlock()
-	wg.Wait()
-	for i, err := range errs {
+		st, err := e.Submit(context.Background(), r)
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
+		streams[i] = st
+	}
+	out := make([]*Result, len(reqs))
+	for i, st := range streams {
+		out[i] = st.Result()
 		if out[i].FinishReason == FinishError {
 			t.Fatalf("request %d failed: %v", i, out[i].Err)
 		}
@@ -105,20 +91,20 @@ func sameTokens(t *testing.T, what string, got, want []*Result) {
 	}
 }
 
-// settled waits until the scheduler is idle and returns its stats.
-func settled(t *testing.T, e *Engine) Stats {
+// settled returns the stats of the idle engine (observed on the scheduler
+// goroutine once it has nothing to do) after checking the cache's
+// bookkeeping there.
+func settled(t testing.TB, e *Engine) Stats {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := e.Stats()
-		if s.Running == 0 && s.Waiting == 0 {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("engine not idle: %+v", s)
-		}
-		time.Sleep(time.Millisecond)
+	var err error
+	e.whenIdle(func() {
+		err = e.cache.Check()
+		e.snapshot()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return e.Stats()
 }
 
 // Many requests at once give exactly the tokens each gives alone, and the
@@ -278,61 +264,14 @@ func TestCancelFreesBlocks(t *testing.T) {
 			t.Errorf("request %d left after 3 tokens, result has %d", i, len(r.IDs))
 		}
 	}
-	// One cancelled while still waiting (the scheduler is held).
+	// One cancelled before the scheduler saw it: it ends without running.
 	ctx, cancel := context.WithCancel(context.Background())
-	e.cmu.Lock() // freeze the scheduler between steps
-	done := make(chan *Result)
-	go func() {
-		r, _ := e.Generate(ctx, Request{Prompt: "queued", Policy: pol})
-		done <- r
-	}()
-	waitFor(t, func() bool { return e.Stats().Waiting == 1 })
 	cancel()
-	e.cmu.Unlock()
-	if r := <-done; r.FinishReason != FinishCancelled || len(r.IDs) != 0 {
-		t.Errorf("cancelled in the queue: %+v", r)
+	if r, err := e.Generate(ctx, Request{Prompt: "queued", Policy: pol}); err != nil || r.FinishReason != FinishCancelled || len(r.IDs) != 0 {
+		t.Errorf("cancelled in the queue: %+v %v", r, err)
 	}
 	if st := settled(t, e); st.KVBlocksUsed != 0 {
 		t.Errorf("%d blocks used after cancelling everything (%d cached)", st.KVBlocksUsed, st.KVBlocksCached)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// Beyond MaxQueue waiting requests, GenerateStream fails at once with
-// ErrOverloaded; the queued ones still complete.
-func TestOverloaded(t *testing.T) {
-	e := aidreams(t, Options{MaxQueue: 2})
-	pol := withMax(sample.Greedy(), 3)
-	e.cmu.Lock() // freeze the scheduler: requests stay queued
-	var wg sync.WaitGroup
-	queued := make([]*Result, 2)
-	for i := range queued {
-		wg.Go(func() { queued[i], _ = e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol}) })
-	}
-	waitFor(t, func() bool { return e.Stats().Waiting == 2 })
-	_, err := e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol})
-	e.cmu.Unlock()
-	if !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("third request: %v, want ErrOverloaded", err)
-	}
-	wg.Wait()
-	for i, r := range queued {
-		if r == nil || len(r.IDs) != 3 {
-			t.Errorf("queued request %d: %+v", i, r)
-		}
-	}
-	if st := e.Stats(); st.Rejected != 1 {
-		t.Errorf("stats: %d rejected", st.Rejected)
 	}
 }
 
@@ -369,27 +308,6 @@ func TestBadRequestsDoNotDisturbOthers(t *testing.T) {
 		})
 	}
 	close(start)
-	// A session used twice at once: the second use fails. The scheduler is
-	// frozen so the first use stays in flight (busy is set at submit):
-	// on a fast model it could otherwise finish before the second starts.
-	ctx, cancel := context.WithCancel(context.Background())
-	pol := withMax(sample.Greedy(), 100)
-	pol.IgnoreEOS = true
-	e.cmu.Lock()
-	first := make(chan struct{})
-	go func() {
-		defer close(first)
-		e.Generate(ctx, Request{Prompt: "Echoes", Policy: pol, Session: sess})
-	}()
-	for !sess.busy.Load() {
-		runtime.Gosched()
-	}
-	if _, err := e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol, Session: sess}); !errors.Is(err, ErrSessionBusy) {
-		t.Errorf("second use of a busy session: %v", err)
-	}
-	e.cmu.Unlock()
-	cancel()
-	<-first
 	wg.Wait()
 	sameTokens(t, "beside failing requests", got, want)
 }
@@ -420,44 +338,6 @@ func TestSessionsConcurrent(t *testing.T) {
 	wg.Wait()
 	if st := settled(t, e); st.KVBlocksUsed != 0 {
 		t.Errorf("%d blocks used after closing all sessions", st.KVBlocksUsed)
-	}
-}
-
-// Close ends queued and running requests with ErrClosed and rejects new
-// ones.
-func TestClose(t *testing.T) {
-	e := aidreams(t, Options{MaxSeqs: 1})
-	pol := withMax(sample.Greedy(), 100)
-	pol.IgnoreEOS = true
-	var wg sync.WaitGroup
-	res := make([]*Result, 3)
-	e.cmu.Lock() // freeze the scheduler: requests stay queued
-	for i := range res {
-		wg.Go(func() { res[i], _ = e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol}) })
-	}
-	waitFor(t, func() bool { return e.Stats().Waiting == 3 })
-	closed := make(chan struct{})
-	go func() { e.Close(); close(closed) }()
-	// Let the scheduler go only once Close has signalled it, or on a busy
-	// machine it could finish a request before Close runs.
-	waitFor(t, func() bool {
-		select {
-		case <-e.quit:
-			return true
-		default:
-			return false
-		}
-	})
-	e.cmu.Unlock()
-	<-closed
-	wg.Wait()
-	for i, r := range res {
-		if r == nil || r.FinishReason != FinishError || !errors.Is(r.Err, ErrClosed) {
-			t.Errorf("request %d after Close: %+v", i, r)
-		}
-	}
-	if _, err := e.Generate(context.Background(), Request{Prompt: "Echoes", Policy: pol}); !errors.Is(err, ErrClosed) {
-		t.Errorf("request after Close: %v", err)
 	}
 }
 
@@ -607,15 +487,36 @@ func TestStormKeepsCacheConsistent(t *testing.T) {
 	}
 	wg.Wait()
 	st := settled(t, e)
-	e.cmu.Lock()
-	err := e.cache.Check()
-	used := e.cache.UsedBlocks()
-	e.cmu.Unlock()
+	if st.KVBlocksUsed != 0 {
+		t.Errorf("%d blocks used after the storm", st.KVBlocksUsed)
+	}
+	t.Logf("%d jobs: %d preemptions, %d prefix-hit of %d prompt tokens, %d steps", len(jobs), st.Preemptions, st.PrefixHitTokens, st.PrefixQueryTokens, st.Steps)
+}
+
+// n = 3 on the F32 aidreams model: choice i equals a lone request with
+// seed + i, the prompt is admitted (prefilled) once, and every block
+// returns at the end.
+func TestNChoicesEqualLoneSeeds(t *testing.T) {
+	prompt := loadGoldens(t, "aidreams260K")[1].Prompt
+	pol := withMax(seeded(sample.Defaults(), 900), 24)
+	pol.Temperature, pol.TopP = 1.1, 0.95
+	var lone []Request
+	for i := range 3 {
+		lone = append(lone, Request{Prompt: prompt, Policy: withMax(seeded(pol, 900+uint64(i)), 24)})
+	}
+	want := alone(t, lone)
+	e := aidreams(t, Options{})
+	st, err := e.Submit(context.Background(), Request{Prompt: prompt, Policy: pol, N: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used != 0 || st.KVBlocksUsed != 0 {
-		t.Errorf("%d blocks used after the storm (stats %d)", used, st.KVBlocksUsed)
+	got := st.Results()
+	sameTokens(t, "n = 3", got, want)
+	s := settled(t, e)
+	if n := len(got[0].PromptIDs); s.PrefixQueryTokens != int64(n) || s.Requests != 1 {
+		t.Errorf("prefix query tokens %d for a %d-token prompt and n = 3 (want one prefill)", s.PrefixQueryTokens, n)
 	}
-	t.Logf("%d jobs: %d preemptions, %d prefix-hit of %d prompt tokens, %d steps", len(jobs), st.Preemptions, st.PrefixHitTokens, st.PrefixQueryTokens, st.Steps)
+	if s.KVBlocksUsed != 0 {
+		t.Errorf("%d blocks used after n = 3", s.KVBlocksUsed)
+	}
 }

@@ -6,6 +6,24 @@
 // caching). Each sequence samples the next token under its own policy and
 // seeded sampler, and its tokens stream to the caller as they land.
 //
+// # Shape
+//
+// Submit tokenizes and checks a request on the caller's goroutine (a
+// prompt that cannot fit fails at once with a *PromptTooLongError) and
+// queues it; the result is a Stream of tokens and, at the end, a Result
+// per choice. One goroutine per Engine (driver.go) loops
+//
+//	plan := scheduler.plan()          which tokens of which sequences run now
+//	logits := Forward(plan.batch)     one batched pass of the model
+//	for each sequence with logits:    processors → sampler → processors.Accept
+//	        output stage              → text to stream, finish reason
+//	scheduler.commit(plan, sampled)   tokens appended, finished ones freed
+//
+// The scheduler (scheduler.go) is a state machine with no goroutine and no
+// model; the per-sequence output stage (output.go) and the logits
+// processors (processor.go) know nothing of the model either, so each is
+// tested alone. The model is reached through the forwarder interface.
+//
 // # One step of the scheduler
 //
 // A sequence holds tokens (prompt, then generated ids) and a block table
@@ -75,6 +93,32 @@
 // count the tokens actually prefilled. Logprobs of the healed token are
 // under the masked distribution (renormalised over the allowed tokens).
 //
+// # Logits processors
+//
+// Each sequence has an ordered chain of LogitsProcessors: token healing's
+// first (when the request heals), then Request.Processors' in order. For
+// every token the engine calls Process(logits) on each processor in
+// order — each sees the logits as the previous ones left them, a
+// forbidden token is -Inf — then the sampler draws (penalties, temperature
+// and filters apply after the chain, so a forbidden token stays
+// forbidden), then Accept(token) on each processor in order. Processors
+// run on the scheduler goroutine, must not block, and own their state (a
+// fresh chain per sequence: n choices have n chains). Logprobs are those of
+// the processed distribution. A processor error ends that sequence with
+// FinishError. DraftProcessor is the optional extension for speculative
+// decoding: masking k proposed tokens' rows at once without advancing.
+//
+// # n > 1
+//
+// A request with N choices is prefilled once. When the prompt's logits
+// come back, the sequence forks into N sequences that share the prompt's
+// KV blocks (kvcache.Fork; each copies the shared last partial block before
+// writing into it), and each choice draws its first token from the same
+// logits with its own processors and sampler. Seed convention: choice i
+// uses seed + i, where seed is Policy.Seed (or the random seed the first
+// sampler picked), so choice i equals a lone request with seed + i. Tokens
+// carry their choice's Index; Stream.Results holds one Result per choice.
+//
 // Invariants the tests pin: cached decoding equals full recompute; batched,
 // prefix-cached and preempted runs give the same tokens as lone runs; the
 // concatenated streamed text equals the final text; stop strings are never
@@ -111,9 +155,11 @@ const (
 // DefaultMaxSeqs is Options.MaxSeqs when unset: sequences batched at once.
 const DefaultMaxSeqs = 16
 
+// MaxN is the most choices one request may ask for.
+const MaxN = 16
+
 var (
-	// ErrPromptTooLong is wrapped when a prompt does not fit the context
-	// (or the whole KV cache).
+	// ErrPromptTooLong is wrapped by every *PromptTooLongError.
 	ErrPromptTooLong = errors.New("engine: prompt too long")
 	// ErrOverloaded is returned at once when Options.MaxQueue requests are
 	// already waiting (an HTTP server answers 429 or 503).
@@ -126,6 +172,31 @@ var (
 	ErrSessionBusy = errors.New("engine: session is in use by another request")
 )
 
+// PromptTooLongError is returned by Submit when a prompt cannot fit: it
+// has Tokens tokens and at most Limit fit (the context length, or the
+// whole KV cache when that is smaller). errors.Is(err, ErrPromptTooLong).
+type PromptTooLongError struct {
+	Tokens, Limit int
+	Cache         bool // Limit is the KV cache's capacity, not the context length
+}
+
+func (e *PromptTooLongError) Error() string {
+	if e.Cache {
+		return fmt.Sprintf("engine: prompt too long: prompt of %d tokens exceeds the KV cache's %d positions", e.Tokens, e.Limit)
+	}
+	return fmt.Sprintf("engine: prompt too long: prompt of %d tokens exceeds context length %d", e.Tokens, e.Limit)
+}
+
+func (e *PromptTooLongError) Unwrap() error { return ErrPromptTooLong }
+
+// RequestError is returned by Submit for a request that is invalid in
+// itself (bad token ids, an empty prompt, a bad N); Field names the part.
+type RequestError struct {
+	Field, Msg string
+}
+
+func (e *RequestError) Error() string { return "engine: " + e.Msg }
+
 // Options configure an Engine. Zero values pick the defaults.
 type Options struct {
 	CtxSize        int  // KV positions per sequence (≤ 0: the model's context length)
@@ -137,35 +208,46 @@ type Options struct {
 	NoPrefixCache  bool // never reuse other requests' cached blocks
 }
 
+// forwarder is what the engine needs of a model: one batched forward pass
+// (see model.Model.Forward). Tests substitute a fake.
+type forwarder interface {
+	Forward(b model.Batch, c *kvcache.Cache) ([]float32, error)
+}
+
 // Engine runs generation requests on one model. It is safe for concurrent
 // use; Close stops its scheduler.
 type Engine struct {
-	m     *model.Model
-	tok   *tokenizer.Tokenizer
-	cache *kvcache.Cache
-	ctx   int
-	opts  Options // resolved
+	m        *model.Model // nil with a fake forwarder
+	fw       forwarder
+	tok      *tokenizer.Tokenizer
+	vocab    int
+	eog      []int
+	cache    *kvcache.Cache
+	ctx      int
+	opts     Options // resolved
+	defaults sample.Policy
 
-	mu      sync.Mutex  // guards waiting, nextID, closed, stats
-	waiting []*seqState // FCFS by arrival id; preempted sequences re-enter by id
-	nextID  uint64
-	closed  bool
-	stats   Stats
+	mu       sync.Mutex // protects the following fields
+	inbox    []*seq     // submitted, not yet handed to the scheduler
+	nWaiting int        // sequences the scheduler had waiting after its last step
+	nextID   uint64
+	closed   bool
+	stats    Stats
 
 	beat      atomic.Int64  // unix ns of the scheduler loop's latest iteration; 0: not running
 	wake      chan struct{} // (cap 1) something changed: new request, cancellation
+	idle      chan func()   // run on the scheduler goroutine when it is idle (whenIdle)
 	quit      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 
-	// cmu guards the cache and sessions' block tables; the scheduler holds
-	// it for a whole step.
-	cmu      sync.Mutex
-	running  []*seqState           // scheduler-owned, by arrival id
-	idleSess map[*Session]struct{} // sessions holding blocks between requests
-	batch    model.Batch           // scratch
-	healBuf  []float32             // (vocab) scratch: masked logits of a healed first token
-	changed  bool                  // a request finished during this step
+	// cmu is held by the scheduler goroutine for a whole step and by
+	// Session methods; it protects the following fields (and sessions'
+	// block tables).
+	cmu     sync.Mutex
+	sch     *scheduler
+	scratch []float32 // (vocab) a fork's copy of the logits it shares
+	ending  []*choice // choices that ended during this step, delivered after it
 }
 
 // New prepares an engine with a KV cache of opts.CacheTokens positions and
@@ -181,7 +263,24 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	case ctx > m.ContextLen && m.Arch == model.ArchGPT2:
 		return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
 	}
-	o := opts
+	o := resolve(opts, ctx)
+	cache, err := m.NewCache(o.CacheTokens)
+	if err != nil {
+		return nil, err
+	}
+	defaults := sample.Defaults()
+	if len(m.Gen.Sampling) > 0 {
+		if p, _, err := sample.FromGenerationConfig(m.Gen.Sampling); err == nil && p.Validate() == nil {
+			defaults = p
+		}
+	}
+	e := start(m, m.Tokenizer, m.Vocab, m.Gen.EOG, cache, o, defaults)
+	e.m = m
+	return e, nil
+}
+
+// resolve fills in opts' defaults for a context of ctx positions.
+func resolve(o Options, ctx int) Options {
 	o.CtxSize = ctx
 	if o.MaxSeqs <= 0 {
 		o.MaxSeqs = DefaultMaxSeqs
@@ -199,17 +298,18 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	// Any one sequence fits the pool alone, so a request that passes the
 	// context check can always run to its end.
 	o.CacheTokens = max(o.CacheTokens, ctx)
-	cache, err := m.NewCache(o.CacheTokens)
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{m: m, tok: m.Tokenizer, cache: cache, ctx: ctx, opts: o,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		idleSess: map[*Session]struct{}{}}
+	return o
+}
+
+// start makes an engine over any forwarder and starts its goroutine.
+func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *kvcache.Cache, o Options, defaults sample.Policy) *Engine {
+	e := &Engine{fw: fw, tok: tok, vocab: vocab, eog: eog, cache: cache, ctx: o.CtxSize, opts: o, defaults: defaults,
+		wake: make(chan struct{}, 1), idle: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
+		sch: newScheduler(cache, o)}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
 	e.beat.Store(time.Now().UnixNano())
 	go e.loop()
-	return e, nil
+	return e
 }
 
 // Close stops the scheduler: running and waiting requests end with
@@ -247,6 +347,14 @@ func (e *Engine) Options() Options { return e.opts }
 // Model is the engine's model.
 func (e *Engine) Model() *model.Model { return e.m }
 
+// Tokenizer is the model's tokenizer (for logprob token texts and the
+// like; Submit tokenizes prompts itself).
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
+
+// Defaults is the model's default sampling policy: its
+// generation_config.json over sample.Defaults, parsed once by New.
+func (e *Engine) Defaults() sample.Policy { return e.defaults }
+
 // CtxSize is the context length of each sequence.
 func (e *Engine) CtxSize() int { return e.ctx }
 
@@ -265,13 +373,21 @@ type Request struct {
 	// generated token be any token whose text extends it (see "Token
 	// healing" in the package comment). Off: the prompt is used as is.
 	TokenHealing bool
+	// N is the number of choices (≤ 1: one; at most MaxN; not with a
+	// Session): the prompt is prefilled once and forked (see "n > 1").
+	N int
+	// Processors, if set, is called once per sequence (once per choice)
+	// and returns that sequence's logits processors, which run in order
+	// after the engine's own (token healing). See "Logits processors".
+	Processors func() []LogitsProcessor
 }
 
 // Token is one generated token as it lands.
 type Token struct {
-	ID   int
-	Text string // decoded text safe to show now (complete UTF-8, stop strings held back); may be ""
-	// Logprob of ID under the model's raw distribution and the top
+	Index int // the choice it belongs to (0 unless Request.N > 1)
+	ID    int
+	Text  string // decoded text safe to show now (complete UTF-8, stop strings held back); may be ""
+	// Logprob of ID under the processed distribution and the top
 	// alternatives (when the policy asks for logprobs).
 	Logprob float32
 	Top     []sample.Logprob
@@ -297,8 +413,9 @@ type Timings struct {
 	DecodeTokS  float64 `json:"decode_tok_s"`  // tokens after the first / decode time
 }
 
-// Result is a finished generation.
+// Result is a finished generation (one choice).
 type Result struct {
+	Index     int   // the choice
 	PromptIDs []int // the prompt as tokenized (token healing's removed token included)
 	IDs       []int // generated ids (an end-of-generation id that stopped it is not included)
 	Text      string
@@ -345,7 +462,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.stats
-	s.Waiting = len(e.waiting)
+	s.Waiting = e.nWaiting + len(e.inbox)
 	return s
 }
 
@@ -372,7 +489,7 @@ func (s *Session) Close() {
 		s.closing = true
 		return
 	}
-	e.dropSession(s)
+	e.sch.dropSession(s)
 	e.snapshot()
 }
 
@@ -390,9 +507,12 @@ func (s *Session) Tokens() int {
 func (e *Engine) Encode(req *Request) ([]int, error) {
 	if req.PromptIDs != nil {
 		for _, id := range req.PromptIDs {
-			if id < 0 || id >= e.tok.Size() {
-				return nil, fmt.Errorf("engine: prompt token id %d outside the vocabulary (%d)", id, e.tok.Size())
+			if id < 0 || id >= e.tok.Size() || id >= e.vocab {
+				return nil, &RequestError{"prompt", fmt.Sprintf("prompt token id %d outside the vocabulary (%d)", id, min(e.tok.Size(), e.vocab))}
 			}
+		}
+		if len(req.PromptIDs) == 0 {
+			return nil, &RequestError{"prompt", "empty prompt"}
 		}
 		return req.PromptIDs, nil
 	}
@@ -402,119 +522,294 @@ func (e *Engine) Encode(req *Request) ([]int, error) {
 	}
 	ids = append(ids, e.tok.Encode(req.Prompt, req.ParseSpecial)...)
 	if len(ids) == 0 {
-		return nil, errors.New("engine: empty prompt and the model adds no BOS token")
+		return nil, &RequestError{"prompt", "empty prompt and the model adds no BOS token"}
 	}
 	return ids, nil
 }
 
-// Generate runs a request to completion and returns the collected result.
-// The error is non-nil only for a request that could not start (bad
-// policy, prompt too long, ErrOverloaded); failures mid-generation are
-// reported in the Result with FinishReason "error".
+// Generate runs a request to completion and returns the collected result
+// (choice 0; Submit and Stream.Results give all choices). The error is
+// non-nil only for a request that could not start (see Submit); failures
+// mid-generation are reported in the Result with FinishReason "error".
 func (e *Engine) Generate(ctx context.Context, req Request) (*Result, error) {
-	var res *Result
-	for _, err := range e.GenerateStream(ctx, req, &res) {
-		if err != nil && res == nil {
-			return nil, err
-		}
+	st, err := e.Submit(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	return res, nil
+	return st.Result(), nil
 }
 
-// GenerateStream queues the request and yields each token as it lands.
-// When the iteration ends, *out (if out is non-nil) holds the Result. A
-// request that cannot start yields a single error (ErrOverloaded when the
-// queue is full). Breaking out of the loop cancels the generation (finish
-// reason "cancelled"; the Result holds exactly the tokens yielded).
+// GenerateStream is Submit and Stream.Tokens as one iterator: it yields
+// each token as it lands, and when the iteration ends *out (if out is
+// non-nil) holds choice 0's Result. A request that cannot start yields a
+// single error. Breaking out of the loop cancels the generation.
 func (e *Engine) GenerateStream(ctx context.Context, req Request, out **Result) iter.Seq2[Token, error] {
 	return func(yield func(Token, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		s, err := e.submit(ctx, req)
+		if out != nil {
+			*out = nil
+		}
+		st, err := e.Submit(ctx, req)
 		if err != nil {
-			if out != nil {
-				*out = nil
-			}
 			yield(Token{}, err)
 			return
 		}
-		st := s.out
-		var (
-			broke     bool
-			yielded   int // tokens yielded (Logprobs entries)
-			delivered int // of those, generated ids (not Stop)
-			text      []byte
-			done      = ctx.Done()
-		)
-		for {
-			st.mu.Lock()
-			toks, res := st.toks, st.res
-			st.toks = nil
-			st.mu.Unlock()
-			for _, t := range toks {
-				if broke {
-					break
-				}
-				yielded++
-				if !t.Stop {
-					delivered++
-				}
-				text = append(text, t.Text...)
-				if !yield(t, nil) {
-					broke = true
-					cancel()
-					e.poke()
-				}
+		for t := range st.Tokens() {
+			if !yield(t, nil) {
+				break
 			}
-			if res != nil {
-				if broke {
-					// The scheduler may have run ahead: keep what the
-					// caller saw.
-					res.IDs = res.IDs[:min(delivered, len(res.IDs))]
-					res.Logprobs = res.Logprobs[:min(yielded, len(res.Logprobs))]
-					res.Text = string(text)
-					res.Usage.CompletionTokens = len(res.IDs)
-					res.FinishReason, res.Err = FinishCancelled, nil
-				}
-				if out != nil {
-					*out = res
-				}
-				return
-			}
-			select {
-			case <-st.notify:
-			case <-done:
-				e.poke() // the scheduler may be idle; it reaps the request
-				done = nil
-			}
+		}
+		if out != nil {
+			*out = st.Result()
 		}
 	}
 }
 
-// stream carries one request's tokens from the scheduler to the request's
-// goroutine. It is unbounded so a slow reader never stalls the scheduler.
-type stream struct {
-	mu     sync.Mutex
-	toks   []Token
-	res    *Result       // set once, after the last token
-	notify chan struct{} // (cap 1)
+// Submit validates, tokenizes and queues a request and returns its
+// Stream. Errors: *sample.FieldError (bad policy), *RequestError (bad ids,
+// empty prompt, bad N, a session of another engine), *PromptTooLongError
+// (with the counts), ErrSessionBusy, ErrOverloaded (queue full), ErrClosed.
+// The request runs until it ends or ctx is cancelled.
+func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
+	pol := req.Policy
+	if err := pol.Validate(); err != nil {
+		return nil, err
+	}
+	n := max(req.N, 1)
+	switch {
+	case n > MaxN:
+		return nil, &RequestError{"n", fmt.Sprintf("n must be at most %d, got %d", MaxN, n)}
+	case n > 1 && req.Session != nil:
+		return nil, &RequestError{"n", "n > 1 cannot extend a session"}
+	case req.Session != nil && req.Session.e != e:
+		return nil, &RequestError{"session", "session belongs to another engine"}
+	}
+	prompt, err := e.Encode(&req)
+	if err != nil {
+		return nil, err
+	}
+	if len(prompt) > e.ctx {
+		return nil, &PromptTooLongError{Tokens: len(prompt), Limit: e.ctx}
+	}
+	if need := e.cache.BlocksFor(len(prompt)); need > e.cache.NumBlocks {
+		return nil, &PromptTooLongError{Tokens: len(prompt), Limit: e.cache.NumBlocks * e.cache.BlockSize, Cache: true}
+	}
+	var heal *healProcessor
+	if req.TokenHealing {
+		heal = planHealing(e.tok, e.vocab, prompt)
+	}
+	prefill := prompt // the tokens the sequence starts with
+	if heal != nil {
+		prefill = prompt[:len(prompt)-1]
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	st := &Stream{e: e, ctx: ctx, cancel: cancel, res: make([]*Result, n), left: n, notify: make(chan struct{}, 1)}
+	now := time.Now()
+	choices := make([]*choice, n)
+	var seed uint64
+	for i := range choices {
+		p := pol
+		if i > 0 {
+			s := seed + uint64(i) // choice i uses seed + i
+			p.Seed = &s
+		}
+		sampler, err := sample.New(p, e.vocab)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if i == 0 {
+			seed = sampler.Seed()
+		}
+		c := &choice{st: st, index: i, pol: p, sampler: sampler, start: now,
+			res: &Result{Index: i, PromptIDs: slices.Clone(prompt), Seed: sampler.Seed()}}
+		c.res.Usage.PromptTokens = len(prompt)
+		healed := ""
+		if heal != nil {
+			h := heal
+			if i > 0 {
+				h = heal.clone()
+			}
+			c.procs = append(c.procs, h)
+			healed = h.text
+			c.res.Healed = healed
+		}
+		if req.Processors != nil {
+			c.procs = append(c.procs, req.Processors()...)
+		}
+		c.out = newOutput(e.tok, &p, e.eog, prompt, healed, e.ctx)
+		choices[i] = c
+	}
+	s := &seq{ctx: ctx, tokens: append(make([]int, 0, len(prefill)+64), prefill...), nPrompt: len(prefill),
+		sess: req.Session, c: choices[0], forks: choices[1:]}
+	s.kv = &s.own
+	if sess := req.Session; sess != nil {
+		if !sess.busy.CompareAndSwap(false, true) {
+			cancel()
+			return nil, ErrSessionBusy
+		}
+		s.kv = &sess.seq
+	}
+
+	e.mu.Lock()
+	var qerr error
+	switch {
+	case e.closed:
+		qerr = ErrClosed
+	case e.nWaiting+len(e.inbox) >= e.opts.MaxQueue:
+		e.stats.Rejected++
+		qerr = fmt.Errorf("%w (%d waiting)", ErrOverloaded, e.nWaiting+len(e.inbox))
+	default:
+		s.id = e.nextID
+		e.nextID++
+		e.inbox = append(e.inbox, s)
+		e.stats.Requests++
+		e.stats.PromptTokens += int64(len(prompt))
+	}
+	e.mu.Unlock()
+	if qerr != nil {
+		if req.Session != nil {
+			req.Session.busy.Store(false)
+		}
+		cancel()
+		return nil, qerr
+	}
+	e.poke()
+	return st, nil
 }
 
-func (st *stream) push(t Token) {
+// Stream is a submitted request: its tokens as they land and its results.
+// Tokens and Result are meant for one goroutine.
+type Stream struct {
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // protects the following fields
+	toks   []Token    // landed, not yet taken by Tokens
+	res    []*Result  // per choice, set when it ends
+	left   int        // choices still running
+	notify chan struct{}
+
+	yielded   []int // per choice: tokens Tokens yielded (Logprobs entries)
+	delivered []int // per choice: of those, generated ids (not Stop)
+	text      [][]byte
+	broke     bool
+}
+
+// N is the number of choices.
+func (st *Stream) N() int { return len(st.res) }
+
+// Cancel stops the request (its results end "cancelled").
+func (st *Stream) Cancel() { st.cancel(); st.e.poke() }
+
+// Tokens yields every choice's tokens as they land (Token.Index tells the
+// choice) and returns when all choices have ended. Breaking out of the
+// loop cancels the request: the results then hold exactly the tokens
+// yielded, with finish reason "cancelled".
+func (st *Stream) Tokens() iter.Seq[Token] {
+	return func(yield func(Token) bool) {
+		n := len(st.res)
+		st.yielded, st.delivered, st.text = make([]int, n), make([]int, n), make([][]byte, n)
+		for {
+			toks, end := st.take()
+			for _, t := range toks {
+				st.yielded[t.Index]++
+				if !t.Stop {
+					st.delivered[t.Index]++
+				}
+				st.text[t.Index] = append(st.text[t.Index], t.Text...)
+				if !yield(t) {
+					st.broke = true
+					st.Cancel()
+					st.wait()
+					return
+				}
+			}
+			if end {
+				return
+			}
+			st.await()
+		}
+	}
+}
+
+// take returns the landed tokens and whether every choice has ended (then
+// they are the last: a choice ends after its last token landed).
+func (st *Stream) take() ([]Token, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	t := st.toks
+	st.toks = nil
+	return t, st.left == 0
+}
+
+// await blocks until something lands; when the request's context ends it
+// wakes the scheduler once, which reaps the request.
+func (st *Stream) await() {
+	select {
+	case <-st.notify:
+	case <-st.ctx.Done():
+		st.e.poke()
+		<-st.notify
+	}
+}
+
+// wait blocks until every choice has ended.
+func (st *Stream) wait() {
+	for {
+		st.mu.Lock()
+		left := st.left
+		st.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		st.await()
+	}
+}
+
+// Result waits for the request to end and returns choice 0's Result.
+func (st *Stream) Result() *Result { return st.Results()[0] }
+
+// Results waits for the request to end and returns every choice's Result,
+// by index.
+func (st *Stream) Results() []*Result {
+	st.wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.broke {
+		// The scheduler may have run ahead of the caller: keep what the
+		// caller saw.
+		for i, res := range st.res {
+			res.IDs = res.IDs[:min(st.delivered[i], len(res.IDs))]
+			res.Logprobs = res.Logprobs[:min(st.yielded[i], len(res.Logprobs))]
+			res.Text = string(st.text[i])
+			res.Usage.CompletionTokens = len(res.IDs)
+			res.FinishReason, res.Err = FinishCancelled, nil
+		}
+		st.broke = false
+	}
+	return st.res
+}
+
+func (st *Stream) push(t Token) {
 	st.mu.Lock()
 	st.toks = append(st.toks, t)
 	st.mu.Unlock()
 	st.signal()
 }
 
-func (st *stream) finish(res *Result) {
+func (st *Stream) finish(res *Result) {
 	st.mu.Lock()
-	st.res = res
+	st.res[res.Index] = res
+	st.left--
+	if st.left == 0 {
+		st.cancel() // release the context's resources
+	}
 	st.mu.Unlock()
 	st.signal()
 }
 
-func (st *stream) signal() {
+func (st *Stream) signal() {
 	select {
 	case st.notify <- struct{}{}:
 	default:
@@ -527,105 +822,6 @@ func (e *Engine) poke() {
 	case e.wake <- struct{}{}:
 	default:
 	}
-}
-
-// submit validates and tokenizes a request and queues it.
-func (e *Engine) submit(ctx context.Context, req Request) (*seqState, error) {
-	pol := req.Policy
-	if err := pol.Validate(); err != nil {
-		return nil, err
-	}
-	prompt, err := e.Encode(&req)
-	if err != nil {
-		return nil, err
-	}
-	var heal *healing
-	if req.TokenHealing {
-		heal = planHealing(e.tok, e.m.Vocab, prompt)
-	}
-	prefill := prompt // the tokens the sequence starts with
-	if heal != nil {
-		prefill = prompt[:len(prompt)-1]
-	}
-	if len(prompt) > e.ctx {
-		return nil, fmt.Errorf("%w: prompt of %d tokens exceeds context length %d", ErrPromptTooLong, len(prompt), e.ctx)
-	}
-	if need := e.cache.BlocksFor(len(prompt)); need > e.cache.NumBlocks {
-		return nil, fmt.Errorf("%w: prompt of %d tokens needs %d KV blocks, the cache has %d", ErrPromptTooLong, len(prompt), need, e.cache.NumBlocks)
-	}
-	sampler, err := sample.New(pol, e.m.Vocab)
-	if err != nil {
-		return nil, err
-	}
-	sess := req.Session
-	if sess != nil && sess.e != e {
-		return nil, errors.New("engine: session belongs to another engine")
-	}
-	s := &seqState{
-		ctx: ctx, pol: pol, sampler: sampler, stopIDs: map[int]bool{},
-		// Generated text continues the prompt's: keep the first piece's space.
-		dec:     e.tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: e.tok.Decode(prompt) != ""}),
-		stop:    sample.NewStopMatcher(pol.Stop),
-		tokens:  append(make([]int, 0, len(prompt)+64), prefill...),
-		nPrompt: len(prefill),
-		heal:    heal,
-		sess:    sess,
-		out:     &stream{notify: make(chan struct{}, 1)},
-		start:   time.Now(),
-	}
-	s.kv = &s.own
-	for _, id := range pol.StopTokenIDs {
-		s.stopIDs[id] = true
-	}
-	if !pol.IgnoreEOS {
-		for _, id := range e.m.Gen.EOG {
-			s.stopIDs[id] = true
-		}
-	}
-	s.res = &Result{PromptIDs: slices.Clone(prompt), Seed: sampler.Seed()}
-	s.res.Usage.PromptTokens = len(prompt)
-	if heal != nil {
-		s.res.Healed = heal.text
-	}
-	if sess != nil {
-		if !sess.busy.CompareAndSwap(false, true) {
-			return nil, ErrSessionBusy
-		}
-		s.kv = &sess.seq
-	}
-
-	e.mu.Lock()
-	var qerr error
-	switch {
-	case e.closed:
-		qerr = ErrClosed
-	case len(e.waiting) >= e.opts.MaxQueue:
-		e.stats.Rejected++
-		qerr = fmt.Errorf("%w (%d waiting)", ErrOverloaded, len(e.waiting))
-	default:
-		s.id = e.nextID
-		e.nextID++
-		e.waiting = append(e.waiting, s)
-		e.stats.Requests++
-		e.stats.PromptTokens += int64(len(prompt))
-	}
-	e.mu.Unlock()
-	if qerr != nil {
-		if sess != nil {
-			sess.busy.Store(false)
-		}
-		return nil, qerr
-	}
-	e.poke()
-	return s, nil
-}
-
-func commonPrefix(a, b []int) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -7,182 +7,160 @@ import (
 	"time"
 
 	"nanoserve/kvcache"
-	"nanoserve/sample"
-	"nanoserve/tokenizer"
+	"nanoserve/model"
 )
 
-// seqState is one request inside the scheduler. Everything but id and the
-// stream is touched only by the scheduler goroutine (waiting entries are
-// handed over under Engine.mu).
-type seqState struct {
-	id      uint64 // arrival order
-	ctx     context.Context
-	pol     sample.Policy
-	sampler *sample.Sampler
-	stopIDs map[int]bool
-	dec     *tokenizer.Decoder
-	stop    *sample.StopMatcher
+// The scheduler is a state machine with no goroutine and no model: plan
+// decides what one step computes (and which sequences end or wait), the
+// driver runs the Forward and samples, and commit advances the state with
+// what was sampled. Tests drive it step by step with a fake forwarder
+// (scheduler_test.go); the Engine's goroutine is a thin loop around it.
+
+// seq is one sequence in the scheduler: its tokens and its place in the
+// cache. c is the engine's per-sequence generation state, which the
+// scheduler only carries.
+type seq struct {
+	id  uint64 // arrival order: first come, first served
+	sub int    // 0, or the choice index of a sequence forked from id's
+	ctx context.Context
 
 	tokens  []int        // prompt then generated ids; K/V exist for tokens[:kv.Len]
-	nPrompt int          // prompt length (without the token healing removed)
-	heal    *healing     // token healing plan; nil: none
+	nPrompt int          // prompt tokens (without the one token healing removed)
 	kv      *kvcache.Seq // &own, or the session's table
 	own     kvcache.Seq
 	sess    *Session
+	forks   []*choice // further choices to fork off when the prompt's logits come back
+	c       *choice
+	cow     bool // kv may share its last partial block with a fork (copy before writing)
 
-	admitted bool // admitted at least once (stats, timings)
-	n        int  // tokens scheduled in the current step
-	res      *Result
-	text     []byte
-	out      *stream
-
-	start, tSched, tDecode time.Time // submit, first admission, first token
+	admitted bool      // admitted at least once
+	cached   int       // positions reused at the first admission (prefix or session)
+	tSched   time.Time // first admission
+	n        int       // tokens scheduled in the current step
 }
 
-// loop is the scheduler goroutine: it steps while there is work and
-// sleeps until poked otherwise. Each iteration, and every heartbeatIdle
-// while it sleeps, it records a heartbeat (Heartbeat).
-func (e *Engine) loop() {
-	defer close(e.done)
-	defer e.beat.Store(0)
-	idle := time.NewTicker(heartbeatIdle)
-	defer idle.Stop()
-	for {
-		e.beat.Store(time.Now().UnixNano())
-		select {
-		case <-e.quit:
-			e.shutdown()
-			return
-		default:
+// before orders sequences by arrival (a fork right after its parent).
+func (a *seq) before(b *seq) bool { return a.id < b.id || a.id == b.id && a.sub < b.sub }
+
+// scheduler holds the queues and budgets; see "One step of the scheduler"
+// in the package comment. Not safe for concurrent use: the engine calls it
+// under Engine.cmu.
+type scheduler struct {
+	cache    *kvcache.Cache
+	maxBatch int // tokens per step
+	maxSeqs  int // running sequences
+	chunk    int // prompt tokens one sequence feeds per step
+	noPrefix bool
+
+	waiting  []*seq // by arrival; the head is never overtaken
+	running  []*seq // in admission order (oldest first)
+	idleSess map[*Session]struct{}
+
+	batch model.Batch // scratch behind plan.batch
+	p     plan        // reused
+
+	preemptions, prefixQuery, prefixHit int64 // counters
+}
+
+func newScheduler(c *kvcache.Cache, o Options) *scheduler {
+	return &scheduler{cache: c, maxBatch: o.MaxBatchTokens, maxSeqs: o.MaxSeqs, chunk: o.PrefillChunk,
+		noPrefix: o.NoPrefixCache, idleSess: map[*Session]struct{}{}}
+}
+
+// plan is one step: the batch to run and what happened while planning.
+type plan struct {
+	batch *model.Batch
+	seqs  []*seq  // the sequences in the batch, in order; each feeds seq.n tokens
+	out   []*seq  // the sequences whose logits come back, in row order
+	ended []ended // sequences that left while planning (cancelled, failed); their blocks are free
+}
+
+// ended is a sequence the scheduler ended on its own.
+type ended struct {
+	s      *seq
+	reason string
+	err    error
+}
+
+// sampled is what the driver drew for one sequence.
+type sampled struct {
+	token int  // the token drawn (fed back next step unless done)
+	done  bool // the sequence ends here
+}
+
+// stepResult is what commit needs from a step.
+type stepResult struct {
+	err  error       // Forward failed: every sequence of the plan ends
+	rows [][]sampled // per plan.out row: [0] the sequence, [1+i] its fork i (when it had forks)
+}
+
+// add queues a new sequence.
+func (sc *scheduler) add(s *seq) { sc.enqueue(s) }
+
+func (sc *scheduler) enqueue(s *seq) {
+	i, _ := slices.BinarySearchFunc(sc.waiting, s, func(w, s *seq) int {
+		switch {
+		case w.before(s):
+			return -1
+		case s.before(w):
+			return 1
 		}
-		if !e.step() {
-			select {
-			case <-e.wake:
-			case <-idle.C: // beat while idle
-			case <-e.quit:
-				e.shutdown()
-				return
-			}
-		}
-	}
+		return 0
+	})
+	sc.waiting = slices.Insert(sc.waiting, i, s)
 }
 
-// shutdown ends every request with ErrClosed.
-func (e *Engine) shutdown() {
-	e.cmu.Lock()
-	defer e.cmu.Unlock()
-	for len(e.running) > 0 {
-		e.finish(e.running[0], FinishError, ErrClosed)
-	}
-	e.mu.Lock()
-	w := e.waiting
-	e.waiting = nil
-	e.mu.Unlock()
-	for _, s := range w {
-		e.finish(s, FinishError, ErrClosed)
-	}
-	e.snapshot()
-}
-
-// step runs one scheduler iteration (see the package comment) and reports
-// whether it did any work.
-func (e *Engine) step() bool {
-	e.cmu.Lock()
-	defer e.cmu.Unlock()
-	e.changed = false
-	e.reapCancelled()
-
-	b := &e.batch
+// plan builds the next step: it ends cancelled sequences, gives every
+// running sequence its next tokens (preempting the newest when blocks run
+// out) and admits waiting ones first come, first served.
+func (sc *scheduler) plan() *plan {
+	p := &sc.p
+	b := &sc.batch
 	b.Tokens, b.Pos, b.Seq, b.Output = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Output[:0]
-	budget := e.opts.MaxBatchTokens
+	*p = plan{batch: b, seqs: p.seqs[:0], out: p.out[:0], ended: p.ended[:0]}
+	sc.reap(p)
+	budget := sc.maxBatch
 
 	// Running sequences, oldest first. Each leaves one token of budget for
-	// every running sequence after it.
-	for i := 0; i < len(e.running); i++ {
-		s := e.running[i]
-		later := len(e.running) - 1 - i
-		n := min(len(s.tokens)-s.kv.Len, e.opts.PrefillChunk, budget-later)
-		if !e.reserve(i, n) {
+	// every running sequence after it, so decodes are never starved.
+	for i := 0; i < len(sc.running); i++ {
+		s := sc.running[i]
+		if s.cow {
+			sc.cache.Truncate(s.kv, s.kv.Len) // copy a shared partial block before writing into it
+			s.cow = false
+		}
+		later := len(sc.running) - 1 - i
+		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget-later)
+		if !sc.reserve(p, i, n) {
 			i-- // s left the running list (preempted or failed)
 			continue
 		}
-		budget -= e.schedule(s, n)
+		budget -= sc.schedule(p, s, n)
 	}
 
-	// Admission, first come first served.
-	for budget > 0 && len(e.running) < e.opts.MaxSeqs {
-		e.mu.Lock()
-		if len(e.waiting) == 0 {
-			e.mu.Unlock()
+	// Admission, first come first served: the head waits rather than be
+	// overtaken.
+	for budget > 0 && len(sc.waiting) > 0 && len(sc.running)+1+len(sc.waiting[0].forks) <= max(sc.maxSeqs, 1+len(sc.waiting[0].forks)) {
+		s := sc.waiting[0]
+		if !sc.admit(p, s) {
 			break
 		}
-		s := e.waiting[0]
-		e.mu.Unlock()
-		if !e.admit(s) {
-			break
-		}
-		e.mu.Lock()
-		e.waiting = e.waiting[1:] // only the scheduler removes or prepends
-		e.mu.Unlock()
-		e.running = append(e.running, s)
-		n := min(len(s.tokens)-s.kv.Len, e.opts.PrefillChunk, budget)
-		if err := e.cache.Reserve(s.kv, n); err != nil { // admit checked the blocks
-			e.finish(s, FinishError, err)
+		sc.waiting = sc.waiting[1:]
+		sc.running = append(sc.running, s)
+		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget)
+		if err := sc.cache.Reserve(s.kv, n); err != nil { // admit checked the blocks
+			sc.end(p, s, FinishError, err)
 			continue
 		}
-		budget -= e.schedule(s, n)
+		budget -= sc.schedule(p, s, n)
 	}
-
-	if len(b.Tokens) == 0 {
-		e.snapshot()
-		return e.changed // a request ended: the queue may move
-	}
-	logits, err := e.m.Forward(*b, e.cache)
-	nTok := len(b.Tokens)
-	clear(b.Seq) // do not pin finished sequences
-	var done []*seqState
-	seqs := 0
-	if err != nil {
-		for _, s := range e.running {
-			if s.n > 0 {
-				done = append(done, s)
-			}
-		}
-		for _, s := range done {
-			e.finish(s, FinishError, fmt.Errorf("engine: forward: %w", err))
-		}
-	} else {
-		vocab := e.m.Vocab
-		row := 0
-		for _, s := range slices.Clone(e.running) {
-			if s.n == 0 {
-				continue
-			}
-			seqs++
-			if !e.opts.NoPrefixCache {
-				e.cache.Commit(s.kv, s.tokens)
-			}
-			if s.kv.Len == len(s.tokens) { // logits came back
-				e.sampleNext(s, logits[row*vocab:(row+1)*vocab])
-				row++
-			}
-			s.n = 0
-		}
-	}
-	e.mu.Lock()
-	e.stats.Steps++
-	e.stats.StepTokens += int64(nTok)
-	e.stats.StepSeqs += int64(seqs)
-	e.stats.LastTokens, e.stats.LastSeqs = nTok, seqs
-	e.mu.Unlock()
-	e.snapshot()
-	return true
+	return p
 }
 
 // schedule appends s's next n uncomputed tokens to the batch, asking for
 // logits when they reach its last token, and returns n.
-func (e *Engine) schedule(s *seqState, n int) int {
-	b := &e.batch
+func (sc *scheduler) schedule(p *plan, s *seq, n int) int {
+	b := p.batch
 	p0 := s.kv.Len
 	for j := range n {
 		b.Tokens = append(b.Tokens, s.tokens[p0+j])
@@ -191,6 +169,10 @@ func (e *Engine) schedule(s *seqState, n int) int {
 		b.Output = append(b.Output, j == n-1 && p0+n == len(s.tokens))
 	}
 	s.n = n
+	p.seqs = append(p.seqs, s)
+	if p0+n == len(s.tokens) {
+		p.out = append(p.out, s)
+	}
 	return n
 }
 
@@ -199,22 +181,22 @@ func (e *Engine) schedule(s *seqState, n int) int {
 // preempts the newest running sequences (never an older one). It reports
 // false when running[i] itself left the running list: preempted because it
 // was the newest, or failed because not even the whole cache holds it.
-func (e *Engine) reserve(i, n int) bool {
-	s := e.running[i]
+func (sc *scheduler) reserve(p *plan, i, n int) bool {
+	s := sc.running[i]
 	for {
-		err := e.cache.Reserve(s.kv, n)
+		err := sc.cache.Reserve(s.kv, n)
 		if err == nil {
 			return true
 		}
 		switch {
-		case e.stealSessions():
-		case len(e.running)-1 > i:
-			e.preempt(e.running[len(e.running)-1])
+		case sc.stealSessions():
+		case len(sc.running)-1 > i:
+			sc.preempt(sc.running[len(sc.running)-1])
 		case i > 0:
-			e.preempt(s)
+			sc.preempt(s)
 			return false
 		default:
-			e.finish(s, FinishError, err)
+			sc.end(p, s, FinishError, err)
 			return false
 		}
 	}
@@ -225,14 +207,14 @@ func (e *Engine) reserve(i, n int) bool {
 // free blocks (after freeing idle sessions' if needed) hold the rest of its
 // tokens, ceil(len/BlockSize) blocks in all. On false (no room) s stays
 // waiting and holds no new blocks.
-func (e *Engine) admit(s *seqState) bool {
-	c := e.cache
+func (sc *scheduler) admit(p *plan, s *seq) bool {
+	c := sc.cache
 	limit := len(s.tokens) - 1 // the last token is recomputed for its logits
 	cached := 0
 	if sess := s.sess; sess != nil {
-		delete(e.idleSess, sess)
+		delete(sc.idleSess, sess)
 		if sess.closing {
-			e.dropSession(sess)
+			sc.dropSession(sess)
 			sess.closing = false
 		}
 		if sess.seq.Len > 0 {
@@ -241,251 +223,195 @@ func (e *Engine) admit(s *seqState) bool {
 			sess.ids = sess.ids[:cached]
 		}
 	}
-	if s.kv.Len == 0 && !e.opts.NoPrefixCache {
+	if s.kv.Len == 0 && !sc.noPrefix {
 		c.Release(s.kv) // a session's rewind may have left no positions
 		cached = c.Match(s.kv, s.tokens, limit)
 	}
 	for c.BlocksFor(len(s.tokens))-len(s.kv.Blocks) > c.FreeBlocks() {
 		switch {
-		case e.stealSessions():
-		case len(e.running) > 0: // wait for running sequences to finish
-			e.unadmit(s)
+		case sc.stealSessions():
+		case len(sc.running) > 0: // wait for running sequences to finish
+			sc.unadmit(s)
 			return false
 		default:
 			// Cannot happen (the pool holds CtxSize positions and only
 			// idle sessions could pin blocks); never wait forever.
-			e.dequeue(s)
-			e.finish(s, FinishError, fmt.Errorf("%w: %d tokens", kvcache.ErrOutOfBlocks, len(s.tokens)))
+			sc.end(p, s, FinishError, fmt.Errorf("%w: %d tokens", kvcache.ErrOutOfBlocks, len(s.tokens)))
 			return false
 		}
 	}
 	if !s.admitted {
 		s.admitted = true
 		s.tSched = time.Now()
-		s.res.Usage.CachedTokens = cached
-		e.mu.Lock()
-		e.stats.PrefixQueryTokens += int64(s.nPrompt)
-		e.stats.PrefixHitTokens += int64(cached)
-		e.mu.Unlock()
+		s.cached = cached
+		sc.prefixQuery += int64(s.nPrompt)
+		sc.prefixHit += int64(cached)
 	}
 	return true
 }
 
 // unadmit undoes admit's block attachments for a request that keeps
 // waiting, so a queued request pins nothing.
-func (e *Engine) unadmit(s *seqState) {
+func (sc *scheduler) unadmit(s *seq) {
 	if s.sess != nil {
 		if s.sess.seq.Len > 0 {
-			e.idleSess[s.sess] = struct{}{}
+			sc.idleSess[s.sess] = struct{}{}
 		}
 		return
 	}
-	e.cache.Release(s.kv)
-}
-
-// dequeue removes s from the waiting queue.
-func (e *Engine) dequeue(s *seqState) {
-	e.mu.Lock()
-	if i := slices.Index(e.waiting, s); i >= 0 {
-		e.waiting = slices.Delete(e.waiting, i, i+1)
-	}
-	e.mu.Unlock()
+	sc.cache.Release(s.kv)
 }
 
 // preempt frees s's blocks (its full blocks stay in the prefix cache) and
 // puts it back in the queue in arrival order with all its tokens, so it
-// recomputes them when readmitted.
-func (e *Engine) preempt(s *seqState) {
-	e.removeRunning(s)
-	e.cache.Release(s.kv)
+// recomputes every one of them when readmitted.
+func (sc *scheduler) preempt(s *seq) {
+	sc.removeRunning(s)
+	sc.cache.Release(s.kv)
 	if s.sess != nil {
 		s.sess.ids = nil
 	}
 	s.n = 0
-	e.mu.Lock()
-	i, _ := slices.BinarySearchFunc(e.waiting, s.id, func(w *seqState, id uint64) int {
-		return cmpU64(w.id, id)
-	})
-	e.waiting = slices.Insert(e.waiting, i, s)
-	e.stats.Preemptions++
-	e.mu.Unlock()
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	sc.enqueue(s)
+	sc.preemptions++
 }
 
 // stealSessions frees the blocks of idle sessions (their full blocks stay
 // in the prefix cache) and reports whether there were any.
-func (e *Engine) stealSessions() bool {
-	if len(e.idleSess) == 0 {
+func (sc *scheduler) stealSessions() bool {
+	if len(sc.idleSess) == 0 {
 		return false
 	}
-	for sess := range e.idleSess {
-		e.dropSession(sess)
+	for sess := range sc.idleSess {
+		sc.dropSession(sess)
 	}
 	return true
 }
 
-// dropSession releases a session's blocks (under cmu).
-func (e *Engine) dropSession(sess *Session) {
-	e.cache.Release(&sess.seq)
+// dropSession releases a session's blocks.
+func (sc *scheduler) dropSession(sess *Session) {
+	sc.cache.Release(&sess.seq)
 	sess.ids = nil
-	delete(e.idleSess, sess)
+	delete(sc.idleSess, sess)
 }
 
-// reapCancelled finishes running and waiting requests whose context is
-// done.
-func (e *Engine) reapCancelled() {
-	var gone []*seqState
-	for _, s := range e.running {
-		if s.ctx.Err() != nil {
-			gone = append(gone, s)
+// reap ends running and waiting sequences whose context is done: their
+// blocks are free before this step's Forward.
+func (sc *scheduler) reap(p *plan) {
+	for _, q := range [][]*seq{slices.Clone(sc.running), slices.Clone(sc.waiting)} {
+		for _, s := range q {
+			if s.ctx.Err() != nil {
+				sc.end(p, s, FinishCancelled, nil)
+			}
 		}
-	}
-	e.mu.Lock()
-	e.waiting = slices.DeleteFunc(e.waiting, func(s *seqState) bool {
-		if s.ctx.Err() != nil {
-			gone = append(gone, s)
-			return true
-		}
-		return false
-	})
-	e.mu.Unlock()
-	for _, s := range gone {
-		e.finish(s, FinishCancelled, nil)
 	}
 }
 
-func (e *Engine) removeRunning(s *seqState) {
-	if i := slices.Index(e.running, s); i >= 0 {
-		e.running = slices.Delete(e.running, i, i+1)
+// end removes s (running or waiting), frees its blocks and reports it in
+// the plan.
+func (sc *scheduler) end(p *plan, s *seq, reason string, err error) {
+	if i := slices.Index(sc.waiting, s); i >= 0 {
+		sc.waiting = slices.Delete(sc.waiting, i, i+1)
 	}
+	sc.finish(s)
+	p.ended = append(p.ended, ended{s, reason, err})
 }
 
-// sampleNext draws s's next token from its logits (vocab), streams it and
-// ends the sequence on a stop id, a stop string, max tokens or a full
-// context.
-func (e *Engine) sampleNext(s *seqState, logits []float32) {
-	res := s.res
-	healing := s.heal != nil && len(s.tokens) == s.nPrompt // the first token extends the removed one
-	if healing {
-		if len(e.healBuf) != len(logits) {
-			e.healBuf = make([]float32, len(logits))
-		}
-		logits = s.heal.mask(e.healBuf, logits)
-	}
-	ch, err := s.sampler.Sample(logits, s.tokens, s.nPrompt)
-	if err != nil {
-		e.finish(s, FinishError, err)
-		return
-	}
-	e.mu.Lock()
-	e.stats.GeneratedTokens++
-	e.mu.Unlock()
-	if len(res.IDs) == 0 && s.tDecode.IsZero() {
-		now := time.Now()
-		res.Timings.TTFTMs = ms(now.Sub(s.start))
-		prefill := now.Sub(s.tSched)
-		res.Timings.PrefillMs = ms(prefill)
-		if n := s.nPrompt - res.Usage.CachedTokens; prefill > 0 {
-			res.Timings.PrefillTokS = float64(n) / prefill.Seconds()
-		}
-		s.tDecode = now
-	}
-	if s.stopIDs[ch.ID] {
-		// The stop id itself is not part of the output; release any text
-		// still held back (an incomplete stop-string prefix).
-		if tail := s.flush(); tail != "" {
-			e.emit(s, Token{ID: ch.ID, Text: tail, Logprob: ch.Logprob, Stop: true})
-		}
-		e.finish(s, FinishStop, nil)
-		return
-	}
-	res.IDs = append(res.IDs, ch.ID)
-	s.tokens = append(s.tokens, ch.ID)
-	res.Usage.CompletionTokens = len(res.IDs)
-	pos := len(s.tokens) - 1 // position of the token just sampled
-	last := (s.pol.MaxTokens > 0 && len(res.IDs) >= s.pol.MaxTokens) || pos >= e.ctx
-	var text string
-	if healing {
-		text = s.dec.NextAfter(ch.ID, s.heal.text) // the prompt shows the removed text
-	} else {
-		text = s.dec.Next(ch.ID)
-	}
-	piece, matched := s.stop.Push(text)
-	if last && !matched {
-		piece += s.flush()
-	}
-	e.emit(s, Token{ID: ch.ID, Text: piece, Logprob: ch.Logprob, Top: slices.Clone(ch.TopLogprobs)})
-	switch {
-	case matched:
-		e.finish(s, FinishStop, nil)
-	case last:
-		e.finish(s, FinishLength, nil)
-	}
-}
-
-// flush releases the text the decoder and the stop matcher hold back.
-func (s *seqState) flush() string {
-	t, matched := s.stop.Push(s.dec.Flush())
-	if matched {
-		return t
-	}
-	return t + s.stop.Flush()
-}
-
-func (e *Engine) emit(s *seqState, t Token) {
-	s.text = append(s.text, t.Text...)
-	if s.pol.Logprobs != nil {
-		s.res.Logprobs = append(s.res.Logprobs, t)
-	}
-	s.out.push(t)
-}
-
-// finish ends s: it leaves the running list, returns its blocks (a
-// session keeps them for its next turn), and hands the Result over.
-func (e *Engine) finish(s *seqState, reason string, err error) {
-	e.changed = true
-	e.removeRunning(s)
-	res := s.res
-	res.FinishReason, res.Err = reason, err
-	res.Text = string(s.text)
-	if !s.tDecode.IsZero() {
-		d := time.Since(s.tDecode)
-		res.Timings.DecodeMs = ms(d)
-		if n := len(res.IDs) - 1; n > 0 && d > 0 {
-			res.Timings.DecodeTokS = float64(n) / d.Seconds()
-		}
-	}
+// finish takes s out of the running list and returns its blocks (a
+// session keeps them for its next turn).
+func (sc *scheduler) finish(s *seq) {
+	sc.removeRunning(s)
+	s.n = 0
 	if sess := s.sess; sess != nil {
 		if s.admitted {
 			sess.ids = s.tokens[:sess.seq.Len:sess.seq.Len]
 		}
 		if sess.closing {
-			e.dropSession(sess)
+			sc.dropSession(sess)
 			sess.closing = false
 		} else if sess.seq.Len > 0 {
-			e.idleSess[sess] = struct{}{}
+			sc.idleSess[sess] = struct{}{}
 		}
 		sess.busy.Store(false)
-	} else {
-		e.cache.Release(s.kv)
+		return
 	}
-	s.out.finish(res)
+	sc.cache.Release(s.kv)
 }
 
-// snapshot copies the cache occupancy into the stats (under cmu).
-func (e *Engine) snapshot() {
-	e.mu.Lock()
-	e.stats.Running = len(e.running)
-	e.stats.KVBlocksUsed = e.cache.UsedBlocks()
-	e.stats.KVBlocksCached = e.cache.CachedBlocks()
-	e.mu.Unlock()
+func (sc *scheduler) removeRunning(s *seq) {
+	if i := slices.Index(sc.running, s); i >= 0 {
+		sc.running = slices.Delete(sc.running, i, i+1)
+	}
+}
+
+// commit advances the state after the plan's Forward: newly filled blocks
+// enter the prefix cache, each sequence whose logits came back forks its
+// pending choices (sharing its blocks) and takes its sampled token, or
+// leaves with its blocks released when it is done. It returns the
+// sequences that ended.
+func (sc *scheduler) commit(p *plan, r stepResult) []*seq {
+	var done []*seq
+	if r.err != nil {
+		for _, s := range p.seqs {
+			sc.finish(s)
+			done = append(done, s)
+		}
+		return done
+	}
+	for _, s := range p.seqs {
+		if !sc.noPrefix {
+			sc.cache.Commit(s.kv, s.tokens)
+		}
+		s.n = 0
+	}
+	apply := func(s *seq, x sampled) {
+		if x.done {
+			sc.finish(s)
+			done = append(done, s)
+			return
+		}
+		s.tokens = append(s.tokens, x.token)
+	}
+	for i, s := range p.out {
+		row := r.rows[i]
+		forks := s.forks
+		s.forks = nil
+		for j, c := range forks {
+			apply(sc.fork(s, c, j+1), row[1+j])
+		}
+		apply(s, row[0])
+	}
+	return done
+}
+
+// fork starts choice c as a copy of parent, sharing its blocks (the last
+// partial one is copied before either writes into it).
+func (sc *scheduler) fork(parent *seq, c *choice, sub int) *seq {
+	s := &seq{id: parent.id, sub: sub, ctx: parent.ctx, nPrompt: parent.nPrompt, c: c,
+		tokens:   append(make([]int, 0, cap(parent.tokens)), parent.tokens...),
+		admitted: true, cached: parent.cached, tSched: parent.tSched, cow: true}
+	s.kv = &s.own
+	sc.cache.Fork(s.kv, parent.kv)
+	parent.cow = true
+	i := slices.Index(sc.running, parent) + sub
+	sc.running = slices.Insert(sc.running, min(i, len(sc.running)), s)
+	return s
+}
+
+// drain ends everything (Close): every sequence leaves and frees its blocks.
+func (sc *scheduler) drain() []*seq {
+	all := append(slices.Clone(sc.running), sc.waiting...)
+	sc.waiting = nil
+	for _, s := range all {
+		sc.finish(s)
+	}
+	return all
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }

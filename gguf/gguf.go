@@ -53,8 +53,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
+	"os"
 	"slices"
 	"sort"
 
@@ -64,6 +66,19 @@ import (
 
 // Magic is the first four bytes of every GGUF file.
 const Magic = "GGUF"
+
+// IsFile reports whether the file at path starts with the GGUF magic
+// (false for anything unreadable).
+func IsFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [len(Magic)]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == Magic
+}
 
 // DefaultAlignment is the tensor data alignment when general.alignment is absent.
 const DefaultAlignment = 32

@@ -248,3 +248,14 @@ func BenchmarkOpen(b *testing.B) {
 		f.Close()
 	}
 }
+
+func TestIsFile(t *testing.T) {
+	dir := t.TempDir()
+	good, bad, short := dir+"/a.gguf", dir+"/b", dir+"/c"
+	os.WriteFile(good, []byte("GGUF\x03\x00\x00\x00"), 0o644)
+	os.WriteFile(bad, []byte("GGML1234"), 0o644)
+	os.WriteFile(short, []byte("GG"), 0o644)
+	if !IsFile(good) || IsFile(bad) || IsFile(short) || IsFile(dir+"/missing") {
+		t.Error("IsFile")
+	}
+}

@@ -294,6 +294,23 @@ func (c *Cache) Truncate(s *Seq, n int) int {
 	return s.Len
 }
 
+// Fork makes dst, an empty sequence, continue from src's positions: it
+// takes a reference on each of src's blocks that holds a position (not on
+// blocks reserved past src.Len), so the two share their prefix (n > 1
+// choices prefill a prompt once). The next write of either into a shared
+// partial block must go through Truncate(s, s.Len), which copies it first
+// (copy-on-write); full shared blocks are never written again.
+func (c *Cache) Fork(dst, src *Seq) {
+	c.Release(dst)
+	n := c.BlocksFor(src.Len)
+	for _, b := range src.Blocks[:n] {
+		c.ref[b]++
+	}
+	dst.Blocks = append(dst.Blocks, src.Blocks[:n]...)
+	dst.hashes = append(dst.hashes, src.hashes...)
+	dst.Len = src.Len
+}
+
 // Slot is the row of position pos of s in every layer's K and V.
 func (c *Cache) Slot(s *Seq, pos int) int {
 	return s.Blocks[pos/c.BlockSize]*c.BlockSize + pos%c.BlockSize

@@ -318,3 +318,53 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 		}
 	}
 }
+
+// Fork shares a sequence's written blocks (not its reserved tail); each
+// side's next write into the shared partial block copies it first, and
+// releasing both returns every block.
+func TestForkSharesUntilWrite(t *testing.T) {
+	c, _ := New(1, 2, 4, 8)
+	toks := seqOf(6, 5)
+	var a, b Seq
+	if err := c.Reserve(&a, 10); err != nil { // 3 blocks, 6 positions written
+		t.Fatal(err)
+	}
+	a.Len = 6
+	fill(c, &a, toks, 0)
+	c.Fork(&b, &a)
+	check(t, c, &a, &b)
+	if b.Len != 6 || len(b.Blocks) != 2 || b.Blocks[0] != a.Blocks[0] || b.Blocks[1] != a.Blocks[1] {
+		t.Fatalf("fork: %v len %d, parent %v", b.Blocks, b.Len, a.Blocks)
+	}
+	if used := c.UsedBlocks(); used != 3 {
+		t.Fatalf("%d blocks used after fork, want 3 (shared)", used)
+	}
+	// b writes position 6: copy-on-write of the partial block.
+	shared := b.Blocks[1]
+	c.Truncate(&b, b.Len)
+	if b.Blocks[1] == shared || b.Blocks[0] != a.Blocks[0] {
+		t.Fatalf("no copy-on-write: %v, parent %v", b.Blocks, a.Blocks)
+	}
+	if err := c.Reserve(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := c.Row(0, &b, 6)
+	k[0] = -1
+	for p := range 6 {
+		ka, _ := c.Row(0, &a, p)
+		kb, _ := c.Row(0, &b, p)
+		if ka[0] != float32(toks[p]) || kb[0] != ka[0] {
+			t.Fatalf("position %d: parent %v, fork %v", p, ka[0], kb[0])
+		}
+	}
+	if ka, _ := c.Row(0, &a, 6); ka[0] == -1 {
+		t.Fatal("the fork's write reached the parent's block")
+	}
+	check(t, c, &a, &b)
+	c.Release(&a)
+	c.Release(&b)
+	check(t, c)
+	if c.UsedBlocks() != 0 {
+		t.Fatalf("%d blocks used after releasing both", c.UsedBlocks())
+	}
+}

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"math"
-
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
 )
@@ -82,7 +80,8 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 	hd, qd, kvd := m.HeadDim, m.QDim(), m.KVDim()
 	group := m.Heads / m.KVHeads
 	n := len(b.Seq)
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := float32(m.attnScale())
+	window, softc := m.Window(l), m.AttnSoftcap
 	kc, vc := c.K[l], c.V[l]
 	bs := c.BlockSize
 	var sums [16]float32 // softmax sums of up to 16 heads per group at a time
@@ -90,8 +89,8 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 		g, i := t/n, t%n
 		s, pos := b.Seq[i], b.Pos[i]
 		start := 0
-		if m.SlidingWindow > 0 {
-			start = max(0, pos-m.SlidingWindow+1)
+		if window > 0 {
+			start = max(0, pos-window+1)
 		}
 		np := pos + 1 - start
 		ko := g * hd // offset of the group's K/V slice in a cache row
@@ -108,6 +107,9 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 				p += cnt
 			}
 			for j := range hs {
+				if softc > 0 {
+					softcap(scores[j*np:(j+1)*np], softc)
+				}
 				sums[j] = tensor.SoftmaxExp(scores[j*np : (j+1)*np])
 				clear(m.ws.att[q0+j*hd : q0+(j+1)*hd])
 			}

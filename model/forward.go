@@ -49,6 +49,9 @@ type workspace struct {
 	hb2    []float32   // (n, hidden)
 	cos    []float32   // (n, rope_dim/2)
 	sin    []float32   // (n, rope_dim/2)
+	cosW   []float32   // (n, rope_dim/2) windowed layers' angles when they have their own base
+	sinW   []float32   // (n, rope_dim/2)
+	rc, rs []float32   // the current layer's cos and sin (cos/sin or cosW/sinW)
 	slots  []int       // (n) cache row of each token
 	outIdx []int       // (≤ n) batch indices with Output set
 	xo     []float32   // (n_out, dim) final normalised rows of output tokens
@@ -79,6 +82,13 @@ func (m *Model) ensure(n, maxPos int) {
 		ws.hb2 = make([]float32, n*c.HiddenDim)
 		ws.cos = make([]float32, n*c.RopeDim/2)
 		ws.sin = make([]float32, n*c.RopeDim/2)
+		if m.invFreqSWA != nil {
+			ws.cosW = make([]float32, n*c.RopeDim/2)
+			ws.sinW = make([]float32, n*c.RopeDim/2)
+		}
+		if c.Experts > 0 {
+			m.moe.grow(n, c)
+		}
 		ws.slots = make([]int, n)
 		ws.outIdx = make([]int, 0, n)
 		if slices.ContainsFunc(m.w.layers, func(l layerWeights) bool { return l.wqkv != nil }) {
@@ -195,6 +205,11 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 	for i, tok := range b.Tokens {
 		x := ws.x[i*dim : (i+1)*dim]
 		tensor.DequantizeRow(x, w.tokEmb.Type, w.tokEmb.Row(tok))
+		if cfg.EmbedScale != 0 {
+			for j := range x {
+				x[j] *= cfg.EmbedScale
+			}
+		}
 		if w.posEmb != nil {
 			pe := ws.xb[i*dim : (i+1)*dim]
 			tensor.DequantizeRow(pe, w.posEmb.Type, w.posEmb.Row(b.Pos[i]))
@@ -202,7 +217,10 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		}
 		ws.slots[i] = c.Slot(b.Seq[i], b.Pos[i])
 		if half > 0 {
-			ropeTable(ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half], m.invFreq, b.Pos[i])
+			ropeTableScaled(ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half], m.invFreq, b.Pos[i], cfg.ropeMScale())
+			if m.invFreqSWA != nil {
+				ropeTableScaled(ws.cosW[i*half:(i+1)*half], ws.sinW[i*half:(i+1)*half], m.invFreqSWA, b.Pos[i], cfg.ropeMScale())
+			}
 		}
 	}
 
@@ -232,8 +250,12 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			addBias(k, lw.bk, n)
 			addBias(v, lw.bv, n)
 		}
-		if half > 0 {
-			m.ropeAll(q, k, n)
+		if half > 0 || lw.qNorm != nil {
+			ws.rc, ws.rs = ws.cos, ws.sin
+			if m.invFreqSWA != nil && cfg.Windowed(l) {
+				ws.rc, ws.rs = ws.cosW, ws.sinW
+			}
+			m.ropeAll(lw, q, k, n)
 		}
 		kc, vc := c.K[l], c.V[l]
 		for i := range n {
@@ -244,23 +266,38 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		m.attention(b, c, l, n)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
 		addBias(ws.xb[:n*dim], lw.bo, n)
+		if lw.attnPostNorm != nil {
+			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.attnPostNorm, nil)
+		}
 		addTo(ws.x[:n*dim], ws.xb[:n*dim])
 
 		// Feed-forward block.
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.ffnNorm, lw.ffnNormB)
 		hb := ws.hb[:n*hid]
-		if lw.wGate != nil {
+		switch {
+		case lw.router != nil:
+			m.moeFFN(lw, n)
+		case lw.wGate != nil:
 			hb2 := ws.hb2[:n*hid]
 			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
 			pool.MatMul(hb2, lw.wUp, ws.xb[:n*dim], n)
-			m.elementwise(jobSwiGLU, hb, hb2)
-		} else {
+			if cfg.GELUGate {
+				m.elementwise(jobGeGLU, hb, hb2)
+			} else {
+				m.elementwise(jobSwiGLU, hb, hb2)
+			}
+		default:
 			pool.MatMul(hb, lw.wUp, ws.xb[:n*dim], n)
 			addBias(hb, lw.bUp, n)
 			m.elementwise(jobGELU, hb, nil)
 		}
-		pool.MatMul(ws.xb[:n*dim], lw.wDown, hb, n)
-		addBias(ws.xb[:n*dim], lw.bDown, n)
+		if lw.router == nil {
+			pool.MatMul(ws.xb[:n*dim], lw.wDown, hb, n)
+			addBias(ws.xb[:n*dim], lw.bDown, n)
+		}
+		if lw.ffnPostNorm != nil {
+			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.ffnPostNorm, nil)
+		}
 		addTo(ws.x[:n*dim], ws.xb[:n*dim])
 	}
 
@@ -279,6 +316,9 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 	ws.logits = grow(ws.logits, nOut*cfg.Vocab)
 	if nOut > 0 {
 		pool.MatMul(ws.logits, w.output, ws.xo, nOut)
+		if c := cfg.FinalSoftcap; c > 0 {
+			softcap(ws.logits, c)
+		}
 	}
 
 	for i, s := range b.Seq {

@@ -7,21 +7,26 @@ package model
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
+	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
 
 // LoadTokenizer reads a tokenizer: from a GGUF file's metadata
-// (vocabFromGGUF and tokenizer.FromVocab), anything else with
+// (llamacpp.LoadTokenizer), anything else with
 // tokenizer.Load (tokenizer.json, tokenizer.model, llama2.c tokenizer.bin,
 // GPT-2 vocabulary files, or a directory holding them).
 func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	if isGGUF(path) {
-		return loadGGUFTokenizer(path)
+	if gguf.IsFile(path) {
+		tk, err := llamacpp.LoadTokenizer(path)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		return tk, nil
 	}
 	return tokenizer.Load(path)
 }
@@ -30,6 +35,7 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 type Options struct {
 	Tokenizer string       // tokenizer path (llama2.c tokenizer.bin, tokenizer.model, ...); overrides the model's own
 	Threads   int          // workers for a new pool when Pool is nil (< 1: 1)
+	Context   int          // configured context per sequence (picks LongRoPE factors as llama.cpp's n_ctx_seq does); 0: the trained context length
 	Pool      *tensor.Pool // worker pool to share (one caller at a time: Forward calls on models sharing it must not overlap); nil: a new one with Threads workers
 }
 
@@ -43,9 +49,9 @@ func Load(path string, opts Options) (*Model, error) {
 	var m *Model
 	switch {
 	case fi.IsDir():
-		m, err = loadHF(path)
-	case isGGUF(path):
-		m, err = loadGGUF(path)
+		m, err = loadHF(path, opts.Context)
+	case gguf.IsFile(path):
+		m, err = loadGGUF(path, opts.Context)
 	default:
 		m, err = loadLlama2c(path)
 	}
@@ -72,18 +78,6 @@ func Load(path string, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// isGGUF reports whether the file at path starts with the GGUF magic.
-func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [4]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:]) == "GGUF"
-}
-
 // init validates the config and weights and precomputes RoPE frequencies.
 func (m *Model) init() error {
 	if err := m.Config.validate(); err != nil {
@@ -94,6 +88,9 @@ func (m *Model) init() error {
 	}
 	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
+	if m.RopeThetaSWA > 0 && m.SlidingWindow > 0 {
+		m.invFreqSWA = ropeFreqsBase(&m.Config, m.RopeThetaSWA, nil, RopeScaling{})
+	}
 	// End of generation: the file's own ids (generation_config.json) and
 	// the tokenizer's end-of-generation set, ids within the vocabulary.
 	if m.Tokenizer != nil {

@@ -3,11 +3,11 @@ package model
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"math"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
-	"nanoserve/tokenizer"
 )
 
 // GGUF files (llama.cpp): hyperparameters under "<arch>.*" metadata keys,
@@ -21,12 +21,12 @@ import (
 // converter permuted the Q/K rows); "qwen2" rotates halves (NEOX); "gpt2"
 // has no RoPE.
 
-func loadGGUF(path string) (*Model, error) {
+func loadGGUF(path string, ctx int) (*Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	m, err := modelFromGGUF(f)
+	m, err := modelFromGGUF(f, ctx)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -148,52 +148,127 @@ func decodeVec(t tensor.DType, data []byte, n int) ([]float32, error) {
 	return v, nil
 }
 
-// modelFromGGUF reads hyperparameters, weights, tokenizer and chat template.
-func modelFromGGUF(f *gguf.File) (*Model, error) {
-	arch := f.Arch()
+// experts returns the (experts, rows, cols) tensor name as one (rows,
+// cols) matrix view per expert (ggml dims [cols, rows, experts]: expert e
+// is the e-th slab of rows).
+func (g *ggufLoader) experts(name string, experts, rows, cols int) []*tensor.Mat {
+	t, ok := g.f.Tensor(name)
+	if !ok {
+		g.fail(fmt.Errorf("model: missing tensor %s", name))
+		return nil
+	}
+	if len(t.Dims) != 3 || int(t.Dims[0]) != cols || int(t.Dims[1]) != rows || int(t.Dims[2]) != experts {
+		g.fail(fmt.Errorf("model: tensor %s has dims %v, want [%d %d %d] (hyperparameters)", name, t.Dims, cols, rows, experts))
+		return nil
+	}
+	if !tensor.Computable(t.Type) {
+		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s", name, t.Type))
+		return nil
+	}
+	rb, err := t.Type.RowBytes(cols)
+	if err != nil || len(t.Data) != experts*rows*rb {
+		g.fail(fmt.Errorf("model: tensor %s has %d bytes, want %d experts × %d rows of %s", name, len(t.Data), experts, rows, t.Type))
+		return nil
+	}
+	out := make([]*tensor.Mat, experts)
+	slab := rows * rb
+	for e := range out {
+		out[e] = &tensor.Mat{Type: t.Type, Rows: rows, Cols: cols, Data: t.Data[e*slab : (e+1)*slab : (e+1)*slab]}
+	}
+	return out
+}
+
+// modelFromGGUF reads hyperparameters, weights, tokenizer and chat
+// template, as the architecture's llamacpp.Arch entry describes them.
+// ctx is the configured context per sequence (0: the trained one).
+func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
+	arch, err := llamacpp.Lookup(f.Arch())
+	if err != nil {
+		return nil, fmt.Errorf("%w %w", ErrUnknownArch, err)
+	}
 	m := &Model{}
 	c := &m.Config
 	c.Format = "gguf"
-	switch arch {
+	switch arch.Name {
 	case "llama", "mistral":
 		c.Arch = ArchLlama
 	case "qwen2":
-		c.Arch, c.RopeNeox = ArchQwen2, true
+		c.Arch = ArchQwen2
 	case "gpt2":
 		c.Arch = ArchGPT2
-	case "":
-		return nil, fmt.Errorf("%w: GGUF file has no general.architecture", ErrUnknownArch)
 	default:
-		return nil, fmt.Errorf("%w %q (supported: llama, qwen2, gpt2)", ErrUnknownArch, arch)
+		c.Arch = arch.Name // the constants are llama.cpp's names
 	}
+	c.RopeNeox = arch.RopeNeox
 	g := &ggufLoader{f: f}
-	c.ContextLen = g.uint("context_length", 0, true)
-	c.Dim = g.uint("embedding_length", 0, true)
-	c.Layers = g.uint("block_count", 0, true)
-	c.HiddenDim = g.uint("feed_forward_length", 0, true)
-	c.Heads = g.uint("attention.head_count", 0, true)
-	c.KVHeads = g.uint("attention.head_count_kv", c.Heads, false)
+	c.ContextLen = g.uint(llamacpp.KeyContextLength, 0, true)
+	c.Dim = g.uint(llamacpp.KeyEmbeddingLength, 0, true)
+	c.Layers = g.uint(llamacpp.KeyBlockCount, 0, true)
+	c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
+	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
+	c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
 	if g.err != nil {
 		return nil, g.err
 	}
 	if c.Heads <= 0 || c.Dim <= 0 {
 		return nil, fmt.Errorf("model: invalid GGUF hyperparameters: embedding_length %d, head_count %d", c.Dim, c.Heads)
 	}
-	c.HeadDim = g.uint("attention.key_length", c.Dim/c.Heads, false)
-	if v := g.uint("attention.value_length", c.HeadDim, false); v != c.HeadDim {
+	c.HeadDim = g.uint(llamacpp.KeyKeyLength, c.Dim/c.Heads, false)
+	if v := g.uint(llamacpp.KeyValueLength, c.HeadDim, false); v != c.HeadDim {
 		return nil, fmt.Errorf("model: attention.value_length %d != key_length %d is not supported", v, c.HeadDim)
 	}
 	if c.Arch == ArchGPT2 {
-		c.NormEps = float32(g.float("attention.layer_norm_epsilon", 1e-5))
+		c.NormEps = float32(g.float(llamacpp.KeyLayerNormEps, 1e-5))
 	} else {
-		c.NormEps = float32(g.float("attention.layer_norm_rms_epsilon", 1e-5))
-		c.RopeTheta = g.float("rope.freq_base", 10000)
-		c.RopeDim = g.uint("rope.dimension_count", c.HeadDim, false)
-		c.SlidingWindow = g.uint("attention.sliding_window", 0, false)
-		if st, err := f.String(arch + ".rope.scaling.type"); err == nil && st != "none" {
+		c.NormEps = float32(g.float(llamacpp.KeyRMSNormEps, 1e-5))
+		c.RopeTheta = g.float(llamacpp.KeyRopeFreqBase, 10000)
+		c.RopeDim = g.uint(llamacpp.KeyRopeDim, c.HeadDim, false)
+		if !arch.NoWindow {
+			c.SlidingWindow = g.uint(llamacpp.KeySlidingWindow, arch.DefaultWindow, false)
+		}
+		if st, err := f.String(f.Arch() + "." + llamacpp.KeyRopeScalingType); err == nil && st != "none" {
 			c.RopeScaling.Type = st
-			c.RopeScaling.Factor = g.float("rope.scaling.factor", 1)
-			c.RopeScaling.OrigContext = g.uint("rope.scaling.original_context_length", 0, false)
+			c.RopeScaling.Factor = g.float(llamacpp.KeyRopeScalingFactor, 1)
+		}
+		// Read with or without a scaling type: llama.cpp's
+		// n_ctx_orig_yarn also picks LongRoPE factors.
+		c.RopeScaling.OrigContext = g.uint(llamacpp.KeyRopeOrigContext, 0, false)
+		c.RopeAttnFactor = g.float(llamacpp.KeyRopeAttnFactor, 0)
+	}
+	if arch.SWAPattern > 0 && c.SlidingWindow > 0 {
+		if c.Layers > 1<<16 {
+			return nil, fmt.Errorf("model: block_count %d is too large", c.Layers)
+		}
+		if c.SWALayers, err = llamacpp.ReadSWALayers(f, c.Layers, arch.SWAPattern); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		c.RopeThetaSWA = g.float(llamacpp.KeyRopeFreqBaseSWA, 0)
+		if arch.Name == "gemma3" && c.RopeThetaSWA == 0 {
+			c.RopeThetaSWA = 10000 // llama_hparams::rope_freq_base_train_swa's default
+		}
+	}
+	c.QKNorm = arch.QKNorm
+	if arch.Gemma {
+		c.PostNorms, c.GELUGate = true, true
+		c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+		// gemma2.cpp/gemma3.cpp: the 27B sizes (46 and 62 layers) scale
+		// queries by 1/√(n_embd/n_head), the others by 1/√head_dim.
+		if arch.Name == "gemma2" && c.Layers == 46 || arch.Name == "gemma3" && c.Layers == 62 {
+			c.AttnScale = 1 / math.Sqrt(float64(c.Dim/c.Heads))
+		}
+	}
+	if arch.SoftCaps {
+		c.AttnSoftcap = float32(g.float(llamacpp.KeyAttnSoftcap, 0))
+		c.FinalSoftcap = float32(g.float(llamacpp.KeyFinalSoftcap, 0))
+		if arch.Name == "gemma3" {
+			c.AttnSoftcap = 0 // gemma3.cpp passes no attention soft-cap
+		}
+	}
+	if arch.MoE {
+		c.Experts = g.uint(llamacpp.KeyExpertCount, 0, false)
+		if c.Experts > 0 {
+			c.ExpertsUsed = g.uint(llamacpp.KeyExpertUsedCount, 0, true)
+			c.ExpertHiddenDim = g.uint(llamacpp.KeyExpertFFLength, c.HiddenDim, false)
 		}
 	}
 	if g.err != nil {
@@ -202,65 +277,45 @@ func modelFromGGUF(f *gguf.File) (*Model, error) {
 	if c.Dim%c.Heads != 0 && c.HeadDim == c.Dim/c.Heads {
 		return nil, fmt.Errorf("model: embedding_length %d is not a multiple of head_count %d", c.Dim, c.Heads)
 	}
-	emb, ok := f.Tensor("token_embd.weight")
+	emb, ok := f.Tensor(llamacpp.TokenEmbd)
 	if !ok {
-		return nil, fmt.Errorf("model: missing tensor token_embd.weight")
+		return nil, fmt.Errorf("model: missing tensor %s", llamacpp.TokenEmbd)
 	}
 	c.Vocab = emb.Rows()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 
-	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	if err := m.buildWeights(arch, g); err != nil {
+		return nil, err
+	}
 	w := &m.w
-	w.tokEmb = g.mat("token_embd.weight", c.Vocab, dim, true)
-	gpt2 := c.Arch == ArchGPT2
-	if gpt2 {
-		if t, ok := f.Tensor("position_embd.weight"); ok {
-			w.posEmb = g.mat("position_embd.weight", t.Rows(), dim, true)
-		} else {
-			g.fail(fmt.Errorf("model: missing tensor position_embd.weight"))
-		}
-	}
-	w.layers = make([]layerWeights, c.Layers)
-	for i := range w.layers {
-		l := &w.layers[i]
-		p := fmt.Sprintf("blk.%d.", i)
-		l.attnNorm = g.vec(p+"attn_norm.weight", dim, true)
-		l.attnNormB = g.vec(p+"attn_norm.bias", dim, gpt2)
-		if gpt2 {
-			l.wqkv = g.mat(p+"attn_qkv.weight", qd+2*kvd, dim, true)
-			l.bqkv = g.vec(p+"attn_qkv.bias", qd+2*kvd, false)
-		} else {
-			l.wq = g.mat(p+"attn_q.weight", qd, dim, true)
-			l.wk = g.mat(p+"attn_k.weight", kvd, dim, true)
-			l.wv = g.mat(p+"attn_v.weight", kvd, dim, true)
-			l.bq = g.vec(p+"attn_q.bias", qd, c.Arch == ArchQwen2)
-			l.bk = g.vec(p+"attn_k.bias", kvd, c.Arch == ArchQwen2)
-			l.bv = g.vec(p+"attn_v.bias", kvd, c.Arch == ArchQwen2)
-			l.wGate = g.mat(p+"ffn_gate.weight", hid, dim, true)
-		}
-		l.wo = g.mat(p+"attn_output.weight", dim, qd, true)
-		l.bo = g.vec(p+"attn_output.bias", dim, false)
-		l.ffnNorm = g.vec(p+"ffn_norm.weight", dim, true)
-		l.ffnNormB = g.vec(p+"ffn_norm.bias", dim, gpt2)
-		l.wUp = g.mat(p+"ffn_up.weight", hid, dim, true)
-		l.bUp = g.vec(p+"ffn_up.bias", hid, false)
-		l.wDown = g.mat(p+"ffn_down.weight", dim, hid, true)
-		l.bDown = g.vec(p+"ffn_down.bias", dim, false)
-		if g.err != nil {
-			return nil, g.err
-		}
-	}
-	w.outNorm = g.vec("output_norm.weight", dim, true)
-	w.outNormB = g.vec("output_norm.bias", dim, gpt2)
-	if _, ok := f.Tensor("output.weight"); ok {
-		w.output = g.mat("output.weight", c.Vocab, dim, true)
-	} else {
-		w.output, c.Tied = w.tokEmb, true
-	}
 	if c.RopeDim > 0 {
-		w.ropeFreqs = g.vec("rope_freqs.weight", c.RopeDim/2, false)
+		w.ropeFreqs = g.vec(llamacpp.RopeFreqs, c.RopeDim/2, false)
+		if w.ropeFreqs != nil {
+			c.RopeFactors = llamacpp.RopeFreqs
+		}
+		if arch.LongRope && w.ropeFreqs == nil {
+			// llama_model::get_rope_factors: long factors when the
+			// context per sequence exceeds the original training
+			// context, else short.
+			orig := c.RopeScaling.OrigContext
+			if orig == 0 {
+				orig = c.ContextLen
+			}
+			if ctx == 0 {
+				ctx = c.ContextLen
+			}
+			name := llamacpp.RopeShort
+			if ctx > orig {
+				name = llamacpp.RopeLong
+			}
+			w.ropeFreqs = g.vec(name, c.RopeDim/2, false)
+			if w.ropeFreqs != nil {
+				c.RopeFactors = name
+				m.longRope = [2][]float32{g.vec(llamacpp.RopeLong, c.RopeDim/2, true), g.vec(llamacpp.RopeShort, c.RopeDim/2, true)}
+			}
+		}
 	}
 	if g.err != nil {
 		return nil, g.err
@@ -275,13 +330,9 @@ func modelFromGGUF(f *gguf.File) (*Model, error) {
 	}
 
 	if _, err := f.Strings("tokenizer.ggml.tokens"); err == nil {
-		v, err := vocabFromGGUF(f)
+		tk, err := llamacpp.TokenizerFromGGUF(f)
 		if err != nil {
-			return nil, err
-		}
-		tk, err := tokenizer.FromVocab(v)
-		if err != nil {
-			return nil, fmt.Errorf("model: GGUF tokenizer: %w", err)
+			return nil, fmt.Errorf("model: %w", err)
 		}
 		m.Tokenizer = tk
 	}
@@ -289,117 +340,109 @@ func modelFromGGUF(f *gguf.File) (*Model, error) {
 	return m, nil
 }
 
-// vocabFromGGUF reads the tokenizer.ggml.* metadata into a Vocab: model,
-// pre-tokenizer, tokens, scores, token types, merges, special token ids,
-// and the add-BOS/EOS/space-prefix flags (with llama.cpp's defaults when
-// absent: SentencePiece models add BOS and a space prefix, byte-level ones
-// neither).
-func vocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
-	var v tokenizer.Vocab
-	var err error
-	fail := func(e error) (tokenizer.Vocab, error) {
-		return tokenizer.Vocab{}, fmt.Errorf("model: GGUF tokenizer: %w", e)
-	}
-	if v.Model, err = f.String("tokenizer.ggml.model"); err != nil {
-		return fail(err)
-	}
-	if v.Tokens, err = f.Strings("tokenizer.ggml.tokens"); err != nil {
-		return fail(err)
-	}
-	n := len(v.Tokens)
-	optional := func(err error) bool { return errors.Is(err, gguf.ErrMissingKey) }
-	if v.Pre, err = f.String("tokenizer.ggml.pre"); err != nil && !optional(err) {
-		return fail(err)
-	}
-	if v.Scores, err = f.Float32s("tokenizer.ggml.scores"); err != nil && !optional(err) {
-		return fail(err)
-	}
-	if v.Scores != nil && len(v.Scores) != n {
-		return fail(fmt.Errorf("%d scores for %d tokens", len(v.Scores), n))
-	}
-	types, err := f.Int32s("tokenizer.ggml.token_type")
-	if err != nil && !optional(err) {
-		return fail(err)
-	}
-	if types != nil {
-		if len(types) != n {
-			return fail(fmt.Errorf("%d token types for %d tokens", len(types), n))
-		}
-		v.Types = make([]tokenizer.TokenType, n)
-		for i, t := range types {
-			v.Types[i] = tokenizer.TokenType(t)
-		}
-	}
-	if v.Merges, err = f.Strings("tokenizer.ggml.merges"); err != nil && !optional(err) {
-		return fail(err)
-	}
-	id := func(key string) (tokenizer.OptID, error) {
-		x, err := f.Uint("tokenizer.ggml." + key)
-		if optional(err) {
-			return tokenizer.OptID{}, nil
-		}
-		if err != nil {
-			return tokenizer.OptID{}, err
-		}
-		if x >= uint64(n) {
-			return tokenizer.OptID{}, fmt.Errorf("tokenizer.ggml.%s %d outside vocabulary of %d", key, x, n)
-		}
-		return tokenizer.Some(int(x)), nil
-	}
-	for key, dst := range map[string]*tokenizer.OptID{"bos_token_id": &v.BOS, "eos_token_id": &v.EOS, "unknown_token_id": &v.UNK, "padding_token_id": &v.PAD} {
-		if *dst, err = id(key); err != nil {
-			return fail(err)
-		}
-	}
-	for _, key := range []string{"eot_token_id", "eom_token_id"} {
-		o, err := id(key)
-		if err != nil {
-			return fail(err)
-		}
-		if o.OK && !slices.Contains(v.EOG, o.ID) {
-			v.EOG = append(v.EOG, o.ID)
-		}
-	}
-	flag := func(key string, def bool) (bool, error) {
-		b, err := f.Bool("tokenizer.ggml." + key)
-		if optional(err) {
-			return def, nil
-		}
-		return b, err
-	}
-	sp := v.Model == "llama"
-	if v.AddBOS, err = flag("add_bos_token", sp); err != nil {
-		return fail(err)
-	}
-	if v.AddEOS, err = flag("add_eos_token", false); err != nil {
-		return fail(err)
-	}
-	if v.AddSpacePrefix, err = flag("add_space_prefix", sp); err != nil {
-		return fail(err)
-	}
-	switch v.Pre {
-	case "llama3", "llama-v3", "llama-bpe":
-		v.IgnoreMerges = true
-	}
-	return v, nil
+// weightReader yields a model's tensors by llama.cpp name, whatever the
+// file's own naming: ggufLoader reads GGUF files, hfReader maps Hugging
+// Face names and conventions through llamacpp's table. Errors are kept
+// (the first one) and returned by error.
+type weightReader interface {
+	mat(name string, rows, cols int, required bool) *tensor.Mat
+	vec(name string, n int, required bool) []float32
+	experts(name string, experts, rows, cols int) []*tensor.Mat
+	rows(name string) (int, bool) // a present matrix's row count
+	fail(err error)
+	error() error
 }
 
-// loadGGUFTokenizer reads only the tokenizer of a GGUF file.
-func loadGGUFTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+func (g *ggufLoader) rows(name string) (int, bool) {
+	t, ok := g.f.Tensor(name)
+	if !ok {
+		return 0, false
 	}
-	defer f.Close()
-	v, err := vocabFromGGUF(f)
-	if err != nil {
-		return nil, err
+	return t.Rows(), true
+}
+
+func (g *ggufLoader) error() error { return g.err }
+
+// buildWeights reads every weight of the architecture's blocks from r into
+// m.w, by llama.cpp's tensor names and the shapes the Config implies.
+func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
+	c := &m.Config
+	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	w := &m.w
+	w.tokEmb = g.mat(llamacpp.TokenEmbd, c.Vocab, dim, true)
+	gpt2 := c.Arch == ArchGPT2
+	if gpt2 {
+		if rows, ok := g.rows(llamacpp.PositionEmbd); ok {
+			w.posEmb = g.mat(llamacpp.PositionEmbd, rows, dim, true)
+		} else {
+			g.fail(fmt.Errorf("model: missing tensor %s", llamacpp.PositionEmbd))
+		}
 	}
-	// The Vocab's strings live in the metadata, not the mapping, so they
-	// outlive Close.
-	tk, err := tokenizer.FromVocab(v)
-	if err != nil {
-		return nil, fmt.Errorf("model: GGUF tokenizer: %w", err)
+	w.layers = make([]layerWeights, c.Layers)
+	for i := range w.layers {
+		l := &w.layers[i]
+		wt := func(name string) string { return llamacpp.Blk(i, name, "weight") }
+		bs := func(name string) string { return llamacpp.Blk(i, name, "bias") }
+		l.attnNorm = g.vec(wt(llamacpp.AttnNorm), dim, true)
+		l.attnNormB = g.vec(bs(llamacpp.AttnNorm), dim, gpt2)
+		if arch.FusedQKV {
+			l.wqkv = g.mat(wt(llamacpp.AttnQKV), qd+2*kvd, dim, true)
+			l.bqkv = g.vec(bs(llamacpp.AttnQKV), qd+2*kvd, false)
+		} else {
+			l.wq = g.mat(wt(llamacpp.AttnQ), qd, dim, true)
+			l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
+			l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
+			l.bq = g.vec(bs(llamacpp.AttnQ), qd, arch.QKVBias)
+			l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
+			l.bv = g.vec(bs(llamacpp.AttnV), kvd, arch.QKVBias)
+		}
+		if arch.QKNorm {
+			l.qNorm = g.vec(wt(llamacpp.AttnQNorm), c.HeadDim, true)
+			l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
+		}
+		l.wo = g.mat(wt(llamacpp.AttnOut), dim, qd, true)
+		l.bo = g.vec(bs(llamacpp.AttnOut), dim, false)
+		l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
+		l.ffnNormB = g.vec(bs(llamacpp.FFNNorm), dim, gpt2)
+		if arch.Gemma {
+			l.attnPostNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true)
+			l.ffnPostNorm = g.vec(wt(llamacpp.FFNPostNorm), dim, true)
+		}
+		switch {
+		case c.Experts > 0:
+			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
+			eh := c.ExpertHiddenDim
+			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
+			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
+			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
+		case arch.FusedGateUp:
+			// ffn_up is (2·hidden, dim): rows [0, hidden) gate, then up.
+			if gu := g.mat(wt(llamacpp.FFNUp), 2*hid, dim, true); gu != nil {
+				half := len(gu.Data) / 2
+				l.wGate = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[:half:half]}
+				l.wUp = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[half:]}
+			}
+		default:
+			if !gpt2 {
+				l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
+			}
+			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
+			l.bUp = g.vec(bs(llamacpp.FFNUp), hid, false)
+		}
+		if c.Experts == 0 {
+			l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
+			l.bDown = g.vec(bs(llamacpp.FFNDown), dim, false)
+		}
+		if err := g.error(); err != nil {
+			return err
+		}
 	}
-	return tk, nil
+	w.outNorm = g.vec(llamacpp.OutputNorm+".weight", dim, true)
+	w.outNormB = g.vec(llamacpp.OutputNorm+".bias", dim, gpt2)
+	if _, ok := g.rows(llamacpp.Output); ok && arch.Name != "gemma2" && !c.Tied { // gemma2.cpp always ties
+		w.output = g.mat(llamacpp.Output, c.Vocab, dim, true)
+	} else {
+		w.output, c.Tied = w.tokEmb, true
+	}
+	return g.error()
 }

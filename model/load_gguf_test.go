@@ -20,6 +20,7 @@ type lcppGolden struct {
 			ID      int         `json:"id"`
 			Logprob float64     `json:"logprob"`
 			Top     [][]float64 `json:"top"`
+			RefF64  *float64    `json:"ref_f64_logprob"`
 		} `json:"steps"`
 	} `json:"prompts"`
 }

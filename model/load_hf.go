@@ -1,16 +1,20 @@
 package model
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"unsafe"
 
+	"nanoserve/llamacpp"
 	"nanoserve/safetensors"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -40,17 +44,43 @@ type hfConfig struct {
 	RMSNormEps        *float64 `json:"rms_norm_eps"`
 	RopeTheta         *float64 `json:"rope_theta"`
 	RopeScaling       *struct {
-		RopeType        string  `json:"rope_type"`
-		Type            string  `json:"type"`
-		Factor          float64 `json:"factor"`
-		LowFreqFactor   float64 `json:"low_freq_factor"`
-		HighFreqFactor  float64 `json:"high_freq_factor"`
-		OrigMaxPosition int     `json:"original_max_position_embeddings"`
+		RopeType        string    `json:"rope_type"`
+		Type            string    `json:"type"`
+		Factor          float64   `json:"factor"`
+		LowFreqFactor   float64   `json:"low_freq_factor"`
+		HighFreqFactor  float64   `json:"high_freq_factor"`
+		OrigMaxPosition int       `json:"original_max_position_embeddings"`
+		LongFactor      []float64 `json:"long_factor"`  // Phi-3 longrope (su)
+		ShortFactor     []float64 `json:"short_factor"` // Phi-3 longrope (su)
 	} `json:"rope_scaling"`
 	MaxPositionEmbeddings int   `json:"max_position_embeddings"`
 	TieWordEmbeddings     *bool `json:"tie_word_embeddings"`
 	SlidingWindow         *int  `json:"sliding_window"`
 	UseSlidingWindow      *bool `json:"use_sliding_window"`
+
+	// Mixture of experts: Mixtral (num_local_experts; intermediate_size is
+	// the expert width), Qwen3-MoE (num_experts, moe_intermediate_size,
+	// norm_topk_prob).
+	NumLocalExperts     *int  `json:"num_local_experts"`
+	NumExperts          *int  `json:"num_experts"`
+	NumExpertsPerTok    int   `json:"num_experts_per_tok"`
+	MoEIntermediateSize int   `json:"moe_intermediate_size"`
+	NormTopKProb        *bool `json:"norm_topk_prob"`
+
+	// Gemma 2/3 (modeling_gemma2.py, modeling_gemma3.py): queries scaled
+	// by query_pre_attn_scalar^-0.5, soft-caps, the windowed-layer pattern
+	// (sliding_window_pattern, or the newer per-layer layer_types) and
+	// the windowed layers' RoPE base (rope_local_base_freq).
+	QueryPreAttnScalar    *float64 `json:"query_pre_attn_scalar"`
+	AttnLogitSoftcapping  *float64 `json:"attn_logit_softcapping"`
+	FinalLogitSoftcapping *float64 `json:"final_logit_softcapping"`
+	SlidingWindowPattern  *int     `json:"sliding_window_pattern"`
+	LayerTypes            []string `json:"layer_types"`
+	RopeLocalBaseFreq     *float64 `json:"rope_local_base_freq"`
+
+	// Phi-3 (modeling_phi3.py).
+	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
+	OrigMaxPosition     int      `json:"original_max_position_embeddings"`
 
 	// GPT-2
 	NEmbd            int      `json:"n_embd"`
@@ -61,7 +91,7 @@ type hfConfig struct {
 	LayerNormEpsilon *float64 `json:"layer_norm_epsilon"`
 }
 
-func loadHF(dir string) (*Model, error) {
+func loadHF(dir string, ctx int) (*Model, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -76,17 +106,19 @@ func loadHF(dir string) (*Model, error) {
 	if len(hc.Architectures) == 0 {
 		return nil, fmt.Errorf("%w: config.json names no architectures (model_type %q)", ErrUnknownArch, hc.ModelType)
 	}
-	switch a := hc.Architectures[0]; a {
-	case "LlamaForCausalLM", "MistralForCausalLM":
-		c.Arch = ArchLlama
-	case "Qwen2ForCausalLM":
-		c.Arch = ArchQwen2
-	case "GPT2LMHeadModel":
-		c.Arch = ArchGPT2
-	default:
-		return nil, fmt.Errorf("%w %q (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)", ErrUnknownArch, a)
+	class := hc.Architectures[0]
+	ggufArch, ok := llamacpp.HFArchs[class]
+	if !ok {
+		names := make([]string, 0, len(llamacpp.HFArchs))
+		for n := range llamacpp.HFArchs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("%w %q (supported: %s)", ErrUnknownArch, class, strings.Join(names, ", "))
 	}
-	if err := hc.fill(c); err != nil {
+	arch := llamacpp.Archs[ggufArch]
+	c.Arch = archOf(arch)
+	if err := hc.fill(c, arch); err != nil {
 		return nil, err
 	}
 
@@ -94,7 +126,7 @@ func loadHF(dir string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if err := m.hfWeights(st, &hc); err != nil {
+	if err := m.hfWeights(st, &hc, arch, ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -116,7 +148,7 @@ func loadHF(dir string) (*Model, error) {
 }
 
 // fill sets the Config's hyperparameters from config.json.
-func (hc *hfConfig) fill(c *Config) error {
+func (hc *hfConfig) fill(c *Config, arch *llamacpp.Arch) error {
 	if c.Arch == ArchGPT2 {
 		c.Dim, c.Layers, c.Heads, c.KVHeads = hc.NEmbd, hc.NLayer, hc.NHead, hc.NHead
 		c.HiddenDim = 4 * hc.NEmbd
@@ -166,6 +198,8 @@ func (hc *hfConfig) fill(c *Config) error {
 		}
 		switch typ {
 		case "default", "":
+		case "longrope", "su": // Phi-3: per-pair factors, read in hfWeights
+			c.RopeScaling.OrigContext = cmp.Or(rs.OrigMaxPosition, hc.OrigMaxPosition)
 		case "linear", "llama3":
 			c.RopeScaling = RopeScaling{Type: typ, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
 				HighFreqFactor: rs.HighFreqFactor, OrigContext: rs.OrigMaxPosition}
@@ -179,7 +213,86 @@ func (hc *hfConfig) fill(c *Config) error {
 	if hc.SlidingWindow != nil && (c.Arch == ArchLlama || hc.UseSlidingWindow != nil && *hc.UseSlidingWindow) {
 		c.SlidingWindow = *hc.SlidingWindow
 	}
+	return hc.fillArch(c, arch)
+}
+
+// fillArch reads the hyperparameters of the blocks the newer
+// architectures add, with transformers' field names and defaults.
+func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
+	c.QKNorm = arch.QKNorm
+	if arch.MoE {
+		n := hc.NumLocalExperts // MixtralConfig
+		if n == nil {
+			n = hc.NumExperts // Qwen3MoeConfig
+		}
+		if n != nil && *n > 0 {
+			c.Experts, c.ExpertsUsed = *n, hc.NumExpertsPerTok
+			c.ExpertHiddenDim = c.HiddenDim // Mixtral's experts are intermediate_size wide
+			if hc.MoEIntermediateSize > 0 {
+				c.ExpertHiddenDim = hc.MoEIntermediateSize
+			}
+			// llama.cpp renormalises the top-k weights for both (build_moe_ffn
+			// norm_w = true); a Qwen3-MoE checkpoint that does not is
+			// another model.
+			if hc.NormTopKProb != nil && !*hc.NormTopKProb {
+				return fmt.Errorf("model: config.json: norm_topk_prob false is not supported (llama.cpp renormalises)")
+			}
+		}
+	}
+	if arch.Gemma {
+		c.PostNorms, c.GELUGate = true, true
+		c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+		if hc.QueryPreAttnScalar != nil && *hc.QueryPreAttnScalar > 0 {
+			c.AttnScale = 1 / math.Sqrt(*hc.QueryPreAttnScalar)
+		}
+		if hc.FinalLogitSoftcapping != nil {
+			c.FinalSoftcap = float32(*hc.FinalLogitSoftcapping)
+		}
+		if hc.AttnLogitSoftcapping != nil && arch.Name == "gemma2" {
+			c.AttnSoftcap = float32(*hc.AttnLogitSoftcapping)
+		}
+		c.SlidingWindow = 0
+		if hc.SlidingWindow != nil {
+			c.SlidingWindow = *hc.SlidingWindow
+		}
+		switch {
+		case len(hc.LayerTypes) == c.Layers:
+			c.SWALayers = make([]bool, c.Layers)
+			for l, t := range hc.LayerTypes {
+				c.SWALayers[l] = t == "sliding_attention"
+			}
+		case hc.SlidingWindowPattern != nil:
+			c.SWALayers = llamacpp.SWALayers(c.Layers, *hc.SlidingWindowPattern)
+		default:
+			c.SWALayers = llamacpp.SWALayers(c.Layers, arch.SWAPattern)
+		}
+		if arch.Name == "gemma3" {
+			c.RopeThetaSWA = 10000 // Gemma3TextConfig.rope_local_base_freq's default
+			if hc.RopeLocalBaseFreq != nil {
+				c.RopeThetaSWA = *hc.RopeLocalBaseFreq
+			}
+		}
+	}
+	if arch.NoWindow {
+		c.SlidingWindow = 0 // as llama.cpp runs Phi-3 (src/models/phi3.cpp)
+	}
+	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
+		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
+	}
 	return nil
+}
+
+// archOf is the Config.Arch of a llama.cpp architecture.
+func archOf(a *llamacpp.Arch) string {
+	switch a.Name {
+	case "llama", "mistral":
+		return ArchLlama
+	case "qwen2":
+		return ArchQwen2
+	case "gpt2":
+		return ArchGPT2
+	}
+	return a.Name
 }
 
 // hfLoader reads safetensors tensors, keeping the first error.
@@ -285,7 +398,7 @@ func (h *hfLoader) vec(name string, n int, required bool) []float32 {
 }
 
 // hfWeights maps the checkpoint's tensors into m.w.
-func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig) error {
+func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arch, ctx int) error {
 	c := &m.Config
 	h := &hfLoader{st: st}
 	w := &m.w
@@ -330,37 +443,157 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig) error {
 		return h.errOr(errors.New("model: tensor model.embed_tokens.weight is not a matrix"))
 	}
 	c.Vocab = emb.Shape[0]
-	w.tokEmb = h.mat("model.embed_tokens.weight", c.Vocab, dim, true)
-	w.layers = make([]layerWeights, c.Layers)
-	qwen := c.Arch == ArchQwen2
-	for i := range w.layers {
-		l := &w.layers[i]
-		p := fmt.Sprintf("model.layers.%d.", i)
-		l.attnNorm = h.vec(p+"input_layernorm.weight", dim, true)
-		l.wq = h.mat(p+"self_attn.q_proj.weight", qd, dim, true)
-		l.wk = h.mat(p+"self_attn.k_proj.weight", kvd, dim, true)
-		l.wv = h.mat(p+"self_attn.v_proj.weight", kvd, dim, true)
-		l.bq = h.vec(p+"self_attn.q_proj.bias", qd, qwen)
-		l.bk = h.vec(p+"self_attn.k_proj.bias", kvd, qwen)
-		l.bv = h.vec(p+"self_attn.v_proj.bias", kvd, qwen)
-		l.wo = h.mat(p+"self_attn.o_proj.weight", dim, qd, true)
-		l.bo = h.vec(p+"self_attn.o_proj.bias", dim, false)
-		l.ffnNorm = h.vec(p+"post_attention_layernorm.weight", dim, true)
-		l.wGate = h.mat(p+"mlp.gate_proj.weight", hid, dim, true)
-		l.wUp = h.mat(p+"mlp.up_proj.weight", hid, dim, true)
-		l.wDown = h.mat(p+"mlp.down_proj.weight", dim, hid, true)
-		if h.err != nil {
-			return h.err
+	if err := c.validate(); err != nil {
+		return err
+	}
+	r, err := newHFReader(st, arch.Name)
+	if err != nil {
+		return err
+	}
+	if err := m.buildWeights(arch, r); err != nil {
+		return err
+	}
+	if rs := hc.RopeScaling; rs != nil && len(rs.LongFactor) > 0 {
+		// Phi-3 longrope: the factors llama.cpp's converter writes as
+		// rope_factors_long/short, chosen like llama_model::get_rope_factors,
+		// and the attention factor it computes (conversion/phi.py:
+		// √(1 + ln(scale)/ln(orig)) for scale = max positions / orig).
+		orig := c.RopeScaling.OrigContext
+		if orig <= 0 || len(rs.LongFactor) != c.RopeDim/2 || len(rs.ShortFactor) != c.RopeDim/2 {
+			return fmt.Errorf("model: config.json: longrope needs original_max_position_embeddings and %d long and short factors", c.RopeDim/2)
+		}
+		if ctx == 0 {
+			ctx = c.ContextLen
+		}
+		f, name := rs.ShortFactor, "short_factor"
+		if ctx > orig {
+			f, name = rs.LongFactor, "long_factor"
+		}
+		m.w.ropeFreqs = make([]float32, len(f))
+		for i, v := range f {
+			m.w.ropeFreqs[i] = float32(v)
+		}
+		for i, v := range rs.LongFactor {
+			m.longRope[0] = append(m.longRope[0], float32(v))
+			m.longRope[1] = append(m.longRope[1], float32(rs.ShortFactor[i]))
+		}
+		c.RopeFactors = "rope_scaling." + name
+		if scale := float64(c.ContextLen) / float64(orig); scale > 1 {
+			c.RopeAttnFactor = math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))
 		}
 	}
-	w.outNorm = h.vec("model.norm.weight", dim, true)
-	if _, ok := st.Tensor("lm_head.weight"); ok && !c.Tied {
-		w.output = h.mat("lm_head.weight", c.Vocab, dim, true)
-	} else {
-		w.output, c.Tied = w.tokEmb, true
-	}
-	return h.err
+	return nil
 }
+
+// hfReader reads a Hugging Face checkpoint by llama.cpp tensor names
+// (llamacpp.HFToGGUF): per-expert tensors become one matrix per expert,
+// and Gemma's norm gains get llama.cpp's +1 (llamacpp.NormShift).
+type hfReader struct {
+	hfLoader
+	arch  string
+	names map[string][]string // llama.cpp name → HF name (per expert for the merged expert tensors)
+}
+
+func newHFReader(st *safetensors.File, arch string) (*hfReader, error) {
+	r := &hfReader{hfLoader: hfLoader{st: st}, arch: arch, names: map[string][]string{}}
+	for _, t := range st.Tensors {
+		n, ok := llamacpp.HFToGGUF(arch, t.Name)
+		if !ok {
+			continue // buffers and tensors llama.cpp does not use
+		}
+		if n.Expert < 0 {
+			r.names[n.GGUF] = []string{t.Name}
+			continue
+		}
+		if n.Expert >= 1<<16 {
+			return nil, fmt.Errorf("model: tensor %s: expert index %d out of range", t.Name, n.Expert)
+		}
+		hs := r.names[n.GGUF]
+		for len(hs) <= n.Expert {
+			hs = append(hs, "")
+		}
+		hs[n.Expert] = t.Name
+		r.names[n.GGUF] = hs
+	}
+	return r, nil
+}
+
+// hfName is the checkpoint's name for llama.cpp tensor name ("" if
+// absent), or, for the error, the name it should have had.
+func (r *hfReader) hfName(name string) (string, bool) {
+	if hs := r.names[name]; len(hs) == 1 && hs[0] != "" {
+		return hs[0], true
+	}
+	want, _ := llamacpp.GGUFToHF(r.arch, name, 0)
+	return cmp.Or(want, name), false
+}
+
+func (r *hfReader) mat(name string, rows, cols int, required bool) *tensor.Mat {
+	hn, ok := r.hfName(name)
+	if !ok {
+		if required {
+			r.fail(fmt.Errorf("model: missing tensor %s", hn))
+		}
+		return nil
+	}
+	return r.hfLoader.mat(hn, rows, cols, required)
+}
+
+func (r *hfReader) vec(name string, n int, required bool) []float32 {
+	hn, ok := r.hfName(name)
+	if !ok {
+		if required {
+			r.fail(fmt.Errorf("model: missing tensor %s", hn))
+		}
+		return nil
+	}
+	v := r.hfLoader.vec(hn, n, required)
+	if shift := llamacpp.NormShift(r.arch, name); shift != 0 && v != nil {
+		v = slices.Clone(v) // may alias the read-only mapping
+		for i := range v {
+			v[i] += shift
+		}
+	}
+	return v
+}
+
+func (r *hfReader) experts(name string, experts, rows, cols int) []*tensor.Mat {
+	hs := r.names[name]
+	if len(hs) != experts || slices.Contains(hs, "") {
+		want, _ := llamacpp.GGUFToHF(r.arch, name, len(hs))
+		r.fail(fmt.Errorf("model: have %d of the %d experts' %s tensors (missing e.g. %s)", len(hs)-countEmpty(hs), experts, name, want))
+		return nil
+	}
+	out := make([]*tensor.Mat, experts)
+	for e, hn := range hs {
+		out[e] = r.hfLoader.mat(hn, rows, cols, true)
+	}
+	return out
+}
+
+func countEmpty(s []string) int {
+	n := 0
+	for _, x := range s {
+		if x == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *hfReader) rows(name string) (int, bool) {
+	hn, ok := r.hfName(name)
+	if !ok {
+		return 0, false
+	}
+	t, ok := r.st.Tensor(hn)
+	if !ok || len(t.Shape) == 0 {
+		return 0, false
+	}
+	return t.Shape[0], true
+}
+
+func (r *hfReader) error() error { return r.err }
 
 func (h *hfLoader) errOr(err error) error {
 	if h.err != nil {

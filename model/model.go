@@ -69,6 +69,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"sync"
 
@@ -82,6 +83,12 @@ const (
 	ArchLlama = "llama" // Llama 1/2/3, Mistral, llama2.c
 	ArchQwen2 = "qwen2" // Llama with Q/K/V biases
 	ArchGPT2  = "gpt2"  // learned positions, LayerNorm, GELU, fused QKV
+
+	ArchQwen3    = "qwen3"    // QK-norm, head_dim ≠ dim/heads
+	ArchQwen3MoE = "qwen3moe" // Qwen3 with a mixture-of-experts FFN
+	ArchGemma2   = "gemma2"   // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
+	ArchGemma3   = "gemma3"   // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
+	ArchPhi3     = "phi3"     // fused QKV and gate/up, long-context RoPE factors
 )
 
 // ErrUnknownArch is returned (wrapped, naming it) for an architecture this
@@ -90,7 +97,7 @@ var ErrUnknownArch = errors.New("model: unknown architecture")
 
 // Config holds the hyperparameters of a loaded model.
 type Config struct {
-	Arch   string // ArchLlama, ArchQwen2 or ArchGPT2
+	Arch   string // ArchLlama, ArchQwen2, ArchGPT2, ArchQwen3, ArchQwen3MoE, ArchGemma2, ArchGemma3 or ArchPhi3
 	Format string // "llama2c", "gguf" or "hf"
 
 	Dim        int // embedding width
@@ -108,9 +115,67 @@ type Config struct {
 	RopeDim     int         // dimensions rotated per head (≤ HeadDim); 0: no RoPE
 	RopeNeox    bool        // rotate halves (i, i+RopeDim/2) instead of interleaved pairs
 	RopeScaling RopeScaling // frequency scaling
+	RopeFactors string      // the file's per-pair frequency divisors in use (rope_freqs, rope_factors_long/short); "" if none
 
-	SlidingWindow int  // attend only to the last SlidingWindow positions; 0: all
-	Tied          bool // output matrix is the token embedding
+	SlidingWindow int     // windowed layers attend only to the last SlidingWindow positions; 0: no window
+	SWALayers     []bool  // which layers are windowed (llama.cpp's layer pattern); nil: every layer
+	RopeThetaSWA  float64 // RoPE base of the windowed layers (rope.freq_base_swa); 0: RopeTheta
+	// RopeAttnFactor multiplies RoPE's cos and sin (so q·k by its square):
+	// llama.cpp's rope.scaling.attn_factor, set by long-context (LongRoPE)
+	// conversions. 0: 1.
+	RopeAttnFactor float64
+	Tied           bool // output matrix is the token embedding
+
+	// Blocks enabled per architecture (zero values: off).
+	QKNorm          bool    // per-head RMSNorm of q and k (HeadDim gains) before RoPE (Qwen3, Gemma 3)
+	PostNorms       bool    // RMSNorm of the attention and FFN outputs before each residual add (Gemma 2/3)
+	GELUGate        bool    // gated FFN uses tanh-GELU (GeGLU, Gemma) instead of SiLU (SwiGLU)
+	EmbedScale      float32 // token embeddings are multiplied by it (Gemma: √dim); 0: 1
+	AttnScale       float64 // attention score scale; 0: 1/√HeadDim
+	AttnSoftcap     float32 // attention scores s → c·tanh(s/c) (Gemma 2); 0: none
+	FinalSoftcap    float32 // logits z → c·tanh(z/c) (Gemma 2); 0: none
+	Experts         int     // mixture of experts: experts per layer; 0: dense FFN
+	ExpertsUsed     int     // experts chosen per token (top-k of the router's softmax, renormalised)
+	ExpertHiddenDim int     // inner width of one expert's FFN
+}
+
+// Windowed reports whether layer l attends over a sliding window.
+func (c *Config) Windowed(l int) bool {
+	return c.SlidingWindow > 0 && (c.SWALayers == nil || l < len(c.SWALayers) && c.SWALayers[l])
+}
+
+// Window returns how many positions (ending at the query's) layer l
+// attends to; 0: all.
+func (c *Config) Window(l int) int {
+	if c.Windowed(l) {
+		return c.SlidingWindow
+	}
+	return 0
+}
+
+// AttentionScale is the factor of q·k before the softmax.
+func (c *Config) AttentionScale() float64 { return c.attnScale() }
+
+// FFNActivation names the feed-forward block: "swiglu", "geglu" (tanh
+// GELU gate), "gelu" (GPT-2's ungated MLP) or "moe-swiglu".
+func (c *Config) FFNActivation() string {
+	switch {
+	case c.Experts > 0:
+		return "moe-swiglu"
+	case c.Arch == ArchGPT2:
+		return "gelu"
+	case c.GELUGate:
+		return "geglu"
+	}
+	return "swiglu"
+}
+
+// attnScale is the factor of q·k before the softmax.
+func (c *Config) attnScale() float64 {
+	if c.AttnScale > 0 {
+		return c.AttnScale
+	}
+	return 1 / math.Sqrt(float64(c.HeadDim))
 }
 
 // RopeScaling adjusts RoPE frequencies for context extension.
@@ -144,6 +209,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("model: invalid rope dimension %d for head dim %d", c.RopeDim, c.HeadDim)
 	case c.SlidingWindow < 0:
 		return fmt.Errorf("model: invalid sliding window %d", c.SlidingWindow)
+	case c.SWALayers != nil && len(c.SWALayers) != c.Layers:
+		return fmt.Errorf("model: sliding-window pattern has %d layers, model %d", len(c.SWALayers), c.Layers)
+	case c.Experts < 0 || c.ExpertsUsed < 0 || c.Experts > 0 && (c.ExpertsUsed == 0 || c.ExpertsUsed > c.Experts || c.ExpertHiddenDim <= 0):
+		return fmt.Errorf("model: invalid mixture of experts: %d experts, %d used, expert width %d", c.Experts, c.ExpertsUsed, c.ExpertHiddenDim)
+	case c.AttnSoftcap < 0 || c.FinalSoftcap < 0 || c.AttnScale < 0 || c.RopeAttnFactor < 0 || c.RopeThetaSWA < 0:
+		return fmt.Errorf("model: invalid soft-cap, attention scale, rope attention factor or rope base")
 	}
 	if c.RopeDim > 0 && !(c.RopeTheta > 0) {
 		return fmt.Errorf("model: invalid rope theta %g", c.RopeTheta)
@@ -181,10 +252,15 @@ type Model struct {
 	ownPool bool // pool was created by Load and is closed by Close
 	w       weights
 	invFreq []float64 // (RopeDim/2) RoPE angular frequency per dimension pair
-	closers []io.Closer
+	// invFreqSWA is invFreq of the windowed layers when they have their own
+	// base (RopeThetaSWA); nil otherwise.
+	invFreqSWA []float64
+	longRope   [2][]float32 // (RopeDim/2) LongRoPE factors long, short, when the model has both (Phi-3)
+	closers    []io.Closer
 
-	mu  sync.Mutex // serialises Forward (ws is shared)
+	mu  sync.Mutex // serialises Forward (ws and moe are shared)
 	ws  workspace
+	moe moeWork
 	job parJob // the For job of attention, norms, RoPE, activations; reused
 }
 
@@ -206,6 +282,19 @@ func (m *Model) Close() error {
 	}
 	m.closers = nil
 	return first
+}
+
+// LongRopeFactors returns the model's LongRoPE per-pair frequency
+// divisors (llama.cpp's rope_factors_long and rope_factors_short), nil if
+// it has none; the ones in use are Config.RopeFactors.
+func (m *Model) LongRopeFactors() (long, short []float32) { return m.longRope[0], m.longRope[1] }
+
+// layerFreqs returns the RoPE frequencies of layer l.
+func (m *Model) layerFreqs(l int) []float64 {
+	if m.invFreqSWA != nil && m.Windowed(l) {
+		return m.invFreqSWA
+	}
+	return m.invFreq
 }
 
 // Pool is the worker pool the model runs its kernels on.

@@ -59,3 +59,12 @@ func addTo(a, b []float32) {
 		a[i] += b[i]
 	}
 }
+
+// softcap maps each x to c·tanh(x/c) (Gemma 2's attention and final logit
+// soft-capping).
+func softcap(x []float32, c float32) {
+	inv := 1 / float64(c)
+	for i, v := range x {
+		x[i] = float32(float64(c) * math.Tanh(float64(v)*inv))
+	}
+}

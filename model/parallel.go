@@ -12,11 +12,13 @@ import (
 type jobKind int
 
 const (
-	jobAttn   jobKind = iota // attendRange over (token, KV group) tasks
-	jobNorm                  // norm of rows
-	jobSwiGLU                // swiglu over elements
-	jobGELU                  // geluTanh over elements
-	jobRope                  // RoPE of q and k, per token
+	jobAttn    jobKind = iota // attendRange over (token, KV group) tasks
+	jobNorm                   // norm of rows
+	jobSwiGLU                 // swiglu over elements
+	jobGELU                   // geluTanh over elements
+	jobRope                   // RoPE of q and k, per token
+	jobGeGLU                  // gelu(x)·o over elements
+	jobExperts                // mixture of experts: whole experts of m.moe.active
 )
 
 // parJob is one parallel job, a tensor.RangeJob run on the model's pool
@@ -26,9 +28,10 @@ type parJob struct {
 	m    *Model
 	kind jobKind
 
-	b *Batch // jobAttn, jobRope
-	c *kvcache.Cache
-	l int
+	b  *Batch // jobAttn, jobRope
+	c  *kvcache.Cache
+	l  int
+	lw *layerWeights // jobRope
 
 	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o
 }
@@ -39,6 +42,10 @@ func (j *parJob) Range(lo, hi, worker int) {
 	switch j.kind {
 	case jobAttn:
 		m.attendRange(j.b, j.c, j.l, lo, hi, m.ws.scores[worker])
+	case jobExperts:
+		for _, e := range m.moe.active[lo:hi] {
+			m.runExpert(j.lw, e, nil)
+		}
 	case jobNorm:
 		d := m.Dim
 		m.normRows(j.o[lo*d:hi*d], j.x[lo*d:hi*d], j.g, j.bias)
@@ -48,8 +55,12 @@ func (j *parJob) Range(lo, hi, worker int) {
 		for i, h := range j.x[lo:hi] {
 			j.x[lo+i] = geluTanh(h)
 		}
+	case jobGeGLU:
+		for i, h := range j.x[lo:hi] {
+			j.x[lo+i] = geluTanh(h) * j.o[lo+i]
+		}
 	case jobRope:
-		m.ropeTokens(j.x, j.o, lo, hi)
+		m.ropeTokens(j.lw, j.x, j.o, lo, hi)
 	}
 }
 
@@ -59,7 +70,7 @@ func (m *Model) parallel(kind jobKind, n, chunk int) {
 	j := &m.job
 	j.m, j.kind = m, kind
 	m.pool.For(n, chunk, j)
-	j.b, j.c, j.o, j.x, j.g, j.bias = nil, nil, nil, nil, nil, nil
+	j.b, j.c, j.o, j.x, j.g, j.bias, j.lw = nil, nil, nil, nil, nil, nil, nil
 }
 
 // norm normalises each dim-row of x into o: LayerNorm when a bias is given

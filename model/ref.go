@@ -35,6 +35,9 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 		tensor.DequantizeRow(row, w.tokEmb.Type, w.tokEmb.Row(t))
 		for j, v := range row {
 			x[i*dim+j] = float64(v)
+			if cfg.EmbedScale != 0 {
+				x[i*dim+j] *= float64(cfg.EmbedScale)
+			}
 		}
 		if w.posEmb != nil {
 			tensor.DequantizeRow(row, w.posEmb.Type, w.posEmb.Row(i))
@@ -61,20 +64,28 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 			k = refMatMul(lw.wk, h, L, lw.bk)
 			v = refMatMul(lw.wv, h, L, lw.bv)
 		}
+		freqs := m.layerFreqs(l)
 		for i := range L {
 			for hh := range cfg.Heads {
-				refRope(cfg, m.invFreq, q[i*qd+hh*hd:i*qd+(hh+1)*hd], i)
+				if lw.qNorm != nil {
+					refRMSNorm(q[i*qd+hh*hd:i*qd+(hh+1)*hd], lw.qNorm, cfg.NormEps)
+				}
+				refRope(cfg, freqs, q[i*qd+hh*hd:i*qd+(hh+1)*hd], i)
 			}
 			for hh := range cfg.KVHeads {
-				refRope(cfg, m.invFreq, k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], i)
+				if lw.kNorm != nil {
+					refRMSNorm(k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], lw.kNorm, cfg.NormEps)
+				}
+				refRope(cfg, freqs, k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], i)
 			}
 		}
 		att := make([]float64, L*qd) // (L, q_dim)
 		group := cfg.Heads / cfg.KVHeads
+		scale := cfg.attnScale()
 		for i := range L {
 			start := 0
-			if cfg.SlidingWindow > 0 {
-				start = max(0, i-cfg.SlidingWindow+1)
+			if win := cfg.Window(l); win > 0 {
+				start = max(0, i-win+1)
 			}
 			for hh := range cfg.Heads {
 				qh := q[i*qd+hh*hd : i*qd+(hh+1)*hd]
@@ -86,7 +97,10 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 					for j := range hd {
 						s += qh[j] * k[p*kvd+g*hd+j]
 					}
-					s /= math.Sqrt(float64(hd))
+					s *= scale
+					if c := float64(cfg.AttnSoftcap); c > 0 {
+						s = c * math.Tanh(s/c)
+					}
 					sc[p-start] = s
 					mx = math.Max(mx, s)
 				}
@@ -105,24 +119,38 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 			}
 		}
 		o := refMatMul(lw.wo, att, L, lw.bo)
+		if lw.attnPostNorm != nil {
+			o = refNorm(cfg, o, lw.attnPostNorm, nil)
+		}
 		for i := range x {
 			x[i] += o[i]
 		}
 		h = refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
-		var a []float64 // (L, hidden)
-		if lw.wGate != nil {
-			a = refMatMul(lw.wGate, h, L, nil)
-			up := refMatMul(lw.wUp, h, L, nil)
-			for i, g := range a {
-				a[i] = g / (1 + math.Exp(-g)) * up[i]
-			}
+		if lw.router != nil {
+			o = refMoE(cfg, lw, h, L)
 		} else {
-			a = refMatMul(lw.wUp, h, L, lw.bUp)
-			for i, u := range a {
-				a[i] = 0.5 * u * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(u+0.044715*u*u*u)))
+			var a []float64 // (L, hidden)
+			if lw.wGate != nil {
+				a = refMatMul(lw.wGate, h, L, nil)
+				up := refMatMul(lw.wUp, h, L, nil)
+				for i, g := range a {
+					if cfg.GELUGate {
+						a[i] = refGELU(g) * up[i]
+					} else {
+						a[i] = g / (1 + math.Exp(-g)) * up[i]
+					}
+				}
+			} else {
+				a = refMatMul(lw.wUp, h, L, lw.bUp)
+				for i, u := range a {
+					a[i] = refGELU(u)
+				}
 			}
+			o = refMatMul(lw.wDown, a, L, lw.bDown)
 		}
-		o = refMatMul(lw.wDown, a, L, lw.bDown)
+		if lw.ffnPostNorm != nil {
+			o = refNorm(cfg, o, lw.ffnPostNorm, nil)
+		}
 		for i := range x {
 			x[i] += o[i]
 		}
@@ -131,9 +159,79 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 	logits := refMatMul(w.output, h, L, nil)
 	out := make([]float32, len(logits))
 	for i, v := range logits {
+		if c := float64(cfg.FinalSoftcap); c > 0 {
+			v = c * math.Tanh(v/c)
+		}
 		out[i] = float32(v)
 	}
 	return out, nil
+}
+
+// refGELU is the tanh approximation of GELU in float64.
+func refGELU(u float64) float64 {
+	return 0.5 * u * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(u+0.044715*u*u*u)))
+}
+
+// refRMSNorm normalises x in place with gains g.
+func refRMSNorm(x []float64, g []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += v * v
+	}
+	s := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	for j := range x {
+		x[j] *= s * float64(g[j])
+	}
+}
+
+// refMoE is the mixture of experts of the L rows of h in float64: softmax
+// of the router logits, the ExpertsUsed most probable experts (ties: lower
+// index), their probabilities renormalised, and the weighted sum of their
+// SwiGLU outputs.
+func refMoE(cfg *Config, lw *layerWeights, h []float64, L int) []float64 {
+	dim := cfg.Dim
+	r := refMatMul(lw.router, h, L, nil) // (L, experts)
+	out := make([]float64, L*dim)
+	for i := range L {
+		p := r[i*cfg.Experts : (i+1)*cfg.Experts]
+		mx := math.Inf(-1)
+		for _, v := range p {
+			mx = math.Max(mx, v)
+		}
+		var sum float64
+		for e := range p {
+			p[e] = math.Exp(p[e] - mx)
+			sum += p[e]
+		}
+		chosen := make([]bool, len(p))
+		sel := make([]int, 0, cfg.ExpertsUsed)
+		var wsum float64
+		for range cfg.ExpertsUsed {
+			best := -1
+			for e := range p {
+				if !chosen[e] && (best < 0 || p[e] > p[best]) {
+					best = e
+				}
+			}
+			chosen[best] = true
+			sel = append(sel, best)
+			wsum += p[best] / sum
+		}
+		hi := h[i*dim : (i+1)*dim]
+		for _, e := range sel {
+			g := refMatMul(lw.expGate[e], hi, 1, nil)
+			u := refMatMul(lw.expUp[e], hi, 1, nil)
+			for j := range g {
+				g[j] = g[j] / (1 + math.Exp(-g[j])) * u[j]
+			}
+			d := refMatMul(lw.expDown[e], g, 1, nil)
+			wt := p[e] / sum / wsum
+			for j, v := range d {
+				out[i*dim+j] += wt * v
+			}
+		}
+	}
+	return out
 }
 
 // refMatMul returns x·Wᵀ (+bias): x (n, cols) → (n, rows), in float64.
@@ -194,8 +292,10 @@ func refNorm(cfg *Config, x []float64, g, b []float32) []float64 {
 // refRope rotates one head at position pos in the config's layout.
 func refRope(cfg *Config, freqs []float64, x []float64, pos int) {
 	half := cfg.RopeDim / 2
+	ms := cfg.ropeMScale()
 	for i := range half {
 		s, c := math.Sincos(float64(pos) * freqs[i])
+		s, c = s*ms, c*ms
 		a, b := 2*i, 2*i+1
 		if cfg.RopeNeox {
 			a, b = i, i+half

@@ -31,13 +31,18 @@ func ropeNeox(x, cos, sin []float32) {
 }
 
 // ropeFreqs returns the angular frequency of each rotated dimension pair i:
-// θ^(-2i/RopeDim), adjusted by the config's scaling (or divided by the
+// theta^(-2i/RopeDim), adjusted by the config's scaling (or divided by the
 // file's explicit per-pair factors).
 func ropeFreqs(c *Config, factors []float32) []float64 {
+	return ropeFreqsBase(c, c.RopeTheta, factors, c.RopeScaling)
+}
+
+// ropeFreqsBase is ropeFreqs with base theta and scaling s.
+func ropeFreqsBase(c *Config, theta float64, factors []float32, s RopeScaling) []float64 {
 	n := c.RopeDim / 2
 	f := make([]float64, n)
 	for i := range f {
-		f[i] = math.Pow(c.RopeTheta, -float64(2*i)/float64(c.RopeDim))
+		f[i] = math.Pow(theta, -float64(2*i)/float64(c.RopeDim))
 	}
 	if factors != nil {
 		for i := range f {
@@ -45,7 +50,6 @@ func ropeFreqs(c *Config, factors []float32) []float64 {
 		}
 		return f
 	}
-	s := c.RopeScaling
 	switch s.Type {
 	case "linear":
 		if s.Factor > 0 {
@@ -76,32 +80,59 @@ func ropeFreqs(c *Config, factors []float32) []float64 {
 
 // ropeTable writes cos and sin (RopeDim/2 each) of pos·freq.
 func ropeTable(cos, sin []float32, freqs []float64, pos int) {
+	ropeTableScaled(cos, sin, freqs, pos, 1)
+}
+
+// ropeTableScaled is ropeTable with cos and sin multiplied by mscale.
+func ropeTableScaled(cos, sin []float32, freqs []float64, pos int, mscale float64) {
 	for i, f := range freqs {
 		s, c := math.Sincos(float64(pos) * f)
-		cos[i], sin[i] = float32(c), float32(s)
+		cos[i], sin[i] = float32(c*mscale), float32(s*mscale)
 	}
 }
 
-// ropeAll rotates the q (n, q_dim) and k (n, kv_dim) rows of n tokens by
-// their positions' angles (ws.cos, ws.sin).
-func (m *Model) ropeAll(q, k []float32, n int) {
+// ropeMScale is the factor RoPE multiplies cos and sin by.
+func (c *Config) ropeMScale() float64 {
+	if c.RopeAttnFactor > 0 {
+		return c.RopeAttnFactor
+	}
+	return 1
+}
+
+// ropeAll applies layer lw's QK-norm (if any) and rotates the q (n, q_dim)
+// and k (n, kv_dim) rows of n tokens by their positions' angles (ws.rc,
+// ws.rs).
+func (m *Model) ropeAll(lw *layerWeights, q, k []float32, n int) {
 	if n*(m.QDim()+m.KVDim()) < parRowsMin || m.pool.Threads() <= 1 {
-		m.ropeTokens(q, k, 0, n)
+		m.ropeTokens(lw, q, k, 0, n)
 		return
 	}
 	j := &m.job
-	j.x, j.o = q, k
+	j.x, j.o, j.lw = q, k, lw
 	m.parallel(jobRope, n, max(1, n/(4*m.pool.Threads())))
 }
 
-// ropeTokens rotates the q and k rows of tokens [lo, hi).
-func (m *Model) ropeTokens(q, k []float32, lo, hi int) {
-	qd, kvd, half := m.QDim(), m.KVDim(), m.RopeDim/2
+// ropeTokens normalises (QK-norm: RMSNorm of each HeadDim-wide head with
+// the layer's gains) and rotates the q and k rows of tokens [lo, hi).
+func (m *Model) ropeTokens(lw *layerWeights, q, k []float32, lo, hi int) {
+	qd, kvd, hd, half := m.QDim(), m.KVDim(), m.HeadDim, m.RopeDim/2
 	ws := &m.ws
 	for i := lo; i < hi; i++ {
-		cs, sn := ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half]
-		m.rope(q[i*qd:(i+1)*qd], m.Heads, cs, sn)
-		m.rope(k[i*kvd:(i+1)*kvd], m.KVHeads, cs, sn)
+		qi, ki := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd]
+		if lw.qNorm != nil {
+			for h := 0; h < qd; h += hd {
+				rmsNorm(qi[h:h+hd], qi[h:h+hd], lw.qNorm, m.NormEps)
+			}
+			for h := 0; h < kvd; h += hd {
+				rmsNorm(ki[h:h+hd], ki[h:h+hd], lw.kNorm, m.NormEps)
+			}
+		}
+		if half == 0 {
+			continue
+		}
+		cs, sn := ws.rc[i*half:(i+1)*half], ws.rs[i*half:(i+1)*half]
+		m.rope(qi, m.Heads, cs, sn)
+		m.rope(ki, m.KVHeads, cs, sn)
 	}
 }
 

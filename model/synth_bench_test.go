@@ -27,6 +27,7 @@ import (
 var synthModels = []string{
 	"tinyllama-1.1b-f16-1", "tinyllama-1.1b-q8_0-1", "tinyllama-1.1b-q4_k_m-1",
 	"llama2c-110m-f16-1", "llama2c-110m-q8_0-1",
+	"moe-mini-q4_k_m-1", "moe-mini-dense-q4_k_m-1", // MoE decode vs the same active parameters dense
 }
 
 func synthPath(b *testing.B, name string) string {

@@ -37,6 +37,15 @@ type layerWeights struct {
 	bUp   []float32   // (hidden)
 	wDown *tensor.Mat // (dim, hidden) (w2; GPT-2 c_proj)
 	bDown []float32   // (dim)
+
+	qNorm, kNorm              []float32 // (head_dim) QK-norm gains; nil if none
+	attnPostNorm, ffnPostNorm []float32 // (dim) Gemma's post-attention and post-FFN norms; nil if none
+
+	// Mixture of experts (nil for a dense FFN): the router and each
+	// expert's SwiGLU matrices, views into the file's 3-D tensors (expert
+	// e is the e-th (rows, cols) slab).
+	router                  *tensor.Mat   // (experts, dim), float32 in llama.cpp's files
+	expGate, expUp, expDown []*tensor.Mat // (experts) × (expert_hidden, dim), (expert_hidden, dim), (dim, expert_hidden)
 }
 
 // checkMat verifies a matrix's shape and that its type is computable.
@@ -102,10 +111,25 @@ func (w *weights) check(c *Config) error {
 			checkVec(p+"ffn_norm.bias", l.ffnNormB, dim, gpt2),
 			checkMat(p+"attn_output", l.wo, dim, qd),
 			checkVec(p+"attn_output.bias", l.bo, dim, false),
-			checkMat(p+"ffn_up", l.wUp, hid, dim),
-			checkVec(p+"ffn_up.bias", l.bUp, hid, false),
-			checkMat(p+"ffn_down", l.wDown, dim, hid),
-			checkVec(p+"ffn_down.bias", l.bDown, dim, false),
+			checkVec(p+"attn_q_norm", l.qNorm, c.HeadDim, c.QKNorm),
+			checkVec(p+"attn_k_norm", l.kNorm, c.HeadDim, c.QKNorm),
+			checkVec(p+"post_attention_norm", l.attnPostNorm, dim, c.PostNorms),
+			checkVec(p+"post_ffw_norm", l.ffnPostNorm, dim, c.PostNorms),
+		}
+		if c.Experts > 0 {
+			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim))
+			if len(l.expGate) != c.Experts || len(l.expUp) != c.Experts || len(l.expDown) != c.Experts {
+				errs = append(errs, fmt.Errorf("model: layer %d has %d/%d/%d expert matrices, want %d", i, len(l.expGate), len(l.expUp), len(l.expDown), c.Experts))
+			} else {
+				eh := c.ExpertHiddenDim
+				for e := range c.Experts {
+					errs = append(errs, checkMat(p+"ffn_gate_exps", l.expGate[e], eh, dim), checkMat(p+"ffn_up_exps", l.expUp[e], eh, dim),
+						checkMat(p+"ffn_down_exps", l.expDown[e], dim, eh))
+				}
+			}
+		} else {
+			errs = append(errs, checkMat(p+"ffn_up", l.wUp, hid, dim), checkVec(p+"ffn_up.bias", l.bUp, hid, false),
+				checkMat(p+"ffn_down", l.wDown, dim, hid), checkVec(p+"ffn_down.bias", l.bDown, dim, false))
 		}
 		if l.wqkv != nil {
 			errs = append(errs, checkMat(p+"attn_qkv", l.wqkv, qd+2*kvd, dim), checkVec(p+"attn_qkv.bias", l.bqkv, qd+2*kvd, false))
@@ -114,7 +138,7 @@ func (w *weights) check(c *Config) error {
 				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", l.wv, kvd, dim),
 				checkVec(p+"attn_q.bias", l.bq, qd, false), checkVec(p+"attn_k.bias", l.bk, kvd, false), checkVec(p+"attn_v.bias", l.bv, kvd, false))
 		}
-		if !gpt2 {
+		if !gpt2 && c.Experts == 0 {
 			errs = append(errs, checkMat(p+"ffn_gate", l.wGate, hid, dim))
 		}
 		for _, err := range errs {

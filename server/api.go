@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"nanoserve/chat"
+	"nanoserve/engine"
 	"nanoserve/sample"
 )
 
@@ -256,12 +257,20 @@ func isNull(raw json.RawMessage) bool {
 // policy builds the sampling policy: base (the model's defaults) with the
 // request's fields on top, validated. defMax is max_tokens when the request
 // gives none.
+// choices is the request's n (absent: 1).
+func (p *commonParams) choices() int {
+	if p.N == nil {
+		return 1
+	}
+	return *p.N
+}
+
 func (p *commonParams) policy(base sample.Policy, defMax int, vocab int) (sample.Policy, *apiError) {
 	pol := base
 	pol.LogitBias = nil
 	pol.Stop = nil
-	if p.N != nil && *p.N != 1 {
-		return pol, badRequest("n", "n must be 1 (this server returns one choice per request), got %d", *p.N)
+	if p.N != nil && (*p.N < 1 || *p.N > engine.MaxN) {
+		return pol, badRequest("n", "n must be in [1, %d], got %d", engine.MaxN, *p.N)
 	}
 	pol.MaxTokens = defMax
 	for _, mt := range []struct {
@@ -358,41 +367,53 @@ func validatePolicy(pol *sample.Policy) *apiError {
 	return nil
 }
 
-// completionPrompt reads the completions prompt: a string, an array of one
-// string, an array of token ids, or an array of one array of token ids.
-func completionPrompt(raw json.RawMessage, vocab int) (text string, ids []int, e *apiError) {
+// prompt is one completions prompt: text, or token ids when ids != nil.
+type prompt struct {
+	text string
+	ids  []int
+}
+
+// completionPrompts reads the completions prompt: a string, an array of
+// strings, an array of token ids, or an array of token-id arrays (several
+// prompts are a batch: choice j of prompt i has index i·n + j).
+func completionPrompts(raw json.RawMessage, vocab int) ([]prompt, *apiError) {
 	if isNull(raw) {
-		return "", nil, badRequest("prompt", "prompt is required")
+		return nil, badRequest("prompt", "prompt is required")
 	}
+	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return text, nil, nil
+		return []prompt{{text: text}}, nil
 	}
 	var strs []string
-	if json.Unmarshal(raw, &strs) == nil {
-		if len(strs) != 1 {
-			return "", nil, badRequest("prompt", "prompt must hold exactly one string (batched prompts are not supported), got %d", len(strs))
+	if json.Unmarshal(raw, &strs) == nil && len(strs) > 0 {
+		out := make([]prompt, len(strs))
+		for i, t := range strs {
+			out[i].text = t
 		}
-		return strs[0], nil, nil
+		return out, nil
 	}
-	if json.Unmarshal(raw, &ids) != nil {
-		var nested [][]int
-		if json.Unmarshal(raw, &nested) != nil {
-			return "", nil, badRequest("prompt", "prompt must be a string, an array of one string, or an array of token ids")
+	var nested [][]int
+	if ids := []int(nil); json.Unmarshal(raw, &ids) == nil {
+		nested = [][]int{ids}
+	} else if json.Unmarshal(raw, &nested) != nil || len(nested) == 0 {
+		return nil, badRequest("prompt", "prompt must be a string, an array of strings, an array of token ids or an array of token-id arrays")
+	}
+	out := make([]prompt, len(nested))
+	for i, ids := range nested {
+		if len(ids) == 0 {
+			return nil, badRequest("prompt", "prompt token array is empty")
 		}
-		if len(nested) != 1 {
-			return "", nil, badRequest("prompt", "prompt must hold exactly one token-id array (batched prompts are not supported), got %d", len(nested))
+		for k, id := range ids {
+			if id < 0 || id >= vocab {
+				if len(nested) == 1 {
+					return nil, badRequest("prompt", "prompt[%d] = %d is not a token id (vocabulary of %d)", k, id, vocab)
+				}
+				return nil, badRequest("prompt", "prompt[%d][%d] = %d is not a token id (vocabulary of %d)", i, k, id, vocab)
+			}
 		}
-		ids = nested[0]
+		out[i].ids = ids
 	}
-	if len(ids) == 0 {
-		return "", nil, badRequest("prompt", "prompt token array is empty")
-	}
-	for i, id := range ids {
-		if id < 0 || id >= vocab {
-			return "", nil, badRequest("prompt", "prompt[%d] = %d is not a token id (vocabulary of %d)", i, id, vocab)
-		}
-	}
-	return "", ids, nil
+	return out, nil
 }
 
 // chatMessages converts the request's messages for the template: roles

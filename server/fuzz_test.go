@@ -70,13 +70,18 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		if err := j.req.Policy.Validate(); err != nil {
-			t.Fatalf("accepted with an invalid policy: %v", err)
+		if len(j.reqs) == 0 || j.n < 1 {
+			t.Fatalf("accepted with %d prompts and n = %d", len(j.reqs), j.n)
 		}
-		if j.req.Prompt == "" && len(j.req.PromptIDs) == 0 && !chatReq {
-			// an empty string prompt is allowed only when the model adds BOS
-			if _, ok := ts.tok.BOS(); !ok {
-				t.Fatal("accepted an empty prompt for a model without BOS")
+		for _, req := range j.reqs {
+			if err := req.Policy.Validate(); err != nil {
+				t.Fatalf("accepted with an invalid policy: %v", err)
+			}
+			if req.Prompt == "" && len(req.PromptIDs) == 0 && !chatReq {
+				// an empty string prompt is allowed only when the model adds BOS
+				if _, ok := ts.tok.BOS(); !ok {
+					t.Fatal("accepted an empty prompt for a model without BOS")
+				}
 			}
 		}
 	})

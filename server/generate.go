@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"net/http"
-	"strings"
+	"sync"
 	"time"
 
 	"nanoserve/chat"
@@ -19,11 +20,14 @@ import (
 	"nanoserve/tokenizer"
 )
 
-// job is one validated generation request.
+// job is one validated generation request: one engine request per prompt
+// (completions may batch prompts), each with n choices; choice j of prompt
+// i is index i·n + j.
 type job struct {
 	chat         bool
 	model        string
-	req          engine.Request
+	reqs         []engine.Request
+	n            int
 	stream       bool
 	includeUsage bool
 	logprobs     int // alternatives per token; -1: no logprobs
@@ -57,8 +61,8 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		return nil, badRequest("echo", "echo is not supported")
 	case cr.Suffix != nil && *cr.Suffix != "":
 		return nil, badRequest("suffix", "suffix is not supported")
-	case cr.BestOf != nil && *cr.BestOf != 1:
-		return nil, badRequest("best_of", "best_of must be 1, got %d", *cr.BestOf)
+	case cr.BestOf != nil && *cr.BestOf != cr.choices():
+		return nil, badRequest("best_of", "best_of must equal n (%d), got %d: ranking more samples than are returned is not supported", cr.choices(), *cr.BestOf)
 	}
 	vocab := s.tok.Size()
 	defMax := s.defaults.MaxTokens
@@ -80,14 +84,17 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	if e := validatePolicy(&pol); e != nil {
 		return nil, e
 	}
-	text, ids, e := completionPrompt(cr.Prompt, vocab)
+	prompts, e := completionPrompts(cr.Prompt, vocab)
 	if e != nil {
 		return nil, e
 	}
 	healing := cr.TokenHealing != nil && *cr.TokenHealing
 	special := cr.ParseSpecial == nil || *cr.ParseSpecial
-	return &job{model: model, req: engine.Request{Prompt: text, PromptIDs: ids, ParseSpecial: special, Policy: pol, TokenHealing: healing},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}, nil
+	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
+	for _, p := range prompts {
+		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n})
+	}
+	return j, nil
 }
 
 func includeUsage(p *commonParams) bool {
@@ -115,7 +122,7 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if s.tmpl == nil {
+	if s.chat == nil {
 		return nil, badRequest("messages", "the model %q has no chat template, so /v1/chat/completions is unavailable "+
 			"(start the server with --chat-template, or use /v1/completions)", model)
 	}
@@ -153,12 +160,11 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	opts := s.tmplOpts
-	opts.AddGenerationPrompt = true
+	prompter := *s.chat
 	if tools != nil {
-		opts.Tools = tools.tools
+		prompter.Options.Tools = tools.tools
 	}
-	text, err := s.tmpl.Render(msgs, opts)
+	text, skipBOS, err := prompter.Prompt(msgs)
 	if err != nil {
 		var re *chat.RaiseError
 		if errors.As(err, &re) {
@@ -166,8 +172,7 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		}
 		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
 	}
-	return &job{chat: true, model: model, req: engine.Request{Prompt: text, ParseSpecial: true,
-		NoBOS: chat.StartsWithBOS(text, s.tmplOpts.BOS), Policy: pol},
+	return &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices()}},
 		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}, nil
 }
 
@@ -177,8 +182,9 @@ func overloaded(msg string) *apiError {
 		Message: msg, retryAfter: 1}
 }
 
-// generate admits, tokenizes and runs a job, answering with one JSON
-// object or an SSE stream.
+// generate admits and runs a job, answering with one JSON object or an
+// SSE stream. The engine tokenizes and checks each prompt (Submit); its
+// typed errors become 400/429/503 answers before anything is written.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	if s.slots != nil {
 		select {
@@ -193,81 +199,158 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	s.m.add(&s.m.running, 1)
 	defer s.m.add(&s.m.running, -1)
 
-	// Tokenize here so a prompt that cannot fit gets its counts in a 400
-	// and the engine does not tokenize again.
-	ids, err := s.eng.Encode(&j.req)
-	if err != nil {
-		writeError(w, badRequest("prompt", "%s", strings.TrimPrefix(err.Error(), "engine: ")))
-		return
-	}
-	if n, ctx := len(ids), s.eng.CtxSize(); n > ctx {
-		param, what := "prompt", "the prompt has"
-		if j.chat {
-			param, what = "messages", "the messages (as the chat template renders them) have"
-		}
-		e := badRequest(param, "this model's maximum context length is %d tokens, but %s %d tokens; shorten it by %d tokens", ctx, what, n, n-ctx)
-		e.Code = strp("context_length_exceeded")
-		writeError(w, e)
-		return
-	}
-	j.req.PromptIDs = ids
-
-	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix()}
-	if j.chat {
-		out.id = newID("chatcmpl-")
-	}
-	if j.tools.parse() {
-		out.calls = chat.NewToolStream(j.tools.format, nil)
-	}
-	var res *engine.Result
-	var last time.Time
-	gen := s.eng.GenerateStream
 	if s.gen != nil {
-		gen = s.gen
+		s.generateScripted(w, r, j)
+		return
 	}
-	for tok, err := range gen(r.Context(), j.req, &res) {
+	streams := make([]*engine.Stream, 0, len(j.reqs))
+	for _, req := range j.reqs {
+		st, err := s.eng.Submit(r.Context(), req)
 		if err != nil {
-			if res == nil { // the request could not start
-				writeError(w, s.startError(r.Context(), err))
-				return
+			for _, st := range streams {
+				st.Cancel()
 			}
-			continue
+			writeError(w, s.startError(r.Context(), err, j))
+			return
 		}
+		streams = append(streams, st)
+	}
+
+	out := s.newResponder(w, r, j)
+	var last time.Time
+	for it := range merge(streams, j.n) {
 		now := time.Now()
 		if last.IsZero() {
 			s.m.observe(&s.m.ttft, now.Sub(j.start))
-		} else if !tok.Stop {
+		} else if !it.tok.Stop {
 			s.m.observe(&s.m.itl, now.Sub(last))
 		}
 		last = now
 		if s.onToken != nil {
 			s.onToken()
 		}
-		if r.Context().Err() != nil || j.stream && !out.token(tok) {
-			break // the client is gone: breaking cancels the generation
+		if r.Context().Err() != nil || j.stream && !out.token(it.index, it.tok) {
+			break // the client is gone: leaving the streams cancels the generation
 		}
 	}
-	if res == nil {
-		writeError(w, &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: "the engine returned no result"})
-		return
+	var results []*engine.Result
+	prompt, completion := 0, 0
+	for _, st := range streams {
+		rs := st.Results()
+		prompt += rs[0].Usage.PromptTokens
+		for _, res := range rs {
+			completion += res.Usage.CompletionTokens
+			if res.FinishReason == engine.FinishError {
+				s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
+			}
+		}
+		results = append(results, rs...)
 	}
-	s.m.generation(res.FinishReason, res.Usage.PromptTokens, res.Usage.CompletionTokens, time.Since(j.start))
-	if res.FinishReason == engine.FinishError {
-		s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
+	s.m.generation(results[0].FinishReason, prompt, completion, time.Since(j.start))
+	if s.onDone != nil {
+		s.onDone()
 	}
+	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	if j.stream {
-		out.end(res)
+		out.end(results, u)
 	} else {
-		out.whole(res)
+		out.whole(results, u)
+	}
+}
+
+func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *responder {
+	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix(),
+		pending: map[int][]engine.Token{}, offset: map[int]int{}}
+	if j.chat {
+		out.id = newID("chatcmpl-")
+	}
+	if j.tools.parse() {
+		out.calls = map[int]*chat.ToolStream{}
+	}
+	return out
+}
+
+// generateScripted answers a one-choice job from the s.gen test hook
+// instead of the engine.
+func (s *Server) generateScripted(w http.ResponseWriter, r *http.Request, j *job) {
+	toks, result := s.gen(r.Context(), j.reqs[0])
+	out := s.newResponder(w, r, j)
+	for t := range toks {
+		if j.stream && !out.token(0, t) {
+			break
+		}
+	}
+	res := result()
+	u := usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+		TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}
+	if j.stream {
+		out.end([]*engine.Result{res}, u)
+	} else {
+		out.whole([]*engine.Result{res}, u)
+	}
+}
+
+// indexed is one token of a merged stream with its choice's response
+// index.
+type indexed struct {
+	index int
+	tok   engine.Token
+}
+
+// merge yields the tokens of every stream as they land, stream i's choice
+// j under index i·n + j, and returns when all streams have ended. Breaking
+// out of the loop leaves every stream, which cancels it (its results then
+// hold exactly the tokens yielded).
+func merge(streams []*engine.Stream, n int) iter.Seq[indexed] {
+	return func(yield func(indexed) bool) {
+		if len(streams) == 1 {
+			for t := range streams[0].Tokens() {
+				if !yield(indexed{t.Index, t}) {
+					return
+				}
+			}
+			return
+		}
+		ch := make(chan indexed)
+		quit := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, st := range streams {
+			wg.Go(func() {
+				for t := range st.Tokens() {
+					select {
+					case ch <- indexed{i*n + t.Index, t}:
+					case <-quit:
+						return
+					}
+				}
+			})
+		}
+		go func() { wg.Wait(); close(ch) }()
+		for it := range ch {
+			if !yield(it) {
+				close(quit)
+				for range ch { // let the forwarders leave their streams
+				}
+				return
+			}
+		}
 	}
 }
 
 // startError maps an error from a request that could not start.
-func (s *Server) startError(ctx context.Context, err error) *apiError {
+func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
 	if e := cutError(ctx); e != nil {
 		return e
 	}
-	var fe *sample.FieldError
+	var (
+		fe  *sample.FieldError
+		tl  *engine.PromptTooLongError
+		re  *engine.RequestError
+		par = "prompt"
+	)
+	if j.chat {
+		par = "messages"
+	}
 	switch {
 	case isOverloaded(err):
 		s.m.add(&s.m.rejected, 1)
@@ -275,12 +358,26 @@ func (s *Server) startError(ctx context.Context, err error) *apiError {
 	case errors.Is(err, engine.ErrClosed):
 		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("shutting_down"),
 			Message: "the engine is shut down", retryAfter: 1}
-	case errors.Is(err, engine.ErrPromptTooLong):
-		e := badRequest("prompt", "%s", strings.TrimPrefix(err.Error(), "engine: "))
+	case errors.As(err, &tl):
+		what := "the prompt has"
+		if j.chat {
+			what = "the messages (as the chat template renders them) have"
+		}
+		e := badRequest(par, "this model's maximum context length is %d tokens, but %s %d tokens; shorten it by %d tokens", tl.Limit, what, tl.Tokens, tl.Tokens-tl.Limit)
+		if tl.Cache {
+			e = badRequest(par, "%s %d tokens, more than the %d positions of the server's KV cache; shorten it by %d tokens", what, tl.Tokens, tl.Limit, tl.Tokens-tl.Limit)
+		}
 		e.Code = strp("context_length_exceeded")
 		return e
+	case errors.As(err, &re):
+		if re.Field == "prompt" {
+			re.Field = par
+		}
+		return badRequest(re.Field, "%s", re.Msg)
 	case errors.As(err, &fe):
 		return badRequest(fe.Field, "%s %s", fe.Field, fe.Msg)
+	case errors.Is(err, engine.ErrSessionBusy):
+		return &apiError{status: http.StatusConflict, Type: "invalid_request_error", Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: "the request was cancelled before it started"}
 	}
@@ -295,14 +392,17 @@ type responder struct {
 	j       *job
 	id      string
 	created int64
-	started bool // SSE headers written
-	failed  bool // a write failed (client gone)
-	pending []engine.Token
-	offset  int              // completions text_offset of the next token
-	calls   *chat.ToolStream // reads tool calls out of a streamed chat reply (nil: no tools)
+	started bool                     // SSE headers written
+	failed  bool                     // a write failed (client gone)
+	pending map[int][]engine.Token   // by choice index: tokens whose text has not shown yet (for logprobs)
+	offset  map[int]int              // by choice index: completions text_offset of the next token
+	calls   map[int]*chat.ToolStream // by choice index: reads tool calls out of a streamed chat reply (nil: no tools)
 }
 
-// startStream writes the SSE headers (and the chat role chunk) once.
+// choices is the number of choices in the response.
+func (o *responder) choices() int { return len(o.j.reqs) * o.j.n }
+
+// startStream writes the SSE headers (and the chat role chunks) once.
 func (o *responder) startStream() bool {
 	if o.started {
 		return !o.failed
@@ -316,7 +416,12 @@ func (o *responder) startStream() bool {
 	o.w.WriteHeader(http.StatusOK)
 	if o.j.chat {
 		empty := ""
-		return o.send(o.chatChunk(&chatMessage{Role: "assistant", Content: &empty}, nil, nil))
+		for i := range o.choices() {
+			if !o.send(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
+				return false
+			}
+		}
+		return true
 	}
 	return o.flush()
 }
@@ -342,33 +447,60 @@ func (o *responder) send(v any) bool {
 	return o.flush()
 }
 
-// token streams one engine token; false when the client is gone.
-func (o *responder) token(t engine.Token) bool {
+// token streams one engine token of choice i; false when the client is
+// gone.
+func (o *responder) token(i int, t engine.Token) bool {
 	if !o.startStream() {
 		return false
 	}
 	if o.j.logprobs >= 0 && !t.Stop {
-		o.pending = append(o.pending, t)
+		o.pending[i] = append(o.pending[i], t)
 	}
 	if t.Text == "" {
 		return true // held back (partial UTF-8 or a possible stop string)
 	}
-	lps := o.pending
-	o.pending = nil
+	lps := o.pending[i]
+	delete(o.pending, i)
 	if o.calls != nil {
-		o.pending = lps // sent with the next chunk, whatever it carries
-		return o.sendTools(o.calls.Push(t.Text))
+		o.pending[i] = lps // sent with the choice's next chunk, whatever it carries
+		content, deltas := o.toolStream(i).Push(t.Text)
+		return o.sendTools(i, content, deltas)
 	}
 	if o.j.chat {
 		text := t.Text
-		return o.send(o.chatChunk(&chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
+		return o.send(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
 	}
-	return o.send(o.completionChunk(t.Text, o.completionLogprobs(lps), nil))
+	return o.send(o.completionChunk(i, t.Text, o.completionLogprobs(i, lps), nil))
 }
 
-// end closes a stream: the finish chunk, the usage chunk, [DONE].
-func (o *responder) end(res *engine.Result) {
-	if res.FinishReason == engine.FinishCancelled {
+// failure is the first failed result's error message, or "".
+func failure(results []*engine.Result) string {
+	for _, res := range results {
+		if res.FinishReason == engine.FinishError {
+			msg := "generation failed"
+			if res.Err != nil {
+				msg += ": " + res.Err.Error()
+			}
+			return msg
+		}
+	}
+	return ""
+}
+
+// cancelled reports whether any choice was cancelled.
+func cancelled(results []*engine.Result) bool {
+	for _, res := range results {
+		if res.FinishReason == engine.FinishCancelled {
+			return true
+		}
+	}
+	return false
+}
+
+// end closes a stream: each choice's finish chunk, the usage chunk,
+// [DONE].
+func (o *responder) end(results []*engine.Result, u usage) {
+	if cancelled(results) {
 		// The server cut it (drain timeout, per-request deadline): say so
 		// and end the stream properly. Else the client went away.
 		if e := cutError(o.ctx); e != nil {
@@ -384,33 +516,36 @@ func (o *responder) end(res *engine.Result) {
 	if !o.startStream() {
 		return
 	}
-	if res.FinishReason == engine.FinishError {
-		msg := "generation failed"
-		if res.Err != nil {
-			msg += ": " + res.Err.Error()
-		}
+	if msg := failure(results); msg != "" {
 		o.send(errorBody(&apiError{status: 500, Type: "server_error", Message: msg}))
 		o.sendDone()
 		return
 	}
-	reason := finishReason(res)
-	if o.calls != nil {
-		o.sendTools(o.calls.Finish())
-		reason = o.j.tools.finishReason(reason, o.calls.Calls())
-	}
-	var clp *chatLogprobs
-	var tlp *completionLogprobs
-	if len(o.pending) > 0 { // logprobs of tokens whose text never showed
-		clp, tlp = o.chatLogprobs(o.pending), o.completionLogprobs(o.pending)
-		o.pending = nil
-	}
-	if o.j.chat {
-		o.send(o.chatChunk(&chatMessage{}, clp, &reason))
-	} else {
-		o.send(o.completionChunk("", tlp, &reason))
+	for i, res := range results {
+		reason := finishReason(res)
+		if o.calls != nil {
+			ts := o.toolStream(i)
+			content, deltas := ts.Finish()
+			o.sendTools(i, content, deltas)
+			reason = o.j.tools.finishReason(reason, ts.Calls())
+		}
+		lps := o.pending[i] // logprobs of tokens whose text never showed
+		delete(o.pending, i)
+		if o.j.chat {
+			var clp *chatLogprobs
+			if len(lps) > 0 {
+				clp = o.chatLogprobs(lps)
+			}
+			o.send(o.chatChunk(i, &chatMessage{}, clp, &reason))
+		} else {
+			var tlp *completionLogprobs
+			if len(lps) > 0 {
+				tlp = o.completionLogprobs(i, lps)
+			}
+			o.send(o.completionChunk(i, "", tlp, &reason))
+		}
 	}
 	if o.j.includeUsage {
-		u := usageOf(res)
 		if o.j.chat {
 			o.send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
 		} else {
@@ -429,54 +564,41 @@ func (o *responder) sendDone() {
 }
 
 // whole writes the non-streamed response.
-func (o *responder) whole(res *engine.Result) {
-	if e := cutError(o.ctx); res.FinishReason == engine.FinishCancelled && e != nil {
+func (o *responder) whole(results []*engine.Result, u usage) {
+	if e := cutError(o.ctx); cancelled(results) && e != nil {
 		writeError(o.w, e)
 		return
 	}
-	if res.FinishReason == engine.FinishError {
-		msg := "generation failed"
-		if res.Err != nil {
-			msg += ": " + res.Err.Error()
-		}
+	if msg := failure(results); msg != "" {
 		writeError(o.w, &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: msg})
 		return
 	}
-	reason := finishReason(res)
-	u := usageOf(res)
-	var lps []engine.Token
-	for _, t := range res.Logprobs {
-		if !t.Stop {
-			lps = append(lps, t)
+	var cc []chatChoice
+	var tc []completionChoice
+	for i, res := range results {
+		reason := finishReason(res)
+		var lps []engine.Token
+		for _, t := range res.Logprobs {
+			if !t.Stop {
+				lps = append(lps, t)
+			}
+		}
+		text := res.Text
+		if o.j.chat {
+			msg := &replyMessage{Role: "assistant", Content: &text}
+			if o.j.tools.parse() {
+				reason = o.j.tools.reply(msg, res.Text, reason)
+			}
+			cc = append(cc, chatChoice{Index: i, Message: msg, Logprobs: o.chatLogprobs(lps), FinishReason: &reason})
+		} else {
+			tc = append(tc, completionChoice{Index: i, Text: text, Logprobs: o.completionLogprobs(i, lps), FinishReason: &reason})
 		}
 	}
 	if o.j.chat {
-		text := res.Text
-		msg := &replyMessage{Role: "assistant", Content: &text}
-		if o.j.tools.parse() {
-			content, calls := chat.ParseToolCalls(o.j.tools.format, res.Text, nil)
-			msg.Content = &content
-			if len(calls) > 0 {
-				if content == "" {
-					msg.Content = nil
-				}
-				out := toolCallsOut(calls, o.j.tools)
-				if o.j.tools.legacy {
-					msg.FunctionCall = &out[0].Function
-				} else {
-					msg.ToolCalls = out
-				}
-				reason = o.j.tools.finishReason(reason, len(calls))
-			}
-		}
-		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model,
-			Choices: []chatChoice{{Message: msg, Logprobs: o.chatLogprobs(lps), FinishReason: &reason}},
-			Usage:   &u})
+		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model, Choices: cc, Usage: &u})
 		return
 	}
-	writeJSON(o.w, http.StatusOK, completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model,
-		Choices: []completionChoice{{Text: res.Text, Logprobs: o.completionLogprobs(lps), FinishReason: &reason}},
-		Usage:   &u})
+	writeJSON(o.w, http.StatusOK, completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: tc, Usage: &u})
 }
 
 // finishReason maps the engine's reason to OpenAI's: stop or length (a
@@ -488,19 +610,14 @@ func finishReason(res *engine.Result) string {
 	return "stop"
 }
 
-func usageOf(res *engine.Result) usage {
-	return usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
-		TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}
-}
-
-func (o *responder) chatChunk(delta *chatMessage, lp *chatLogprobs, finish *string) chatResponse {
+func (o *responder) chatChunk(i int, delta *chatMessage, lp *chatLogprobs, finish *string) chatResponse {
 	return chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model,
-		Choices: []chatChoice{{Delta: delta, Logprobs: lp, FinishReason: finish}}}
+		Choices: []chatChoice{{Index: i, Delta: delta, Logprobs: lp, FinishReason: finish}}}
 }
 
-func (o *responder) completionChunk(text string, lp *completionLogprobs, finish *string) completionResponse {
+func (o *responder) completionChunk(i int, text string, lp *completionLogprobs, finish *string) completionResponse {
 	return completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model,
-		Choices: []completionChoice{{Text: text, Logprobs: lp, FinishReason: finish}}}
+		Choices: []completionChoice{{Index: i, Text: text, Logprobs: lp, FinishReason: finish}}}
 }
 
 // tokenText is the text of one token as logprobs report it (the piece with
@@ -542,7 +659,7 @@ func (o *responder) chatLogprobs(toks []engine.Token) *chatLogprobs {
 	return out
 }
 
-func (o *responder) completionLogprobs(toks []engine.Token) *completionLogprobs {
+func (o *responder) completionLogprobs(i int, toks []engine.Token) *completionLogprobs {
 	if o.j.logprobs < 0 {
 		return nil
 	}
@@ -559,8 +676,8 @@ func (o *responder) completionLogprobs(toks []engine.Token) *completionLogprobs 
 			}
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
-		out.TextOffset = append(out.TextOffset, o.offset)
-		o.offset += len(text)
+		out.TextOffset = append(out.TextOffset, o.offset[i])
+		o.offset[i] += len(text)
 	}
 	return out
 }

@@ -4,7 +4,8 @@
 //
 // Endpoints:
 //
-//	POST /v1/completions       complete a prompt (string, [string], token ids or [[ids]])
+//	POST /v1/completions       complete prompts (string, [string...], token ids or [[ids]...]);
+//	                           several prompts are a batch: choice j of prompt i has index i·n + j
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
@@ -22,10 +23,12 @@
 // top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty,
 // seed, stop (string or list), stop_token_ids, ignore_eos, logit_bias,
 // logprobs (completions: an int, the number of alternatives; chat: a bool
-// with top_logprobs), n (must be 1), stream and stream_options; chat also
-// takes tools, tool_choice, parallel_tool_calls and the legacy functions /
-// function_call (see tools.go: calls come back as message.tool_calls with
-// finish_reason "tool_calls", streamed as OpenAI streams them).
+// with top_logprobs), n (1 to engine.MaxN choices, each with its index;
+// choice i is seeded seed + i), best_of (only equal to n), stream and
+// stream_options; chat also takes tools, tool_choice, parallel_tool_calls
+// and the legacy functions / function_call (see tools.go: calls come back
+// as message.tool_calls with finish_reason "tool_calls", streamed as OpenAI
+// streams them).
 // Absent fields take the model's generation_config defaults; max_tokens
 // defaults to 16 for completions (as OpenAI and vLLM) and to the rest of the
 // context for chat. Unknown fields are ignored (clients send many).
@@ -56,7 +59,9 @@
 // carry choices[0].text; chat chunks carry choices[0].delta, whose first
 // chunk is {"role":"assistant","content":""} and later ones {"content":...};
 // the last choice chunk has an empty delta and the finish_reason ("stop" or
-// "length"). With stream_options.include_usage a final chunk with no
+// "length"). With n > 1 every chunk names its choice's index (chat sends a
+// role chunk per choice first); usage counts each prompt once and sums the
+// choices' completion tokens. With stream_options.include_usage a final chunk with no
 // choices carries usage. The concatenated streamed text equals the
 // non-streamed text of the same request at temperature 0 (or a fixed seed).
 // Response headers are written only when the first token arrives, so a
@@ -167,21 +172,17 @@ type Server struct {
 	eng      *engine.Engine
 	tok      *tokenizer.Tokenizer
 	names    []string
-	tmpl     *chat.Template
-	tmplOpts chat.Options
-	// toolFormat: how replies are read for tool calls (ToolFormatNone:
-	// requests with tools other than tool_choice "none" are a 400).
-	toolFormat chat.ToolFormat
-	defaults   sample.Policy
-	apiKey     string
-	maxBody    int64
-	slots      chan struct{} // admission: one token per admitted generation (nil: no cap)
-	log        *slog.Logger
-	created    int64
-	m          *metrics
-	draining   atomic.Bool
-	inFlight   atomic.Int64 // requests being served
-	mux        map[string]route
+	chat     *chat.Prompter // nil: no chat template
+	defaults sample.Policy
+	apiKey   string
+	maxBody  int64
+	slots    chan struct{} // admission: one token per admitted generation (nil: no cap)
+	log      *slog.Logger
+	created  int64
+	m        *metrics
+	draining atomic.Bool
+	inFlight atomic.Int64 // requests being served
+	mux      map[string]route
 
 	readHeaderTimeout time.Duration
 	bodyTimeout       time.Duration
@@ -191,13 +192,18 @@ type Server struct {
 	cors              []string         // allowed origins; nil: CORS off
 	now               func() time.Time // the clock /health compares the engine's heartbeat with
 
+	// toolFormat: how replies are read for tool calls (ToolFormatNone:
+	// requests with tools other than tool_choice "none" are a 400).
+	toolFormat chat.ToolFormat
+
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields; gen, when set, stands in for
-	// the engine's GenerateStream (a scripted reply, to test how replies
-	// are read, e.g. tool calls, without a model that writes them).
+	// the engine with a scripted reply to a one-choice request (to test how
+	// replies are read, e.g. tool calls, without a model that writes them).
 	hook    func(r *http.Request)
 	onToken func()
-	gen     func(ctx context.Context, req engine.Request, out **engine.Result) iter.Seq2[engine.Token, error]
+	onDone  func() // after a generation's results are counted
+	gen     func(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result)
 }
 
 // route is one path's handlers by method.
@@ -208,21 +214,15 @@ type route struct {
 
 // New makes a server for eng.
 func New(eng *engine.Engine, opts Options) (*Server, error) {
-	m := eng.Model()
-	if m.Tokenizer == nil {
-		return nil, errors.New("server: the model has no tokenizer")
-	}
 	s := &Server{
-		eng:      eng,
-		tok:      m.Tokenizer,
-		names:    opts.ModelNames,
-		tmpl:     opts.Template,
-		tmplOpts: opts.TemplateOptions,
-		apiKey:   opts.APIKey,
-		maxBody:  opts.MaxBodyBytes,
-		log:      opts.Logger,
-		created:  time.Now().Unix(),
-		m:        newMetrics(),
+		eng:     eng,
+		tok:     eng.Tokenizer(),
+		names:   opts.ModelNames,
+		apiKey:  opts.APIKey,
+		maxBody: opts.MaxBodyBytes,
+		log:     opts.Logger,
+		created: time.Now().Unix(),
+		m:       newMetrics(),
 
 		readHeaderTimeout: orDefault(opts.ReadHeaderTimeout, 10*time.Second),
 		bodyTimeout:       orDefault(opts.BodyTimeout, time.Minute),
@@ -234,13 +234,6 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
-	}
-	s.toolFormat = opts.ToolFormat
-	if s.toolFormat == "" {
-		s.toolFormat = chat.ToolFormatNone
-		if s.tmpl != nil {
-			s.toolFormat = s.tmpl.ToolFormat()
-		}
 	}
 	for i, n := range s.names {
 		if n == "" || slices.Contains(s.names[:i], n) {
@@ -256,15 +249,19 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.MaxPending > 0 {
 		s.slots = make(chan struct{}, opts.MaxPending)
 	}
+	if opts.Template != nil {
+		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
+	}
+	s.toolFormat = opts.ToolFormat
+	if s.toolFormat == "" {
+		s.toolFormat = chat.ToolFormatNone
+		if opts.Template != nil {
+			s.toolFormat = opts.Template.ToolFormat()
+		}
+	}
+	s.defaults = eng.Defaults()
 	if opts.Defaults != nil {
 		s.defaults = *opts.Defaults
-	} else {
-		s.defaults = sample.Defaults()
-		if len(m.Gen.Sampling) > 0 {
-			if p, _, err := sample.FromGenerationConfig(m.Gen.Sampling); err == nil {
-				s.defaults = p
-			}
-		}
 	}
 	if err := s.defaults.Validate(); err != nil {
 		return nil, fmt.Errorf("server: default policy: %w", err)

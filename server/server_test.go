@@ -362,7 +362,8 @@ func TestErrors(t *testing.T) {
 		{"temperature range", "POST", "/v1/completions", `{"prompt":"x","temperature":-1}`, 400, "temperature", "", "temperature"},
 		{"presence range", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"presence_penalty":3}`, 400, "presence_penalty", "", "presence_penalty"},
 		{"max_tokens zero", "POST", "/v1/completions", `{"prompt":"x","max_tokens":0}`, 400, "max_tokens", "", "at least 1"},
-		{"n", "POST", "/v1/completions", `{"prompt":"x","n":2}`, 400, "n", "", "n must be 1"},
+		{"n", "POST", "/v1/completions", `{"prompt":"x","n":17}`, 400, "n", "", "n must be in [1, 16]"},
+		{"best_of", "POST", "/v1/completions", `{"prompt":"x","n":2,"best_of":3}`, 400, "best_of", "", "best_of must equal n"},
 		{"echo", "POST", "/v1/completions", `{"prompt":"x","echo":true}`, 400, "echo", "", "echo"},
 		{"logprobs range", "POST", "/v1/completions", `{"prompt":"x","logprobs":21}`, 400, "logprobs", "", "logprobs"},
 		{"top_logprobs alone", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}`, 400, "top_logprobs", "", "requires logprobs"},
@@ -370,7 +371,8 @@ func TestErrors(t *testing.T) {
 		{"stream_options alone", "POST", "/v1/completions", `{"prompt":"x","stream_options":{"include_usage":true}}`, 400, "stream_options", "", "stream"},
 		{"prompt missing", "POST", "/v1/completions", `{"max_tokens":3}`, 400, "prompt", "", "prompt is required"},
 		{"prompt type", "POST", "/v1/completions", `{"prompt":{"a":1}}`, 400, "prompt", "", "prompt must be"},
-		{"batched prompt", "POST", "/v1/completions", `{"prompt":["a","b"]}`, 400, "prompt", "", "exactly one"},
+		{"mixed prompt array", "POST", "/v1/completions", `{"prompt":["a",5]}`, 400, "prompt", "", "an array of strings"},
+		{"empty prompt array", "POST", "/v1/completions", `{"prompt":[]}`, 400, "prompt", "", "token array is empty"},
 		{"token out of vocab", "POST", "/v1/completions", `{"prompt":[1, 99999]}`, 400, "prompt", "", "prompt[1] = 99999"},
 		{"prompt too long", "POST", "/v1/completions", `{"prompt":"` + long + `"}`, 400, "prompt", "context_length_exceeded", "maximum context length is 128 tokens, but the prompt has"},
 		{"chat too long", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400, "messages", "context_length_exceeded", "maximum context length"},
@@ -529,7 +531,7 @@ func TestOverloaded(t *testing.T) {
 		t.Fatalf("after the slot freed: %d %s", code, b)
 	}
 	// An engine refusal maps to 429 too.
-	if e := ts.startError(context.Background(), fmt.Errorf("%w (3 waiting)", engine.ErrOverloaded)); e.status != 429 || e.retryAfter == 0 {
+	if e := ts.startError(context.Background(), fmt.Errorf("%w (3 waiting)", engine.ErrOverloaded), &job{}); e.status != 429 || e.retryAfter == 0 {
 		t.Errorf("engine overload → %d", e.status)
 	}
 }
@@ -584,7 +586,9 @@ func TestPanicRecovered(t *testing.T) {
 // generation (the engine ends it as cancelled, long before max_tokens).
 func TestDisconnectCancels(t *testing.T) {
 	ts := newTestServer(t, nil)
-	ts.onToken = func() { time.Sleep(5 * time.Millisecond) } // 128 tokens ≥ 0.6 s
+	ts.onToken = func() { time.Sleep(5 * time.Millisecond) } // a slow client: 120 tokens ≥ 0.6 s
+	done := make(chan struct{})
+	ts.onDone = func() { close(done) }
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.url+"/v1/completions",
 		strings.NewReader(`{"prompt":"Once","max_tokens":120,"ignore_eos":true,"stream":true}`))
@@ -598,12 +602,13 @@ func TestDisconnectCancels(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for metricValue(t, ts, `nanoserve_generations_total{finish_reason="cancelled"}`) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the generation was not cancelled")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the generation did not end")
+	}
+	if metricValue(t, ts, `nanoserve_generations_total{finish_reason="cancelled"}`) != 1 {
+		t.Fatal("the generation was not cancelled")
 	}
 	if g := metricValue(t, ts, "nanoserve_generation_tokens_total"); g >= 120 {
 		t.Errorf("generated %v tokens after the client left", g)

@@ -306,20 +306,51 @@ func (t *toolSetup) finishReason(reason string, calls int) string {
 	return "tool_calls"
 }
 
-// sendTools streams what the tool-call parser released: content, then
-// each call delta in its own chunk as OpenAI sends them (legacy requests
-// get delta.function_call). Pending logprobs ride on the first chunk.
-func (o *responder) sendTools(content string, deltas []chat.ToolCallDelta) bool {
+// reply fills a non-streamed message from the reply text: content and
+// tool_calls (or the legacy function_call), and returns the finish reason.
+func (t *toolSetup) reply(msg *replyMessage, text, reason string) string {
+	content, calls := chat.ParseToolCalls(t.format, text, nil)
+	msg.Content = &content
+	if len(calls) == 0 {
+		return reason
+	}
+	if content == "" {
+		msg.Content = nil
+	}
+	out := toolCallsOut(calls, t)
+	if t.legacy {
+		msg.FunctionCall = &out[0].Function
+	} else {
+		msg.ToolCalls = out
+	}
+	return t.finishReason(reason, len(calls))
+}
+
+// toolStream is choice i's streaming tool-call parser.
+func (o *responder) toolStream(i int) *chat.ToolStream {
+	ts := o.calls[i]
+	if ts == nil {
+		ts = chat.NewToolStream(o.j.tools.format, nil)
+		o.calls[i] = ts
+	}
+	return ts
+}
+
+// sendTools streams what choice i's tool-call parser released: content,
+// then each call delta in its own chunk as OpenAI sends them (legacy
+// requests get delta.function_call). Pending logprobs ride on the first
+// chunk.
+func (o *responder) sendTools(i int, content string, deltas []chat.ToolCallDelta) bool {
 	lp := func() *chatLogprobs {
-		if len(o.pending) == 0 {
+		lps := o.pending[i]
+		if len(lps) == 0 {
 			return nil
 		}
-		l := o.chatLogprobs(o.pending)
-		o.pending = nil
-		return l
+		delete(o.pending, i)
+		return o.chatLogprobs(lps)
 	}
 	if content != "" {
-		if !o.send(o.chatChunk(&chatMessage{Content: &content}, lp(), nil)) {
+		if !o.send(o.chatChunk(i, &chatMessage{Content: &content}, lp(), nil)) {
 			return false
 		}
 	}
@@ -335,7 +366,7 @@ func (o *responder) sendTools(content string, deltas []chat.ToolCallDelta) bool 
 			idx := d.Index
 			delta.ToolCalls = []toolCallOut{{Index: &idx, ID: d.ID, Type: d.Type, Function: fn}}
 		}
-		if !o.send(o.chatChunk(delta, lp(), nil)) {
+		if !o.send(o.chatChunk(i, delta, lp(), nil)) {
 			return false
 		}
 	}

@@ -85,26 +85,31 @@ type script struct {
 	prompts []string
 }
 
-func (sc *script) gen(ctx context.Context, req engine.Request, out **engine.Result) iter.Seq2[engine.Token, error] {
-	return func(yield func(engine.Token, error) bool) {
-		sc.mu.Lock()
-		sc.prompts = append(sc.prompts, req.Prompt)
-		reply := sc.replies[0]
-		if len(sc.replies) > 1 {
-			sc.replies = sc.replies[1:]
-		}
-		sc.mu.Unlock()
-		res := &engine.Result{FinishReason: engine.FinishStop, Usage: engine.Usage{PromptTokens: len(req.PromptIDs)}}
-		*out = res
+func (sc *script) gen(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result) {
+	sc.mu.Lock()
+	sc.prompts = append(sc.prompts, req.Prompt)
+	reply := sc.replies[0]
+	if len(sc.replies) > 1 {
+		sc.replies = sc.replies[1:]
+	}
+	sc.mu.Unlock()
+	res := &engine.Result{FinishReason: engine.FinishStop}
+	toks := func(yield func(engine.Token) bool) {
 		for _, piece := range pieces(reply, 5) {
 			res.Text += piece
 			res.IDs = append(res.IDs, 0)
 			res.Usage.CompletionTokens++
-			if !yield(engine.Token{Text: piece}, nil) {
+			if !yield(engine.Token{Text: piece}) {
 				res.FinishReason = engine.FinishCancelled
 				return
 			}
 		}
+	}
+	return toks, func() *engine.Result {
+		if res.Text != reply && res.FinishReason == engine.FinishStop { // non-streamed: the whole reply
+			res.Text, res.Usage.CompletionTokens = reply, len(pieces(reply, 5))
+		}
+		return res
 	}
 }
 
@@ -331,19 +336,22 @@ func TestToolConversationPrompt(t *testing.T) {
 }
 
 // TestToolsRealModel: with no script, the random-weight model answers a
-// tools request (auto) through the real engine; its noise is content.
+// tools request (auto, two choices) through the real engine; its noise is
+// content.
 func TestToolsRealModel(t *testing.T) {
 	ts := qwenToolServer(t, nil)
 	for _, stream := range []string{"false", "true"} {
 		status, _, b := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Weather in Zürich?"}],"tools":[`+weatherTool+`],
-		  "max_tokens":6,"temperature":0,"stream":`+stream+`}`)
+		  "max_tokens":6,"temperature":1,"seed":3,"n":2,"stream":`+stream+`}`)
 		if status != 200 {
 			t.Fatalf("status %d: %s", status, b)
 		}
 		if stream == "false" {
 			r := decode[toolReply](t, b)
-			if r.Choices[0].FinishReason != "length" || r.Choices[0].Message.Content == nil || *r.Choices[0].Message.Content == "" {
-				t.Errorf("reply %s", b)
+			for _, c := range r.Choices {
+				if len(r.Choices) != 2 || c.FinishReason != "length" || c.Message.Content == nil || *c.Message.Content == "" {
+					t.Errorf("reply %s", b)
+				}
 			}
 		} else if content, _, _, finish := streamed(t, b); finish != "length" || content == "" {
 			t.Errorf("stream: %q %q", content, finish)

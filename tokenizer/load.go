@@ -80,7 +80,8 @@ func loadFile(path string) (*Tokenizer, error) {
 	lower := strings.ToLower(path)
 	switch {
 	case bytes.Equal(head, []byte("GGUF")):
-		// TODO(lead): callers wanting GGUF go through model.LoadTokenizer.
+		// GGUF vocabularies are read by llamacpp.LoadTokenizer (which
+		// model.LoadTokenizer uses): tokenizer imports nothing internal.
 		return nil, fmt.Errorf("%w (%s)", ErrGGUF, path)
 	case strings.HasSuffix(lower, ".json"):
 		return loadTokenizerJSON(path)

@@ -9,6 +9,7 @@ import (
 
 	"nanoserve/gguf"
 	"nanoserve/kvcache"
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -46,21 +47,6 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 		{"general.architecture", gguf.String("llama")},
 		{"general.name", gguf.String("nanoserve-trained")},
 		{"general.file_type", gguf.Uint32(map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1}[typ])},
-		{"llama.context_length", gguf.Uint32(uint32(c.Ctx))},
-		{"llama.embedding_length", gguf.Uint32(uint32(c.Dim))},
-		{"llama.block_count", gguf.Uint32(uint32(c.Layers))},
-		{"llama.feed_forward_length", gguf.Uint32(uint32(c.Hidden))},
-		{"llama.attention.head_count", gguf.Uint32(uint32(c.Heads))},
-		{"llama.attention.head_count_kv", gguf.Uint32(uint32(c.KVHeads))},
-		{"llama.attention.layer_norm_rms_epsilon", gguf.Float32(float32(c.NormEps))},
-		{"llama.rope.freq_base", gguf.Float32(float32(c.RopeTheta))},
-		{"llama.rope.dimension_count", gguf.Uint32(uint32(c.HeadDim()))},
-		{"llama.vocab_size", gguf.Uint32(uint32(c.Vocab))},
-		{"tokenizer.ggml.model", gguf.String(v.Model)},
-		{"tokenizer.ggml.pre", gguf.String(v.Pre)},
-		{"tokenizer.ggml.tokens", gguf.NewArray(v.Tokens)},
-		{"tokenizer.ggml.merges", gguf.NewArray(v.Merges)},
-		{"tokenizer.ggml.add_bos_token", gguf.Bool(false)},
 		{"nanoserve.train.corpus", gguf.String(man.Corpus)},
 		{"nanoserve.train.corpus_sha256", gguf.String(man.CorpusSHA256)},
 		{"nanoserve.train.tokenizer", gguf.String(man.TokenizerDesc)},
@@ -74,28 +60,26 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 		{"nanoserve.train.heldout_bpb", gguf.Float64(man.HeldOutBPB)},
 		{"nanoserve.train.baseline_kn3_bpb", gguf.Float64(man.BaselineBPB)},
 	}
-	types := make([]int32, len(v.Tokens))
-	for i := range types {
-		types[i] = int32(tokenizer.TypeNormal)
-		if v.Types != nil {
-			types[i] = int32(v.Types[i])
-		}
-	}
-	kv = append(kv, struct {
-		k string
-		v gguf.Value
-	}{"tokenizer.ggml.token_type", gguf.NewArray(types)})
-	if v.BOS.OK {
+	h := llamacpp.HParams{Arch: "llama", ContextLength: c.Ctx, EmbeddingLength: c.Dim, BlockCount: c.Layers,
+		FeedForwardLength: c.Hidden, HeadCount: c.Heads, HeadCountKV: c.KVHeads, RMSNormEps: float64(c.NormEps),
+		RopeFreqBase: float64(c.RopeTheta), RopeDim: c.HeadDim(), VocabSize: c.Vocab}
+	for _, e := range h.KVs() {
 		kv = append(kv, struct {
 			k string
 			v gguf.Value
-		}{"tokenizer.ggml.bos_token_id", gguf.Uint32(uint32(v.BOS.ID))})
+		}{e.Key, e.Value})
 	}
-	if v.EOS.OK {
+	vv := v
+	vv.AddBOS = false // the training data has no BOS
+	tks, err := llamacpp.VocabKVs(vv, len(v.Tokens), nil)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	for _, e := range tks {
 		kv = append(kv, struct {
 			k string
 			v gguf.Value
-		}{"tokenizer.ggml.eos_token_id", gguf.Uint32(uint32(v.EOS.ID))})
+		}{e.Key, e.Value})
 	}
 	for _, e := range kv {
 		if err := w.AddKV(e.k, e.v); err != nil {

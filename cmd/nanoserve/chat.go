@@ -29,7 +29,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -98,122 +97,38 @@ func runChat(args []string) error {
 	return chatLoop(c, *verbose)
 }
 
-// chatTemplate is a parsed template with the variables it is rendered with.
-type chatTemplate struct {
-	t    *chat.Template
-	opts chat.Options // BOS, EOS and Extra; AddGenerationPrompt is set per render
-}
-
-// loadChatTemplate finds the template: the --chat-template file (a Jinja
-// source, or a tokenizer_config.json carrying one), else the model's own
-// (GGUF tokenizer.chat_template), else a Hugging Face directory's
-// tokenizer_config.json or chat_template.jinja. No template at all is
-// chat.ErrNoTemplate. BOS/EOS texts come from the tokenizer's vocabulary
-// unless the config names them.
-func loadChatTemplate(path string, m *model.Model, modelPath string) (*chatTemplate, error) {
-	var src string
-	var cfg *chat.Config
-	readConfig := func(p string) error {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		c, err := chat.ParseConfig(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		cfg, src = c, c.Template
-		return nil
+// loadChatTemplate finds the model's chat template with chat.Discover:
+// the --chat-template file (a Jinja source, or a tokenizer_config.json
+// carrying one), else the model's own, else a Hugging Face directory's
+// files. BOS/EOS texts come from the tokenizer unless a config names them.
+func loadChatTemplate(path string, m *model.Model, modelPath string) (*chat.Prompter, error) {
+	src := chat.Source{Path: path, Embedded: m.Gen.ChatTemplate, Name: modelPath}
+	if modelPath == "" {
+		src.Name = "the built-in model"
 	}
-	switch {
-	case path != "" && strings.HasSuffix(strings.ToLower(path), ".json"):
-		if err := readConfig(path); err != nil {
-			return nil, fmt.Errorf("chat template: %w", err)
-		}
-		if src == "" {
-			return nil, fmt.Errorf("%s holds no chat_template: %w", path, chat.ErrNoTemplate)
-		}
-	case path != "":
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("chat template: %w", err)
-		}
-		src = string(b)
-		if strings.TrimSpace(src) == "" {
-			return nil, fmt.Errorf("chat template %s is empty", path)
-		}
-	default:
-		src = m.Gen.ChatTemplate
-		if fi, err := os.Stat(modelPath); err == nil && fi.IsDir() {
-			// Hugging Face directory: its config also names the special
-			// tokens the template may use.
-			if p := filepath.Join(modelPath, "tokenizer_config.json"); fileExists(p) {
-				keep := src
-				if err := readConfig(p); err != nil {
-					return nil, err
-				}
-				if keep != "" {
-					src = keep
-				}
-			}
-			if p := filepath.Join(modelPath, "chat_template.jinja"); src == "" && fileExists(p) {
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return nil, err
-				}
-				src = string(b)
-			}
-		}
-		if strings.TrimSpace(src) == "" {
-			name := modelPath
-			if name == "" {
-				name = "the built-in model"
-			}
-			return nil, fmt.Errorf("%s: %w", name, chat.ErrNoTemplate)
-		}
+	if fi, err := os.Stat(modelPath); err == nil && fi.IsDir() {
+		src.ModelDir = modelPath
 	}
-	t, err := chat.Parse(src)
-	if err != nil {
-		return nil, err
+	if id, ok := m.Tokenizer.BOS(); ok {
+		src.BOS = m.Tokenizer.Token(id)
 	}
-	ct := &chatTemplate{t: t}
-	tok := m.Tokenizer
-	if id, ok := tok.BOS(); ok {
-		ct.opts.BOS = tok.Token(id)
+	if id, ok := m.Tokenizer.EOS(); ok {
+		src.EOS = m.Tokenizer.Token(id)
 	}
-	if id, ok := tok.EOS(); ok {
-		ct.opts.EOS = tok.Token(id)
-	}
-	if cfg != nil {
-		if cfg.BOS != "" {
-			ct.opts.BOS = cfg.BOS
-		}
-		if cfg.EOS != "" {
-			ct.opts.EOS = cfg.EOS
-		}
-		if len(cfg.Vars) > 0 {
-			ct.opts.Extra = cfg.Vars
-		}
-	}
-	return ct, nil
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir()
+	return chat.Discover(src)
 }
 
 // chatSession is one conversation on one engine session.
 type chatSession struct {
 	eng     *engine.Engine
 	sess    *engine.Session
-	tmpl    *chatTemplate
+	tmpl    *chat.Prompter
 	policy  sample.Policy
 	system  string
 	history []chat.Message // user and assistant turns (the system prompt is kept apart)
 }
 
-func newChatSession(eng *engine.Engine, tmpl *chatTemplate, pol sample.Policy) *chatSession {
+func newChatSession(eng *engine.Engine, tmpl *chat.Prompter, pol sample.Policy) *chatSession {
 	return &chatSession{eng: eng, sess: eng.NewSession(), tmpl: tmpl, policy: pol}
 }
 
@@ -231,7 +146,7 @@ func (c *chatSession) reset() {
 func (c *chatSession) setSystem(text string) error {
 	if text != "" {
 		msgs := []chat.Message{{Role: "system", Content: text}, {Role: "user", Content: "hi"}}
-		if _, err := c.render(msgs); err != nil {
+		if _, _, err := c.tmpl.Prompt(msgs); err != nil {
 			return fmt.Errorf("the chat template rejects this system prompt: %w", err)
 		}
 	}
@@ -251,23 +166,17 @@ func (c *chatSession) messages(extra ...chat.Message) []chat.Message {
 	return append(msgs, extra...)
 }
 
-func (c *chatSession) render(msgs []chat.Message) (string, error) {
-	opts := c.tmpl.opts
-	opts.AddGenerationPrompt = true
-	return c.tmpl.t.Render(msgs, opts)
-}
-
 // request builds the engine request for the conversation plus the user's
 // new message.
 func (c *chatSession) request(user string) (engine.Request, error) {
-	text, err := c.render(c.messages(chat.Message{Role: "user", Content: user}))
+	text, skipBOS, err := c.tmpl.Prompt(c.messages(chat.Message{Role: "user", Content: user}))
 	if err != nil {
 		return engine.Request{}, err
 	}
 	return engine.Request{
 		Prompt:       text,
 		ParseSpecial: true,
-		NoBOS:        chat.StartsWithBOS(text, c.tmpl.opts.BOS),
+		NoBOS:        skipBOS,
 		Policy:       c.policy,
 		Session:      c.sess,
 	}, nil

@@ -63,7 +63,8 @@ func (mf *modelFlags) open() (*model.Model, error) {
 		}
 		path = p
 	}
-	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads})
+	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
+	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize})
 }
 
 // defaultThreads is the number of physical cores when Linux tells us, else

@@ -49,7 +49,24 @@ type inspectConfig struct {
 	RopeLayout    string  `json:"rope_layout,omitempty"`
 	RopeScaling   string  `json:"rope_scaling,omitempty"`
 	SlidingWindow int     `json:"sliding_window,omitempty"`
-	Tied          bool    `json:"tied_embeddings"`
+	// WindowedLayers lists the layers that use the sliding window (absent:
+	// every layer when sliding_window is set).
+	WindowedLayers []int   `json:"windowed_layers,omitempty"`
+	RopeThetaSWA   float64 `json:"rope_theta_swa,omitempty"`
+	RopeFactors    string  `json:"rope_factors,omitempty"`
+	RopeAttnFactor float64 `json:"rope_attn_factor,omitempty"`
+	Tied           bool    `json:"tied_embeddings"`
+
+	QKNorm          bool    `json:"qk_norm,omitempty"`
+	PostNorms       bool    `json:"post_norms,omitempty"`
+	FFNActivation   string  `json:"ffn_activation"`
+	EmbedScale      float32 `json:"embedding_scale,omitempty"`
+	AttnScale       float64 `json:"attention_scale"`
+	AttnSoftcap     float32 `json:"attention_softcap,omitempty"`
+	FinalSoftcap    float32 `json:"final_logit_softcap,omitempty"`
+	Experts         int     `json:"experts,omitempty"`
+	ExpertsUsed     int     `json:"experts_used,omitempty"`
+	ExpertHiddenDim int     `json:"expert_hidden_dim,omitempty"`
 }
 
 type inspectFile struct {
@@ -112,10 +129,21 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 		Path: path, Format: c.Format, Architecture: c.Arch,
 		Config: inspectConfig{Dim: c.Dim, HiddenDim: c.HiddenDim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
 			HeadDim: c.HeadDim, Vocab: c.Vocab, ContextLen: c.ContextLen, NormEps: c.NormEps,
-			SlidingWindow: c.SlidingWindow, Tied: c.Tied, RopeScaling: c.RopeScaling.Type},
+			SlidingWindow: c.SlidingWindow, Tied: c.Tied, RopeScaling: c.RopeScaling.Type,
+			RopeThetaSWA: c.RopeThetaSWA, RopeFactors: c.RopeFactors, RopeAttnFactor: c.RopeAttnFactor,
+			QKNorm: c.QKNorm, PostNorms: c.PostNorms, FFNActivation: c.FFNActivation(), EmbedScale: c.EmbedScale,
+			AttnScale: c.AttentionScale(), AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap,
+			Experts: c.Experts, ExpertsUsed: c.ExpertsUsed, ExpertHiddenDim: c.ExpertHiddenDim},
 		Params: m.ParamCount(), TensorCount: len(m.Tensors), TensorTypes: map[string]int{},
 		KVBytesPerTok: m.KVBytesPerToken(), EOG: m.Gen.EOG,
 		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
+	}
+	if c.SWALayers != nil {
+		for l, w := range c.SWALayers {
+			if w {
+				info.Config.WindowedLayers = append(info.Config.WindowedLayers, l)
+			}
+		}
 	}
 	if c.RopeDim > 0 {
 		info.Config.RopeTheta, info.Config.RopeDim, info.Config.RopeLayout = c.RopeTheta, c.RopeDim, "interleaved"
@@ -188,12 +216,49 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		if c.RopeScaling != "" {
 			fmt.Fprintf(w, ", %s scaling", c.RopeScaling)
 		}
+		if c.RopeFactors != "" {
+			fmt.Fprintf(w, ", factors %s", c.RopeFactors)
+		}
+		if c.RopeAttnFactor != 0 {
+			fmt.Fprintf(w, ", attn_factor %g", c.RopeAttnFactor)
+		}
+		if c.RopeThetaSWA != 0 {
+			fmt.Fprintf(w, ", theta %g on windowed layers", c.RopeThetaSWA)
+		}
 		fmt.Fprintln(w)
 	} else {
 		fmt.Fprintln(w, "positions:      learned")
 	}
 	if c.SlidingWindow > 0 {
-		fmt.Fprintf(w, "sliding window: %d\n", c.SlidingWindow)
+		fmt.Fprintf(w, "sliding window: %d", c.SlidingWindow)
+		if c.WindowedLayers != nil {
+			fmt.Fprintf(w, " on layers %v", c.WindowedLayers)
+		}
+		fmt.Fprintln(w)
+	}
+	var blocks []string
+	if c.QKNorm {
+		blocks = append(blocks, "QK-norm")
+	}
+	if c.PostNorms {
+		blocks = append(blocks, "post-norms")
+	}
+	if c.EmbedScale != 0 {
+		blocks = append(blocks, fmt.Sprintf("embeddings ×%g", c.EmbedScale))
+	}
+	if c.AttnSoftcap != 0 {
+		blocks = append(blocks, fmt.Sprintf("attention soft-cap %g", c.AttnSoftcap))
+	}
+	if c.FinalSoftcap != 0 {
+		blocks = append(blocks, fmt.Sprintf("final soft-cap %g", c.FinalSoftcap))
+	}
+	fmt.Fprintf(w, "blocks:         %s FFN, attention scale %.4g", c.FFNActivation, c.AttnScale)
+	if len(blocks) > 0 {
+		fmt.Fprintf(w, ", %s", strings.Join(blocks, ", "))
+	}
+	fmt.Fprintln(w)
+	if c.Experts > 0 {
+		fmt.Fprintf(w, "experts:        %d, %d used per token, expert ffn %d\n", c.Experts, c.ExpertsUsed, c.ExpertHiddenDim)
 	}
 	fmt.Fprintf(w, "tied output:    %v\n", c.Tied)
 	fmt.Fprintf(w, "parameters:     %d (%.2fM)\n", in.Params, float64(in.Params)/1e6)

@@ -120,7 +120,7 @@ func runServe(args []string) error {
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
 	switch {
 	case err == nil:
-		opts.Template, opts.TemplateOptions = tmpl.t, tmpl.opts
+		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
 	case errors.Is(err, chat.ErrNoTemplate) && *tmplPath == "":
 		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
 	default:

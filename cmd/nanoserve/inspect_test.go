@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"nanoserve/internal/testshared"
+	"nanoserve/model"
+)
+
+// TestInspectArchs: inspect reports the hyperparameters of the newer
+// architectures — windowed layers and their RoPE base, QK-norm, post
+// norms, GeGLU, soft-caps, experts.
+func TestInspectArchs(t *testing.T) {
+	load := func(name string) (*inspectInfo, string) {
+		t.Helper()
+		p := testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-F16.gguf")
+		m, err := model.Load(p, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		info, err := describe(p, m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		printInspect(&b, info)
+		return info, b.String()
+	}
+	g3, text := load("gemma3")
+	c := g3.Config
+	if !slices.Equal(c.WindowedLayers, []int{0, 1, 2, 3, 4}) || c.RopeThetaSWA != 10000 || !c.QKNorm || !c.PostNorms ||
+		c.FFNActivation != "geglu" || c.AttnScale != 0.25 || c.EmbedScale == 0 {
+		t.Errorf("gemma3: %+v", c)
+	}
+	if !strings.Contains(text, "sliding window: 8 on layers [0 1 2 3 4]") || !strings.Contains(text, "theta 10000 on windowed layers") {
+		t.Errorf("gemma3 text:\n%s", text)
+	}
+	g2, _ := load("gemma2")
+	if g2.Config.AttnSoftcap != 50 || g2.Config.FinalSoftcap != 30 || !slices.Equal(g2.Config.WindowedLayers, []int{0, 2}) {
+		t.Errorf("gemma2: %+v", g2.Config)
+	}
+	moe, text := load("qwen3moe")
+	if moe.Config.Experts != 8 || moe.Config.ExpertsUsed != 2 || moe.Config.ExpertHiddenDim != 64 || moe.Config.FFNActivation != "moe-swiglu" {
+		t.Errorf("qwen3moe: %+v", moe.Config)
+	}
+	if !strings.Contains(text, "experts:        8, 2 used per token, expert ffn 64") {
+		t.Errorf("qwen3moe text:\n%s", text)
+	}
+}

@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"nanoserve/sample"
+)
+
+// The driver: the Engine's one goroutine, a thin loop of plan → Forward →
+// processors, sampler and output stage → commit. Everything it decides is
+// decided by the scheduler (scheduler.go), the processors (processor.go)
+// and the output stage (output.go).
+
+// choice is one sequence's generation state on the driver's side: how it
+// draws and what it has produced. The scheduler carries it in seq.c.
+type choice struct {
+	st      *Stream
+	index   int
+	pol     sample.Policy
+	sampler *sample.Sampler
+	procs   []LogitsProcessor
+	out     *output
+	res     *Result
+	text    []byte
+
+	start, tDecode time.Time // submit, first token
+}
+
+// loop is the scheduler goroutine: it steps while there is work and
+// sleeps until poked otherwise. Each iteration, and every heartbeatIdle
+// while it sleeps, it records a heartbeat (Heartbeat).
+func (e *Engine) loop() {
+	defer close(e.done)
+	defer e.beat.Store(0)
+	idle := time.NewTicker(heartbeatIdle)
+	defer idle.Stop()
+	for {
+		e.beat.Store(time.Now().UnixNano())
+		select {
+		case <-e.quit:
+			e.shutdown()
+			return
+		default:
+		}
+		if !e.step() {
+			select {
+			case <-e.wake:
+			case <-idle.C: // beat while idle
+			case fn := <-e.idle:
+				e.cmu.Lock()
+				fn()
+				e.cmu.Unlock()
+			case <-e.quit:
+				e.shutdown()
+				return
+			}
+		}
+	}
+}
+
+// whenIdle runs fn on the scheduler goroutine the next time it has nothing
+// to do (no sequence running or admissible), and returns after it ran:
+// tests observe a settled engine through it without sleeping or locking.
+func (e *Engine) whenIdle(fn func()) {
+	done := make(chan struct{})
+	select {
+	case e.idle <- func() { fn(); close(done) }:
+		<-done
+	case <-e.done:
+	}
+}
+
+// shutdown ends every request with ErrClosed.
+func (e *Engine) shutdown() {
+	e.cmu.Lock()
+	e.takeInbox()
+	for _, s := range e.sch.drain() {
+		e.endSeq(s, FinishError, ErrClosed)
+	}
+	e.snapshot()
+	e.cmu.Unlock()
+	e.deliver()
+}
+
+// takeInbox hands the submitted sequences to the scheduler (under cmu)
+// and returns how many there were.
+func (e *Engine) takeInbox() int {
+	e.mu.Lock()
+	in := e.inbox
+	e.inbox = nil
+	e.mu.Unlock()
+	for _, s := range in {
+		e.sch.add(s)
+	}
+	return len(in)
+}
+
+// endSeq ends s's choice and the choices it had yet to fork into.
+func (e *Engine) endSeq(s *seq, reason string, err error) {
+	e.end(s.c, reason, err)
+	for _, c := range s.forks {
+		e.end(c, reason, err)
+	}
+}
+
+// step runs one scheduler iteration (see the package comment) and reports
+// whether it did any work.
+func (e *Engine) step() bool {
+	e.cmu.Lock()
+	in := e.takeInbox()
+	p := e.sch.plan()
+	worked := in > 0 || len(p.ended) > 0
+	for _, x := range p.ended {
+		e.endSeq(x.s, x.reason, x.err)
+	}
+	if len(p.seqs) > 0 {
+		worked = true
+		nTok, nSeq := len(p.batch.Tokens), len(p.seqs)
+		logits, err := e.fw.Forward(*p.batch, e.cache)
+		clear(p.batch.Seq) // do not pin finished sequences
+		r := stepResult{err: err}
+		generated := 0
+		if err == nil {
+			r.rows = make([][]sampled, len(p.out))
+			for i, s := range p.out {
+				r.rows[i] = e.drawAll(s, logits[i*e.vocab:(i+1)*e.vocab])
+				generated += len(r.rows[i])
+			}
+		}
+		for _, s := range e.sch.commit(p, r) {
+			if err != nil {
+				e.endSeq(s, FinishError, fmt.Errorf("engine: forward: %w", err))
+			}
+		}
+		e.mu.Lock()
+		e.stats.GeneratedTokens += int64(generated)
+		e.stats.Steps++
+		e.stats.StepTokens += int64(nTok)
+		e.stats.StepSeqs += int64(nSeq)
+		e.stats.LastTokens, e.stats.LastSeqs = nTok, nSeq
+		e.mu.Unlock()
+	}
+	e.snapshot()
+	e.cmu.Unlock()
+	e.deliver()
+	return worked
+}
+
+// drawAll draws s's next token from its logits (vocab), and the first
+// token of each choice s forks into, from copies of the same logits.
+func (e *Engine) drawAll(s *seq, logits []float32) []sampled {
+	out := make([]sampled, 1+len(s.forks))
+	for j, c := range s.forks {
+		if cap(e.scratch) < len(logits) {
+			e.scratch = make([]float32, len(logits))
+		}
+		l := e.scratch[:len(logits)]
+		copy(l, logits)
+		out[1+j] = e.draw(s, c, l)
+	}
+	out[0] = e.draw(s, s.c, logits)
+	return out
+}
+
+// draw runs c's processors, sampler and output stage on logits (edited in
+// place) for the token after s.tokens, and streams it.
+func (e *Engine) draw(s *seq, c *choice, logits []float32) sampled {
+	fail := func(err error) sampled {
+		e.end(c, FinishError, err)
+		return sampled{done: true}
+	}
+	for _, p := range c.procs {
+		if err := p.Process(logits); err != nil {
+			return fail(fmt.Errorf("engine: logits processor: %w", err))
+		}
+	}
+	ch, err := c.sampler.Sample(logits, s.tokens, s.nPrompt)
+	if err != nil {
+		return fail(err)
+	}
+	for _, p := range c.procs {
+		if err := p.Accept(ch.ID); err != nil {
+			return fail(fmt.Errorf("engine: logits processor: %w", err))
+		}
+	}
+	res := c.res
+	if c.tDecode.IsZero() {
+		now := time.Now()
+		res.Usage.CachedTokens = s.cached
+		res.Timings.TTFTMs = ms(now.Sub(c.start))
+		prefill := now.Sub(s.tSched)
+		res.Timings.PrefillMs = ms(prefill)
+		if n := s.nPrompt - s.cached; prefill > 0 {
+			res.Timings.PrefillTokS = float64(n) / prefill.Seconds()
+		}
+		c.tDecode = now
+	}
+	pc := c.out.accept(ch.ID, len(s.tokens))
+	if pc.stop {
+		if pc.text != "" {
+			e.emit(c, Token{Index: c.index, ID: ch.ID, Text: pc.text, Logprob: ch.Logprob, Stop: true})
+		}
+		e.end(c, FinishStop, nil)
+		return sampled{token: ch.ID, done: true}
+	}
+	res.IDs = append(res.IDs, ch.ID)
+	res.Usage.CompletionTokens = len(res.IDs)
+	e.emit(c, Token{Index: c.index, ID: ch.ID, Text: pc.text, Logprob: ch.Logprob, Top: slices.Clone(ch.TopLogprobs)})
+	if pc.finish != "" {
+		e.end(c, pc.finish, nil)
+		return sampled{token: ch.ID, done: true}
+	}
+	return sampled{token: ch.ID}
+}
+
+func (e *Engine) emit(c *choice, t Token) {
+	c.text = append(c.text, t.Text...)
+	if c.pol.Logprobs != nil {
+		c.res.Logprobs = append(c.res.Logprobs, t)
+	}
+	c.st.push(t)
+}
+
+// end completes c's Result; it is handed to the caller after the step,
+// once the scheduler has freed the sequence's blocks.
+func (e *Engine) end(c *choice, reason string, err error) {
+	res := c.res
+	if res.FinishReason != "" {
+		return // already ended
+	}
+	res.FinishReason, res.Err = reason, err
+	res.Text = string(c.text)
+	if !c.tDecode.IsZero() {
+		d := time.Since(c.tDecode)
+		res.Timings.DecodeMs = ms(d)
+		if n := len(res.IDs) - 1; n > 0 && d > 0 {
+			res.Timings.DecodeTokS = float64(n) / d.Seconds()
+		}
+	}
+	e.ending = append(e.ending, c)
+}
+
+// deliver hands the results of the choices that ended to their streams
+// (outside cmu).
+func (e *Engine) deliver() {
+	e.cmu.Lock()
+	ending := e.ending
+	e.ending = nil
+	e.cmu.Unlock()
+	for _, c := range ending {
+		c.st.finish(c.res)
+	}
+}
+
+// snapshot copies the scheduler's state into the stats (under cmu).
+func (e *Engine) snapshot() {
+	e.mu.Lock()
+	e.stats.Running = len(e.sch.running)
+	e.nWaiting = len(e.sch.waiting)
+	e.stats.KVBlocksUsed = e.cache.UsedBlocks()
+	e.stats.KVBlocksCached = e.cache.CachedBlocks()
+	e.stats.Preemptions = e.sch.preemptions
+	e.stats.PrefixQueryTokens = e.sch.prefixQuery
+	e.stats.PrefixHitTokens = e.sch.prefixHit
+	e.mu.Unlock()
+}

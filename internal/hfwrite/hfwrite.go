@@ -1,0 +1,304 @@
+// Package hfwrite writes a Hugging Face checkpoint directory (config.json
+// and model.safetensors) holding the weights of a llama.cpp GGUF file, in
+// the names and conventions transformers uses, for the parity tests of the
+// Hugging Face loader and converter: the directory must give the GGUF's
+// logits.
+//
+// It undoes llama.cpp's conversion without using the llamacpp package's
+// name table (which the code under test uses), from the transformers
+// modeling files:
+//
+//   - Names: modeling_llama.py / modeling_mistral.py / modeling_qwen3.py
+//     (model.embed_tokens, model.layers.N.input_layernorm,
+//     self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm (Qwen3RMSNorm),
+//     post_attention_layernorm, mlp.{gate,up,down}_proj, model.norm,
+//     lm_head); modeling_mixtral.py (block_sparse_moe.gate,
+//     block_sparse_moe.experts.E.w1/w2/w3: w2(silu(w1·x) ⊙ w3·x));
+//     modeling_qwen3_moe.py (mlp.gate, mlp.experts.E.{gate,up,down}_proj);
+//     modeling_gemma2.py / modeling_gemma3.py (post_attention_layernorm is
+//     the norm after attention, pre_feedforward_layernorm and
+//     post_feedforward_layernorm around the MLP); modeling_phi3.py
+//     (self_attn.qkv_proj rows Q, K, V; mlp.gate_up_proj: gate, up =
+//     chunk(2), gate first).
+//   - Llama/Mixtral Q/K rows: transformers rotates halves (rotate_half);
+//     llama.cpp's converter permuted each head's rows to interleaved pairs
+//     (row 2j+a of a head came from row a·d/2+j), so they are permuted
+//     back. Qwen3, Gemma and Phi-3 are NEOX in llama.cpp: rows as they are.
+//   - Gemma norms: GemmaRMSNorm multiplies by (1 + weight), llama.cpp
+//     stores 1 + weight, so weight = stored − 1.
+//   - Experts: llama.cpp's 3-D ffn_*_exps tensors are split into one 2-D
+//     tensor per expert (slab e is expert e).
+package hfwrite
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"nanoserve/gguf"
+	"nanoserve/safetensors"
+	"nanoserve/tensor"
+)
+
+// FromGGUF writes dir/config.json and dir/model.safetensors from the GGUF
+// file at path (architectures llama with or without experts, qwen2, qwen3,
+// qwen3moe, gemma2, gemma3, phi3).
+func FromGGUF(path, dir string) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	arch := f.Arch()
+	u := func(k string) int { v, _ := f.Uint(arch + "." + k); return int(v) }
+	fl := func(k string) (float64, bool) { v, err := f.Float(arch + "." + k); return v, err == nil }
+	dim, heads := u("embedding_length"), u("attention.head_count")
+	kvHeads := heads
+	if v, err := f.Uint(arch + ".attention.head_count_kv"); err == nil {
+		kvHeads = int(v)
+	}
+	hd := dim / heads
+	if v, err := f.Uint(arch + ".attention.key_length"); err == nil {
+		hd = int(v)
+	}
+	experts := u("expert_count")
+	_, hasOutput := f.Tensor("output.weight")
+	cfg := map[string]any{
+		"hidden_size": dim, "intermediate_size": u("feed_forward_length"), "num_hidden_layers": u("block_count"),
+		"num_attention_heads": heads, "num_key_value_heads": kvHeads, "head_dim": hd,
+		"max_position_embeddings": u("context_length"), "tie_word_embeddings": !hasOutput,
+	}
+	if eps, ok := fl("attention.layer_norm_rms_epsilon"); ok {
+		cfg["rms_norm_eps"] = eps
+	}
+	if th, ok := fl("rope.freq_base"); ok {
+		cfg["rope_theta"] = th
+	}
+	emb, _ := f.Tensor("token_embd.weight")
+	cfg["vocab_size"] = emb.Rows()
+	class, modelType := "", arch
+	switch arch {
+	case "llama":
+		class = "LlamaForCausalLM"
+		if experts > 0 { // MixtralConfig
+			class, modelType = "MixtralForCausalLM", "mixtral"
+			cfg["num_local_experts"], cfg["num_experts_per_tok"] = experts, u("expert_used_count")
+		}
+	case "qwen2":
+		class = "Qwen2ForCausalLM"
+	case "qwen3":
+		class = "Qwen3ForCausalLM"
+	case "qwen3moe": // Qwen3MoeConfig
+		class, modelType = "Qwen3MoeForCausalLM", "qwen3_moe"
+		cfg["num_experts"], cfg["num_experts_per_tok"] = experts, u("expert_used_count")
+		cfg["moe_intermediate_size"], cfg["norm_topk_prob"] = u("expert_feed_forward_length"), true
+	case "gemma2": // Gemma2Config; llama.cpp scales queries by 1/√head_dim
+		class = "Gemma2ForCausalLM"
+		cfg["query_pre_attn_scalar"], cfg["hidden_activation"] = hd, "gelu_pytorch_tanh"
+		cfg["attn_logit_softcapping"], _ = fl("attn_logit_softcapping")
+		cfg["final_logit_softcapping"], _ = fl("final_logit_softcapping")
+		cfg["sliding_window"] = u("attention.sliding_window")
+	case "gemma3": // Gemma3TextConfig
+		class, modelType = "Gemma3ForCausalLM", "gemma3_text"
+		cfg["query_pre_attn_scalar"], cfg["hidden_activation"] = hd, "gelu_pytorch_tanh"
+		cfg["sliding_window"], cfg["sliding_window_pattern"] = u("attention.sliding_window"), 6
+		if b, ok := fl("rope.freq_base_swa"); ok {
+			cfg["rope_local_base_freq"] = b
+		}
+		cfg["final_logit_softcapping"] = nil
+	case "phi3": // Phi3Config
+		class = "Phi3ForCausalLM"
+		if o := u("rope.scaling.original_context_length"); o > 0 {
+			cfg["original_max_position_embeddings"] = o
+		}
+		if rd := u("rope.dimension_count"); rd > 0 && rd != hd {
+			cfg["partial_rotary_factor"] = float64(rd*heads) / float64(dim)
+		}
+		cfg["sliding_window"] = nil
+	default:
+		return fmt.Errorf("hfwrite: architecture %q", arch)
+	}
+	cfg["architectures"], cfg["model_type"] = []string{class}, modelType
+	var ts []safetensors.Tensor
+	for _, t := range f.Tensors {
+		out, err := convertTensor(arch, &t, heads, kvHeads, hd)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, out...)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		return err
+	}
+	w, err := os.Create(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		return err
+	}
+	if _, err := safetensors.WriteTo(w, ts, map[string]string{"format": "pt"}); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// convertTensor returns the Hugging Face tensor(s) for one GGUF tensor.
+func convertTensor(arch string, t *gguf.TensorInfo, heads, kvHeads, hd int) ([]safetensors.Tensor, error) {
+	name, err := hfName(arch, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, nil
+	}
+	dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+	if dt == "" {
+		return nil, fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
+	}
+	shape := make([]int, len(t.Dims))
+	for i, d := range t.Dims {
+		shape[len(t.Dims)-1-i] = int(d)
+	}
+	data := append([]byte(nil), t.Data...)
+	switch {
+	case strings.Contains(arch, "gemma") && strings.HasSuffix(t.Name, "norm.weight"):
+		if t.Type != tensor.F32 {
+			return nil, fmt.Errorf("hfwrite: norm %s is %s", t.Name, t.Type)
+		}
+		v := tensor.BytesF32(data)
+		for i := range v {
+			v[i]--
+		}
+	case arch == "llama" && (strings.HasSuffix(t.Name, "attn_q.weight") || strings.HasSuffix(t.Name, "attn_k.weight")):
+		h := heads
+		if strings.HasSuffix(t.Name, "attn_k.weight") {
+			h = kvHeads
+		}
+		data = unpermute(data, h, hd, len(data)/shape[0])
+	}
+	if len(shape) == 3 { // experts (E, rows, cols): one tensor each
+		var out []safetensors.Tensor
+		slab := len(data) / shape[0]
+		for e := range shape[0] {
+			out = append(out, safetensors.Tensor{Name: strings.Replace(name, "{xid}", strconv.Itoa(e), 1), DType: dt,
+				Shape: shape[1:], Data: data[e*slab : (e+1)*slab]})
+		}
+		return out, nil
+	}
+	return []safetensors.Tensor{{Name: name, DType: dt, Shape: shape, Data: data}}, nil
+}
+
+// unpermute undoes llama.cpp's Q/K row permutation: in each head of hd
+// rows, GGUF row 2j+a came from Hugging Face row a·hd/2+j.
+func unpermute(data []byte, heads, hd, rowBytes int) []byte {
+	out := make([]byte, len(data))
+	for h := range heads {
+		for j := range hd / 2 {
+			for a := range 2 {
+				src, dst := h*hd+2*j+a, h*hd+a*hd/2+j
+				copy(out[dst*rowBytes:(dst+1)*rowBytes], data[src*rowBytes:(src+1)*rowBytes])
+			}
+		}
+	}
+	return out
+}
+
+// hfName is transformers' name of a GGUF tensor ("" for llama.cpp-only
+// tensors); {xid} marks the expert of a 3-D expert tensor.
+func hfName(arch, name string) (string, error) {
+	switch name {
+	case "token_embd.weight":
+		return "model.embed_tokens.weight", nil
+	case "output_norm.weight":
+		return "model.norm.weight", nil
+	case "output.weight":
+		return "lm_head.weight", nil
+	case "rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight":
+		return "", fmt.Errorf("hfwrite: %s has no Hugging Face tensor (config.json rope_scaling)", name)
+	}
+	rest, ok := strings.CutPrefix(name, "blk.")
+	i := strings.IndexByte(rest, '.')
+	if !ok || i <= 0 {
+		return "", fmt.Errorf("hfwrite: tensor %s", name)
+	}
+	layer, suffix := rest[:i], rest[i+1:]
+	gemma := strings.HasPrefix(arch, "gemma")
+	var hf string
+	switch suffix {
+	case "attn_norm.weight":
+		hf = "input_layernorm.weight"
+	case "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias":
+		hf = "self_attn." + suffix[5:6] + "_proj." + suffix[7:]
+	case "attn_output.weight", "attn_output.bias":
+		hf = "self_attn.o_proj." + strings.TrimPrefix(suffix, "attn_output.")
+	case "attn_qkv.weight":
+		hf = "self_attn.qkv_proj.weight"
+	case "attn_q_norm.weight":
+		hf = "self_attn.q_norm.weight"
+	case "attn_k_norm.weight":
+		hf = "self_attn.k_norm.weight"
+	case "post_attention_norm.weight":
+		hf = "post_attention_layernorm.weight"
+	case "ffn_norm.weight":
+		hf = "post_attention_layernorm.weight"
+		if gemma {
+			hf = "pre_feedforward_layernorm.weight"
+		}
+	case "post_ffw_norm.weight":
+		hf = "post_feedforward_layernorm.weight"
+	case "ffn_gate.weight":
+		hf = "mlp.gate_proj.weight"
+	case "ffn_up.weight":
+		hf = "mlp.up_proj.weight"
+		if arch == "phi3" {
+			hf = "mlp.gate_up_proj.weight"
+		}
+	case "ffn_down.weight":
+		hf = "mlp.down_proj.weight"
+	case "ffn_gate_inp.weight":
+		hf = "mlp.gate.weight"
+		if arch == "llama" {
+			hf = "block_sparse_moe.gate.weight"
+		}
+	case "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight":
+		kind := strings.TrimSuffix(strings.TrimPrefix(suffix, "ffn_"), "_exps.weight")
+		if arch == "llama" {
+			hf = "block_sparse_moe.experts.{xid}." + map[string]string{"gate": "w1", "down": "w2", "up": "w3"}[kind] + ".weight"
+		} else {
+			hf = "mlp.experts.{xid}." + kind + "_proj.weight"
+		}
+	default:
+		return "", fmt.Errorf("hfwrite: tensor %s", name)
+	}
+	return "model.layers." + layer + "." + hf, nil
+}
+
+// SetConfig merges fields into dir/config.json (e.g. Phi-3's longrope
+// rope_scaling, which has no GGUF tensor to come from).
+func SetConfig(dir string, fields map[string]any) error {
+	p := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fmt.Errorf("hfwrite: %s: %w", p, err)
+	}
+	for k, v := range fields {
+		cfg[k] = v
+	}
+	if raw, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		return err
+	}
+	return os.WriteFile(p, raw, 0o644)
+}

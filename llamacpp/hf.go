@@ -1,0 +1,233 @@
+package llamacpp
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Hugging Face checkpoints: which llama.cpp architecture a transformers
+// class converts to, the name of every tensor on each side, and the value
+// transforms between them. Sources: llama.cpp's convert_hf_to_gguf.py
+// (the conversion/ modules at de3ff81: @ModelBase.register lists and
+// modify_tensors) and gguf-py/gguf/tensor_mapping.py (the HF name of each
+// MODEL_TENSOR); the transformers modeling files named beside entries for
+// the conventions the weights follow.
+
+// HFArchs maps a config.json "architectures" class to the GGUF
+// architecture it converts to.
+var HFArchs = map[string]string{
+	"LlamaForCausalLM":    "llama",    // conversion/llama.py @ModelBase.register("LLaMAForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", …)
+	"MistralForCausalLM":  "llama",    // idem
+	"MixtralForCausalLM":  "llama",    // idem; experts merged into 3-D ffn_*_exps (LlamaModel.modify_tensors)
+	"Qwen2ForCausalLM":    "qwen2",    // conversion/qwen.py Qwen2Model
+	"Qwen3ForCausalLM":    "qwen3",    // conversion/qwen.py @ModelBase.register("Qwen3ForCausalLM", "Qwen3Model")
+	"Qwen3MoeForCausalLM": "qwen3moe", // conversion/qwen.py @ModelBase.register("Qwen3MoeForCausalLM")
+	"Gemma2ForCausalLM":   "gemma2",   // conversion/gemma.py @ModelBase.register("Gemma2ForCausalLM")
+	"Gemma3ForCausalLM":   "gemma3",   // conversion/gemma.py @ModelBase.register("Gemma3ForCausalLM", …)
+	"Phi3ForCausalLM":     "phi3",     // conversion/phi.py @ModelBase.register("Phi3ForCausalLM", …)
+	"GPT2LMHeadModel":     "gpt2",     // conversion/gpt2.py
+}
+
+// hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
+// limits an entry to those GGUF architectures (nil: the Llama-style ones,
+// every architecture but gpt2).
+type hfEntry struct {
+	hf, gguf string
+	archs    []string
+	re       *regexp.Regexp
+}
+
+var gemmas = []string{"gemma2", "gemma3"}
+
+// hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
+// comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
+// HF name, with the model its comment there names.
+var hfNames = []*hfEntry{
+	{hf: "model.embed_tokens.weight", gguf: "token_embd.weight"},                             // TOKEN_EMBD "model.embed_tokens" (llama-hf)
+	{hf: "lm_head.weight", gguf: "output.weight"},                                            // OUTPUT "lm_head" (llama-hf)
+	{hf: "model.norm.weight", gguf: "output_norm.weight"},                                    // OUTPUT_NORM "model.norm" (llama-hf)
+	{hf: "model.layers.{bid}.input_layernorm.weight", gguf: "blk.{bid}.attn_norm.weight"},    // ATTN_NORM (llama-hf)
+	{hf: "model.layers.{bid}.self_attn.q_proj.weight", gguf: "blk.{bid}.attn_q.weight"},      // ATTN_Q (llama-hf)
+	{hf: "model.layers.{bid}.self_attn.k_proj.weight", gguf: "blk.{bid}.attn_k.weight"},      // ATTN_K (llama-hf)
+	{hf: "model.layers.{bid}.self_attn.v_proj.weight", gguf: "blk.{bid}.attn_v.weight"},      // ATTN_V (llama-hf)
+	{hf: "model.layers.{bid}.self_attn.q_proj.bias", gguf: "blk.{bid}.attn_q.bias"},          // ATTN_Q (qwen2 bias)
+	{hf: "model.layers.{bid}.self_attn.k_proj.bias", gguf: "blk.{bid}.attn_k.bias"},          // ATTN_K
+	{hf: "model.layers.{bid}.self_attn.v_proj.bias", gguf: "blk.{bid}.attn_v.bias"},          // ATTN_V
+	{hf: "model.layers.{bid}.self_attn.o_proj.weight", gguf: "blk.{bid}.attn_output.weight"}, // ATTN_OUT (llama-hf)
+	{hf: "model.layers.{bid}.self_attn.o_proj.bias", gguf: "blk.{bid}.attn_output.bias"},
+	{hf: "model.layers.{bid}.self_attn.qkv_proj.weight", gguf: "blk.{bid}.attn_qkv.weight"},  // ATTN_QKV "# phi3": rows Q, K, V (Phi3Attention splits qkv in that order)
+	{hf: "model.layers.{bid}.self_attn.q_norm.weight", gguf: "blk.{bid}.attn_q_norm.weight"}, // ATTN_Q_NORM (qwen3, gemma3)
+	{hf: "model.layers.{bid}.self_attn.k_norm.weight", gguf: "blk.{bid}.attn_k_norm.weight"}, // ATTN_K_NORM
+	// Gemma 2/3 norm after attention and around the FFN: ATTN_POST_NORM
+	// "post_attention_layernorm # gemma2", FFN_PRE_NORM
+	// "pre_feedforward_layernorm # gemma2" (→ ffn_norm), FFN_POST_NORM
+	// "post_feedforward_layernorm # gemma2". Listed before the Llama
+	// meaning of post_attention_layernorm.
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.post_attention_norm.weight", archs: gemmas},
+	{hf: "model.layers.{bid}.pre_feedforward_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight", archs: gemmas},
+	{hf: "model.layers.{bid}.post_feedforward_layernorm.weight", gguf: "blk.{bid}.post_ffw_norm.weight", archs: gemmas},
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight"}, // FFN_NORM (llama-hf)
+	{hf: "model.layers.{bid}.mlp.gate_proj.weight", gguf: "blk.{bid}.ffn_gate.weight"},            // FFN_GATE (llama-hf)
+	{hf: "model.layers.{bid}.mlp.up_proj.weight", gguf: "blk.{bid}.ffn_up.weight"},                // FFN_UP (llama-hf)
+	{hf: "model.layers.{bid}.mlp.down_proj.weight", gguf: "blk.{bid}.ffn_down.weight"},            // FFN_DOWN (llama-hf)
+	{hf: "model.layers.{bid}.mlp.gate_proj.bias", gguf: "blk.{bid}.ffn_gate.bias"},
+	{hf: "model.layers.{bid}.mlp.up_proj.bias", gguf: "blk.{bid}.ffn_up.bias"},
+	{hf: "model.layers.{bid}.mlp.down_proj.bias", gguf: "blk.{bid}.ffn_down.bias"},
+	// FFN_UP "model.layers.{bid}.mlp.gate_up_proj # phi3": (2·ffn, dim),
+	// gate rows first (Phi3MLP: gate, up = gate_up.chunk(2)), kept as is.
+	{hf: "model.layers.{bid}.mlp.gate_up_proj.weight", gguf: "blk.{bid}.ffn_up.weight", archs: []string{"phi3"}},
+	// Routers: FFN_GATE_INP "block_sparse_moe.gate # mixtral",
+	// "mlp.gate # qwen2moe".
+	{hf: "model.layers.{bid}.block_sparse_moe.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"llama"}},
+	{hf: "model.layers.{bid}.mlp.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"qwen3moe"}},
+	// Experts, one HF tensor each, merged into 3-D GGUF tensors (expert
+	// xid is slab xid): conversion/llama.py merges
+	// block_sparse_moe.experts.{xid}.w1/w2/w3 into FFN_GATE_EXP /
+	// FFN_DOWN_EXP / FFN_UP_EXP ("feed_forward.experts.w1 # mixtral
+	// (merged)"; MixtralBlockSparseTop2MLP: w2(silu(w1·x) ⊙ w3·x));
+	// conversion/qwen.py merges mlp.experts.{xid}.gate_proj/up_proj/
+	// down_proj ("mlp.experts.gate_proj # qwen2moe (merged)").
+	{hf: "model.layers.{bid}.block_sparse_moe.experts.{xid}.w1.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: []string{"llama"}},
+	{hf: "model.layers.{bid}.block_sparse_moe.experts.{xid}.w2.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: []string{"llama"}},
+	{hf: "model.layers.{bid}.block_sparse_moe.experts.{xid}.w3.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: []string{"llama"}},
+	{hf: "model.layers.{bid}.mlp.experts.{xid}.gate_proj.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: []string{"qwen3moe"}},
+	{hf: "model.layers.{bid}.mlp.experts.{xid}.up_proj.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: []string{"qwen3moe"}},
+	{hf: "model.layers.{bid}.mlp.experts.{xid}.down_proj.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: []string{"qwen3moe"}},
+
+	// GPT-2 (TOKEN_EMBD "transformer.wte # gpt2", POS_EMBD "transformer.wpe",
+	// ATTN_NORM "transformer.h.{bid}.ln_1", ATTN_QKV "…attn.c_attn", …);
+	// the "transformer." prefix is optional in checkpoints.
+	{hf: "transformer.wte.weight", gguf: "token_embd.weight", archs: gpt2},
+	{hf: "transformer.wpe.weight", gguf: "position_embd.weight", archs: gpt2},
+	{hf: "transformer.ln_f.weight", gguf: "output_norm.weight", archs: gpt2},
+	{hf: "transformer.ln_f.bias", gguf: "output_norm.bias", archs: gpt2},
+	{hf: "lm_head.weight", gguf: "output.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.ln_1.weight", gguf: "blk.{bid}.attn_norm.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.ln_1.bias", gguf: "blk.{bid}.attn_norm.bias", archs: gpt2},
+	{hf: "transformer.h.{bid}.attn.c_attn.weight", gguf: "blk.{bid}.attn_qkv.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.attn.c_attn.bias", gguf: "blk.{bid}.attn_qkv.bias", archs: gpt2},
+	{hf: "transformer.h.{bid}.attn.c_proj.weight", gguf: "blk.{bid}.attn_output.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.attn.c_proj.bias", gguf: "blk.{bid}.attn_output.bias", archs: gpt2},
+	{hf: "transformer.h.{bid}.ln_2.weight", gguf: "blk.{bid}.ffn_norm.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.ln_2.bias", gguf: "blk.{bid}.ffn_norm.bias", archs: gpt2},
+	{hf: "transformer.h.{bid}.mlp.c_fc.weight", gguf: "blk.{bid}.ffn_up.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.mlp.c_fc.bias", gguf: "blk.{bid}.ffn_up.bias", archs: gpt2},
+	{hf: "transformer.h.{bid}.mlp.c_proj.weight", gguf: "blk.{bid}.ffn_down.weight", archs: gpt2},
+	{hf: "transformer.h.{bid}.mlp.c_proj.bias", gguf: "blk.{bid}.ffn_down.bias", archs: gpt2},
+}
+
+var gpt2 = []string{"gpt2"}
+
+func init() {
+	for _, e := range hfNames {
+		p := regexp.QuoteMeta(e.hf)
+		p = strings.Replace(p, `\{bid\}`, `(?P<bid>[0-9]+)`, 1)
+		p = strings.Replace(p, `\{xid\}`, `(?P<xid>[0-9]+)`, 1)
+		e.re = regexp.MustCompile("^" + p + "$")
+	}
+}
+
+func (e *hfEntry) applies(arch string) bool {
+	if e.archs == nil {
+		return arch != "gpt2"
+	}
+	return slices.Contains(e.archs, arch)
+}
+
+// HFName is where a Hugging Face tensor goes in a GGUF file.
+type HFName struct {
+	GGUF   string // llama.cpp tensor name
+	Layer  int    // block, -1 outside blocks
+	Expert int    // slab of a merged 3-D expert tensor, -1 if not an expert
+}
+
+// HFToGGUF maps a Hugging Face tensor name of a checkpoint converting to
+// GGUF architecture arch; ok is false for names llama.cpp does not map.
+// GPT-2 names may lack their "transformer." prefix.
+func HFToGGUF(arch, hf string) (HFName, bool) {
+	if arch == "gpt2" && !strings.HasPrefix(hf, "transformer.") && hf != "lm_head.weight" {
+		hf = "transformer." + hf
+	}
+	for _, e := range hfNames {
+		if !e.applies(arch) {
+			continue
+		}
+		m := e.re.FindStringSubmatch(hf)
+		if m == nil {
+			continue
+		}
+		out := HFName{GGUF: e.gguf, Layer: -1, Expert: -1}
+		for i, g := range e.re.SubexpNames() {
+			n, err := strconv.Atoi(m[i])
+			if err != nil || n > 1<<20 {
+				continue
+			}
+			switch g {
+			case "bid":
+				out.Layer = n
+				out.GGUF = strings.Replace(out.GGUF, "{bid}", m[i], 1)
+			case "xid":
+				out.Expert = n
+			}
+		}
+		return out, true
+	}
+	return HFName{}, false
+}
+
+// GGUFToHF is the inverse: the Hugging Face name of GGUF tensor gguf (of
+// expert xid for a merged expert tensor, else xid is ignored).
+func GGUFToHF(arch, gguf string, xid int) (string, bool) {
+	_, layer := KindOf(gguf)
+	// Entries for named architectures first (phi3's gate_up_proj over
+	// the generic up_proj).
+	entries := slices.Clone(hfNames)
+	slices.SortStableFunc(entries, func(a, b *hfEntry) int {
+		if (a.archs != nil) == (b.archs != nil) {
+			return 0
+		}
+		if a.archs != nil {
+			return -1
+		}
+		return 1
+	})
+	for _, e := range entries {
+		if !e.applies(arch) {
+			continue
+		}
+		g := e.gguf
+		if layer >= 0 {
+			g = strings.Replace(g, "{bid}", strconv.Itoa(layer), 1)
+		}
+		if g != gguf {
+			continue
+		}
+		h := strings.Replace(e.hf, "{bid}", strconv.Itoa(layer), 1)
+		return strings.Replace(h, "{xid}", strconv.Itoa(xid), 1), true
+	}
+	return "", false
+}
+
+// NormShift is what llama.cpp's converter adds to a Hugging Face tensor
+// converting to GGUF tensor gguf: Gemma's RMSNorm multiplies by (1 + w)
+// (transformers GemmaRMSNorm / Gemma3RMSNorm: x·(1 + weight)), and the
+// converter stores 1 + w for every "…norm.weight" (conversion/gemma.py
+// Gemma2Model.modify_tensors, Gemma3Model.norm_shift), q/k norms
+// included, so llama.cpp multiplies by the stored value.
+func NormShift(arch, gguf string) float32 {
+	if slices.Contains(gemmas, arch) && strings.HasSuffix(gguf, "norm.weight") {
+		return 1
+	}
+	return 0
+}
+
+// PermutesQK reports whether converting arch's Hugging Face Q/K rows to
+// GGUF permutes them from the rotate-halves layout to interleaved pairs
+// (LlamaModel.permute in conversion/llama.py; the NEOX architectures keep
+// them as they are).
+func PermutesQK(arch string) bool {
+	a, ok := Archs[arch]
+	return ok && !a.RopeNeox && arch != "gpt2"
+}
