@@ -8,6 +8,8 @@ require (
 	golang.org/x/text v0.44.0
 )
 
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+
 require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/openai/openai-go/v3 v3.98.0

@@ -133,6 +133,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"nanoserve/grammar"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -226,6 +227,11 @@ type Engine struct {
 	ctx      int
 	opts     Options // resolved
 	defaults sample.Policy
+
+	gvOnce sync.Once // builds gv (GrammarVocab)
+	gv     *grammar.Vocab
+	gvErr  error
+	grams  grammarCache
 
 	mu       sync.Mutex // protects the following fields
 	inbox    []*seq     // submitted, not yet handed to the scheduler

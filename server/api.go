@@ -76,6 +76,7 @@ type commonParams struct {
 		IncludeUsage *bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User string `json:"user"` // accepted and ignored
+	constraintParams
 }
 
 type completionRequest struct {
@@ -103,9 +104,6 @@ type chatRequest struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	Functions         json.RawMessage `json:"functions"`     // deprecated form of tools
 	FunctionCall      json.RawMessage `json:"function_call"` // deprecated form of tool_choice
-	ResponseFormat    *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
 }
 
 type wireMessage struct {
@@ -167,7 +165,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiE
 	if dec.More() {
 		return badRequest("", "invalid JSON: trailing data after the request object")
 	}
-	return nil
+	return checkUnsupported(data)
 }
 
 // wrongContentType is a 415 for a body that is not JSON sent with a
@@ -206,7 +204,7 @@ func jsonError(err error) *apiError {
 		if te.Field == "" {
 			return badRequest("", "the request body must be a JSON object, got %s", jsonKind(te.Value))
 		}
-		field := strings.ReplaceAll(te.Field, "commonParams.", "") // the embedded struct is not part of the wire name
+		field := strings.ReplaceAll(strings.ReplaceAll(te.Field, "commonParams.", ""), "constraintParams.", "") // the embedded struct is not part of the wire name
 		return badRequest(field, "field %q must be %s, got %s", field, typeName(te.Type), jsonKind(te.Value))
 	}
 	return badRequest("", "invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))

@@ -27,6 +27,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"messages":[{"role":"tool","content":"x"}],"tools":[{}],"response_format":{"type":"json_object"}}`,
 		`{"prompt":"x","max_tokens":-1,"temperature":"hot","top_k":1.5}`,
 		`{"prompt":"x","temperature":1e400}`,
+		`{"prompt":"x","grammar":"root ::= [a-z]{1,3}","max_tokens":4}`,
+		`{"prompt":"x","json_schema":{"type":"object","properties":{"a":{"type":"integer","minimum":3}},"required":["a"]},"max_tokens":12}`,
+		`{"messages":[{"role":"user","content":"x"}],"guided_choice":["a","b"],"min_tokens":1,"use_beam_search":false}`,
+		`{"prompt":"x","structured_outputs":{"regex":"[0-9]+"},"guided_json":"{}"}`,
 		`prompt=hi&max_tokens=2`,
 		`[1,2]`, `null`, `{"prompt":"x"} {}`, `{"prompt":"\ud800"}`, ``,
 	} {

@@ -94,6 +94,9 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	for _, p := range prompts {
 		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n})
 	}
+	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
+		return nil, e
+	}
 	return j, nil
 }
 
@@ -129,9 +132,6 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	tools, e := s.chatTools(cr)
 	if e != nil {
 		return nil, e
-	}
-	if rf := cr.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
-		return nil, badRequest("response_format", "response_format type %q is not supported (only \"text\")", rf.Type)
 	}
 	pol, e := cr.policy(s.defaults, s.defaults.MaxTokens, s.tok.Size())
 	if e != nil {
@@ -172,8 +172,12 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		}
 		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
 	}
-	return &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices()}},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}, nil
+	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices()}},
+		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}
+	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
+		return nil, e
+	}
+	return j, nil
 }
 
 // overloaded is the 429 a full server answers.

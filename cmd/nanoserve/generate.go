@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -118,6 +119,8 @@ func runGenerate(args []string) error {
 		"(\"if err != nil {\" where the model knows \" {\\n\") continues as the model would have written it;\n"+
 		"the output never repeats the prompt's text (default: on for the built-in autocomplete model, off\n"+
 		"for --model, where prompts are taken token for token as llama.cpp does)")
+	schemaPath := fs.String("json-schema", "", "constrain the output to JSON valid under this JSON Schema file")
+	grammarPath := fs.String("grammar", "", "constrain the output to this GBNF grammar file (llama.cpp's format, start rule root)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT means BOS only)")
 		fs.PrintDefaults()
@@ -153,6 +156,9 @@ func runGenerate(args []string) error {
 		heal = true // the built-in model is for autocomplete: prompts end mid-token
 	}
 	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal}
+	if err := constrainRequest(eng, &req, *schemaPath, *grammarPath); err != nil {
+		return err
+	}
 
 	var res *engine.Result
 	if *asJSON {
@@ -207,4 +213,43 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// constrainRequest attaches a --json-schema or --grammar constraint (the
+// two exclude each other; token healing is turned off under one).
+func constrainRequest(eng *engine.Engine, req *engine.Request, schemaPath, grammarPath string) error {
+	if schemaPath == "" && grammarPath == "" {
+		return nil
+	}
+	if schemaPath != "" && grammarPath != "" {
+		return errors.New("--json-schema and --grammar exclude each other")
+	}
+	if req.Policy.IgnoreEOS {
+		return errors.New("--ignore-eos cannot be combined with --json-schema or --grammar: a constrained output ends where the grammar does")
+	}
+	kind, path := engine.ConstraintJSONSchema, schemaPath
+	if grammarPath != "" {
+		kind, path = engine.ConstraintGBNF, grammarPath
+	}
+	spec, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	c, err := eng.Constraint(kind, string(spec))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	budget := req.Policy.MaxTokens
+	if budget <= 0 {
+		budget = eng.CtxSize()
+	}
+	if _, err := engine.GrammarProcessor(c, budget, req.Policy.StopTokenIDs); err != nil {
+		return err
+	}
+	req.TokenHealing = false
+	req.Processors = func() []engine.LogitsProcessor {
+		p, _ := engine.GrammarProcessor(c, budget, req.Policy.StopTokenIDs)
+		return []engine.LogitsProcessor{p}
+	}
+	return nil
 }

@@ -1,6 +1,6 @@
 // Command badinput is nanoserve's black-box bad-input check: it starts a
 // real `nanoserve serve` on loopback (the built-in model unless --model),
-// sends it well over a hundred (186) malformed, mistyped, out-of-range and
+// sends it well over a hundred (189) malformed, mistyped, out-of-range and
 // protocol-level broken requests, and checks every answer:
 //
 //   - no 5xx, and the server process never dies (it still answers /health
@@ -175,7 +175,10 @@ func cases() []tcase {
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"always"}`, "tool_choice", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, "tools", "no tool-call format"},
 		{`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "functions", "together"},
-		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, "response_format", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":1}}}}`, "response_format", "minProperties"},
+		{`{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a"}`, "grammar", "unterminated string literal"},
+		{`{"messages":[{"role":"user","content":"x"}],"use_beam_search":true}`, "use_beam_search", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":"json"}`, "response_format", "object"},
 	} {
 		add(tcase{name: chat + " " + f.body, path: chat, body: f.body, status: 400, param: f.param, msg: f.msg})

@@ -1,0 +1,299 @@
+package grammar
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The lowered program: rules of alternatives of elements, each element a
+// byte-set terminal or a reference to a rule. Positions number every
+// (rule, alternative, index) including one end position per alternative,
+// so a stack frame is a single int32.
+
+type elemKind uint8
+
+const (
+	kEnd elemKind = iota
+	kTerm
+	kRef
+)
+
+type elem struct {
+	kind elemKind
+	arg  int32 // terminal index or rule index
+}
+
+type program struct {
+	names    []string  // (rules) rule names, helpers derived from their origin
+	alts     [][]int32 // (rules) start position of each alternative
+	pos      []elem    // (positions) element at each position (kEnd closes an alternative)
+	posRule  []int32   // (positions) rule holding the position
+	terms    []byteSet // (terminals)
+	root     int32
+	maxRules int
+}
+
+const maxLoweredRules = 200000
+
+type lowerer struct {
+	g       *Grammar
+	p       *program
+	ruleIdx map[string]int32
+	bodies  [][][]elem // (rules) alternatives while building
+	termIdx map[byteSet]int32
+	classes map[string]int32 // class helper rules by range key
+	err     error
+}
+
+// lower turns g into a byte-level program and checks it for left
+// recursion (which a top-down automaton cannot run).
+func lower(g *Grammar) (*program, error) {
+	l := &lowerer{g: g, p: &program{}, ruleIdx: map[string]int32{}, termIdx: map[byteSet]int32{}, classes: map[string]int32{}}
+	for _, n := range g.order {
+		l.newRule(n)
+	}
+	for _, n := range g.order {
+		r := l.ruleIdx[n]
+		l.bodies[r] = l.alternatives(g.rules[n], n)
+		if l.err != nil {
+			return nil, l.err
+		}
+	}
+	p := l.p
+	p.root = l.ruleIdx[g.root]
+	p.alts = make([][]int32, len(l.bodies))
+	for r, alts := range l.bodies {
+		for _, a := range alts {
+			p.alts[r] = append(p.alts[r], int32(len(p.pos)))
+			for _, e := range a {
+				p.pos = append(p.pos, e)
+				p.posRule = append(p.posRule, int32(r))
+			}
+			p.pos = append(p.pos, elem{kind: kEnd})
+			p.posRule = append(p.posRule, int32(r))
+		}
+	}
+	if err := p.checkLeftRecursion(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (l *lowerer) newRule(name string) int32 {
+	r := int32(len(l.bodies))
+	l.bodies = append(l.bodies, nil)
+	l.p.names = append(l.p.names, name)
+	l.ruleIdx[name] = r
+	if len(l.bodies) > maxLoweredRules && l.err == nil {
+		l.err = fmt.Errorf("grammar: too large (more than %d rules after expanding repetitions)", maxLoweredRules)
+	}
+	return r
+}
+
+func (l *lowerer) helper(origin string, alts [][]elem) elem {
+	r := l.newRule(fmt.Sprintf("%s-%d", origin, len(l.bodies)))
+	l.bodies[r] = alts
+	return elem{kind: kRef, arg: r}
+}
+
+func (l *lowerer) term(s byteSet) elem {
+	i, ok := l.termIdx[s]
+	if !ok {
+		i = int32(len(l.p.terms))
+		l.p.terms = append(l.p.terms, s)
+		l.termIdx[s] = i
+	}
+	return elem{kind: kTerm, arg: i}
+}
+
+func (l *lowerer) alternatives(e expr, origin string) [][]elem {
+	if a, ok := e.(altExpr); ok {
+		out := make([][]elem, 0, len(a.alts))
+		for _, x := range a.alts {
+			out = append(out, l.sequence(x, origin, nil))
+		}
+		return out
+	}
+	return [][]elem{l.sequence(e, origin, nil)}
+}
+
+// sequence appends the elements of e to dst.
+func (l *lowerer) sequence(e expr, origin string, dst []elem) []elem {
+	if l.err != nil {
+		return dst
+	}
+	switch e := e.(type) {
+	case litExpr:
+		for i := 0; i < len(e.s); i++ {
+			var s byteSet
+			s.add(e.s[i], e.s[i])
+			dst = append(dst, l.term(s))
+		}
+	case byteExpr:
+		dst = append(dst, l.term(e.set))
+	case refExpr:
+		dst = append(dst, elem{kind: kRef, arg: l.ruleIdx[e.name]})
+	case seqExpr:
+		for _, x := range e.items {
+			dst = l.sequence(x, origin, dst)
+		}
+	case altExpr:
+		if len(e.alts) == 1 {
+			return l.sequence(e.alts[0], origin, dst)
+		}
+		dst = append(dst, l.helper(origin, l.alternatives(e, origin)))
+	case classExpr:
+		dst = append(dst, l.class(e.r, origin))
+	case repExpr:
+		x := l.single(e.e, origin)
+		for i := 0; i < e.min; i++ {
+			dst = append(dst, x)
+		}
+		switch {
+		case e.max < 0:
+			r := l.newRule(fmt.Sprintf("%s-star-%d", origin, len(l.bodies)))
+			l.bodies[r] = [][]elem{{x, {kind: kRef, arg: r}}, {}}
+			dst = append(dst, elem{kind: kRef, arg: r})
+		case e.max > e.min:
+			// O_1 ::= x | ε ; O_k ::= x O_{k-1} | ε
+			var prev elem
+			for k := 1; k <= e.max-e.min && l.err == nil; k++ {
+				body := []elem{x}
+				if k > 1 {
+					body = append(body, prev)
+				}
+				prev = l.helper(origin, [][]elem{body, {}})
+			}
+			dst = append(dst, prev)
+		}
+	default:
+		l.err = fmt.Errorf("grammar: internal: unknown expression %T", e)
+	}
+	return dst
+}
+
+// single lowers e to one element (a helper rule when it is longer).
+func (l *lowerer) single(e expr, origin string) elem {
+	s := l.sequence(e, origin, nil)
+	if len(s) == 1 {
+		return s[0]
+	}
+	return l.helper(origin, [][]elem{s})
+}
+
+// class lowers a code point set to UTF-8 byte sequences: one terminal when
+// every sequence is one byte long, else a shared helper rule.
+func (l *lowerer) class(r []cpRange, origin string) elem {
+	var seqs [][]cpRange
+	for _, x := range r {
+		utf8Seqs(x.lo, x.hi, &seqs)
+	}
+	var ascii byteSet
+	var multi [][]cpRange
+	for _, s := range seqs {
+		if len(s) == 1 {
+			ascii.add(byte(s[0].lo), byte(s[0].hi))
+		} else {
+			multi = append(multi, s)
+		}
+	}
+	if len(multi) == 0 {
+		return l.term(ascii)
+	}
+	var key strings.Builder
+	for _, x := range r {
+		fmt.Fprintf(&key, "%x-%x,", x.lo, x.hi)
+	}
+	if i, ok := l.classes[key.String()]; ok {
+		return elem{kind: kRef, arg: i}
+	}
+	var alts [][]elem
+	if ascii != (byteSet{}) {
+		alts = append(alts, []elem{l.term(ascii)})
+	}
+	for _, s := range multi {
+		var a []elem
+		for _, b := range s {
+			var bs byteSet
+			bs.add(byte(b.lo), byte(b.hi))
+			a = append(a, l.term(bs))
+		}
+		alts = append(alts, a)
+	}
+	h := l.helper("char", alts)
+	l.classes[key.String()] = h.arg
+	return h
+}
+
+// nullable reports, per rule, whether it derives the empty string.
+func (p *program) nullable() []bool {
+	nul := make([]bool, len(p.alts))
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range p.alts {
+			if nul[r] {
+				continue
+			}
+			for _, start := range alts {
+				ok := true
+				for q := start; p.pos[q].kind != kEnd; q++ {
+					if e := p.pos[q]; e.kind == kTerm || !nul[e.arg] {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					nul[r], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	return nul
+}
+
+// checkLeftRecursion finds a rule that can reach itself without consuming
+// a byte: a top-down automaton would expand it forever.
+func (p *program) checkLeftRecursion() error {
+	nul := p.nullable()
+	left := make([][]int32, len(p.alts)) // rules reachable at the left edge
+	for r, alts := range p.alts {
+		for _, start := range alts {
+			for q := start; p.pos[q].kind == kRef; q++ {
+				left[r] = append(left[r], p.pos[q].arg)
+				if !nul[p.pos[q].arg] {
+					break
+				}
+			}
+		}
+	}
+	color := make([]uint8, len(p.alts))
+	var visit func(r int32) int32
+	visit = func(r int32) int32 {
+		color[r] = 1
+		for _, s := range left[r] {
+			if color[s] == 1 {
+				return s
+			}
+			if color[s] == 0 {
+				if c := visit(s); c >= 0 {
+					return c
+				}
+			}
+		}
+		color[r] = 2
+		return -1
+	}
+	for r := range p.alts {
+		if color[r] == 0 {
+			if c := visit(int32(r)); c >= 0 {
+				name := p.names[c]
+				if i := strings.Index(name, "-star-"); i >= 0 {
+					return fmt.Errorf("grammar: rule %q repeats (*, +) an expression that can match the empty string", name[:i])
+				}
+				return fmt.Errorf("grammar: rule %q is left-recursive (it can reach itself without consuming input)", name)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,1198 @@
+package grammar
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// JSON Schema → grammar.
+//
+// Supported (draft 2020-12 semantics): type (a name or a list), enum,
+// const, properties, required, additionalProperties, anyOf, oneOf (when the
+// branches provably exclude each other: different types, or a required
+// property whose const/enum values differ), allOf (merged when the members
+// do not conflict), items, prefixItems, minItems, maxItems, minLength,
+// maxLength, pattern (the FromRegex subset; unanchored as JSON Schema
+// says), format date/time/date-time/uuid, minimum/maximum/
+// exclusiveMinimum/exclusiveMaximum (integers: any integral bound;
+// numbers: integral bounds), $ref to "#", "#/$defs/…" and
+// "#/definitions/…" including recursion. Annotations are accepted and
+// change nothing. Any other keyword is an error naming it: a schema is
+// never enforced partially.
+//
+// The grammar generates a subset of the valid instances, never more:
+// properties appear in declaration order and only declared ones (when
+// properties are declared, additionalProperties adds none); whitespace is
+// at most one space after ':' and ','; numbers under bounds carry no
+// exponent; date excludes February 29.
+
+var annotationKeywords = map[string]bool{
+	"title": true, "description": true, "$schema": true, "$id": true, "$comment": true,
+	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"$defs": true, "definitions": true,
+}
+
+var schemaKeywords = map[string]bool{
+	"type": true, "enum": true, "const": true, "properties": true, "required": true,
+	"additionalProperties": true, "anyOf": true, "oneOf": true, "allOf": true, "items": true,
+	"prefixItems": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
+	"pattern": true, "format": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
+	"exclusiveMaximum": true, "$ref": true,
+}
+
+// SchemaError is a schema the compiler cannot enforce; Keyword names the
+// offending keyword and Path where it sits (a JSON pointer).
+type SchemaError struct {
+	Path, Keyword, Msg string
+}
+
+func (e *SchemaError) Error() string {
+	p := e.Path
+	if p == "" {
+		p = "#"
+	}
+	if e.Keyword == "" {
+		return fmt.Sprintf("grammar: json schema at %s: %s", p, e.Msg)
+	}
+	return fmt.Sprintf("grammar: json schema at %s: keyword %q: %s", p, e.Keyword, e.Msg)
+}
+
+func serr(path, kw, format string, a ...any) error {
+	return &SchemaError{Path: path, Keyword: kw, Msg: fmt.Sprintf(format, a...)}
+}
+
+type schemaCompiler struct {
+	g     *Grammar
+	root  any
+	refs  map[string]string // $ref → rule name
+	base  map[string]bool   // shared rules added
+	n     int
+	depth int
+}
+
+// FromJSONSchema compiles a JSON Schema (JSON text) into a grammar whose
+// outputs are compact-ish JSON instances that validate against it.
+func FromJSONSchema(schema []byte) (*Grammar, error) {
+	root, err := decodeOrdered(schema)
+	if err != nil {
+		return nil, fmt.Errorf("grammar: json schema is not valid JSON: %v", err)
+	}
+	c := &schemaCompiler{g: &Grammar{root: "root"}, root: root, refs: map[string]string{}, base: map[string]bool{}}
+	e, err := c.schema(root, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.g.addRule("root", e); err != nil {
+		return nil, err
+	}
+	return c.g, c.g.check()
+}
+
+// JSONObject is the grammar of any JSON object (response_format
+// json_object).
+func JSONObject() *Grammar {
+	c := &schemaCompiler{g: &Grammar{root: "root"}, refs: map[string]string{}, base: map[string]bool{}}
+	c.g.addRule("root", c.baseRule("object"))
+	return c.g
+}
+
+// baseRule defines (once) and references one of the generic JSON rules.
+func (c *schemaCompiler) baseRule(name string) expr {
+	if c.base[name] {
+		return ref(name)
+	}
+	c.base[name] = true
+	sp := opt(lit(" "))
+	hex := class(cpRange{'0', '9'}, cpRange{'a', 'f'}, cpRange{'A', 'F'})
+	var e expr
+	switch name {
+	case "value":
+		e = alt(c.baseRule("object"), c.baseRule("array"), c.baseRule("string"), c.baseRule("number"), lit("true"), lit("false"), lit("null"))
+	case "object":
+		kv := seq(c.baseRule("string"), lit(":"), sp, c.baseRule("value"))
+		e = seq(lit("{"), opt(seq(kv, star(seq(lit(","), sp, kv)))), lit("}"))
+	case "array":
+		v := c.baseRule("value")
+		e = seq(lit("["), opt(seq(v, star(seq(lit(","), sp, v)))), lit("]"))
+	case "string":
+		e = seq(lit(`"`), star(c.baseRule("char")), lit(`"`))
+	case "char":
+		// one decoded code point: raw, or an escape (\u excluding surrogates,
+		// so that lengths count code points exactly)
+		e = alt(classExpr{negate(normRanges([]cpRange{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}))},
+			seq(lit(`\`), alt(class(cpRange{'"', '"'}, cpRange{'\\', '\\'}, cpRange{'/', '/'}, cpRange{'b', 'b'}, cpRange{'f', 'f'}, cpRange{'n', 'n'}, cpRange{'r', 'r'}, cpRange{'t', 't'}),
+				seq(lit("u"), alt(seq(class(cpRange{'0', '9'}, cpRange{'a', 'c'}, cpRange{'A', 'C'}, cpRange{'e', 'f'}, cpRange{'E', 'F'}), hex, hex, hex),
+					seq(class(cpRange{'d', 'd'}, cpRange{'D', 'D'}), class(cpRange{'0', '7'}), hex, hex))))))
+	case "number":
+		e = seq(c.baseRule("integer"), opt(seq(lit("."), plus(class(cpRange{'0', '9'})))),
+			opt(seq(class(cpRange{'e', 'e'}, cpRange{'E', 'E'}), opt(class(cpRange{'+', '+'}, cpRange{'-', '-'})), rep(class(cpRange{'0', '9'}), 1, 2))))
+	case "integer":
+		e = seq(opt(lit("-")), alt(lit("0"), seq(class(cpRange{'1', '9'}), star(class(cpRange{'0', '9'})))))
+	}
+	c.g.addRule(name, e)
+	return ref(name)
+}
+
+func (c *schemaCompiler) newName(prefix string) string {
+	c.n++
+	return fmt.Sprintf("%s-%d", prefix, c.n)
+}
+
+// deref resolves a $ref-only chain to the target schema.
+func (c *schemaCompiler) resolve(r, path string) (any, error) {
+	if r == "#" {
+		return c.root, nil
+	}
+	if !strings.HasPrefix(r, "#/") {
+		return nil, serr(path, "$ref", "only local references (#, #/$defs/..., #/definitions/...) are supported, got %q", r)
+	}
+	cur := c.root
+	for _, tok := range strings.Split(r[2:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		o, ok := cur.(*obj)
+		if !ok {
+			return nil, serr(path, "$ref", "reference %q does not resolve", r)
+		}
+		if cur, ok = o.get(tok); !ok {
+			return nil, serr(path, "$ref", "reference %q does not resolve", r)
+		}
+	}
+	return cur, nil
+}
+
+func (c *schemaCompiler) ref(r, path string) (expr, error) {
+	if name, ok := c.refs[r]; ok {
+		return ref(name), nil
+	}
+	target, err := c.resolve(r, path)
+	if err != nil {
+		return nil, err
+	}
+	name := c.newName("ref")
+	c.refs[r] = name
+	e, err := c.schema(target, strings.TrimPrefix(r, "#"))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.g.addRule(name, e); err != nil {
+		return nil, err
+	}
+	return ref(name), nil
+}
+
+func (c *schemaCompiler) schema(s any, path string) (expr, error) {
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > 200 {
+		return nil, serr(path, "", "nested too deeply")
+	}
+	switch s := s.(type) {
+	case bool:
+		if !s {
+			return nil, serr(path, "", "schema false matches nothing")
+		}
+		return c.baseRule("value"), nil
+	case *obj:
+		return c.object(s, path)
+	}
+	return nil, serr(path, "", "a schema must be an object or a boolean, got %s", jsonType(s))
+}
+
+func (c *schemaCompiler) object(s *obj, path string) (expr, error) {
+	for _, k := range s.keys {
+		if !schemaKeywords[k] && !annotationKeywords[k] {
+			return nil, serr(path, k, "unsupported keyword (it cannot be enforced, so the schema is refused rather than ignored)")
+		}
+	}
+	constraining := func(except ...string) string {
+		for _, k := range s.keys {
+			if !annotationKeywords[k] && !slices.Contains(except, k) {
+				return k
+			}
+		}
+		return ""
+	}
+	if r, ok := s.get("$ref"); ok {
+		rs, ok := r.(string)
+		if !ok {
+			return nil, serr(path, "$ref", "must be a string")
+		}
+		if k := constraining("$ref"); k != "" {
+			return nil, serr(path, k, "keywords beside $ref are not supported")
+		}
+		return c.ref(rs, path)
+	}
+	if all, ok := s.get("allOf"); ok {
+		merged, err := c.mergeAllOf(s, all, path)
+		if err != nil {
+			return nil, err
+		}
+		return c.object(merged, path)
+	}
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		if v, ok := s.get(kw); ok {
+			if k := constraining(kw); k != "" {
+				return nil, serr(path, k, "keywords beside %s are not supported", kw)
+			}
+			branches, ok := v.([]any)
+			if !ok || len(branches) == 0 {
+				return nil, serr(path, kw, "must be a non-empty array")
+			}
+			if kw == "oneOf" {
+				if err := c.disjoint(branches, path); err != nil {
+					return nil, err
+				}
+			}
+			var alts []expr
+			for i, b := range branches {
+				e, err := c.schema(b, fmt.Sprintf("%s/%s/%d", path, kw, i))
+				if err != nil {
+					return nil, err
+				}
+				alts = append(alts, e)
+			}
+			return alt(alts...), nil
+		}
+	}
+	types, err := schemaTypes(s, path)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := s.get("const"); ok {
+		if k := constraining("const", "type"); k != "" {
+			return nil, serr(path, k, "not supported together with const")
+		}
+		return c.enum([]any{v}, types, path, "const")
+	}
+	if v, ok := s.get("enum"); ok {
+		if k := constraining("enum", "type"); k != "" {
+			return nil, serr(path, k, "not supported together with enum")
+		}
+		vals, ok := v.([]any)
+		if !ok || len(vals) == 0 {
+			return nil, serr(path, "enum", "must be a non-empty array")
+		}
+		return c.enum(vals, types, path, "enum")
+	}
+	var alts []expr
+	for _, t := range types {
+		var e expr
+		var err error
+		switch t {
+		case "null":
+			e = lit("null")
+		case "boolean":
+			e = alt(lit("true"), lit("false"))
+		case "string":
+			e, err = c.stringSchema(s, path)
+		case "integer", "number":
+			e, err = c.numberSchema(s, path, t == "integer")
+		case "object":
+			e, err = c.objectSchema(s, path)
+		case "array":
+			e, err = c.arraySchema(s, path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, e)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return alt(alts...), nil
+}
+
+var allTypes = []string{"null", "boolean", "object", "array", "number", "string"}
+
+// schemaTypes lists the types s allows ("integer" dropped when "number" is
+// present, since numbers cover integers).
+func schemaTypes(s *obj, path string) ([]string, error) {
+	v, ok := s.get("type")
+	if !ok {
+		return allTypes, nil
+	}
+	var names []string
+	switch v := v.(type) {
+	case string:
+		names = []string{v}
+	case []any:
+		for _, x := range v {
+			n, ok := x.(string)
+			if !ok {
+				return nil, serr(path, "type", "entries must be strings")
+			}
+			names = append(names, n)
+		}
+	default:
+		return nil, serr(path, "type", "must be a string or an array of strings")
+	}
+	if len(names) == 0 {
+		return nil, serr(path, "type", "empty type list matches nothing")
+	}
+	var out []string
+	for _, n := range names {
+		if n != "integer" && !slices.Contains(allTypes, n) {
+			return nil, serr(path, "type", "unknown type %q", n)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if slices.Contains(out, "number") {
+		out = slices.DeleteFunc(out, func(x string) bool { return x == "integer" })
+	}
+	return out, nil
+}
+
+func typeAllows(types []string, t string) bool {
+	return slices.Contains(types, t) || t == "integer" && slices.Contains(types, "number")
+}
+
+func (c *schemaCompiler) enum(vals []any, types []string, path, kw string) (expr, error) {
+	var alts []expr
+	seen := map[string]bool{}
+	for _, v := range vals {
+		if !typeAllows(types, jsonType(v)) {
+			continue
+		}
+		j := encodeJSON(v)
+		if !seen[j] {
+			seen[j] = true
+			alts = append(alts, lit(j))
+		}
+	}
+	if len(alts) == 0 {
+		return nil, serr(path, kw, "no value has an allowed type")
+	}
+	return alt(alts...), nil
+}
+
+func nonNegInt(s *obj, kw, path string) (int, bool, error) {
+	v, ok := s.get(kw)
+	if !ok {
+		return 0, false, nil
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return 0, false, serr(path, kw, "must be a non-negative integer")
+	}
+	i, err := n.Int64()
+	if err != nil || i < 0 {
+		return 0, false, serr(path, kw, "must be a non-negative integer")
+	}
+	if i > 1000 {
+		return 0, false, serr(path, kw, "%d is larger than the supported 1000", i)
+	}
+	return int(i), true, nil
+}
+
+func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
+	lo, hasLo, err := nonNegInt(s, "minLength", path)
+	if err != nil {
+		return nil, err
+	}
+	hi, hasHi, err := nonNegInt(s, "maxLength", path)
+	if err != nil {
+		return nil, err
+	}
+	if !hasHi {
+		hi = -1
+	}
+	if hasHi && lo > hi {
+		return nil, serr(path, "minLength", "minLength %d > maxLength %d", lo, hi)
+	}
+	pat, hasPat := s.get("pattern")
+	fmtv, hasFmt := s.get("format")
+	if hasFmt {
+		if hasPat || hasLo || hasHi {
+			return nil, serr(path, "format", "format combined with pattern/minLength/maxLength is not supported")
+		}
+		f, _ := fmtv.(string)
+		e, ok := formatExpr(f)
+		if !ok {
+			return nil, serr(path, "format", "format %q is not supported (date, time, date-time, uuid are)", f)
+		}
+		return seq(lit(`"`), e, lit(`"`)), nil
+	}
+	if hasPat {
+		if hasLo || hasHi {
+			return nil, serr(path, "pattern", "pattern combined with minLength/maxLength is not supported")
+		}
+		ps, ok := pat.(string)
+		if !ok {
+			return nil, serr(path, "pattern", "must be a string")
+		}
+		a, err := parseRegex(ps)
+		if err != nil {
+			return nil, serr(path, "pattern", "%v", strings.TrimPrefix(err.Error(), "grammar: "))
+		}
+		any := star(classExpr{[]cpRange{{0, maxRune}}})
+		e := a.e
+		if !a.anchorStart {
+			e = seq(any, e)
+		}
+		if !a.anchorEnd {
+			e = seq(e, any)
+		}
+		return seq(lit(`"`), jsonify(e), lit(`"`)), nil
+	}
+	return seq(lit(`"`), rep(c.baseRule("char"), lo, hi), lit(`"`)), nil
+}
+
+// jsonify maps an expression over decoded characters to one over their
+// JSON string encoding.
+func jsonify(e expr) expr {
+	switch e := e.(type) {
+	case litExpr:
+		var items []expr
+		for _, r := range e.s {
+			items = append(items, jsonClass([]cpRange{{r, r}}))
+		}
+		return seq(items...)
+	case classExpr:
+		return jsonClass(e.r)
+	case seqExpr:
+		out := make([]expr, len(e.items))
+		for i, x := range e.items {
+			out[i] = jsonify(x)
+		}
+		return seqExpr{out}
+	case altExpr:
+		out := make([]expr, len(e.alts))
+		for i, x := range e.alts {
+			out[i] = jsonify(x)
+		}
+		return altExpr{out}
+	case repExpr:
+		return repExpr{jsonify(e.e), e.min, e.max}
+	}
+	return e
+}
+
+func intersect(a, b []cpRange) []cpRange {
+	return negate(normRanges(append(negate(a), negate(b)...)))
+}
+
+func jsonClass(r []cpRange) expr {
+	var alts []expr
+	if raw := intersect(r, negate(normRanges([]cpRange{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}))); len(raw) > 0 {
+		alts = append(alts, classExpr{raw})
+	}
+	for _, x := range intersect(r, []cpRange{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}) {
+		for c := x.lo; c <= x.hi; c++ {
+			esc := map[rune]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\b': `\b`, '\f': `\f`}[c]
+			if esc == "" {
+				esc = fmt.Sprintf(`\u%04x`, c)
+			}
+			alts = append(alts, lit(esc))
+		}
+	}
+	if len(alts) == 1 {
+		return alts[0]
+	}
+	return alt(alts...)
+}
+
+func digits(a, b rune) expr { return class(cpRange{a, b}) }
+
+func formatExpr(f string) (expr, bool) {
+	d := digits('0', '9')
+	hex := class(cpRange{'0', '9'}, cpRange{'a', 'f'})
+	date := seq(d, d, d, d, lit("-"), alt(
+		seq(alt(seq(lit("0"), class(cpRange{'1', '1'}, cpRange{'3', '3'}, cpRange{'5', '5'}, cpRange{'7', '8'})), seq(lit("1"), class(cpRange{'0', '0'}, cpRange{'2', '2'}))),
+			lit("-"), alt(seq(lit("0"), digits('1', '9')), seq(digits('1', '2'), d), seq(lit("3"), digits('0', '1')))),
+		seq(alt(seq(lit("0"), class(cpRange{'4', '4'}, cpRange{'6', '6'}, cpRange{'9', '9'})), lit("11")),
+			lit("-"), alt(seq(lit("0"), digits('1', '9')), seq(digits('1', '2'), d), lit("30"))),
+		seq(lit("02-"), alt(seq(lit("0"), digits('1', '9')), seq(lit("1"), d), seq(lit("2"), digits('0', '8'))))))
+	hour := alt(seq(digits('0', '1'), d), seq(lit("2"), digits('0', '3')))
+	min60 := seq(digits('0', '5'), d)
+	time := seq(hour, lit(":"), min60, lit(":"), min60, opt(seq(lit("."), rep(d, 1, 9))),
+		alt(lit("Z"), seq(class(cpRange{'+', '+'}, cpRange{'-', '-'}), hour, lit(":"), min60)))
+	switch f {
+	case "date":
+		return date, true
+	case "time":
+		return time, true
+	case "date-time":
+		return seq(date, lit("T"), time), true
+	case "uuid":
+		return seq(rep(hex, 8, 8), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 12, 12)), true
+	}
+	return nil, false
+}
+
+const maxBound = 1e15
+
+// bound reads a numeric keyword: its value, whether it is integral.
+func bound(s *obj, kw, path string) (v float64, has bool, err error) {
+	x, ok := s.get(kw)
+	if !ok {
+		return 0, false, nil
+	}
+	n, isNum := x.(json.Number)
+	if !isNum {
+		return 0, false, serr(path, kw, "must be a number")
+	}
+	f, err := n.Float64()
+	if err != nil || math.Abs(f) > maxBound {
+		return 0, false, serr(path, kw, "%s is outside the supported range ±1e15", n)
+	}
+	return f, true, nil
+}
+
+func (c *schemaCompiler) numberSchema(s *obj, path string, integer bool) (expr, error) {
+	type b struct {
+		kw   string
+		v    float64
+		has  bool
+		excl bool
+	}
+	bs := []b{{kw: "minimum"}, {kw: "exclusiveMinimum", excl: true}, {kw: "maximum"}, {kw: "exclusiveMaximum", excl: true}}
+	any := false
+	for i := range bs {
+		var err error
+		bs[i].v, bs[i].has, err = bound(s, bs[i].kw, path)
+		if err != nil {
+			return nil, err
+		}
+		if bs[i].has {
+			any = true
+			if !integer && bs[i].v != math.Trunc(bs[i].v) {
+				return nil, serr(path, bs[i].kw, "only integral bounds are supported for type number (got %v)", bs[i].v)
+			}
+		}
+	}
+	if !any {
+		if integer {
+			return c.baseRule("integer"), nil
+		}
+		return c.baseRule("number"), nil
+	}
+	// Integer bounds (inclusive) for integer-valued outputs.
+	var lo, hi *int64
+	setLo := func(x int64) {
+		if lo == nil || x > *lo {
+			lo = &x
+		}
+	}
+	setHi := func(x int64) {
+		if hi == nil || x < *hi {
+			hi = &x
+		}
+	}
+	if bs[0].has {
+		setLo(int64(math.Ceil(bs[0].v)))
+	}
+	if bs[1].has {
+		setLo(int64(math.Floor(bs[1].v)) + 1)
+	}
+	if bs[2].has {
+		setHi(int64(math.Floor(bs[2].v)))
+	}
+	if bs[3].has {
+		setHi(int64(math.Ceil(bs[3].v)) - 1)
+	}
+	var alts []expr
+	if e := intRange(lo, hi); e != nil {
+		alts = append(alts, e)
+	}
+	if !integer {
+		// Decimals I.ddd (x in [I, I+1)) and -I.ddd (x in (-I-1, -I]).
+		frac := seq(lit("."), plus(digits('0', '9')))
+		var pLo, pHi *int64 // I for positive decimals
+		var nLo, nHi *int64 // I for negative decimals
+		p := func(x int64) *int64 { return &x }
+		pLo = p(0)
+		nLo = p(0)
+		if bs[0].has {
+			pLo = p(max(0, int64(bs[0].v)))
+			nHi = p(-int64(bs[0].v) - 1)
+		}
+		if bs[1].has {
+			pLo = p(max(*pLo, int64(bs[1].v)+1))
+			x := -int64(bs[1].v) - 1
+			if nHi == nil || x < *nHi {
+				nHi = p(x)
+			}
+		}
+		if bs[2].has {
+			pHi = p(int64(bs[2].v) - 1)
+			nLo = p(max(0, -int64(bs[2].v)))
+		}
+		if bs[3].has {
+			x := int64(bs[3].v) - 1
+			if pHi == nil || x < *pHi {
+				pHi = p(x)
+			}
+			nLo = p(max(*nLo, -int64(bs[3].v)+1))
+		}
+		if e := natRangeP(pLo, pHi); e != nil {
+			alts = append(alts, seq(e, frac))
+		}
+		if e := natRangeP(nLo, nHi); e != nil {
+			alts = append(alts, seq(lit("-"), e, frac))
+		}
+	}
+	if len(alts) == 0 {
+		return nil, serr(path, "minimum", "the bounds leave no value")
+	}
+	return alt(alts...), nil
+}
+
+func natRangeP(lo, hi *int64) expr {
+	a := int64(0)
+	if lo != nil {
+		a = max(0, *lo)
+	}
+	b := int64(-1)
+	if hi != nil {
+		if *hi < a {
+			return nil
+		}
+		b = *hi
+	}
+	return natRange(a, b)
+}
+
+// intRange is the decimal integers in [lo, hi] (nil: unbounded), or nil if
+// there are none.
+func intRange(lo, hi *int64) expr {
+	var alts []expr
+	if lo == nil || *lo < 0 { // negatives: -n for n in [a, b]
+		a := int64(1)
+		if hi != nil && *hi < 0 {
+			a = -*hi
+		}
+		b := int64(-1)
+		if lo != nil {
+			b = -*lo
+		}
+		if b < 0 || a <= b {
+			alts = append(alts, seq(lit("-"), natRange(a, b)))
+		}
+	}
+	if hi == nil || *hi >= 0 {
+		a := int64(0)
+		if lo != nil && *lo > 0 {
+			a = *lo
+		}
+		b := int64(-1)
+		if hi != nil {
+			b = *hi
+		}
+		if b < 0 || a <= b {
+			alts = append(alts, natRange(a, b))
+		}
+	}
+	if len(alts) == 0 {
+		return nil
+	}
+	return alt(alts...)
+}
+
+// natRange is the decimal numerals (no leading zeros) of [a, b], b < 0
+// meaning unbounded.
+func natRange(a, b int64) expr {
+	if b < 0 {
+		d := len(strconv.FormatInt(a, 10))
+		more := seq(digits('1', '9'), rep(digits('0', '9'), d, -1))
+		top := int64(math.Pow10(d)) - 1
+		return alt(natRange(a, top), more)
+	}
+	var alts []expr
+	for l := len(strconv.FormatInt(a, 10)); l <= len(strconv.FormatInt(b, 10)); l++ {
+		lo := int64(0)
+		if l > 1 {
+			lo = int64(math.Pow10(l - 1))
+		}
+		hi := int64(math.Pow10(l)) - 1
+		lo, hi = max(lo, a), min(hi, b)
+		if lo <= hi {
+			alts = append(alts, sameLen(strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)))
+		}
+	}
+	return alt(alts...)
+}
+
+// sameLen is the numerals from x to y, both of the same length.
+func sameLen(x, y string) expr {
+	if x == y {
+		return lit(x)
+	}
+	n := len(x)
+	if strings.Trim(x[1:], "0") == "" && strings.Trim(y[1:], "9") == "" {
+		return seq(digits(rune(x[0]), rune(y[0])), rep(digits('0', '9'), n-1, n-1))
+	}
+	if x[0] == y[0] {
+		return seq(lit(x[:1]), sameLen(x[1:], y[1:]))
+	}
+	nines, zeros := strings.Repeat("9", n-1), strings.Repeat("0", n-1)
+	alts := []expr{seq(lit(x[:1]), sameLen(x[1:], nines))}
+	if x[0]+1 <= y[0]-1 {
+		alts = append(alts, seq(digits(rune(x[0]+1), rune(y[0]-1)), rep(digits('0', '9'), n-1, n-1)))
+	}
+	alts = append(alts, seq(lit(y[:1]), sameLen(zeros, y[1:])))
+	return alt(alts...)
+}
+
+func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
+	sp := opt(lit(" "))
+	props := newObj()
+	if v, ok := s.get("properties"); ok {
+		o, ok := v.(*obj)
+		if !ok {
+			return nil, serr(path, "properties", "must be an object")
+		}
+		props = o
+	}
+	var required []string
+	if v, ok := s.get("required"); ok {
+		a, ok := v.([]any)
+		if !ok {
+			return nil, serr(path, "required", "must be an array of strings")
+		}
+		for _, x := range a {
+			n, ok := x.(string)
+			if !ok {
+				return nil, serr(path, "required", "must be an array of strings")
+			}
+			required = append(required, n)
+		}
+	}
+	addl, hasAddl := s.get("additionalProperties")
+	if hasAddl {
+		switch addl.(type) {
+		case bool, *obj:
+		default:
+			return nil, serr(path, "additionalProperties", "must be a boolean or a schema")
+		}
+	}
+	// Required names not declared: they must still appear.
+	names := slices.Clone(props.keys)
+	schemas := map[string]any{}
+	for _, k := range props.keys {
+		schemas[k] = props.vals[k]
+	}
+	for _, r := range required {
+		if _, ok := schemas[r]; ok {
+			continue
+		}
+		if addl == false {
+			return nil, serr(path, "required", "property %q is required but additionalProperties is false", r)
+		}
+		names = append(names, r)
+		if hasAddl {
+			schemas[r] = addl
+		} else {
+			schemas[r] = true
+		}
+	}
+	if len(names) == 0 {
+		// A map: any keys, values of additionalProperties.
+		if addl == false {
+			return lit("{}"), nil
+		}
+		val := c.baseRule("value")
+		if o, ok := addl.(*obj); ok {
+			var err error
+			if val, err = c.schema(o, path+"/additionalProperties"); err != nil {
+				return nil, err
+			}
+		}
+		kv := seq(c.baseRule("string"), lit(":"), sp, val)
+		return seq(lit("{"), opt(seq(kv, star(seq(lit(","), sp, kv)))), lit("}")), nil
+	}
+	type prop struct {
+		kv  expr
+		req bool
+	}
+	var ps []prop
+	for _, n := range names {
+		isReq := slices.Contains(required, n)
+		if schemas[n] == false {
+			if isReq {
+				return nil, serr(path+"/properties/"+n, "", "property %q is required but its schema is false", n)
+			}
+			continue
+		}
+		v, err := c.schema(schemas[n], path+"/properties/"+escapePointer(n))
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, prop{seq(lit(encodeJSON(n)), lit(":"), sp, v), isReq})
+	}
+	// rest(i, first): properties i.. where first says none was written.
+	base := c.newName("obj")
+	name := func(i int, first bool) string { return fmt.Sprintf("%s-%d-%v", base, i, first) }
+	for i := len(ps); i >= 0; i-- {
+		for _, first := range []bool{true, false} {
+			var e expr
+			if i == len(ps) {
+				e = seq()
+			} else {
+				var item expr = ps[i].kv
+				if !first {
+					item = seq(lit(","), sp, ps[i].kv)
+				}
+				take := seq(item, ref(name(i+1, false)))
+				if ps[i].req {
+					e = take
+				} else {
+					e = alt(take, ref(name(i+1, first)))
+				}
+			}
+			if err := c.g.addRule(name(i, first), e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return seq(lit("{"), ref(name(0, true)), lit("}")), nil
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
+	sp := opt(lit(" "))
+	var prefix []expr
+	if v, ok := s.get("prefixItems"); ok {
+		a, ok := v.([]any)
+		if !ok {
+			return nil, serr(path, "prefixItems", "must be an array of schemas")
+		}
+		for i, x := range a {
+			if x == false {
+				break // no instance can have this element
+			}
+			e, err := c.schema(x, fmt.Sprintf("%s/prefixItems/%d", path, i))
+			if err != nil {
+				return nil, err
+			}
+			prefix = append(prefix, e)
+		}
+	}
+	var items expr = c.baseRule("value")
+	if v, ok := s.get("items"); ok {
+		switch v := v.(type) {
+		case bool:
+			if !v {
+				items = nil
+			}
+		case *obj:
+			e, err := c.schema(v, path+"/items")
+			if err != nil {
+				return nil, err
+			}
+			items = e
+		default:
+			return nil, serr(path, "items", "must be a schema (the draft-07 array form is spelled prefixItems)")
+		}
+	}
+	lo, _, err := nonNegInt(s, "minItems", path)
+	if err != nil {
+		return nil, err
+	}
+	hi, hasHi, err := nonNegInt(s, "maxItems", path)
+	if err != nil {
+		return nil, err
+	}
+	if !hasHi {
+		hi = -1
+	}
+	if items == nil && (hi < 0 || hi > len(prefix)) {
+		hi = len(prefix)
+	}
+	if hi >= 0 && lo > hi {
+		return nil, serr(path, "minItems", "minItems %d exceeds the most elements the schema allows (%d)", lo, hi)
+	}
+	elem := func(i int) expr {
+		if i < len(prefix) {
+			return prefix[i]
+		}
+		return items
+	}
+	var tail func(i int) expr
+	tail = func(i int) expr {
+		if hi >= 0 && i >= hi {
+			return seq()
+		}
+		sep := seq()
+		if i > 0 {
+			sep = seq(lit(","), sp)
+		}
+		if i >= len(prefix) && i >= lo {
+			more := -1
+			if hi >= 0 {
+				more = hi - i
+			}
+			if i == 0 {
+				return opt(seq(items, rep(seq(lit(","), sp, items), 0, max(more-1, -1))))
+			}
+			return rep(seq(sep, items), 0, more)
+		}
+		take := seq(sep, elem(i), tail(i+1))
+		if i < lo {
+			return take
+		}
+		return opt(take)
+	}
+	return seq(lit("["), tail(0), lit("]")), nil
+}
+
+// mergeAllOf merges s's allOf members (and s's other keywords) into one
+// schema when they do not conflict.
+func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string) (*obj, error) {
+	members, ok := all.([]any)
+	if !ok || len(members) == 0 {
+		return nil, serr(path, "allOf", "must be a non-empty array")
+	}
+	out := newObj()
+	for _, k := range s.keys {
+		if k != "allOf" {
+			out.set(k, s.vals[k])
+		}
+	}
+	var parts []*obj
+	parts = append(parts, out)
+	for i, m := range members {
+		p := fmt.Sprintf("%s/allOf/%d", path, i)
+		for depth := 0; ; depth++ {
+			if b, ok := m.(bool); ok && b {
+				m = newObj()
+			}
+			o, ok := m.(*obj)
+			if !ok {
+				return nil, serr(p, "allOf", "member must be a schema object")
+			}
+			if r, ok := o.get("$ref"); ok && len(o.keys) == 1 && depth < 50 {
+				rs, _ := r.(string)
+				t, err := c.resolve(rs, p)
+				if err != nil {
+					return nil, err
+				}
+				m = t
+				continue
+			}
+			if inner, ok := o.get("allOf"); ok {
+				mo, err := c.mergeAllOf(o, inner, p)
+				if err != nil {
+					return nil, err
+				}
+				o = mo
+			}
+			parts = append(parts, o)
+			break
+		}
+	}
+	merged := newObj()
+	for _, part := range parts[1:] {
+		if a, ok := part.get("additionalProperties"); ok && a == false {
+			pr, _ := part.get("properties")
+			declared, _ := pr.(*obj)
+			for _, other := range parts {
+				op, _ := other.get("properties")
+				oo, _ := op.(*obj)
+				if oo == nil {
+					continue
+				}
+				for _, k := range oo.keys {
+					if _, ok := declared.get(k); !ok {
+						return nil, serr(path, "allOf", "property %q is declared by one member but forbidden by another's additionalProperties: false", k)
+					}
+				}
+			}
+		}
+	}
+	for _, part := range parts {
+		for _, k := range part.keys {
+			v := part.vals[k]
+			old, exists := merged.get(k)
+			if !exists || annotationKeywords[k] {
+				if !exists {
+					merged.set(k, v)
+				}
+				continue
+			}
+			switch k {
+			case "properties":
+				po, ok1 := old.(*obj)
+				pn, ok2 := v.(*obj)
+				if !ok1 || !ok2 {
+					return nil, serr(path, "properties", "must be an object")
+				}
+				m := newObj()
+				for _, pk := range po.keys {
+					m.set(pk, po.vals[pk])
+				}
+				for _, pk := range pn.keys {
+					if ov, ok := m.get(pk); ok && encodeJSON(ov) != encodeJSON(pn.vals[pk]) {
+						return nil, serr(path, "allOf", "members give property %q different schemas", pk)
+					}
+					m.set(pk, pn.vals[pk])
+				}
+				merged.set(k, m)
+			case "required":
+				a, _ := old.([]any)
+				b, _ := v.([]any)
+				u := slices.Clone(a)
+				for _, x := range b {
+					if !slices.Contains(u, x) {
+						u = append(u, x)
+					}
+				}
+				merged.set(k, u)
+			default:
+				if encodeJSON(old) != encodeJSON(v) {
+					return nil, serr(path, k, "allOf members disagree on %s (merging is only supported when they do not conflict)", k)
+				}
+			}
+		}
+	}
+	return merged, nil
+}
+
+// typesOf approximates the set of JSON types a schema can produce (nil:
+// unknown/any) for the oneOf exclusivity check.
+func (c *schemaCompiler) typesOf(s any, depth int) []string {
+	o, ok := s.(*obj)
+	if !ok || depth > 20 {
+		return nil
+	}
+	if r, ok := o.get("$ref"); ok {
+		rs, _ := r.(string)
+		t, err := c.resolve(rs, "")
+		if err != nil {
+			return nil
+		}
+		return c.typesOf(t, depth+1)
+	}
+	var vals []any
+	if v, ok := o.get("const"); ok {
+		vals = []any{v}
+	} else if v, ok := o.get("enum"); ok {
+		vals, _ = v.([]any)
+	}
+	if vals != nil {
+		var ts []string
+		for _, v := range vals {
+			t := jsonType(v)
+			if t == "integer" {
+				t = "number"
+			}
+			if !slices.Contains(ts, t) {
+				ts = append(ts, t)
+			}
+		}
+		return ts
+	}
+	if _, ok := o.get("type"); ok {
+		ts, err := schemaTypes(o, "")
+		if err != nil {
+			return nil
+		}
+		for i, t := range ts {
+			if t == "integer" {
+				ts[i] = "number"
+			}
+		}
+		return ts
+	}
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		if v, ok := o.get(kw); ok {
+			bs, _ := v.([]any)
+			var ts []string
+			for _, b := range bs {
+				bt := c.typesOf(b, depth+1)
+				if bt == nil {
+					return nil
+				}
+				for _, t := range bt {
+					if !slices.Contains(ts, t) {
+						ts = append(ts, t)
+					}
+				}
+			}
+			return ts
+		}
+	}
+	return nil
+}
+
+// discriminators returns, for an object branch, the canonical values each
+// required property is pinned to by const/enum.
+func (c *schemaCompiler) discriminators(s any) map[string][]string {
+	o, ok := s.(*obj)
+	if !ok {
+		return nil
+	}
+	if r, ok := o.get("$ref"); ok {
+		rs, _ := r.(string)
+		t, err := c.resolve(rs, "")
+		if err != nil {
+			return nil
+		}
+		o, _ = t.(*obj)
+		if o == nil {
+			return nil
+		}
+	}
+	pv, _ := o.get("properties")
+	props, _ := pv.(*obj)
+	rv, _ := o.get("required")
+	req, _ := rv.([]any)
+	out := map[string][]string{}
+	for _, r := range req {
+		n, _ := r.(string)
+		ps, _ := props.get(n)
+		po, _ := ps.(*obj)
+		if po == nil {
+			continue
+		}
+		if v, ok := po.get("const"); ok {
+			out[n] = []string{encodeJSON(v)}
+		} else if v, ok := po.get("enum"); ok {
+			vs, _ := v.([]any)
+			for _, x := range vs {
+				out[n] = append(out[n], encodeJSON(x))
+			}
+		}
+	}
+	return out
+}
+
+// disjoint proves oneOf's branches exclusive, or errors.
+func (c *schemaCompiler) disjoint(branches []any, path string) error {
+	types := make([][]string, len(branches))
+	for i, b := range branches {
+		types[i] = c.typesOf(b, 0)
+	}
+	for i := range branches {
+		for j := i + 1; j < len(branches); j++ {
+			if types[i] != nil && types[j] != nil && !slices.ContainsFunc(types[i], func(t string) bool { return slices.Contains(types[j], t) }) {
+				continue
+			}
+			onlyObj := func(ts []string) bool { return len(ts) == 1 && ts[0] == "object" }
+			di, dj := c.discriminators(branches[i]), c.discriminators(branches[j])
+			ok := false
+			if !onlyObj(types[i]) || !onlyObj(types[j]) {
+				di = nil
+			}
+			for p, vi := range di {
+				if vj, has := dj[p]; has && !slices.ContainsFunc(vi, func(x string) bool { return slices.Contains(vj, x) }) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				return serr(path, "oneOf", "branches %d and %d are not provably exclusive (different types or a required const/enum discriminator are needed; use anyOf otherwise)", i, j)
+			}
+		}
+	}
+	return nil
+}

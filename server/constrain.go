@@ -1,0 +1,250 @@
+package server
+
+// Structured output and the fields we do not implement.
+//
+// A request may carry one constraint, spelt in any of the dialects
+// clients use: OpenAI's response_format (json_object, json_schema),
+// llama.cpp's grammar and json_schema, vLLM's guided_json, guided_regex,
+// guided_choice, guided_grammar and structured_outputs {json, regex,
+// choice, grammar}. It is compiled against the model's vocabulary (cached
+// by content hash in the engine) and run as a logits processor, so the
+// output always parses: a schema keyword or grammar construct we cannot
+// enforce is a 400 naming it, never a silently unconstrained 200.
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+
+	"nanoserve/engine"
+	"nanoserve/grammar"
+)
+
+// constraintParams are the structured-output fields of both endpoints.
+type constraintParams struct {
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Grammar           *string         `json:"grammar"`
+	JSONSchema        json.RawMessage `json:"json_schema"`
+	GuidedJSON        json.RawMessage `json:"guided_json"`
+	GuidedRegex       *string         `json:"guided_regex"`
+	GuidedChoice      []string        `json:"guided_choice"`
+	GuidedGrammar     *string         `json:"guided_grammar"`
+	StructuredOutputs *struct {
+		JSON    json.RawMessage `json:"json"`
+		Regex   *string         `json:"regex"`
+		Choice  []string        `json:"choice"`
+		Grammar *string         `json:"grammar"`
+	} `json:"structured_outputs"`
+	MinTokens *int `json:"min_tokens"`
+}
+
+type constraintSpec struct {
+	field, kind, spec string
+}
+
+// schemaText accepts a schema given as a JSON object or as a string
+// holding one (vLLM accepts both).
+func schemaText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// constraint returns the request's one constraint, or nil.
+func (p *constraintParams) constraint() (*constraintSpec, *apiError) {
+	var found []constraintSpec
+	add := func(field, kind, spec string) { found = append(found, constraintSpec{field, kind, spec}) }
+	if rf := p.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			add("response_format", engine.ConstraintJSONObject, "")
+		case "json_schema":
+			if rf.JSONSchema == nil || isNull(rf.JSONSchema.Schema) {
+				return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
+			}
+			add("response_format", engine.ConstraintJSONSchema, schemaText(rf.JSONSchema.Schema))
+		default:
+			return nil, badRequest("response_format", "response_format type %q is not supported (text, json_object, json_schema are)", rf.Type)
+		}
+	}
+	if p.Grammar != nil && *p.Grammar != "" {
+		add("grammar", engine.ConstraintGBNF, *p.Grammar)
+	}
+	if !isNull(p.JSONSchema) {
+		add("json_schema", engine.ConstraintJSONSchema, schemaText(p.JSONSchema))
+	}
+	if !isNull(p.GuidedJSON) {
+		add("guided_json", engine.ConstraintJSONSchema, schemaText(p.GuidedJSON))
+	}
+	if p.GuidedRegex != nil {
+		add("guided_regex", engine.ConstraintRegex, *p.GuidedRegex)
+	}
+	if p.GuidedChoice != nil {
+		b, _ := json.Marshal(p.GuidedChoice)
+		add("guided_choice", engine.ConstraintChoice, string(b))
+	}
+	if p.GuidedGrammar != nil {
+		add("guided_grammar", engine.ConstraintGBNF, *p.GuidedGrammar)
+	}
+	if so := p.StructuredOutputs; so != nil {
+		if !isNull(so.JSON) {
+			add("structured_outputs.json", engine.ConstraintJSONSchema, schemaText(so.JSON))
+		}
+		if so.Regex != nil {
+			add("structured_outputs.regex", engine.ConstraintRegex, *so.Regex)
+		}
+		if so.Choice != nil {
+			b, _ := json.Marshal(so.Choice)
+			add("structured_outputs.choice", engine.ConstraintChoice, string(b))
+		}
+		if so.Grammar != nil {
+			add("structured_outputs.grammar", engine.ConstraintGBNF, *so.Grammar)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &found[0], nil
+	}
+	return nil, badRequest(found[1].field, "only one output constraint per request: both %s and %s are set", found[0].field, found[1].field)
+}
+
+// applyConstraints compiles the request's constraint and min_tokens into
+// the job's processors.
+func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
+	cs, e := p.constraint()
+	if e != nil {
+		return e
+	}
+	minTok := 0
+	if p.MinTokens != nil {
+		if *p.MinTokens < 0 {
+			return badRequest("min_tokens", "min_tokens must be >= 0, got %d", *p.MinTokens)
+		}
+		if mt := j.reqs[0].Policy.MaxTokens; mt > 0 && *p.MinTokens > mt {
+			return badRequest("min_tokens", "min_tokens %d exceeds max_tokens %d", *p.MinTokens, mt)
+		}
+		minTok = *p.MinTokens
+	}
+	pol := j.reqs[0].Policy // every prompt of the job shares the policy
+	var c *grammar.Constraint
+	budget := pol.MaxTokens
+	if cs != nil {
+		switch {
+		case j.reqs[0].TokenHealing:
+			return badRequest("token_healing", "token_healing cannot be combined with %s", cs.field)
+		case pol.IgnoreEOS:
+			return badRequest("ignore_eos", "ignore_eos cannot be combined with %s: a constrained output ends where the grammar does", cs.field)
+		case minTok > 0:
+			return badRequest("min_tokens", "min_tokens cannot be combined with %s", cs.field)
+		}
+		var err error
+		if c, err = s.eng.Constraint(cs.kind, cs.spec); err != nil {
+			msg := strings.TrimPrefix(err.Error(), "grammar: ")
+			return badRequest(cs.field, "%s cannot be enforced: %s", cs.field, msg)
+		}
+		if budget <= 0 {
+			budget = s.eng.CtxSize()
+		}
+		if need := c.MinTokens(); need > budget {
+			return badRequest("max_tokens", "max_tokens %d is below what the shortest output valid under %s may need (%d tokens)", budget, cs.field, need)
+		}
+	}
+	if c == nil && minTok == 0 {
+		return nil
+	}
+	stop := slices.Clone(pol.StopTokenIDs)
+	eng := s.eng
+	procs := func() []engine.LogitsProcessor {
+		var ps []engine.LogitsProcessor
+		if minTok > 0 {
+			ps = append(ps, eng.MinTokensProcessor(minTok, stop))
+		}
+		if c != nil {
+			p, err := engine.GrammarProcessor(c, budget, stop)
+			if err != nil {
+				p = failing{err}
+			}
+			ps = append(ps, p)
+		}
+		return ps
+	}
+	for i := range j.reqs {
+		j.reqs[i].Processors = procs
+	}
+	return nil
+}
+
+// failing is a processor that ends its sequence with an error.
+type failing struct{ err error }
+
+func (f failing) Process([]float32) error { return f.err }
+func (f failing) Accept(int) error        { return f.err }
+
+// unsupportedFields are semantic request fields that nanoserve does not
+// implement, each with the values that mean "off" (accepted). Any other
+// value is a 400 naming the field: silently ignoring it would change what
+// the client gets. README lists them.
+var unsupportedFields = map[string][]string{
+	"use_beam_search":               {"false"},
+	"length_penalty":                {"1", "1.0"},
+	"early_stopping":                {"false"},
+	"include_stop_str_in_output":    {"false"},
+	"skip_special_tokens":           {"true"},
+	"spaces_between_special_tokens": {"true"},
+	"prompt_logprobs":               {"0"},
+	"truncate_prompt_tokens":        {},
+	"guided_whitespace_pattern":     {},
+	"guided_decoding_backend":       nil, // any: a backend choice changes no semantics
+	"typical_p":                     {"1", "1.0"},
+	"tfs_z":                         {"1", "1.0"},
+	"mirostat":                      {"0"},
+	"n_probs":                       {"0"},
+	"dynatemp_range":                {"0", "0.0"},
+	"penalize_nl":                   {"false"},
+	"prediction":                    {},
+	"audio":                         {},
+	"modalities":                    {`["text"]`},
+	"reasoning_effort":              {},
+	"web_search_options":            {},
+	"logit_bias_type":               {},
+}
+
+// checkUnsupported rejects a body that sets an unsupported field to a
+// non-default value (null is always accepted).
+func checkUnsupported(data []byte) *apiError {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return nil
+	}
+	var bad []string
+	for k, v := range m {
+		ok, known := unsupportedFields[k]
+		if !known || ok == nil || isNull(v) {
+			continue
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, v) != nil || !slices.Contains(ok, compact.String()) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	return badRequest(bad[0], "%s is not supported (only its default value is accepted)", strings.Join(bad, ", "))
+}
