@@ -174,6 +174,9 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	}
 	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices()}},
 		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}
+	if tools != nil {
+		cr.constraintParams.toolCall = tools.forced
+	}
 	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
 		return nil, e
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"nanoserve/chat"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -96,5 +98,65 @@ func TestOpenAIToolConversation(t *testing.T) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "tool_choice" || !strings.Contains(apiErr.Message, "constrained decoding") {
 		t.Errorf("tool_choice required: %v", err)
+	}
+}
+
+// TestOpenAIToolChoiceRequired: with the llama3-json format (a bare JSON
+// call, which the grammar engine enforces from the call's JSON Schema),
+// tool_choice "required" and a named function make the random-weight
+// Qwen2 model itself — no script — answer with a call that parses and
+// fits the function's schema, greedy and sampled.
+func TestOpenAIToolChoiceRequired(t *testing.T) {
+	ts := qwenToolServer(t, func(o *Options) { o.ToolFormat = chat.ToolFormatLlama3 })
+	client := openai.NewClient(option.WithBaseURL(ts.url+"/v1/"), option.WithAPIKey("none"), option.WithMaxRetries(0))
+	tool := func(name string, props map[string]any, required []string) openai.ChatCompletionToolUnionParam {
+		return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: name,
+			Parameters: shared.FunctionParameters{"type": "object", "properties": props, "required": required, "additionalProperties": false}})
+	}
+	tools := []openai.ChatCompletionToolUnionParam{
+		tool("get_weather", map[string]any{"city": map[string]any{"type": "string", "maxLength": 12}, "unit": map[string]any{"enum": []string{"celsius", "fahrenheit"}}}, []string{"city", "unit"}),
+		tool("add", map[string]any{"a": map[string]any{"type": "integer", "minimum": 0, "maximum": 99}, "b": map[string]any{"type": "integer", "minimum": 0, "maximum": 99}}, []string{"a", "b"}),
+	}
+	choices := []openai.ChatCompletionToolChoiceOptionUnionParam{
+		{OfAuto: openai.String("required")},
+		openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "add"}),
+	}
+	for ci, choice := range choices {
+		for _, temp := range []float64{0, 1} {
+			for seed := range int64(2) {
+				resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+					Model: qwenModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Oslo?")},
+					Tools: tools, ToolChoice: choice, Temperature: openai.Float(temp), Seed: openai.Int(seed), MaxTokens: openai.Int(120),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ch := resp.Choices[0]
+				if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
+					t.Fatalf("choice %d T=%v seed %d: %+v", ci, temp, seed, ch)
+				}
+				c := ch.Message.ToolCalls[0]
+				var args map[string]any
+				if err := json.Unmarshal([]byte(c.Function.Arguments), &args); err != nil {
+					t.Fatalf("arguments %q: %v", c.Function.Arguments, err)
+				}
+				switch c.Function.Name {
+				case "get_weather":
+					city, ok := args["city"].(string)
+					unit := args["unit"]
+					if ci == 1 || !ok || len([]rune(city)) > 12 || (unit != "celsius" && unit != "fahrenheit") || len(args) != 2 {
+						t.Errorf("get_weather call %s", c.Function.Arguments)
+					}
+				case "add":
+					a, aok := args["a"].(float64)
+					b, bok := args["b"].(float64)
+					if !aok || !bok || a != float64(int(a)) || a < 0 || a > 99 || b < 0 || b > 99 || len(args) != 2 {
+						t.Errorf("add call %s", c.Function.Arguments)
+					}
+				default:
+					t.Errorf("call to %q", c.Function.Name)
+				}
+			}
+		}
 	}
 }

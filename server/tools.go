@@ -22,10 +22,14 @@ package server
 // reply accumulates to exactly the non-streamed one.
 //
 // tool_choice "none" leaves the output unparsed (the tools still reach the
-// template, as vLLM does by default). "required" and a named function need
-// the output constrained to a call (chat.ToolCallConstraint describes it);
-// this server has no constrained decoding yet, so they are a 400 naming
-// the field rather than a reply that might not be a call.
+// template, as vLLM does by default). "required" and a named function
+// constrain the output to a call (chat.ToolCallConstraint): in the
+// llama3-json format the call is bare JSON, so its JSON Schema goes to the
+// grammar engine like any other constraint (field "tool_choice") and the
+// reply always parses as a call valid for the function's parameters. The
+// Hermes and Mistral formats wrap the JSON in literal text the engine
+// cannot yet compose with a schema; there they are a 400 naming the field
+// rather than a reply that might not be a call.
 
 import (
 	"encoding/json"
@@ -46,6 +50,7 @@ type toolSetup struct {
 	parallel bool
 	legacy   bool // functions/function_call: answer with function_call
 	format   chat.ToolFormat
+	forced   json.RawMessage // the schema a forced call must match (nil: the model chooses)
 }
 
 // parse reports whether the reply is parsed for calls.
@@ -193,17 +198,21 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 			"(start the server with --tool-call-format, or send %s \"none\")", field, choiceField)
 	}
 	if ts.choice == "required" || ts.choice == "function" {
-		// Validate what the constraint would be, so a bad schema is named
-		// even though the constraint cannot be enforced yet.
-		if _, err := chat.ToolCallConstraint(ts.format, ts.fns, ts.name, ts.parallel); err != nil {
+		c, err := chat.ToolCallConstraint(ts.format, ts.fns, ts.name, ts.parallel)
+		if err != nil {
 			return nil, badRequest(choiceField, "%s", strings.TrimPrefix(err.Error(), "chat: "))
 		}
-		what := `"required"`
-		if ts.choice == "function" {
-			what = fmt.Sprintf("naming the function %q", ts.name)
+		if c.Prefix != "" || c.Suffix != "" || c.Repeat {
+			// The grammar engine compiles a JSON Schema or a GBNF grammar,
+			// but cannot yet wrap a schema in the format's literal text.
+			what := `"required"`
+			if ts.choice == "function" {
+				what = fmt.Sprintf("naming the function %q", ts.name)
+			}
+			return nil, badRequest(choiceField, "%s %s needs constrained decoding of the %s call format (JSON inside %q ... %q), "+
+				"which this server cannot enforce yet (only the llama3-json format's bare JSON is); use \"auto\"", choiceField, what, ts.format, c.Prefix, c.Suffix)
 		}
-		return nil, badRequest(choiceField, "%s %s needs constrained decoding (a grammar forcing the reply to be a call), "+
-			"which this server does not have yet; use \"auto\"", choiceField, what)
+		ts.forced = c.Schema
 	}
 	return ts, nil
 }
