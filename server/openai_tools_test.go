@@ -121,6 +121,28 @@ func TestOpenAIToolChoiceRequired(t *testing.T) {
 		{OfAuto: openai.String("required")},
 		openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "add"}),
 	}
+	// Greedy, the streamed call accumulated by the client equals the
+	// non-streamed one.
+	params := openai.ChatCompletionNewParams{Model: qwenModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Oslo?")},
+		Tools: tools, ToolChoice: choices[0], Temperature: openai.Float(0), MaxTokens: openai.Int(120)}
+	whole, err := client.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(whole.Choices[0].Message.ToolCalls) != 1 || len(acc.Choices) != 1 || len(acc.Choices[0].Message.ToolCalls) != 1 ||
+		acc.Choices[0].Message.ToolCalls[0].Function.Name != whole.Choices[0].Message.ToolCalls[0].Function.Name ||
+		acc.Choices[0].Message.ToolCalls[0].Function.Arguments != whole.Choices[0].Message.ToolCalls[0].Function.Arguments ||
+		acc.Choices[0].FinishReason != "tool_calls" {
+		t.Errorf("streamed %+v, whole %+v", acc.Choices, whole.Choices)
+	}
 	for ci, choice := range choices {
 		for _, temp := range []float64{0, 1} {
 			for seed := range int64(2) {
