@@ -68,8 +68,12 @@
 // (1e20) do not parse; undefined.attr and undefined + "x" render instead of
 // failing; a few malformed tags ("{% if %}", "{% set x = %}") parse;
 // {% filter tojson %} and
-// map('tojson') use the engine's tojson. Engine panics are recovered into
-// errors.
+// map('tojson') use the engine's tojson. trim_blocks / lstrip_blocks reach
+// past expressions: in "{% endif %}{{ x }}\n{% endfor %}" the engine drops
+// the newline after {{ x }} (Jinja2 keeps it, since trim_blocks only eats a
+// newline directly after a block tag); templates that use "{{- ... }}" and
+// "{%- ... %}" throughout, as the tested ones do, are unaffected. Engine
+// panics are recovered into errors.
 //
 // BOS. Many templates write the BOS text themselves ({{ bos_token }}), while
 // the engine's tokenizer may also be configured to prepend BOS; doing both
@@ -195,8 +199,13 @@ type Options struct {
 
 // Template is a compiled chat template. It is safe for concurrent use.
 type Template struct {
-	t *jinja.Template
+	t   *jinja.Template
+	src string
 }
+
+// ToolFormat is the tool-call format the template teaches the model
+// (DetectToolFormat on its source).
+func (t *Template) ToolFormat() ToolFormat { return DetectToolFormat(t.src) }
 
 // Parse compiles a chat template once, to be rendered many times.
 func Parse(src string) (*Template, error) {
@@ -207,7 +216,7 @@ func Parse(src string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat: parse template: %w", err)
 	}
-	return &Template{t: t}, nil
+	return &Template{t: t, src: src}, nil
 }
 
 // ErrNotTemplate is wrapped by CheckSource when a file's content cannot be

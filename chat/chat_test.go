@@ -29,6 +29,7 @@ type caseSpec struct {
 	Vars                map[string]any    `json:"vars"`
 	Tools               []json.RawMessage `json:"tools"`
 	Messages            []Message         `json:"messages"`
+	OpenAI              bool              `json:"openai"` // tool_calls arguments are JSON strings
 }
 
 type casesFile struct {
@@ -149,7 +150,11 @@ func TestGolden(t *testing.T) {
 						}
 					}
 					opt.Now = fixedNow(t, cf.Now)
-					got, err := tmpl.Render(c.Messages, opt)
+					msgs := c.Messages
+					if c.OpenAI {
+						msgs = openAIMessages(t, msgs)
+					}
+					got, err := tmpl.Render(msgs, opt)
 					switch {
 					case gr.Output != nil:
 						if err != nil {
@@ -182,4 +187,24 @@ func firstDiff(a, b string) int {
 		}
 	}
 	return n
+}
+
+// openAIMessages converts the tool calls of OpenAI-shaped messages with
+// OpenAIToolCall, as the server does (ids kept: the cases use ids every
+// template accepts).
+func openAIMessages(t *testing.T, in []Message) []Message {
+	t.Helper()
+	out := make([]Message, len(in))
+	for i, m := range in {
+		out[i] = m
+		out[i].ToolCalls = nil
+		for _, c := range m.ToolCalls {
+			v, err := OpenAIToolCall(c.(json.RawMessage), ToolFormatHermes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i].ToolCalls = append(out[i].ToolCalls, v)
+		}
+	}
+	return out
 }

@@ -96,17 +96,23 @@ type completionRequest struct {
 
 type chatRequest struct {
 	commonParams
-	Messages    []wireMessage   `json:"messages"`
-	Logprobs    *bool           `json:"logprobs"`
-	TopLogprobs *int            `json:"top_logprobs"`
-	Tools       json.RawMessage `json:"tools"`
-	ToolChoice  json.RawMessage `json:"tool_choice"`
+	Messages          []wireMessage   `json:"messages"`
+	Logprobs          *bool           `json:"logprobs"`
+	TopLogprobs       *int            `json:"top_logprobs"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Functions         json.RawMessage `json:"functions"`     // deprecated form of tools
+	FunctionCall      json.RawMessage `json:"function_call"` // deprecated form of tool_choice
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    string          `json:"name"`
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	Name         string          `json:"name"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	ToolCallID   string          `json:"tool_call_id"`
+	FunctionCall json.RawMessage `json:"function_call"` // deprecated form of tool_calls
 }
 
 // decodeJSON reads a request body of at most Options.MaxBodyBytes into v
@@ -409,24 +415,55 @@ func completionPrompts(raw json.RawMessage, vocab int) ([]prompt, *apiError) {
 }
 
 // chatMessages converts the request's messages for the template: roles
-// system (also "developer"), user and assistant; content a string or an
-// array of {"type":"text","text":...} parts (joined with newlines).
-func chatMessages(in []wireMessage) ([]chat.Message, *apiError) {
+// system (also "developer"), user, assistant (with tool_calls or the
+// legacy function_call), tool (with tool_call_id) and the legacy function
+// (with name); content a string or an array of {"type":"text","text":...}
+// parts (joined with newlines). Call ids pass through format's TemplateID.
+func chatMessages(in []wireMessage, format chat.ToolFormat) ([]chat.Message, *apiError) {
 	if len(in) == 0 {
 		return nil, badRequest("messages", "messages must be a non-empty array")
 	}
 	out := make([]chat.Message, 0, len(in))
+	tm := &toolMessages{format: format}
 	for i, m := range in {
 		field := "messages[" + strconv.Itoa(i) + "]"
 		role := m.Role
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system"
+		case "function":
+			role = "tool"
 		case "":
 			return nil, badRequest(field+".role", "%s.role is required", field)
 		default:
-			return nil, badRequest(field+".role", "%s.role %q is not supported (system, developer, user, assistant)", field, m.Role)
+			return nil, badRequest(field+".role", "%s.role %q is not supported (system, developer, user, assistant, tool)", field, m.Role)
+		}
+		msg := chat.Message{Role: role, Name: m.Name}
+		if role != "assistant" && (!isNull(m.ToolCalls) || !isNull(m.FunctionCall)) {
+			return nil, badRequest(field+".tool_calls", "%s: only assistant messages carry tool calls", field)
+		}
+		switch {
+		case role == "assistant":
+			calls, e := tm.assistantCalls(field, m)
+			if e != nil {
+				return nil, e
+			}
+			msg.ToolCalls = calls
+		case m.Role == "function":
+			if m.Name == "" {
+				return nil, badRequest(field+".name", "%s.name is required for a function message", field)
+			}
+			if len(tm.pending) > 0 {
+				msg.ToolCallID, tm.pending = tm.pending[0], tm.pending[1:]
+			} else {
+				msg.ToolCallID = format.TemplateID(m.Name)
+			}
+		case role == "tool":
+			if m.ToolCallID == "" {
+				return nil, badRequest(field+".tool_call_id", "%s.tool_call_id is required for a tool message", field)
+			}
+			msg.ToolCallID = format.TemplateID(m.ToolCallID)
 		}
 		var content string
 		switch {
@@ -456,7 +493,8 @@ func chatMessages(in []wireMessage) ([]chat.Message, *apiError) {
 			}
 			content = strings.Join(texts, "\n")
 		}
-		out = append(out, chat.Message{Role: role, Content: content, Name: m.Name})
+		msg.Content = content
+		out = append(out, msg)
 	}
 	return out, nil
 }
@@ -502,9 +540,22 @@ type completionResponse struct {
 }
 
 // chat: choices[].message (or .delta when streaming), logprobs.content.
+
+// chatMessage is a streamed delta.
 type chatMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role         string        `json:"role,omitempty"`
+	Content      *string       `json:"content,omitempty"`
+	ToolCalls    []toolCallOut `json:"tool_calls,omitempty"`
+	FunctionCall *functionOut  `json:"function_call,omitempty"`
+}
+
+// replyMessage is a non-streamed choice's message: content is null when
+// the reply is only tool calls.
+type replyMessage struct {
+	Role         string        `json:"role"`
+	Content      *string       `json:"content"`
+	ToolCalls    []toolCallOut `json:"tool_calls,omitempty"`
+	FunctionCall *functionOut  `json:"function_call,omitempty"`
 }
 
 type chatLogprobs struct {
@@ -526,7 +577,7 @@ type chatTopLogprob struct {
 
 type chatChoice struct {
 	Index        int           `json:"index"`
-	Message      *chatMessage  `json:"message,omitempty"`
+	Message      *replyMessage `json:"message,omitempty"`
 	Delta        *chatMessage  `json:"delta,omitempty"`
 	Logprobs     *chatLogprobs `json:"logprobs"`
 	FinishReason *string       `json:"finish_reason"`

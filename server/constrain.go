@@ -45,6 +45,9 @@ type constraintParams struct {
 		Grammar *string         `json:"grammar"`
 	} `json:"structured_outputs"`
 	MinTokens *int `json:"min_tokens"`
+	// toolCall is the JSON Schema a forced tool call must match
+	// (tool_choice "required" or a named function; see tools.go).
+	toolCall json.RawMessage
 }
 
 type constraintSpec struct {
@@ -66,6 +69,9 @@ func schemaText(raw json.RawMessage) string {
 func (p *constraintParams) constraint() (*constraintSpec, *apiError) {
 	var found []constraintSpec
 	add := func(field, kind, spec string) { found = append(found, constraintSpec{field, kind, spec}) }
+	if p.toolCall != nil {
+		add("tool_choice", engine.ConstraintJSONSchema, string(p.toolCall))
+	}
 	if rf := p.ResponseFormat; rf != nil {
 		switch rf.Type {
 		case "", "text":

@@ -4,7 +4,6 @@ package server
 // admission → engine stream → one JSON response or SSE events.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +32,7 @@ type job struct {
 	includeUsage bool
 	logprobs     int // alternatives per token; -1: no logprobs
 	start        time.Time
+	tools        *toolSetup // chat with tools; nil: none
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -129,8 +129,9 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		return nil, badRequest("messages", "the model %q has no chat template, so /v1/chat/completions is unavailable "+
 			"(start the server with --chat-template, or use /v1/completions)", model)
 	}
-	if !isNull(cr.Tools) && !bytes.Equal(bytes.TrimSpace(cr.Tools), []byte("[]")) {
-		return nil, badRequest("tools", "tools are not supported")
+	tools, e := s.chatTools(cr)
+	if e != nil {
+		return nil, e
 	}
 	pol, e := cr.policy(s.defaults, s.defaults.MaxTokens, s.tok.Size())
 	if e != nil {
@@ -155,11 +156,15 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	if e := validatePolicy(&pol); e != nil {
 		return nil, e
 	}
-	msgs, e := chatMessages(cr.Messages)
+	msgs, e := chatMessages(cr.Messages, s.toolFormat)
 	if e != nil {
 		return nil, e
 	}
-	text, skipBOS, err := s.chat.Prompt(msgs)
+	prompter := *s.chat
+	if tools != nil {
+		prompter.Options.Tools = tools.tools
+	}
+	text, skipBOS, err := prompter.Prompt(msgs)
 	if err != nil {
 		var re *chat.RaiseError
 		if errors.As(err, &re) {
@@ -168,7 +173,10 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
 	}
 	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices()}},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
+		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}
+	if tools != nil {
+		cr.constraintParams.toolCall = tools.forced
+	}
 	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
 		return nil, e
 	}
@@ -198,6 +206,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	s.m.add(&s.m.running, 1)
 	defer s.m.add(&s.m.running, -1)
 
+	if s.gen != nil {
+		s.generateScripted(w, r, j)
+		return
+	}
 	streams := make([]*engine.Stream, 0, len(j.reqs))
 	for _, req := range j.reqs {
 		st, err := s.eng.Submit(r.Context(), req)
@@ -211,11 +223,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		streams = append(streams, st)
 	}
 
-	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix(),
-		pending: map[int][]engine.Token{}, offset: map[int]int{}}
-	if j.chat {
-		out.id = newID("chatcmpl-")
-	}
+	out := s.newResponder(w, r, j)
 	var last time.Time
 	for it := range merge(streams, j.n) {
 		now := time.Now()
@@ -254,6 +262,38 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		out.end(results, u)
 	} else {
 		out.whole(results, u)
+	}
+}
+
+func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *responder {
+	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix(),
+		pending: map[int][]engine.Token{}, offset: map[int]int{}}
+	if j.chat {
+		out.id = newID("chatcmpl-")
+	}
+	if j.tools.parse() {
+		out.calls = map[int]*chat.ToolStream{}
+	}
+	return out
+}
+
+// generateScripted answers a one-choice job from the s.gen test hook
+// instead of the engine.
+func (s *Server) generateScripted(w http.ResponseWriter, r *http.Request, j *job) {
+	toks, result := s.gen(r.Context(), j.reqs[0])
+	out := s.newResponder(w, r, j)
+	for t := range toks {
+		if j.stream && !out.token(0, t) {
+			break
+		}
+	}
+	res := result()
+	u := usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+		TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}
+	if j.stream {
+		out.end([]*engine.Result{res}, u)
+	} else {
+		out.whole([]*engine.Result{res}, u)
 	}
 }
 
@@ -359,10 +399,11 @@ type responder struct {
 	j       *job
 	id      string
 	created int64
-	started bool                   // SSE headers written
-	failed  bool                   // a write failed (client gone)
-	pending map[int][]engine.Token // by choice index: tokens whose text has not shown yet (for logprobs)
-	offset  map[int]int            // by choice index: completions text_offset of the next token
+	started bool                     // SSE headers written
+	failed  bool                     // a write failed (client gone)
+	pending map[int][]engine.Token   // by choice index: tokens whose text has not shown yet (for logprobs)
+	offset  map[int]int              // by choice index: completions text_offset of the next token
+	calls   map[int]*chat.ToolStream // by choice index: reads tool calls out of a streamed chat reply (nil: no tools)
 }
 
 // choices is the number of choices in the response.
@@ -427,6 +468,11 @@ func (o *responder) token(i int, t engine.Token) bool {
 	}
 	lps := o.pending[i]
 	delete(o.pending, i)
+	if o.calls != nil {
+		o.pending[i] = lps // sent with the choice's next chunk, whatever it carries
+		content, deltas := o.toolStream(i).Push(t.Text)
+		return o.sendTools(i, content, deltas)
+	}
 	if o.j.chat {
 		text := t.Text
 		return o.send(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
@@ -484,6 +530,12 @@ func (o *responder) end(results []*engine.Result, u usage) {
 	}
 	for i, res := range results {
 		reason := finishReason(res)
+		if o.calls != nil {
+			ts := o.toolStream(i)
+			content, deltas := ts.Finish()
+			o.sendTools(i, content, deltas)
+			reason = o.j.tools.finishReason(reason, ts.Calls())
+		}
 		lps := o.pending[i] // logprobs of tokens whose text never showed
 		delete(o.pending, i)
 		if o.j.chat {
@@ -540,7 +592,11 @@ func (o *responder) whole(results []*engine.Result, u usage) {
 		}
 		text := res.Text
 		if o.j.chat {
-			cc = append(cc, chatChoice{Index: i, Message: &chatMessage{Role: "assistant", Content: &text}, Logprobs: o.chatLogprobs(lps), FinishReason: &reason})
+			msg := &replyMessage{Role: "assistant", Content: &text}
+			if o.j.tools.parse() {
+				reason = o.j.tools.reply(msg, res.Text, reason)
+			}
+			cc = append(cc, chatChoice{Index: i, Message: msg, Logprobs: o.chatLogprobs(lps), FinishReason: &reason})
 		} else {
 			tc = append(tc, completionChoice{Index: i, Text: text, Logprobs: o.completionLogprobs(i, lps), FinishReason: &reason})
 		}

@@ -30,7 +30,10 @@
 // logprobs (completions: an int, the number of alternatives; chat: a bool
 // with top_logprobs), n (1 to engine.MaxN choices, each with its index;
 // choice i is seeded seed + i), best_of (only equal to n), stream and
-// stream_options.
+// stream_options; chat also takes tools, tool_choice, parallel_tool_calls
+// and the legacy functions / function_call (see tools.go: calls come back
+// as message.tool_calls with finish_reason "tool_calls", streamed as OpenAI
+// streams them).
 // Absent fields take the model's generation_config defaults; max_tokens
 // defaults to 16 for completions (as OpenAI and vLLM) and to the rest of the
 // context for chat. Unknown fields are ignored (clients send many).
@@ -101,6 +104,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -128,6 +132,9 @@ type Options struct {
 	// BOS/EOS texts and extra variables it is rendered with.
 	Template        *chat.Template
 	TemplateOptions chat.Options
+	// ToolFormat is how the model writes tool calls; "": detected from the
+	// template (chat.Template.ToolFormat).
+	ToolFormat chat.ToolFormat
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
@@ -190,11 +197,18 @@ type Server struct {
 	cors              []string         // allowed origins; nil: CORS off
 	now               func() time.Time // the clock /health compares the engine's heartbeat with
 
+	// toolFormat: how replies are read for tool calls (ToolFormatNone:
+	// requests with tools other than tool_choice "none" are a 400).
+	toolFormat chat.ToolFormat
+
 	// Test hooks: hook runs at the start of every routed handler, onToken
-	// after each token a generation yields.
+	// after each token a generation yields; gen, when set, stands in for
+	// the engine with a scripted reply to a one-choice request (to test how
+	// replies are read, e.g. tool calls, without a model that writes them).
 	hook    func(r *http.Request)
 	onToken func()
 	onDone  func() // after a generation's results are counted
+	gen     func(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result)
 }
 
 // route is one path's handlers by method.
@@ -242,6 +256,13 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	if opts.Template != nil {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
+	}
+	s.toolFormat = opts.ToolFormat
+	if s.toolFormat == "" {
+		s.toolFormat = chat.ToolFormatNone
+		if opts.Template != nil {
+			s.toolFormat = opts.Template.ToolFormat()
+		}
 	}
 	s.defaults = eng.Defaults()
 	if opts.Defaults != nil {

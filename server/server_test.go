@@ -381,7 +381,7 @@ func TestErrors(t *testing.T) {
 		{"bad content", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":5}]}`, 400, "messages[0].content", "", "string or an array"},
 		{"image part", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "messages[0].content[0].type", "", "image_url"},
 		{"messages type", "POST", "/v1/chat/completions", `{"messages":"hi"}`, 400, "messages", "", "must be an array"},
-		{"tools", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools", "", "not supported"},
+		{"tools", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools[0].function", "", "required"},
 		{"unknown model", "POST", "/v1/completions", `{"model":"gpt-4","prompt":"x"}`, 404, "model", "model_not_found", `"gpt-4" does not exist`},
 		{"unknown model card", "GET", "/v1/models/gpt-4", ``, 404, "model", "model_not_found", "gpt-4"},
 		{"unknown path", "GET", "/v1/embeddings", ``, 404, "", "not_found", "/v1/embeddings"},

@@ -103,7 +103,7 @@ func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("messages", "the model %q has no chat template (start the server with --chat-template)", s.names[0]))
 		return
 	}
-	msgs, e := chatMessages(req.Messages)
+	msgs, e := chatMessages(req.Messages, s.toolFormat)
 	if e != nil {
 		writeError(w, e)
 		return

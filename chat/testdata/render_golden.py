@@ -95,6 +95,21 @@ def make_env(now):
     return env
 
 
+def hf_messages(case):
+    """The messages as HF templates take them: for an "openai" case, each
+    tool call's string function.arguments is json.loads-ed in place."""
+    msgs = case["messages"]
+    if not case.get("openai"):
+        return msgs
+    msgs = json.loads(json.dumps(msgs))
+    for m in msgs:
+        for tc in m.get("tool_calls") or []:
+            fn = tc["function"]
+            if isinstance(fn.get("arguments"), str):
+                fn["arguments"] = json.loads(fn["arguments"])
+    return msgs
+
+
 def main():
     shared = sys.argv[1] if len(sys.argv) > 1 else find_shared()
     with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as f:
@@ -112,7 +127,7 @@ def main():
             kwargs.update(case.get("vars", {}))
             try:
                 out = tmpl.render(
-                    messages=case["messages"],
+                    messages=hf_messages(case),
                     tools=case.get("tools"),
                     documents=None,
                     add_generation_prompt=case["add_generation_prompt"],

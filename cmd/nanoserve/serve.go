@@ -48,6 +48,8 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
 	servedName := fs.String("served-name", "", "another model name clients may use (the file's base name is always accepted)")
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
+	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
+		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
 		"then the rest are cancelled, each stream ending with an error event and [DONE]")
@@ -71,6 +73,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	if *apiKey == "" {
 		*apiKey = os.Getenv("NANOSERVE_API_KEY")
+	}
+	tf, err := chat.ParseToolFormat(*toolFormat)
+	if err != nil {
+		return fmt.Errorf("--tool-call-format: %w", err)
 	}
 	for _, c := range []struct {
 		name string
@@ -122,7 +128,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
-		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors}
+		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, ToolFormat: tf}
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
 	switch {
 	case err == nil:
@@ -167,9 +173,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
+	if tf == "" && opts.Template != nil {
+		tf = opts.Template.ToolFormat()
+	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
 		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "auth", *apiKey != "")
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())

@@ -171,3 +171,10 @@ func TestBenchFlagValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestServeToolFormatFlag(t *testing.T) {
+	err := runServe([]string{"--tool-call-format", "gpt"})
+	if err == nil || !strings.Contains(err.Error(), "--tool-call-format") || !strings.Contains(err.Error(), "hermes") {
+		t.Errorf("bad --tool-call-format: %v", err)
+	}
+}

@@ -1,6 +1,6 @@
 // Command badinput is nanoserve's black-box bad-input check: it starts a
 // real `nanoserve serve` on loopback (the built-in model unless --model),
-// sends it well over a hundred (185) malformed, mistyped, out-of-range and
+// sends it well over a hundred (189) malformed, mistyped, out-of-range and
 // protocol-level broken requests, and checks every answer:
 //
 //   - no 5xx, and the server process never dies (it still answers /health
@@ -160,7 +160,8 @@ func cases() []tcase {
 		{`{"messages":"hi"}`, "messages", "array"},
 		{`{"messages":[1]}`, "messages", "object"},
 		{`{"messages":[{"content":"x"}]}`, "messages[0].role", "required"},
-		{`{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", "not supported"},
+		{`{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].tool_call_id", "required"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{x"}}]}]}`, "messages[0].tool_calls[0]", "JSON object"},
 		{`{"messages":[{"role":5,"content":"x"}]}`, "messages.role", "string"},
 		{`{"messages":[{"role":"user"}]}`, "messages[0].content", "required"},
 		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "string"},
@@ -170,7 +171,10 @@ func cases() []tcase {
 		{`{"messages":[{"role":"user","content":"x"}],"logprobs":"yes"}`, "logprobs", "boolean"},
 		{`{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}`, "top_logprobs", "requires logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":99}`, "top_logprobs", "top_logprobs"},
-		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools[0].function", "required"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"always"}`, "tool_choice", "not supported"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, "tools", "no tool-call format"},
+		{`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "functions", "together"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":1}}}}`, "response_format", "minProperties"},
 		{`{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a"}`, "grammar", "unterminated string literal"},
