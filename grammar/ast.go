@@ -16,6 +16,7 @@ type (
 	classExpr struct{ r []cpRange }  // one code point from sorted, merged ranges
 	byteExpr  struct{ set byteSet }  // one raw byte (lowering only)
 	refExpr   struct{ name string }  // a named rule
+	tokExpr   struct{ text string }  // a control token named by its text (see Wrapper.ControlTokens)
 	seqExpr   struct{ items []expr } // concatenation
 	altExpr   struct{ alts []expr }  // alternation
 	repExpr   struct {
@@ -28,6 +29,7 @@ func (litExpr) isExpr()   {}
 func (classExpr) isExpr() {}
 func (byteExpr) isExpr()  {}
 func (refExpr) isExpr()   {}
+func (tokExpr) isExpr()   {}
 func (seqExpr) isExpr()   {}
 func (altExpr) isExpr()   {}
 func (repExpr) isExpr()   {}

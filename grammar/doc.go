@@ -88,4 +88,8 @@
 // other is an error naming it, never ignored), JSONObject is any JSON
 // object, FromRegex a documented regex subset, FromChoices a fixed list.
 // Every front end errors with a message naming what it cannot enforce.
+// Wrap (compose.go) puts any of them inside literal text, optionally
+// repeated (a tool call's `<tool_call>` ... `</tool_call>` blocks); text
+// it names as control tokens ([TOOL_CALLS]) is matched by token id, since
+// a special token spells no bytes the trie could walk.
 package grammar

@@ -16,6 +16,7 @@ const (
 	kEnd elemKind = iota
 	kTerm
 	kRef
+	kTok // one control token, matched by id (arg: the token id)
 )
 
 type elem struct {
@@ -37,6 +38,7 @@ const maxLoweredRules = 200000
 
 type lowerer struct {
 	g       *Grammar
+	v       *Vocab // resolves control tokens; nil: they are matched as text
 	p       *program
 	ruleIdx map[string]int32
 	bodies  [][][]elem // (rules) alternatives while building
@@ -47,8 +49,8 @@ type lowerer struct {
 
 // lower turns g into a byte-level program and checks it for left
 // recursion (which a top-down automaton cannot run).
-func lower(g *Grammar) (*program, error) {
-	l := &lowerer{g: g, p: &program{}, ruleIdx: map[string]int32{}, termIdx: map[byteSet]int32{}, classes: map[string]int32{}}
+func lower(g *Grammar, v *Vocab) (*program, error) {
+	l := &lowerer{g: g, v: v, p: &program{}, ruleIdx: map[string]int32{}, termIdx: map[byteSet]int32{}, classes: map[string]int32{}}
 	for _, n := range g.order {
 		l.newRule(n)
 	}
@@ -131,6 +133,16 @@ func (l *lowerer) sequence(e expr, origin string, dst []elem) []elem {
 		}
 	case byteExpr:
 		dst = append(dst, l.term(e.set))
+	case tokExpr:
+		// A control token the vocabulary holds is matched by its id (its
+		// text is no byte sequence the trie can spell); otherwise the model
+		// can only write the text itself.
+		if l.v != nil {
+			if id, ok := l.v.control[e.text]; ok {
+				return append(dst, elem{kind: kTok, arg: id})
+			}
+		}
+		return l.sequence(litExpr{e.text}, origin, dst)
 	case refExpr:
 		dst = append(dst, elem{kind: kRef, arg: l.ruleIdx[e.name]})
 	case seqExpr:
@@ -237,7 +249,7 @@ func (p *program) nullable() []bool {
 			for _, start := range alts {
 				ok := true
 				for q := start; p.pos[q].kind != kEnd; q++ {
-					if e := p.pos[q]; e.kind == kTerm || !nul[e.arg] {
+					if e := p.pos[q]; e.kind != kRef || !nul[e.arg] {
 						ok = false
 						break
 					}

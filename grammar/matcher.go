@@ -22,7 +22,8 @@ type node struct {
 	done   bool    // succ computed
 	mask   *nodeMask
 	mark   uint32  // dedup epoch
-	term   byteSet // the top terminal's bytes (empty for pos < 0)
+	term   byteSet // the top terminal's bytes (empty for pos < 0 and control tokens)
+	tok    int32   // the top control token's id, or -1
 }
 
 // nodeMask is the cached, exact mask of one stack: which tokens it allows
@@ -79,15 +80,15 @@ var ErrBudget = errors.New("grammar: max_tokens too small")
 
 // Compile builds a Constraint for g over v.
 func Compile(g *Grammar, v *Vocab) (*Constraint, error) {
-	p, err := lower(g)
+	p, err := lower(g, v)
 	if err != nil {
 		return nil, err
 	}
 	c := &Constraint{p: p, v: v, nodes: map[nodeKey]*node{}}
 	c.costs()
-	c.accept = &node{pos: -1}
-	c.sentinel = &node{pos: -2}
-	c.boundary = &node{pos: -3}
+	c.accept = &node{pos: -1, tok: -1}
+	c.sentinel = &node{pos: -2, tok: -1}
+	c.boundary = &node{pos: -3, tok: -1}
 	c.posMasks = map[ctxKey]*posMask{}
 	if c.ruleMin(p.root) >= inf {
 		return nil, fmt.Errorf("grammar: root rule %q has no finite output this vocabulary can spell", p.names[p.root])
@@ -118,6 +119,8 @@ func (c *Constraint) costs() {
 				} else {
 					r = sat(1 + c.rest[i+1])
 				}
+			case kTok:
+				r = sat(1 + c.rest[i+1])
 			case kRef:
 				r = sat(c.ruleMin(e.arg) + c.rest[i+1])
 			}
@@ -150,9 +153,12 @@ func (c *Constraint) intern(pos int32, parent *node) *node {
 	if parent != nil {
 		pm = parent.min
 	}
-	n := &node{pos: pos, parent: parent, min: sat(c.rest[pos] + pm)}
-	if e := c.p.pos[pos]; e.kind == kTerm {
+	n := &node{pos: pos, parent: parent, min: sat(c.rest[pos] + pm), tok: -1}
+	switch e := c.p.pos[pos]; e.kind {
+	case kTerm:
 		n.term = c.p.terms[e.arg]
+	case kTok:
+		n.tok = e.arg
 	}
 	c.nodes[k] = n
 	return n
@@ -184,7 +190,7 @@ func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
 			return addNode(out, c.boundary)
 		}
 		return c.expand1(parent.pos, parent.parent, out)
-	case kTerm:
+	case kTerm, kTok:
 		if c.rest[pos] >= inf {
 			return out
 		}
@@ -475,9 +481,12 @@ func (c *Constraint) NewMatcher(maxTokens int) (*Matcher, error) {
 // most (one token per byte where needed): max_tokens below it is refused.
 func (c *Constraint) MinTokens() int { return int(c.ruleMin(c.p.root)) }
 
-func (m *Matcher) minCost() int32 {
+func (m *Matcher) minCost() int32 { return minOf(m.state) }
+
+// minOf is the shortest completion over a set of stacks.
+func minOf(s []*node) int32 {
 	x := inf
-	for _, n := range m.state {
+	for _, n := range s {
 		x = min(x, n.min)
 	}
 	return x
@@ -512,6 +521,14 @@ func (m *Matcher) Mask(dst []uint64) int {
 		if n.pos < 0 {
 			for _, id := range c.v.eog {
 				dst[id>>6] |= 1 << (id & 63)
+			}
+			continue
+		}
+		if n.tok >= 0 {
+			// A control token: no byte walk reaches it; allowed when the
+			// shortest completion after it fits.
+			if cost := minOf(c.successors(n)); left < 0 || cost <= int32(left) {
+				dst[n.tok>>6] |= 1 << (n.tok & 63)
 			}
 			continue
 		}
@@ -575,12 +592,31 @@ func (m *Matcher) Accept(id int) error {
 		m.n++
 		return nil
 	}
-	t := c.v.tokens[id]
-	if len(t) == 0 {
-		return fmt.Errorf("grammar: token %d spells no text", id)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	t := c.v.tokens[id]
+	if len(t) == 0 {
+		// A control token advances the stacks whose top is that token.
+		var s []*node
+		c.epoch++
+		for _, n := range m.state {
+			if n.tok != int32(id) {
+				continue
+			}
+			for _, x := range c.successors(n) {
+				if x.mark != c.epoch {
+					x.mark = c.epoch
+					s = append(s, x)
+				}
+			}
+		}
+		if len(s) == 0 {
+			return fmt.Errorf("grammar: token %d spells no text and is not a control token the grammar expects here", id)
+		}
+		m.state = s
+		m.n++
+		return nil
+	}
 	s := slices.Clone(m.state)
 	for _, b := range t {
 		s = c.step(s, b, nil)

@@ -24,13 +24,17 @@ type Vocab struct {
 	tokFirst []int32  // (nodes+1)
 	toks     []int32  // (tokens in the trie)
 	tokens   [][]byte // (vocab) token bytes, for Accept
+
+	control map[string]int32 // special (non-end) tokens by their text, for control-token terminals
 }
 
 // NewVocab builds a Vocab. tokens[id] holds the bytes id decodes to
 // (byte-fallback tokens "<0xAB>" as the single byte 0xAB, SentencePiece
 // "▁" as a space); special[id] marks ids that never spell text (control
 // tokens, and EOS/EOG themselves); eog lists the end-of-generation ids.
-// special may be nil. Empty tokens are never allowed.
+// special may be nil. Empty tokens are never allowed. A special token
+// that is not end-of-generation and has text (tokens[id]) can still be
+// required by a grammar as a control token (Wrapper.ControlTokens), by id.
 func NewVocab(tokens [][]byte, special []bool, eog []int) (*Vocab, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("grammar: empty vocabulary")
@@ -51,6 +55,14 @@ func NewVocab(tokens [][]byte, special []bool, eog []int) (*Vocab, error) {
 	}
 	var ids []int32
 	for id, t := range tokens {
+		if special != nil && special[id] && !isEOG[id] && len(t) > 0 {
+			if v.control == nil {
+				v.control = map[string]int32{}
+			}
+			if _, dup := v.control[string(t)]; !dup {
+				v.control[string(t)] = int32(id)
+			}
+		}
 		if len(t) == 0 || isEOG[id] || (special != nil && special[id]) {
 			continue
 		}
