@@ -32,6 +32,9 @@ type CallConstraint struct {
 	Suffix    string
 	Repeat    bool
 	Separator string
+	// ControlTokens are texts in Prefix that the model writes as one
+	// control token (Mistral's [TOOL_CALLS]), not as text.
+	ControlTokens []string
 }
 
 // callSchema is one call object's schema; field order is the order the
@@ -129,7 +132,7 @@ func ToolCallConstraint(f ToolFormat, fns []ToolFunction, only string, parallel 
 		if err != nil {
 			return nil, err
 		}
-		return &CallConstraint{Prefix: "[TOOL_CALLS] ", Schema: s}, nil
+		return &CallConstraint{Prefix: "[TOOL_CALLS] ", Schema: s, ControlTokens: []string{"[TOOL_CALLS]"}}, nil
 	}
 	return nil, fmt.Errorf("chat: the tool-call format %q cannot force a call (the template has no tool-call syntax; choose one with the tool-call format option)", f)
 }
@@ -142,6 +145,9 @@ func ToolCallConstraint(f ToolFormat, fns []ToolFunction, only string, parallel 
 //
 // Literals use the GBNF escapes \n \r \t \\ \" and \xHH for other control
 // bytes.
+// GBNF has no control-token terminal, so ControlTokens are spelt as text
+// here; the server enforces forced calls with grammar.Wrap instead, which
+// matches them by token id.
 func (c *CallConstraint) GBNFRoot(valueRule string) string {
 	one := valueRule
 	if c.Prefix != "" {

@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,11 @@ func TestToolCallConstraint(t *testing.T) {
 			}
 			if !strings.HasPrefix(string(c.Schema), `{"`) || (f == ToolFormatHermes) != c.Repeat && parallel {
 				t.Errorf("%s: %+v", f, c)
+			}
+			// Mistral's [TOOL_CALLS] is a control token, matched by id.
+			if wantCtl := f == ToolFormatMistral; wantCtl != slices.Contains(c.ControlTokens, "[TOOL_CALLS]") ||
+				(!wantCtl && len(c.ControlTokens) > 0) || (wantCtl && !strings.HasPrefix(c.Prefix, "[TOOL_CALLS]")) {
+				t.Errorf("%s: control tokens %q", f, c.ControlTokens)
 			}
 			text := c.Prefix + value + c.Suffix
 			if c.Repeat {

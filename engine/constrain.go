@@ -137,7 +137,16 @@ const (
 	ConstraintGBNF       = "grammar"     // spec: GBNF text (root rule "root")
 	ConstraintRegex      = "regex"       // spec: a regular expression (package grammar's subset)
 	ConstraintChoice     = "choice"      // spec: a JSON array of strings
+	ConstraintWrapped    = "wrapped"     // spec: WrappedSpec as JSON (a JSON Schema inside literal text)
 )
+
+// WrappedSpec is the spec of ConstraintWrapped: a value valid for Schema
+// inside the wrapper's text (a forced tool call in the Hermes or Mistral
+// format; see grammar.Wrap).
+type WrappedSpec struct {
+	grammar.Wrapper
+	Schema json.RawMessage
+}
 
 const maxCachedGrammars = 16 // each holds at most the grammar mask-cache bound (32 MiB)
 
@@ -170,6 +179,13 @@ func (e *Engine) Constraint(kind, spec string) (*grammar.Constraint, error) {
 		var choices []string
 		if err = json.Unmarshal([]byte(spec), &choices); err == nil {
 			g, err = grammar.FromChoices(choices)
+		}
+	case ConstraintWrapped:
+		var ws WrappedSpec
+		if err = json.Unmarshal([]byte(spec), &ws); err != nil {
+			err = fmt.Errorf("engine: wrapped constraint spec: %v", err)
+		} else if g, err = grammar.FromJSONSchema(ws.Schema); err == nil {
+			g, err = grammar.Wrap(g, ws.Wrapper)
 		}
 	default:
 		err = fmt.Errorf("engine: unknown constraint kind %q", kind)

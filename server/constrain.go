@@ -45,9 +45,9 @@ type constraintParams struct {
 		Grammar *string         `json:"grammar"`
 	} `json:"structured_outputs"`
 	MinTokens *int `json:"min_tokens"`
-	// toolCall is the JSON Schema a forced tool call must match
+	// toolCall is the constraint a forced tool call must match
 	// (tool_choice "required" or a named function; see tools.go).
-	toolCall json.RawMessage
+	toolCall *constraintSpec
 }
 
 type constraintSpec struct {
@@ -70,7 +70,7 @@ func (p *constraintParams) constraint() (*constraintSpec, *apiError) {
 	var found []constraintSpec
 	add := func(field, kind, spec string) { found = append(found, constraintSpec{field, kind, spec}) }
 	if p.toolCall != nil {
-		add("tool_choice", engine.ConstraintJSONSchema, string(p.toolCall))
+		found = append(found, *p.toolCall)
 	}
 	if rf := p.ResponseFormat; rf != nil {
 		switch rf.Type {

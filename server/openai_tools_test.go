@@ -3,14 +3,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"net/http"
+	"fmt"
 	"strings"
 	"testing"
 
 	"nanoserve/chat"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -24,7 +26,6 @@ import (
 // client reads the call non-streamed and streamed (its accumulator must
 // rebuild the same call), and the second prompt holds the call exactly as
 // the model wrote it plus the tool result, as the template renders them.
-// tool_choice "required" is refused with a 400 naming the field.
 func TestOpenAIToolConversation(t *testing.T) {
 	call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"unit\": \"celsius\"}}\n</tool_call>"
 	sc := &script{replies: []string{call, call, "It is 21 °C in Zürich."}}
@@ -93,42 +94,89 @@ func TestOpenAIToolConversation(t *testing.T) {
 		t.Errorf("second prompt does not end with the call and its result:\n%s", p)
 	}
 
-	params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
-	_, err = client.Chat.Completions.New(ctx, params)
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "tool_choice" || !strings.Contains(apiErr.Message, "constrained decoding") {
-		t.Errorf("tool_choice required: %v", err)
+}
+
+// TestOpenAIToolChoiceRequired: in every tool-call format — llama3-json's
+// bare JSON, Hermes' <tool_call> blocks (the Qwen2 template's own format)
+// and Mistral's [TOOL_CALLS] array (which this vocabulary spells as text)
+// — tool_choice "required" and a named function make the random-weight
+// Qwen2 model itself, with no script, answer with calls that parse and
+// validate against the function's schema (an independent JSON Schema
+// validator), greedy and sampled, with and without parallel calls; a
+// streamed reply accumulated by the client equals the non-streamed one.
+func TestOpenAIToolChoiceRequired(t *testing.T) {
+	for _, format := range []chat.ToolFormat{chat.ToolFormatLlama3, chat.ToolFormatHermes, chat.ToolFormatMistral} {
+		t.Run(string(format), func(t *testing.T) { testForcedCalls(t, format) })
 	}
 }
 
-// TestOpenAIToolChoiceRequired: with the llama3-json format (a bare JSON
-// call, which the grammar engine enforces from the call's JSON Schema),
-// tool_choice "required" and a named function make the random-weight
-// Qwen2 model itself — no script — answer with a call that parses and
-// fits the function's schema, greedy and sampled.
-func TestOpenAIToolChoiceRequired(t *testing.T) {
-	ts := qwenToolServer(t, func(o *Options) { o.ToolFormat = chat.ToolFormatLlama3 })
+func testForcedCalls(t *testing.T, format chat.ToolFormat) {
+	ts := qwenToolServer(t, func(o *Options) {
+		if format != chat.ToolFormatHermes { // Hermes: detected from the template
+			o.ToolFormat = format
+		}
+	})
 	client := openai.NewClient(option.WithBaseURL(ts.url+"/v1/"), option.WithAPIKey("none"), option.WithMaxRetries(0))
+	schemas := map[string]map[string]any{}
 	tool := func(name string, props map[string]any, required []string) openai.ChatCompletionToolUnionParam {
-		return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: name,
-			Parameters: shared.FunctionParameters{"type": "object", "properties": props, "required": required, "additionalProperties": false}})
+		schemas[name] = map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+		return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: name, Parameters: shared.FunctionParameters(schemas[name])})
 	}
 	tools := []openai.ChatCompletionToolUnionParam{
 		tool("get_weather", map[string]any{"city": map[string]any{"type": "string", "maxLength": 12}, "unit": map[string]any{"enum": []string{"celsius", "fahrenheit"}}}, []string{"city", "unit"}),
 		tool("add", map[string]any{"a": map[string]any{"type": "integer", "minimum": 0, "maximum": 99}, "b": map[string]any{"type": "integer", "minimum": 0, "maximum": 99}}, []string{"a", "b"}),
 	}
+	validators := map[string]*jsonschema.Schema{}
+	for name, sch := range schemas {
+		raw, _ := json.Marshal(sch)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(name+".json", doc); err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.Compile(name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		validators[name] = v
+	}
+	check := func(what string, ch openai.ChatCompletionChoice, named string, parallel bool) {
+		t.Helper()
+		calls := ch.Message.ToolCalls
+		if ch.FinishReason != "tool_calls" || len(calls) == 0 || (!parallel && len(calls) != 1) {
+			t.Fatalf("%s: finish %q, %d calls (parallel %v): %+v", what, ch.FinishReason, len(calls), parallel, ch.Message)
+		}
+		t.Logf("%s: %d call(s), first %s%s", what, len(calls), calls[0].Function.Name, calls[0].Function.Arguments)
+		for _, c := range calls {
+			v := validators[c.Function.Name]
+			if v == nil || (named != "" && c.Function.Name != named) {
+				t.Fatalf("%s: call to %q", what, c.Function.Name)
+			}
+			args, err := jsonschema.UnmarshalJSON(strings.NewReader(c.Function.Arguments))
+			if err != nil {
+				t.Fatalf("%s: arguments %q: %v", what, c.Function.Arguments, err)
+			}
+			if err := v.Validate(args); err != nil {
+				t.Errorf("%s: %s arguments %s: %v", what, c.Function.Name, c.Function.Arguments, err)
+			}
+		}
+	}
 	choices := []openai.ChatCompletionToolChoiceOptionUnionParam{
 		{OfAuto: openai.String("required")},
 		openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "add"}),
 	}
-	// Greedy, the streamed call accumulated by the client equals the
-	// non-streamed one.
+	// Greedy, the streamed calls accumulated by the client equal the
+	// non-streamed ones.
 	params := openai.ChatCompletionNewParams{Model: qwenModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Oslo?")},
 		Tools: tools, ToolChoice: choices[0], Temperature: openai.Float(0), MaxTokens: openai.Int(120)}
 	whole, err := client.Chat.Completions.New(context.Background(), params)
 	if err != nil {
 		t.Fatal(err)
 	}
+	check("greedy", whole.Choices[0], "", true)
 	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
 	var acc openai.ChatCompletionAccumulator
 	for stream.Next() {
@@ -137,47 +185,29 @@ func TestOpenAIToolChoiceRequired(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(whole.Choices[0].Message.ToolCalls) != 1 || len(acc.Choices) != 1 || len(acc.Choices[0].Message.ToolCalls) != 1 ||
-		acc.Choices[0].Message.ToolCalls[0].Function.Name != whole.Choices[0].Message.ToolCalls[0].Function.Name ||
-		acc.Choices[0].Message.ToolCalls[0].Function.Arguments != whole.Choices[0].Message.ToolCalls[0].Function.Arguments ||
-		acc.Choices[0].FinishReason != "tool_calls" {
+	wc := whole.Choices[0].Message.ToolCalls
+	same := len(acc.Choices) == 1 && len(acc.Choices[0].Message.ToolCalls) == len(wc) && acc.Choices[0].FinishReason == "tool_calls"
+	for i := 0; same && i < len(wc); i++ {
+		ac := acc.Choices[0].Message.ToolCalls[i]
+		same = ac.Function.Name == wc[i].Function.Name && ac.Function.Arguments == wc[i].Function.Arguments
+	}
+	if !same {
 		t.Errorf("streamed %+v, whole %+v", acc.Choices, whole.Choices)
 	}
 	for ci, choice := range choices {
+		named := []string{"", "add"}[ci]
 		for _, temp := range []float64{0, 1} {
 			for seed := range int64(2) {
+				parallel := seed == 0
 				resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 					Model: qwenModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Oslo?")},
 					Tools: tools, ToolChoice: choice, Temperature: openai.Float(temp), Seed: openai.Int(seed), MaxTokens: openai.Int(120),
+					ParallelToolCalls: openai.Bool(parallel),
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
-				ch := resp.Choices[0]
-				if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
-					t.Fatalf("choice %d T=%v seed %d: %+v", ci, temp, seed, ch)
-				}
-				c := ch.Message.ToolCalls[0]
-				var args map[string]any
-				if err := json.Unmarshal([]byte(c.Function.Arguments), &args); err != nil {
-					t.Fatalf("arguments %q: %v", c.Function.Arguments, err)
-				}
-				switch c.Function.Name {
-				case "get_weather":
-					city, ok := args["city"].(string)
-					unit := args["unit"]
-					if ci == 1 || !ok || len([]rune(city)) > 12 || (unit != "celsius" && unit != "fahrenheit") || len(args) != 2 {
-						t.Errorf("get_weather call %s", c.Function.Arguments)
-					}
-				case "add":
-					a, aok := args["a"].(float64)
-					b, bok := args["b"].(float64)
-					if !aok || !bok || a != float64(int(a)) || a < 0 || a > 99 || b < 0 || b > 99 || len(args) != 2 {
-						t.Errorf("add call %s", c.Function.Arguments)
-					}
-				default:
-					t.Errorf("call to %q", c.Function.Name)
-				}
+				check(fmt.Sprintf("choice %d T=%v seed %d", ci, temp, seed), resp.Choices[0], named, parallel)
 			}
 		}
 	}

@@ -23,13 +23,14 @@ package server
 //
 // tool_choice "none" leaves the output unparsed (the tools still reach the
 // template, as vLLM does by default). "required" and a named function
-// constrain the output to a call (chat.ToolCallConstraint): in the
-// llama3-json format the call is bare JSON, so its JSON Schema goes to the
-// grammar engine like any other constraint (field "tool_choice") and the
-// reply always parses as a call valid for the function's parameters. The
-// Hermes and Mistral formats wrap the JSON in literal text the engine
-// cannot yet compose with a schema; there they are a 400 naming the field
-// rather than a reply that might not be a call.
+// constrain the output to a call (chat.ToolCallConstraint), compiled by
+// the grammar engine like any other constraint (field "tool_choice"): in
+// the llama3-json format the call is bare JSON, its JSON Schema alone; the
+// Hermes and Mistral formats wrap the JSON in literal text, so the schema
+// goes inside grammar.Wrap (Hermes' `<tool_call>` blocks, repeated for
+// parallel calls; Mistral's [TOOL_CALLS], matched as the control token
+// when the vocabulary has it). Either way the reply always parses as a
+// call valid for the function's parameters.
 
 import (
 	"encoding/json"
@@ -39,6 +40,8 @@ import (
 	"strings"
 
 	"nanoserve/chat"
+	"nanoserve/engine"
+	"nanoserve/grammar"
 )
 
 // toolSetup is a chat request's validated tool fields.
@@ -50,7 +53,7 @@ type toolSetup struct {
 	parallel bool
 	legacy   bool // functions/function_call: answer with function_call
 	format   chat.ToolFormat
-	forced   json.RawMessage // the schema a forced call must match (nil: the model chooses)
+	forced   *constraintSpec // the constraint a forced call must match (nil: the model chooses)
 }
 
 // parse reports whether the reply is parsed for calls.
@@ -202,17 +205,17 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 		if err != nil {
 			return nil, badRequest(choiceField, "%s", strings.TrimPrefix(err.Error(), "chat: "))
 		}
+		ts.forced = &constraintSpec{field: choiceField, kind: engine.ConstraintJSONSchema, spec: string(c.Schema)}
 		if c.Prefix != "" || c.Suffix != "" || c.Repeat {
-			// The grammar engine compiles a JSON Schema or a GBNF grammar,
-			// but cannot yet wrap a schema in the format's literal text.
-			what := `"required"`
-			if ts.choice == "function" {
-				what = fmt.Sprintf("naming the function %q", ts.name)
+			// The format's literal text around the JSON (Hermes' blocks,
+			// Mistral's control token) is part of the grammar.
+			spec, err := json.Marshal(engine.WrappedSpec{Wrapper: grammar.Wrapper{Prefix: c.Prefix, Suffix: c.Suffix, Repeat: c.Repeat,
+				Separator: c.Separator, ControlTokens: c.ControlTokens}, Schema: c.Schema})
+			if err != nil {
+				return nil, badRequest(choiceField, "%s: %v", choiceField, err)
 			}
-			return nil, badRequest(choiceField, "%s %s needs constrained decoding of the %s call format (JSON inside %q ... %q), "+
-				"which this server cannot enforce yet (only the llama3-json format's bare JSON is); use \"auto\"", choiceField, what, ts.format, c.Prefix, c.Suffix)
+			ts.forced.kind, ts.forced.spec = engine.ConstraintWrapped, string(spec)
 		}
-		ts.forced = c.Schema
 	}
 	return ts, nil
 }
