@@ -90,7 +90,7 @@ func TestApplyTemplate(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &got) != nil || got.Prompt != want || !strings.Contains(want, "Be brief.") {
 		t.Errorf("apply-template: %d %s, want %q", code, body, want)
 	}
-	if code, _, body := ts.post(t, "/apply-template", `{"messages":[{"role":"tool","content":"x"}]}`); code != 400 || !strings.Contains(string(body), "messages[0].role") {
+	if code, _, body := ts.post(t, "/apply-template", `{"messages":[{"role":"wizard","content":"x"}]}`); code != 400 || !strings.Contains(string(body), "messages[0].role") {
 		t.Errorf("bad role: %d %s", code, body)
 	}
 	noTmpl := newTestServer(t, func(o *Options) { o.Template = nil })

@@ -29,6 +29,9 @@ func runConvert(args []string) error {
 	if err != nil {
 		return err
 	}
+	if opts.Threads < 1 {
+		return errFlag("threads", opts.Threads, "want at least 1 worker thread")
+	}
 	if len(pos) != 2 {
 		fs.Usage()
 		return errors.New("need exactly two arguments: IN OUT.gguf")

@@ -172,6 +172,26 @@ func TestBenchFlagValidation(t *testing.T) {
 	}
 }
 
+// TestTrainConvertFlagValidation: train and convert name a flag no run can
+// use before they read any input.
+func TestTrainConvertFlagValidation(t *testing.T) {
+	for _, c := range [][]string{
+		{"--dim", "-4"}, {"--layers", "0"}, {"--heads", "0"}, {"--kv-heads", "-1"}, {"--ffn", "0"},
+		{"--ctx", "0"}, {"--vocab", "-1"}, {"--batch", "0"}, {"--steps", "-10"}, {"--threads", "-3"},
+		{"--warmup", "-1"}, {"--eval-every", "0"}, {"--lr", "0"}, {"--min-lr", "1"}, {"--weight-decay", "-0.1"},
+		{"--clip", "-1"}, {"--held-out", "1"}, {"--rope-theta", "0"}, {"--checkpoint-every", "0"},
+	} {
+		err := runTrain(append([]string{"--corpus", "/no/such/corpus", "--out", "/no/such/out.gguf"}, c...))
+		if err == nil || !strings.Contains(err.Error(), c[0]+" "+c[1]) {
+			t.Errorf("train %v: err %v, want one naming %s", c, err, c[0])
+		}
+	}
+	err := runConvert([]string{"--threads", "-2", "/no/such/in.gguf", "/no/such/out.gguf"})
+	if err == nil || !strings.Contains(err.Error(), "--threads -2") {
+		t.Errorf("convert --threads -2: err %v", err)
+	}
+}
+
 func TestServeToolFormatFlag(t *testing.T) {
 	err := runServe([]string{"--tool-call-format", "gpt"})
 	if err == nil || !strings.Contains(err.Error(), "--tool-call-format") || !strings.Contains(err.Error(), "hermes") {

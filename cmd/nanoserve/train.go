@@ -50,6 +50,9 @@ func runTrain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkTrainFlags(&o); err != nil {
+		return err
+	}
 	if len(corpus) == 0 {
 		corpus = append(corpus, fs.Args()...)
 	}
@@ -73,5 +76,50 @@ func runTrain(args []string) error {
 	}
 	fmt.Printf("%s: held-out %.4f bits/byte, KN trigram baseline %.4f, %.0f tokens/s\n",
 		o.Out, rep.HeldOutBPB, rep.BaselineBPB, rep.TokensPerSec)
+	return nil
+}
+
+// checkTrainFlags refuses numeric flags no training run can use, naming the
+// flag, before the corpus is read (a shape the model cannot have is also
+// caught later by train.Config.Validate, with less to say about the flag).
+func checkTrainFlags(o *train.Options) error {
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"dim", o.Shape.Dim}, {"layers", o.Shape.Layers}, {"heads", o.Shape.Heads},
+		{"ffn", o.Shape.Hidden}, {"ctx", o.Shape.Ctx}, {"vocab", o.Shape.Vocab},
+		{"bpe-bytes", o.BPEBytes}, {"batch", o.Batch}, {"steps", o.Steps},
+		{"threads", o.Threads}, {"eval-every", o.EvalEvery}, {"eval-tokens", o.EvalTokens},
+		{"checkpoint-every", o.CheckpointEvery},
+	}
+	for _, f := range positive {
+		if f.v < 1 {
+			return errFlag(f.name, f.v, "want at least 1")
+		}
+	}
+	nonNegative := []struct {
+		name string
+		v    int
+	}{{"kv-heads", o.Shape.KVHeads}, {"warmup", o.Warmup}, {"final-eval-tokens", o.FinalEvalTokens}}
+	for _, f := range nonNegative {
+		if f.v < 0 {
+			return errFlag(f.name, f.v, "want 0 or more")
+		}
+	}
+	switch {
+	case !(o.Shape.RopeTheta > 0):
+		return errFlag("rope-theta", o.Shape.RopeTheta, "want a positive RoPE base")
+	case !(o.LR > 0):
+		return errFlag("lr", o.LR, "want a positive learning rate")
+	case !(o.MinLR >= 0) || o.MinLR > o.LR:
+		return errFlag("min-lr", o.MinLR, "want 0 ≤ min-lr ≤ lr")
+	case !(o.WD >= 0):
+		return errFlag("weight-decay", o.WD, "want 0 or more")
+	case !(o.Clip >= 0):
+		return errFlag("clip", o.Clip, "want 0 (off) or a positive norm")
+	case !(o.HeldOut > 0 && o.HeldOut < 1):
+		return errFlag("held-out", o.HeldOut, "want a fraction between 0 and 1")
+	}
 	return nil
 }
