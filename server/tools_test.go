@@ -359,6 +359,25 @@ func TestToolsRealModel(t *testing.T) {
 	}
 }
 
+// TestForcedLegacyFunctionCall: the legacy function_call naming a function
+// is enforced like tool_choice (here in the Qwen2 template's Hermes format)
+// and answered in the legacy shape.
+func TestForcedLegacyFunctionCall(t *testing.T) {
+	ts := qwenToolServer(t, nil)
+	status, _, b := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":90,"temperature":1,"seed":5,
+	  "functions":[{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":99}},"required":["n"],"additionalProperties":false}}],"function_call":{"name":"f"}}`)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	r := decode[toolReply](t, b)
+	var fn struct{ Name, Arguments string }
+	var args struct{ N *int }
+	if len(r.Choices) != 1 || r.Choices[0].FinishReason != "function_call" || json.Unmarshal(r.Choices[0].Message.Function, &fn) != nil ||
+		fn.Name != "f" || json.Unmarshal([]byte(fn.Arguments), &args) != nil || args.N == nil || *args.N < 0 || *args.N > 99 {
+		t.Errorf("reply %s", b)
+	}
+}
+
 // TestToolErrors: every malformed tool field is a 400 naming it; tools on
 // a template without a tool-call format, and the choices that need
 // constrained decoding, are 400s that say so — never ignored.
