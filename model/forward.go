@@ -23,12 +23,15 @@ import (
 //     GPT-2, is below the context length (learned positions end there).
 //
 // Output selects the tokens whose logits Forward returns; nil means only
-// the batch's last token.
+// the batch's last token. Hidden makes Forward return the output tokens'
+// final hidden states instead (the final norm's output, before the LM head):
+// (n_out, dim), as embeddings are pooled from.
 type Batch struct {
 	Tokens []int
 	Pos    []int
 	Seq    []*kvcache.Seq
 	Output []bool
+	Hidden bool
 }
 
 // ErrBatch is wrapped by every error about an invalid Batch.
@@ -313,6 +316,12 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		copy(ws.xo[j*dim:(j+1)*dim], ws.x[i*dim:(i+1)*dim])
 	}
 	m.norm(ws.xo, ws.xo, w.outNorm, w.outNormB)
+	if b.Hidden {
+		for i, s := range b.Seq {
+			s.Len = b.Pos[i] + 1
+		}
+		return ws.xo, nil
+	}
 	ws.logits = grow(ws.logits, nOut*cfg.Vocab)
 	if nOut > 0 {
 		pool.MatMul(ws.logits, w.output, ws.xo, nOut)

@@ -226,6 +226,20 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		c.NormEps = float32(g.float(llamacpp.KeyRMSNormEps, 1e-5))
 		c.RopeTheta = g.float(llamacpp.KeyRopeFreqBase, 10000)
 		c.RopeDim = g.uint(llamacpp.KeyRopeDim, c.HeadDim, false)
+		// llama.cpp's enum llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank.
+		switch pt := g.uint("pooling_type", -1, false); pt {
+		case -1:
+		case 0:
+			c.Pooling = PoolNone
+		case 1:
+			c.Pooling = PoolMean
+		case 2:
+			c.Pooling = PoolCLS
+		case 3:
+			c.Pooling = PoolLast
+		default:
+			c.Pooling = fmt.Sprintf("unsupported(%d)", pt)
+		}
 		if !arch.NoWindow {
 			c.SlidingWindow = g.uint(llamacpp.KeySlidingWindow, arch.DefaultWindow, false)
 		}

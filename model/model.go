@@ -137,6 +137,11 @@ type Config struct {
 	Experts         int     // mixture of experts: experts per layer; 0: dense FFN
 	ExpertsUsed     int     // experts chosen per token (top-k of the router's softmax, renormalised)
 	ExpertHiddenDim int     // inner width of one expert's FFN
+
+	// Pooling is how Embed pools the final hidden states of a sequence into
+	// one embedding: PoolLast, PoolMean, PoolCLS or PoolNone (from the GGUF's
+	// {arch}.pooling_type); "" when the file does not say (Embed: PoolLast).
+	Pooling string
 }
 
 // Windowed reports whether layer l attends over a sliding window.

@@ -13,6 +13,25 @@ import (
 // returns every position's logits (L, vocab). It shares only the weights
 // and the RoPE frequencies with Forward.
 func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
+	h, err := m.HiddenRef(tokens)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &m.Config
+	logits := refMatMul(m.w.output, h, len(tokens), nil)
+	out := make([]float32, len(logits))
+	for i, v := range logits {
+		if c := float64(cfg.FinalSoftcap); c > 0 {
+			v = c * math.Tanh(v/c)
+		}
+		out[i] = float32(v)
+	}
+	return out, nil
+}
+
+// HiddenRef is ForwardRef up to the final norm: every position's final
+// hidden state (L, dim) in float64, the reference for Hidden and Embed.
+func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 	cfg := &m.Config
 	L := len(tokens)
 	if L == 0 {
@@ -155,16 +174,7 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 			x[i] += o[i]
 		}
 	}
-	h := refNorm(cfg, x, w.outNorm, w.outNormB)
-	logits := refMatMul(w.output, h, L, nil)
-	out := make([]float32, len(logits))
-	for i, v := range logits {
-		if c := float64(cfg.FinalSoftcap); c > 0 {
-			v = c * math.Tanh(v/c)
-		}
-		out[i] = float32(v)
-	}
-	return out, nil
+	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
 }
 
 // refGELU is the tanh approximation of GELU in float64.
