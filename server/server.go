@@ -7,6 +7,10 @@
 //	POST /v1/completions       complete prompts (string, [string...], token ids or [[ids]...]);
 //	                           several prompts are a batch: choice j of prompt i has index i·n + j
 //	POST /v1/chat/completions  reply to messages rendered with the model's chat template
+//	POST /v1/embeddings        L2-normalised pooled final hidden states of inputs (the same four
+//	                           forms as prompt), float or base64, with dimensions: embeddings.go.
+//	                           Pooling: the GGUF's {arch}.pooling_type (mean, cls, last); without
+//	                           it, the last token (a causal model's only state that saw the input)
 //	GET  /v1/models            the served model (its names) and context length
 //	GET  /v1/models/{id}       one model card, 404 for an unknown name
 //	POST /tokenize, /detokenize, /apply-template
@@ -274,6 +278,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s.mux = map[string]route{
 		"/v1/completions":      {"completions", map[string]http.HandlerFunc{http.MethodPost: s.handleCompletions}},
 		"/v1/chat/completions": {"chat_completions", map[string]http.HandlerFunc{http.MethodPost: s.handleChat}},
+		"/v1/embeddings":       {"embeddings", map[string]http.HandlerFunc{http.MethodPost: s.handleEmbeddings}},
 		"/v1/models":           {"models", map[string]http.HandlerFunc{http.MethodGet: s.handleModels}},
 		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
 		"/ready":               {"ready", map[string]http.HandlerFunc{http.MethodGet: s.handleReady}},
