@@ -130,22 +130,11 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, ToolFormat: tf}
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
-	switch {
-	case err == nil:
-		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
-		// The server starts anyway: a template that fails here (one that
-		// recurses without end, say) fails each chat request with a 400.
-		if err := tmpl.Template.Probe(tmpl.Options); err != nil {
-			log.Warn("the chat template fails on a sample conversation; /v1/chat/completions will answer 400", "err", err)
-		}
-	case errors.Is(err, chat.ErrNoTemplate) && *tmplPath == "":
-		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
-	case errors.Is(err, chat.ErrTemplateLimit) && *tmplPath == "":
-		// The model's own template nests too deep to compile: serve
-		// completions anyway, as for a model without a template.
-		log.Warn("the model's chat template cannot be used: /v1/chat/completions will answer 400 (pass --chat-template)", "err", err)
-	default:
+	if tmpl, err = serveTemplate(tmpl, err, *tmplPath != "", log); err != nil {
 		return err
+	}
+	if tmpl != nil {
+		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
 	}
 	seqs := *maxSeqs
 	if seqs <= 0 {
@@ -207,4 +196,28 @@ func servedModelName(path string) string {
 		return strings.TrimSuffix(defaultmodel.FileName, filepath.Ext(defaultmodel.FileName))
 	}
 	return filepath.Base(filepath.Clean(path))
+}
+
+// serveTemplate decides what serve does with the chat template it found:
+// a template that loads is used even if it fails on a sample conversation
+// (a warning; each chat request then gets a 400); a model without a
+// template, or whose own template nests too deep to compile, still serves
+// completions (a warning; chat answers 400). A template the user named with
+// --chat-template (explicit) that cannot be used stops serve. It returns
+// the template to use, nil for none.
+func serveTemplate(tmpl *chat.Prompter, err error, explicit bool, log *slog.Logger) (*chat.Prompter, error) {
+	switch {
+	case err == nil:
+		if err := tmpl.Template.Probe(tmpl.Options); err != nil {
+			log.Warn("the chat template fails on a sample conversation; /v1/chat/completions will answer 400", "err", err)
+		}
+		return tmpl, nil
+	case errors.Is(err, chat.ErrNoTemplate) && !explicit:
+		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
+		return nil, nil
+	case errors.Is(err, chat.ErrTemplateLimit) && !explicit:
+		log.Warn("the model's chat template cannot be used: /v1/chat/completions will answer 400 (pass --chat-template)", "err", err)
+		return nil, nil
+	}
+	return nil, err
 }
