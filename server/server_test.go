@@ -384,7 +384,7 @@ func TestErrors(t *testing.T) {
 		{"tools", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools[0].function", "", "required"},
 		{"unknown model", "POST", "/v1/completions", `{"model":"gpt-4","prompt":"x"}`, 404, "model", "model_not_found", `"gpt-4" does not exist`},
 		{"unknown model card", "GET", "/v1/models/gpt-4", ``, 404, "model", "model_not_found", "gpt-4"},
-		{"unknown path", "GET", "/v1/embeddings", ``, 404, "", "not_found", "/v1/embeddings"},
+		{"unknown path", "GET", "/v1/audio/speech", ``, 404, "", "not_found", "/v1/audio/speech"},
 		{"method", "GET", "/v1/completions", ``, 405, "", "method_not_allowed", "use POST"},
 		{"method chat", "DELETE", "/v1/chat/completions", ``, 405, "", "method_not_allowed", "use POST"},
 		{"method models", "POST", "/v1/models", `{}`, 405, "", "method_not_allowed", "use GET"},
