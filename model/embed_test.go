@@ -2,9 +2,12 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 
+	"nanoserve/gguf"
 	"nanoserve/internal/testshared"
 )
 
@@ -78,5 +81,49 @@ func TestEmbedMatchesRef(t *testing.T) {
 		if _, err := m.Embed(nil); !errors.Is(err, ErrBatch) {
 			t.Errorf("%s no tokens: err = %v, want ErrBatch", name, err)
 		}
+	}
+}
+
+// TestPoolingTypeFromGGUF: {arch}.pooling_type is read with llama.cpp's
+// enum (0 none, 1 mean, 2 cls, 3 last); absent leaves Pooling "" and an
+// unknown value makes Embed refuse.
+func TestPoolingTypeFromGGUF(t *testing.T) {
+	src, err := gguf.Open(testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-F16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := t.TempDir()
+	for v, want := range []string{PoolNone, PoolMean, PoolCLS, PoolLast, "unsupported(4)"} {
+		w := gguf.NewWriter()
+		for _, kv := range src.KV {
+			if err := w.AddKV(kv.Key, kv.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.AddKV(src.Arch()+".pooling_type", gguf.Uint32(uint32(v))); err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range src.Tensors {
+			if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := filepath.Join(dir, fmt.Sprintf("pool%d.gguf", v))
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		m := mustLoad(t, path, Options{Threads: 1})
+		if m.Pooling != want {
+			t.Errorf("pooling_type %d: Pooling %q, want %q", v, m.Pooling, want)
+		}
+		_, err := m.Embed([]int{1, 2, 3})
+		if refuse := v == 0 || v == 4; refuse != errors.Is(err, ErrPooling) {
+			t.Errorf("pooling_type %d: Embed err = %v", v, err)
+		}
+	}
+	m := mustLoad(t, testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-F16.gguf"), Options{Threads: 1})
+	if m.Pooling != "" {
+		t.Errorf("no pooling_type: Pooling %q, want \"\"", m.Pooling)
 	}
 }
