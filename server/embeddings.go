@@ -14,7 +14,7 @@ package server
 // sends numbers, "base64" the little-endian float32 bytes in base64.
 // dimensions d keeps the first d components and re-normalises them to unit
 // length, as OpenAI's text-embedding-3 models do; more than the model's width
-// is a 400. usage has prompt_tokens = total_tokens = the inputs' tokens.
+// is a 400; at most 2048 inputs per request. usage has prompt_tokens = total_tokens = the inputs' tokens.
 
 import (
 	"encoding/base64"
@@ -28,6 +28,9 @@ import (
 	"nanoserve/engine"
 	"nanoserve/model"
 )
+
+// maxEmbeddingInputs caps the inputs of one request, as OpenAI does.
+const maxEmbeddingInputs = 2048
 
 type embeddingRequest struct {
 	Model          string          `json:"model"`
@@ -94,6 +97,10 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		e.Param = strp("input")
 		e.Message = strings.ReplaceAll(e.Message, "prompt", "input")
 		writeError(w, e)
+		return
+	}
+	if len(prompts) > maxEmbeddingInputs {
+		writeError(w, badRequest("input", "input has %d items; at most %d per request", len(prompts), maxEmbeddingInputs))
 		return
 	}
 	reqs := make([]engine.Request, len(prompts))

@@ -65,6 +65,7 @@ func TestEmbeddingsErrors(t *testing.T) {
 		{"empty string", `{"input":""}`, 400, "input", "", "empty string"},
 		{"bad token", `{"input":[1,100000]}`, 400, "input", "", "input[1] = 100000 is not a token id"},
 		{"wrong type", `{"input":{"a":1}}`, 400, "input", "", "input must be"},
+		{"too many inputs", `{"input":[` + strings.Repeat(`"a",`, 2048) + `"a"]}`, 400, "input", "", "2049 items; at most 2048"},
 		{"too long", `{"input":[` + strings.Repeat("1,", 5000) + `1]}`, 400, "input", "context_length_exceeded", "maximum context length"},
 	}
 	for _, c := range cases {
