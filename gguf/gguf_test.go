@@ -168,15 +168,8 @@ func TestTensorTypes(t *testing.T) {
 func rewrite(t testing.TB, f *File) *Writer {
 	t.Helper()
 	w := NewWriter()
-	for _, kv := range f.KV {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, ti := range f.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
-			t.Fatal(err)
-		}
+	if err := w.AddFile(f); err != nil {
+		t.Fatal(err)
 	}
 	return w
 }

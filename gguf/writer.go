@@ -36,6 +36,24 @@ func NewWriter() *Writer {
 	return &Writer{keys: map[string]bool{}, names: map[string]bool{}}
 }
 
+// AddFile appends every metadata entry and tensor of f, in f's order (the
+// tensor data still points into f's mapping, so keep f open until the
+// Writer has written): a parsed file re-written, split or extended with
+// more keys.
+func (w *Writer) AddFile(f *File) error {
+	for _, kv := range f.KV {
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
+			return err
+		}
+	}
+	for _, ti := range f.Tensors {
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AddKV appends a metadata entry. Keys must be unique; general.alignment
 // must be a uint32 power of two.
 func (w *Writer) AddKV(key string, v Value) error {

@@ -96,18 +96,11 @@ func TestPoolingTypeFromGGUF(t *testing.T) {
 	dir := t.TempDir()
 	for v, want := range []string{PoolNone, PoolMean, PoolCLS, PoolLast, "unsupported(4)"} {
 		w := gguf.NewWriter()
-		for _, kv := range src.KV {
-			if err := w.AddKV(kv.Key, kv.Value); err != nil {
-				t.Fatal(err)
-			}
+		if err := w.AddFile(src); err != nil {
+			t.Fatal(err)
 		}
 		if err := w.AddKV(src.Arch()+".pooling_type", gguf.Uint32(uint32(v))); err != nil {
 			t.Fatal(err)
-		}
-		for _, ti := range src.Tensors {
-			if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
-				t.Fatal(err)
-			}
 		}
 		path := filepath.Join(dir, fmt.Sprintf("pool%d.gguf", v))
 		if err := w.WriteFile(path); err != nil {

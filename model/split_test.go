@@ -20,15 +20,8 @@ func TestLoadSplitGGUF(t *testing.T) {
 	}
 	defer f.Close()
 	w := gguf.NewWriter()
-	for _, kv := range f.KV {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, ti := range f.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
-			t.Fatal(err)
-		}
+	if err := w.AddFile(f); err != nil {
+		t.Fatal(err)
 	}
 	paths, err := w.WriteSplit(filepath.Join(t.TempDir(), "llama_gqa-Q8_0"), 3)
 	if err != nil {

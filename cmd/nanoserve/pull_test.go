@@ -38,11 +38,8 @@ func TestPullServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := gguf.NewWriter()
-	for _, kv := range f.KV {
-		w.AddKV(kv.Key, kv.Value)
-	}
-	for _, ti := range f.Tensors {
-		w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data)
+	if err := w.AddFile(f); err != nil {
+		t.Fatal(err)
 	}
 	parts, err := w.WriteSplit(filepath.Join(dir, "go-F32"), 2)
 	f.Close()
