@@ -75,6 +75,18 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 			return fail(err)
 		}
 	}
+	// FIM tokens: llama.cpp's keys, then its deprecated ones (missing ones
+	// the tokenizer finds by text, see tokenizer.FIMTokens).
+	for _, k := range FIMKeys(&v.FIM) {
+		for _, key := range []string{k.Key, k.Old} {
+			if key == "" || k.ID.OK {
+				continue
+			}
+			if *k.ID, err = id(key); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	for _, key := range []string{"eot_token_id", "eom_token_id"} {
 		o, err := id(key)
 		if err != nil {
@@ -203,6 +215,9 @@ func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 	id("eos_token_id", v.EOS)
 	id("unknown_token_id", v.UNK)
 	id("padding_token_id", v.PAD)
+	for _, k := range FIMKeys(&v.FIM) {
+		id(k.Key, *k.ID)
+	}
 	if len(eot) > 0 {
 		add("eot_token_id", gguf.Uint32(uint32(eot[0])))
 	}
@@ -212,4 +227,24 @@ func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 		add("add_space_prefix", gguf.Bool(v.AddSpacePrefix))
 	}
 	return kvs, nil
+}
+
+// FIMKey names one FIM token's GGUF key (after "tokenizer.ggml.") and the
+// deprecated key older files use ("" if none).
+type FIMKey struct {
+	Key, Old string
+	ID       *tokenizer.OptID
+}
+
+// FIMKeys lists llama.cpp's tokenizer.ggml.fim_*_token_id keys with the
+// fields of f they fill.
+func FIMKeys(f *tokenizer.FIMTokens) []FIMKey {
+	return []FIMKey{
+		{"fim_pre_token_id", "prefix_token_id", &f.Pre},
+		{"fim_suf_token_id", "suffix_token_id", &f.Suf},
+		{"fim_mid_token_id", "middle_token_id", &f.Mid},
+		{"fim_pad_token_id", "", &f.Pad},
+		{"fim_rep_token_id", "", &f.Rep},
+		{"fim_sep_token_id", "", &f.Sep},
+	}
 }

@@ -88,7 +88,8 @@ type Vocab struct {
 	Merges []string    // byte-level merges "left right", in rank order
 
 	BOS, EOS, UNK, PAD OptID
-	EOG                []int // further end-of-generation ids (EOS is always one)
+	EOG                []int     // further end-of-generation ids (EOS is always one)
+	FIM                FIMTokens // fill-in-the-middle tokens (fim.go); missing ones are found by text
 
 	AddBOS, AddEOS bool
 	AddSpacePrefix bool   // SentencePiece dummy prefix "▁" before the text
@@ -220,6 +221,15 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 	}
 	t.maxTokenBytes = longestToken(t.vocab.Tokens, t.pieceStr)
 
+	var fimEOG []int
+	t.types, fimEOG = resolveFIM(&t.vocab, t.types)
+	for name, o := range map[string]OptID{"FIM prefix": t.vocab.FIM.Pre, "FIM suffix": t.vocab.FIM.Suf, "FIM middle": t.vocab.FIM.Mid,
+		"FIM pad": t.vocab.FIM.Pad, "FIM repository": t.vocab.FIM.Rep, "FIM file separator": t.vocab.FIM.Sep} {
+		if o.OK && (o.ID < 0 || o.ID >= n) {
+			return nil, fmt.Errorf("tokenizer: %s id %d outside vocabulary of %d", name, o.ID, n)
+		}
+	}
+
 	var special, user []int
 	for id, ty := range t.types {
 		if v.Tokens[id] == "" {
@@ -244,6 +254,9 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 		t.eogSet[v.EOS.ID] = true
 	}
 	for _, id := range v.EOG {
+		t.eogSet[id] = true
+	}
+	for _, id := range fimEOG {
 		t.eogSet[id] = true
 	}
 	for id, s := range v.Tokens {
