@@ -50,7 +50,9 @@ var fimSpellings = [6][]string{
 	{FIMFileSep},
 }
 
-func (f *FIMTokens) slots() [6]*OptID { return [6]*OptID{&f.Pre, &f.Suf, &f.Mid, &f.Pad, &f.Rep, &f.Sep} }
+func (f *FIMTokens) slots() [6]*OptID {
+	return [6]*OptID{&f.Pre, &f.Suf, &f.Mid, &f.Pad, &f.Rep, &f.Sep}
+}
 
 // resolveFIM fills v.FIM's missing ids from token text, and returns the
 // token types with every FIM token made a control token (a copy when that
