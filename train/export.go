@@ -30,6 +30,7 @@ type Manifest struct {
 	Command       string  // how to reproduce
 	Hyperparams   string  // batch, lr, schedule, ...
 	TokenizerDesc string
+	FIMRate       float64 // fraction of training chunks that were FIM samples (0: none)
 }
 
 // WriteGGUF writes a llama-architecture GGUF that package model serves:
@@ -59,6 +60,7 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 		{"nanoserve.train.heldout_loss", gguf.Float64(man.HeldOutLoss)},
 		{"nanoserve.train.heldout_bpb", gguf.Float64(man.HeldOutBPB)},
 		{"nanoserve.train.baseline_kn3_bpb", gguf.Float64(man.BaselineBPB)},
+		{"nanoserve.train.fim_rate", gguf.Float64(man.FIMRate)},
 	}
 	h := llamacpp.HParams{Arch: "llama", ContextLength: c.Ctx, EmbeddingLength: c.Dim, BlockCount: c.Layers,
 		FeedForwardLength: c.Hidden, HeadCount: c.Heads, HeadCountKV: c.KVHeads, RMSNormEps: float64(c.NormEps),
@@ -234,5 +236,6 @@ func ReadManifest(path string) (man Manifest, ok bool, err error) {
 	man.Steps, man.Seed, man.Tokens = int(num("steps")), num("seed"), int64(num("tokens"))
 	man.TrainLoss, man.HeldOutLoss = flt("train_loss"), flt("heldout_loss")
 	man.HeldOutBPB, man.BaselineBPB = flt("heldout_bpb"), flt("baseline_kn3_bpb")
+	man.FIMRate = flt("fim_rate")
 	return man, true, nil
 }

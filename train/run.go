@@ -24,9 +24,12 @@ type Options struct {
 	Exts    []string // file name suffixes to read from directories (none: all)
 	HeldOut float64  // fraction of documents held out (default 0.05)
 
-	Shape     Config // Vocab is the tokenizer size to train
-	BPEBytes  int    // cap on text used to train the tokenizer (0: 8 MB)
-	Batch     int    // sequences per step
+	Shape Config // Vocab is the tokenizer size to train
+	// FIMRate is the fraction of training chunks made fill-in-the-middle
+	// samples (fim.go); > 0 also reserves the FIM tokens in the tokenizer.
+	FIMRate   float64
+	BPEBytes  int // cap on text used to train the tokenizer (0: 8 MB)
+	Batch     int // sequences per step
 	Steps     int
 	LR, MinLR float64
 	Warmup    int
@@ -131,8 +134,12 @@ func Run(o Options) (*Report, error) {
 		vocab = ck.Vocab
 	} else {
 		t0 := time.Now()
+		special := []string{"<|endoftext|>"}
+		if o.FIMRate > 0 {
+			special = append(special, FIMSpecial...)
+		}
 		vocab, err = tokenizer.TrainBPE(bpeSample(corpus.Train, o.BPEBytes, o.Seed), tokenizer.TrainOptions{
-			VocabSize: o.Shape.Vocab, Special: []string{"<|endoftext|>"}})
+			VocabSize: o.Shape.Vocab, Special: special})
 		if err != nil {
 			return nil, fmt.Errorf("train: tokenizer: %w", err)
 		}
@@ -142,6 +149,7 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: tokenizer: %w", err)
 	}
+	vocab = *tk.Vocab() // with the FIM token ids found
 	cfg := o.Shape
 	cfg.Vocab = len(vocab.Tokens)
 	if ck != nil {
@@ -154,7 +162,15 @@ func Run(o Options) (*Report, error) {
 	}
 	eos := vocab.EOS.ID
 	t0 := time.Now()
-	trainToks := Tokens(tk, corpus.Train, eos)
+	var trainToks []int32
+	if o.FIMRate > 0 {
+		trainToks, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: 3 * cfg.Ctx, Seed: o.Seed}, eos)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		trainToks = Tokens(tk, corpus.Train, eos)
+	}
 	heldToks := Tokens(tk, corpus.HeldOut, eos)
 	tbytes := TokenBytes(vocab)
 	logf("tokens: %d train, %d held out (%.2f bytes/token) in %v", len(trainToks), len(heldToks),
@@ -282,6 +298,7 @@ func Run(o Options) (*Report, error) {
 		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: o.Command,
 		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)",
 			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip),
+		FIMRate:       o.FIMRate,
 		TokenizerDesc: fmt.Sprintf("byte-level BPE, %d tokens, pre-tokenizer %s, trained on ≤ %d bytes of the train split", len(vocab.Tokens), vocab.Pre, o.BPEBytes),
 	}
 	cand := o.Out + ".candidate"

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"nanoserve/model"
+	"nanoserve/tokenizer"
 )
 
 // inspectInfo is what `nanoserve inspect` reports (the --json schema).
@@ -197,6 +198,15 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 		for _, id := range t.EOG() {
 			ti.Special = append(ti.Special, tokenInfo{"eog", id, t.Token(id)})
 		}
+		f := t.FIM()
+		for _, e := range []struct {
+			role string
+			o    tokenizer.OptID
+		}{{"fim_pre", f.Pre}, {"fim_suf", f.Suf}, {"fim_mid", f.Mid}, {"fim_pad", f.Pad}, {"fim_rep", f.Rep}, {"fim_sep", f.Sep}} {
+			if e.o.OK {
+				ti.Special = append(ti.Special, tokenInfo{e.role, e.o.ID, t.Token(e.o.ID)})
+			}
+		}
 		info.Tokenizer = ti
 	}
 	if c.Format == "gguf" && len(m.Files) == 1 {
@@ -287,7 +297,7 @@ func printInspect(w io.Writer, in *inspectInfo) {
 	if t := in.Tokenizer; t != nil {
 		fmt.Fprintf(w, "tokenizer:      %s, %d tokens, add BOS %v\n", t.Kind, t.Size, t.AddBOS)
 		for _, s := range t.Special {
-			fmt.Fprintf(w, "  %-4s %7d  %q\n", s.Role, s.ID, s.Text)
+			fmt.Fprintf(w, "  %-7s %7d  %q\n", s.Role, s.ID, s.Text)
 		}
 	} else {
 		fmt.Fprintln(w, "tokenizer:      none (pass --tokenizer)")
@@ -302,6 +312,9 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		fmt.Fprintf(w, "  corpus        %s (sha256 %s)\n", m.Corpus, m.CorpusSHA256)
 		fmt.Fprintf(w, "  tokenizer     %s\n", m.TokenizerDesc)
 		fmt.Fprintf(w, "  hyperparams   %s\n", m.Hyperparams)
+		if m.FIMRate > 0 {
+			fmt.Fprintf(w, "  fill-in-mid   %.2f of training chunks (PSM and SPM, llama-server's /infill layout)\n", m.FIMRate)
+		}
 		fmt.Fprintf(w, "  held-out      %.4f nats/token, %.4f bits/byte (KN trigram baseline %.4f bits/byte)\n", m.HeldOutLoss, m.HeldOutBPB, m.BaselineBPB)
 		fmt.Fprintf(w, "  command       %s\n", m.Command)
 	}

@@ -26,8 +26,9 @@ func runTrain(args []string) error {
 	fs.IntVar(&o.Shape.KVHeads, "kv-heads", 0, "key/value heads (0: heads)")
 	fs.IntVar(&o.Shape.Hidden, "ffn", 384, "feed-forward width")
 	fs.IntVar(&o.Shape.Ctx, "ctx", 256, "context length")
-	fs.IntVar(&o.Shape.Vocab, "vocab", 4096, "tokenizer vocabulary size (bytes + merges + <|endoftext|>)")
+	fs.IntVar(&o.Shape.Vocab, "vocab", 4096, "tokenizer vocabulary size (bytes + merges + <|endoftext|> and, with --fim-rate, 6 FIM tokens)")
 	fs.Float64Var(&o.Shape.RopeTheta, "rope-theta", 10000, "RoPE base")
+	fs.Float64Var(&o.FIMRate, "fim-rate", 0.5, "fraction of training chunks made fill-in-the-middle samples (0: left to right only; > 0 reserves the FIM tokens)")
 	fs.IntVar(&o.BPEBytes, "bpe-bytes", 8<<20, "bytes of training text used to learn the tokenizer")
 	fs.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fs.IntVar(&o.Steps, "steps", 1000, "optimizer steps")
@@ -118,6 +119,8 @@ func checkTrainFlags(o *train.Options) error {
 		return errFlag("weight-decay", o.WD, "want 0 or more")
 	case !(o.Clip >= 0):
 		return errFlag("clip", o.Clip, "want 0 (off) or a positive norm")
+	case !(o.FIMRate >= 0 && o.FIMRate <= 1):
+		return errFlag("fim-rate", o.FIMRate, "want a fraction between 0 and 1")
 	case !(o.HeldOut > 0 && o.HeldOut < 1):
 		return errFlag("held-out", o.HeldOut, "want a fraction between 0 and 1")
 	}

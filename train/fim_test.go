@@ -1,0 +1,230 @@
+package train
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"nanoserve/llamacpp"
+	"nanoserve/tokenizer"
+)
+
+// goText is real Go source to split: this package's files.
+func goText(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, f := range []string{"fim.go", "run.go", "data.go", "ngram.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, chunkText(string(b), 768)...)
+	}
+	return out
+}
+
+// TestSplitFIM: the three pieces re-join to the text, the middle is not
+// empty, each kind of middle has its shape, and the kinds come in roughly
+// the documented proportions.
+func TestSplitFIM(t *testing.T) {
+	texts := append(goText(t), "x", "héllo wörld\n", "a\n\n")
+	kinds := map[string]int{}
+	n := 0
+	for i, text := range texts {
+		for k := range 20 {
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(k)))
+			s := SplitFIM(text, rng)
+			n++
+			kinds[s.Kind]++
+			if s.Prefix+s.Middle+s.Suffix != text {
+				t.Fatalf("text %d seed %d: pieces do not re-join: %q + %q + %q", i, k, s.Prefix, s.Middle, s.Suffix)
+			}
+			if s.Middle == "" {
+				t.Fatalf("text %d seed %d: empty middle (%s)", i, k, s.Kind)
+			}
+			for _, p := range []string{s.Prefix, s.Middle, s.Suffix} {
+				if !utf8.ValidString(p) {
+					t.Fatalf("text %d seed %d: a piece cuts a character: %q", i, k, p)
+				}
+			}
+			switch s.Kind {
+			case "line":
+				if strings.Contains(s.Middle, "\n") || !(s.Suffix == "" || s.Suffix[0] == '\n') {
+					t.Fatalf("rest-of-line middle %q, suffix %.10q", s.Middle, s.Suffix)
+				}
+			case "lines", "block":
+				if !strings.HasSuffix(s.Middle, "\n") && s.Suffix != "" {
+					t.Fatalf("%s middle %q does not end a line", s.Kind, s.Middle)
+				}
+			}
+			if s.Kind == "block" && !strings.HasSuffix(strings.TrimRight(s.Prefix, " \t\n"), "{") {
+				t.Fatalf("block middle after %q", s.Prefix[max(0, len(s.Prefix)-20):])
+			}
+		}
+	}
+	for kind, want := range map[string]float64{"line": 0.35, "lines": 0.25, "block": 0.2} {
+		if got := float64(kinds[kind]) / float64(n); got < want-0.08 || got > want+0.08 {
+			t.Errorf("%s middles: %.2f of %d, want ≈ %.2f (%v)", kind, got, n, want, kinds)
+		}
+	}
+}
+
+// TestBlockBody: the body of a block runs to its closing line.
+func TestBlockBody(t *testing.T) {
+	s := "func f() {\n\tif x {\n\t\ty()\n\t}\n\n\treturn\n}\nvar z = 1\n"
+	lines := lineSpans(s)
+	a, b, ok := BlockBody(s, lines, 0)
+	if !ok || s[a:b] != "\tif x {\n\t\ty()\n\t}\n\n\treturn\n" {
+		t.Errorf("body of line 0: %q %v", s[a:b], ok)
+	}
+	a, b, ok = BlockBody(s, lines, 1)
+	if !ok || s[a:b] != "\t\ty()\n" {
+		t.Errorf("body of line 1: %q %v", s[a:b], ok)
+	}
+	if _, _, ok = BlockBody(s, lines, 2); ok {
+		t.Error("a line without { opens a block")
+	}
+}
+
+func fimTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	v, err := tokenizer.TrainBPE(goText(t), tokenizer.TrainOptions{VocabSize: 600, Special: append([]string{"<|endoftext|>"}, FIMSpecial...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.FromVocab(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// TestFIMSample: a FIM sample is the documented token sequence, PSM and
+// SPM, with and without repository context.
+func TestFIMSample(t *testing.T) {
+	tk := fimTokenizer(t)
+	f := tk.FIM()
+	eot, _ := tk.EOS()
+	enc := func(s string) []int { return tk.Encode(s, false) }
+	in := llamacpp.InfillInput{Prefix: "func f() {\n\t", Suffix: "\n}\n"}
+	for _, c := range []struct {
+		spm   bool
+		extra []llamacpp.InfillChunk
+		want  []int
+	}{
+		{false, nil, slices.Concat([]int{f.Pre.ID}, enc(in.Prefix), []int{f.Suf.ID}, enc(in.Suffix), []int{f.Mid.ID}, enc("return"), []int{eot})},
+		{true, nil, slices.Concat([]int{f.Suf.ID}, enc(in.Suffix), []int{f.Pre.ID}, enc(in.Prefix), []int{f.Mid.ID}, enc("return"), []int{eot})},
+		{false, []llamacpp.InfillChunk{{Filename: "g.go", Text: "var g int\n"}}, slices.Concat([]int{f.Rep.ID}, enc("myproject\n"), []int{f.Sep.ID}, enc("g.go\n"), enc("var g int\n"),
+			[]int{f.Sep.ID}, enc("filename\n"), []int{f.Pre.ID}, enc(in.Prefix), []int{f.Suf.ID}, enc(in.Suffix), []int{f.Mid.ID}, enc("return"), []int{eot})},
+		{true, []llamacpp.InfillChunk{}, slices.Concat([]int{f.Rep.ID}, enc("myproject\n"), []int{f.Sep.ID}, enc("filename\n"),
+			[]int{f.Suf.ID}, enc(in.Suffix), []int{f.Pre.ID}, enc(in.Prefix), []int{f.Mid.ID}, enc("return"), []int{eot})},
+	} {
+		in.Extra = c.extra
+		got, err := fimSample(tk, in, "return", c.spm, eot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("spm %v extra %v\n got %v\nwant %v", c.spm, c.extra, got, c.want)
+		}
+	}
+}
+
+// TestFIMTokens: the training stream carries the corpus exactly — parsing
+// it back (plain text, and each FIM sample's prefix + middle + suffix)
+// gives every document — with PSM, SPM and repository-context samples; FIM
+// ids come only from the markers, never from text that spells them.
+func TestFIMTokens(t *testing.T) {
+	tk := fimTokenizer(t)
+	f := tk.FIM()
+	eot, _ := tk.EOS()
+	docs := []Doc{
+		{"p/a.go", "package p\n\nfunc A() string {\n\treturn \"<|fim_middle|><|file_sep|>\"\n}\n"},
+		{"p/b.go", strings.Repeat("package p\n\nfunc B() {\n\tx := 1\n\t_ = x\n}\n", 30)},
+		{"q/c.go", strings.Repeat("package q\n// <|fim_prefix|> in a comment\nvar c = 2\n", 30)},
+	}
+	ids, err := FIMTokens(tk, docs, FIMData{Rate: 0.5, ChunkBytes: 64, Seed: 3}, eot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := func(x []int32) string {
+		v := make([]int, len(x))
+		for i, id := range x {
+			v[i] = int(id)
+		}
+		return tk.Decode(v)
+	}
+	var got []string
+	var doc strings.Builder
+	stats := map[string]int{}
+	for i := 0; i < len(ids); {
+		id := int(ids[i])
+		switch {
+		case id == eot:
+			got = append(got, doc.String())
+			doc.Reset()
+			i++
+		case id == f.Rep.ID:
+			stats["extra"]++
+			for i < len(ids) && int(ids[i]) != f.Pre.ID && int(ids[i]) != f.Suf.ID {
+				i++
+			}
+		case id == f.Pre.ID || id == f.Suf.ID:
+			// [first] a [second] b [MID] m [EOT]
+			seg := func() []int32 {
+				j := i + 1
+				for j < len(ids) && int(ids[j]) != f.Pre.ID && int(ids[j]) != f.Suf.ID && int(ids[j]) != f.Mid.ID && int(ids[j]) != eot {
+					j++
+				}
+				s := ids[i+1 : j]
+				i = j
+				return s
+			}
+			first := id
+			a := seg()
+			b := seg()
+			if i >= len(ids) || int(ids[i]) != f.Mid.ID {
+				t.Fatalf("sample without a middle marker at %d", i)
+			}
+			m := seg()
+			if i >= len(ids) || int(ids[i]) != eot {
+				t.Fatalf("middle not ended by the end token at %d", i)
+			}
+			i++
+			p, s := dec(a), dec(b)
+			if first == f.Suf.ID {
+				p, s = s, p
+				stats["spm"]++
+			} else {
+				stats["psm"]++
+			}
+			doc.WriteString(p + dec(m) + s)
+		case id == f.Mid.ID || id == f.Sep.ID || id == f.Pad.ID:
+			t.Fatalf("stray FIM token %q at %d", tk.Token(id), i)
+		default:
+			j := i
+			for j < len(ids) && !slices.Contains([]int{eot, f.Pre.ID, f.Suf.ID, f.Mid.ID, f.Pad.ID, f.Rep.ID, f.Sep.ID}, int(ids[j])) {
+				j++
+			}
+			doc.WriteString(dec(ids[i:j]))
+			stats["plain"]++
+			i = j
+		}
+	}
+	if len(got) != len(docs) {
+		t.Fatalf("%d documents parsed back, want %d", len(got), len(docs))
+	}
+	for i, d := range docs {
+		if got[i] != d.Text {
+			t.Errorf("document %s parsed back as\n%q\nwant\n%q", d.Name, got[i], d.Text)
+		}
+	}
+	for _, k := range []string{"plain", "psm", "spm", "extra"} {
+		if stats[k] == 0 {
+			t.Errorf("no %s samples: %v", k, stats)
+		}
+	}
+}
