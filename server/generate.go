@@ -59,8 +59,6 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	switch {
 	case cr.Echo != nil && *cr.Echo:
 		return nil, badRequest("echo", "echo is not supported")
-	case cr.Suffix != nil && *cr.Suffix != "":
-		return nil, badRequest("suffix", "suffix is not supported")
 	case cr.BestOf != nil && *cr.BestOf != cr.choices():
 		return nil, badRequest("best_of", "best_of must equal n (%d), got %d: ranking more samples than are returned is not supported", cr.choices(), *cr.BestOf)
 	}
@@ -87,6 +85,17 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	prompts, e := completionPrompts(cr.Prompt, vocab)
 	if e != nil {
 		return nil, e
+	}
+	if cr.Suffix != nil && *cr.Suffix != "" {
+		// Fill in the middle: the prompt is the prefix (infill.go).
+		if len(prompts) != 1 || prompts[0].ids != nil {
+			return nil, badRequest("suffix", "suffix needs a single string prompt (the text before the gap)")
+		}
+		ids, e := s.fimPrompt(prompts[0].text, *cr.Suffix, pol.MaxTokens)
+		if e != nil {
+			return nil, e
+		}
+		prompts[0].ids = ids
 	}
 	healing := cr.TokenHealing != nil && *cr.TokenHealing
 	special := cr.ParseSpecial == nil || *cr.ParseSpecial

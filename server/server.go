@@ -174,6 +174,9 @@ type Options struct {
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
 	CORSOrigins []string
+	// SPMInfill lays FIM prompts out suffix first (llama-server's
+	// --spm-infill); false: prefix first (PSM).
+	SPMInfill bool
 }
 
 // Server serves one engine over HTTP. It is an http.Handler.
@@ -204,6 +207,7 @@ type Server struct {
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
 	toolFormat chat.ToolFormat
+	spmInfill  bool // FIM prompts suffix first (infill.go)
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields; gen, when set, stands in for
@@ -262,6 +266,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
+	s.spmInfill = opts.SPMInfill
 	if s.toolFormat == "" {
 		s.toolFormat = chat.ToolFormatNone
 		if opts.Template != nil {
@@ -279,6 +284,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		"/v1/completions":      {"completions", map[string]http.HandlerFunc{http.MethodPost: s.handleCompletions}},
 		"/v1/chat/completions": {"chat_completions", map[string]http.HandlerFunc{http.MethodPost: s.handleChat}},
 		"/v1/embeddings":       {"embeddings", map[string]http.HandlerFunc{http.MethodPost: s.handleEmbeddings}},
+		"/infill":              {"infill", map[string]http.HandlerFunc{http.MethodPost: s.handleInfill}},
 		"/v1/models":           {"models", map[string]http.HandlerFunc{http.MethodGet: s.handleModels}},
 		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
 		"/ready":               {"ready", map[string]http.HandlerFunc{http.MethodGet: s.handleReady}},
@@ -312,7 +318,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", reqID)
 	log := s.log.With("request_id", reqID)
 	r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
-	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions") {
+	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions" || endpoint == "infill") {
 		ctx, cancel := context.WithTimeoutCause(r.Context(), s.reqTimeout, &requestTimeoutError{s.reqTimeout})
 		defer cancel()
 		r = r.WithContext(ctx)

@@ -1,0 +1,511 @@
+package server
+
+// POST /infill: llama-server's fill-in-the-middle endpoint, which editor
+// plugins (llama.vim, llama.vscode) speak, and the FIM prompt behind
+// /v1/completions' suffix.
+//
+// Request (llama-server's fields): input_prefix and input_suffix (required
+// strings), input_extra ([{filename, text}], other files as context),
+// prompt (text that starts the middle), n_predict (-1 or absent: until the
+// context is full), t_max_predict_ms (after that much generation time,
+// stop at the next newline), n_indent (stop before the first generated line
+// whose indentation is below n_indent: the editor's cursor column), the
+// sampling fields (temperature, top_k, top_p, min_p, seed, stop,
+// repeat_penalty, presence_penalty, frequency_penalty), stream,
+// return_tokens and response_fields. Unknown fields (samplers,
+// cache_prompt, id_slot, t_max_prompt_ms, ...) are ignored.
+//
+// The prompt is llamacpp.InfillPrompt with llama-server's budget: n_batch
+// is the engine's batch size, capped at the context minus room for the
+// middle (min(n_predict, ctx/2)) so the middle always has positions; the
+// prefix keeps its end, the suffix its start, the extra context its end.
+// All text — prefix, suffix, extra and prompt — is tokenized with
+// special-token parsing off (llama-server parses special text in prompt;
+// here it is user text like the rest), so no request can spell a FIM
+// token. The prompt ends with the middle token, a control token, so token
+// healing (token_healing: true) never backs into it.
+//
+// Response: llama-server's non-OpenAI completion object (content, tokens,
+// stop, model, tokens_predicted, tokens_evaluated, generation_settings,
+// prompt, has_new_line, truncated, stop_type, stopping_word,
+// tokens_cached, timings), reduced to response_fields when given (a
+// "a/b" path is unnested to a key "a/b", as llama-server does). Streaming
+// sends one "data: {...}" event per piece of text (stop: false), then the
+// final object with empty content and stop: true, and no [DONE] — as
+// llama-server. The n_indent cut holds back each new line until its
+// indentation is known, so the streamed pieces always concatenate to the
+// non-streamed content.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"nanoserve/engine"
+	"nanoserve/llamacpp"
+	"nanoserve/tokenizer"
+)
+
+type infillRequest struct {
+	commonParams
+	InputPrefix    *string         `json:"input_prefix"`
+	InputSuffix    *string         `json:"input_suffix"`
+	InputExtra     json.RawMessage `json:"input_extra"`
+	Prompt         json.RawMessage `json:"prompt"`
+	NPredict       *int            `json:"n_predict"`
+	TMaxPredictMs  *float64        `json:"t_max_predict_ms"`
+	NIndent        *int            `json:"n_indent"`
+	RepeatPenalty  *float64        `json:"repeat_penalty"`
+	ReturnTokens   *bool           `json:"return_tokens"`
+	ResponseFields []string        `json:"response_fields"`
+	TokenHealing   *bool           `json:"token_healing"`
+}
+
+type infillTimings struct {
+	CacheN              int     `json:"cache_n"`
+	PromptN             int     `json:"prompt_n"`
+	PromptMs            float64 `json:"prompt_ms"`
+	PromptPerTokenMs    float64 `json:"prompt_per_token_ms"`
+	PromptPerSecond     float64 `json:"prompt_per_second"`
+	PredictedN          int     `json:"predicted_n"`
+	PredictedMs         float64 `json:"predicted_ms"`
+	PredictedPerTokenMs float64 `json:"predicted_per_token_ms"`
+	PredictedPerSecond  float64 `json:"predicted_per_second"`
+}
+
+type infillResponse struct {
+	Index              int            `json:"index"`
+	Content            string         `json:"content"`
+	Tokens             []int          `json:"tokens"`
+	IDSlot             int            `json:"id_slot"`
+	Stop               bool           `json:"stop"`
+	Model              string         `json:"model,omitempty"`
+	TokensPredicted    int            `json:"tokens_predicted"`
+	TokensEvaluated    int            `json:"tokens_evaluated"`
+	GenerationSettings map[string]any `json:"generation_settings,omitempty"`
+	Prompt             *string        `json:"prompt,omitempty"`
+	HasNewLine         *bool          `json:"has_new_line,omitempty"`
+	Truncated          *bool          `json:"truncated,omitempty"`
+	StopType           string         `json:"stop_type,omitempty"`
+	StoppingWord       *string        `json:"stopping_word,omitempty"`
+	TokensCached       *int           `json:"tokens_cached,omitempty"`
+	Timings            *infillTimings `json:"timings,omitempty"`
+}
+
+// infillJob is one validated /infill request.
+type infillJob struct {
+	model     string
+	req       engine.Request
+	nIndent   int
+	tMax      time.Duration // 0: none
+	stream    bool
+	retTokens bool
+	fields    []string
+	settings  map[string]any
+}
+
+// noFIM is the 400 for a FIM request on a model without FIM tokens.
+func noFIM(param string, err error) *apiError {
+	e := badRequest(param, "infill is not supported by this model: %v", err)
+	e.Code = strp("fim_not_supported")
+	return e
+}
+
+// infillIDs is the FIM prompt of a request with llama-server's budget (see
+// the file comment); nPredict ≤ 0 means no bound.
+func (s *Server) infillIDs(in llamacpp.InfillInput, nPredict int) ([]int, error) {
+	ctx := s.eng.CtxSize()
+	np := max(nPredict, 0)
+	room := ctx / 2
+	if np > 0 {
+		room = min(np, room)
+	}
+	batch := max(min(s.eng.Options().MaxBatchTokens, ctx-room), 4)
+	return llamacpp.InfillPrompt(s.tok, in, llamacpp.InfillBudget{Batch: batch, Predict: np, Ctx: ctx}, s.spmInfill)
+}
+
+func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var ir infillRequest
+	if e := s.decodeJSON(w, r, &ir); e != nil {
+		writeError(w, e)
+		return
+	}
+	j, e := s.infillJob(&ir)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.runInfill(w, r, j, start)
+}
+
+func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
+	model, e := s.resolveModel(ir.Model)
+	if e != nil {
+		return nil, e
+	}
+	if err := llamacpp.CheckFIM(s.tok); err != nil {
+		return nil, noFIM("", err)
+	}
+	switch {
+	case ir.InputPrefix == nil:
+		return nil, badRequest("input_prefix", "input_prefix is required (a string)")
+	case ir.InputSuffix == nil:
+		return nil, badRequest("input_suffix", "input_suffix is required (a string)")
+	case ir.N != nil && *ir.N != 1:
+		return nil, badRequest("n", "/infill returns one completion; n must be 1")
+	}
+	var extra []llamacpp.InfillChunk
+	if !isNull(ir.InputExtra) {
+		var raw []map[string]json.RawMessage
+		if err := json.Unmarshal(ir.InputExtra, &raw); err != nil {
+			return nil, badRequest("input_extra", `input_extra must be an array of {"filename": string, "text": string}`)
+		}
+		for i, c := range raw {
+			var ch llamacpp.InfillChunk
+			if err := json.Unmarshal(c["text"], &ch.Text); err != nil || c["text"] == nil {
+				return nil, badRequest("input_extra", "input_extra[%d] must have a \"text\" string", i)
+			}
+			if f, ok := c["filename"]; ok && !isNull(f) {
+				if err := json.Unmarshal(f, &ch.Filename); err != nil {
+					return nil, badRequest("input_extra", "input_extra[%d].filename must be a string", i)
+				}
+			}
+			extra = append(extra, ch)
+		}
+	}
+	var prompt string
+	if !isNull(ir.Prompt) {
+		if err := json.Unmarshal(ir.Prompt, &prompt); err != nil {
+			return nil, badRequest("prompt", "prompt must be a string (the start of the middle)")
+		}
+	}
+	nPredict := -1
+	if ir.NPredict != nil {
+		nPredict = *ir.NPredict
+		if nPredict < -1 {
+			return nil, badRequest("n_predict", "n_predict must be -1 (no limit) or more, got %d", nPredict)
+		}
+	} else if ir.MaxTokens != nil {
+		nPredict = *ir.MaxTokens
+	}
+	if ir.RepeatPenalty != nil && ir.RepetitionPenalty == nil {
+		ir.RepetitionPenalty = ir.RepeatPenalty
+	}
+	pol, e := ir.policy(s.defaults, 0, s.tok.Size())
+	if e != nil {
+		return nil, e
+	}
+	pol.MaxTokens = max(nPredict, 0)
+	if nPredict == 0 {
+		return nil, badRequest("n_predict", "n_predict must be -1 (no limit) or at least 1, got 0")
+	}
+	if e := validatePolicy(&pol); e != nil {
+		return nil, e
+	}
+	j := &infillJob{model: model, stream: ir.Stream != nil && *ir.Stream, retTokens: ir.ReturnTokens != nil && *ir.ReturnTokens,
+		fields: ir.ResponseFields}
+	if ir.NIndent != nil {
+		if *ir.NIndent < 0 {
+			return nil, badRequest("n_indent", "n_indent must be 0 or more, got %d", *ir.NIndent)
+		}
+		j.nIndent = *ir.NIndent
+	}
+	if ir.TMaxPredictMs != nil {
+		if !(*ir.TMaxPredictMs >= 0) {
+			return nil, badRequest("t_max_predict_ms", "t_max_predict_ms must be 0 (none) or more")
+		}
+		j.tMax = time.Duration(*ir.TMaxPredictMs * float64(time.Millisecond))
+	}
+	ids, err := s.infillIDs(llamacpp.InfillInput{Prefix: *ir.InputPrefix, Suffix: *ir.InputSuffix, Extra: extra,
+		Prompt: s.tok.Encode(prompt, false)}, nPredict)
+	if err != nil {
+		return nil, noFIM("", err)
+	}
+	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: ir.TokenHealing != nil && *ir.TokenHealing}
+	j.settings = map[string]any{"n_predict": nPredict, "n_indent": j.nIndent, "t_max_predict_ms": ir.TMaxPredictMs,
+		"temperature": pol.Temperature, "top_k": pol.TopK, "top_p": pol.TopP, "min_p": pol.MinP,
+		"repeat_penalty": pol.RepetitionPenalty, "stop": pol.Stop, "stream": j.stream, "spm_infill": s.spmInfill}
+	return j, nil
+}
+
+// indentCut applies n_indent to generated text as it grows: every line
+// after the first must be indented by at least n spaces or tabs once it
+// has something else; the first that is not ends the generation, cut
+// after its indentation (as llama-server cuts it). Text of a line whose
+// indentation is still undecided is held back.
+type indentCut struct {
+	n       int
+	text    string // everything generated
+	decided int    // text[:decided] is final
+	cut     bool
+}
+
+// push appends piece and returns the text that became final.
+func (c *indentCut) push(piece string) string {
+	if c.cut {
+		return ""
+	}
+	c.text += piece
+	from := c.decided
+	if c.n <= 0 {
+		c.decided = len(c.text)
+		return c.text[from:]
+	}
+	for c.decided < len(c.text) {
+		if c.decided > 0 && c.text[c.decided-1] == '\n' {
+			// A new line: decide it once something follows its indentation
+			// (a blank line too, as in llama-server).
+			ind := indentOf(c.text[c.decided:])
+			if c.decided+ind == len(c.text) {
+				break
+			}
+			if ind < c.n {
+				c.text = c.text[:c.decided+ind]
+				c.decided = len(c.text)
+				c.cut = true
+				break
+			}
+		}
+		nl := strings.IndexByte(c.text[c.decided:], '\n')
+		if nl < 0 {
+			c.decided = len(c.text)
+			break
+		}
+		c.decided += nl + 1
+	}
+	return c.text[from:c.decided]
+}
+
+// flush returns the held-back rest at the end of the generation.
+func (c *indentCut) flush() string {
+	if c.cut {
+		return ""
+	}
+	rest := c.text[c.decided:]
+	c.decided = len(c.text)
+	return rest
+}
+
+func indentOf(s string) int {
+	n := 0
+	for n < len(s) && (s[n] == ' ' || s[n] == '\t') {
+		n++
+	}
+	return n
+}
+
+func (s *Server) runInfill(w http.ResponseWriter, r *http.Request, j *infillJob, start time.Time) {
+	if s.slots != nil {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			s.m.add(&s.m.rejected, 1)
+			writeError(w, overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots))))
+			return
+		}
+	}
+	s.m.add(&s.m.running, 1)
+	defer s.m.add(&s.m.running, -1)
+	st, err := s.eng.Submit(r.Context(), j.req)
+	if err != nil {
+		writeError(w, s.startError(r.Context(), err, &job{}))
+		return
+	}
+	out := &infillOut{s: s, w: w, j: j}
+	cut := &indentCut{n: j.nIndent}
+	var first time.Time
+	var content strings.Builder
+	var ids, pending []int // generated; not yet streamed
+	stopType := ""
+	hasNL := false
+	for t := range st.Tokens() {
+		if first.IsZero() {
+			first = time.Now()
+			s.m.observe(&s.m.ttft, first.Sub(start))
+		}
+		if !t.Stop {
+			ids = append(ids, t.ID)
+			pending = append(pending, t.ID)
+		}
+		piece := cut.push(t.Text)
+		content.WriteString(piece)
+		if piece != "" && j.stream {
+			if !out.partial(piece, pending, len(ids)) {
+				break // the client is gone: leaving the stream cancels it
+			}
+			pending = pending[:0]
+		}
+		if cut.cut {
+			stopType = "limit"
+			break
+		}
+		if strings.Contains(t.Text, "\n") {
+			hasNL = true
+			if j.tMax > 0 && time.Since(first) > j.tMax {
+				stopType = "limit"
+				break
+			}
+		}
+	}
+	res := st.Result()
+	if rest := cut.flush(); rest != "" || len(pending) > 0 {
+		content.WriteString(rest)
+		if j.stream {
+			out.partial(rest, pending, len(ids))
+		}
+	}
+	if stopType == "" {
+		switch res.FinishReason {
+		case engine.FinishStop:
+			stopType = "eos"
+		case engine.FinishLength:
+			stopType = "limit"
+		case engine.FinishCancelled:
+			if e := cutError(r.Context()); e != nil {
+				out.fail(e)
+			}
+			return
+		case engine.FinishError:
+			out.fail(&apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})})
+			return
+		}
+	}
+	s.m.generation(res.FinishReason, res.Usage.PromptTokens, len(ids), time.Since(start))
+	final := s.infillFinal(j, res, content.String(), ids, stopType, hasNL)
+	if j.stream {
+		final.Content, final.Tokens = "", []int{} // all sent with the pieces
+		out.send(final)
+		return
+	}
+	writeJSON(w, http.StatusOK, out.shape(final))
+}
+
+func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, ids []int, stopType string, hasNL bool) *infillResponse {
+	tm := res.Timings
+	prefilled := res.Usage.PromptTokens - res.Usage.CachedTokens
+	tim := &infillTimings{CacheN: res.Usage.CachedTokens, PromptN: prefilled, PromptMs: tm.PrefillMs,
+		PredictedN: len(ids), PredictedMs: tm.DecodeMs}
+	if prefilled > 0 && tm.PrefillMs > 0 {
+		tim.PromptPerTokenMs, tim.PromptPerSecond = tm.PrefillMs/float64(prefilled), 1000*float64(prefilled)/tm.PrefillMs
+	}
+	if len(ids) > 0 && tm.DecodeMs > 0 {
+		tim.PredictedPerTokenMs, tim.PredictedPerSecond = tm.DecodeMs/float64(len(ids)), 1000*float64(len(ids))/tm.DecodeMs
+	}
+	toks := []int{}
+	if j.retTokens {
+		toks = ids
+	}
+	prompt := s.tok.DecodeWith(res.PromptIDs, tokenizer.DecodeOptions{Special: tokenizer.SpecialRender})
+	empty := ""
+	truncated := false
+	cached := res.Usage.CachedTokens
+	return &infillResponse{Content: content, Tokens: toks, IDSlot: -1, Stop: true, Model: j.model,
+		TokensPredicted: len(ids), TokensEvaluated: res.Usage.PromptTokens, GenerationSettings: j.settings,
+		Prompt: &prompt, HasNewLine: &hasNL, Truncated: &truncated, StopType: stopType, StoppingWord: &empty,
+		TokensCached: &cached, Timings: tim}
+}
+
+// infillOut writes one /infill response.
+type infillOut struct {
+	s       *Server
+	w       http.ResponseWriter
+	j       *infillJob
+	started bool
+	failed  bool
+}
+
+// shape applies response_fields (nil: the whole object).
+func (o *infillOut) shape(v any) any {
+	if len(o.j.fields) == 0 {
+		return v
+	}
+	var whole map[string]any
+	if json.Unmarshal(marshal(v), &whole) != nil {
+		return v
+	}
+	out := map[string]any{}
+	for _, path := range o.j.fields {
+		var cur any = whole
+		ok := true
+		for _, k := range strings.Split(path, "/") {
+			m, isMap := cur.(map[string]any)
+			if !isMap {
+				ok = false
+				break
+			}
+			if cur, ok = m[k]; !ok {
+				break
+			}
+		}
+		if ok {
+			out[path] = cur
+		}
+	}
+	return out
+}
+
+func (o *infillOut) send(v any) bool {
+	if o.failed {
+		return false
+	}
+	if !o.started {
+		o.started = true
+		h := o.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		o.w.WriteHeader(http.StatusOK)
+	}
+	b := append([]byte("data: "), marshal(o.shape(v))...)
+	b = append(b, "\n\n"...)
+	if _, err := o.w.Write(b); err != nil {
+		o.failed = true
+		return false
+	}
+	if err := http.NewResponseController(o.w).Flush(); err != nil {
+		o.failed = true
+	}
+	return !o.failed
+}
+
+// partial streams one piece of the middle with the ids of the tokens
+// generated since the last piece; n is the number generated so far.
+func (o *infillOut) partial(piece string, ids []int, n int) bool {
+	toks := []int{}
+	if o.j.retTokens {
+		toks = ids
+	}
+	return o.send(&infillResponse{Content: piece, Tokens: toks, IDSlot: -1, TokensPredicted: n,
+		TokensEvaluated: len(o.j.req.PromptIDs)})
+}
+
+// fail ends the response with an error: an error event once streaming,
+// else an error reply.
+func (o *infillOut) fail(e *apiError) {
+	if o.started {
+		o.send(errorBody(e))
+		return
+	}
+	writeError(o.w, e)
+}
+
+// fimPrompt is the FIM prompt of /v1/completions' prompt + suffix: the
+// prompt is the prefix, no extra context.
+func (s *Server) fimPrompt(prefix, suffix string, maxTokens int) ([]int, *apiError) {
+	if err := llamacpp.CheckFIM(s.tok); err != nil {
+		return nil, noFIM("suffix", err)
+	}
+	ids, err := s.infillIDs(llamacpp.InfillInput{Prefix: prefix, Suffix: suffix}, maxTokens)
+	if err != nil {
+		if errors.Is(err, llamacpp.ErrNoFIM) {
+			return nil, noFIM("suffix", err)
+		}
+		return nil, badRequest("suffix", "%v", err)
+	}
+	return ids, nil
+}
