@@ -142,13 +142,13 @@ func TestInfillLlamaVim(t *testing.T) {
 }
 
 type infillWire struct {
-	Content         string  `json:"content"`
-	Tokens          []int   `json:"tokens"`
-	Stop            bool    `json:"stop"`
-	StopType        string  `json:"stop_type"`
-	Prompt          string  `json:"prompt"`
-	TokensPredicted int     `json:"tokens_predicted"`
-	TokensEvaluated int     `json:"tokens_evaluated"`
+	Content         string `json:"content"`
+	Tokens          []int  `json:"tokens"`
+	Stop            bool   `json:"stop"`
+	StopType        string `json:"stop_type"`
+	Prompt          string `json:"prompt"`
+	TokensPredicted int    `json:"tokens_predicted"`
+	TokensEvaluated int    `json:"tokens_evaluated"`
 	Timings         *struct {
 		PredictedN int `json:"predicted_n"`
 		PromptN    int `json:"prompt_n"`
@@ -266,13 +266,13 @@ func TestInfillNoFIM(t *testing.T) {
 	}
 	fs := newFIMServer(t, nil)
 	for body, want := range map[string]string{
-		`{"input_suffix":"b"}`:                                   "input_prefix is required",
-		`{"input_prefix":"a"}`:                                   "input_suffix is required",
-		`{"input_prefix":"a","input_suffix":"b","input_extra":1}`: "input_extra must be an array",
+		`{"input_suffix":"b"}`: "input_prefix is required",
+		`{"input_prefix":"a"}`: "input_suffix is required",
+		`{"input_prefix":"a","input_suffix":"b","input_extra":1}`:                  "input_extra must be an array",
 		`{"input_prefix":"a","input_suffix":"b","input_extra":[{"filename":"x"}]}`: `input_extra[0] must have a \"text\" string`,
-		`{"input_prefix":"a","input_suffix":"b","prompt":[1]}`:                      "prompt must be a string",
-		`{"input_prefix":"a","input_suffix":"b","n_indent":-1}`:                     "n_indent must be 0 or more",
-		`{"input_prefix":"a","input_suffix":"b","n_predict":-2}`:                    "n_predict must be -1",
+		`{"input_prefix":"a","input_suffix":"b","prompt":[1]}`:                     "prompt must be a string",
+		`{"input_prefix":"a","input_suffix":"b","n_indent":-1}`:                    "n_indent must be 0 or more",
+		`{"input_prefix":"a","input_suffix":"b","n_predict":-2}`:                   "n_predict must be -1",
 	} {
 		code, _, b := fs.post(t, "/infill", body)
 		if code != 400 || !strings.Contains(string(b), want) {
