@@ -8,7 +8,9 @@
 //	nanoserve convert    write any model we read as GGUF (optionally quantized)
 //	nanoserve tokenize   text -> ids;  nanoserve detokenize: ids -> text
 //	nanoserve bench      prefill / decode throughput, llama-bench style
-//	nanoserve train      train a small Llama from scratch
+//	nanoserve train      train a small Llama from scratch (--fim-rate: fill-in-the-middle samples)
+//	nanoserve complete   fill in the middle at FILE:LINE:COL (or --prefix-file/--suffix-file)
+//	nanoserve fim-eval   score fill-in-the-middle on held-out files against baselines
 //	nanoserve pull       download REPO[:QUANT|:FILE] from the Hugging Face hub; list, rm: its cache
 //	nanoserve version    the version, commit and Go version (also --version)
 package main
@@ -37,6 +39,8 @@ var commands = map[string]command{
 	"detokenize": {"decode token ids to text", runDetokenize},
 	"bench":      {"measure prefill and decode speed", runBench},
 	"train":      {"train a small model from scratch", runTrain},
+	"complete":   {"fill in the middle at FILE:LINE:COL", runComplete},
+	"fim-eval":   {"score fill-in-the-middle on held-out files", runFIMEval},
 	"pull":       {"download a model from the Hugging Face hub", runPull},
 	"list":       {"list the models in the Hugging Face cache", runList},
 	"rm":         {"remove a model from the Hugging Face cache", runRm},
