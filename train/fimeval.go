@@ -328,4 +328,3 @@ func KNCompleter(kn *KN3, tk *tokenizer.Tokenizer) Completer {
 		return tk.Decode(ids), nil
 	}
 }
-
