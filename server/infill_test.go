@@ -29,7 +29,7 @@ var (
 	fimErr  error
 )
 
-func fimEngine(t *testing.T) *engine.Engine {
+func fimEngine(t testing.TB) *engine.Engine {
 	t.Helper()
 	fimOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nanoserve-fim-test")
@@ -63,7 +63,7 @@ func fimEngine(t *testing.T) *engine.Engine {
 	return fimEng
 }
 
-func newFIMServer(t *testing.T, mod func(*Options)) *testServer {
+func newFIMServer(t testing.TB, mod func(*Options)) *testServer {
 	t.Helper()
 	opts := Options{ModelNames: []string{"fim"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
@@ -391,4 +391,43 @@ func TestIndentCut(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzInfillRequest feeds arbitrary bodies to /infill's decoding and
+// validation, everything before the engine: never a panic; a refusal is a
+// 4xx with a message; an accepted request has a valid policy and a prompt
+// that fits the context and ends with the middle token.
+//
+//	go test ./server -run '^$' -fuzz FuzzInfillRequest -fuzztime 5m -parallel 1
+func FuzzInfillRequest(f *testing.F) {
+	for _, seed := range []string{
+		llamaVimBody(false), llamaVSCodeBody(true),
+		`{"input_prefix":"a","input_suffix":"b","input_extra":[{"filename":null,"text":"x"}],"n_predict":-1}`,
+		`{"input_prefix":"a","input_suffix":"b","input_extra":[{"text":1}],"prompt":null,"n_indent":3,"t_max_predict_ms":-1}`,
+		`{"input_prefix":"<|fim_middle|>","input_suffix":"","max_tokens":5,"repeat_penalty":1.1,"response_fields":["timings/x"]}`,
+		`{"input_prefix":1}`, `[]`, `{"input_prefix":"a","input_suffix":"b","n":2,"temperature":-1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	ts := newFIMServer(f, nil)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/infill", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		var ir infillRequest
+		e := ts.decodeJSON(w, r, &ir)
+		var j *infillJob
+		if e == nil {
+			j, e = ts.infillJob(&ir)
+		}
+		if e != nil {
+			if e.status < 400 || e.status > 499 || e.Message == "" {
+				t.Fatalf("status %d message %q", e.status, e.Message)
+			}
+			return
+		}
+		ids := j.req.PromptIDs
+		if err := j.req.Policy.Validate(); err != nil || len(ids) == 0 || len(ids) > ts.eng.CtxSize() || ids[len(ids)-1] != ts.tok.FIM().Mid.ID {
+			t.Fatalf("accepted: policy %v, %d prompt tokens", err, len(ids))
+		}
+	})
 }

@@ -56,6 +56,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	headerTimeout := fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time a client has to send a request's body (then 408)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
+	spmInfill := fs.Bool("spm-infill", false, "FIM prompts suffix first (llama-server's --spm-infill; for /infill and completions' suffix)")
 	reqTimeout := fs.Duration("request-timeout", 10*time.Minute, "most time one generation request may take, arrival to last token (0: no limit)")
 	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
 	var cors stringList
@@ -128,7 +129,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
-		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, ToolFormat: tf}
+		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, ToolFormat: tf, SPMInfill: *spmInfill}
 	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
 	if tmpl, err = serveTemplate(tmpl, err, *tmplPath != "", log); err != nil {
 		return err
