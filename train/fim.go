@@ -198,10 +198,12 @@ func fimRNG(seed uint64, name string, chunk int) *rand.Rand {
 
 // FIMTokens encodes docs into one training stream like Tokens, with FIM
 // samples (see the file comment); the tokenizer must have FIM tokens, and
-// eot ends every document and every middle.
-func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) ([]int32, error) {
+// eot ends every document and every middle. starts are the offsets where
+// chunks begin: training windows start there, so a FIM sample (about one
+// context long) is seen whole, its markers included.
+func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) (ids []int32, starts []int, err error) {
 	if err := llamacpp.CheckFIM(tk); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, nil, fmt.Errorf("train: %w", err)
 	}
 	byDir := map[string][]int{}
 	for i, doc := range docs {
@@ -216,6 +218,7 @@ func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) ([]int32
 	}
 	for di, doc := range docs {
 		for ci, chunk := range chunkText(doc.Text, d.ChunkBytes) {
+			starts = append(starts, len(out))
 			rng := fimRNG(d.Seed, doc.Name, ci)
 			if rng.Float64() >= d.Rate {
 				add(tk.Encode(chunk, false))
@@ -230,15 +233,33 @@ func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) ([]int32
 					in.Extra = []llamacpp.InfillChunk{}
 				}
 			}
-			ids, err := fimSample(tk, in, s.Middle, spm, eot)
+			sample, err := fimSample(tk, in, s.Middle, spm, eot)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			add(ids)
+			add(sample)
 		}
 		out = append(out, int32(eot))
 	}
-	return out, nil
+	return out, starts, nil
+}
+
+// FIMChunkBytes is the chunk size that makes a FIM sample about 0.85 of
+// a context of ctx tokens (room for the markers and the pieces' separate
+// tokenization) at the tokenizer's bytes per token on docs (up to 1 MB).
+func FIMChunkBytes(tk *tokenizer.Tokenizer, docs []Doc, ctx int) int {
+	var nb, nt int
+	for _, d := range docs {
+		if nb >= 1<<20 {
+			break
+		}
+		nb += len(d.Text)
+		nt += len(tk.Encode(d.Text, false))
+	}
+	if nt == 0 {
+		return 2 * ctx
+	}
+	return max(int(0.85*float64(ctx)*float64(nb)/float64(nt)), 16)
 }
 
 // fimSample is one FIM training sample: the infill prompt, the middle and

@@ -146,9 +146,24 @@ func TestFIMTokens(t *testing.T) {
 		{"p/b.go", strings.Repeat("package p\n\nfunc B() {\n\tx := 1\n\t_ = x\n}\n", 30)},
 		{"q/c.go", strings.Repeat("package q\n// <|fim_prefix|> in a comment\nvar c = 2\n", 30)},
 	}
-	ids, err := FIMTokens(tk, docs, FIMData{Rate: 0.5, ChunkBytes: 64, Seed: 3}, eot)
+	ids, starts, err := FIMTokens(tk, docs, FIMData{Rate: 0.5, ChunkBytes: 64, Seed: 3}, eot)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Chunks start where the previous one (or document) ended: at a FIM
+	// sample's first marker or at plain text after an end token or a chunk.
+	nChunks := 0
+	for _, d := range docs {
+		nChunks += len(chunkText(d.Text, 64))
+	}
+	if len(starts) != nChunks || starts[0] != 0 {
+		t.Fatalf("%d chunk starts for %d chunks: %v", len(starts), nChunks, starts)
+	}
+	for _, st := range starts[1:] {
+		prev, cur := int(ids[st-1]), int(ids[st])
+		if cur != f.Pre.ID && cur != f.Suf.ID && cur != f.Rep.ID && prev != eot && !isPlainBoundary(tk, ids, st) {
+			t.Fatalf("chunk start %d: %q after %q", st, tk.Token(cur), tk.Token(prev))
+		}
 	}
 	dec := func(x []int32) string {
 		v := make([]int, len(x))
@@ -226,5 +241,34 @@ func TestFIMTokens(t *testing.T) {
 		if stats[k] == 0 {
 			t.Errorf("no %s samples: %v", k, stats)
 		}
+	}
+}
+
+// isPlainBoundary: the text before st decodes to a whole line (a plain
+// chunk ends at a line end).
+func isPlainBoundary(tk *tokenizer.Tokenizer, ids []int32, st int) bool {
+	return strings.HasSuffix(tk.Decode([]int{int(ids[st-1])}), "\n")
+}
+
+// TestFIMChunkBytes: chunks come out at about 0.85 of the context in
+// tokens.
+func TestFIMChunkBytes(t *testing.T) {
+	tk := fimTokenizer(t)
+	var docs []Doc
+	for i, text := range goText(t) {
+		docs = append(docs, Doc{strings.Repeat("x", i), text})
+	}
+	cb := FIMChunkBytes(tk, docs, 200)
+	var n, nt int
+	for _, d := range docs {
+		for _, c := range chunkText(d.Text, cb) {
+			if len(c) >= cb/2 {
+				n++
+				nt += len(tk.Encode(c, false))
+			}
+		}
+	}
+	if mean := float64(nt) / float64(n); mean < 0.7*200 || mean > 200 {
+		t.Errorf("chunks of %d bytes average %.0f tokens, want ≈ 170 of a 200-token context", cb, mean)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,11 +164,14 @@ func Run(o Options) (*Report, error) {
 	eos := vocab.EOS.ID
 	t0 := time.Now()
 	var trainToks []int32
+	var starts []int // FIM: windows start at chunk starts (nil: anywhere)
 	if o.FIMRate > 0 {
-		trainToks, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: 3 * cfg.Ctx, Seed: o.Seed}, eos)
+		cb := FIMChunkBytes(tk, corpus.Train, cfg.Ctx)
+		trainToks, starts, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed}, eos)
 		if err != nil {
 			return nil, err
 		}
+		logf("fill in the middle: %.2f of %d chunks of %d bytes", o.FIMRate, len(starts), cb)
 	} else {
 		trainToks = Tokens(tk, corpus.Train, eos)
 	}
@@ -182,6 +186,7 @@ func Run(o Options) (*Report, error) {
 	if len(heldToks) < 2 {
 		return nil, errors.New("train: held-out split is empty")
 	}
+	starts = slices.DeleteFunc(starts, func(s int) bool { return s > len(trainToks)-T-1 })
 
 	var params []float32
 	opt := NewAdamW(0, o.WD)
@@ -218,6 +223,9 @@ func Run(o Options) (*Report, error) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(step)+1))
 		for b := range o.Batch {
 			off := rng.IntN(len(trainToks) - T)
+			if len(starts) > 0 {
+				off = starts[rng.IntN(len(starts))]
+			}
 			for i := range T {
 				in[b*T+i] = int(trainToks[off+i])
 				tg[b*T+i] = int(trainToks[off+i+1])
