@@ -207,6 +207,7 @@ type Options struct {
 	MaxSeqs        int  // sequences running at once (≤ 0: 16)
 	MaxQueue       int  // requests waiting for admission before ErrOverloaded (≤ 0: 256)
 	NoPrefixCache  bool // never reuse other requests' cached blocks
+	Spec           SpecOptions
 }
 
 // forwarder is what the engine needs of a model: one batched forward pass
@@ -227,6 +228,8 @@ type Engine struct {
 	ctx      int
 	opts     Options // resolved
 	defaults sample.Policy
+	spec     SpecOptions // resolved
+	proposer Proposer    // nil: no speculation
 
 	gvOnce sync.Once // builds gv (GrammarVocab)
 	gv     *grammar.Vocab
@@ -270,6 +273,9 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
 	}
 	o := resolve(opts, ctx)
+	if _, err := resolveSpec(&o.Spec); err != nil {
+		return nil, err
+	}
 	cache, err := m.NewCache(o.CacheTokens)
 	if err != nil {
 		return nil, err
@@ -312,6 +318,12 @@ func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *
 	e := &Engine{fw: fw, tok: tok, vocab: vocab, eog: eog, cache: cache, ctx: o.CtxSize, opts: o, defaults: defaults,
 		wake: make(chan struct{}, 1), idle: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
 		sch: newScheduler(cache, o)}
+	e.spec = o.Spec
+	e.proposer, _ = resolveSpec(&e.spec) // checked by New (tests pass valid options)
+	if e.proposer != nil {
+		e.sch.propose = e.propose
+		e.stats.SpecAcceptedPerPos = make([]int64, e.spec.K)
+	}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
 	e.beat.Store(time.Now().UnixNano())
 	go e.loop()
@@ -386,6 +398,9 @@ type Request struct {
 	// and returns that sequence's logits processors, which run in order
 	// after the engine's own (token healing). See "Logits processors".
 	Processors func() []LogitsProcessor
+	// NoSpeculation turns speculative decoding off for this request (the
+	// output is the same either way; this only changes how it is computed).
+	NoSpeculation bool
 }
 
 // Token is one generated token as it lands.
@@ -461,6 +476,14 @@ type Stats struct {
 	StepSeqs   int64 `json:"step_seqs"`   // sequences over all steps
 	LastTokens int   `json:"last_tokens"` // tokens in the latest step
 	LastSeqs   int   `json:"last_seqs"`   // sequences in the latest step
+
+	// Speculative decoding (zero when off): verification steps of one
+	// sequence with at least one proposal, proposed tokens, accepted
+	// proposals, and accepted proposals by position in the draft (len K).
+	SpecDrafts         int64   `json:"spec_drafts"`
+	SpecDraftTokens    int64   `json:"spec_draft_tokens"`
+	SpecAcceptedTokens int64   `json:"spec_accepted_tokens"`
+	SpecAcceptedPerPos []int64 `json:"spec_accepted_per_pos,omitempty"`
 }
 
 // Stats returns a snapshot of the engine's counters.
@@ -469,6 +492,7 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	s := e.stats
 	s.Waiting = e.nWaiting + len(e.inbox)
+	s.SpecAcceptedPerPos = slices.Clone(s.SpecAcceptedPerPos)
 	return s
 }
 
@@ -632,7 +656,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		if i == 0 {
 			seed = sampler.Seed()
 		}
-		c := &choice{st: st, index: i, pol: p, sampler: sampler, start: now,
+		c := &choice{st: st, index: i, pol: p, sampler: sampler, start: now, noSpec: req.NoSpeculation,
 			res: &Result{Index: i, PromptIDs: slices.Clone(prompt), Seed: sampler.Seed()}}
 		c.res.Usage.PromptTokens = len(prompt)
 		healed := ""
