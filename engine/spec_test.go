@@ -6,6 +6,8 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"strings"
+	"sync"
 
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
@@ -202,4 +204,95 @@ func decodeRowDiffers(t *testing.T, rel string) string {
 		}
 	}
 	return ""
+}
+
+// streamAll runs reqs concurrently through GenerateStream and returns the
+// results with their streamed text.
+func streamAll(t *testing.T, e *Engine, reqs []Request) ([]*Result, []string) {
+	t.Helper()
+	res, texts := make([]*Result, len(reqs)), make([]string, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			var b strings.Builder
+			for tok, err := range e.GenerateStream(context.Background(), r, &res[i]) {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b.WriteString(tok.Text)
+			}
+			texts[i] = b.String()
+		})
+	}
+	wg.Wait()
+	return res, texts
+}
+
+// Stop strings, stop ids, max tokens and the context limit that land
+// inside a run of accepted proposals end the output exactly where plain
+// decoding ends it: same ids, text, streamed text and finish reason.
+func TestSpecStopsInsideAcceptedRun(t *testing.T) {
+	gs := goldenSets[2] // aidreams: real words
+	base := greedyReqs(t, gs.name, 60)
+	plain := newEngine(t, gs.model, gs.tok, Options{NoPrefixCache: true})
+	free := runAll(t, plain, base, false)
+	var reqs []Request
+	for i, r := range free {
+		words := strings.Fields(r.Text)
+		for j, n := range []int{1, 3, 6, 11, 13} { // max tokens
+			q := base[i]
+			q.Policy.MaxTokens = n + i
+			reqs = append(reqs, q)
+			if j < len(words) && len(words) > 4 {
+				q.Policy.MaxTokens = 60
+				q.Policy.Stop = []string{words[len(words)/(j+2)]} // a word from the middle
+				reqs = append(reqs, q)
+			}
+		}
+		q := base[i]
+		q.Policy.StopTokenIDs = []int{r.IDs[9]}
+		reqs = append(reqs, q)
+	}
+	want := runAll(t, plain, reqs, false)
+	plain.Close()
+	finishes := map[string]int{}
+	for _, w := range want {
+		finishes[w.FinishReason]++
+	}
+	if finishes[FinishStop] < 5 || finishes[FinishLength] < 5 {
+		t.Fatalf("finish reasons %v: want stops and lengths", finishes)
+	}
+	for _, every := range []int{0, 5} {
+		or := &oracle{full: fullSeqs(free), every: every, salt: 2, vocab: 32}
+		e := newEngine(t, gs.model, gs.tok, Options{Spec: SpecOptions{Proposer: or, K: 8, Fixed: true}})
+		got, texts := streamAll(t, e, reqs)
+		sameTokens(t, fmt.Sprintf("wrong every %d", every), got, want)
+		for i := range got {
+			if texts[i] != want[i].Text {
+				t.Errorf("request %d: streamed %q, want %q", i, texts[i], want[i].Text)
+			}
+		}
+		if st := settled(t, e); st.SpecAcceptedTokens < 100 || st.KVBlocksUsed != 0 {
+			t.Errorf("accepted %d proposals, %d blocks used", st.SpecAcceptedTokens, st.KVBlocksUsed)
+		}
+		e.Close()
+	}
+
+	// The context limit: GPT-2 has no position past its 256 learned ones,
+	// so no proposal may be fed there (the cache has room for them); the
+	// output ends at the same token.
+	const gpt2 = "testdata/gguf/gpt2/gpt2-F16.gguf"
+	pol := sample.Greedy()
+	pol.IgnoreEOS = true
+	req := []Request{{Prompt: "Hi", Policy: pol}}
+	small := newEngine(t, gpt2, gpt2, Options{})
+	want = runAll(t, small, req, false)
+	small.Close()
+	if want[0].FinishReason != FinishLength {
+		t.Fatalf("finish %q, want length", want[0].FinishReason)
+	}
+	or := &oracle{full: fullSeqs(want), vocab: 32}
+	small = newEngine(t, gpt2, gpt2, Options{CacheTokens: 1024, Spec: SpecOptions{Proposer: or, K: 8, Fixed: true}})
+	sameTokens(t, "full context", runAll(t, small, req, false), want)
 }
