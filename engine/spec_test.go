@@ -296,3 +296,178 @@ func TestSpecStopsInsideAcceptedRun(t *testing.T) {
 	small = newEngine(t, gpt2, gpt2, Options{CacheTokens: 1024, Spec: SpecOptions{Proposer: or, K: 8, Fixed: true}})
 	sameTokens(t, "full context", runAll(t, small, req, false), want)
 }
+
+// banAt is a stateful processor: at its n-th token (n = tokens accepted so
+// far) it forbids ban[n].
+type banAt struct {
+	n   int
+	ban map[int]int
+}
+
+func (b *banAt) Process(l []float32) error {
+	if id, ok := b.ban[b.n]; ok {
+		l[id] = negInf
+	}
+	return nil
+}
+func (b *banAt) Accept(int) error { b.n++; return nil }
+
+// Logits processors see proposed tokens in order, each row with the state
+// after the tokens before it: a processor that forbids the free greedy
+// token at indices 3 and 10 gives the same output with and without
+// speculation, though the proposals follow the free continuation.
+func TestSpecProcessorsInOrder(t *testing.T) {
+	gs := goldenSets[2]
+	base := greedyReqs(t, gs.name, 30)
+	plain := newEngine(t, gs.model, gs.tok, Options{NoPrefixCache: true})
+	free := runAll(t, plain, base, false)
+	reqs := slices.Clone(base)
+	for i := range reqs {
+		ban := map[int]int{3: free[i].IDs[3], 10: free[i].IDs[10]}
+		reqs[i].Processors = func() []LogitsProcessor { return []LogitsProcessor{&banAt{ban: ban}} }
+	}
+	want := runAll(t, plain, reqs, false)
+	plain.Close()
+	for i := range want {
+		if slices.Equal(want[i].IDs, free[i].IDs) {
+			t.Fatalf("request %d: the processor changed nothing", i)
+		}
+	}
+	for _, every := range []int{0, 3} {
+		// Proposals: the free continuation first, then the constrained one.
+		or := &oracle{full: append(fullSeqs(free), fullSeqs(want)...), every: every, salt: 3, vocab: 32}
+		e := newEngine(t, gs.model, gs.tok, Options{Spec: SpecOptions{Proposer: or, K: 6, Fixed: true}})
+		sameTokens(t, fmt.Sprintf("wrong every %d", every), runAll(t, e, reqs, true), want)
+		e.Close()
+	}
+}
+
+// fixedGuess proposes, after a prompt of n tokens, the tokens of guess
+// from the current output index on, whatever was generated: a mix of
+// right and wrong proposals under sampling.
+type fixedGuess struct {
+	n     int
+	guess []int
+}
+
+func (f *fixedGuess) Propose(dst, tokens []int, k int) []int {
+	i := len(tokens) - f.n
+	if i < 0 || i >= len(f.guess) {
+		return dst[:0]
+	}
+	return append(dst[:0], f.guess[i:min(len(f.guess), i+k)]...)
+}
+
+// sampleRuns runs the request once per seed (batched, 64 at a time) and
+// returns the results.
+func sampleRuns(t *testing.T, e *Engine, req Request, seeds []uint64) []*Result {
+	t.Helper()
+	var out []*Result
+	for lo := 0; lo < len(seeds); lo += 64 {
+		var reqs []Request
+		for _, s := range seeds[lo:min(lo+64, len(seeds))] {
+			r := req
+			r.Policy = seeded(r.Policy, s)
+			reqs = append(reqs, r)
+		}
+		out = append(out, concurrently(t, e, reqs)...)
+	}
+	return out
+}
+
+// chi2Two is the two-sample χ² statistic of equal-size samples a and b
+// over the keys seen at least 10 times in all (rarer keys pooled into one
+// bin), and its degrees of freedom.
+func chi2Two(a, b map[string]int) (float64, int) {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var stat float64
+	var bins, ra, rb int
+	for k := range keys {
+		x, y := a[k], b[k]
+		if x+y < 10 {
+			ra, rb = ra+x, rb+y
+			continue
+		}
+		d := float64(x - y)
+		stat += d * d / float64(x+y)
+		bins++
+	}
+	if ra+rb > 0 {
+		d := float64(ra - rb)
+		stat += d * d / float64(ra+rb)
+		bins++
+	}
+	return stat, bins - 1
+}
+
+// chi2Critical is the χ² quantile with df degrees of freedom at the
+// normal quantile z (Wilson–Hilferty).
+func chi2Critical(df int, z float64) float64 {
+	d := float64(df)
+	c := 1 - 2/(9*d) + z*math.Sqrt(2/(9*d))
+	return d * c * c * c
+}
+
+// Speculative sampling draws from the target distribution: over 2000
+// seeds the first three sampled tokens (as a tuple, and the third alone)
+// under speculation with a fixed guess (accepted sometimes, rejected
+// often) have the same distribution as plain sampling over 2000 other
+// seeds (two-sample χ², p = 0.001). And a seed reproduces: the same seed
+// gives the same ids, with or without speculation.
+func TestSpecSamplingDistribution(t *testing.T) {
+	gs := goldenSets[2]
+	run := loadGoldens(t, gs.name)[0]
+	pol := withMax(sample.Defaults(), 3)
+	pol.IgnoreEOS = true
+	req := Request{Prompt: run.Prompt, Policy: pol}
+	plainE := newEngine(t, gs.model, gs.tok, Options{MaxSeqs: 64})
+	greedy := generate(t, plainE, Request{Prompt: run.Prompt, Policy: withMax(sample.Greedy(), 3)})
+	guess := &fixedGuess{n: len(greedy.PromptIDs), guess: greedy.IDs}
+	specE := newEngine(t, gs.model, gs.tok, Options{MaxSeqs: 64, Spec: SpecOptions{Proposer: guess, K: 2, Fixed: true}})
+
+	const N = 2000
+	seeds := func(from uint64) []uint64 {
+		s := make([]uint64, N)
+		for i := range s {
+			s[i] = from + uint64(i)
+		}
+		return s
+	}
+	specRes := sampleRuns(t, specE, req, seeds(0))
+	plainRes := sampleRuns(t, plainE, req, seeds(1_000_000))
+	st := settled(t, specE)
+	if st.SpecAcceptedTokens < N/10 || st.SpecDraftTokens-st.SpecAcceptedTokens < N/10 {
+		t.Fatalf("accepted %d of %d proposals: want many of both outcomes", st.SpecAcceptedTokens, st.SpecDraftTokens)
+	}
+	hist := func(res []*Result, key func(ids []int) string) map[string]int {
+		h := map[string]int{}
+		for _, r := range res {
+			h[key(r.IDs)]++
+		}
+		return h
+	}
+	for name, key := range map[string]func([]int) string{
+		"tuple": func(ids []int) string { return fmt.Sprint(ids) },
+		"third": func(ids []int) string { return fmt.Sprint(ids[2]) },
+	} {
+		stat, df := chi2Two(hist(specRes, key), hist(plainRes, key))
+		crit := chi2Critical(df, 3.09)
+		t.Logf("%s: χ² = %.1f, df %d, critical %.1f (p = 0.001)", name, stat, df, crit)
+		if df < 5 || stat > crit {
+			t.Errorf("%s: χ² = %.1f with %d degrees of freedom exceeds %.1f: speculative sampling is off the target distribution", name, stat, df, crit)
+		}
+	}
+
+	// Seeds reproduce: speculative = plain with the same seed, and
+	// speculative twice.
+	again := sampleRuns(t, specE, req, seeds(0)[:200])
+	same := sampleRuns(t, plainE, req, seeds(0)[:200])
+	sameTokens(t, "same seed again", again, specRes[:200])
+	sameTokens(t, "same seed without speculation", same, specRes[:200])
+}
