@@ -471,3 +471,14 @@ func TestSpecSamplingDistribution(t *testing.T) {
 	sameTokens(t, "same seed again", again, specRes[:200])
 	sameTokens(t, "same seed without speculation", same, specRes[:200])
 }
+
+// The storm (cancellations, abandoned streams, sessions, preemption in a
+// small cache) with speculation: every request gives its lone plain
+// output, proposals were both accepted and rejected, the cache's
+// bookkeeping holds and no block is left used.
+func TestSpecStorm(t *testing.T) {
+	st := storm(t, true)
+	if st.SpecAcceptedTokens == 0 || st.SpecAcceptedTokens == st.SpecDraftTokens || st.Preemptions == 0 {
+		t.Errorf("accepted %d of %d proposals, %d preemptions: want both outcomes and preemption", st.SpecAcceptedTokens, st.SpecDraftTokens, st.Preemptions)
+	}
+}
