@@ -30,8 +30,9 @@ var ErrSpecOptions = errors.New("engine: invalid speculative decoding options")
 
 // SpecOptions configure speculative decoding. The zero value is off.
 type SpecOptions struct {
-	// Mode is "" or SpecOff (no speculation) or SpecNgram (prompt lookup).
-	// A Proposer, when set, is used whatever the mode.
+	// Mode is "" or SpecOff (no speculation), SpecNgram (prompt lookup)
+	// or SpecDraft (a draft model: Proposer from NewDraft). A Proposer,
+	// when set, is used whatever the mode.
 	Mode string
 	// K is the most tokens proposed per sequence and step (≤ 0:
 	// DefaultSpecK). Unless Fixed, each sequence adapts its own k below
@@ -79,8 +80,10 @@ func resolveSpec(o *SpecOptions) (Proposer, error) {
 		return nil, nil
 	case SpecNgram:
 		return &Ngram{Min: o.NgramMin, Max: o.NgramMax}, nil
+	case SpecDraft:
+		return nil, fmt.Errorf("%w: mode draft needs a draft model (SpecOptions.Proposer from NewDraft)", ErrSpecOptions)
 	}
-	return nil, fmt.Errorf("%w: unknown mode %q (want off or ngram)", ErrSpecOptions, o.Mode)
+	return nil, fmt.Errorf("%w: unknown mode %q (want off, ngram or draft)", ErrSpecOptions, o.Mode)
 }
 
 // Ngram is prompt lookup: it matches the sequence's last n tokens

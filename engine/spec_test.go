@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 	"nanoserve/model"
+	"nanoserve/tokenizer"
 	"slices"
 	"testing"
 
@@ -480,5 +482,120 @@ func TestSpecStorm(t *testing.T) {
 	st := storm(t, true)
 	if st.SpecAcceptedTokens == 0 || st.SpecAcceptedTokens == st.SpecDraftTokens || st.Preemptions == 0 {
 		t.Errorf("accepted %d of %d proposals, %d preemptions: want both outcomes and preemption", st.SpecAcceptedTokens, st.SpecDraftTokens, st.Preemptions)
+	}
+}
+
+func loadModel(t *testing.T, gs int) *model.Model {
+	t.Helper()
+	sh := testshared.Dir(t)
+	m, err := model.Load(filepath.Join(sh, goldenSets[gs].model), model.Options{Tokenizer: filepath.Join(sh, goldenSets[gs].tok), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func loadPath(t *testing.T, rel, tok string) *model.Model {
+	t.Helper()
+	sh := testshared.Dir(t)
+	o := model.Options{Threads: 1}
+	if tok != "" {
+		o.Tokenizer = filepath.Join(sh, tok)
+	}
+	m, err := model.Load(filepath.Join(sh, rel), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// A draft model proposes, and the target's greedy ids come out, alone and
+// batched, with both caches consistent: llama_gqa's Q8_0 drafting for its
+// F16 (most proposals land, some not), tiny_gqa drafting for tiny_mha
+// (same Llama-2 vocabulary, unrelated random weights: proposals fail) and
+// tiny_mha drafting for itself (every proposal lands). A draft of another
+// vocabulary is refused at load.
+func TestSpecDraftModel(t *testing.T) {
+	const gqa = "testdata/gguf/llama_gqa/llama_gqa-"
+	for _, c := range []struct {
+		name               string
+		target, draft, tok string
+		reqs               []Request
+		allAccepted, mixed bool
+	}{
+		{"llama_gqa Q8_0 for F16", gqa + "F16.gguf", gqa + "Q8_0.gguf", "", fixtureReqs(24), false, true},
+		{"tiny_gqa for tiny_mha", goldenSets[0].model, goldenSets[1].model, goldenSets[0].tok, greedyReqs(t, goldenSets[0].name, 40), false, false},
+		{"tiny_mha for itself", goldenSets[0].model, goldenSets[0].model, goldenSets[0].tok, greedyReqs(t, goldenSets[0].name, 40), true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := loadPath(t, c.target, c.tok)
+			plain, err := New(target, Options{NoPrefixCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runAll(t, plain, c.reqs, false)
+			plain.Close()
+			d, err := NewDraft(loadPath(t, c.draft, c.tok), target, 512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, batched := range []bool{false, true} {
+				e, err := New(target, Options{Spec: SpecOptions{Mode: SpecDraft, Proposer: d, K: 4, Fixed: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameTokens(t, fmt.Sprintf("batched %v", batched), runAll(t, e, c.reqs, batched), want)
+				st := settled(t, e)
+				e.Close()
+				t.Logf("batched %v: accepted %d of %d proposals in %d drafts", batched, st.SpecAcceptedTokens, st.SpecDraftTokens, st.SpecDrafts)
+				acc, prop := st.SpecAcceptedTokens, st.SpecDraftTokens
+				if prop == 0 || c.allAccepted && acc != prop || c.mixed && (acc == 0 || acc == prop) {
+					t.Errorf("accepted %d of %d proposals", acc, prop)
+				}
+				if err := d.cache.Check(); err != nil || d.cache.UsedBlocks() != 0 {
+					t.Errorf("draft cache: %v, %d blocks used", err, d.cache.UsedBlocks())
+				}
+			}
+		})
+	}
+	target := loadModel(t, 0)
+	if _, err := NewDraft(loadModel(t, 2), target, 512); !errors.Is(err, ErrDraftVocab) {
+		t.Errorf("aidreams drafting for tiny_mha: err %v, want ErrDraftVocab", err)
+	}
+	if _, err := New(target, Options{Spec: SpecOptions{Mode: SpecDraft}}); !errors.Is(err, ErrSpecOptions) {
+		t.Errorf("draft mode without a draft: err %v, want ErrSpecOptions", err)
+	}
+}
+
+// sameVocab refuses a draft whose vocabulary differs in size, in one
+// piece, or in a special id, and accepts an identical one.
+func TestDraftVocabCheck(t *testing.T) {
+	load := func() *tokenizer.Tokenizer {
+		tok, err := tokenizer.Load(filepath.Join(testshared.Dir(t), goldenSets[0].tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	ref := load()
+	if err := sameVocab(load(), ref, 32000, 32000); err != nil {
+		t.Fatalf("identical vocabularies: %v", err)
+	}
+	for name, edit := range map[string]func(v *tokenizer.Vocab){
+		"piece": func(v *tokenizer.Vocab) { v.Tokens[1000] = "▁different" },
+		"BOS":   func(v *tokenizer.Vocab) { v.BOS.ID = 5 },
+		"EOS":   func(v *tokenizer.Vocab) { v.EOS.ID = 5 },
+		"size":  func(v *tokenizer.Vocab) { v.Tokens = v.Tokens[:len(v.Tokens)-1] },
+	} {
+		d := load()
+		edit(d.Vocab())
+		if err := sameVocab(d, ref, 32000, 32000); !errors.Is(err, ErrDraftVocab) {
+			t.Errorf("%s differs: err %v, want ErrDraftVocab", name, err)
+		}
+	}
+	if err := sameVocab(load(), ref, 32000, 32001); !errors.Is(err, ErrDraftVocab) {
+		t.Errorf("logit counts differ: err %v, want ErrDraftVocab", err)
 	}
 }
