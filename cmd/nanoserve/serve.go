@@ -36,7 +36,9 @@ func runServe(args []string) error {
 func serve(ctx context.Context, stop func(), args []string, listening func(net.Addr)) error {
 	fs := newFlags("serve")
 	var mf modelFlags
+	var sf specFlags
 	mf.register(fs)
+	sf.register(fs)
 	fs.IntVar(&mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
@@ -109,6 +111,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	m, err := mf.load()
 	if err != nil {
 		return err
@@ -148,7 +153,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if plan.warning != "" {
 		log.Warn(plan.warning)
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens})
+	spec, closeDraft, err := sf.options(&mf, m, plan.cacheTokens)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
+	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens, Spec: spec})
 	if err != nil {
 		return err
 	}
