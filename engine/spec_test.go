@@ -487,13 +487,18 @@ func TestSpecStorm(t *testing.T) {
 
 func loadModel(t *testing.T, gs int) *model.Model {
 	t.Helper()
-	sh := testshared.Dir(t)
-	m, err := model.Load(filepath.Join(sh, goldenSets[gs].model), model.Options{Tokenizer: filepath.Join(sh, goldenSets[gs].tok), Threads: 1})
+	m, err := loadGolden(t, gs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+// loadGolden loads goldenSets[gs]'s model with its tokenizer.
+func loadGolden(t testing.TB, gs int) (*model.Model, error) {
+	sh := testshared.Dir(t)
+	return model.Load(filepath.Join(sh, goldenSets[gs].model), model.Options{Tokenizer: filepath.Join(sh, goldenSets[gs].tok), Threads: 1})
 }
 
 func loadPath(t *testing.T, rel, tok string) *model.Model {
