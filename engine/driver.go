@@ -120,6 +120,7 @@ func (e *Engine) step() bool {
 	if len(p.seqs) > 0 {
 		worked = true
 		nTok, nSeq := len(p.batch.Tokens), len(p.seqs)
+		t0 := time.Now()
 		logits, err := e.fw.Forward(*p.batch, e.cache)
 		clear(p.batch.Seq) // do not pin finished sequences
 		r := stepResult{err: err}
@@ -139,6 +140,9 @@ func (e *Engine) step() bool {
 				r.rows[i] = e.drawAll(s, rows)
 				generated += len(r.rows[i])
 			}
+			if e.proposer != nil && decodeOnly(p) {
+				e.cost.observe(nTok, time.Since(t0).Seconds())
+			}
 		}
 		for _, s := range e.sch.commit(p, r) {
 			if err != nil {
@@ -157,6 +161,21 @@ func (e *Engine) step() bool {
 	e.cmu.Unlock()
 	e.deliver()
 	return worked
+}
+
+// decodeOnly reports whether every sequence of the step decodes (one
+// token, or one and its proposals, all with logits): the steps whose time
+// the speculation cost model fits (prefill chunks cost less per token).
+func decodeOnly(p *plan) bool {
+	if len(p.seqs) != len(p.out) {
+		return false
+	}
+	for _, s := range p.seqs {
+		if s.n != s.rows() || len(s.forks) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // drawAll draws s's next token from its logits (vocab), and the first
@@ -199,7 +218,7 @@ func (e *Engine) verify(s *seq, logits []float32) sampled {
 // specStats counts one verification of k proposals of which the first a
 // were accepted, and adapts c's proposal length.
 func (e *Engine) specStats(c *choice, k, a int) {
-	c.spec.update(k, a, e.spec.K)
+	c.spec.update(k, a)
 	e.mu.Lock()
 	e.stats.SpecDrafts++
 	e.stats.SpecDraftTokens += int64(k)
@@ -217,7 +236,11 @@ func (e *Engine) propose(s *seq, room int) []int {
 	if c.noSpec || c.res.FinishReason != "" {
 		return s.draft[:0]
 	}
-	k := min(room, c.spec.next(e.spec.K, e.spec.Fixed))
+	k := min(room, e.spec.K)
+	if !e.spec.Fixed {
+		a, b, ok := e.cost.fit()
+		k = c.spec.choose(k, len(e.sch.running), a, b, ok)
+	}
 	if mt := c.out.maxTokens; mt > 0 {
 		k = min(k, mt-c.out.n-1) // the step draws up to k+1 tokens
 	}

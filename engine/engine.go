@@ -230,6 +230,7 @@ type Engine struct {
 	defaults sample.Policy
 	spec     SpecOptions // resolved
 	proposer Proposer    // nil: no speculation
+	cost     stepCost    // step time fit for adaptive k (scheduler goroutine)
 
 	gvOnce sync.Once // builds gv (GrammarVocab)
 	gv     *grammar.Vocab

@@ -121,49 +121,112 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// specState is one choice's adaptive proposal length: k doubles after a
-// fully accepted proposal and drops to one past the accepted count
-// otherwise; a proposal with nothing accepted also makes the sequence sit
-// out `skip` decode steps, a wait that doubles with each consecutive miss
-// (up to 32 steps). So a sequence whose guesses keep failing pays for one
-// wasted verification row in ~32 steps, and one whose guesses land
-// proposes up to K at once.
+// Adaptive k. Verifying k proposals makes the step k tokens longer; it
+// pays when the tokens it is expected to add outweigh that. The engine
+// fits its step time online as t(n) = a + b·n for n batch tokens (least
+// squares over recent decode steps — every sequence decoding, with or
+// without proposals; prefill chunks cost less per token — stepCost), and each sequence keeps α, the
+// rate at which its proposals are accepted (each proposal accepted given
+// the ones before it were). With S sequences decoding in a step of time
+// T = a + b·S, k proposals accepted at rate α add
+//
+//	E(k) − 1 = α + α² + … + α^k
+//
+// tokens to the step's S and cost b·k more time for all S sequences, so
+// the batch's tokens per second improve iff (E(k) − 1)·T > S·b·k. The
+// sequence proposes the k ≤ K with the largest gain (E(k) − 1)·T − S·b·k,
+// or nothing when no k gains; then it probes with one proposal every
+// specProbe decode steps so α follows the text (at most 1/specProbe of a
+// token's cost lost on a model where speculation never pays). On a big
+// model, where a step's time is mostly reading the weights (a ≫ b), k
+// grows to K as soon as α is fair; on a tiny one, where each token costs
+// its own compute (b ≫ a), only near-certain proposals are verified.
+
+// specProbe is how many decode steps a sequence that does not speculate
+// waits before it verifies one proposal anyway.
+const specProbe = 32
+
+// specState is one choice's acceptance record.
 type specState struct {
-	k       int // current proposal length (1..K)
-	skip    int // decode steps left to sit out
-	backoff int // next sit-out length after a miss
+	hits, trials float64 // decayed: proposals accepted, proposals examined
+	idle         int     // decode steps without a verification
 }
 
-const specMaxBackoff = 32
+// specAlphaDecay weighs a sequence's earlier verifications.
+const specAlphaDecay = 0.8
 
-// next is the proposal length for this step (0: sit out).
-func (st *specState) next(K int, fixed bool) int {
-	if fixed {
+// alpha is the acceptance rate, with a prior of one hit in two trials.
+func (st *specState) alpha() float64 { return (st.hits + 1) / (st.trials + 2) }
+
+// update records a verification of proposed tokens of which the first
+// accepted were kept: accepted hits, in accepted trials plus the rejected
+// one, if any.
+func (st *specState) update(proposed, accepted int) {
+	trials := accepted
+	if accepted < proposed {
+		trials++
+	}
+	st.hits = st.hits*specAlphaDecay + float64(accepted)
+	st.trials = st.trials*specAlphaDecay + float64(trials)
+	st.idle = 0
+}
+
+// choose is the proposal length for a sequence with acceptance rate alpha
+// among S decoding sequences, given the step-time fit (a, b; ok false:
+// not fitted yet, then K), at most K.
+func (st *specState) choose(K, S int, a, b float64, ok bool) int {
+	if !ok || K <= 0 {
 		return K
 	}
-	if st.skip > 0 {
-		st.skip--
-		return 0
+	alpha := st.alpha()
+	T := a + b*float64(S)
+	best, bestGain := 0, 0.0
+	gain, p := 0.0, 1.0
+	for k := 1; k <= K; k++ {
+		p *= alpha
+		gain += p // E(k) − 1
+		if g := gain*T - float64(S)*b*float64(k); g > bestGain {
+			best, bestGain = k, g
+		}
 	}
-	if st.k <= 0 {
-		st.k = K
+	if best == 0 {
+		if st.idle++; st.idle >= specProbe {
+			st.idle = 0
+			return 1
+		}
 	}
-	return min(st.k, K)
+	return best
 }
 
-// update records a verification of proposed tokens of which accepted were
-// kept.
-func (st *specState) update(proposed, accepted, K int) {
-	switch {
-	case accepted == proposed:
-		st.k = min(2*st.k, K)
-		st.backoff = 0
-	case accepted == 0:
-		st.k = 1
-		st.backoff = min(max(1, 2*st.backoff), specMaxBackoff)
-		st.skip = st.backoff
-	default:
-		st.k = accepted + 1
-		st.backoff = 0
-	}
+// stepCost fits step time = a + b·tokens by least squares over the recent
+// steps (each observation's weight decays by costDecay per step). When the
+// recent steps do not determine the fit (all of one size: nobody
+// speculated lately) the last determined fit stands.
+type stepCost struct {
+	w, sn, snn, st, snt float64
+	a, b                float64 // the last determined fit
+	ok                  bool    // a fit was ever determined
 }
+
+const costDecay = 0.98
+
+func (c *stepCost) observe(n int, seconds float64) {
+	x := float64(n)
+	c.w = c.w*costDecay + 1
+	c.sn = c.sn*costDecay + x
+	c.snn = c.snn*costDecay + x*x
+	c.st = c.st*costDecay + seconds
+	c.snt = c.snt*costDecay + x*seconds
+	den := c.w*c.snn - c.sn*c.sn
+	if c.w < 4 || den <= 0.01*c.w*c.w { // fewer than 4 steps, or the variance of n below 0.01
+		return
+	}
+	b := (c.w*c.snt - c.sn*c.st) / den
+	if b <= 0 {
+		return
+	}
+	c.a, c.b, c.ok = max((c.st-b*c.sn)/c.w, 0), b, true
+}
+
+// fit returns a ≥ 0 and b > 0, or ok false while no fit was determined.
+func (c *stepCost) fit() (a, b float64, ok bool) { return c.a, c.b, c.ok }

@@ -54,6 +54,10 @@ func specPair(b *testing.B, m *model.Model, spec SpecOptions, reqs []Request) {
 		b.ReportMetric(float64(st.SpecAcceptedTokens)/float64(st.SpecDraftTokens), "accept-rate")
 	}
 	b.ReportMetric(float64(st.SpecDrafts)/float64(b.N), "drafts/op")
+	var ca, cb float64
+	sp.whenIdle(func() { ca, cb, _ = sp.cost.fit() })
+	b.ReportMetric(ca*1e6, "step-a-µs")
+	b.ReportMetric(cb*1e6, "step-b-µs/tok")
 }
 
 // Prompt lookup on the built-in Go model, code editing: each prompt is a

@@ -604,3 +604,80 @@ func TestDraftVocabCheck(t *testing.T) {
 		t.Errorf("logit counts differ: err %v, want ErrDraftVocab", err)
 	}
 }
+
+// The step-time fit recovers a + b·n from exact timings, and keeps its
+// last determined fit while every recent step has one size.
+func TestSpecStepCostFit(t *testing.T) {
+	var c stepCost
+	if _, _, ok := c.fit(); ok {
+		t.Fatal("fit before any step")
+	}
+	for i := range 60 {
+		n := 1 + i%5
+		c.observe(n, 50e-6+30e-6*float64(n))
+	}
+	a, b, ok := c.fit()
+	if !ok || math.Abs(a-50e-6) > 1e-9 || math.Abs(b-30e-6) > 1e-9 {
+		t.Fatalf("fit a %g b %g ok %v, want 50µs, 30µs", a, b, ok)
+	}
+	for range 500 {
+		c.observe(1, 80e-6) // one size only, as fitted
+	}
+	if a2, b2, ok := c.fit(); !ok || math.Abs(a2-a) > 1e-9 || math.Abs(b2-b) > 1e-9 {
+		t.Errorf("after same-size steps: a %g b %g ok %v, want the last fit", a2, b2, ok)
+	}
+	var one stepCost
+	for i := range 100 {
+		one.observe(1, float64(80+i%7)*1e-6) // noise, one size: nothing to fit
+	}
+	if a, b, ok := one.fit(); ok {
+		t.Errorf("steps of one size gave a fit a %g b %g", a, b)
+	}
+}
+
+// choose proposes nothing where verification costs more than it brings
+// (a tiny model: each token costs its own compute) except a one-token
+// probe every specProbe steps, many where a step's time is mostly fixed (a
+// big model) and the sequence's proposals land, and adapts α to what was
+// accepted.
+func TestSpecChooseK(t *testing.T) {
+	var st specState // α = 1/2 (the prior)
+	const K = 8
+	if k := st.choose(K, 1, 0, 0, false); k != K {
+		t.Errorf("no fit yet: k %d, want K", k)
+	}
+	probes := 0
+	for range 4 * specProbe {
+		switch k := st.choose(K, 1, 0, 100e-6, true); k {
+		case 0:
+		case 1:
+			probes++
+		default:
+			t.Fatalf("compute-bound model, α 1/2: k %d", k)
+		}
+	}
+	if probes != 4 {
+		t.Errorf("%d probes in %d steps, want 4", probes, 4*specProbe)
+	}
+	for range 20 {
+		st.update(4, 4)
+	}
+	if a := st.alpha(); a < 0.9 {
+		t.Fatalf("α %g after full acceptance", a)
+	}
+	if k := st.choose(K, 1, 1000e-6, 10e-6, true); k != K {
+		t.Errorf("bandwidth-bound model, α %.2f: k %d, want %d", st.alpha(), k, K)
+	}
+	// (E(k)−1)·T − S·b·k with T = a + b·S: at α ≈ 0.95, a = b, S = 1 the
+	// gain grows while α^k·2 > 1, up to k = 13 > K; with S = 8 sequences it
+	// pays while α^k·9 > 8, k ≤ 2.
+	if k := st.choose(K, 8, 100e-6, 100e-6, true); k < 1 || k > 3 {
+		t.Errorf("8 sequences, a = b: k %d, want 1..3", k)
+	}
+	for range 20 {
+		st.update(4, 0)
+	}
+	if a := st.alpha(); a > 0.2 {
+		t.Errorf("α %g after rejections", a)
+	}
+}
