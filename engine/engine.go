@@ -108,6 +108,53 @@
 // FinishError. DraftProcessor is the optional extension for speculative
 // decoding: masking k proposed tokens' rows at once without advancing.
 //
+// # Speculative decoding
+//
+// With Options.Spec a Proposer guesses how a decoding sequence goes on:
+// prompt lookup (Ngram: the tokens that followed the latest earlier
+// occurrence of the sequence's last 2–4 tokens, in its prompt or output)
+// or a draft model (Draft: a smaller model of the same vocabulary decoding
+// greedily). The step then feeds the sequence's last token and its k
+// proposals d_1..d_k at the next positions, every one with logits, beside
+// the other sequences' prefill and decode tokens: one batched Forward
+// returns k+1 rows. The driver draws from row j (after the tokens and
+// d_1..d_j) exactly as plain decoding draws — processors' Process, the
+// sampler, processors' Accept, the output stage — and goes on to row j+1
+// only while the drawn token equals d_{j+1}; the first token that differs
+// is kept (it is the target's own draw), and so is the draw after all k
+// proposals. Each emitted token costs one draw from its own row, in order,
+// so logits processors see the proposals in order with their state after
+// the tokens before, stop strings and max tokens end the output on the
+// exact token they would without speculation, and the output is the same
+// token for token: greedy ids are identical, and seeded sampling gives the
+// ids plain decoding gives with the same seed. That is the rejection rule
+// of Leviathan et al. and Chen et al. for a proposal that is a point mass
+// (prompt lookup, and a greedy draft): accept d with probability p(d),
+// else draw from p without d renormalised — here realised by drawing
+// x ~ p and keeping d iff x = d, so the target distribution holds
+// exactly. (Identity needs batch-invariant logits: a verification row must
+// equal the decode row it replaces bit for bit, which holds for the float
+// kernels; see the batching note under "One step of the scheduler".)
+//
+// The cache: positions of rejected proposals are rolled back
+// (kvcache.Truncate to the accepted length; blocks past it go back to
+// the pool) and only blocks full of accepted tokens are registered in the
+// prefix cache. Proposals are bounded by the step budget (one token stays
+// reserved for each later running sequence), the context and the free
+// blocks: a proposal that does not fit is dropped, never a reason to
+// preempt.
+//
+// k adapts (unless SpecOptions.Fixed): verifying k proposals lengthens the
+// step by k tokens, which pays when the model's step time is mostly
+// fixed cost (reading the weights) and the proposals land. The engine
+// fits step time = a + b·tokens over recent decode steps and each
+// sequence tracks the rate α at which its proposals are accepted; it
+// proposes the k ≤ K that maximises (α + … + α^k)·T − S·b·k (S decoding
+// sequences, T = a + b·S), or nothing, then one probe proposal every 32
+// decode steps. Request.NoSpeculation turns speculation off per request;
+// Stats counts drafts (verifications), proposed and accepted tokens, and
+// acceptance per position.
+//
 // # n > 1
 //
 // A request with N choices is prefilled once. When the prompt's logits

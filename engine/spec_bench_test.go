@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,4 +112,54 @@ func loadModelB(b *testing.B, gs int) *model.Model {
 	return m
 }
 
-var _ = context.Background
+// Verification cost against k at scale: the TinyLlama-shaped synthetic
+// model (random weights, Q8_0; `nanoserve bench --synthetic tinyllama
+// --type q8_0` writes it), with an oracle proposer that replays the plain
+// greedy continuation, so (up to the batch variance of quantized kernels)
+// every proposal is accepted: decode tokens/s for k = 0 (plain), 1, 2, 4,
+// 8, as one step verifies k+1 tokens for about the weight-reading cost of
+// one.
+func BenchmarkSpecOracleK(b *testing.B) {
+	path := filepath.Join(os.TempDir(), "nanoserve-bench", "tinyllama-1.1b-q8_0-1.gguf")
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%s not written (nanoserve bench --synthetic tinyllama --type q8_0)", path)
+	}
+	m, err := model.Load(path, model.Options{Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	pol := withMax(sample.Greedy(), 24)
+	pol.IgnoreEOS = true
+	req := Request{PromptIDs: []int{1, 450, 4996, 17354, 1701, 432}, Policy: pol}
+	plain, err := New(m, Options{CtxSize: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := generate(b, plain, req)
+	plain.Close()
+	for _, k := range []int{0, 1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			o := Options{CtxSize: 256}
+			if k > 0 {
+				o.Spec = SpecOptions{Proposer: &oracle{full: fullSeqs([]*Result{want})}, K: k, Fixed: true}
+			}
+			e, err := New(m, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			var tok int
+			var dur time.Duration
+			for b.Loop() {
+				r := generate(b, e, req)
+				tok += len(r.IDs) - 1
+				dur += time.Duration(r.Timings.DecodeMs * float64(time.Millisecond))
+			}
+			b.ReportMetric(float64(tok)/dur.Seconds(), "decode-tok/s")
+			if st := e.Stats(); st.SpecDraftTokens > 0 {
+				b.ReportMetric(float64(st.SpecAcceptedTokens)/float64(st.SpecDraftTokens), "accept-rate")
+			}
+		})
+	}
+}
