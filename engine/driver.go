@@ -247,7 +247,13 @@ func (e *Engine) propose(s *seq, room int) []int {
 	if k <= 0 {
 		return s.draft[:0]
 	}
-	return e.proposer.Propose(s.draft, s.tokens, k)
+	d := e.proposer.Propose(s.draft, s.tokens, k)
+	for i, t := range d {
+		if t < 0 || t >= e.vocab {
+			return d[:i] // a proposer's bad id is never fed to the model
+		}
+	}
+	return d
 }
 
 // draw runs c's processors, sampler and output stage on logits (edited in

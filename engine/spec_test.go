@@ -472,6 +472,47 @@ func TestSpecSamplingDistribution(t *testing.T) {
 	same := sampleRuns(t, plainE, req, seeds(0)[:200])
 	sameTokens(t, "same seed again", again, specRes[:200])
 	sameTokens(t, "same seed without speculation", same, specRes[:200])
+
+	// n = 3 choices (forked after one prefill) each equal their plain
+	// counterparts.
+	multi := Request{Prompt: run.Prompt, Policy: seeded(withMax(sample.Defaults(), 12), 42), N: 3}
+	multi.Policy.IgnoreEOS = true
+	stS, err := specE.Submit(context.Background(), multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stP, err := plainE.Submit(context.Background(), multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTokens(t, "n = 3", stS.Results(), stP.Results())
+}
+
+// badTail proposes what inner proposes with its last id replaced by one
+// far outside any vocabulary (when it proposes two or more).
+type badTail struct{ inner Proposer }
+
+func (b badTail) Propose(dst, tokens []int, k int) []int {
+	d := b.inner.Propose(dst, tokens, k)
+	if len(d) > 1 {
+		d[len(d)-1] = 1 << 20
+	}
+	return d
+}
+
+// A proposer's ids outside the vocabulary are cut off before the model
+// sees them: the output is plain decoding's and nothing fails.
+func TestSpecBadProposalIDs(t *testing.T) {
+	gs := goldenSets[2]
+	reqs := greedyReqs(t, gs.name, 20)
+	plain := newEngine(t, gs.model, gs.tok, Options{})
+	want := runAll(t, plain, reqs, false)
+	plain.Close()
+	e := newEngine(t, gs.model, gs.tok, Options{Spec: SpecOptions{Proposer: badTail{&oracle{full: fullSeqs(want)}}, K: 4, Fixed: true}})
+	sameTokens(t, "bad ids proposed", runAll(t, e, reqs, true), want)
+	if st := settled(t, e); st.SpecAcceptedTokens == 0 || st.KVBlocksUsed != 0 {
+		t.Errorf("accepted %d, %d blocks used", st.SpecAcceptedTokens, st.KVBlocksUsed)
+	}
 }
 
 // The storm (cancellations, abandoned streams, sessions, preemption in a
