@@ -722,3 +722,28 @@ func TestSpecChooseK(t *testing.T) {
 		t.Errorf("α %g after rejections", a)
 	}
 }
+
+// Prompt lookup proposes what followed the longest suffix that occurs
+// earlier (2 to 4 tokens), at its latest occurrence, at most k tokens, and
+// nothing without a match.
+func TestNgramPropose(t *testing.T) {
+	g := &Ngram{Min: 2, Max: 4}
+	for _, c := range []struct {
+		tokens []int
+		k      int
+		want   []int
+	}{
+		{[]int{1, 2, 3, 4, 1, 2}, 3, []int{3, 4, 1}},
+		{[]int{1, 2, 3, 4, 1, 2}, 9, []int{3, 4, 1, 2}},             // up to the end
+		{[]int{1, 2, 70, 5, 1, 2, 80, 6, 1, 2}, 1, []int{80}},       // latest occurrence
+		{[]int{1, 2, 3, 70, 9, 2, 3, 80, 5, 1, 2, 3}, 1, []int{70}}, // longest suffix wins
+		{[]int{5, 6, 7, 8, 9}, 4, nil},                              // no match
+		{[]int{4, 4}, 2, nil},                                       // the suffix itself is not earlier
+		{[]int{3, 1, 2, 3, 1, 2, 3, 1, 2}, 2, []int{3, 1}},          // overlapping repeats
+		{[]int{9, 8, 1, 7, 2, 1}, 3, nil},                           // one token is not enough (Min 2)
+	} {
+		if got := g.Propose(nil, c.tokens, c.k); !slices.Equal(got, c.want) {
+			t.Errorf("Propose(%v, %d) = %v, want %v", c.tokens, c.k, got, c.want)
+		}
+	}
+}
