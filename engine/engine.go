@@ -150,7 +150,7 @@
 // fits step time = a + b·tokens over recent decode steps and each
 // sequence tracks the rate α at which its proposals are accepted; it
 // proposes the k ≤ K that maximises (α + … + α^k)·T − S·b·k (S decoding
-// sequences, T = a + b·S), or nothing, then one probe proposal every 32
+// sequences, T = a + b·S), or nothing, then one probe proposal every 64
 // decode steps. Request.NoSpeculation turns speculation off per request;
 // Stats counts drafts (verifications), proposed and accepted tokens, and
 // acceptance per position.

@@ -144,7 +144,7 @@ func equalInts(a, b []int) bool {
 
 // specProbe is how many decode steps a sequence that does not speculate
 // waits before it verifies one proposal anyway.
-const specProbe = 32
+const specProbe = 64
 
 // specState is one choice's acceptance record.
 type specState struct {
