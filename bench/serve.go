@@ -295,27 +295,39 @@ func words(r *rand.Rand, n int) string {
 	return b.String()
 }
 
-// run sends reqs, at most Concurrency at a time, each after its Poisson
-// arrival (rate > 0), and returns their traces in order.
+// arrivals are the send times of n requests after the run's start: a
+// Poisson process of the given rate (exponential gaps of mean 1/rate from
+// the seeded stream (seed, 2^62)), or all at zero for rate ≤ 0 or +Inf.
+func arrivals(seed uint64, rate float64, n int) []time.Duration {
+	due := make([]time.Duration, n)
+	if rate <= 0 || math.IsInf(rate, 1) {
+		return due
+	}
+	r := rand.New(rand.NewPCG(seed, 1<<62))
+	var t float64 // seconds
+	for i := range due {
+		t += r.ExpFloat64() / rate
+		due[i] = time.Duration(t * float64(time.Second))
+	}
+	return due
+}
+
+// run sends reqs, at most Concurrency at a time, each at its arrival time
+// (rate > 0), and returns their traces in order.
 func (o *ServeOptions) run(ctx context.Context, reqs []request, rate float64) []trace {
 	traces := make([]trace, len(reqs))
 	var sem chan struct{}
 	if o.Concurrency > 0 {
 		sem = make(chan struct{}, o.Concurrency)
 	}
-	arrivals := rand.New(rand.NewPCG(o.Seed, 1<<62))
+	due := arrivals(o.Seed, rate, len(reqs))
 	begin := time.Now()
-	var due time.Duration
 	var wg sync.WaitGroup
 	for i := range reqs {
-		if rate > 0 && !math.IsInf(rate, 1) {
-			// Exponential gaps with mean 1/rate: a Poisson process.
-			due += time.Duration(arrivals.ExpFloat64() / rate * float64(time.Second))
-			if d := due - time.Since(begin); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-				}
+		if d := due[i] - time.Since(begin); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
 			}
 		}
 		if sem != nil {
