@@ -77,12 +77,17 @@ const attnTile = 16
 // from the tile while it is in L1. scores holds the group's score rows,
 // (group, pos+1-start).
 func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
-	hd, qd, kvd := m.HeadDim, m.QDim(), m.KVDim()
+	hd, qd := m.HeadDim, m.QDim()
 	group := m.Heads / m.KVHeads
 	n := len(b.Seq)
 	scale := float32(m.attnScale())
 	window, softc := m.Window(l), m.AttnSoftcap
-	kc, vc := c.K[l], c.V[l]
+	kr, vr := layerRows(c, l), layerRows(c, l)
+	if c.Type == tensor.F32 {
+		vr.f = c.V[l]
+	} else {
+		vr.e = c.VE[l]
+	}
 	bs := c.BlockSize
 	var sums [16]float32 // softmax sums of up to 16 heads per group at a time
 	for t := lo; t < hi; t++ {
@@ -93,16 +98,16 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 			start = max(0, pos-window+1)
 		}
 		np := pos + 1 - start
-		ko := g * hd // offset of the group's K/V slice in a cache row
+		kr.head(g*hd, hd)
+		vr.head(g*hd, hd)
 		for h0 := 0; h0 < group; h0 += len(sums) {
 			hs := min(len(sums), group-h0) // heads in this pass
 			q0 := i*qd + (g*group+h0)*hd   // first head's query
 			for p := start; p <= pos; {
 				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
-				k := kc[row*kvd+ko:]
 				for j := range hs {
 					sc := scores[j*np+p-start : j*np+p-start+cnt]
-					attnScores(sc, m.ws.q[q0+j*hd:q0+(j+1)*hd], k, kvd, cnt, scale)
+					kr.scores(sc, m.ws.q[q0+j*hd:q0+(j+1)*hd], row, cnt, scale)
 				}
 				p += cnt
 			}
@@ -115,9 +120,8 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 			}
 			for p := start; p <= pos; {
 				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
-				v := vc[row*kvd+ko:]
 				for j := range hs {
-					attnAccum(m.ws.att[q0+j*hd:q0+(j+1)*hd], v, kvd, scores[j*np+p-start:j*np+p-start+cnt])
+					vr.accum(m.ws.att[q0+j*hd:q0+(j+1)*hd], row, scores[j*np+p-start:j*np+p-start+cnt])
 				}
 				p += cnt
 			}
@@ -128,6 +132,62 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 				}
 			}
 		}
+	}
+}
+
+// kvRows is one layer's K (or V) storage as the kernels read it: float32
+// rows (F32) or encoded rows (F16, Q8_0), stride apart (floats for F32,
+// bytes otherwise), and the offset of the current KV group's head slice
+// in a row in the same unit.
+type kvRows struct {
+	typ         tensor.DType
+	f           []float32 // F32: (rows, kv_dim)
+	e           []byte    // F16, Q8_0: (rows, RowBytes)
+	stride, off int
+}
+
+// layerRows is layer l's K rows of c (the caller swaps in V).
+func layerRows(c *kvcache.Cache, l int) kvRows {
+	if c.Type == tensor.F32 {
+		return kvRows{typ: c.Type, f: c.K[l], stride: c.KVDim}
+	}
+	return kvRows{typ: c.Type, e: c.KE[l], stride: c.RowBytes}
+}
+
+// head points r at the head slice starting at value col (hd values; for
+// Q8_0 col and hd are multiples of 32, so the slice is whole blocks).
+func (r *kvRows) head(col, hd int) {
+	switch r.typ {
+	case tensor.F32:
+		r.off = col
+	case tensor.F16:
+		r.off = 2 * col
+	default:
+		r.off = col / 32 * q8Block
+	}
+}
+
+// scores sets out[i] = scale · q·k for the n rows from row.
+func (r *kvRows) scores(out, q []float32, row, n int, scale float32) {
+	switch r.typ {
+	case tensor.F32:
+		attnScores(out, q, r.f[row*r.stride+r.off:], r.stride, n, scale)
+	case tensor.F16:
+		attnScoresF16(out, q, r.e[row*r.stride+r.off:], r.stride, n, scale)
+	default:
+		attnScoresQ8(out, q, r.e[row*r.stride+r.off:], r.stride, n, scale)
+	}
+}
+
+// accum adds Σ_i a[i]·v_i into out for the len(a) rows from row.
+func (r *kvRows) accum(out []float32, row int, a []float32) {
+	switch r.typ {
+	case tensor.F32:
+		attnAccum(out, r.f[row*r.stride+r.off:], r.stride, a)
+	case tensor.F16:
+		attnAccumF16(out, r.e[row*r.stride+r.off:], r.stride, a)
+	default:
+		attnAccumQ8(out, r.e[row*r.stride+r.off:], r.stride, a)
 	}
 }
 
@@ -174,6 +234,87 @@ func attnAccumGo(out, v []float32, stride int, a []float32) {
 		vr := v[i*stride : i*stride+hd]
 		for c, x := range vr {
 			out[c] += ai * x
+		}
+	}
+}
+
+// f16le reads a little-endian IEEE half.
+func f16le(b []byte) float32 { return tensor.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
+
+// attnScoresF16Go is attnScores over F16 rows in plain Go: k holds the n
+// rows k_i = k[i·stride:] (stride in bytes) of len(q) halves each.
+func attnScoresF16Go(out, q []float32, k []byte, stride, n int, scale float32) {
+	hd := len(q)
+	for i := range n {
+		kr := k[i*stride : i*stride+2*hd]
+		var s0, s1, s2, s3 float32
+		c := 0
+		for ; c+4 <= hd; c += 4 {
+			s0 += q[c] * f16le(kr[2*c:])
+			s1 += q[c+1] * f16le(kr[2*c+2:])
+			s2 += q[c+2] * f16le(kr[2*c+4:])
+			s3 += q[c+3] * f16le(kr[2*c+6:])
+		}
+		for ; c < hd; c++ {
+			s0 += q[c] * f16le(kr[2*c:])
+		}
+		out[i] = ((s0 + s1) + (s2 + s3)) * scale
+	}
+}
+
+// attnAccumF16Go is attnAccum over F16 rows in plain Go (stride in bytes).
+func attnAccumF16Go(out []float32, v []byte, stride int, a []float32) {
+	hd := len(out)
+	for i, ai := range a {
+		vr := v[i*stride : i*stride+2*hd]
+		for c := range out {
+			out[c] += ai * f16le(vr[2*c:])
+		}
+	}
+}
+
+// q8Block is the bytes of one Q8_0 block: a half scale d, then 32 int8 q
+// (value d·q).
+const q8Block = 34
+
+// attnScoresQ8Go is attnScores over Q8_0 rows in plain Go: row k_i at
+// k[i·stride:] (stride in bytes) is len(q)/32 blocks, and
+//
+//	q·k_i = Σ_b d_b · Σ_{j<32} q[32b+j]·q_b[j]
+//
+// (the int8 products summed per block, then scaled once).
+func attnScoresQ8Go(out, q []float32, k []byte, stride, n int, scale float32) {
+	nb := len(q) / 32
+	for i := range n {
+		kr := k[i*stride : i*stride+nb*q8Block]
+		var s float32
+		for b := range nb {
+			blk, qb := kr[b*q8Block:(b+1)*q8Block], q[b*32:(b+1)*32]
+			var s0, s1, s2, s3 float32
+			for j := 0; j < 32; j += 4 {
+				s0 += qb[j] * float32(int8(blk[2+j]))
+				s1 += qb[j+1] * float32(int8(blk[3+j]))
+				s2 += qb[j+2] * float32(int8(blk[4+j]))
+				s3 += qb[j+3] * float32(int8(blk[5+j]))
+			}
+			s += f16le(blk) * ((s0 + s1) + (s2 + s3))
+		}
+		out[i] = s * scale
+	}
+}
+
+// attnAccumQ8Go is attnAccum over Q8_0 rows in plain Go: out += a_i·d_b·q_b
+// block by block.
+func attnAccumQ8Go(out []float32, v []byte, stride int, a []float32) {
+	nb := len(out) / 32
+	for i, ai := range a {
+		vr := v[i*stride : i*stride+nb*q8Block]
+		for b := range nb {
+			blk, ob := vr[b*q8Block:(b+1)*q8Block], out[b*32:(b+1)*32]
+			w := ai * f16le(blk)
+			for j := range ob {
+				ob[j] += w * float32(int8(blk[2+j]))
+			}
 		}
 	}
 }

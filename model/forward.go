@@ -125,6 +125,9 @@ func (m *Model) validate(b *Batch, c *kvcache.Cache) (nOut, maxPos int, err erro
 	if c.Layers != m.Layers || c.KVDim != m.KVDim() {
 		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.Layers, m.KVDim())
 	}
+	if err := m.CheckKVType(c.Type); err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", ErrBatch, err)
+	}
 	for i, tok := range b.Tokens {
 		if tok < 0 || tok >= m.Vocab {
 			return 0, 0, fmt.Errorf("%w: token id %d out of range [0, %d)", ErrBatch, tok, m.Vocab)
@@ -260,11 +263,8 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			}
 			m.ropeAll(lw, q, k, n)
 		}
-		kc, vc := c.K[l], c.V[l]
 		for i := range n {
-			o := ws.slots[i] * kvd
-			copy(kc[o:o+kvd], k[i*kvd:(i+1)*kvd])
-			copy(vc[o:o+kvd], v[i*kvd:(i+1)*kvd])
+			c.Store(l, ws.slots[i], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd])
 		}
 		m.attention(b, c, l, n)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
