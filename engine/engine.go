@@ -142,6 +142,7 @@ import (
 	"nanoserve/kvcache"
 	"nanoserve/model"
 	"nanoserve/sample"
+	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
 
@@ -207,6 +208,10 @@ type Options struct {
 	MaxSeqs        int  // sequences running at once (≤ 0: 16)
 	MaxQueue       int  // requests waiting for admission before ErrOverloaded (≤ 0: 256)
 	NoPrefixCache  bool // never reuse other requests' cached blocks
+
+	// KVType is the KV cache's element type: tensor.F32 (the zero value,
+	// exact), F16 (the CLI's default, as llama.cpp's) or Q8_0.
+	KVType tensor.DType
 }
 
 // forwarder is what the engine needs of a model: one batched forward pass
@@ -270,7 +275,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
 	}
 	o := resolve(opts, ctx)
-	cache, err := m.NewCache(o.CacheTokens)
+	cache, err := m.NewCacheType(o.CacheTokens, o.KVType)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,23 @@ import (
 
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
+	"nanoserve/tensor"
 )
+
+func TestMeasureKV(t *testing.T) {
+	for _, name := range archModels {
+		g, path := archPath(t, name, "F16")
+		m := mustLoad(t, path, Options{Threads: 2})
+		for _, kv := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0} {
+			if m.CheckKVType(kv) != nil {
+				continue
+			}
+			a := checkLcppGoldenKV(t, m, g, 100, false, false, 0, kv)
+			b := checkRefF64(t, m, g, 100, kv)
+			t.Logf("MEASURE %s %s top10-vs-llama.cpp %.4f chosen-vs-ref_f64 %.4f", name, kv, a, b)
+		}
+	}
+}
 
 // archModels are the gguf-archs fixtures (../shared/testdata/gguf-archs):
 // one per architecture block set.
@@ -37,19 +53,19 @@ func TestArchGoldens(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			m := mustLoad(t, path, Options{Threads: 2})
 			checkLcppGolden(t, m, g, top10Tol[name], true, true)
-			checkRefF64(t, m, g, 0.04)
+			checkRefF64(t, m, g, 0.04, tensor.F32)
 		})
 	}
 }
 
 // checkRefF64 compares each step's chosen-id logprob with the golden's
 // independent float64 forward pass.
-func checkRefF64(t *testing.T, m *Model, g *lcppGolden, tol float64) {
+func checkRefF64(t *testing.T, m *Model, g *lcppGolden, tol float64, kv tensor.DType) float64 {
 	t.Helper()
 	worst := 0.0
 	for k, p := range g.Prompts {
 		toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
-		logits := runSeq(t, m, toks, 0)
+		logits := runSeqKV(t, m, toks, 0, kv)
 		P := len(p.PromptIDs)
 		for j, s := range p.Steps {
 			if s.RefF64 == nil {
@@ -63,7 +79,8 @@ func checkRefF64(t *testing.T, m *Model, g *lcppGolden, tol float64) {
 			}
 		}
 	}
-	t.Logf("%s: worst difference from ref_f64_logprob %.4f", g.Model, worst)
+	t.Logf("%s, %s KV cache: worst difference from ref_f64_logprob %.4f", g.Model, kv, worst)
+	return worst
 }
 
 // TestArchParity: for every architecture fixture, the cached forward (one

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
+	"nanoserve/tensor"
 	"os"
 	"testing"
 
@@ -57,7 +58,13 @@ func unmarshal(t testing.TB, raw json.RawMessage, v any) {
 // (len(tokens), vocab).
 func runSeq(t testing.TB, m *Model, tokens []int, chunk int) []float32 {
 	t.Helper()
-	c, err := m.NewCache(len(tokens))
+	return runSeqKV(t, m, tokens, chunk, tensor.F32)
+}
+
+// runSeqKV is runSeq over a KV cache of type kv.
+func runSeqKV(t testing.TB, m *Model, tokens []int, chunk int, kv tensor.DType) []float32 {
+	t.Helper()
+	c, err := m.NewCacheType(len(tokens), kv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"nanoserve/kvcache"
 	"nanoserve/tensor"
 )
 
@@ -13,7 +14,14 @@ import (
 // returns every position's logits (L, vocab). It shares only the weights
 // and the RoPE frequencies with Forward.
 func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
-	h, err := m.HiddenRef(tokens)
+	return m.ForwardRefKV(tokens, tensor.F32)
+}
+
+// ForwardRefKV is ForwardRef with each position's K and V (after RoPE)
+// rounded as a KV cache of type kv stores them (float32, then F16 or
+// Q8_0 and back): the reference for Forward over such a cache.
+func (m *Model) ForwardRefKV(tokens []int, kv tensor.DType) ([]float32, error) {
+	h, err := m.hiddenRef(tokens, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -32,6 +40,12 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 // HiddenRef is ForwardRef up to the final norm: every position's final
 // hidden state (L, dim) in float64, the reference for Hidden and Embed.
 func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
+	return m.hiddenRef(tokens, tensor.F32)
+}
+
+// hiddenRef is HiddenRef with K and V rounded as a cache of type kv
+// stores them.
+func (m *Model) hiddenRef(tokens []int, kv tensor.DType) ([]float64, error) {
 	cfg := &m.Config
 	L := len(tokens)
 	if L == 0 {
@@ -97,6 +111,13 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 				}
 				refRope(cfg, freqs, k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], i)
 			}
+		}
+		if kv != tensor.F32 {
+			if err := m.CheckKVType(kv); err != nil {
+				return nil, err
+			}
+			refRoundKV(k, kvd, kv)
+			refRoundKV(v, kvd, kv)
 		}
 		att := make([]float64, L*qd) // (L, q_dim)
 		group := cfg.Heads / cfg.KVHeads
@@ -311,5 +332,22 @@ func refRope(cfg *Config, freqs []float64, x []float64, pos int) {
 			a, b = i, i+half
 		}
 		x[a], x[b] = x[a]*c-x[b]*s, x[a]*s+x[b]*c
+	}
+}
+
+// refRoundKV rounds each kvd-wide row of x as a cache of type t stores it:
+// to float32, encoded (tensor.QuantizeRow) and decoded again.
+func refRoundKV(x []float64, kvd int, t tensor.DType) {
+	row := make([]float32, kvd)
+	enc := make([]byte, kvcache.RowBytes(t, kvd))
+	for o := 0; o < len(x); o += kvd {
+		for j := range kvd {
+			row[j] = float32(x[o+j])
+		}
+		_ = tensor.QuantizeRow(enc, t, row) // shape checked by CheckKVType
+		tensor.DequantizeRow(row, t, enc)
+		for j := range kvd {
+			x[o+j] = float64(row[j])
+		}
 	}
 }

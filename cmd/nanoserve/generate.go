@@ -145,7 +145,7 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize})
+	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, KVType: mf.kv})
 	if err != nil {
 		return err
 	}
