@@ -115,6 +115,12 @@ type Cache struct {
 	Type                                tensor.DType // F32, F16 or Q8_0
 	RowBytes                            int          // bytes of one encoded row (kv_dim values)
 
+	// RoundAs (F32 caches; zero: off) stores each row rounded as a cache
+	// of that type would (encoded and decoded again): the same values an
+	// F16 or Q8_0 cache holds, read by the float32 kernels — the reference
+	// the parity tests hold those types' kernels to.
+	RoundAs tensor.DType
+
 	K, V   [][]float32 // F32: (layers) each (NumBlocks*BlockSize, KVDim)
 	KE, VE [][]byte    // F16, Q8_0: (layers) each (NumBlocks*BlockSize, RowBytes)
 
@@ -205,8 +211,16 @@ func (c *Cache) Bytes() int64 { return int64(2*c.Layers*c.NumBlocks*c.BlockSize)
 func (c *Cache) Store(l, slot int, k, v []float32) {
 	if c.Type == tensor.F32 {
 		o := slot * c.KVDim
-		copy(c.K[l][o:o+c.KVDim], k[:c.KVDim])
-		copy(c.V[l][o:o+c.KVDim], v[:c.KVDim])
+		kr, vr := c.K[l][o:o+c.KVDim], c.V[l][o:o+c.KVDim]
+		copy(kr, k[:c.KVDim])
+		copy(vr, v[:c.KVDim])
+		if c.RoundAs != tensor.F32 && CheckType(c.RoundAs, c.KVDim) == nil {
+			enc := make([]byte, RowBytes(c.RoundAs, c.KVDim))
+			for _, r := range [][]float32{kr, vr} {
+				_ = tensor.QuantizeRow(enc, c.RoundAs, r)
+				tensor.DequantizeRow(r, c.RoundAs, enc)
+			}
+		}
 		return
 	}
 	o, rb := slot*c.RowBytes, c.RowBytes

@@ -10,21 +10,6 @@ import (
 	"nanoserve/tensor"
 )
 
-func TestMeasureKV(t *testing.T) {
-	for _, name := range archModels {
-		g, path := archPath(t, name, "F16")
-		m := mustLoad(t, path, Options{Threads: 2})
-		for _, kv := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0} {
-			if m.CheckKVType(kv) != nil {
-				continue
-			}
-			a := checkLcppGoldenKV(t, m, g, 100, false, false, 0, kv)
-			b := checkRefF64(t, m, g, 100, kv)
-			t.Logf("MEASURE %s %s top10-vs-llama.cpp %.4f chosen-vs-ref_f64 %.4f", name, kv, a, b)
-		}
-	}
-}
-
 // archModels are the gguf-archs fixtures (../shared/testdata/gguf-archs):
 // one per architecture block set.
 var archModels = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "llama3"}

@@ -278,42 +278,40 @@ func attnAccumF16Go(out []float32, v []byte, stride int, a []float32) {
 const q8Block = 34
 
 // attnScoresQ8Go is attnScores over Q8_0 rows in plain Go: row k_i at
-// k[i·stride:] (stride in bytes) is len(q)/32 blocks, and
-//
-//	q·k_i = Σ_b d_b · Σ_{j<32} q[32b+j]·q_b[j]
-//
-// (the int8 products summed per block, then scaled once).
+// k[i·stride:] (stride in bytes) is len(q)/32 blocks of a half scale d_b
+// and 32 int8, value d_b·q_b[j]. That product is exact in float32 (11 and
+// 8 significant bits), so summing q[c]·(d·q) in attnScoresGo's order
+// gives the bits attnScoresGo gives for the dequantized rows.
 func attnScoresQ8Go(out, q []float32, k []byte, stride, n int, scale float32) {
 	nb := len(q) / 32
 	for i := range n {
 		kr := k[i*stride : i*stride+nb*q8Block]
-		var s float32
+		var s0, s1, s2, s3 float32
 		for b := range nb {
 			blk, qb := kr[b*q8Block:(b+1)*q8Block], q[b*32:(b+1)*32]
-			var s0, s1, s2, s3 float32
+			d := f16le(blk)
 			for j := 0; j < 32; j += 4 {
-				s0 += qb[j] * float32(int8(blk[2+j]))
-				s1 += qb[j+1] * float32(int8(blk[3+j]))
-				s2 += qb[j+2] * float32(int8(blk[4+j]))
-				s3 += qb[j+3] * float32(int8(blk[5+j]))
+				s0 += qb[j] * (float32(int8(blk[2+j])) * d)
+				s1 += qb[j+1] * (float32(int8(blk[3+j])) * d)
+				s2 += qb[j+2] * (float32(int8(blk[4+j])) * d)
+				s3 += qb[j+3] * (float32(int8(blk[5+j])) * d)
 			}
-			s += f16le(blk) * ((s0 + s1) + (s2 + s3))
 		}
-		out[i] = s * scale
+		out[i] = ((s0 + s1) + (s2 + s3)) * scale
 	}
 }
 
-// attnAccumQ8Go is attnAccum over Q8_0 rows in plain Go: out += a_i·d_b·q_b
-// block by block.
+// attnAccumQ8Go is attnAccum over Q8_0 rows in plain Go: out += a_i·(d·q),
+// attnAccumGo's arithmetic on the exactly dequantized values.
 func attnAccumQ8Go(out []float32, v []byte, stride int, a []float32) {
 	nb := len(out) / 32
 	for i, ai := range a {
 		vr := v[i*stride : i*stride+nb*q8Block]
 		for b := range nb {
 			blk, ob := vr[b*q8Block:(b+1)*q8Block], out[b*32:(b+1)*32]
-			w := ai * f16le(blk)
+			d := f16le(blk)
 			for j := range ob {
-				ob[j] += w * float32(int8(blk[2+j]))
+				ob[j] += ai * (float32(int8(blk[2+j])) * d)
 			}
 		}
 	}

@@ -256,8 +256,10 @@ adone:
 // attnScoresAVX2 over F16 rows: out[i] = scale · Σ_{c<hd} q[c]·k_i[c] with
 // k_i the hd halves at k + i·stride (stride in bytes), widened eight at a
 // time by VCVTPH2PS (F16C); hd is a positive multiple of 8. Rows go eight
-// at a time (q loaded once per 8 columns for all eight rows), then one by
-// one.
+// at a time (q loaded once per 8 columns for all eight rows), then at most
+// one group of four, then one by one, with attnScoresAVX2's accumulators
+// and folds: F16 rows give the bits attnScoresAVX2 gives for the same
+// values widened to float32.
 TEXT ·attnScoresF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ         q+0(FP), DI
 	MOVQ         k+8(FP), SI
@@ -269,7 +271,7 @@ TEXT ·attnScoresF16AVX2(SB), NOSPLIT, $0-56
 	LEAQ         (R10*4), R13 // q width in bytes
 	LEAQ         (R10*2), R14 // row width in bytes
 	SUBQ         $8, R9
-	JL           h1start
+	JL           h4start
 
 h8rows:
 	LEAQ   (SI)(BX*4), R8
@@ -331,8 +333,89 @@ h8loop:
 	SUBQ       $8, R9
 	JGE        h8rows
 
+h4start:
+	ADDQ $4, R9 // rows left - 4
+	JL   h1start
+
+	// Four rows, as attnScoresAVX2's s4rows (the same accumulators and
+	// folding, so equal values give bit-equal scores): SI, R11, R8, R12
+	// walk rows 0-3 sixteen halves at a time, AX the q byte offset.
+	LEAQ   (SI)(BX*1), R11
+	LEAQ   (SI)(BX*2), R8
+	LEAQ   (R8)(BX*1), R12
+	XORQ   AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   R10, CX
+	SUBQ   $16, CX
+	JL     h4tail
+
+h4loop:
+	VMOVUPS     (DI)(AX*1), Y8
+	VMOVUPS     32(DI)(AX*1), Y9
+	VCVTPH2PS   (SI), Y10
+	VCVTPH2PS   16(SI), Y11
+	VCVTPH2PS   (R11), Y12
+	VCVTPH2PS   16(R11), Y13
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y9, Y4
+	VFMADD231PS Y12, Y8, Y1
+	VFMADD231PS Y13, Y9, Y5
+	VCVTPH2PS   (R8), Y10
+	VCVTPH2PS   16(R8), Y11
+	VCVTPH2PS   (R12), Y12
+	VCVTPH2PS   16(R12), Y13
+	VFMADD231PS Y10, Y8, Y2
+	VFMADD231PS Y11, Y9, Y6
+	VFMADD231PS Y12, Y8, Y3
+	VFMADD231PS Y13, Y9, Y7
+	ADDQ        $64, AX
+	ADDQ        $32, SI
+	ADDQ        $32, R11
+	ADDQ        $32, R8
+	ADDQ        $32, R12
+	SUBQ        $16, CX
+	JGE         h4loop
+
+h4tail:
+	ADDQ        $16, CX
+	JZ          h4reduce
+	VMOVUPS     (DI)(AX*1), Y8
+	VCVTPH2PS   (SI), Y10
+	VCVTPH2PS   (R11), Y11
+	VCVTPH2PS   (R8), Y12
+	VCVTPH2PS   (R12), Y13
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y13, Y8, Y3
+	ADDQ        $16, SI
+
+h4reduce:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMULPS       X15, X0, X0
+	VMOVUPS      X0, (DX)
+	ADDQ         $16, DX
+	SUBQ         R14, SI        // row 0 back to its start
+	LEAQ         (SI)(BX*4), SI // row 4
+	SUBQ         $4, R9
+
 h1start:
-	ADDQ $8, R9
+	ADDQ $4, R9
 	JZ   hdone
 
 h1rows:

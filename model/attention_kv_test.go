@@ -33,7 +33,7 @@ func TestAttnKernelsKVTypes(t *testing.T) {
 		hds   []int
 		kerns []kern
 	}{
-		{tensor.F16, []int{8, 16, 24, 32, 64, 72, 128, 136}, []kern{{"dispatch", attnScoresF16, attnAccumF16}, {"go", attnScoresF16Go, attnAccumF16Go}}},
+		{tensor.F16, []int{6, 8, 10, 16, 24, 32, 64, 72, 128, 136}, []kern{{"dispatch", attnScoresF16, attnAccumF16}, {"go", attnScoresF16Go, attnAccumF16Go}}},
 		{tensor.Q8_0, []int{32, 64, 96, 128, 256}, []kern{{"dispatch", attnScoresQ8, attnAccumQ8}, {"go", attnScoresQ8Go, attnAccumQ8Go}}},
 	} {
 		for _, hd := range tc.hds {

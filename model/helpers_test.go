@@ -68,6 +68,12 @@ func runSeqKV(t testing.TB, m *Model, tokens []int, chunk int, kv tensor.DType) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runSeqIn(t, m, c, tokens, chunk)
+}
+
+// runSeqIn is runSeq through the empty cache c.
+func runSeqIn(t testing.TB, m *Model, c *kvcache.Cache, tokens []int, chunk int) []float32 {
+	t.Helper()
 	s := &kvcache.Seq{}
 	if err := c.Reserve(s, len(tokens)); err != nil {
 		t.Fatal(err)
