@@ -21,24 +21,29 @@ func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 
 // top10Tol is the bound on every top-10 logprob against llama.cpp: the
 // issue's 0.1, except where llama.cpp itself strays further from the
-// float64 reference than that on the ids it did not choose (its F16 KV
-// cache, F16 flash-attention accumulation and F16-rounded activations;
-// on the chosen ids it is 0.062 from the reference for gemma2, 0.064 for
-// qwen3moe, and we are within 1e-4 of the reference).
+// float64 reference than that on the ids it did not choose. The goldens
+// were made with llama.cpp's F16 KV cache and the test runs ours at F16
+// too; that is not what separates us: measured worst differences
+// (F32 cache → F16 cache) are gemma2 0.387 → 0.318 and qwen3moe 0.162 →
+// 0.166, while on the chosen ids llama.cpp is 0.062 (gemma2) and 0.064
+// (qwen3moe) from the float64 reference and we are within 0.03 of it at
+// F16 KV (1e-4 at F32). The rest is llama.cpp's other roundings (F16
+// activations into F16 matrices, F16 flash-attention accumulation).
 var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1,
-	"gemma2": 0.4, "qwen3moe": 0.2}
+	"gemma2": 0.35, "qwen3moe": 0.2}
 
-// TestArchGoldens feeds each golden's prompt and generated ids and checks
-// every step's top-10 logprobs within 0.1 of llama.cpp's, the chosen id's
-// within 0.04 of the float64 reference's (ref_f64_logprob), and the greedy
-// ids.
+// TestArchGoldens feeds each golden's prompt and generated ids through an
+// F16 KV cache (llama.cpp's, with which the goldens were made) and checks
+// every step's top-10 logprobs within 0.1 of llama.cpp's (top10Tol), the
+// chosen id's within 0.04 of the float64 reference's (ref_f64_logprob),
+// and the greedy ids.
 func TestArchGoldens(t *testing.T) {
 	for _, name := range archModels {
 		t.Run(name, func(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			m := mustLoad(t, path, Options{Threads: 2})
-			checkLcppGolden(t, m, g, top10Tol[name], true, true)
-			checkRefF64(t, m, g, 0.04, tensor.F32)
+			checkLcppGoldenKV(t, m, g, top10Tol[name], true, true, 0, tensor.F16)
+			checkRefF64(t, m, g, 0.04, tensor.F16)
 		})
 	}
 }
