@@ -48,6 +48,9 @@ func (mf *modelFlags) load() (*model.Model, error) {
 	if mf.ctxSize < 0 {
 		return nil, errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
 	}
+	if mf.kvType == "" {
+		mf.kvType = "f16" // the flag's default
+	}
 	kv, err := kvcache.ParseType(mf.kvType)
 	if err != nil {
 		return nil, errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
