@@ -82,7 +82,9 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 	n := len(b.Seq)
 	scale := float32(m.attnScale())
 	window, softc := m.Window(l), m.AttnSoftcap
-	kr, vr := layerRows(c, l), layerRows(c, l)
+	tile := scores[len(scores)-attnTile*hd:] // Q8_0 scratch (forward.go sizes it)
+	scores = scores[:len(scores)-attnTile*hd]
+	kr, vr := layerRows(c, l, tile), layerRows(c, l, tile)
 	if c.Type == tensor.F32 {
 		vr.f = c.V[l]
 	} else {
@@ -105,6 +107,7 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 			q0 := i*qd + (g*group+h0)*hd   // first head's query
 			for p := start; p <= pos; {
 				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
+				kr.load(row, cnt)
 				for j := range hs {
 					sc := scores[j*np+p-start : j*np+p-start+cnt]
 					kr.scores(sc, m.ws.q[q0+j*hd:q0+(j+1)*hd], row, cnt, scale)
@@ -120,6 +123,7 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 			}
 			for p := start; p <= pos; {
 				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
+				vr.load(row, cnt)
 				for j := range hs {
 					vr.accum(m.ws.att[q0+j*hd:q0+(j+1)*hd], row, scores[j*np+p-start:j*np+p-start+cnt])
 				}
@@ -138,25 +142,33 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 // kvRows is one layer's K (or V) storage as the kernels read it: float32
 // rows (F32) or encoded rows (F16, Q8_0), stride apart (floats for F32,
 // bytes otherwise), and the offset of the current KV group's head slice
-// in a row in the same unit.
+// in a row in the same unit. F32 and F16 rows go to the kernels as they
+// are; a Q8_0 run is first widened (load) into tile, hd floats a row:
+// each value d·q is exact in float32, the tile is read by all the group's
+// heads while in L1, and the float32 kernels then give the bits they give
+// for an F32 cache of the same values.
 type kvRows struct {
 	typ         tensor.DType
 	f           []float32 // F32: (rows, kv_dim)
 	e           []byte    // F16, Q8_0: (rows, RowBytes)
 	stride, off int
+	hd          int
+	tile        []float32 // Q8_0: (attnTile, hd) the loaded run's head slices
 }
 
-// layerRows is layer l's K rows of c (the caller swaps in V).
-func layerRows(c *kvcache.Cache, l int) kvRows {
+// layerRows is layer l's K rows of c (the caller swaps in V); tile is
+// attnTile·hd floats of scratch (Q8_0 only).
+func layerRows(c *kvcache.Cache, l int, tile []float32) kvRows {
 	if c.Type == tensor.F32 {
 		return kvRows{typ: c.Type, f: c.K[l], stride: c.KVDim}
 	}
-	return kvRows{typ: c.Type, e: c.KE[l], stride: c.RowBytes}
+	return kvRows{typ: c.Type, e: c.KE[l], stride: c.RowBytes, tile: tile}
 }
 
 // head points r at the head slice starting at value col (hd values; for
 // Q8_0 col and hd are multiples of 32, so the slice is whole blocks).
 func (r *kvRows) head(col, hd int) {
+	r.hd = hd
 	switch r.typ {
 	case tensor.F32:
 		r.off = col
@@ -167,7 +179,19 @@ func (r *kvRows) head(col, hd int) {
 	}
 }
 
-// scores sets out[i] = scale · q·k for the n rows from row.
+// load prepares the n ≤ attnTile rows from row for scores and accum.
+func (r *kvRows) load(row, n int) {
+	if r.typ != tensor.Q8_0 {
+		return
+	}
+	w := r.hd / 32 * q8Block
+	for i := range n {
+		o := (row+i)*r.stride + r.off
+		tensor.DequantizeBlocks(r.tile[i*r.hd:(i+1)*r.hd], tensor.Q8_0, r.e[o:o+w])
+	}
+}
+
+// scores sets out[i] = scale · q·k for the n rows from row (loaded).
 func (r *kvRows) scores(out, q []float32, row, n int, scale float32) {
 	switch r.typ {
 	case tensor.F32:
@@ -175,11 +199,11 @@ func (r *kvRows) scores(out, q []float32, row, n int, scale float32) {
 	case tensor.F16:
 		attnScoresF16(out, q, r.e[row*r.stride+r.off:], r.stride, n, scale)
 	default:
-		attnScoresQ8(out, q, r.e[row*r.stride+r.off:], r.stride, n, scale)
+		attnScores(out, q, r.tile, r.hd, n, scale)
 	}
 }
 
-// accum adds Σ_i a[i]·v_i into out for the len(a) rows from row.
+// accum adds Σ_i a[i]·v_i into out for the len(a) rows from row (loaded).
 func (r *kvRows) accum(out []float32, row int, a []float32) {
 	switch r.typ {
 	case tensor.F32:
@@ -187,7 +211,7 @@ func (r *kvRows) accum(out []float32, row int, a []float32) {
 	case tensor.F16:
 		attnAccumF16(out, r.e[row*r.stride+r.off:], r.stride, a)
 	default:
-		attnAccumQ8(out, r.e[row*r.stride+r.off:], r.stride, a)
+		attnAccum(out, r.tile, r.hd, a)
 	}
 }
 
@@ -276,43 +300,3 @@ func attnAccumF16Go(out []float32, v []byte, stride int, a []float32) {
 // q8Block is the bytes of one Q8_0 block: a half scale d, then 32 int8 q
 // (value d·q).
 const q8Block = 34
-
-// attnScoresQ8Go is attnScores over Q8_0 rows in plain Go: row k_i at
-// k[i·stride:] (stride in bytes) is len(q)/32 blocks of a half scale d_b
-// and 32 int8, value d_b·q_b[j]. That product is exact in float32 (11 and
-// 8 significant bits), so summing q[c]·(d·q) in attnScoresGo's order
-// gives the bits attnScoresGo gives for the dequantized rows.
-func attnScoresQ8Go(out, q []float32, k []byte, stride, n int, scale float32) {
-	nb := len(q) / 32
-	for i := range n {
-		kr := k[i*stride : i*stride+nb*q8Block]
-		var s0, s1, s2, s3 float32
-		for b := range nb {
-			blk, qb := kr[b*q8Block:(b+1)*q8Block], q[b*32:(b+1)*32]
-			d := f16le(blk)
-			for j := 0; j < 32; j += 4 {
-				s0 += qb[j] * (float32(int8(blk[2+j])) * d)
-				s1 += qb[j+1] * (float32(int8(blk[3+j])) * d)
-				s2 += qb[j+2] * (float32(int8(blk[4+j])) * d)
-				s3 += qb[j+3] * (float32(int8(blk[5+j])) * d)
-			}
-		}
-		out[i] = ((s0 + s1) + (s2 + s3)) * scale
-	}
-}
-
-// attnAccumQ8Go is attnAccum over Q8_0 rows in plain Go: out += a_i·(d·q),
-// attnAccumGo's arithmetic on the exactly dequantized values.
-func attnAccumQ8Go(out []float32, v []byte, stride int, a []float32) {
-	nb := len(out) / 32
-	for i, ai := range a {
-		vr := v[i*stride : i*stride+nb*q8Block]
-		for b := range nb {
-			blk, ob := vr[b*q8Block:(b+1)*q8Block], out[b*32:(b+1)*32]
-			d := f16le(blk)
-			for j := range ob {
-				ob[j] += ai * (float32(int8(blk[2+j])) * d)
-			}
-		}
-	}
-}

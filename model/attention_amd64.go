@@ -83,9 +83,3 @@ func attnAccumF16(out []float32, v []byte, stride int, a []float32) {
 	}
 	attnAccumF16Go(out, v, stride, a)
 }
-
-func attnScoresQ8(out, q []float32, k []byte, stride, n int, scale float32) {
-	attnScoresQ8Go(out, q, k, stride, n, scale)
-}
-
-func attnAccumQ8(out []float32, v []byte, stride int, a []float32) { attnAccumQ8Go(out, v, stride, a) }

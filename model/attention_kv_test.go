@@ -9,7 +9,7 @@ import (
 	"nanoserve/tensor"
 )
 
-// TestAttnKernelsKVTypes: for F16 and Q8_0 rows, the dispatched kernels
+// TestAttnKernelsKVTypes: for F16 rows, the dispatched kernels
 // (assembly where the CPU has it) and the Go kernels each match a plain
 // float64 reference over the dequantized rows, over head widths, row counts
 // and row strides (scores within 1e-5 relative to Σ|q·k|, accumulations
@@ -34,7 +34,6 @@ func TestAttnKernelsKVTypes(t *testing.T) {
 		kerns []kern
 	}{
 		{tensor.F16, []int{6, 8, 10, 16, 24, 32, 64, 72, 128, 136}, []kern{{"dispatch", attnScoresF16, attnAccumF16}, {"go", attnScoresF16Go, attnAccumF16Go}}},
-		{tensor.Q8_0, []int{32, 64, 96, 128, 256}, []kern{{"dispatch", attnScoresQ8, attnAccumQ8}, {"go", attnScoresQ8Go, attnAccumQ8Go}}},
 	} {
 		for _, hd := range tc.hds {
 			for _, n := range []int{1, 3, 7, 8, 9, 15, 16, 17, 31} {

@@ -59,7 +59,7 @@ type workspace struct {
 	outIdx []int       // (≤ n) batch indices with Output set
 	xo     []float32   // (n_out, dim) final normalised rows of output tokens
 	logits []float32   // (n_out, vocab)
-	scores [][]float32 // (workers, ≥ group·(max_pos+1)) attention scores of one KV group's heads
+	scores [][]float32 // (workers, ≥ group·(max_pos+1) + attnTile·head_dim) attention scores of one KV group's heads, then attendRange's Q8_0 tile
 	b      Batch       // the batch being run
 }
 
@@ -102,7 +102,7 @@ func (m *Model) ensure(n, maxPos int) {
 	if len(ws.scores) < workers {
 		ws.scores = make([][]float32, workers)
 	}
-	need := (c.Heads / c.KVHeads) * (maxPos + 1)
+	need := (c.Heads/c.KVHeads)*(maxPos+1) + attnTile*c.HeadDim // scores, then a Q8_0 tile
 	for i := range workers {
 		if len(ws.scores[i]) < need {
 			ws.scores[i] = make([]float32, max(need, 2*len(ws.scores[i])))

@@ -68,20 +68,15 @@ var encodedKV = []tensor.DType{tensor.F16, tensor.Q8_0}
 
 // TestKVTypesEqualRounded: an F16 or Q8_0 cache gives, fed one token at a
 // time and as one prefill, the logits of an F32 cache holding the same
-// rounded values, bit for bit: the F16 and Q8_0 kernels are the float32
-// kernels' arithmetic after an exact widening (a half to float32; a Q8_0
-// value d·q, exact in float32), in assembly (F16) and in Go (both; the
-// "go" pass turns the assembly off). Q8_0 has no assembly, so on an AVX2
-// machine its Go kernels differ from the float32 assembly in rounding and
-// the dispatch pass checks F16 only.
+// rounded values, bit for bit: the F16 kernels are the float32 kernels'
+// arithmetic after an exact widening of each half, and Q8_0 runs the
+// float32 kernels on tiles widened exactly (d·q is exact in float32); with
+// the assembly kernels and with the Go ones (the "go" pass).
 func TestKVTypesEqualRounded(t *testing.T) {
 	fx := kvFixtures(t)
 	check := func(t *testing.T) {
 		for _, f := range fx {
 			for _, kv := range encodedKV {
-				if kv == tensor.Q8_0 && hasAVX2 {
-					continue // no Q8_0 assembly to mirror the float32 assembly
-				}
 				checkEqualRounded(t, f, kv)
 			}
 		}
