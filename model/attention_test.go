@@ -109,8 +109,8 @@ func TestParallelAttention(t *testing.T) {
 // attnBenchModel is a bare TinyLlama-shaped Model (no weights) with a
 // one-layer cache holding n random positions of one sequence, and random
 // queries for n tokens at positions 0..n-1.
-func attnBenchModel(b *testing.B, n int, kv tensor.DType) (*Model, *kvcache.Cache, *Batch) {
-	m := &Model{Config: Config{Dim: 2048, HiddenDim: 5632, Layers: 1, Heads: 32, KVHeads: 4, HeadDim: 64, Vocab: 32000, RopeDim: 64}}
+func attnBenchModel(b *testing.B, n int, kv tensor.DType, kvHeads int) (*Model, *kvcache.Cache, *Batch) {
+	m := &Model{Config: Config{Dim: 2048, HiddenDim: 5632, Layers: 1, Heads: 32, KVHeads: kvHeads, HeadDim: 64, Vocab: 32000, RopeDim: 64}}
 	m.w.layers = make([]layerWeights, 1)
 	c, err := kvcache.ForTokensType(kv, 1, m.KVDim(), n)
 	if err != nil {
@@ -153,7 +153,7 @@ func BenchmarkAttnPrefill(b *testing.B) {
 
 func benchAttnPrefill(b *testing.B, kv tensor.DType) {
 	const n = 512
-	m, c, bt := attnBenchModel(b, n, kv)
+	m, c, bt := attnBenchModel(b, n, kv, 4)
 	cpu0 := cpuSeconds()
 	for b.Loop() {
 		m.attendRange(bt, c, 0, 0, n*m.KVHeads, m.ws.scores[0])
@@ -166,16 +166,22 @@ func benchAttnPrefill(b *testing.B, kv tensor.DType) {
 }
 
 // BenchmarkAttnDecode is one layer's attention of one token at depth 1024,
-// per cache type.
+// per cache type, with TinyLlama's 4 KV heads (gqa) and with 32 (mha: each
+// K/V row serves one head, as in llama2.c's 110M).
 func BenchmarkAttnDecode(b *testing.B) {
-	for _, kv := range kvBenchTypes {
-		b.Run(kv.String(), func(b *testing.B) { benchAttnDecode(b, kv) })
+	for _, kvh := range []struct {
+		name string
+		n    int
+	}{{"gqa", 4}, {"mha", 32}} {
+		for _, kv := range kvBenchTypes {
+			b.Run(kvh.name+"/"+kv.String(), func(b *testing.B) { benchAttnDecode(b, kv, kvh.n) })
+		}
 	}
 }
 
-func benchAttnDecode(b *testing.B, kv tensor.DType) {
+func benchAttnDecode(b *testing.B, kv tensor.DType, kvHeads int) {
 	const n = 1024
-	m, c, bt := attnBenchModel(b, n, kv)
+	m, c, bt := attnBenchModel(b, n, kv, kvHeads)
 	one := &Batch{Tokens: bt.Tokens[:1], Pos: []int{n - 1}, Seq: bt.Seq[:1]}
 	cpu0 := cpuSeconds()
 	for b.Loop() {
