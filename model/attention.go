@@ -25,6 +25,12 @@ import (
 // so a worker's scratch is O(positions) (group·(pos+1) floats for a
 // group's heads) and a long prompt never materialises an (n × n) matrix.
 //
+// The cache's rows are float32, F16 or Q8_0 (kvRows): F16 rows go to
+// kernels that widen each half in registers (attnScoresF16, attnAccumF16),
+// a Q8_0 run is widened into an L1 tile first; either way the arithmetic
+// is the float32 kernels', so the result is the float32 kernels' on the
+// rounded values, bit for bit.
+//
 // Work is split by (token, KV group) tasks claimed in chunks by the
 // workers of the model's tensor.Pool (For; the caller is worker 0), so a
 // prefill's causal imbalance (later tokens attend over more positions)
