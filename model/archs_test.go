@@ -27,8 +27,9 @@ func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 // (F32 cache → F16 cache) are gemma2 0.387 → 0.318 and qwen3moe 0.162 →
 // 0.166, while on the chosen ids llama.cpp is 0.062 (gemma2) and 0.064
 // (qwen3moe) from the float64 reference and we are within 0.03 of it at
-// F16 KV (1e-4 at F32). The rest is llama.cpp's other roundings (F16
-// activations into F16 matrices, F16 flash-attention accumulation).
+// F16 KV (1e-4 at F32). The rest is llama.cpp's other roundings: for
+// gemma2, F16 activations into F16 matrices (TestLcppRoundingsGemma2:
+// with them the reference is 0.074 from llama.cpp); qwen3moe stays 0.16.
 var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1,
 	"gemma2": 0.35, "qwen3moe": 0.2}
 
@@ -274,5 +275,39 @@ func TestQwen3MoEQ8(t *testing.T) {
 	// did shows as an outlier. Require 95% of the logprobs in bound.
 	if checked < 100 || over*20 > checked {
 		t.Errorf("%d of %d logprobs over 1.0 (need ≥ 100 checked, ≤ 5%% over)", over, checked)
+	}
+}
+
+// TestLcppRoundingsGemma2 shows where gemma2's distance from llama.cpp's
+// goldens comes from (top10Tol's exception): the float64 reference, with
+// an F16 KV cache and llama.cpp's other rounding — every activation
+// converted to F16 before an F16 matrix product, and the queries before
+// the F16 keys — comes within the 0.1 of llama.cpp (measured
+// 0.074; 0.317 without the F16 inputs, 0.170 rounding the matrix inputs
+// only). qwen3moe is logged: those roundings take it from 0.165 to 0.162
+// only (its router's near-ties are the likelier cause).
+func TestLcppRoundingsGemma2(t *testing.T) {
+	for _, name := range []string{"gemma2", "qwen3moe"} {
+		g, path := archPath(t, name, "F16")
+		m := mustLoad(t, path, Options{Threads: 1})
+		worst := 0.0
+		for _, p := range g.Prompts {
+			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+			lg, err := m.forwardRef(toks, refRounding{kv: tensor.F16, f16In: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			P := len(p.PromptIDs)
+			for j, s := range p.Steps {
+				lp := testshared.LogSoftmax(lg[(P-1+j)*m.Vocab : (P+j)*m.Vocab])
+				for _, e := range s.Top {
+					worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
+				}
+			}
+		}
+		t.Logf("%s: float64 reference with llama.cpp's F16 roundings: worst top-10 logprob difference from llama.cpp %.4f", name, worst)
+		if name == "gemma2" && worst > 0.1 {
+			t.Errorf("gemma2 with llama.cpp's roundings is %.4f from its goldens, want ≤ 0.1", worst)
+		}
 	}
 }
