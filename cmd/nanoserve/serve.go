@@ -146,7 +146,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	plan, err := planKVCache(kvInputs{memory: kvBytes, memoryFlag: *kvMemory, bytesPerToken: m.KVBytesPerToken(),
+	plan, err := planKVCache(kvInputs{memory: kvBytes, memoryFlag: *kvMemory, bytesPerToken: m.KVBytesPerToken(mf.kv),
 		modelCtx: m.ContextLen, ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens})
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		return err
 	}
 	defer closeDraft()
-	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens, NoPrefixCache: *noPrefix, Spec: spec})
+	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens, NoPrefixCache: *noPrefix, Spec: spec, KVType: mf.kv})
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
 		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_mib", eng.CacheBytes()>>20, "prefix_cache", !*noPrefix, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "kv_cache_mib", eng.CacheBytes()>>20, "prefix_cache", !*noPrefix, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
