@@ -30,12 +30,13 @@ import (
 // Kernels that handle several tokens at once must reproduce that
 // arithmetic bit for bit, lanes running along K as in the row dots, never
 // across tokens: the float GEMM tile (tileF32SIMD, 4 rows × 3 tokens, each
-// pair with dot4's accumulator and fold) and the multi-token quantized row dots
-// (dotQRowsX4, for the types whose kernels are proven identical:
-// x4Invariant). So a token's output row is bit-identical whether it is
-// multiplied alone, beside 63 other decodes or inside a 512-token prefill
-// chunk, and greedy decoding does not change with server load
-// (TestMatMulBatchInvariant here, TestBatchInvariant in engine). The
+// (row, token) with dot4's accumulator and fold) and the multi-token
+// quantized row dots (dotQRowsX4, for the types whose kernels are proven
+// identical: x4Invariant). So a token's output row is bit-identical
+// whether it is multiplied alone, beside 63 other decodes or inside a
+// 512-token prefill chunk, and greedy decoding does not change with server
+// load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
+// TestConcurrentGreedyInvariant in engine). The
 // guarantee is per machine and build: the amd64 assembly and the pure-Go
 // fallback (hasSIMD off) are each invariant, and agree with each other
 // only to float rounding (the parity tests).
