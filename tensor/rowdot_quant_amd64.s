@@ -197,102 +197,33 @@ GLOBL bitshuf<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y5, Y4, Y4; \
 	VFMADD231PS  Y4, Y2, acc
 
-// Q80BLK2 adds block (off(SI), aoff(DI), doff(DX)) of two rows (the
-// second at SI+R11) into Y0 and Y1: the activations loaded once for both.
-#define Q80BLK2(off, aoff, doff) \
-	VMOVDQU      aoff(DI), Y3; \
-	VPABSB       off+2(SI), Y2; \
-	VPSIGNB      off+2(SI), Y3, Y4; \
-	VPMADDUBSW   Y4, Y2, Y2; \
-	VPMADDWD     Y15, Y2, Y2; \
-	VCVTDQ2PS    Y2, Y2; \
-	VPBROADCASTW off(SI), X4; \
-	VCVTPH2PS    X4, Y4; \
-	VBROADCASTSS doff(DX), Y5; \
-	VMULPS       Y5, Y4, Y4; \
-	VFMADD231PS  Y4, Y2, Y0; \
-	VPABSB       off+2(SI)(R11*1), Y6; \
-	VPSIGNB      off+2(SI)(R11*1), Y3, Y7; \
-	VPMADDUBSW   Y7, Y6, Y6; \
-	VPMADDWD     Y15, Y6, Y6; \
-	VCVTDQ2PS    Y6, Y6; \
-	VPBROADCASTW off(SI)(R11*1), X7; \
-	VCVTPH2PS    X7, Y7; \
-	VMULPS       Y5, Y7, Y7; \
-	VFMADD231PS  Y7, Y6, Y1
-
 // func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q8_0 block (34 bytes): f16 d, 32 int8. The canonical Q8_0 arithmetic
 // (batch invariance, see matmul.go): per row and token one 8-lane float
 // accumulator, acc += (dw·da)·float(int32 lane sums) block after block,
 // folded by FOLD8 — exactly what qdotQ8_0x4SIMD does per token, so one
-// token and a group of four give the same bits. Rows go two at a time
-// (two independent FMA chains, the activations loaded once), an odd last
-// row alone. Each step prefetches the two cache lines 2 KB ahead (the
-// rows of a chunk are contiguous, so this runs into the next rows):
-// measured +17% (median of 10 paired runs) on the 2-thread decode of a
+// token and a group of four give the same bits. (It used to keep four
+// accumulators, blocks mod 4, against the FMA latency: a decode is bound
+// by memory, not by that chain — BenchmarkMatVec Q8_0 from DRAM kept its
+// rate, 17-18 against 15-17 GB/s per CPU-second; a variant running two
+// rows at once for two chains lost a third of it to the two interleaved
+// streams.) Each step prefetches the two cache lines 2 KB ahead (the rows
+// of a chunk are contiguous, so this runs into the next row): measured
+// +17% (median of 10 paired runs) on the 2-thread decode of a
 // DRAM-resident (5632, 2048) matrix, where the hardware prefetcher alone
 // left the kernel at ~60% of read bandwidth.
 TEXT ·qdotQ8_0SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
-	MOVQ stride+24(FP), R11
 	BCAST32($0x00010001, Y15, X15)
-
-q80pair:
-	CMPQ   rows+8(FP), $2
-	JL     q80row
-	ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	SUBQ   $4, CX
-	JL     q80ptail
-
-	PCALIGN $64
-
-q80ploop4:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	Q80BLK2(0, 0, 0)
-	Q80BLK2(34, 32, 4)
-	Q80BLK2(68, 64, 8)
-	Q80BLK2(102, 96, 12)
-	ADDQ $136, SI
-	ADDQ $128, DI
-	ADDQ $16, DX
-	SUBQ $4, CX
-	JGE  q80ploop4
-
-q80ptail:
-	ADDQ $4, CX
-	JZ   q80psum
-
-q80ploop1:
-	Q80BLK2(0, 0, 0)
-	ADDQ $34, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
-	DECQ CX
-	JNZ  q80ploop1
-
-q80psum:
-	FOLD8(Y0, X0)
-	FOLD8(Y1, X1)
-	VMOVSS X0, (R8)
-	VMOVSS X1, 4(R8)
-	ADDQ   $8, R8
-	ADDQ   R11, R10
-	ADDQ   R11, R10
-	SUBQ   $2, rows+8(FP)
-	JNZ    q80pair
-	VZEROUPPER
-	RET
 
 q80row:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
 	SUBQ   $4, CX
 	JL     q80tail
+
+	PCALIGN $64
 
 q80loop4:
 	PREFETCHT0 2048(SI)
