@@ -223,17 +223,16 @@ func (r *kvRows) accum(out []float32, row int, a []float32) {
 
 // cacheRun returns the cache row of position p of a sequence with block
 // table blocks, and how many positions from p up to last lie in
-// consecutive rows: the rest of p's block, extended over following blocks
-// while their ids are consecutive too (as when a sequence's blocks were
-// reserved together from a fresh cache).
+// consecutive rows: the rest of p's block. It does not run on into a
+// following block even when its id is consecutive: attnScores groups a
+// run's rows eight and four at a time with per-group reduction orders, so
+// a run that depended on which block ids the allocator handed out (the
+// other sequences' history) would make a token's scores depend on its
+// batch (batch invariance, see tensor's MatMul).
 func cacheRun(blocks []int, bs, p, last int) (row, cnt int) {
 	k := p / bs
 	row = blocks[k]*bs + p%bs
 	end := (k + 1) * bs // first position past the run
-	for end <= last && blocks[k+1] == blocks[k]+1 {
-		k++
-		end += bs
-	}
 	return row, min(end, last+1) - p
 }
 

@@ -285,14 +285,14 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
 			pool.MatMul(hb2, lw.wUp, ws.xb[:n*dim], n)
 			if cfg.GELUGate {
-				m.elementwise(jobGeGLU, hb, hb2)
+				m.elementwise(jobGeGLU, hb, hb2, hid)
 			} else {
-				m.elementwise(jobSwiGLU, hb, hb2)
+				m.elementwise(jobSwiGLU, hb, hb2, hid)
 			}
 		default:
 			pool.MatMul(hb, lw.wUp, ws.xb[:n*dim], n)
 			addBias(hb, lw.bUp, n)
-			m.elementwise(jobGELU, hb, nil)
+			m.elementwise(jobGELU, hb, nil, hid)
 		}
 		if lw.router == nil {
 			pool.MatMul(ws.xb[:n*dim], lw.wDown, hb, n)
