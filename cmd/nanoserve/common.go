@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	"nanoserve/defaultmodel"
+	"nanoserve/engine"
+	"nanoserve/kvcache"
 	"nanoserve/model"
+	"nanoserve/tensor"
 )
 
 // modelFlags are the flags every command that loads a model shares.
@@ -21,6 +24,8 @@ type modelFlags struct {
 	threads   int
 	ctxSize   int
 	longCtx   bool // --allow-long-context
+	kvType    string
+	kv        tensor.DType // --kv-cache-type, parsed by load
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -31,6 +36,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
+	fs.StringVar(&mf.kvType, "kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0 (q8_0 needs head_dim a multiple of 32)")
 }
 
 // load checks the numeric flags and opens the model the flags name. A
@@ -43,9 +49,21 @@ func (mf *modelFlags) load() (*model.Model, error) {
 	if mf.ctxSize < 0 {
 		return nil, errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
 	}
+	if mf.kvType == "" {
+		mf.kvType = "f16" // the flag's default
+	}
+	kv, err := kvcache.ParseType(mf.kvType)
+	if err != nil {
+		return nil, errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
+	}
+	mf.kv = kv
 	m, err := mf.open()
 	if err != nil {
 		return nil, err
+	}
+	if err := m.CheckKVType(kv); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("--kv-cache-type %s: %w", mf.kvType, err)
 	}
 	if mf.ctxSize > m.ContextLen {
 		if !mf.longCtx {
@@ -124,4 +142,63 @@ var builtinModelPath = func() (string, error) {
 		return "", errors.New("no --model given and this build has no built-in model")
 	}
 	return p, err
+}
+
+// specFlags are the speculative-decoding flags of serve and generate.
+type specFlags struct {
+	mode  string
+	k     int
+	fixed bool
+	draft string
+}
+
+func (sf *specFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&sf.mode, "spec", "off", "speculative decoding: off, ngram (prompt lookup: propose what followed the\n"+
+		"sequence's last tokens earlier in its prompt or output) or draft (a smaller model, --draft-model);\n"+
+		"output is the same either way, only faster when proposals land")
+	fs.IntVar(&sf.k, "spec-k", engine.DefaultSpecK, "most tokens proposed per sequence and step (adaptive below it unless --spec-fixed-k)")
+	fs.BoolVar(&sf.fixed, "spec-fixed-k", false, "always propose --spec-k tokens (no back-off when proposals fail)")
+	fs.StringVar(&sf.draft, "draft-model", "", "draft model for --spec draft: a local model file with the target's vocabulary\n"+
+		"(same size, pieces and special ids; checked at load)")
+}
+
+// check validates the flags (before any model is loaded).
+func (sf *specFlags) check() error {
+	if sf.k < 1 || sf.k > engine.MaxSpecK {
+		return errFlag("spec-k", sf.k, fmt.Sprintf("want 1 to %d proposed tokens", engine.MaxSpecK))
+	}
+	switch sf.mode {
+	case engine.SpecOff, engine.SpecNgram:
+		if sf.draft != "" {
+			return errFlag("draft-model", sf.draft, "only with --spec draft")
+		}
+		return nil
+	case engine.SpecDraft:
+		if sf.draft == "" {
+			return errFlag("spec", sf.mode, "--spec draft needs --draft-model")
+		}
+		return nil
+	}
+	return errFlag("spec", sf.mode, "want off, ngram or draft")
+}
+
+// options builds the engine's speculation options for target m (loading
+// the draft model, which the caller closes with the returned func).
+func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (engine.SpecOptions, func(), error) {
+	o := engine.SpecOptions{Mode: sf.mode, K: sf.k, Fixed: sf.fixed}
+	none := func() {}
+	if err := sf.check(); err != nil || sf.mode != engine.SpecDraft {
+		return o, none, err
+	}
+	dm, err := model.Load(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads})
+	if err != nil {
+		return o, none, fmt.Errorf("--draft-model: %w", err)
+	}
+	d, err := engine.NewDraft(dm, m, cacheTokens)
+	if err != nil {
+		dm.Close()
+		return o, none, fmt.Errorf("--draft-model %s: %w", sf.draft, err)
+	}
+	o.Proposer = d
+	return o, func() { dm.Close() }, nil
 }

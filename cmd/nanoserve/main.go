@@ -7,7 +7,7 @@
 //	nanoserve inspect    describe a model file
 //	nanoserve convert    write any model we read as GGUF (optionally quantized)
 //	nanoserve tokenize   text -> ids;  nanoserve detokenize: ids -> text
-//	nanoserve bench      prefill / decode throughput, llama-bench style
+//	nanoserve bench      prefill / decode throughput, llama-bench style; bench serve: load-test a running server
 //	nanoserve train      train a small Llama from scratch (--fim-rate: fill-in-the-middle samples)
 //	nanoserve complete   fill in the middle at FILE:LINE:COL (or --prefix-file/--suffix-file)
 //	nanoserve fim-eval   score fill-in-the-middle on held-out files against baselines

@@ -36,7 +36,9 @@ func runServe(args []string) error {
 func serve(ctx context.Context, stop func(), args []string, listening func(net.Addr)) error {
 	fs := newFlags("serve")
 	var mf modelFlags
+	var sf specFlags
 	mf.register(fs)
+	sf.register(fs)
 	fs.IntVar(&mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
@@ -44,6 +46,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	kvMemory := fs.String("kv-cache-memory", defaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
 		"the cache holds max-seqs full contexts within it, and the default context shrinks to fit")
 	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
+	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
 	servedName := fs.String("served-name", "", "another model name clients may use (the file's base name is always accepted)")
@@ -110,6 +113,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	m, err := mf.load()
 	if err != nil {
 		return err
@@ -141,7 +147,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	plan, err := planKVCache(kvInputs{memory: kvBytes, memoryFlag: *kvMemory, bytesPerToken: m.KVBytesPerToken(),
+	plan, err := planKVCache(kvInputs{memory: kvBytes, memoryFlag: *kvMemory, bytesPerToken: m.KVBytesPerToken(mf.kv),
 		modelCtx: m.ContextLen, ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens})
 	if err != nil {
 		return err
@@ -149,7 +155,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if plan.warning != "" {
 		log.Warn(plan.warning)
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens})
+	spec, closeDraft, err := sf.options(&mf, m, plan.cacheTokens)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
+	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens, NoPrefixCache: *noPrefix, Spec: spec, KVType: mf.kv})
 	if err != nil {
 		return err
 	}
@@ -168,7 +179,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
 		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_mib", eng.CacheBytes()>>20, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "kv_cache_mib", eng.CacheBytes()>>20, "prefix_cache", !*noPrefix, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
