@@ -494,7 +494,7 @@ func (rt *router) evict(keep *slot) {
 	}
 	rt.mu.Unlock()
 	for _, sl := range victims {
-		sl.lm.Close()
+		go sl.lm.Close() // not on the request that loaded a model
 	}
 }
 
