@@ -144,4 +144,3 @@ func FuzzOllamaRequest(f *testing.F) {
 		}
 	})
 }
-

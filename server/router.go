@@ -540,11 +540,15 @@ func modelField(r *http.Request, body []byte) (string, *apiError) {
 		Model json.RawMessage `json:"model"`
 		Name  json.RawMessage `json:"name"` // Ollama's older spelling (/api/show)
 	}
-	if err := json.Unmarshal(body, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&v); err != nil {
 		if e := wrongContentType(r, err); e != nil {
 			return "", e
 		}
 		return "", jsonError(err)
+	}
+	if dec.More() {
+		return "", badRequest("", "invalid JSON: trailing data after the request object")
 	}
 	if isNull(v.Model) {
 		v.Model = v.Name
