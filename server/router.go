@@ -66,6 +66,10 @@ type ModelSpec struct {
 	// Preload: load the model in Server.Preload (a model named at start);
 	// else on its first request.
 	Preload bool
+	// Describe, if set, tells the manifest of a model not loaded yet
+	// (Preload runs it in the background for each such model), so the
+	// listings describe every model.
+	Describe func() (*Manifest, error)
 }
 
 // LoadedModel is a model Load opened.
@@ -245,7 +249,30 @@ func (s *Server) Preload(ctx context.Context) error {
 		n++
 	}
 	rt.ready.Store(true)
+	go rt.describe()
 	return nil
+}
+
+// describe fills in the manifests of the models not loaded yet.
+func (rt *router) describe() {
+	for i, m := range rt.specs {
+		rt.mu.Lock()
+		known := rt.manifests[i] != nil || rt.closed
+		rt.mu.Unlock()
+		if known || m.Describe == nil {
+			continue
+		}
+		man, err := m.Describe()
+		if err != nil {
+			rt.front.log.Warn("server: describing a model failed", "model", m.Names[0], "err", err)
+			continue
+		}
+		rt.mu.Lock()
+		if rt.manifests[i] == nil {
+			rt.manifests[i] = man
+		}
+		rt.mu.Unlock()
+	}
 }
 
 // Close unloads every model of a multi-model server (waiting for none:

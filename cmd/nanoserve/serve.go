@@ -156,7 +156,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		specs = append(specs, server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
 			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
 				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, *maxQueue)
-		}})
+		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }})
 	}
 	opts := server.Options{APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,

@@ -202,6 +202,24 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		Close: func() { eng.Close(); m.Close() }}, nil
 }
 
+// describeServed is the manifest of a model not loaded yet: the model is
+// opened (memory-mapped) and closed again.
+func describeServed(mf *modelFlags, me servedEntry, tmplPath string) (*server.Manifest, error) {
+	m, err := mf.load()
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	if m.Tokenizer == nil {
+		return nil, errors.New("the model has no tokenizer")
+	}
+	var tmpl *chat.Template
+	if p, err := loadChatTemplate(tmplPath, m, me.path); err == nil {
+		tmpl = p.Template
+	}
+	return manifest(m, tmpl)
+}
+
 // manifest describes a loaded model. The weights' sha256 is read from the
 // Hugging Face cache's blob name when the file is a cached LFS blob, else
 // computed.

@@ -34,11 +34,15 @@ func TestServeMulti(t *testing.T) {
 		t.Fatal("the two models answer alike: the test could not tell them apart")
 	}
 
+	dir := t.TempDir() // --models-dir: a model loaded on demand, described in the background
+	if err := os.Symlink(testshared.Path(t, "testdata/gguf/qwen2/qwen2-F16.gguf"), filepath.Join(dir, "qwen2-F16.gguf")); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cancel, []string{"--model", builtin, "--model", gguf, "--alias", "gqa=llama_gqa-Q4_K_M",
+		done <- serve(ctx, cancel, []string{"--model", builtin, "--model", gguf, "--alias", "gqa=llama_gqa-Q4_K_M", "--models-dir", dir,
 			"--port", "0", "--threads", "1", "--max-seqs", "2", "--models-max", "2"}, func(a net.Addr) { addrc <- a })
 	}()
 	var addr net.Addr
@@ -76,15 +80,10 @@ func TestServeMulti(t *testing.T) {
 		}
 	}
 
-	resp, err := c.Get(base + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	var list struct {
 		Data []struct {
 			ID       string
+			Loaded   bool
 			Aliases  []string
 			Manifest *struct {
 				Architecture   string `json:"architecture"`
@@ -96,8 +95,23 @@ func TestServeMulti(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(b, &list); err != nil || len(list.Data) != 2 {
-		t.Fatalf("/v1/models: %s", b)
+	var b []byte
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := c.Get(base + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err := json.Unmarshal(b, &list); err != nil || len(list.Data) != 3 {
+			t.Fatalf("/v1/models: %s", b)
+		}
+		if list.Data[2].Manifest != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if q := list.Data[2]; q.ID != "qwen2-F16.gguf" || q.Loaded || q.Manifest == nil || q.Manifest.Architecture != "qwen2" {
+		t.Errorf("the --models-dir model, not loaded: %s", b)
 	}
 	data, err := os.ReadFile(gguf)
 	if err != nil {
