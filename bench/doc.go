@@ -33,6 +33,15 @@
 // the achievable bandwidth decoding reaches, and what the ceiling is:
 // tok/s ≤ bandwidth / bytes per token.
 //
+// # Serving
+//
+// RunServe (`nanoserve bench serve`) measures a running OpenAI-compatible
+// server from the client's side, as vLLM's `vllm bench serve` does:
+// streaming requests at a fixed concurrency or with seeded Poisson
+// arrivals, and per request the time to the first text chunk (TTFT), the
+// gaps between chunks (ITL), the time per output token after the first
+// (TPOT) and the end-to-end latency; serve.go defines each.
+//
 // # Synthetic models
 //
 // WriteSynthetic writes a GGUF file of a standard shape (TinyLlama-1.1B,

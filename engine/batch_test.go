@@ -417,10 +417,18 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 // cancellations at random points, preemption — keeps the block manager
 // consistent, gives every uncancelled request its lone-run tokens, and
 // leaves no block used.
-func TestStormKeepsCacheConsistent(t *testing.T) {
+func TestStormKeepsCacheConsistent(t *testing.T) { storm(t, false) }
+
+// storm runs the storm, with speculation (an oracle proposer, wrong at
+// every third position) if spec.
+func storm(t *testing.T, spec bool) Stats {
 	base := mixedRequests(t)
 	want := alone(t, base)
-	e := aidreams(t, Options{CacheTokens: 128, MaxSeqs: 6, MaxBatchTokens: 48})
+	o := Options{CacheTokens: 128, MaxSeqs: 6, MaxBatchTokens: 48}
+	if spec {
+		o.Spec = SpecOptions{Proposer: &oracle{full: fullSeqs(want), every: 3, vocab: 32}, K: 5, Fixed: true}
+	}
+	e := aidreams(t, o)
 	rng := rand.New(rand.NewPCG(3, 4))
 	type job struct {
 		req       Request
@@ -491,6 +499,7 @@ func TestStormKeepsCacheConsistent(t *testing.T) {
 		t.Errorf("%d blocks used after the storm", st.KVBlocksUsed)
 	}
 	t.Logf("%d jobs: %d preemptions, %d prefix-hit of %d prompt tokens, %d steps", len(jobs), st.Preemptions, st.PrefixHitTokens, st.PrefixQueryTokens, st.Steps)
+	return st
 }
 
 // n = 3 on the F32 aidreams model: choice i equals a lone request with

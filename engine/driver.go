@@ -24,6 +24,8 @@ type choice struct {
 	out     *output
 	res     *Result
 	text    []byte
+	noSpec  bool      // the request turned speculation off
+	spec    specState // adaptive proposal length
 
 	start, tDecode time.Time // submit, first token
 }
@@ -118,15 +120,28 @@ func (e *Engine) step() bool {
 	if len(p.seqs) > 0 {
 		worked = true
 		nTok, nSeq := len(p.batch.Tokens), len(p.seqs)
+		t0 := time.Now()
 		logits, err := e.fw.Forward(*p.batch, e.cache)
 		clear(p.batch.Seq) // do not pin finished sequences
 		r := stepResult{err: err}
 		generated := 0
 		if err == nil {
 			r.rows = make([][]sampled, len(p.out))
+			off := 0 // first logits row of s
 			for i, s := range p.out {
-				r.rows[i] = e.drawAll(s, logits[i*e.vocab:(i+1)*e.vocab])
+				rows := logits[off*e.vocab : (off+s.rows())*e.vocab]
+				off += s.rows()
+				if len(s.draft) > 0 {
+					x := e.verify(s, rows)
+					r.rows[i] = []sampled{x}
+					generated += 1 + x.accepted
+					continue
+				}
+				r.rows[i] = e.drawAll(s, rows)
 				generated += len(r.rows[i])
+			}
+			if e.proposer != nil && decodeOnly(p) {
+				e.cost.observe(nTok, time.Since(t0).Seconds())
 			}
 		}
 		for _, s := range e.sch.commit(p, r) {
@@ -148,6 +163,21 @@ func (e *Engine) step() bool {
 	return worked
 }
 
+// decodeOnly reports whether every sequence of the step decodes (one
+// token, or one and its proposals, all with logits): the steps whose time
+// the speculation cost model fits (prefill chunks cost less per token).
+func decodeOnly(p *plan) bool {
+	if len(p.seqs) != len(p.out) {
+		return false
+	}
+	for _, s := range p.seqs {
+		if s.n != s.rows() || len(s.forks) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // drawAll draws s's next token from its logits (vocab), and the first
 // token of each choice s forks into, from copies of the same logits.
 func (e *Engine) drawAll(s *seq, logits []float32) []sampled {
@@ -158,15 +188,78 @@ func (e *Engine) drawAll(s *seq, logits []float32) []sampled {
 		}
 		l := e.scratch[:len(logits)]
 		copy(l, logits)
-		out[1+j] = e.draw(s, c, l)
+		out[1+j] = e.draw(s, c, s.tokens, l)
 	}
-	out[0] = e.draw(s, s.c, logits)
+	out[0] = e.draw(s, s.c, s.tokens, logits)
 	return out
 }
 
+// verify draws s's tokens from the k+1 rows (vocab each) of a speculative
+// step, in order: row j follows s.tokens and draft[:j]. It goes on while
+// the draw equals the proposal and stops at the first draw that differs
+// (that token is kept: it is what plain decoding would have drawn), after
+// the k+1-th draw, or when the sequence ends. Each emitted token goes
+// through the processors, the sampler and the output stage exactly as in
+// plain decoding, one draw per emitted token, so greedy and seeded output
+// equal plain decoding's (see "Speculative decoding").
+func (e *Engine) verify(s *seq, logits []float32) sampled {
+	c, k, T := s.c, len(s.draft), len(s.tokens)
+	hist := append(s.tokens, s.draft...) // s.tokens then the proposals (s.tokens itself is unchanged)
+	for j := 0; ; j++ {
+		x := e.draw(s, c, hist[:T+j], logits[j*e.vocab:(j+1)*e.vocab])
+		if x.done || j == k || x.token != s.draft[j] {
+			x.accepted = j
+			e.specStats(c, k, j)
+			return x
+		}
+	}
+}
+
+// specStats counts one verification of k proposals of which the first a
+// were accepted, and adapts c's proposal length.
+func (e *Engine) specStats(c *choice, k, a int) {
+	c.spec.update(k, a)
+	e.mu.Lock()
+	e.stats.SpecDrafts++
+	e.stats.SpecDraftTokens += int64(k)
+	e.stats.SpecAcceptedTokens += int64(a)
+	for j := range a {
+		e.stats.SpecAcceptedPerPos[j]++
+	}
+	e.mu.Unlock()
+}
+
+// propose is the scheduler's proposer hook: at most room tokens to follow
+// s, fewer by the choice's adaptive k and its remaining max tokens.
+func (e *Engine) propose(s *seq, room int) []int {
+	c := s.c
+	if c.noSpec || c.res.FinishReason != "" {
+		return s.draft[:0]
+	}
+	k := min(room, e.spec.K)
+	if !e.spec.Fixed {
+		a, b, ok := e.cost.fit()
+		k = c.spec.choose(k, len(e.sch.running), a, b, ok)
+	}
+	if mt := c.out.maxTokens; mt > 0 {
+		k = min(k, mt-c.out.n-1) // the step draws up to k+1 tokens
+	}
+	if k <= 0 {
+		return s.draft[:0]
+	}
+	d := e.proposer.Propose(s.draft, s.tokens, k)
+	for i, t := range d {
+		if t < 0 || t >= e.vocab {
+			return d[:i] // a proposer's bad id is never fed to the model
+		}
+	}
+	return d
+}
+
 // draw runs c's processors, sampler and output stage on logits (edited in
-// place) for the token after s.tokens, and streams it.
-func (e *Engine) draw(s *seq, c *choice, logits []float32) sampled {
+// place) for the token after hist (s's tokens, and in a speculative step
+// the proposals accepted so far), and streams it.
+func (e *Engine) draw(s *seq, c *choice, hist []int, logits []float32) sampled {
 	fail := func(err error) sampled {
 		e.end(c, FinishError, err)
 		return sampled{done: true}
@@ -176,7 +269,7 @@ func (e *Engine) draw(s *seq, c *choice, logits []float32) sampled {
 			return fail(fmt.Errorf("engine: logits processor: %w", err))
 		}
 	}
-	ch, err := c.sampler.Sample(logits, s.tokens, s.nPrompt)
+	ch, err := c.sampler.Sample(logits, hist, s.nPrompt)
 	if err != nil {
 		return fail(err)
 	}
@@ -197,7 +290,7 @@ func (e *Engine) draw(s *seq, c *choice, logits []float32) sampled {
 		}
 		c.tDecode = now
 	}
-	pc := c.out.accept(ch.ID, len(s.tokens))
+	pc := c.out.accept(ch.ID, len(hist))
 	if pc.stop {
 		if pc.text != "" {
 			e.emit(c, Token{Index: c.index, ID: ch.ID, Text: pc.text, Logprob: ch.Logprob, Stop: true})

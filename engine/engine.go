@@ -108,6 +108,53 @@
 // FinishError. DraftProcessor is the optional extension for speculative
 // decoding: masking k proposed tokens' rows at once without advancing.
 //
+// # Speculative decoding
+//
+// With Options.Spec a Proposer guesses how a decoding sequence goes on:
+// prompt lookup (Ngram: the tokens that followed the latest earlier
+// occurrence of the sequence's last 2–4 tokens, in its prompt or output)
+// or a draft model (Draft: a smaller model of the same vocabulary decoding
+// greedily). The step then feeds the sequence's last token and its k
+// proposals d_1..d_k at the next positions, every one with logits, beside
+// the other sequences' prefill and decode tokens: one batched Forward
+// returns k+1 rows. The driver draws from row j (after the tokens and
+// d_1..d_j) exactly as plain decoding draws — processors' Process, the
+// sampler, processors' Accept, the output stage — and goes on to row j+1
+// only while the drawn token equals d_{j+1}; the first token that differs
+// is kept (it is the target's own draw), and so is the draw after all k
+// proposals. Each emitted token costs one draw from its own row, in order,
+// so logits processors see the proposals in order with their state after
+// the tokens before, stop strings and max tokens end the output on the
+// exact token they would without speculation, and the output is the same
+// token for token: greedy ids are identical, and seeded sampling gives the
+// ids plain decoding gives with the same seed. That is the rejection rule
+// of Leviathan et al. and Chen et al. for a proposal that is a point mass
+// (prompt lookup, and a greedy draft): accept d with probability p(d),
+// else draw from p without d renormalised — here realised by drawing
+// x ~ p and keeping d iff x = d, so the target distribution holds
+// exactly. (Identity needs batch-invariant logits: a verification row must
+// equal the decode row it replaces bit for bit, which holds for the float
+// kernels; see the batching note under "One step of the scheduler".)
+//
+// The cache: positions of rejected proposals are rolled back
+// (kvcache.Truncate to the accepted length; blocks past it go back to
+// the pool) and only blocks full of accepted tokens are registered in the
+// prefix cache. Proposals are bounded by the step budget (one token stays
+// reserved for each later running sequence), the context and the free
+// blocks: a proposal that does not fit is dropped, never a reason to
+// preempt.
+//
+// k adapts (unless SpecOptions.Fixed): verifying k proposals lengthens the
+// step by k tokens, which pays when the model's step time is mostly
+// fixed cost (reading the weights) and the proposals land. The engine
+// fits step time = a + b·tokens over recent decode steps and each
+// sequence tracks the rate α at which its proposals are accepted; it
+// proposes the k ≤ K that maximises (α + … + α^k)·T − S·b·k (S decoding
+// sequences, T = a + b·S), or nothing, then one probe proposal every 64
+// decode steps. Request.NoSpeculation turns speculation off per request;
+// Stats counts drafts (verifications), proposed and accepted tokens, and
+// acceptance per position.
+//
 // # n > 1
 //
 // A request with N choices is prefilled once. When the prompt's logits
@@ -207,6 +254,7 @@ type Options struct {
 	MaxSeqs        int  // sequences running at once (≤ 0: 16)
 	MaxQueue       int  // requests waiting for admission before ErrOverloaded (≤ 0: 256)
 	NoPrefixCache  bool // never reuse other requests' cached blocks
+	Spec           SpecOptions
 }
 
 // forwarder is what the engine needs of a model: one batched forward pass
@@ -227,6 +275,9 @@ type Engine struct {
 	ctx      int
 	opts     Options // resolved
 	defaults sample.Policy
+	spec     SpecOptions // resolved
+	proposer Proposer    // nil: no speculation
+	cost     stepCost    // step time fit for adaptive k (scheduler goroutine)
 
 	gvOnce sync.Once // builds gv (GrammarVocab)
 	gv     *grammar.Vocab
@@ -270,6 +321,9 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: context size %d exceeds GPT-2's %d learned positions", ctx, m.ContextLen)
 	}
 	o := resolve(opts, ctx)
+	if _, err := resolveSpec(&o.Spec); err != nil {
+		return nil, err
+	}
 	cache, err := m.NewCache(o.CacheTokens)
 	if err != nil {
 		return nil, err
@@ -312,6 +366,12 @@ func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *
 	e := &Engine{fw: fw, tok: tok, vocab: vocab, eog: eog, cache: cache, ctx: o.CtxSize, opts: o, defaults: defaults,
 		wake: make(chan struct{}, 1), idle: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
 		sch: newScheduler(cache, o)}
+	e.spec = o.Spec
+	e.proposer, _ = resolveSpec(&e.spec) // checked by New (tests pass valid options)
+	if e.proposer != nil {
+		e.sch.propose = e.propose
+		e.stats.SpecAcceptedPerPos = make([]int64, e.spec.K)
+	}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
 	e.beat.Store(time.Now().UnixNano())
 	go e.loop()
@@ -386,6 +446,9 @@ type Request struct {
 	// and returns that sequence's logits processors, which run in order
 	// after the engine's own (token healing). See "Logits processors".
 	Processors func() []LogitsProcessor
+	// NoSpeculation turns speculative decoding off for this request (the
+	// output is the same either way; this only changes how it is computed).
+	NoSpeculation bool
 }
 
 // Token is one generated token as it lands.
@@ -461,6 +524,14 @@ type Stats struct {
 	StepSeqs   int64 `json:"step_seqs"`   // sequences over all steps
 	LastTokens int   `json:"last_tokens"` // tokens in the latest step
 	LastSeqs   int   `json:"last_seqs"`   // sequences in the latest step
+
+	// Speculative decoding (zero when off): verification steps of one
+	// sequence with at least one proposal, proposed tokens, accepted
+	// proposals, and accepted proposals by position in the draft (len K).
+	SpecDrafts         int64   `json:"spec_drafts"`
+	SpecDraftTokens    int64   `json:"spec_draft_tokens"`
+	SpecAcceptedTokens int64   `json:"spec_accepted_tokens"`
+	SpecAcceptedPerPos []int64 `json:"spec_accepted_per_pos,omitempty"`
 }
 
 // Stats returns a snapshot of the engine's counters.
@@ -469,6 +540,7 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	s := e.stats
 	s.Waiting = e.nWaiting + len(e.inbox)
+	s.SpecAcceptedPerPos = slices.Clone(s.SpecAcceptedPerPos)
 	return s
 }
 
@@ -632,7 +704,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		if i == 0 {
 			seed = sampler.Seed()
 		}
-		c := &choice{st: st, index: i, pol: p, sampler: sampler, start: now,
+		c := &choice{st: st, index: i, pol: p, sampler: sampler, start: now, noSpec: req.NoSpeculation,
 			res: &Result{Index: i, PromptIDs: slices.Clone(prompt), Seed: sampler.Seed()}}
 		c.res.Usage.PromptTokens = len(prompt)
 		healed := ""

@@ -29,14 +29,14 @@ type LogitsProcessor interface {
 	Accept(token int) error
 }
 
-// DraftProcessor is what a processor implements to take part in
-// speculative decoding, where a draft proposes k tokens and one forward
-// pass returns k+1 rows of logits to verify them. ProcessDraft edits
-// rows[j] (vocab each, j ≤ len(draft)) as Process would after
-// Accept(draft[0]), ..., Accept(draft[j-1]), without changing the
-// processor's state; the engine then Accepts the tokens it keeps. The
-// engine does not decode speculatively yet; a sequence will only do so when
-// every processor of its chain implements DraftProcessor.
+// DraftProcessor is an optional extension for speculative decoding, where
+// a proposer guesses k tokens and one forward pass returns k+1 rows of
+// logits to verify them. ProcessDraft edits rows[j] (vocab each, j ≤
+// len(draft)) as Process would after Accept(draft[0]), ...,
+// Accept(draft[j-1]), without changing the processor's state. The engine
+// does not need it: it verifies row by row with Process and Accept (see
+// "Speculative decoding" in the package comment), so every processor
+// takes part in speculative decoding as it is.
 type DraftProcessor interface {
 	LogitsProcessor
 	ProcessDraft(rows [][]float32, draft []int) error

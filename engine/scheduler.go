@@ -32,6 +32,11 @@ type seq struct {
 	forks   []*choice // further choices to fork off when the prompt's logits come back
 	c       *choice
 	cow     bool // kv may share its last partial block with a fork (copy before writing)
+	// draft holds the tokens proposed for this step (speculative
+	// decoding): they follow tokens[len(tokens)-1] in the batch at the
+	// next positions, each with logits, and are not part of tokens until
+	// the driver accepts them.
+	draft []int
 
 	admitted bool      // admitted at least once
 	cached   int       // positions reused at the first admission (prefix or session)
@@ -51,6 +56,10 @@ type scheduler struct {
 	maxSeqs  int // running sequences
 	chunk    int // prompt tokens one sequence feeds per step
 	noPrefix bool
+	ctx      int // positions per sequence
+	// propose, if set, returns the tokens to propose for decoding
+	// sequence s, at most room of them (s.draft[:0] reused); see spec.go.
+	propose func(s *seq, room int) []int
 
 	waiting  []*seq // by arrival; the head is never overtaken
 	running  []*seq // in admission order (oldest first)
@@ -64,7 +73,7 @@ type scheduler struct {
 
 func newScheduler(c *kvcache.Cache, o Options) *scheduler {
 	return &scheduler{cache: c, maxBatch: o.MaxBatchTokens, maxSeqs: o.MaxSeqs, chunk: o.PrefillChunk,
-		noPrefix: o.NoPrefixCache, idleSess: map[*Session]struct{}{}}
+		noPrefix: o.NoPrefixCache, ctx: o.CtxSize, idleSess: map[*Session]struct{}{}}
 }
 
 // plan is one step: the batch to run and what happened while planning.
@@ -84,8 +93,9 @@ type ended struct {
 
 // sampled is what the driver drew for one sequence.
 type sampled struct {
-	token int  // the token drawn (fed back next step unless done)
-	done  bool // the sequence ends here
+	token    int  // the token drawn (fed back next step unless done)
+	accepted int  // of the sequence's draft, the first accepted tokens come before token
+	done     bool // the sequence ends here
 }
 
 // stepResult is what commit needs from a step.
@@ -131,7 +141,10 @@ func (sc *scheduler) plan() *plan {
 		}
 		later := len(sc.running) - 1 - i
 		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget-later)
-		if !sc.reserve(p, i, n) {
+		if len(s.tokens)-s.kv.Len == 1 && sc.propose != nil && len(s.forks) == 0 {
+			sc.draft(s, budget-later-1)
+		}
+		if len(s.draft) == 0 && !sc.reserve(p, i, n) {
 			i-- // s left the running list (preempted or failed)
 			continue
 		}
@@ -157,11 +170,63 @@ func (sc *scheduler) plan() *plan {
 	return p
 }
 
+// draft asks the proposer for at most room tokens to follow decoding
+// sequence s this step, bounded also by the context (the last proposal's
+// position must be < ctx), and reserves their blocks. A proposal is
+// dropped rather than preempt anyone: when the free blocks do not hold it,
+// s decodes one token as usual.
+func (sc *scheduler) draft(s *seq, room int) {
+	s.draft = s.draft[:0]
+	room = min(room, sc.ctx-len(s.tokens))
+	if room <= 0 {
+		return
+	}
+	s.draft = sc.propose(s, room)
+	if len(s.draft) > room {
+		s.draft = s.draft[:room]
+	}
+	if len(s.draft) > 0 && sc.cache.Reserve(s.kv, 1+len(s.draft)) != nil {
+		s.draft = s.draft[:0]
+	}
+}
+
+// dropDraft forgets s's proposals and any K/V written for them.
+func (sc *scheduler) dropDraft(s *seq) {
+	if len(s.draft) == 0 {
+		return
+	}
+	s.draft = s.draft[:0]
+	if s.kv.Len > len(s.tokens) {
+		sc.cache.Truncate(s.kv, len(s.tokens))
+	}
+}
+
+// rows is the number of logits rows s gets back when it is in plan.out.
+func (s *seq) rows() int { return 1 + len(s.draft) }
+
 // schedule appends s's next n uncomputed tokens to the batch, asking for
-// logits when they reach its last token, and returns n.
+// logits when they reach its last token, and returns n. A sequence with a
+// draft (n = 1) feeds its last token and the proposals, all with logits,
+// and returns 1+len(draft).
 func (sc *scheduler) schedule(p *plan, s *seq, n int) int {
 	b := p.batch
 	p0 := s.kv.Len
+	if len(s.draft) > 0 {
+		for j := 0; j <= len(s.draft); j++ {
+			t := s.tokens[p0]
+			if j > 0 {
+				t = s.draft[j-1]
+			}
+			b.Tokens = append(b.Tokens, t)
+			b.Pos = append(b.Pos, p0+j)
+			b.Seq = append(b.Seq, s.kv)
+			b.Output = append(b.Output, true)
+		}
+		s.n = 1 + len(s.draft)
+		p.seqs = append(p.seqs, s)
+		p.out = append(p.out, s)
+		return s.n
+	}
 	for j := range n {
 		b.Tokens = append(b.Tokens, s.tokens[p0+j])
 		b.Pos = append(b.Pos, p0+j)
@@ -267,6 +332,7 @@ func (sc *scheduler) unadmit(s *seq) {
 // recomputes every one of them when readmitted.
 func (sc *scheduler) preempt(s *seq) {
 	sc.removeRunning(s)
+	s.draft = s.draft[:0]
 	sc.cache.Release(s.kv)
 	if s.sess != nil {
 		s.sess.ids = nil
@@ -321,6 +387,7 @@ func (sc *scheduler) end(p *plan, s *seq, reason string, err error) {
 // session keeps them for its next turn).
 func (sc *scheduler) finish(s *seq) {
 	sc.removeRunning(s)
+	sc.dropDraft(s)
 	s.n = 0
 	if sess := s.sess; sess != nil {
 		if s.admitted {
@@ -347,7 +414,10 @@ func (sc *scheduler) removeRunning(s *seq) {
 // commit advances the state after the plan's Forward: newly filled blocks
 // enter the prefix cache, each sequence whose logits came back forks its
 // pending choices (sharing its blocks) and takes its sampled token, or
-// leaves with its blocks released when it is done. It returns the
+// leaves with its blocks released when it is done. A sequence that
+// speculated keeps the K/V of its accepted proposals and truncates the
+// rest (blocks past them go back to the pool); only blocks full of
+// accepted tokens are ever registered in the prefix cache. It returns the
 // sequences that ended.
 func (sc *scheduler) commit(p *plan, r stepResult) []*seq {
 	var done []*seq
@@ -365,6 +435,12 @@ func (sc *scheduler) commit(p *plan, r stepResult) []*seq {
 		s.n = 0
 	}
 	apply := func(s *seq, x sampled) {
+		if d := len(s.draft); d > 0 {
+			a := min(x.accepted, d)
+			sc.cache.Truncate(s.kv, s.kv.Len-d+a)
+			s.tokens = append(s.tokens, s.draft[:a]...)
+			s.draft = s.draft[:0]
+		}
 		if x.done {
 			sc.finish(s)
 			done = append(done, s)

@@ -131,12 +131,23 @@ func (h *harness) step() string {
 		h.t.Fatal(err)
 	}
 	r := stepResult{rows: make([][]sampled, len(p.out))}
+	off = 0
 	for i, s := range p.out {
-		row := logits[i*h.fw.vocab : (i+1)*h.fw.vocab]
-		tok := slices.Index(row, 1)
+		// Draw (argmax) row by row while the draw equals the proposal, as
+		// the driver's verify does; without a draft there is one row.
 		name := h.names[s]
-		h.out[name] = append(h.out[name], tok)
-		r.rows[i] = []sampled{{token: tok, done: len(h.out[name]) >= h.want[s]}}
+		var x sampled
+		for j := 0; j < s.rows(); j++ {
+			row := logits[(off+j)*h.fw.vocab : (off+j+1)*h.fw.vocab]
+			tok := slices.Index(row, 1)
+			h.out[name] = append(h.out[name], tok)
+			x = sampled{token: tok, accepted: j, done: len(h.out[name]) >= h.want[s]}
+			if x.done || j == len(s.draft) || tok != s.draft[j] {
+				break
+			}
+		}
+		off += s.rows()
+		r.rows[i] = []sampled{x}
 	}
 	for _, s := range h.sc.commit(p, r) {
 		desc = append(desc, "-"+h.names[s])
@@ -313,5 +324,90 @@ func TestSchedForkSharesPrompt(t *testing.T) {
 	r := h.sc.running
 	if r[0].kv.Blocks[0] != r[1].kv.Blocks[0] || r[0].kv.Blocks[2] == r[1].kv.Blocks[2] || r[1].kv.Blocks[2] == r[2].kv.Blocks[2] {
 		t.Errorf("blocks %v %v %v", r[0].kv.Blocks, r[1].kv.Blocks, r[2].kv.Blocks)
+	}
+}
+
+// A speculative plan: a decoding sequence feeds its last token and the
+// proposals (all with logits); after verification it keeps the K/V of the
+// accepted proposals and truncates the rest, releasing blocks that held
+// only rejected positions; blocks holding unverified tokens never enter
+// the prefix cache; proposals are bounded by the step budget (one token
+// left for each later sequence) and the output equals plain decoding's.
+func TestSchedSpeculativePlan(t *testing.T) {
+	plain := newHarness(t, Options{MaxBatchTokens: 64, MaxSeqs: 4}, 4, 32)
+	plain.add("A", 6, 1, 20)
+	for len(plain.sc.running)+len(plain.sc.waiting) > 0 {
+		plain.step()
+	}
+	cont := plain.out["A"] // A's plain output
+
+	h := newHarness(t, Options{MaxBatchTokens: 64, MaxSeqs: 4}, 4, 32)
+	// Proposals per decode step of A: how many, and which (by output
+	// index) are wrong.
+	type prop struct {
+		k     int
+		wrong int // index in the proposal of the first wrong token (-1: none)
+	}
+	props := []prop{{3, -1}, {4, 0}, {5, 2}, {2, -1}}
+	step := 0
+	h.sc.propose = func(s *seq, room int) []int {
+		if h.names[s] != "A" || step >= len(props) {
+			return s.draft[:0]
+		}
+		pr := props[step]
+		step++
+		gen := len(s.tokens) - s.nPrompt // output tokens so far; the next is cont[gen]
+		d := s.draft[:0]
+		for j := range min(pr.k, room) {
+			t := cont[gen+j]
+			if j == pr.wrong {
+				t = (t + 1) % 97
+			}
+			d = append(d, t)
+		}
+		return d
+	}
+	h.add("A", 6, 1, 20)
+	a := h.byName["A"]
+	check := func(wantLen, wantBlocks int) {
+		t.Helper()
+		if a.kv.Len != wantLen || len(a.kv.Blocks) != wantBlocks || len(a.tokens) != wantLen+1 {
+			t.Fatalf("after step: kv len %d in %d blocks, %d tokens; want %d in %d blocks, %d tokens",
+				a.kv.Len, len(a.kv.Blocks), len(a.tokens), wantLen, wantBlocks, wantLen+1)
+		}
+	}
+	h.script("A[0:6]")
+	check(6, 2)
+	h.script("A[6:10]") // 3 proposals, all accepted, and the token after them
+	check(10, 3)
+	h.script("A[10:15]") // 4 proposals, the first wrong: one token, positions 11..14 dropped
+	check(11, 3)         // block [12:16) held only rejected positions: released
+	// Nothing past the verified tokens is registered: a prompt equal to
+	// A's tokens plus the rejected proposals reuses only the verified full
+	// blocks.
+	probe := slices.Clone(a.tokens[:11])
+	probe = append(probe, (cont[5]+1)%97, cont[6], cont[7], cont[8], cont[9])
+	var ps kvcache.Seq
+	if n := h.sc.cache.Match(&ps, probe, len(probe)); n != 8 {
+		t.Errorf("prefix cache matched %d positions of A's verified+rejected tokens, want 8 (two verified blocks)", n)
+	}
+	h.sc.cache.Release(&ps)
+	h.script("A[11:17]") // 5 proposals, the third wrong: two kept, then the correction
+	check(14, 4)
+	// Budget: running sequences first, proposals included (2 here), then
+	// admission with what is left; once B runs, A leaves it one token.
+	h.sc.maxBatch = 4
+	h.add("B", 3, 2, 3)
+	h.script("A[14:17] B[0:1]")
+	props = append(props, prop{8, -1})
+	h.script("A[17:20] B[1:2]")
+	for len(h.sc.running)+len(h.sc.waiting) > 0 {
+		h.step()
+	}
+	if !slices.Equal(h.out["A"], cont) {
+		t.Errorf("speculative output %v, plain %v", h.out["A"], cont)
+	}
+	if used := h.sc.cache.UsedBlocks(); used != 0 {
+		t.Errorf("%d blocks used after the end", used)
 	}
 }

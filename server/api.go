@@ -76,6 +76,9 @@ type commonParams struct {
 		IncludeUsage *bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User string `json:"user"` // accepted and ignored
+	// Speculative (nanoserve extension, default true): false turns the
+	// server's speculative decoding off for this request.
+	Speculative *bool `json:"speculative"`
 	constraintParams
 }
 

@@ -92,7 +92,8 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	special := cr.ParseSpecial == nil || *cr.ParseSpecial
 	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
 	for _, p := range prompts {
-		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n})
+		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n,
+			NoSpeculation: noSpeculation(&cr.commonParams)})
 	}
 	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
 		return nil, e
@@ -172,7 +173,8 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		}
 		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
 	}
-	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices()}},
+	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices(),
+		NoSpeculation: noSpeculation(&cr.commonParams)}},
 		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}
 	if tools != nil {
 		cr.constraintParams.toolCall = tools.forced
@@ -688,3 +690,7 @@ func (o *responder) completionLogprobs(i int, toks []engine.Token) *completionLo
 	}
 	return out
 }
+
+// noSpeculation reports whether the request turned speculative decoding
+// off ("speculative": false).
+func noSpeculation(c *commonParams) bool { return c.Speculative != nil && !*c.Speculative }

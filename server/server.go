@@ -52,6 +52,11 @@
 // removed token included, and the healed token is a completion token. See
 // the engine package's "Token healing".
 //
+// Both endpoints take "speculative": false (a nanoserve extension,
+// default true) to turn the server's speculative decoding (serve --spec)
+// off for one request: its output is the same either way (see the engine
+// package's "Speculative decoding"); only how it is computed changes.
+//
 // Special-token text in a completions string prompt ("<|im_end|>", "</s>")
 // is parsed as that special token by default, as vLLM and llama-server do;
 // "parse_special": false (a nanoserve extension) keeps it plain text. Chat
@@ -682,7 +687,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		{name: "nanoserve_context_tokens", help: "Context length per sequence.", value: float64(s.eng.CtxSize())},
 	}
 	st := s.eng.Stats() // one snapshot for the nanoserve_engine_* and vllm:* series
-	s.m.write(w, append(extra, engineStats(st)...), func(b *strings.Builder) { s.m.writeVLLM(b, s.names[0], st) })
+	s.m.write(w, append(extra, engineStats(st)...), func(b *strings.Builder) {
+		s.m.writeVLLM(b, s.names[0], st)
+		writeSpec(b, s.names[0], st)
+	})
 }
 
 // resolveModel maps the request's model field to the name responses report.

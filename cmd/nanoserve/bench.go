@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +32,9 @@ func intList(name, s string) ([]int, error) {
 }
 
 func runBench(args []string) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return runBenchServe(args[1:])
+	}
 	fs := newFlags("bench")
 	modelPath := fs.String("model", "", "model to measure: GGUF file, Hugging Face directory or llama2.c .bin")
 	tokPath := fs.String("tokenizer", "", "tokenizer (only needed to load llama2.c checkpoints)")
@@ -133,4 +138,69 @@ func runBench(args []string) error {
 		return enc.Encode(res)
 	}
 	return bench.WriteMarkdown(os.Stdout, res)
+}
+
+// runBenchServe is `nanoserve bench serve`: load a running OpenAI-compatible
+// server and measure it from the client (package bench, RunServe).
+func runBenchServe(args []string) error {
+	fs := newFlags("bench serve")
+	var o bench.ServeOptions
+	fs.StringVar(&o.BaseURL, "base-url", "http://127.0.0.1:8080", "the server to measure")
+	fs.StringVar(&o.Endpoint, "endpoint", "/v1/completions", "/v1/completions or /v1/chat/completions")
+	fs.StringVar(&o.Model, "model", "", "the request's \"model\" field (default: omitted; our server then uses its model)")
+	fs.StringVar(&o.APIKey, "api-key", os.Getenv("NANOSERVE_API_KEY"), "bearer token (default: $NANOSERVE_API_KEY)")
+	fs.IntVar(&o.NumPrompts, "num-prompts", 0, "timed requests (0: 100, or the prompt file's count)")
+	fs.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight at once (0: no limit)")
+	fs.Float64Var(&o.RequestRate, "request-rate", 0, "Poisson arrivals per second, seeded (0: all requests at once)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic prompts and the arrival times")
+	fs.IntVar(&o.InputLen, "input-len", 32, "words per synthetic prompt (about a token each on real vocabularies; the report counts the server's tokens)")
+	fs.IntVar(&o.OutputLen, "output-len", 128, "max_tokens of every request (with --ignore-eos: exactly this many)")
+	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "words of one system prompt every request shares (many users, one long system prompt; 0: none)")
+	fs.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request produces --output-len tokens")
+	promptFile := fs.String("prompts", "", "JSONL prompt file: {\"prompt\": ..., \"system\": ..., \"max_tokens\": N} per line (default: synthetic prompts)")
+	fs.IntVar(&o.Warmup, "warmup", 1, "untimed requests first")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "per-request time limit (0: none)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"num-prompts", o.NumPrompts}, {"concurrency", o.Concurrency}, {"input-len", o.InputLen}, {"output-len", o.OutputLen},
+		{"shared-prefix-len", o.SharedPrefixLen}, {"warmup", o.Warmup}} {
+		if c.v < 0 {
+			return errFlag(c.name, c.v, "want 0 or more")
+		}
+	}
+	if o.RequestRate < 0 || o.RequestRate != o.RequestRate {
+		return errFlag("request-rate", o.RequestRate, "want requests per second (0: all at once)")
+	}
+	if *promptFile != "" {
+		f, err := os.Open(*promptFile)
+		if err != nil {
+			return err
+		}
+		o.Prompts, err = bench.LoadPrompts(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *promptFile, err)
+		}
+	}
+	o.Progress = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := bench.RunServe(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return bench.WriteServeMarkdown(os.Stdout, res)
 }

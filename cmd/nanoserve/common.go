@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"nanoserve/defaultmodel"
+	"nanoserve/engine"
 	"nanoserve/model"
 )
 
@@ -131,4 +132,63 @@ var builtinModelPath = func() (string, error) {
 		return "", errors.New("no --model given and this build has no built-in model")
 	}
 	return p, err
+}
+
+// specFlags are the speculative-decoding flags of serve and generate.
+type specFlags struct {
+	mode  string
+	k     int
+	fixed bool
+	draft string
+}
+
+func (sf *specFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&sf.mode, "spec", "off", "speculative decoding: off, ngram (prompt lookup: propose what followed the\n"+
+		"sequence's last tokens earlier in its prompt or output) or draft (a smaller model, --draft-model);\n"+
+		"output is the same either way, only faster when proposals land")
+	fs.IntVar(&sf.k, "spec-k", engine.DefaultSpecK, "most tokens proposed per sequence and step (adaptive below it unless --spec-fixed-k)")
+	fs.BoolVar(&sf.fixed, "spec-fixed-k", false, "always propose --spec-k tokens (no back-off when proposals fail)")
+	fs.StringVar(&sf.draft, "draft-model", "", "draft model for --spec draft: a local model file with the target's vocabulary\n"+
+		"(same size, pieces and special ids; checked at load)")
+}
+
+// check validates the flags (before any model is loaded).
+func (sf *specFlags) check() error {
+	if sf.k < 1 || sf.k > engine.MaxSpecK {
+		return errFlag("spec-k", sf.k, fmt.Sprintf("want 1 to %d proposed tokens", engine.MaxSpecK))
+	}
+	switch sf.mode {
+	case engine.SpecOff, engine.SpecNgram:
+		if sf.draft != "" {
+			return errFlag("draft-model", sf.draft, "only with --spec draft")
+		}
+		return nil
+	case engine.SpecDraft:
+		if sf.draft == "" {
+			return errFlag("spec", sf.mode, "--spec draft needs --draft-model")
+		}
+		return nil
+	}
+	return errFlag("spec", sf.mode, "want off, ngram or draft")
+}
+
+// options builds the engine's speculation options for target m (loading
+// the draft model, which the caller closes with the returned func).
+func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (engine.SpecOptions, func(), error) {
+	o := engine.SpecOptions{Mode: sf.mode, K: sf.k, Fixed: sf.fixed}
+	none := func() {}
+	if err := sf.check(); err != nil || sf.mode != engine.SpecDraft {
+		return o, none, err
+	}
+	dm, err := model.Load(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads})
+	if err != nil {
+		return o, none, fmt.Errorf("--draft-model: %w", err)
+	}
+	d, err := engine.NewDraft(dm, m, cacheTokens)
+	if err != nil {
+		dm.Close()
+		return o, none, fmt.Errorf("--draft-model %s: %w", sf.draft, err)
+	}
+	o.Proposer = d
+	return o, func() { dm.Close() }, nil
 }

@@ -110,8 +110,10 @@ func runGenerate(args []string) error {
 	fs := newFlags("generate")
 	var mf modelFlags
 	var pf policyFlags
+	var sf specFlags
 	mf.register(fs)
 	pf.register(fs)
+	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, finish_reason, timings) instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print timings to stderr after streaming")
 	parseSpecial := fs.Bool("parse-special", false, "treat special-token text in the prompt as special tokens")
@@ -136,6 +138,9 @@ func runGenerate(args []string) error {
 	if len(pos) == 1 {
 		prompt = pos[0]
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	m, err := mf.load()
 	if err != nil {
 		return err
@@ -145,7 +150,12 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize})
+	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
+	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, Spec: spec})
 	if err != nil {
 		return err
 	}

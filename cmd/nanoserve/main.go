@@ -7,7 +7,7 @@
 //	nanoserve inspect    describe a model file
 //	nanoserve convert    write any model we read as GGUF (optionally quantized)
 //	nanoserve tokenize   text -> ids;  nanoserve detokenize: ids -> text
-//	nanoserve bench      prefill / decode throughput, llama-bench style
+//	nanoserve bench      prefill / decode throughput, llama-bench style; bench serve: load-test a running server
 //	nanoserve train      train a small Llama from scratch
 //	nanoserve pull       download REPO[:QUANT|:FILE] from the Hugging Face hub; list, rm: its cache
 //	nanoserve version    the version, commit and Go version (also --version)

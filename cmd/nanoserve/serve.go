@@ -37,6 +37,7 @@ func runServe(args []string) error {
 func serve(ctx context.Context, stop func(), args []string, listening func(net.Addr)) error {
 	fs := newFlags("serve")
 	var mf modelFlags
+	var sf specFlags
 	mf.registerRest(fs)
 	var models, aliases stringList
 	fs.Var(&models, "model", modelUsage+";\nrepeatable: one server serves every model, each request routed by its \"model\" field")
@@ -44,6 +45,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	modelsDir := fs.String("models-dir", "", "also serve every model in this folder (GGUF files, Hugging Face folders), each loaded on its first request")
 	modelsMax := fs.Int("models-max", 0, "most models loaded at once; past it the least recently used is unloaded once idle (0: no limit)")
 	modelsMemory := fs.String("models-memory", "", "most memory the loaded models (weights and KV cache) may hold together, as --kv-cache-memory (default: no limit)")
+	sf.register(fs)
 	fs.IntVar(&mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
@@ -51,6 +53,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	kvMemory := fs.String("kv-cache-memory", defaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
 		"the cache holds max-seqs full contexts within it, and the default context shrinks to fit")
 	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
+	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
 	servedName := fs.String("served-name", "", "another name for the first model (the file's base name, with or without extension, is always accepted)")
@@ -117,6 +120,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	var budget int64
 	if *modelsMemory != "" {
 		if budget, err = parseMemory(*modelsMemory, memAvail); err != nil {
@@ -155,7 +161,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		lf.model = me.path
 		specs = append(specs, server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
 			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
-				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, *maxQueue)
+				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix}, &sf)
 		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }})
 	}
 	opts := server.Options{APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
@@ -180,7 +186,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		served[i] = me.names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "threads", mf.threads, "auth", *apiKey != "")
+		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())

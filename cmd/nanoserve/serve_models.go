@@ -159,7 +159,8 @@ func applyAliases(entries []servedEntry, aliases []string) error {
 
 // loadServed loads one served model: the model, its chat template, its KV
 // cache plan (its share of --kv-cache-memory), its engine and manifest.
-func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath string, tf chat.ToolFormat, kv kvInputs, maxQueue int) (*server.LoadedModel, error) {
+func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath string, tf chat.ToolFormat, kv kvInputs,
+	eo engine.Options, sf *specFlags) (*server.LoadedModel, error) {
 	m, err := mf.load()
 	if err != nil {
 		return nil, err
@@ -192,14 +193,20 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		return fail(err)
 	}
 	opts.Manifest = man
-	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: kv.maxSeqs, MaxQueue: maxQueue, CacheTokens: plan.cacheTokens})
+	spec, closeDraft, err := sf.options(mf, m, plan.cacheTokens)
 	if err != nil {
+		return fail(err)
+	}
+	eo.CtxSize, eo.CacheTokens, eo.Spec = plan.ctx, plan.cacheTokens, spec
+	eng, err := engine.New(m, eo)
+	if err != nil {
+		closeDraft()
 		return fail(err)
 	}
 	log.Info("model ready", "model", me.names[0], "context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
 		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_mib", eng.CacheBytes()>>20, "chat", opts.Template != nil)
 	return &server.LoadedModel{Engine: eng, Options: opts, Bytes: man.SizeBytes + eng.CacheBytes(),
-		Close: func() { eng.Close(); m.Close() }}, nil
+		Close: func() { eng.Close(); closeDraft(); m.Close() }}, nil
 }
 
 // describeServed is the manifest of a model not loaded yet: the model is

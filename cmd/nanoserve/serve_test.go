@@ -4,6 +4,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"nanoserve/engine"
+	"nanoserve/internal/testshared"
 )
 
 // TestPlanKVCache pins the server's KV cache memory rule.
@@ -196,5 +199,42 @@ func TestServeToolFormatFlag(t *testing.T) {
 	err := runServe([]string{"--tool-call-format", "gpt"})
 	if err == nil || !strings.Contains(err.Error(), "--tool-call-format") || !strings.Contains(err.Error(), "hermes") {
 		t.Errorf("bad --tool-call-format: %v", err)
+	}
+}
+
+// TestSpecFlags: serve and generate refuse bad speculation flags with an
+// error naming the flag, and a draft model of another vocabulary with the
+// engine's ErrDraftVocab; good flags build the options.
+func TestSpecFlags(t *testing.T) {
+	sh := testshared.Dir(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--spec", "eagle"}, "--spec eagle"},
+		{[]string{"--spec", "ngram", "--spec-k", "0"}, "--spec-k 0"},
+		{[]string{"--spec", "ngram", "--spec-k", "65"}, "--spec-k 65"},
+		{[]string{"--spec", "draft"}, "needs --draft-model"},
+		{[]string{"--spec", "ngram", "--draft-model", "x.gguf"}, "only with --spec draft"},
+		{[]string{"--spec", "draft", "--draft-model", sh + "/testdata/gguf/qwen2/qwen2-F16.gguf"}, "vocabulary differs"},
+	} {
+		err := runServe(append(c.args, "--host", "256.0.0.1"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("serve %v: err %v, want one naming %q", c.args, err, c.want)
+		}
+		if err := runGenerate(append(c.args, "--max-tokens", "1", "x")); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("generate %v: err %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+	var sf specFlags
+	fs := newFlags("generate")
+	sf.register(fs)
+	if err := fs.Parse([]string{"--spec", "ngram", "--spec-k", "5", "--spec-fixed-k"}); err != nil {
+		t.Fatal(err)
+	}
+	o, done, err := sf.options(&modelFlags{}, nil, 0)
+	done()
+	if err != nil || o.Mode != engine.SpecNgram || o.K != 5 || !o.Fixed {
+		t.Errorf("options %+v, %v", o, err)
 	}
 }
