@@ -12,7 +12,9 @@ package server
 //	POST /api/show       {model}: details, model_info, template, capabilities
 //	GET  /api/tags       every served model; GET /api/ps the loaded ones
 //	GET  /api/version    {version}
-//	POST /api/pull       answered 400: pull with `nanoserve pull` (the hub) and name the model at start
+//	POST /api/pull       {model: "hf.co/ORG/REPO[:QUANT]"}: a multi-model server with RouterOptions.Pull
+//	                     downloads it from the Hugging Face hub and serves it under that name; an
+//	                     Ollama-registry name (llama3.2:1b) is a 400 saying how to name a hub model
 //
 // generate and chat stream NDJSON by default, one JSON object a line,
 // {"model","created_at","response"|"message","done":false} per piece of
@@ -737,8 +739,9 @@ func (s *Server) handleOllamaVersion(w http.ResponseWriter, r *http.Request) {
 // at its start, so a pull is a clear 400 saying how.
 func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model string `json:"model"`
-		Name  string `json:"name"`
+		Model  string `json:"model"`
+		Name   string `json:"name"`
+		Stream *bool  `json:"stream"`
 	}
 	if e := s.decodeJSON(w, r, &req); e != nil {
 		writeError(w, e)
@@ -756,11 +759,46 @@ func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
 		return
 	}
+	hf := strings.HasPrefix(name, "hf.co/") || strings.HasPrefix(name, "huggingface.co/")
+	if hf && s.router != nil && s.router.pull != nil {
+		s.pullModel(w, r, name, req.Stream == nil || *req.Stream)
+		return
+	}
 	msg := fmt.Sprintf("this server does not pull models at run time: run `nanoserve pull %s` and start the server with --model %s", strings.TrimPrefix(name, "hf.co/"), strings.TrimPrefix(name, "hf.co/"))
-	if !strings.HasPrefix(name, "hf.co/") && !strings.HasPrefix(name, "huggingface.co/") {
+	if !hf {
 		msg = fmt.Sprintf("%q is an Ollama registry name; nanoserve pulls from the Hugging Face hub: name the model as hf.co/ORG/REPO:QUANT (`nanoserve pull ORG/REPO:QUANT`)", name)
 	}
 	writeError(w, badRequest("model", "%s", msg))
+}
+
+// pullModel downloads a hub model through RouterOptions.Pull and serves
+// it: NDJSON status lines ({"status": "pulling NAME"}, then "success") or,
+// with stream false, the last one alone.
+func (s *Server) pullModel(w http.ResponseWriter, r *http.Request, name string, stream bool) {
+	if stream {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		w.Write(append(marshal(map[string]string{"status": "pulling " + name}), '\n'))
+		http.NewResponseController(w).Flush()
+	}
+	spec, err := s.router.pull(r.Context(), name)
+	if err == nil {
+		err = s.router.add(spec)
+	}
+	if err != nil {
+		e := &apiError{status: http.StatusBadGateway, Type: "server_error", Message: fmt.Sprintf("pulling %s failed: %v", name, err)}
+		if stream {
+			w.Write(append(marshal(ollamaError{e.Message}), '\n'))
+			return
+		}
+		writeError(w, e)
+		return
+	}
+	if stream {
+		w.Write(append(marshal(map[string]string{"status": "success"}), '\n'))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
 }
 
 // lookupAny reports whether name is a served model's.

@@ -96,13 +96,39 @@ type RouterOptions struct {
 	// MemoryBudget, if > 0, is the most LoadedModel.Bytes the loaded models
 	// may hold together (the model a request needs is loaded regardless).
 	MemoryBudget int64
+	// Pull, if set, answers Ollama's /api/pull of a Hugging Face name
+	// (hf.co/ORG/REPO[:QUANT]): it downloads the model and returns its
+	// spec, which the server then serves. nil: /api/pull answers 400.
+	Pull func(ctx context.Context, name string) (ModelSpec, error)
+}
+
+// list is the models served, in order.
+func (rt *router) list() []ModelSpec { return *rt.specs.Load() }
+
+// add serves one more model (pulled at run time), unless one of its names
+// is taken.
+func (rt *router) add(m ModelSpec) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	old := rt.list()
+	for _, n := range m.Names {
+		for _, o := range old {
+			if slices.Contains(o.Names, n) {
+				return fmt.Errorf("server: the name %q is taken by the model %q", n, o.Names[0])
+			}
+		}
+	}
+	ns := append(slices.Clip(old), m)
+	rt.specs.Store(&ns)
+	return nil
 }
 
 // router is a multi-model server's model table.
 type router struct {
 	front     *Server
 	opts      Options
-	specs     []ModelSpec
+	specs     atomic.Pointer[[]ModelSpec] // append-only (a pull adds one); indices are stable
+	pull      func(ctx context.Context, name string) (ModelSpec, error)
 	maxLoaded int
 	budget    int64
 	ready     atomic.Bool // Preload finished
@@ -175,8 +201,10 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		front.log = slog.Default()
 		o.Logger = front.log
 	}
-	rt := &router{front: front, opts: o, specs: opts.Models, maxLoaded: opts.MaxLoaded, budget: opts.MemoryBudget,
+	rt := &router{front: front, opts: o, pull: opts.Pull, maxLoaded: opts.MaxLoaded, budget: opts.MemoryBudget,
 		now: time.Now, slots: map[int]*slot{}, manifests: map[int]*Manifest{}}
+	models := slices.Clone(opts.Models)
+	rt.specs.Store(&models)
 	front.router = rt
 	front.mux = front.routes()
 	for path, r := range front.mux {
@@ -237,7 +265,7 @@ func (s *Server) Preload(ctx context.Context) error {
 	}
 	rt := s.router
 	n := 0
-	for i, m := range rt.specs {
+	for i, m := range rt.list() {
 		if !m.Preload || rt.maxLoaded > 0 && n >= rt.maxLoaded {
 			continue
 		}
@@ -255,7 +283,7 @@ func (s *Server) Preload(ctx context.Context) error {
 
 // describe fills in the manifests of the models not loaded yet.
 func (rt *router) describe() {
-	for i, m := range rt.specs {
+	for i, m := range rt.list() {
 		rt.mu.Lock()
 		known := rt.manifests[i] != nil || rt.closed
 		rt.mu.Unlock()
@@ -299,8 +327,9 @@ func (s *Server) Close() {
 
 // servedNames are the first names of every model.
 func (rt *router) servedNames() []string {
-	out := make([]string, len(rt.specs))
-	for i, m := range rt.specs {
+	specs := rt.list()
+	out := make([]string, len(specs))
+	for i, m := range specs {
 		out[i] = m.Names[0]
 	}
 	return out
@@ -311,7 +340,7 @@ func (rt *router) lookup(name string) (int, bool) {
 	if name == "" {
 		return 0, true
 	}
-	for i, m := range rt.specs {
+	for i, m := range rt.list() {
 		if matchName(m.Names, name) {
 			return i, true
 		}
@@ -349,20 +378,20 @@ func (rt *router) acquire(ctx context.Context, i int) (*slot, *apiError) {
 		case <-ctx.Done():
 			rt.release(sl)
 			return nil, &apiError{status: http.StatusServiceUnavailable, Type: "server_error",
-				Message: fmt.Sprintf("the request ended while the model %q was loading", rt.specs[i].Names[0])}
+				Message: fmt.Sprintf("the request ended while the model %q was loading", rt.list()[i].Names[0])}
 		}
 	}
 	if sl.err != nil {
 		rt.release(sl)
 		return nil, &apiError{status: http.StatusInternalServerError, Type: "server_error", Code: strp("model_load_failed"),
-			Message: fmt.Sprintf("loading the model %q failed: %v", rt.specs[i].Names[0], sl.err)}
+			Message: fmt.Sprintf("loading the model %q failed: %v", rt.list()[i].Names[0], sl.err)}
 	}
 	return sl, nil
 }
 
 // load runs the model's loader for sl, then unloads what the limits say.
 func (rt *router) load(sl *slot) {
-	spec := rt.specs[sl.spec]
+	spec := rt.list()[sl.spec]
 	start := time.Now()
 	srv, lm, err := rt.open(spec)
 	rt.mu.Lock()
@@ -426,7 +455,7 @@ func (rt *router) release(sl *slot) {
 	}
 	rt.mu.Unlock()
 	if closeNow {
-		rt.front.log.Info("model unloaded", "model", rt.specs[sl.spec].Names[0])
+		rt.front.log.Info("model unloaded", "model", rt.list()[sl.spec].Names[0])
 		sl.lm.Close()
 	}
 }
@@ -437,7 +466,7 @@ func (rt *router) expire(sl *slot) {
 	closeNow := !sl.gone && sl.refs == 0 && !sl.expires.IsZero() && !rt.now().Before(sl.expires) && rt.unloadLocked(sl)
 	rt.mu.Unlock()
 	if closeNow {
-		rt.front.log.Info("model unloaded (keep_alive ran out)", "model", rt.specs[sl.spec].Names[0])
+		rt.front.log.Info("model unloaded (keep_alive ran out)", "model", rt.list()[sl.spec].Names[0])
 		sl.lm.Close()
 	}
 }
@@ -517,7 +546,7 @@ func (rt *router) evict(keep *slot) {
 		if rt.unloadLocked(v) {
 			victims = append(victims, v)
 		}
-		rt.front.log.Info("unloading the least recently used model", "model", rt.specs[v.spec].Names[0], "in_flight", v.refs)
+		rt.front.log.Info("unloading the least recently used model", "model", rt.list()[v.spec].Names[0], "in_flight", v.refs)
 	}
 	rt.mu.Unlock()
 	for _, sl := range victims {
@@ -608,8 +637,9 @@ func (s *Server) listModels() []listed {
 	rt := s.router
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	out := make([]listed, len(rt.specs))
-	for i, m := range rt.specs {
+	specs := rt.list()
+	out := make([]listed, len(specs))
+	for i, m := range specs {
 		out[i] = listed{names: m.Names, manifest: rt.manifests[i]}
 	}
 	for _, sl := range rt.loadedLocked() {
@@ -702,7 +732,7 @@ func (rt *router) handleReady(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "message": why})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": rt.specs[0].Names[0], "loaded": loaded,
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": rt.list()[0].Names[0], "loaded": loaded,
 		"running": running, "waiting": waiting})
 }
 

@@ -155,20 +155,36 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	var specs []server.ModelSpec
-	for _, me := range entries {
+	spec := func(me servedEntry) server.ModelSpec {
 		lf := mf
 		lf.model = me.path
-		specs = append(specs, server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
+		return server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
 			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
 				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix}, &sf)
-		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }})
+		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }}
+	}
+	var specs []server.ModelSpec
+	for _, me := range entries {
+		specs = append(specs, spec(me))
+	}
+	// Ollama's /api/pull of hf.co/ORG/REPO[:QUANT]: pulled like --model,
+	// then served under that name (and the hub reference).
+	pull := func(ctx context.Context, name string) (server.ModelSpec, error) {
+		p, ref, err := pullHub(ctx, name, mf.revision)
+		if err != nil {
+			return server.ModelSpec{}, err
+		}
+		names := modelNames(name, p)
+		if !slices.Contains(names, ref) {
+			names = append(names, ref)
+		}
+		return spec(servedEntry{path: p, names: names}), nil
 	}
 	opts := server.Options{APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors}
 	server.Version = versionString()
-	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget})
+	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull})
 	if err != nil {
 		return err
 	}

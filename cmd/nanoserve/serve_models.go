@@ -5,6 +5,7 @@ package main
 // and how one is loaded into an engine with its manifest.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -21,6 +22,7 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
+	"nanoserve/hub"
 	"nanoserve/model"
 	"nanoserve/server"
 )
@@ -103,6 +105,23 @@ func serveModels(models []string, dir, revision string) ([]servedEntry, error) {
 		out[i].names = keep
 	}
 	return out, nil
+}
+
+// pullHub pulls an Ollama-style hub name (hf.co/ORG/REPO[:QUANT]) into the
+// Hugging Face cache: the local path and the hub reference.
+func pullHub(ctx context.Context, name, revision string) (string, string, error) {
+	arg := strings.TrimPrefix(strings.TrimPrefix(name, "hf.co/"), "huggingface.co/")
+	r, err := hub.ParseRef(arg)
+	if err != nil {
+		return "", "", err
+	}
+	c := hubClient()
+	c.Progress = nil // a server logs, it draws no progress bars
+	p, err := c.Pull(ctx, r, revision)
+	if err != nil {
+		return "", "", err
+	}
+	return p, r.String(), nil
 }
 
 var splitPart = regexp.MustCompile(`-(\d{5})-of-\d{5}\.gguf$`)

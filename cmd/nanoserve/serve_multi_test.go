@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"nanoserve/defaultmodel"
+	"nanoserve/internal/fakehub"
 	"nanoserve/internal/testshared"
 )
 
@@ -125,5 +127,71 @@ func TestServeMulti(t *testing.T) {
 	}
 	if list.Data[0].Manifest == nil || list.Data[0].Manifest.WeightsSHA256 == "" {
 		t.Errorf("the built-in model's manifest: %s", b)
+	}
+}
+
+// TestServeOllamaPull: Ollama's /api/pull of hf.co/ORG/REPO:QUANT pulls
+// from a stand-in hub and serves the model under that name, answering as
+// the file served alone; a repository the hub lacks is a 502 naming it.
+func TestServeOllamaPull(t *testing.T) {
+	data, err := defaultmodel.Bytes()
+	if err != nil {
+		t.Skip(err)
+	}
+	local := filepath.Join(t.TempDir(), "go.gguf")
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := fakehub.New()
+	defer h.Close()
+	h.Add("org/go-GGUF", &fakehub.Repo{Commit: strings.Repeat("e1", 20), Files: map[string]fakehub.File{"go-Q8_0.gguf": {Data: data, LFS: true}}})
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	want := complete(t, local, "go.gguf")
+
+	gguf := testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-Q4_K_M.gguf")
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, cancel, []string{"--model", gguf, "--port", "0", "--threads", "1", "--max-seqs", "2"}, func(a net.Addr) { addrc <- a })
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	base := "http://" + addr.String()
+	c := &http.Client{Timeout: 60 * time.Second}
+	post := func(path, body string) (int, []byte) {
+		resp, err := c.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, b := post("/api/pull", `{"model":"hf.co/org/go-GGUF:Q8_0","stream":false}`); code != 200 || !strings.Contains(string(b), `"success"`) {
+		t.Fatalf("pull: %d %s", code, b)
+	}
+	code, b := post("/v1/completions", `{"model":"hf.co/org/go-GGUF:Q8_0","prompt":"func main() {","max_tokens":12,"temperature":0}`)
+	var out struct{ Choices []struct{ Text string } }
+	if code != 200 || json.Unmarshal(b, &out) != nil || len(out.Choices) != 1 || out.Choices[0].Text != want {
+		t.Errorf("the pulled model: %d %s, want %q", code, b, want)
+	}
+	code, b = post("/api/pull", `{"model":"hf.co/org/missing:Q8_0"}`)
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); code != 200 || len(lines) != 2 || !strings.Contains(lines[1], `"error"`) || !strings.Contains(lines[1], "org/missing") {
+		t.Errorf("missing repository: %d %s", code, b)
 	}
 }
