@@ -28,6 +28,7 @@ type Options struct {
 	SweepGen  int   // decode tokens per depth-sweep point (≤ 0: 32)
 	SweepReps int   // repetitions per sweep point (≤ 0: 2)
 	Seed      uint64
+	KVType    tensor.DType // KV cache element type (zero: F32)
 
 	// Bandwidth probe: BandwidthBytes of buffer (0: 1 GiB; < 0: no probe).
 	BandwidthBytes int64
@@ -154,6 +155,7 @@ type ModelInfo struct {
 	FileBytes   int64   `json:"file_bytes"`
 	LoadMs      float64 `json:"load_ms"`
 	GenerateMs  float64 `json:"generate_ms,omitempty"` // writing the synthetic file (0: cached)
+	KVType      string  `json:"kv_cache_type"`         // Options.KVType, set by Run
 }
 
 // System describes the machine at measurement time.
@@ -265,6 +267,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 	}
 	t0 := time.Now()
 	res := &Result{Model: info, System: systemInfo(m.Pool().Threads())}
+	res.Model.KVType = strings.ToLower(o.KVType.String())
 	res.System.Start = t0
 	res.System.LoadStart = loadAvg()
 
@@ -307,7 +310,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 	if hard > 0 {
 		need = min(need, hard)
 	}
-	cache, err := m.NewCache(need)
+	cache, err := m.NewCacheType(need, o.KVType)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -533,7 +536,7 @@ func (r *runner) tgDepths(tests []*Test) error {
 
 // bandwidth fills a decode test's weight GB/s and bandwidth share.
 func (r *runner) bandwidth(t *Test) {
-	t.KVBytes = r.m.KVBytesPerToken() * int64(t.Depth+t.NGen/2)
+	t.KVBytes = r.m.KVBytesPerToken(r.opts.KVType) * int64(t.Depth+t.NGen/2)
 	t.WeightGBps = float64(r.res.Model.DecodeBytes) * t.TokS.Mean / 1e9
 	if bw := r.res.Bandwidth; bw != nil && bw.GBpsN > 0 {
 		t.BandwidthFrac = t.WeightGBps / bw.GBpsN

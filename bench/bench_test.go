@@ -126,7 +126,10 @@ func TestNormalWeights(t *testing.T) {
 // runs a quick benchmark; the JSON has every field, with positive numbers.
 func TestRunTiny(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct{ shape, typ string }{{"tiny", "q8_0"}, {"tiny-gpt2", "f16"}, {"tiny-moe", "q4_k_m"}} {
+	for _, c := range []struct {
+		shape, typ string
+		kv         tensor.DType
+	}{{"tiny", "q8_0", tensor.F16}, {"tiny-gpt2", "f16", tensor.F32}, {"tiny-moe", "q4_k_m", tensor.F16}} {
 		s, mix := mustShape(t, c.shape), mustMix(t, c.typ)
 		p, _, err := SyntheticFile(dir, s, mix, 1, 0)
 		if err != nil {
@@ -139,11 +142,16 @@ func TestRunTiny(t *testing.T) {
 		info := Describe(m, p)
 		info.Synthetic, info.Type = s.Name, mix.Name
 		opts := Options{Prompts: []int{16, 40}, Gens: []int{8}, Reps: 2, Batch: 32, Depths: []int{0, 24, 300},
-			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 4 << 20, smallProbe: true}
+			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 4 << 20, smallProbe: true, KVType: c.kv}
 		res, err := Run(m, info, opts)
+		perTok := m.KVBytesPerToken(c.kv)
 		m.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", c.shape, err)
+		}
+		// The KV bytes count the cache type's (depth 24, 4 tokens decoded).
+		if d := res.DepthSweep[1]; res.Model.KVType != strings.ToLower(c.kv.String()) || d.KVBytes != perTok*int64(24+4/2) {
+			t.Errorf("%s: KV cache %q, %d KV bytes at depth 24; want %s, %d", c.shape, res.Model.KVType, d.KVBytes, c.kv, perTok*26)
 		}
 		js, err := json.Marshal(res)
 		if err != nil {

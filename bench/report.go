@@ -79,6 +79,9 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	} else {
 		fmt.Fprintf(&b, "decode reads %.1f MB of weights per token\n", float64(m.DecodeBytes)/1e6)
 	}
+	if m.KVType != "" {
+		fmt.Fprintf(&b, "KV cache: %s\n", m.KVType)
+	}
 	fmt.Fprintf(&b, "peak RSS: %.1f MiB", float64(r.PeakRSS)/(1<<20))
 	if r.RSSNote != "" {
 		fmt.Fprintf(&b, " (%s)", r.RSSNote)

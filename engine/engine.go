@@ -189,6 +189,7 @@ import (
 	"nanoserve/kvcache"
 	"nanoserve/model"
 	"nanoserve/sample"
+	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
 
@@ -255,6 +256,10 @@ type Options struct {
 	MaxQueue       int  // requests waiting for admission before ErrOverloaded (≤ 0: 256)
 	NoPrefixCache  bool // never reuse other requests' cached blocks
 	Spec           SpecOptions
+
+	// KVType is the KV cache's element type: tensor.F32 (the zero value,
+	// exact), F16 (the CLI's default, as llama.cpp's) or Q8_0.
+	KVType tensor.DType
 }
 
 // forwarder is what the engine needs of a model: one batched forward pass
@@ -324,7 +329,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	if _, err := resolveSpec(&o.Spec); err != nil {
 		return nil, err
 	}
-	cache, err := m.NewCache(o.CacheTokens)
+	cache, err := m.NewCacheType(o.CacheTokens, o.KVType)
 	if err != nil {
 		return nil, err
 	}

@@ -147,16 +147,16 @@ func TestSpecGreedyIdenticalF16(t *testing.T) {
 
 // The same on the quantized fixtures. It needs batch-invariant matmuls (a
 // row's result must not depend on how many rows run beside it): a
-// verification row is one of k+1 rows, a decode row is alone. Where the
-// kernels are not invariant yet (decodeRowDiffers) the fixture is skipped
-// with the difference found; once they are, it runs.
+// verification row is one of k+1 rows, a decode row is alone. tensor's
+// MatMul guarantees that (issue 16), so a difference (decodeRowDiffers)
+// fails the test.
 func TestSpecGreedyIdenticalQuantized(t *testing.T) {
 	for _, rel := range []string{"gguf/llama_gqa/llama_gqa-Q8_0.gguf", "gguf/llama_gqa/llama_gqa-Q4_K_M.gguf",
 		"gguf/llama_gqa/llama_gqa-Q4_K_S.gguf", "gguf/llama_k/llama_k-Q4_K_M.gguf", "gguf/llama_k/llama_k-Q4_K_S.gguf",
 		"gguf-archs/qwen3moe/qwen3moe-Q8_0.gguf"} {
 		t.Run(path.Base(rel), func(t *testing.T) {
 			if d := decodeRowDiffers(t, "testdata/"+rel); d != "" {
-				t.Skipf("matmul kernels are not batch-invariant for this model yet (needs the batch-invariance work): %s", d)
+				t.Fatalf("a decode row differs from the same row in a 33-token chunk (batch invariance broken): %s", d)
 			}
 			specIdentity(t, "testdata/"+rel, "testdata/"+rel, fixtureReqs(24))
 		})

@@ -45,12 +45,66 @@
 // Match stops at a block boundary, Commit registers only blocks below
 // Len/BlockSize, Truncate copies a registered partial block before it is
 // rewritten); Slot(seq, p) is a valid row for every p < capacity.
+//
+// # Element types
+//
+// K and V are stored in one of three types (Type), each row encoded as the
+// tensor package encodes a weight row:
+//
+//	F32   4 bytes a value: exact, what the 1e-4 parity tests pin
+//	F16   2 bytes a value (IEEE half, round to nearest even; llama.cpp's default)
+//	Q8_0  34 bytes per 32 values: a half scale d = max|x|/127 and 32 int8
+//	      q = round(x/d), so x ≈ d·q (kv_dim a multiple of 32)
+//
+// The attention kernels read the encoded rows directly; Store encodes a
+// position's K and V once when the model writes them.
 package kvcache
 
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"nanoserve/tensor"
 )
+
+// ParseType reads a --kv-cache-type value: f32, f16 or q8_0.
+func ParseType(s string) (tensor.DType, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "f32":
+		return tensor.F32, nil
+	case "f16":
+		return tensor.F16, nil
+	case "q8_0":
+		return tensor.Q8_0, nil
+	}
+	return 0, fmt.Errorf("kvcache: unknown cache type %q (want f32, f16 or q8_0)", s)
+}
+
+// CheckType reports whether a cache of type t can hold rows of kvDim
+// values.
+func CheckType(t tensor.DType, kvDim int) error {
+	switch t {
+	case tensor.F32, tensor.F16:
+		return nil
+	case tensor.Q8_0:
+		if kvDim%32 != 0 {
+			return fmt.Errorf("kvcache: q8_0 needs kv_dim a multiple of 32, have %d", kvDim)
+		}
+		return nil
+	}
+	return fmt.Errorf("kvcache: %s is not a cache type (want F32, F16 or Q8_0)", t)
+}
+
+// RowBytes is the memory one row of kvDim values takes in type t (K or V
+// of one position in one layer).
+func RowBytes(t tensor.DType, kvDim int) int {
+	n, err := t.RowBytes(kvDim)
+	if err != nil {
+		return 0
+	}
+	return n
+}
 
 // ErrOutOfBlocks is returned when the pool cannot hold more positions.
 var ErrOutOfBlocks = errors.New("kvcache: out of blocks")
@@ -58,8 +112,17 @@ var ErrOutOfBlocks = errors.New("kvcache: out of blocks")
 // Cache holds K and V for all layers in NumBlocks blocks of BlockSize rows.
 type Cache struct {
 	Layers, KVDim, BlockSize, NumBlocks int
+	Type                                tensor.DType // F32, F16 or Q8_0
+	RowBytes                            int          // bytes of one encoded row (kv_dim values)
 
-	K, V [][]float32 // (layers) each (NumBlocks*BlockSize, KVDim)
+	// RoundAs (F32 caches; zero: off) stores each row rounded as a cache
+	// of that type would (encoded and decoded again): the same values an
+	// F16 or Q8_0 cache holds, read by the float32 kernels — the reference
+	// the parity tests hold those types' kernels to.
+	RoundAs tensor.DType
+
+	K, V   [][]float32 // F32: (layers) each (NumBlocks*BlockSize, KVDim)
+	KE, VE [][]byte    // F16, Q8_0: (layers) each (NumBlocks*BlockSize, RowBytes)
 
 	ref  []int32 // (NumBlocks) block tables holding each block
 	free []int   // stack of free (unregistered, unused) block ids
@@ -84,22 +147,39 @@ type Seq struct {
 	hashes []uint64 // chained hash of Blocks[i] for each committed full block
 }
 
-// New allocates a cache for layers × kvDim with capacity for
+// New allocates a float32 cache for layers × kvDim with capacity for
 // numBlocks*blockSize positions in total.
 func New(layers, kvDim, blockSize, numBlocks int) (*Cache, error) {
+	return NewType(tensor.F32, layers, kvDim, blockSize, numBlocks)
+}
+
+// NewType is New for a cache of element type t (F32, F16 or Q8_0).
+func NewType(t tensor.DType, layers, kvDim, blockSize, numBlocks int) (*Cache, error) {
 	if layers <= 0 || kvDim <= 0 || blockSize <= 0 || numBlocks <= 0 {
 		return nil, fmt.Errorf("kvcache: invalid shape layers=%d kv_dim=%d block=%d blocks=%d", layers, kvDim, blockSize, numBlocks)
 	}
+	if err := CheckType(t, kvDim); err != nil {
+		return nil, err
+	}
 	c := &Cache{Layers: layers, KVDim: kvDim, BlockSize: blockSize, NumBlocks: numBlocks,
-		K: make([][]float32, layers), V: make([][]float32, layers),
+		Type: t, RowBytes: RowBytes(t, kvDim),
 		ref: make([]int32, numBlocks), free: make([]int, numBlocks),
 		byHash: map[uint64]int{}, reg: make([]bool, numBlocks), hash: make([]uint64, numBlocks),
 		parent: make([]uint64, numBlocks), toks: make([]int32, numBlocks*blockSize),
 		prev: make([]int32, numBlocks+1), next: make([]int32, numBlocks+1)}
 	rows := numBlocks * blockSize
-	for l := range layers {
-		c.K[l] = make([]float32, rows*kvDim)
-		c.V[l] = make([]float32, rows*kvDim)
+	if t == tensor.F32 {
+		c.K, c.V = make([][]float32, layers), make([][]float32, layers)
+		for l := range layers {
+			c.K[l] = make([]float32, rows*kvDim)
+			c.V[l] = make([]float32, rows*kvDim)
+		}
+	} else {
+		c.KE, c.VE = make([][]byte, layers), make([][]byte, layers)
+		for l := range layers {
+			c.KE[l] = make([]byte, rows*c.RowBytes)
+			c.VE[l] = make([]byte, rows*c.RowBytes)
+		}
 	}
 	for i := range c.free {
 		c.free[i] = numBlocks - 1 - i // pop order 0, 1, 2, ...
@@ -112,14 +192,71 @@ func New(layers, kvDim, blockSize, numBlocks int) (*Cache, error) {
 // DefaultBlockSize is the block size ForTokens uses.
 const DefaultBlockSize = 16
 
-// ForTokens sizes a cache for capacity positions (rounded up to blocks).
+// ForTokens sizes a float32 cache for capacity positions (rounded up to
+// blocks).
 func ForTokens(layers, kvDim, capacity int) (*Cache, error) {
+	return ForTokensType(tensor.F32, layers, kvDim, capacity)
+}
+
+// ForTokensType is ForTokens for element type t.
+func ForTokensType(t tensor.DType, layers, kvDim, capacity int) (*Cache, error) {
 	const bs = DefaultBlockSize
-	return New(layers, kvDim, bs, (capacity+bs-1)/bs)
+	return NewType(t, layers, kvDim, bs, (capacity+bs-1)/bs)
 }
 
 // Bytes is the memory held by K and V.
-func (c *Cache) Bytes() int64 { return int64(2*c.Layers*c.NumBlocks*c.BlockSize*c.KVDim) * 4 }
+func (c *Cache) Bytes() int64 { return int64(2*c.Layers*c.NumBlocks*c.BlockSize) * int64(c.RowBytes) }
+
+// Store encodes k and v (kv_dim each) into row slot of layer l.
+func (c *Cache) Store(l, slot int, k, v []float32) {
+	if c.Type == tensor.F32 {
+		o := slot * c.KVDim
+		kr, vr := c.K[l][o:o+c.KVDim], c.V[l][o:o+c.KVDim]
+		copy(kr, k[:c.KVDim])
+		copy(vr, v[:c.KVDim])
+		if c.RoundAs != tensor.F32 && CheckType(c.RoundAs, c.KVDim) == nil {
+			enc := make([]byte, RowBytes(c.RoundAs, c.KVDim))
+			for _, r := range [][]float32{kr, vr} {
+				_ = tensor.QuantizeRow(enc, c.RoundAs, r)
+				tensor.DequantizeRow(r, c.RoundAs, enc)
+			}
+		}
+		return
+	}
+	o, rb := slot*c.RowBytes, c.RowBytes
+	// The shape was checked in NewType, so QuantizeRow cannot fail.
+	_ = tensor.QuantizeRow(c.KE[l][o:o+rb], c.Type, k[:c.KVDim])
+	_ = tensor.QuantizeRow(c.VE[l][o:o+rb], c.Type, v[:c.KVDim])
+}
+
+// Load decodes row slot of layer l into k and v (kv_dim each): the values
+// the attention reads.
+func (c *Cache) Load(l, slot int, k, v []float32) {
+	if c.Type == tensor.F32 {
+		o := slot * c.KVDim
+		copy(k[:c.KVDim], c.K[l][o:o+c.KVDim])
+		copy(v[:c.KVDim], c.V[l][o:o+c.KVDim])
+		return
+	}
+	o, rb := slot*c.RowBytes, c.RowBytes
+	tensor.DequantizeRow(k[:c.KVDim], c.Type, c.KE[l][o:o+rb])
+	tensor.DequantizeRow(v[:c.KVDim], c.Type, c.VE[l][o:o+rb])
+}
+
+// copyRows copies n rows of every layer from row src to row dst.
+func (c *Cache) copyRows(dst, src, n int) {
+	for l := range c.Layers {
+		if c.Type == tensor.F32 {
+			d, s, w := dst*c.KVDim, src*c.KVDim, n*c.KVDim
+			copy(c.K[l][d:d+w], c.K[l][s:s+w])
+			copy(c.V[l][d:d+w], c.V[l][s:s+w])
+			continue
+		}
+		d, s, w := dst*c.RowBytes, src*c.RowBytes, n*c.RowBytes
+		copy(c.KE[l][d:d+w], c.KE[l][s:s+w])
+		copy(c.VE[l][d:d+w], c.VE[l][s:s+w])
+	}
+}
 
 // FreeBlocks is the number of blocks Reserve can hand out: free ones plus
 // cached ones (evicted on demand).
@@ -282,11 +419,7 @@ func (c *Cache) Truncate(s *Seq, n int) int {
 				return s.Len
 			}
 			nb := c.alloc()
-			for l := range c.Layers {
-				src, dst := b*c.BlockSize*c.KVDim, nb*c.BlockSize*c.KVDim
-				copy(c.K[l][dst:dst+r*c.KVDim], c.K[l][src:src+r*c.KVDim])
-				copy(c.V[l][dst:dst+r*c.KVDim], c.V[l][src:src+r*c.KVDim])
-			}
+			c.copyRows(nb*c.BlockSize, b*c.BlockSize, r)
 			c.deref(b)
 			s.Blocks[keep-1] = nb
 		}
@@ -316,7 +449,8 @@ func (c *Cache) Slot(s *Seq, pos int) int {
 	return s.Blocks[pos/c.BlockSize]*c.BlockSize + pos%c.BlockSize
 }
 
-// Row returns layer l's K and V rows (kv_dim) for position pos of s.
+// Row returns layer l's K and V rows (kv_dim) for position pos of s in a
+// float32 cache (other types: Load).
 func (c *Cache) Row(l int, s *Seq, pos int) (k, v []float32) {
 	o := c.Slot(s, pos) * c.KVDim
 	return c.K[l][o : o+c.KVDim], c.V[l][o : o+c.KVDim]

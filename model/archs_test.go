@@ -7,6 +7,7 @@ import (
 
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
+	"nanoserve/tensor"
 )
 
 // archModels are the gguf-archs fixtures (../shared/testdata/gguf-archs):
@@ -20,36 +21,42 @@ func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 
 // top10Tol is the bound on every top-10 logprob against llama.cpp: the
 // issue's 0.1, except where llama.cpp itself strays further from the
-// float64 reference than that on the ids it did not choose (its F16 KV
-// cache, F16 flash-attention accumulation and F16-rounded activations;
-// on the chosen ids it is 0.062 from the reference for gemma2, 0.064 for
-// qwen3moe, and we are within 1e-4 of the reference).
+// float64 reference than that on the ids it did not choose. The goldens
+// were made with llama.cpp's F16 KV cache and the test runs ours at F16
+// too; that is not what separates us: measured worst differences
+// (F32 cache → F16 cache) are gemma2 0.387 → 0.318 and qwen3moe 0.162 →
+// 0.166, while on the chosen ids llama.cpp is 0.062 (gemma2) and 0.064
+// (qwen3moe) from the float64 reference and we are within 0.03 of it at
+// F16 KV (1e-4 at F32). The rest is llama.cpp's other roundings: for
+// gemma2, F16 activations into F16 matrices (TestLcppRoundingsGemma2:
+// with them the reference is 0.074 from llama.cpp); qwen3moe stays 0.16.
 var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1,
-	"gemma2": 0.4, "qwen3moe": 0.2}
+	"gemma2": 0.35, "qwen3moe": 0.2}
 
-// TestArchGoldens feeds each golden's prompt and generated ids and checks
-// every step's top-10 logprobs within 0.1 of llama.cpp's, the chosen id's
-// within 0.04 of the float64 reference's (ref_f64_logprob), and the greedy
-// ids.
+// TestArchGoldens feeds each golden's prompt and generated ids through an
+// F16 KV cache (llama.cpp's, with which the goldens were made) and checks
+// every step's top-10 logprobs within 0.1 of llama.cpp's (top10Tol), the
+// chosen id's within 0.04 of the float64 reference's (ref_f64_logprob),
+// and the greedy ids.
 func TestArchGoldens(t *testing.T) {
 	for _, name := range archModels {
 		t.Run(name, func(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			m := mustLoad(t, path, Options{Threads: 2})
-			checkLcppGolden(t, m, g, top10Tol[name], true, true)
-			checkRefF64(t, m, g, 0.04)
+			checkLcppGoldenKV(t, m, g, top10Tol[name], true, true, 0, tensor.F16)
+			checkRefF64(t, m, g, 0.04, tensor.F16)
 		})
 	}
 }
 
 // checkRefF64 compares each step's chosen-id logprob with the golden's
 // independent float64 forward pass.
-func checkRefF64(t *testing.T, m *Model, g *lcppGolden, tol float64) {
+func checkRefF64(t *testing.T, m *Model, g *lcppGolden, tol float64, kv tensor.DType) float64 {
 	t.Helper()
 	worst := 0.0
 	for k, p := range g.Prompts {
 		toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
-		logits := runSeq(t, m, toks, 0)
+		logits := runSeqKV(t, m, toks, 0, kv)
 		P := len(p.PromptIDs)
 		for j, s := range p.Steps {
 			if s.RefF64 == nil {
@@ -63,7 +70,8 @@ func checkRefF64(t *testing.T, m *Model, g *lcppGolden, tol float64) {
 			}
 		}
 	}
-	t.Logf("%s: worst difference from ref_f64_logprob %.4f", g.Model, worst)
+	t.Logf("%s, %s KV cache: worst difference from ref_f64_logprob %.4f", g.Model, kv, worst)
+	return worst
 }
 
 // TestArchParity: for every architecture fixture, the cached forward (one
@@ -267,5 +275,39 @@ func TestQwen3MoEQ8(t *testing.T) {
 	// did shows as an outlier. Require 95% of the logprobs in bound.
 	if checked < 100 || over*20 > checked {
 		t.Errorf("%d of %d logprobs over 1.0 (need ≥ 100 checked, ≤ 5%% over)", over, checked)
+	}
+}
+
+// TestLcppRoundingsGemma2 shows where gemma2's distance from llama.cpp's
+// goldens comes from (top10Tol's exception): the float64 reference, with
+// an F16 KV cache and llama.cpp's other rounding — every activation
+// converted to F16 before an F16 matrix product, and the queries before
+// the F16 keys — comes within the 0.1 of llama.cpp (measured
+// 0.074; 0.317 without the F16 inputs, 0.170 rounding the matrix inputs
+// only). qwen3moe is logged: those roundings take it from 0.165 to 0.162
+// only (its router's near-ties are the likelier cause).
+func TestLcppRoundingsGemma2(t *testing.T) {
+	for _, name := range []string{"gemma2", "qwen3moe"} {
+		g, path := archPath(t, name, "F16")
+		m := mustLoad(t, path, Options{Threads: 1})
+		worst := 0.0
+		for _, p := range g.Prompts {
+			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+			lg, err := m.forwardRef(toks, refRounding{kv: tensor.F16, f16In: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			P := len(p.PromptIDs)
+			for j, s := range p.Steps {
+				lp := testshared.LogSoftmax(lg[(P-1+j)*m.Vocab : (P+j)*m.Vocab])
+				for _, e := range s.Top {
+					worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
+				}
+			}
+		}
+		t.Logf("%s: float64 reference with llama.cpp's F16 roundings: worst top-10 logprob difference from llama.cpp %.4f", name, worst)
+		if name == "gemma2" && worst > 0.1 {
+			t.Errorf("gemma2 with llama.cpp's roundings is %.4f from its goldens, want ≤ 0.1", worst)
+		}
 	}
 }

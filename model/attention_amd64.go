@@ -7,6 +7,9 @@ import "golang.org/x/sys/cpu"
 // flip it to compare them with the Go versions on the same machine.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// hasF16C adds F16C's VCVTPH2PS for the F16 cache kernels.
+var hasF16C = cpu.X86.HasF16C
+
 //go:noescape
 func attnScoresAVX2(q *float32, k *float32, stride uintptr, n int, hd int, scale float32, out *float32)
 
@@ -42,4 +45,41 @@ func attnAccum(out, v []float32, stride int, a []float32) {
 		return
 	}
 	attnAccumGo(out, v, stride, a)
+}
+
+//go:noescape
+func attnScoresF16AVX2(q *float32, k *byte, stride uintptr, n int, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnAccumF16AVX2(out *float32, v *byte, stride uintptr, n int, hd int, a *float32)
+
+// attnScoresF16 is attnScores over F16 rows k_i = k[i·stride:] (stride in
+// bytes, len(q) halves each).
+func attnScoresF16(out, q []float32, k []byte, stride, n int, scale float32) {
+	hd := len(q)
+	if n <= 0 {
+		return
+	}
+	_ = k[(n-1)*stride+2*hd-1] // the assembly reads up to here
+	_ = out[n-1]
+	if hasAVX2 && hasF16C && hd > 0 && hd%8 == 0 {
+		attnScoresF16AVX2(&q[0], &k[0], uintptr(stride), n, hd, scale, &out[0])
+		return
+	}
+	attnScoresF16Go(out, q, k, stride, n, scale)
+}
+
+// attnAccumF16 is attnAccum over F16 rows v_i = v[i·stride:] (stride in
+// bytes, len(out) halves each).
+func attnAccumF16(out []float32, v []byte, stride int, a []float32) {
+	hd, n := len(out), len(a)
+	if n == 0 {
+		return
+	}
+	_ = v[(n-1)*stride+2*hd-1]
+	if hasAVX2 && hasF16C && hd > 0 && hd%8 == 0 {
+		attnAccumF16AVX2(&out[0], &v[0], uintptr(stride), n, hd, &a[0])
+		return
+	}
+	attnAccumF16Go(out, v, stride, a)
 }

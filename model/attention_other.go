@@ -9,3 +9,11 @@ func attnScores(out, q, k []float32, stride, n int, scale float32) {
 }
 
 func attnAccum(out, v []float32, stride int, a []float32) { attnAccumGo(out, v, stride, a) }
+
+func attnScoresF16(out, q []float32, k []byte, stride, n int, scale float32) {
+	attnScoresF16Go(out, q, k, stride, n, scale)
+}
+
+func attnAccumF16(out []float32, v []byte, stride int, a []float32) {
+	attnAccumF16Go(out, v, stride, a)
+}

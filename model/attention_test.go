@@ -2,6 +2,7 @@ package model
 
 import (
 	"math/rand/v2"
+	"nanoserve/tensor"
 	"slices"
 	"testing"
 
@@ -108,10 +109,10 @@ func TestParallelAttention(t *testing.T) {
 // attnBenchModel is a bare TinyLlama-shaped Model (no weights) with a
 // one-layer cache holding n random positions of one sequence, and random
 // queries for n tokens at positions 0..n-1.
-func attnBenchModel(b *testing.B, n int) (*Model, *kvcache.Cache, *Batch) {
-	m := &Model{Config: Config{Dim: 2048, HiddenDim: 5632, Layers: 1, Heads: 32, KVHeads: 4, HeadDim: 64, Vocab: 32000, RopeDim: 64}}
+func attnBenchModel(b *testing.B, n int, kv tensor.DType, kvHeads int) (*Model, *kvcache.Cache, *Batch) {
+	m := &Model{Config: Config{Dim: 2048, HiddenDim: 5632, Layers: 1, Heads: 32, KVHeads: kvHeads, HeadDim: 64, Vocab: 32000, RopeDim: 64}}
 	m.w.layers = make([]layerWeights, 1)
-	c, err := kvcache.ForTokens(1, m.KVDim(), n)
+	c, err := kvcache.ForTokensType(kv, 1, m.KVDim(), n)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,8 +121,12 @@ func attnBenchModel(b *testing.B, n int) (*Model, *kvcache.Cache, *Batch) {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(5, 6))
-	for i := range c.K[0] {
-		c.K[0][i], c.V[0][i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	k, v := make([]float32, m.KVDim()), make([]float32, m.KVDim())
+	for slot := range c.NumBlocks * c.BlockSize {
+		for i := range k {
+			k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		c.Store(0, slot, k, v)
 	}
 	bt := &Batch{Tokens: make([]int, n), Pos: make([]int, n), Seq: slices.Repeat([]*kvcache.Seq{s}, n)}
 	for i := range n {
@@ -134,11 +139,21 @@ func attnBenchModel(b *testing.B, n int) (*Model, *kvcache.Cache, *Batch) {
 	return m, c, bt
 }
 
+// kvBenchTypes are the cache types the attention benchmarks run over.
+var kvBenchTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0}
+
 // BenchmarkAttnPrefill is one layer's attention of a 512-token prompt
-// (TinyLlama shape: 32 heads, 4 KV heads, head dim 64) on one goroutine.
+// (TinyLlama shape: 32 heads, 4 KV heads, head dim 64) on one goroutine,
+// per cache type.
 func BenchmarkAttnPrefill(b *testing.B) {
+	for _, kv := range kvBenchTypes {
+		b.Run(kv.String(), func(b *testing.B) { benchAttnPrefill(b, kv) })
+	}
+}
+
+func benchAttnPrefill(b *testing.B, kv tensor.DType) {
 	const n = 512
-	m, c, bt := attnBenchModel(b, n)
+	m, c, bt := attnBenchModel(b, n, kv, 4)
 	cpu0 := cpuSeconds()
 	for b.Loop() {
 		m.attendRange(bt, c, 0, 0, n*m.KVHeads, m.ws.scores[0])
@@ -150,10 +165,23 @@ func BenchmarkAttnPrefill(b *testing.B) {
 	}
 }
 
-// BenchmarkAttnDecode is one layer's attention of one token at depth 1024.
+// BenchmarkAttnDecode is one layer's attention of one token at depth 1024,
+// per cache type, with TinyLlama's 4 KV heads (gqa) and with 32 (mha: each
+// K/V row serves one head, as in llama2.c's 110M).
 func BenchmarkAttnDecode(b *testing.B) {
+	for _, kvh := range []struct {
+		name string
+		n    int
+	}{{"gqa", 4}, {"mha", 32}} {
+		for _, kv := range kvBenchTypes {
+			b.Run(kvh.name+"/"+kv.String(), func(b *testing.B) { benchAttnDecode(b, kv, kvh.n) })
+		}
+	}
+}
+
+func benchAttnDecode(b *testing.B, kv tensor.DType, kvHeads int) {
 	const n = 1024
-	m, c, bt := attnBenchModel(b, n)
+	m, c, bt := attnBenchModel(b, n, kv, kvHeads)
 	one := &Batch{Tokens: bt.Tokens[:1], Pos: []int{n - 1}, Seq: bt.Seq[:1]}
 	cpu0 := cpuSeconds()
 	for b.Loop() {
@@ -167,19 +195,20 @@ func BenchmarkAttnDecode(b *testing.B) {
 }
 
 // TestCacheRun pins how positions map to runs of consecutive cache rows:
-// a run ends at a block boundary unless the next block id follows, and
-// never passes last.
+// a run ends at its block's boundary even when the next block id follows
+// (so runs do not depend on the allocator: batch invariance), and never
+// passes last.
 func TestCacheRun(t *testing.T) {
 	blocks := []int{3, 4, 5, 9, 10, 2}
 	const bs = 4
 	for _, tc := range []struct{ p, last, row, cnt int }{
-		{0, 23, 12, 12}, // blocks 3, 4, 5
-		{5, 23, 17, 7},  // rest of 4, then 5
-		{12, 23, 36, 8}, // blocks 9, 10
-		{15, 23, 39, 5},
+		{0, 23, 12, 4}, // block 3 only, though 4 follows
+		{5, 23, 17, 3}, // rest of 4
+		{12, 23, 36, 4},
+		{15, 23, 39, 1},
 		{20, 23, 8, 4}, // block 2
 		{0, 2, 12, 3},  // stops at last
-		{2, 9, 14, 8},
+		{2, 9, 14, 2},
 	} {
 		row, cnt := cacheRun(blocks, bs, tc.p, tc.last)
 		if row != tc.row || cnt != tc.cnt {

@@ -59,7 +59,7 @@ type workspace struct {
 	outIdx []int       // (≤ n) batch indices with Output set
 	xo     []float32   // (n_out, dim) final normalised rows of output tokens
 	logits []float32   // (n_out, vocab)
-	scores [][]float32 // (workers, ≥ group·(max_pos+1)) attention scores of one KV group's heads
+	scores [][]float32 // (workers, ≥ group·(max_pos+1) + attnTile·head_dim) attention scores of one KV group's heads, then attendRange's Q8_0 tile
 	b      Batch       // the batch being run
 }
 
@@ -102,7 +102,7 @@ func (m *Model) ensure(n, maxPos int) {
 	if len(ws.scores) < workers {
 		ws.scores = make([][]float32, workers)
 	}
-	need := (c.Heads / c.KVHeads) * (maxPos + 1)
+	need := (c.Heads/c.KVHeads)*(maxPos+1) + attnTile*c.HeadDim // scores, then a Q8_0 tile
 	for i := range workers {
 		if len(ws.scores[i]) < need {
 			ws.scores[i] = make([]float32, max(need, 2*len(ws.scores[i])))
@@ -124,6 +124,9 @@ func (m *Model) validate(b *Batch, c *kvcache.Cache) (nOut, maxPos int, err erro
 	}
 	if c.Layers != m.Layers || c.KVDim != m.KVDim() {
 		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.Layers, m.KVDim())
+	}
+	if err := m.CheckKVType(c.Type); err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", ErrBatch, err)
 	}
 	for i, tok := range b.Tokens {
 		if tok < 0 || tok >= m.Vocab {
@@ -260,11 +263,8 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			}
 			m.ropeAll(lw, q, k, n)
 		}
-		kc, vc := c.K[l], c.V[l]
 		for i := range n {
-			o := ws.slots[i] * kvd
-			copy(kc[o:o+kvd], k[i*kvd:(i+1)*kvd])
-			copy(vc[o:o+kvd], v[i*kvd:(i+1)*kvd])
+			c.Store(l, ws.slots[i], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd])
 		}
 		m.attention(b, c, l, n)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
@@ -285,14 +285,14 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
 			pool.MatMul(hb2, lw.wUp, ws.xb[:n*dim], n)
 			if cfg.GELUGate {
-				m.elementwise(jobGeGLU, hb, hb2)
+				m.elementwise(jobGeGLU, hb, hb2, hid)
 			} else {
-				m.elementwise(jobSwiGLU, hb, hb2)
+				m.elementwise(jobSwiGLU, hb, hb2, hid)
 			}
 		default:
 			pool.MatMul(hb, lw.wUp, ws.xb[:n*dim], n)
 			addBias(hb, lw.bUp, n)
-			m.elementwise(jobGELU, hb, nil)
+			m.elementwise(jobGELU, hb, nil, hid)
 		}
 		if lw.router == nil {
 			pool.MatMul(ws.xb[:n*dim], lw.wDown, hb, n)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"nanoserve/tensor"
 	"slices"
 	"strings"
 	"testing"
@@ -15,16 +16,23 @@ import (
 // the full-recompute reference.
 func checkCacheParity(t *testing.T, m *Model, tokens []int, tol float64) {
 	t.Helper()
-	ref, err := m.ForwardRef(tokens)
+	checkCacheParityKV(t, m, tokens, tol, tensor.F32)
+}
+
+// checkCacheParityKV is checkCacheParity over a KV cache of type kv,
+// against the reference that rounds K and V the same way (ForwardRefKV).
+func checkCacheParityKV(t *testing.T, m *Model, tokens []int, tol float64, kv tensor.DType) {
+	t.Helper()
+	ref, err := m.ForwardRefKV(tokens, kv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, chunk := range []int{1, 5} {
-		got := runSeq(t, m, tokens, chunk)
+		got := runSeqKV(t, m, tokens, chunk, kv)
 		for p := range tokens {
 			g, r := got[p*m.Vocab:(p+1)*m.Vocab], ref[p*m.Vocab:(p+1)*m.Vocab]
 			if d, at := maxAbsDiff(g, r); d > tol {
-				t.Errorf("chunk %d pos %d: cached logits differ from reference by %g at id %d (%g vs %g)", chunk, p, d, at, g[at], r[at])
+				t.Errorf("%s cache, chunk %d pos %d: cached logits differ from reference by %g at id %d (%g vs %g)", kv, chunk, p, d, at, g[at], r[at])
 				return
 			}
 		}
@@ -46,8 +54,14 @@ func TestCacheParityLlama2c(t *testing.T) {
 // and checks every output against running each sequence by itself.
 func checkBatched(t *testing.T, m *Model, a, b []int, tol float64) {
 	t.Helper()
-	refA, refB := runSeq(t, m, a, 1), runSeq(t, m, b, 1)
-	c, err := m.NewCache(len(a) + len(b) + 32)
+	checkBatchedKV(t, m, a, b, tol, tensor.F32)
+}
+
+// checkBatchedKV is checkBatched with both runs over KV caches of type kv.
+func checkBatchedKV(t *testing.T, m *Model, a, b []int, tol float64, kv tensor.DType) {
+	t.Helper()
+	refA, refB := runSeqKV(t, m, a, 1, kv), runSeqKV(t, m, b, 1, kv)
+	c, err := m.NewCacheType(len(a)+len(b)+32, kv)
 	if err != nil {
 		t.Fatal(err)
 	}

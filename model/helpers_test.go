@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
+	"nanoserve/tensor"
 	"os"
 	"testing"
 
@@ -57,10 +58,22 @@ func unmarshal(t testing.TB, raw json.RawMessage, v any) {
 // (len(tokens), vocab).
 func runSeq(t testing.TB, m *Model, tokens []int, chunk int) []float32 {
 	t.Helper()
-	c, err := m.NewCache(len(tokens))
+	return runSeqKV(t, m, tokens, chunk, tensor.F32)
+}
+
+// runSeqKV is runSeq over a KV cache of type kv.
+func runSeqKV(t testing.TB, m *Model, tokens []int, chunk int, kv tensor.DType) []float32 {
+	t.Helper()
+	c, err := m.NewCacheType(len(tokens), kv)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runSeqIn(t, m, c, tokens, chunk)
+}
+
+// runSeqIn is runSeq through the empty cache c.
+func runSeqIn(t testing.TB, m *Model, c *kvcache.Cache, tokens []int, chunk int) []float32 {
+	t.Helper()
 	s := &kvcache.Seq{}
 	if err := c.Reserve(s, len(tokens)); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"nanoserve/internal/testshared"
+	"nanoserve/tensor"
 	"os"
 	"slices"
 	"testing"
@@ -54,6 +55,13 @@ func checkLcppGolden(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, gr
 // Forward, as generation runs).
 func checkLcppGoldenChunked(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, greedy bool, chunk int) {
 	t.Helper()
+	checkLcppGoldenKV(t, m, g, tol, tok, greedy, chunk, tensor.F32)
+}
+
+// checkLcppGoldenKV is checkLcppGoldenChunked over a KV cache of type kv,
+// and returns the worst top-10 logprob difference.
+func checkLcppGoldenKV(t *testing.T, m *Model, g *lcppGolden, tol float64, tok, greedy bool, chunk int, kv tensor.DType) float64 {
+	t.Helper()
 	worst := 0.0
 	for k, p := range g.Prompts {
 		if tok && m.Tokenizer != nil {
@@ -66,7 +74,7 @@ func checkLcppGoldenChunked(t *testing.T, m *Model, g *lcppGolden, tol float64, 
 			}
 		}
 		toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
-		logits := runSeq(t, m, toks, chunk)
+		logits := runSeqKV(t, m, toks, chunk, kv)
 		P := len(p.PromptIDs)
 		for j, s := range p.Steps {
 			lg := logits[(P-1+j)*m.Vocab : (P+j)*m.Vocab]
@@ -84,7 +92,8 @@ func checkLcppGoldenChunked(t *testing.T, m *Model, g *lcppGolden, tol float64, 
 			}
 		}
 	}
-	t.Logf("%s: worst top-10 logprob difference %.4f", g.Model, worst)
+	t.Logf("%s, %s KV cache: worst top-10 logprob difference %.4f", g.Model, kv, worst)
+	return worst
 }
 
 var ggufModels = []string{"llama_gqa", "qwen2", "gpt2"}

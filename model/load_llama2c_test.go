@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"nanoserve/internal/testshared"
+	"nanoserve/tensor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,8 +110,14 @@ func TestLlama2cConfig(t *testing.T) {
 	if c.Dim != 128 || c.HiddenDim != 352 || c.Layers != 3 || c.Heads != 8 || c.KVHeads != 2 || c.Vocab != 32000 || c.Tied || c.RopeNeox || c.HeadDim != 16 {
 		t.Errorf("config %+v", c)
 	}
-	if got := m.KVBytesPerToken(); got != 2*3*32*4 {
-		t.Errorf("KVBytesPerToken = %d", got)
+	for typ, want := range map[tensor.DType]int64{tensor.F32: 2 * 3 * 32 * 4, tensor.F16: 2 * 3 * 32 * 2, tensor.Q8_0: 2 * 3 * 34} {
+		if got := m.KVBytesPerToken(typ); got != want {
+			t.Errorf("KVBytesPerToken(%s) = %d, want %d", typ, got, want)
+		}
+	}
+	// Head dim 16 is not whole Q8_0 blocks: refused with the reason.
+	if _, err := m.NewCacheType(64, tensor.Q8_0); err == nil || !strings.Contains(err.Error(), "head_dim") {
+		t.Errorf("q8_0 cache for head dim 16: %v", err)
 	}
 	m2 := mustLoad(t, testshared.Path(t, "models/llama2c/tiny_mha.bin"), Options{})
 	if !m2.Tied || m2.w.output != m2.w.tokEmb {

@@ -305,17 +305,41 @@ func (m *Model) layerFreqs(l int) []float64 {
 // Pool is the worker pool the model runs its kernels on.
 func (m *Model) Pool() *tensor.Pool { return m.pool }
 
-// KVBytesPerToken is the KV-cache memory one position takes (K and V,
-// float32, all layers).
-func (m *Model) KVBytesPerToken() int64 { return int64(2*m.Layers*m.KVDim()) * 4 }
+// KVBytesPerToken is the KV-cache memory one position takes in a cache of
+// type t (K and V, all layers: 2·layers·kv_dim values, 4 bytes each for
+// F32, 2 for F16, 34 per 32 for Q8_0).
+func (m *Model) KVBytesPerToken(t tensor.DType) int64 {
+	return int64(2*m.Layers) * int64(kvcache.RowBytes(t, m.KVDim()))
+}
 
-// NewCache allocates a paged KV cache for ctxSize positions in total
-// (ctxSize ≤ 0: the model's context length).
+// CheckKVType reports whether the attention can read a cache of type t:
+// F32 and F16 always, Q8_0 when each head is whole 32-value blocks.
+func (m *Model) CheckKVType(t tensor.DType) error {
+	if err := kvcache.CheckType(t, m.KVDim()); err != nil {
+		return err
+	}
+	if t == tensor.Q8_0 && m.HeadDim%32 != 0 {
+		return fmt.Errorf("model: a q8_0 KV cache needs head_dim a multiple of 32, the model has %d (use f16)", m.HeadDim)
+	}
+	return nil
+}
+
+// NewCache allocates a float32 paged KV cache for ctxSize positions in
+// total (ctxSize ≤ 0: the model's context length). The exact type the
+// 1e-4 parity tests pin; NewCacheType takes another.
 func (m *Model) NewCache(ctxSize int) (*kvcache.Cache, error) {
+	return m.NewCacheType(ctxSize, tensor.F32)
+}
+
+// NewCacheType is NewCache with K and V stored as t (F32, F16 or Q8_0).
+func (m *Model) NewCacheType(ctxSize int, t tensor.DType) (*kvcache.Cache, error) {
 	if ctxSize <= 0 {
 		ctxSize = m.ContextLen
 	}
-	return kvcache.ForTokens(m.Layers, m.KVDim(), ctxSize)
+	if err := m.CheckKVType(t); err != nil {
+		return nil, err
+	}
+	return kvcache.ForTokensType(t, m.Layers, m.KVDim(), ctxSize)
 }
 
 // ParamCount is the number of weight elements in the files.

@@ -24,9 +24,10 @@ import (
 // parameters). A batch is grouped by expert, so each chosen expert's three
 // matrices are multiplied once over the (token, slot) pairs that chose it,
 // in batch order. Each pair's expert output lands in its own row
-// (n, ExpertsUsed, dim) and the weighted sum runs per token in slot order,
-// so grouping changes no token's arithmetic beyond what tensor.MatMul does
-// for a different row count.
+// (n, ExpertsUsed, dim) and the weighted sum runs per token in slot order;
+// tensor.MatMul is batch invariant and SwiGLU runs row by row, so grouping
+// changes no token's arithmetic: its result is bit-identical whatever
+// other tokens share the step (TestMoEBatchInvariant).
 
 // moeWork is the scratch of the expert FFN; it grows with the batch.
 type moeWork struct {
@@ -179,7 +180,9 @@ func (m *Model) runExpert(lw *layerWeights, e int, pool *tensor.Pool) {
 	}
 	pool.MatMul(h1, lw.expGate[e], xe, r)
 	pool.MatMul(h2, lw.expUp[e], xe, r)
-	tensor.SwiGLU(h1, h2)
+	for j := range r { // row by row, as elementwise (batch invariance)
+		tensor.SwiGLU(h1[j*eh:(j+1)*eh], h2[j*eh:(j+1)*eh])
+	}
 	pool.MatMul(ye, lw.expDown[e], h1, r)
 	for j, pr := range w.pairs[lo:hi] {
 		copy(w.out[pr*dim:(pr+1)*dim], ye[j*dim:(j+1)*dim])

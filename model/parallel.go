@@ -33,6 +33,8 @@ type parJob struct {
 	l  int
 	lw *layerWeights // jobRope
 
+	width int // jobSwiGLU, jobGELU, jobGeGLU: row width (items are rows)
+
 	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o
 }
 
@@ -50,14 +52,21 @@ func (j *parJob) Range(lo, hi, worker int) {
 		d := m.Dim
 		m.normRows(j.o[lo*d:hi*d], j.x[lo*d:hi*d], j.g, j.bias)
 	case jobSwiGLU:
-		tensor.SwiGLU(j.x[lo:hi], j.o[lo:hi])
+		// Row by row: every token's row takes the same vector prefix and
+		// scalar tail (which agree only to ~1 ulp), whatever the batch.
+		w := j.width
+		for r := lo; r < hi; r++ {
+			tensor.SwiGLU(j.x[r*w:(r+1)*w], j.o[r*w:(r+1)*w])
+		}
 	case jobGELU:
-		for i, h := range j.x[lo:hi] {
-			j.x[lo+i] = geluTanh(h)
+		w := j.width
+		for i, h := range j.x[lo*w : hi*w] {
+			j.x[lo*w+i] = geluTanh(h)
 		}
 	case jobGeGLU:
-		for i, h := range j.x[lo:hi] {
-			j.x[lo+i] = geluTanh(h) * j.o[lo+i]
+		w := j.width
+		for i, h := range j.x[lo*w : hi*w] {
+			j.x[lo*w+i] = geluTanh(h) * j.o[lo*w+i]
 		}
 	case jobRope:
 		m.ropeTokens(j.lw, j.x, j.o, lo, hi)
@@ -87,15 +96,18 @@ func (m *Model) norm(o, x, g, bias []float32) {
 }
 
 // elementwise applies kind (jobSwiGLU: x = silu(x)·o; jobGELU: x =
-// gelu(x)) to all of x, split over the workers when it is long.
-func (m *Model) elementwise(kind jobKind, x, o []float32) {
+// gelu(x)) to all of x, rows of width w (one per token), split over the
+// workers by whole rows when it is long, so that a token's values never
+// depend on where its row falls in the batch.
+func (m *Model) elementwise(kind jobKind, x, o []float32, w int) {
 	j := &m.job
-	j.x, j.o = x, o
+	j.x, j.o, j.width = x, o, w
+	rows := len(x) / w
 	if len(x) < parRowsMin/4 || m.pool.Threads() <= 1 {
 		j.m, j.kind = m, kind
-		j.Range(0, len(x), 0)
+		j.Range(0, rows, 0)
 		j.x, j.o = nil, nil
 		return
 	}
-	m.parallel(kind, len(x), max(1024, len(x)/(4*m.pool.Threads())+1023)&^1023)
+	m.parallel(kind, rows, max(1, (1024+w-1)/w, rows/(4*m.pool.Threads())))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"nanoserve/kvcache"
 	"nanoserve/tensor"
 )
 
@@ -13,12 +14,53 @@ import (
 // returns every position's logits (L, vocab). It shares only the weights
 // and the RoPE frequencies with Forward.
 func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
-	h, err := m.HiddenRef(tokens)
+	return m.ForwardRefKV(tokens, tensor.F32)
+}
+
+// ForwardRefKV is ForwardRef with each position's K and V (after RoPE)
+// rounded as a KV cache of type kv stores them (float32, then F16 or
+// Q8_0 and back): the reference for Forward over such a cache.
+func (m *Model) ForwardRefKV(tokens []int, kv tensor.DType) ([]float32, error) {
+	return m.forwardRef(tokens, refRounding{kv: kv})
+}
+
+// refRounding is what the reference rounds as a cheaper implementation
+// does: kv, K and V as a cache of that type stores them; f16In, the input
+// of every F16 matrix (and, with an F16 cache, the queries) to F16, as
+// llama.cpp's CPU matrix products convert activations to an F16 weight's
+// type before the dot products. The tests use f16In to show where
+// llama.cpp's goldens part from us.
+type refRounding struct {
+	kv    tensor.DType
+	f16In bool
+}
+
+// matMul is refMatMul with x rounded to F16 first when f16In is set and w
+// is F16.
+func (r refRounding) matMul(w *tensor.Mat, x []float64, n int, bias []float32) []float64 {
+	if r.f16In && w.Type == tensor.F16 {
+		x = refRoundF16(x)
+	}
+	return refMatMul(w, x, n, bias)
+}
+
+// refRoundF16 is a copy of x with each value rounded to F16.
+func refRoundF16(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(tensor.F16ToF32(tensor.F32ToF16(float32(v))))
+	}
+	return out
+}
+
+// forwardRef is ForwardRef with r's roundings.
+func (m *Model) forwardRef(tokens []int, r refRounding) ([]float32, error) {
+	h, err := m.hiddenRef(tokens, r)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &m.Config
-	logits := refMatMul(m.w.output, h, len(tokens), nil)
+	logits := r.matMul(m.w.output, h, len(tokens), nil)
 	out := make([]float32, len(logits))
 	for i, v := range logits {
 		if c := float64(cfg.FinalSoftcap); c > 0 {
@@ -32,6 +74,12 @@ func (m *Model) ForwardRef(tokens []int) ([]float32, error) {
 // HiddenRef is ForwardRef up to the final norm: every position's final
 // hidden state (L, dim) in float64, the reference for Hidden and Embed.
 func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
+	return m.hiddenRef(tokens, refRounding{kv: tensor.F32})
+}
+
+// hiddenRef is HiddenRef with rnd's roundings.
+func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
+	kv := rnd.kv
 	cfg := &m.Config
 	L := len(tokens)
 	if L == 0 {
@@ -70,7 +118,7 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 		h := refNorm(cfg, x, lw.attnNorm, lw.attnNormB)
 		var q, k, v []float64 // (L, q_dim), (L, kv_dim), (L, kv_dim)
 		if lw.wqkv != nil {
-			qkv := refMatMul(lw.wqkv, h, L, lw.bqkv)
+			qkv := rnd.matMul(lw.wqkv, h, L, lw.bqkv)
 			wd := qd + 2*kvd
 			for i := range L {
 				r := qkv[i*wd : (i+1)*wd]
@@ -79,9 +127,9 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 				v = append(v, r[qd+kvd:]...)
 			}
 		} else {
-			q = refMatMul(lw.wq, h, L, lw.bq)
-			k = refMatMul(lw.wk, h, L, lw.bk)
-			v = refMatMul(lw.wv, h, L, lw.bv)
+			q = rnd.matMul(lw.wq, h, L, lw.bq)
+			k = rnd.matMul(lw.wk, h, L, lw.bk)
+			v = rnd.matMul(lw.wv, h, L, lw.bv)
 		}
 		freqs := m.layerFreqs(l)
 		for i := range L {
@@ -98,6 +146,13 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 				refRope(cfg, freqs, k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], i)
 			}
 		}
+		if kv != tensor.F32 {
+			if err := m.CheckKVType(kv); err != nil {
+				return nil, err
+			}
+			refRoundKV(k, kvd, kv)
+			refRoundKV(v, kvd, kv)
+		}
 		att := make([]float64, L*qd) // (L, q_dim)
 		group := cfg.Heads / cfg.KVHeads
 		scale := cfg.attnScale()
@@ -108,6 +163,9 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 			}
 			for hh := range cfg.Heads {
 				qh := q[i*qd+hh*hd : i*qd+(hh+1)*hd]
+				if rnd.f16In && kv == tensor.F16 {
+					qh = refRoundF16(qh)
+				}
 				g := hh / group
 				sc := make([]float64, i+1-start)
 				mx := math.Inf(-1)
@@ -137,7 +195,7 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 				}
 			}
 		}
-		o := refMatMul(lw.wo, att, L, lw.bo)
+		o := rnd.matMul(lw.wo, att, L, lw.bo)
 		if lw.attnPostNorm != nil {
 			o = refNorm(cfg, o, lw.attnPostNorm, nil)
 		}
@@ -146,12 +204,12 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 		}
 		h = refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
 		if lw.router != nil {
-			o = refMoE(cfg, lw, h, L)
+			o = refMoE(cfg, lw, h, L, rnd)
 		} else {
 			var a []float64 // (L, hidden)
 			if lw.wGate != nil {
-				a = refMatMul(lw.wGate, h, L, nil)
-				up := refMatMul(lw.wUp, h, L, nil)
+				a = rnd.matMul(lw.wGate, h, L, nil)
+				up := rnd.matMul(lw.wUp, h, L, nil)
 				for i, g := range a {
 					if cfg.GELUGate {
 						a[i] = refGELU(g) * up[i]
@@ -160,12 +218,12 @@ func (m *Model) HiddenRef(tokens []int) ([]float64, error) {
 					}
 				}
 			} else {
-				a = refMatMul(lw.wUp, h, L, lw.bUp)
+				a = rnd.matMul(lw.wUp, h, L, lw.bUp)
 				for i, u := range a {
 					a[i] = refGELU(u)
 				}
 			}
-			o = refMatMul(lw.wDown, a, L, lw.bDown)
+			o = rnd.matMul(lw.wDown, a, L, lw.bDown)
 		}
 		if lw.ffnPostNorm != nil {
 			o = refNorm(cfg, o, lw.ffnPostNorm, nil)
@@ -198,9 +256,9 @@ func refRMSNorm(x []float64, g []float32, eps float32) {
 // of the router logits, the ExpertsUsed most probable experts (ties: lower
 // index), their probabilities renormalised, and the weighted sum of their
 // SwiGLU outputs.
-func refMoE(cfg *Config, lw *layerWeights, h []float64, L int) []float64 {
+func refMoE(cfg *Config, lw *layerWeights, h []float64, L int, rnd refRounding) []float64 {
 	dim := cfg.Dim
-	r := refMatMul(lw.router, h, L, nil) // (L, experts)
+	r := rnd.matMul(lw.router, h, L, nil) // (L, experts)
 	out := make([]float64, L*dim)
 	for i := range L {
 		p := r[i*cfg.Experts : (i+1)*cfg.Experts]
@@ -229,12 +287,12 @@ func refMoE(cfg *Config, lw *layerWeights, h []float64, L int) []float64 {
 		}
 		hi := h[i*dim : (i+1)*dim]
 		for _, e := range sel {
-			g := refMatMul(lw.expGate[e], hi, 1, nil)
-			u := refMatMul(lw.expUp[e], hi, 1, nil)
+			g := rnd.matMul(lw.expGate[e], hi, 1, nil)
+			u := rnd.matMul(lw.expUp[e], hi, 1, nil)
 			for j := range g {
 				g[j] = g[j] / (1 + math.Exp(-g[j])) * u[j]
 			}
-			d := refMatMul(lw.expDown[e], g, 1, nil)
+			d := rnd.matMul(lw.expDown[e], g, 1, nil)
 			wt := p[e] / sum / wsum
 			for j, v := range d {
 				out[i*dim+j] += wt * v
@@ -311,5 +369,22 @@ func refRope(cfg *Config, freqs []float64, x []float64, pos int) {
 			a, b = i, i+half
 		}
 		x[a], x[b] = x[a]*c-x[b]*s, x[a]*s+x[b]*c
+	}
+}
+
+// refRoundKV rounds each kvd-wide row of x as a cache of type t stores it:
+// to float32, encoded (tensor.QuantizeRow) and decoded again.
+func refRoundKV(x []float64, kvd int, t tensor.DType) {
+	row := make([]float32, kvd)
+	enc := make([]byte, kvcache.RowBytes(t, kvd))
+	for o := 0; o < len(x); o += kvd {
+		for j := range kvd {
+			row[j] = float32(x[o+j])
+		}
+		_ = tensor.QuantizeRow(enc, t, row) // shape checked by CheckKVType
+		tensor.DequantizeRow(row, t, enc)
+		for j := range kvd {
+			x[o+j] = float64(row[j])
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"nanoserve/kvcache"
+	"nanoserve/tensor"
 )
 
 // Benchmarks on the synthetic full-size models that `nanoserve bench
@@ -117,17 +118,7 @@ func BenchmarkSynth(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer c.Release(s)
-				r := uint32(1)
-				for l := range c.Layers {
-					for p := range depth {
-						o := c.Slot(s, p) * c.KVDim
-						for i := range c.KVDim {
-							r = r*1664525 + 1013904223
-							c.K[l][o+i] = float32(int32(r)>>8) / (1 << 23)
-							c.V[l][o+i] = float32(int32(r)>>9) / (1 << 23)
-						}
-					}
-				}
+				fillRandomKV(c, s, depth)
 				s.Len = depth
 				step := Batch{Tokens: []int{5}, Pos: []int{0}, Seq: []*kvcache.Seq{s}}
 				p := depth
@@ -150,6 +141,69 @@ func BenchmarkSynth(b *testing.B) {
 				}
 				reportRate(b, b.N, cpu0)
 			})
+		})
+	}
+}
+
+// fillRandomKV stores seeded random K/V rows for positions [0, depth) of s
+// in every layer.
+func fillRandomKV(c *kvcache.Cache, s *kvcache.Seq, depth int) {
+	r := uint32(1)
+	k, v := make([]float32, c.KVDim), make([]float32, c.KVDim)
+	for l := range c.Layers {
+		for p := range depth {
+			for i := range c.KVDim {
+				r = r*1664525 + 1013904223
+				k[i] = float32(int32(r)>>8) / (1 << 23)
+				v[i] = float32(int32(r)>>9) / (1 << 23)
+			}
+			c.Store(l, c.Slot(s, p), k, v)
+		}
+	}
+}
+
+// BenchmarkSynthKV decodes 32 tokens at depth 1024 per synthetic model and
+// KV cache type (F32, F16, Q8_0; the cache rows filled with random values),
+// the attention-heavy case where the cache's bytes matter.
+func BenchmarkSynthKV(b *testing.B) {
+	for _, name := range synthModels {
+		b.Run(name, func(b *testing.B) {
+			m := mustLoad(b, synthPath(b, name), Options{Threads: 2})
+			for _, kv := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0} {
+				b.Run("tg32-d1024-"+kv.String(), func(b *testing.B) {
+					const depth = 1024
+					c, err := m.NewCacheType(depth+32, kv)
+					if err != nil {
+						b.Skip(err) // Q8_0 on a head dim not a multiple of 32
+					}
+					s := &kvcache.Seq{}
+					if err := c.Reserve(s, depth+32); err != nil {
+						b.Fatal(err)
+					}
+					fillRandomKV(c, s, depth)
+					s.Len = depth
+					step := Batch{Tokens: []int{5}, Pos: []int{0}, Seq: []*kvcache.Seq{s}}
+					p := depth
+					run := func() {
+						step.Pos[0], step.Tokens[0] = p, (7919*p+13)%m.Vocab
+						if _, err := m.Forward(step, c); err != nil {
+							b.Fatal(err)
+						}
+						if p++; p == depth+32 {
+							p = depth
+						}
+					}
+					for range 2 {
+						run()
+					}
+					cpu0 := cpuSeconds()
+					b.ResetTimer()
+					for b.Loop() {
+						run()
+					}
+					reportRate(b, b.N, cpu0)
+				})
+			}
 		})
 	}
 }

@@ -4,6 +4,22 @@
 //
 // Every kernel has a plain Go reference version; fast versions (Go assembly
 // behind CPU-feature detection) are tested against it.
+//
+// Batch invariance: MatMul computes every (weight row, token) product with
+// one canonical arithmetic per weight type — the same activation
+// quantization and the same reduction order over K whether the token is
+// multiplied alone, beside other decodes or inside a prefill chunk of any
+// size, whatever the worker count. A token's output row is therefore
+// bit-identical for every batch it can share (TestMatMulBatchInvariant),
+// and so are a model's logits (model's TestBatchInvariant, engine's
+// TestConcurrentGreedyInvariant): greedy output does not change with
+// server load. Multi-token kernels (the float tile GEMM, the four-token
+// quantized row dots) vectorize along K exactly like the single-token row
+// dots and must match them bit for bit; a kernel that puts tokens in its
+// vector lanes or reduces in another order may not be added to MatMul.
+// The guarantee holds per machine and build (the assembly and the pure-Go
+// fallback are each invariant and agree with each other to rounding).
+// See matmul.go.
 package tensor
 
 import (

@@ -102,50 +102,6 @@ func cvtRow(dst []float32, t DType, src []byte) {
 	}
 }
 
-// GEMM micro-tile: gemmMR weight rows × gemmNR tokens.
-const (
-	gemmMR = 6
-	gemmNR = 16
-)
-
-// gemmTile computes the (6, 16) tile c[i*ldc + j] (+)= Σ_{p<k} a[i*lda+p]·b[p*16+j]
-// (accumulating when accum is set). a holds 6 rows of stride lda, b a packed
-// (k, 16) panel.
-func gemmTile(a []float32, lda int, b, c []float32, ldc, k int, accum bool) {
-	_ = a[5*lda+k-1]
-	_ = b[16*k-1]
-	_ = c[5*ldc+15]
-	if hasSIMD {
-		acc := 0
-		if accum {
-			acc = 1
-		}
-		gemm6x16SIMD(&a[0], uintptr(lda*4), &b[0], &c[0], uintptr(ldc*4), k, acc)
-		return
-	}
-	var t [gemmMR][gemmNR]float32
-	for i := range gemmMR {
-		ar := a[i*lda : i*lda+k]
-		ti := &t[i]
-		for p, av := range ar {
-			bp := b[p*16 : p*16+16]
-			for j := range gemmNR {
-				ti[j] += av * bp[j]
-			}
-		}
-	}
-	for i := range gemmMR {
-		ci := c[i*ldc : i*ldc+16]
-		if accum {
-			for j := range ci {
-				ci[j] += t[i][j]
-			}
-		} else {
-			copy(ci, t[i][:])
-		}
-	}
-}
-
 // sumF32 is Σ v[i] (any order); with AVX2 it reads at full memory speed,
 // which is what the bandwidth benchmark measures.
 func sumF32(v []float32) float32 {

@@ -27,7 +27,10 @@ func cvtF16SIMD(dst *float32, src *byte, n int)
 func cvtBF16SIMD(dst *float32, src *byte, n int)
 
 //go:noescape
-func gemm6x16SIMD(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int)
+func tileF32SIMD(a *float32, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+
+// hasTileArch: tileF32SIMD exists on this architecture.
+const hasTileArch = true
 
 //go:noescape
 func sumF32SIMD(p *float32, n int) float32

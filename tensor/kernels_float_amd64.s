@@ -4,14 +4,16 @@
 
 #include "textflag.h"
 
-// REDUCE4 folds the eight 8-lane accumulators of a 4-row dot (Y0..Y3 for
-// columns 0-7 of each 16-column step, Y4..Y7 for columns 8-15) into the
-// four row sums and stores them at (DX).
+// The canonical float dot (batch invariance, see matmul.go): per row one
+// 8-lane FMA accumulator, lane l summing columns ≡ l (mod 8) in column
+// order, folded as ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)). The 4-row dots
+// keep their four rows' chains independent (Y0..Y3; the loops run 16
+// columns per step, two FMAs per chain), and tileF32SIMD reproduces them
+// for 3 tokens at a time.
+//
+// REDUCE4 folds the four rows' accumulators Y0..Y3 into the four row
+// sums and stores them at (DX).
 #define REDUCE4 \
-	VADDPS Y4, Y0, Y0; \
-	VADDPS Y5, Y1, Y1; \
-	VADDPS Y6, Y2, Y2; \
-	VADDPS Y7, Y3, Y3; \
 	VHADDPS Y1, Y0, Y0; \
 	VHADDPS Y3, Y2, Y2; \
 	VHADDPS Y2, Y0, Y0; \
@@ -52,13 +54,13 @@ f32loop:
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VFMADD231PS (SI), Y8, Y0
-	VFMADD231PS 32(SI), Y9, Y4
+	VFMADD231PS 32(SI), Y9, Y0
 	VFMADD231PS (SI)(BX*1), Y8, Y1
-	VFMADD231PS 32(SI)(BX*1), Y9, Y5
+	VFMADD231PS 32(SI)(BX*1), Y9, Y1
 	VFMADD231PS (R8), Y8, Y2
-	VFMADD231PS 32(R8), Y9, Y6
+	VFMADD231PS 32(R8), Y9, Y2
 	VFMADD231PS (R8)(BX*1), Y8, Y3
-	VFMADD231PS 32(R8)(BX*1), Y9, Y7
+	VFMADD231PS 32(R8)(BX*1), Y9, Y3
 	ADDQ        $64, SI
 	ADDQ        $64, R8
 	ADDQ        $64, DI
@@ -106,17 +108,17 @@ f16loop:
 	VCVTPH2PS   (SI)(BX*1), Y12
 	VCVTPH2PS   16(SI)(BX*1), Y13
 	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y9, Y4
+	VFMADD231PS Y11, Y9, Y0
 	VFMADD231PS Y12, Y8, Y1
-	VFMADD231PS Y13, Y9, Y5
+	VFMADD231PS Y13, Y9, Y1
 	VCVTPH2PS   (R8), Y10
 	VCVTPH2PS   16(R8), Y11
 	VCVTPH2PS   (R8)(BX*1), Y12
 	VCVTPH2PS   16(R8)(BX*1), Y13
 	VFMADD231PS Y10, Y8, Y2
-	VFMADD231PS Y11, Y9, Y6
+	VFMADD231PS Y11, Y9, Y2
 	VFMADD231PS Y12, Y8, Y3
-	VFMADD231PS Y13, Y9, Y7
+	VFMADD231PS Y13, Y9, Y3
 	ADDQ        $32, SI
 	ADDQ        $32, R8
 	ADDQ        $64, DI
@@ -169,9 +171,9 @@ bf16loop:
 	VPSLLD      $16, Y12, Y12
 	VPSLLD      $16, Y13, Y13
 	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y9, Y4
+	VFMADD231PS Y11, Y9, Y0
 	VFMADD231PS Y12, Y8, Y1
-	VFMADD231PS Y13, Y9, Y5
+	VFMADD231PS Y13, Y9, Y1
 	VPMOVZXWD   (R8), Y10
 	VPMOVZXWD   16(R8), Y11
 	VPMOVZXWD   (R8)(BX*1), Y12
@@ -181,9 +183,9 @@ bf16loop:
 	VPSLLD      $16, Y12, Y12
 	VPSLLD      $16, Y13, Y13
 	VFMADD231PS Y10, Y8, Y2
-	VFMADD231PS Y11, Y9, Y6
+	VFMADD231PS Y11, Y9, Y2
 	VFMADD231PS Y12, Y8, Y3
-	VFMADD231PS Y13, Y9, Y7
+	VFMADD231PS Y13, Y9, Y3
 	ADDQ        $32, SI
 	ADDQ        $32, R8
 	ADDQ        $64, DI
@@ -254,44 +256,45 @@ cvtbf16done:
 	VZEROUPPER
 	RET
 
-// GEMM micro-kernel: C (6 rows, 16 tokens) (+)= A (6 rows, k) · B (k, 16).
-// A rows: SI, SI+BX, R8, R8+BX, R9, R9+BX (BX = lda bytes); B is a packed
-// panel, 16 floats per k (DI). Y0..Y11 hold C: row i tokens 0-7 in Y(2i),
-// tokens 8-15 in Y(2i+1). Per k: 2 loads of B, 6 broadcasts of A, 12 FMAs,
-// so the loop is bound by the two FMA pipes, not by loads.
-#define GSTEP(boff, aoff) \
-	VMOVUPS      boff(DI), Y12; \
-	VMOVUPS      boff+32(DI), Y13; \
-	VBROADCASTSS aoff(SI), Y14; \
-	VFMADD231PS  Y14, Y12, Y0; \
-	VFMADD231PS  Y14, Y13, Y1; \
-	VBROADCASTSS aoff(SI)(BX*1), Y15; \
-	VFMADD231PS  Y15, Y12, Y2; \
-	VFMADD231PS  Y15, Y13, Y3; \
-	VBROADCASTSS aoff(R8), Y14; \
-	VFMADD231PS  Y14, Y12, Y4; \
-	VFMADD231PS  Y14, Y13, Y5; \
-	VBROADCASTSS aoff(R8)(BX*1), Y15; \
-	VFMADD231PS  Y15, Y12, Y6; \
-	VFMADD231PS  Y15, Y13, Y7; \
-	VBROADCASTSS aoff(R9), Y14; \
-	VFMADD231PS  Y14, Y12, Y8; \
-	VFMADD231PS  Y14, Y13, Y9; \
-	VBROADCASTSS aoff(R9)(BX*1), Y15; \
-	VFMADD231PS  Y15, Y12, Y10; \
-	VFMADD231PS  Y15, Y13, Y11
+// TFOLD folds one tile accumulator as REDUCE4 folds a row of dot4:
+// ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)), stored at off(AX). A is
+// clobbered (XA its low half); X15 is a temp.
+#define TFOLD(A, XA, off) \
+	VEXTRACTF128 $1, A, X15; \
+	VHADDPS      X15, XA, XA; \
+	VHADDPS      XA, XA, XA; \
+	VMOVSHDUP    XA, X15; \
+	VADDSS       X15, XA, XA; \
+	VMOVSS       XA, off(AX)
 
-// func gemm6x16SIMD(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int)
-// k >= 1. accum != 0 adds to C, otherwise C is overwritten.
-TEXT ·gemm6x16SIMD(SB), NOSPLIT, $0-56
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), BX
-	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R10
-	MOVQ k+40(FP), CX
-	LEAQ (SI)(BX*2), R8
-	LEAQ (R8)(BX*2), R9
+// TROW runs one weight row (at ra) against the three tokens' columns in
+// Y12-Y14 into accumulators a0-a2.
+#define TROW(ra, a0, a1, a2) \
+	VMOVUPS     ra, Y15; \
+	VFMADD231PS Y15, Y12, a0; \
+	VFMADD231PS Y15, Y13, a1; \
+	VFMADD231PS Y15, Y14, a2
+
+// func tileF32SIMD(a *float32, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+//
+// The batch-invariant GEMM tile: 4 float32 weight rows (a + r·lda bytes)
+// times 3 tokens (x + t·ldx bytes) over k columns (a multiple of 8),
+// out[3r+t] = row r · token t with exactly the arithmetic of dot4F32SIMD
+// for that row and token: one 8-lane FMA accumulator over the columns in
+// order, folded as REDUCE4 folds it (TFOLD). Lanes run along K, never
+// across tokens, so a token's result does not depend on its neighbours
+// (tinyBLAS-style). Per 8 columns: 3 activation and 4 weight loads feed 12
+// FMAs, so the loop is bound by the FMA pipes. Y0-Y11 accumulate (r, t) in
+// Y(3r+t).
+TEXT ·tileF32SIMD(SB), NOSPLIT, $0-48
+	MOVQ   a+0(FP), SI
+	MOVQ   lda+8(FP), BX
+	MOVQ   x+16(FP), DI
+	MOVQ   ldx+24(FP), DX
+	MOVQ   k+32(FP), CX
+	MOVQ   out+40(FP), AX
+	LEAQ   (SI)(BX*2), R8 // row 2
+	LEAQ   (DI)(DX*2), R9 // token 2
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -304,66 +307,37 @@ TEXT ·gemm6x16SIMD(SB), NOSPLIT, $0-56
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-	SUBQ   $4, CX
-	JL     gtail
+	SHRQ   $3, CX
 
-gloop4:
-	GSTEP(0, 0)
-	GSTEP(64, 4)
-	GSTEP(128, 8)
-	GSTEP(192, 12)
-	ADDQ $16, SI
-	ADDQ $16, R8
-	ADDQ $16, R9
-	ADDQ $256, DI
-	SUBQ $4, CX
-	JGE  gloop4
+	PCALIGN $32
 
-gtail:
-	ADDQ $4, CX
-	JZ   gstore
+tileloop:
+	VMOVUPS (DI), Y12
+	VMOVUPS (DI)(DX*1), Y13
+	VMOVUPS (R9), Y14
+	TROW((SI), Y0, Y1, Y2)
+	TROW((SI)(BX*1), Y3, Y4, Y5)
+	TROW((R8), Y6, Y7, Y8)
+	TROW((R8)(BX*1), Y9, Y10, Y11)
+	ADDQ    $32, SI
+	ADDQ    $32, R8
+	ADDQ    $32, DI
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     tileloop
 
-gloop1:
-	GSTEP(0, 0)
-	ADDQ $4, SI
-	ADDQ $4, R8
-	ADDQ $4, R9
-	ADDQ $64, DI
-	DECQ CX
-	JNZ  gloop1
-
-gstore:
-	LEAQ (DX)(R10*2), R11
-	LEAQ (R11)(R10*2), R12
-	MOVQ accum+48(FP), AX
-	TESTQ AX, AX
-	JZ   gput
-	VADDPS (DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
-	VADDPS (DX)(R10*1), Y2, Y2
-	VADDPS 32(DX)(R10*1), Y3, Y3
-	VADDPS (R11), Y4, Y4
-	VADDPS 32(R11), Y5, Y5
-	VADDPS (R11)(R10*1), Y6, Y6
-	VADDPS 32(R11)(R10*1), Y7, Y7
-	VADDPS (R12), Y8, Y8
-	VADDPS 32(R12), Y9, Y9
-	VADDPS (R12)(R10*1), Y10, Y10
-	VADDPS 32(R12)(R10*1), Y11, Y11
-
-gput:
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, (DX)(R10*1)
-	VMOVUPS Y3, 32(DX)(R10*1)
-	VMOVUPS Y4, (R11)
-	VMOVUPS Y5, 32(R11)
-	VMOVUPS Y6, (R11)(R10*1)
-	VMOVUPS Y7, 32(R11)(R10*1)
-	VMOVUPS Y8, (R12)
-	VMOVUPS Y9, 32(R12)
-	VMOVUPS Y10, (R12)(R10*1)
-	VMOVUPS Y11, 32(R12)(R10*1)
+	TFOLD(Y0, X0, 0)
+	TFOLD(Y1, X1, 4)
+	TFOLD(Y2, X2, 8)
+	TFOLD(Y3, X3, 12)
+	TFOLD(Y4, X4, 16)
+	TFOLD(Y5, X5, 20)
+	TFOLD(Y6, X6, 24)
+	TFOLD(Y7, X7, 28)
+	TFOLD(Y8, X8, 32)
+	TFOLD(Y9, X9, 36)
+	TFOLD(Y10, X10, 40)
+	TFOLD(Y11, X11, 44)
 	VZEROUPPER
 	RET
 

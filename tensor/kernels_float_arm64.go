@@ -57,9 +57,11 @@ func cvtF16SIMD(dst *float32, src *byte, n int)  { cvtF16NEON(dst, src, n) }
 func cvtBF16SIMD(dst *float32, src *byte, n int) { cvtBF16NEON(dst, src, n) }
 func sumF32SIMD(p *float32, n int) float32       { return sumF32NEON(p, n) }
 
-//go:noescape
-func gemm6x16NEON(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int)
+// The batch-invariant GEMM tile (tileF32SIMD) has no NEON version yet:
+// every n takes the row dots (dot4), whose arithmetic it would have to
+// copy bit for bit.
+const hasTileArch = false
 
-func gemm6x16SIMD(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int) {
-	gemm6x16NEON(a, lda, b, c, ldc, k, accum)
+func tileF32SIMD(a *float32, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+	panic("unreachable")
 }

@@ -10,7 +10,10 @@ func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)  { pa
 func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32) { panic("unreachable") }
 func cvtF16SIMD(dst *float32, src *byte, n int)                             { panic("unreachable") }
 func cvtBF16SIMD(dst *float32, src *byte, n int)                            { panic("unreachable") }
-func gemm6x16SIMD(a *float32, lda uintptr, b *float32, c *float32, ldc uintptr, k int, accum int) {
+func tileF32SIMD(a *float32, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
 	panic("unreachable")
 }
+
+const hasTileArch = false
+
 func sumF32SIMD(p *float32, n int) float32 { panic("unreachable") }

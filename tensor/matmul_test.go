@@ -86,7 +86,7 @@ func TestMatMulParity(t *testing.T) {
 		}
 	}()
 	shapes := [][2]int{{1, 1}, {3, 7}, {4, 8}, {5, 15}, {7, 16}, {6, 33}, {13, 64}, {48, 100}, {50, 257}, {97, 520}, {131, 31}}
-	ns := []int{1, 2, 5, 16, 17, 40, 150} // 150: several panel groups (gemmNP), the whole-block decode
+	ns := []int{1, 2, 5, 16, 17, 40, 150}
 	worst := map[string]float64{}
 	for _, asm := range []bool{true, false} {
 		if asm && !hasSIMD {
@@ -246,11 +246,8 @@ func TestPoolFor(t *testing.T) {
 }
 
 // TestMatMulQuantTypes checks the quantized paths, assembly and pure Go:
-// n = 1, the n that take the row dots (rowwiseQuant) and every n for the
-// types with an integer GEMM (qgemmType), against the 8-bit-activation
-// reference matMulQuant; larger n of the other types (dequantized blocks
-// through the float GEMM) against the exact product of the dequantized
-// weights.
+// every n takes the 8-bit activations of n = 1, so all are compared with
+// the 8-bit-activation reference matMulQuant.
 func TestMatMulQuantTypes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	p := NewPool(2)
@@ -283,10 +280,6 @@ func TestMatMulQuantTypes(t *testing.T) {
 				dst := make([]float32, n*rows)
 				p.MatMul(dst, w, x, n)
 				name := fmt.Sprintf("asm=%v %s n=%d", asm, ty, n)
-				if n > 1 && !rowwiseQuant(ty, n) && !qgemmType(ty, n) {
-					checkProduct(t, name, dst, v, x, rows, cols, n)
-					continue
-				}
 				// 8-bit activations: the quantized reference.
 				want := make([]float32, n*rows)
 				matMulQuant(want, w, x, n, 0, rows)

@@ -100,6 +100,75 @@
 	VZEROUPPER; \
 	RET
 
+// FOLD8 folds the 8-lane accumulator Y (X its low half) into X's low
+// float as ((y0+y1)+(y2+y3)) + ((y4+y5)+(y6+y7)) — the order in which the
+// multi-token kernels (qdotQ8_0x4SIMD) fold theirs. X9 is clobbered.
+#define FOLD8(Y, X) \
+	VEXTRACTF128 $1, Y, X9; \
+	VHADDPS      X9, X, X; \
+	VHADDPS      X, X, X; \
+	VMOVSHDUP    X, X9; \
+	VADDSS       X9, X, X
+
+// X4ZF zeroes the four tokens' float accumulators of the multi-token
+// K-quant kernels (8 lanes each, at 0, 32, 64, 96(SP)) and the int32
+// accumulators Y0-Y3.
+#define X4ZF \
+	VPXOR   Y0, Y0, Y0; \
+	VMOVUPS Y0, 0(SP); \
+	VMOVUPS Y0, 32(SP); \
+	VMOVUPS Y0, 64(SP); \
+	VMOVUPS Y0, 96(SP); \
+	VPXOR   Y1, Y1, Y1; \
+	VPXOR   Y2, Y2, Y2; \
+	VPXOR   Y3, Y3, Y3
+
+// X4ROWENDF folds each token's float accumulator (FOLD8, as the
+// single-token kernels fold theirs) and stores the four results of this
+// row, then moves to the next row, jumping to label if any are left.
+// X2ROWENDF does so for groups of two (token 1's value stored for tokens
+// 1-3, whose offsets are equal).
+#define X4STOREF(f, o) \
+	VMOVUPS f(SP), Y0; \
+	FOLD8(Y0, X0); \
+	MOVQ    offs+64(FP), AX; \
+	MOVQ    o(AX), AX; \
+	VMOVSS  X0, (R8)(AX*1)
+
+#define X4NEXTROW(label) \
+	ADDQ stride+24(FP), R10; \
+	ADDQ $4, R8; \
+	DECQ rows+8(FP); \
+	JNZ  label; \
+	VZEROUPPER; \
+	RET
+
+#define X4ROWENDF(label) \
+	VMOVUPS 0(SP), Y0; \
+	FOLD8(Y0, X0); \
+	VMOVSS  X0, (R8); \
+	X4STOREF(32, 72); \
+	X4STOREF(64, 80); \
+	X4STOREF(96, 88); \
+	X4NEXTROW(label)
+
+#define X2ROWENDF(label) \
+	VMOVUPS 0(SP), Y0; \
+	FOLD8(Y0, X0); \
+	VMOVSS  X0, (R8); \
+	VMOVUPS 32(SP), Y0; \
+	FOLD8(Y0, X0); \
+	MOVQ    offs+64(FP), AX; \
+	MOVQ    72(AX), AX; \
+	VMOVSS  X0, (R8)(AX*1); \
+	MOVQ    offs+64(FP), AX; \
+	MOVQ    80(AX), AX; \
+	VMOVSS  X0, (R8)(AX*1); \
+	MOVQ    offs+64(FP), AX; \
+	MOVQ    88(AX), AX; \
+	VMOVSS  X0, (R8)(AX*1); \
+	X4NEXTROW(label)
+
 #define BCAST32(val, reg, xreg) \
 	MOVL         val, AX; \
 	VMOVD        AX, xreg; \
@@ -129,12 +198,20 @@ GLOBL bitshuf<>(SB), RODATA|NOPTR, $32
 	VFMADD231PS  Y4, Y2, acc
 
 // func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-// Q8_0 block (34 bytes): f16 d, 32 int8. Four blocks per step into four
-// accumulators, so the FMA latency chain never limits. Each step prefetches
-// the two cache lines 2 KB ahead (the rows of a chunk are contiguous, so
-// this runs into the next row): measured +17% (median of 10 paired runs)
-// on the 2-thread decode of a DRAM-resident (5632, 2048) matrix, where the
-// hardware prefetcher alone left the kernel at ~60% of read bandwidth.
+// Q8_0 block (34 bytes): f16 d, 32 int8. The canonical Q8_0 arithmetic
+// (batch invariance, see matmul.go): per row and token one 8-lane float
+// accumulator, acc += (dw·da)·float(int32 lane sums) block after block,
+// folded by FOLD8 — exactly what qdotQ8_0x4SIMD does per token, so one
+// token and a group of four give the same bits. (It used to keep four
+// accumulators, blocks mod 4, against the FMA latency: a decode is bound
+// by memory, not by that chain — BenchmarkMatVec Q8_0 from DRAM kept its
+// rate, 17-18 against 15-17 GB/s per CPU-second; a variant running two
+// rows at once for two chains lost a third of it to the two interleaved
+// streams.) Each step prefetches the two cache lines 2 KB ahead (the rows
+// of a chunk are contiguous, so this runs into the next row): measured
+// +17% (median of 10 paired runs) on the 2-thread decode of a
+// DRAM-resident (5632, 2048) matrix, where the hardware prefetcher alone
+// left the kernel at ~60% of read bandwidth.
 TEXT ·qdotQ8_0SIMD(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
@@ -143,9 +220,6 @@ TEXT ·qdotQ8_0SIMD(SB), NOSPLIT, $0-64
 q80row:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
 	SUBQ   $4, CX
 	JL     q80tail
 
@@ -155,9 +229,9 @@ q80loop4:
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	Q80BLK(0, 0, 0, Y0)
-	Q80BLK(34, 32, 4, Y1)
-	Q80BLK(68, 64, 8, Y6)
-	Q80BLK(102, 96, 12, Y7)
+	Q80BLK(34, 32, 4, Y0)
+	Q80BLK(68, 64, 8, Y0)
+	Q80BLK(102, 96, 12, Y0)
 	ADDQ $136, SI
 	ADDQ $128, DI
 	ADDQ $16, DX
@@ -177,10 +251,7 @@ q80loop1:
 	JNZ  q80loop1
 
 q80sum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y7, Y6, Y6
-	VADDPS Y6, Y0, Y0
-	HSUM
+	FOLD8(Y0, X0)
 	ROWEND(q80row)
 
 // ---------------------------------------------------------------- Q4_0, Q4_1, Q5_0, Q5_1
@@ -582,7 +653,7 @@ q4kloop:
 	DECQ CX
 	JNZ  q4kloop
 
-	HSUM
+	FOLD8(Y0, X0)
 	ROWEND(q4krow)
 
 DATA bit4<>+0(SB)/8, $0x1010101010101010
@@ -653,7 +724,7 @@ q5kloop:
 	DECQ    CX
 	JNZ     q5kloop
 
-	HSUM
+	FOLD8(Y0, X0)
 	ROWEND(q5krow)
 
 // ---------------------------------------------------------------- Q6_K
@@ -766,7 +837,7 @@ q6kloop:
 	DECQ CX
 	JNZ  q6kloop
 
-	HSUM
+	FOLD8(Y0, X0)
 	ROWEND(q6krow)
 
 // ---------------------------------------------------------------- several tokens
@@ -787,20 +858,17 @@ q6kloop:
 // A group of fewer than four tokens repeats its last token (same offsets),
 // which computes the same value twice and stores it twice.
 //
-// Registers: Y0-Y3 the tokens' int32 accumulators of a super-block, folded
-// at its end (H2, H4 of fold_amd64.h: lane t of each 128-bit half is a
-// part of token t) into one vector that is scaled by d·[da_t] and added to
-// the float accumulator; the halves are added at the end of the row. SI
+// Batch invariance (matmul.go): each token gets exactly the arithmetic of
+// the single-token kernel — its int32 lane sums of a super-block are
+// scaled lane by lane (K4TOKEND, Q6TOKEND: the K4FINISH steps) into its own
+// 8-lane float accumulator (0, 32, 64, 96(SP)), folded by FOLD8 at the
+// end of the row, so a token's result never depends on the other three.
+// (They used to be folded across lanes per super-block, tokens in lanes:
+// a cheaper float step, but other bits than the row dot.)
+//
+// Registers: Y0-Y3 the tokens' int32 accumulators of a super-block. SI
 // walks the row, DI the activations (R9, R12, R13: offsets of tokens 1-3),
 // BX the bsums (DX, R14, R11: offsets), CX dxv, AX counts super-blocks.
-
-#include "fold_amd64.h"
-
-// X4FOLD folds Y0-Y3 into Y0 (lane t of each half: token t); Y14 temp.
-#define X4FOLD \
-	H2(Y1, Y0, Y14); \
-	H2(Y3, Y2, Y14); \
-	H4(Y2, Y0, Y14)
 
 DATA k4c3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
 DATA k4c3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
@@ -826,36 +894,61 @@ GLOBL k4c30<>(SB), RODATA|NOPTR, $16
 	VPMOVZXBW   xsc, xsc; \
 	VINSERTI128 $1, xsc, ysc, ysc
 
-// K4X4START unpacks the super-block's scales (words in Y12) and mins, and
-// subtracts dmin·da_t·Σ_j m_j·(bsum_2j + bsum_2j+1) from the float
-// accumulator Y5 for the four tokens; leaves Y0-Y3 zero.
+// K4X4START unpacks the super-block's scales (words in Y12) and mins (in
+// both words of each dword of Y13, for K4TOKEND) and zeroes the int32
+// accumulators Y0-Y3.
 #define K4X4START \
 	K4SCALESM(SI, Y12, X12, Y13, X13, X10, X11); \
-	VPSLLD       $16, Y13, Y10; \
-	VPOR         Y10, Y13, Y13; \
-	VPMADDWD     (BX), Y13, Y0; \
-	VPMADDWD     (BX)(DX*1), Y13, Y1; \
-	VPMADDWD     (BX)(R14*1), Y13, Y2; \
-	VPMADDWD     (BX)(R11*1), Y13, Y3; \
-	X4FOLD; \
-	VCVTDQ2PS    Y0, Y0; \
-	VPBROADCASTW 2(SI), X10; \
-	VCVTPH2PS    X10, Y10; \
-	VMULPS       (CX), Y10, Y10; \
-	VFNMADD231PS Y10, Y0, Y5; \
-	VPXOR        Y0, Y0, Y0; \
-	VPXOR        Y1, Y1, Y1; \
-	VPXOR        Y2, Y2, Y2; \
-	VPXOR        Y3, Y3, Y3
+	VPSLLD $16, Y13, Y10; \
+	VPOR   Y10, Y13, Y13; \
+	VPXOR  Y0, Y0, Y0; \
+	VPXOR  Y1, Y1, Y1; \
+	VPXOR  Y2, Y2, Y2; \
+	VPXOR  Y3, Y3, Y3
 
-// K4X4END adds d·da_t·(folded Y0-Y3) to Y5.
-#define K4X4END \
-	X4FOLD; \
-	VCVTDQ2PS    Y0, Y0; \
+// K4TOKEND ends a super-block for one token exactly as K4FINISH does in
+// the single-token kernel, lane by lane (no folding across lanes, so
+// the bits are the row dot's): with its int32 sums in acc, its bsums at
+// bs and its scale da at dao, F += da·(d·float(acc) − dmin·float(m·bsums))
+// into its float accumulator at f(SP). Y10 = d, Y11 = dmin; Y14
+// clobbered.
+#define K4TOKEND(acc, bs, dao, f) \
+	VCVTDQ2PS    acc, acc; \
+	VMULPS       Y10, acc, acc; \
+	VPMADDWD     bs, Y13, Y14; \
+	VCVTDQ2PS    Y14, Y14; \
+	VFNMADD231PS Y11, Y14, acc; \
+	VBROADCASTSS dao, Y14; \
+	VFMADD213PS  f(SP), Y14, acc; \
+	VMOVUPS      acc, f(SP)
+
+#define K4DMIN \
 	VPBROADCASTW (SI), X10; \
 	VCVTPH2PS    X10, Y10; \
-	VMULPS       (CX), Y10, Y10; \
-	VFMADD231PS  Y10, Y0, Y5
+	VPBROADCASTW 2(SI), X11; \
+	VCVTPH2PS    X11, Y11
+
+// K4X4END and K4X2END end a super-block for four and two tokens.
+#define K4X4END \
+	K4DMIN; \
+	K4TOKEND(Y0, (BX), 0(CX), 0); \
+	K4TOKEND(Y1, (BX)(DX*1), 4(CX), 32); \
+	K4TOKEND(Y2, (BX)(R14*1), 8(CX), 64); \
+	K4TOKEND(Y3, (BX)(R11*1), 12(CX), 96)
+
+#define K4X2END \
+	K4DMIN; \
+	K4TOKEND(Y0, (BX), 0(CX), 0); \
+	K4TOKEND(Y1, (BX)(DX*1), 4(CX), 32)
+
+// Q6TOKEND ends a Q6_K super-block for one token as qdotQ6_KSIMD does:
+// F += (d·da)·float(acc). Y12 = d; Y14 clobbered.
+#define Q6TOKEND(acc, dao, f) \
+	VCVTDQ2PS    acc, acc; \
+	VBROADCASTSS dao, Y14; \
+	VMULPS       Y12, Y14, Y14; \
+	VFMADD213PS  f(SP), Y14, acc; \
+	VMOVUPS      acc, f(SP)
 
 // X4TOK: one token's 64 elements: low-nibble values Y6 × activations at
 // lo, high Y7 × hi, scaled by the words in Y8, Y9, into acc.
@@ -884,12 +977,12 @@ GLOBL k4c30<>(SB), RODATA|NOPTR, $16
 	K4X4TOKS(j)
 
 // func qdotQ4_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-TEXT ·qdotQ4_Kx4SIMD(SB), NOSPLIT, $0-72
+TEXT ·qdotQ4_Kx4SIMD(SB), NOSPLIT, $128-72
 	X4SETUP
 
 q4kx4row:
 	X4ROWSTART
-	VXORPS Y5, Y5, Y5
+	X4ZF
 
 	PCALIGN $64
 
@@ -909,7 +1002,7 @@ q4kx4loop:
 	DECQ AX
 	JNZ  q4kx4loop
 
-	X4ROWEND(Y5, X5, q4kx4row)
+	X4ROWENDF(q4kx4row)
 
 // Q5KX4GROUP is Q4KX4GROUP plus the fifth bits (qh shifted by 2j in Y4).
 #define Q5KX4GROUP(j) \
@@ -927,12 +1020,12 @@ q4kx4loop:
 	K4X4TOKS(j)
 
 // func qdotQ5_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-TEXT ·qdotQ5_Kx4SIMD(SB), NOSPLIT, $0-72
+TEXT ·qdotQ5_Kx4SIMD(SB), NOSPLIT, $128-72
 	X4SETUP
 
 q5kx4row:
 	X4ROWSTART
-	VXORPS Y5, Y5, Y5
+	X4ZF
 
 	PCALIGN $64
 
@@ -953,7 +1046,7 @@ q5kx4loop:
 	DECQ AX
 	JNZ  q5kx4loop
 
-	X4ROWEND(Y5, X5, q5kx4row)
+	X4ROWENDF(q5kx4row)
 
 // Q6KX4Q: the 32 values in Y7 (scale words picked with mask k from Y6)
 // against the four tokens' activations at aoff; Y14 temp.
@@ -976,13 +1069,13 @@ q5kx4loop:
 // func qdotQ6_Kx4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 // The −32 offset enters each token's integer sum up front:
 // acc_t = −32·Σ_sub sc_sub·bsum_sub (Y12 = −sc words); float accumulator Y4.
-TEXT ·qdotQ6_Kx4SIMD(SB), NOSPLIT, $0-72
+TEXT ·qdotQ6_Kx4SIMD(SB), NOSPLIT, $128-72
 	X4SETUP
 	BCAST32($0x30303030, Y13, X13)
 
 q6kx4row:
 	X4ROWSTART
-	VXORPS Y4, Y4, Y4
+	X4ZF
 
 	PCALIGN $64
 
@@ -1004,12 +1097,12 @@ q6kx4loop:
 	Q6KHALF(0, 128, 0, Q6KX4Q)
 	VPERMQ    $0xEE, Y5, Y6
 	Q6KHALF(64, 160, 128, Q6KX4Q)
-	X4FOLD
-	VCVTDQ2PS    Y0, Y0
 	VPBROADCASTW 208(SI), X12
 	VCVTPH2PS    X12, Y12
-	VMULPS       (CX), Y12, Y12
-	VFMADD231PS  Y12, Y0, Y4
+	Q6TOKEND(Y0, 0(CX), 0)
+	Q6TOKEND(Y1, 4(CX), 32)
+	Q6TOKEND(Y2, 8(CX), 64)
+	Q6TOKEND(Y3, 12(CX), 96)
 
 	ADDQ $210, SI
 	ADDQ $256, DI
@@ -1018,7 +1111,7 @@ q6kx4loop:
 	DECQ AX
 	JNZ  q6kx4loop
 
-	X4ROWEND(Y4, X4, q6kx4row)
+	X4ROWENDF(q6kx4row)
 
 // The x2 kernels are the x4 ones for groups of two tokens (offs as for
 // x4, tokens 2 and 3 repeating token 1): only tokens 0 and 1 are
@@ -1053,17 +1146,13 @@ q6kx4loop:
 	VPSRLW  $2, Y4, Y4; \
 	K4X2TOKS(j)
 
-#define X2DUP \
-	VMOVDQA Y1, Y2; \
-	VMOVDQA Y1, Y3
-
 // func qdotQ4_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-TEXT ·qdotQ4_Kx2SIMD(SB), NOSPLIT, $0-72
+TEXT ·qdotQ4_Kx2SIMD(SB), NOSPLIT, $128-72
 	X4SETUP
 
 q4kx2row:
 	X4ROWSTART
-	VXORPS Y5, Y5, Y5
+	X4ZF
 
 	PCALIGN $64
 
@@ -1075,8 +1164,7 @@ q4kx2loop:
 	Q4KX2GROUP(1)
 	Q4KX2GROUP(2)
 	Q4KX2GROUP(3)
-	X2DUP
-	K4X4END
+	K4X2END
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $32, BX
@@ -1084,15 +1172,15 @@ q4kx2loop:
 	DECQ AX
 	JNZ  q4kx2loop
 
-	X4ROWEND(Y5, X5, q4kx2row)
+	X2ROWENDF(q4kx2row)
 
 // func qdotQ5_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-TEXT ·qdotQ5_Kx2SIMD(SB), NOSPLIT, $0-72
+TEXT ·qdotQ5_Kx2SIMD(SB), NOSPLIT, $128-72
 	X4SETUP
 
 q5kx2row:
 	X4ROWSTART
-	VXORPS Y5, Y5, Y5
+	X4ZF
 
 	PCALIGN $64
 
@@ -1105,8 +1193,7 @@ q5kx2loop:
 	Q5KX2GROUP(1)
 	Q5KX2GROUP(2)
 	Q5KX2GROUP(3)
-	X2DUP
-	K4X4END
+	K4X2END
 	ADDQ $176, SI
 	ADDQ $256, DI
 	ADDQ $32, BX
@@ -1114,7 +1201,7 @@ q5kx2loop:
 	DECQ AX
 	JNZ  q5kx2loop
 
-	X4ROWEND(Y5, X5, q5kx2row)
+	X2ROWENDF(q5kx2row)
 
 // Q6KX2Q is Q6KX4Q for tokens 0 and 1.
 #define Q6KX2Q(aoff, k) \
@@ -1128,13 +1215,13 @@ q5kx2loop:
 
 
 // func qdotQ6_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-TEXT ·qdotQ6_Kx2SIMD(SB), NOSPLIT, $0-72
+TEXT ·qdotQ6_Kx2SIMD(SB), NOSPLIT, $128-72
 	X4SETUP
 	BCAST32($0x30303030, Y13, X13)
 
 q6kx2row:
 	X4ROWSTART
-	VXORPS Y4, Y4, Y4
+	X4ZF
 
 	PCALIGN $64
 
@@ -1152,13 +1239,10 @@ q6kx2loop:
 	Q6KHALF(0, 128, 0, Q6KX2Q)
 	VPERMQ    $0xEE, Y5, Y6
 	Q6KHALF(64, 160, 128, Q6KX2Q)
-	X2DUP
-	X4FOLD
-	VCVTDQ2PS    Y0, Y0
 	VPBROADCASTW 208(SI), X12
 	VCVTPH2PS    X12, Y12
-	VMULPS       (CX), Y12, Y12
-	VFMADD231PS  Y12, Y0, Y4
+	Q6TOKEND(Y0, 0(CX), 0)
+	Q6TOKEND(Y1, 4(CX), 32)
 
 	ADDQ $210, SI
 	ADDQ $256, DI
@@ -1167,7 +1251,7 @@ q6kx2loop:
 	DECQ AX
 	JNZ  q6kx2loop
 
-	X4ROWEND(Y4, X4, q6kx2row)
+	X2ROWENDF(q6kx2row)
 
 // Q8X4TOK: the block's weights (Y4, |w| in Y5, f16 scale as floats in Y6)
 // against one token's 32 activations at aoff with scale at doff, into

@@ -31,11 +31,16 @@ var qdotX4On = true
 
 // hasQdotX4 reports whether weight type wt has multi-token kernels here.
 func hasQdotX4(wt DType) bool {
-	if !qdotX4Arch || !hasSIMD || !qdotX4On {
-		return false
-	}
+	return qdotX4Arch && hasSIMD && qdotX4On && x4Invariant(wt)
+}
+
+// x4Invariant reports whether wt's multi-token kernels compute every
+// token's dot bit for bit as its row dot (qdot…SIMD) does, so that MatMul
+// may use them without making a token's result depend on its batch (see
+// matmul.go); TestDotQRowsX4 checks it with ==.
+func x4Invariant(wt DType) bool {
 	switch wt {
-	case Q4_K, Q5_K, Q6_K, Q8_0:
+	case Q8_0, Q4_K, Q5_K, Q6_K:
 		return true
 	}
 	return false

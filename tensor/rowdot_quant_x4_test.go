@@ -10,15 +10,15 @@ import (
 // qx4Types are the weight types with multi-token row dots.
 var qx4Types = []DType{Q4_K, Q5_K, Q6_K, Q8_0}
 
-// TestDotQRowsX4 checks the multi-token K-quant kernels against the
-// per-token reference dotQ: groups of 1-4 distinct tokens (repeats in the
-// tail), token offsets that skip tokens, 1-3 super-blocks, rows written
-// with an offset and a destination stride, nothing else touched.
+// TestDotQRowsX4 checks the multi-token kernels against the per-token
+// reference dotQ and, for the types MatMul uses them for (x4Invariant),
+// bit for bit against the single-token row dot: groups of 1-4 distinct
+// tokens (repeats in the tail), token offsets that skip tokens, 1-3
+// super-blocks, rows written with an offset and a destination stride,
+// nothing else touched.
 func TestDotQRowsX4(t *testing.T) {
-	for _, ty := range qx4Types {
-		if !hasQdotX4(ty) {
-			t.Skipf("no multi-token kernel for %s here", ty)
-		}
+	if !qdotX4Arch || !hasSIMD {
+		t.Skip("no multi-token kernels on this machine (amd64 with AVX2 only)")
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, ty := range qx4Types {
@@ -70,6 +70,9 @@ func TestDotQRowsX4(t *testing.T) {
 								}
 								continue
 							}
+							if one := dotQFast(ty, data[r*rb:(r+1)*rb], &acts, tok*cols); x4Invariant(ty) && math.Float32bits(got) != math.Float32bits(one) {
+								t.Fatalf("%s token %d row %d: %v, the row dot gives %v", name, tok, r, got, one)
+							}
 							want := dotQ(ty, data[r*rb:(r+1)*rb], &acts, tok*cols)
 							var mag float64
 							for i := range cols {
@@ -110,10 +113,10 @@ func BenchmarkFewTokens(b *testing.B) {
 	}
 }
 
-// TestMatMulFewTokens checks MatMul for every n from 1 to 20 and around
-// rowwiseKMax through K-quant weights (the multi-token kernels for
-// 2 ≤ n < rowwiseKMax, the integer GEMM from there) against the per-token reference matMulQuant (dotQ) and
-// against the per-token row dots (qdotX4On = false): ragged row counts
+// TestMatMulFewTokens checks MatMul for every n from 1 to 20 and a few
+// larger through the types with multi-token kernels against the per-token
+// reference matMulQuant (dotQ) and against the per-token row dots
+// (qdotX4On = false): ragged row counts
 // (chunks and groups of four tokens with tails), nil, 1- and 2-worker
 // pools.
 func TestMatMulFewTokens(t *testing.T) {
@@ -138,8 +141,8 @@ func TestMatMulFewTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 31, 63, 64, 65} {
-				if n > 20 && sh.rows > 40 || !rowwiseQuant(ty, n) && !qgemmType(ty, n) {
-					continue // (exact x through the float GEMM: tested elsewhere)
+				if n > 20 && sh.rows > 40 {
+					continue
 				}
 				x := randVec(rng, n*sh.cols)
 				for i := range sh.cols { // a token with a larger range
@@ -189,46 +192,5 @@ func TestMatMulFewTokens(t *testing.T) {
 	dst := make([]float32, n*rows)
 	if a := testing.AllocsPerRun(10, func() { pools[2].MatMul(dst, w, x, n) }); a != 0 {
 		t.Errorf("%v allocations per MatMul, want 0", a)
-	}
-}
-
-// BenchmarkKRowsVsQGEMM compares, for the n where K-quants could take
-// either, the multi-token row dots ("x4") with the integer GEMM ("qgemm"):
-// the evidence for rowwiseKMax.
-//
-//	go test ./tensor -run XXX -bench KRowsVsQGEMM -benchtime 10x
-func BenchmarkKRowsVsQGEMM(b *testing.B) {
-	for _, t := range []DType{Q4_K, Q6_K} {
-		sh := [2]int{5632, 2048}
-		for _, n := range []int{16, 32, 48, 64, 128} {
-			for _, th := range []int{1, 2} {
-				for _, path := range []string{"x4", "qgemm"} {
-					b.Run(fmt.Sprintf("%s/%dx%d/n=%d/threads=%d/%s", t, sh[0], sh[1], n, th, path), func(b *testing.B) {
-						ms := benchMats(b, t, sh[0], sh[1])
-						p := NewPool(th)
-						defer p.Close()
-						saved := rowwiseKMax
-						rowwiseKMax = 2
-						if path == "x4" {
-							rowwiseKMax = 1 << 20
-						}
-						defer func() { rowwiseKMax = saved }()
-						x := randVec(rand.New(rand.NewPCG(1, 1)), n*sh[1])
-						dst := make([]float32, n*sh[0])
-						i := 0
-						c0 := cpuSeconds()
-						for b.Loop() {
-							p.MatMul(dst, ms[i%len(ms)], x, n)
-							i++
-						}
-						flop := 2 * float64(sh[0]) * float64(sh[1]) * float64(n) * float64(b.N)
-						b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-						if c := cpuSeconds() - c0; c > 0 {
-							b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
-						}
-					})
-				}
-			}
-		}
 	}
 }

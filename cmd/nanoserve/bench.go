@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"nanoserve/bench"
+	"nanoserve/kvcache"
 	"nanoserve/model"
 )
 
@@ -53,6 +54,7 @@ func runBench(args []string) error {
 	sweepR := fs.Int("sweep-r", 2, "repetitions of each sweep point, after one warm-up")
 	bwMiB := fs.Int64("bw-mib", 1024, "bandwidth probe buffer in MiB (at least 4× L3 is used; 0: no probe)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	kvType := fs.String("kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,12 +75,15 @@ func runBench(args []string) error {
 	if *bwMiB < 0 {
 		return errFlag("bw-mib", *bwMiB, "want a size in MiB (0: no probe)")
 	}
-	opts := bench.Options{Reps: *reps, Batch: *batch, SweepGen: *sweepN, SweepReps: *sweepR, Seed: *seed,
+	kv, err := kvcache.ParseType(*kvType)
+	if err != nil {
+		return errFlag("kv-cache-type", *kvType, "want f32, f16 or q8_0")
+	}
+	opts := bench.Options{KVType: kv, Reps: *reps, Batch: *batch, SweepGen: *sweepN, SweepReps: *sweepR, Seed: *seed,
 		Threads: *threads, BandwidthBytes: *bwMiB << 20, Progress: os.Stderr}
 	if *bwMiB <= 0 {
 		opts.BandwidthBytes = -1
 	}
-	var err error
 	if opts.Prompts, err = intList("p", *prompts); err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func runChat(args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize})
+	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, KVType: mf.kv})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@ import (
 
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
+	"nanoserve/kvcache"
 	"nanoserve/model"
+	"nanoserve/tensor"
 )
 
 // modelFlags are the flags every command that loads a model shares.
@@ -22,6 +24,8 @@ type modelFlags struct {
 	threads   int
 	ctxSize   int
 	longCtx   bool // --allow-long-context
+	kvType    string
+	kv        tensor.DType // --kv-cache-type, parsed by load
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -39,6 +43,7 @@ func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
+	fs.StringVar(&mf.kvType, "kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0 (q8_0 needs head_dim a multiple of 32)")
 }
 
 // load checks the numeric flags and opens the model the flags name. A
@@ -51,9 +56,21 @@ func (mf *modelFlags) load() (*model.Model, error) {
 	if mf.ctxSize < 0 {
 		return nil, errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
 	}
+	if mf.kvType == "" {
+		mf.kvType = "f16" // the flag's default
+	}
+	kv, err := kvcache.ParseType(mf.kvType)
+	if err != nil {
+		return nil, errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
+	}
+	mf.kv = kv
 	m, err := mf.open()
 	if err != nil {
 		return nil, err
+	}
+	if err := m.CheckKVType(kv); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("--kv-cache-type %s: %w", mf.kvType, err)
 	}
 	if mf.ctxSize > m.ContextLen {
 		if !mf.longCtx {

@@ -155,7 +155,7 @@ func runGenerate(args []string) error {
 		return err
 	}
 	defer closeDraft()
-	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, Spec: spec})
+	eng, err := engine.New(m, engine.Options{CtxSize: mf.ctxSize, Spec: spec, KVType: mf.kv})
 	if err != nil {
 		return err
 	}

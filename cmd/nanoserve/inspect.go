@@ -11,26 +11,29 @@ import (
 	"sort"
 	"strings"
 
+	"nanoserve/kvcache"
 	"nanoserve/model"
+	"nanoserve/tensor"
 )
 
 // inspectInfo is what `nanoserve inspect` reports (the --json schema).
 type inspectInfo struct {
-	Path          string          `json:"path"`
-	Format        string          `json:"format"`
-	Architecture  string          `json:"architecture"`
-	Config        inspectConfig   `json:"config"`
-	Params        int64           `json:"params"`
-	TensorCount   int             `json:"tensor_count"`
-	TensorTypes   map[string]int  `json:"tensor_types"`
-	FileBytes     int64           `json:"file_bytes"`
-	Files         []inspectFile   `json:"files"`
-	KVBytesPerTok int64           `json:"kv_bytes_per_token"`
-	Tokenizer     *inspectTok     `json:"tokenizer"`
-	EOG           []int           `json:"eog_ids"`
-	ChatTemplate  bool            `json:"chat_template"`
-	ChatTmplBytes int             `json:"chat_template_bytes"`
-	Training      *train.Manifest `json:"training,omitempty"` // for models nanoserve trained
+	Path          string           `json:"path"`
+	Format        string           `json:"format"`
+	Architecture  string           `json:"architecture"`
+	Config        inspectConfig    `json:"config"`
+	Params        int64            `json:"params"`
+	TensorCount   int              `json:"tensor_count"`
+	TensorTypes   map[string]int   `json:"tensor_types"`
+	FileBytes     int64            `json:"file_bytes"`
+	Files         []inspectFile    `json:"files"`
+	KVBytesPerTok int64            `json:"kv_bytes_per_token"` // F16, the default --kv-cache-type
+	KVBytesByType map[string]int64 `json:"kv_bytes_per_token_by_type"`
+	Tokenizer     *inspectTok      `json:"tokenizer"`
+	EOG           []int            `json:"eog_ids"`
+	ChatTemplate  bool             `json:"chat_template"`
+	ChatTmplBytes int              `json:"chat_template_bytes"`
+	Training      *train.Manifest  `json:"training,omitempty"` // for models nanoserve trained
 }
 
 type inspectConfig struct {
@@ -144,7 +147,7 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 			AttnScale: c.AttentionScale(), AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap,
 			Experts: c.Experts, ExpertsUsed: c.ExpertsUsed, ExpertHiddenDim: c.ExpertHiddenDim},
 		Params: m.ParamCount(), TensorCount: len(m.Tensors), TensorTypes: map[string]int{},
-		KVBytesPerTok: m.KVBytesPerToken(), EOG: m.Gen.EOG,
+		KVBytesPerTok: m.KVBytesPerToken(tensor.F16), KVBytesByType: kvBytesByType(m), EOG: m.Gen.EOG,
 		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
 	}
 	if c.SWALayers != nil {
@@ -283,7 +286,13 @@ func printInspect(w io.Writer, in *inspectInfo) {
 			fmt.Fprintf(w, "sha256:         %s  %s\n", f.SHA256, f.Path)
 		}
 	}
-	fmt.Fprintf(w, "kv cache:       %d bytes per token\n", in.KVBytesPerTok)
+	fmt.Fprintf(w, "kv cache:       %d bytes per token (f16)", in.KVBytesPerTok)
+	for _, t := range []string{"f32", "q8_0"} {
+		if b, ok := in.KVBytesByType[t]; ok {
+			fmt.Fprintf(w, ", %d (%s)", b, t)
+		}
+	}
+	fmt.Fprintln(w)
 	if t := in.Tokenizer; t != nil {
 		fmt.Fprintf(w, "tokenizer:      %s, %d tokens, add BOS %v\n", t.Kind, t.Size, t.AddBOS)
 		for _, s := range t.Special {
@@ -305,4 +314,17 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		fmt.Fprintf(w, "  held-out      %.4f nats/token, %.4f bits/byte (KN trigram baseline %.4f bits/byte)\n", m.HeldOutLoss, m.HeldOutBPB, m.BaselineBPB)
 		fmt.Fprintf(w, "  command       %s\n", m.Command)
 	}
+}
+
+// kvBytesByType is the KV bytes per token of each --kv-cache-type the
+// model can use.
+func kvBytesByType(m *model.Model) map[string]int64 {
+	out := map[string]int64{}
+	for _, name := range []string{"f32", "f16", "q8_0"} {
+		t, _ := kvcache.ParseType(name)
+		if m.CheckKVType(t) == nil {
+			out[name] = m.KVBytesPerToken(t)
+		}
+	}
+	return out
 }

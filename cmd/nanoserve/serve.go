@@ -160,7 +160,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		lf.model = me.path
 		return server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
 			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
-				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix}, &sf)
+				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}, &sf)
 		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }}
 	}
 	var specs []server.ModelSpec
@@ -202,7 +202,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		served[i] = me.names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
+		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())

@@ -199,7 +199,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 	if tmpl != nil {
 		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
 	}
-	kv.bytesPerToken, kv.modelCtx = m.KVBytesPerToken(), m.ContextLen
+	kv.bytesPerToken, kv.modelCtx = m.KVBytesPerToken(mf.kv), m.ContextLen
 	plan, err := planKVCache(kv)
 	if err != nil {
 		return fail(err)

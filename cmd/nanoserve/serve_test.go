@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -96,6 +97,7 @@ func TestServeFlagValidation(t *testing.T) {
 		{[]string{"--body-timeout", "0s"}, "--body-timeout 0s"},
 		{[]string{"--request-timeout", "-1m"}, "--request-timeout -1m0s"},
 		{[]string{"--kv-cache-memory", "lots"}, "--kv-cache-memory \"lots\""},
+		{[]string{"--kv-cache-type", "q4_0"}, "--kv-cache-type q4_0"},
 	} {
 		// An unusable host makes serve fail (not serve forever) should a
 		// check let the flag through.
@@ -236,5 +238,45 @@ func TestSpecFlags(t *testing.T) {
 	done()
 	if err != nil || o.Mode != engine.SpecNgram || o.K != 5 || !o.Fixed {
 		t.Errorf("options %+v, %v", o, err)
+	}
+}
+
+// TestKVCacheType: --kv-cache-type reaches the engine's cache (bytes per
+// position: f16 half of f32, q8_0 34 per 32 values on the built-in model's
+// 2·4 layers × 64 kv_dim), and q8_0 on a model whose head dim is not
+// whole 32-value blocks is refused naming the flag and the reason.
+func TestKVCacheType(t *testing.T) {
+	for typ, perTok := range map[string]int64{"f32": 2 * 4 * 64 * 4, "f16": 2 * 4 * 64 * 2, "q8_0": 2 * 4 * 2 * 34, "": 2 * 4 * 64 * 2} {
+		mf := modelFlags{threads: 1, kvType: typ}
+		m, err := mf.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.KVBytesPerToken(mf.kv); got != perTok {
+			t.Errorf("--kv-cache-type %q: %d bytes per token, want %d", typ, got, perTok)
+		}
+		eng, err := engine.New(m, engine.Options{CtxSize: 32, KVType: mf.kv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := eng.CacheBytes(), perTok*int64(eng.Options().CacheTokens); got != want {
+			t.Errorf("--kv-cache-type %q: engine cache %d bytes, want %d", typ, got, want)
+		}
+		eng.Close()
+		if typ == "" { // inspect lists every type's bytes
+			info, err := describe("", m, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int64{"f32": 2048, "f16": 1024, "q8_0": 544}
+			if !maps.Equal(info.KVBytesByType, want) || info.KVBytesPerTok != 1024 {
+				t.Errorf("inspect: %d bytes per token, by type %v; want 1024, %v", info.KVBytesPerTok, info.KVBytesByType, want)
+			}
+		}
+		m.Close()
+	}
+	mf := modelFlags{threads: 1, kvType: "q8_0", model: testshared.Path(t, "testdata/gguf-archs/gemma2/gemma2-F16.gguf")}
+	if _, err := mf.load(); err == nil || !strings.Contains(err.Error(), "--kv-cache-type q8_0") || !strings.Contains(err.Error(), "head_dim") {
+		t.Errorf("q8_0 on head dim 16: %v", err)
 	}
 }

@@ -1,0 +1,167 @@
+package model
+
+import (
+	"flag"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"nanoserve/internal/testshared"
+	"nanoserve/kvcache"
+)
+
+// invariantFixtures are the GGUF files of ../shared/testdata/gguf the
+// batch-invariance test runs: F16 and every quantized variant (Q8_0, the
+// Q5_0/Q5_1/Q8_0 mixes of llama_gqa's K-quant files, Q4_K + Q5_K + Q6_K
+// in llama_k's).
+var invariantFixtures = []string{
+	"llama_gqa/llama_gqa-F16.gguf",
+	"llama_gqa/llama_gqa-Q8_0.gguf",
+	"llama_gqa/llama_gqa-Q4_K_M.gguf",
+	"llama_gqa/llama_gqa-Q4_K_S.gguf",
+	"llama_k/llama_k-Q4_K_M.gguf",
+	"llama_k/llama_k-Q4_K_S.gguf",
+}
+
+// TestBatchInvariant: a token's logits are bit-identical whatever else is
+// in its step. Each of N sequences is first run alone (its whole prompt in
+// one Forward, every position's logits kept); then all are run again
+// through one cache by a random scheduler whose steps mix prompt chunks
+// (1-24 tokens) with single-token decodes, 1 to 64 tokens per step, while
+// sequences are preempted (released, then recomputed from position 0 in a
+// fresh block table) and later sequences reuse an earlier one's committed
+// prefix blocks (prefix-cache hits, their first Forward starting past 0).
+// Every logit of every step is compared with the lone run's using ==.
+// One random schedule per file (~15 s in all); -invariant.rounds=N runs N.
+func TestBatchInvariant(t *testing.T) {
+	rounds := *invariantRounds
+	for _, rel := range invariantFixtures {
+		t.Run(filepath.Base(rel), func(t *testing.T) {
+			m := mustLoad(t, testshared.Path(t, "testdata/gguf/"+rel), Options{Threads: 2})
+			for round := range rounds {
+				checkInvariant(t, m, uint64(round))
+			}
+		})
+	}
+}
+
+var invariantRounds = flag.Int("invariant.rounds", 1, "TestBatchInvariant: random schedules per fixture")
+
+// invSeq is one sequence of the mixed schedule.
+type invSeq struct {
+	toks   []int
+	prompt int // tokens fed in chunks; the rest one at a time
+	s      *kvcache.Seq
+	done   int // tokens whose logits were produced in this life
+	ref    []float32
+}
+
+func checkInvariant(t *testing.T, m *Model, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 77))
+	const nseq = 12
+	shared := make([]int, 32) // a prefix two blocks long that half the sequences start with
+	for i := range shared {
+		shared[i] = 2 + rng.IntN(m.Vocab-2)
+	}
+	seqs := make([]*invSeq, nseq)
+	total := 0
+	for i := range seqs {
+		n := 20 + rng.IntN(40)
+		toks := make([]int, n)
+		for j := range toks {
+			toks[j] = 2 + rng.IntN(m.Vocab-2)
+		}
+		if i%2 == 1 {
+			copy(toks, shared)
+		}
+		seqs[i] = &invSeq{toks: toks, prompt: 1 + rng.IntN(n), s: &kvcache.Seq{}}
+		seqs[i].ref = runSeq(t, m, toks, 0)
+		total += n
+	}
+	c, err := m.NewCache(4 * total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := map[int]bool{}
+	next := 0 // sequences start a few at a time, so later ones find committed prefixes
+	steps, hits, preempted, mixed := 0, 0, 0, 0
+	for len(active) > 0 || next < nseq {
+		for next < nseq && (len(active) < 3 || rng.IntN(3) == 0) {
+			q := seqs[next]
+			if k := c.Match(q.s, q.toks, len(q.toks)-1); k > 0 {
+				hits++
+				q.done = k
+			}
+			active[next] = true
+			next++
+		}
+		var b Batch
+		var who []int // sequence of each output row
+		chunks, decodes := 0, 0
+		for i := range nseq {
+			q := seqs[i]
+			if !active[i] || len(b.Tokens) >= 64 || rng.IntN(4) == 0 {
+				continue
+			}
+			n := 1
+			if q.done < q.prompt {
+				n = min(q.prompt-q.done, 1+rng.IntN(24))
+				chunks++
+			} else {
+				decodes++
+			}
+			n = min(n, 64-len(b.Tokens))
+			if err := c.Reserve(q.s, q.done+n-q.s.Len); err != nil {
+				t.Fatal(err)
+			}
+			for p := q.done; p < q.done+n; p++ {
+				b.Tokens, b.Pos, b.Seq, b.Output = append(b.Tokens, q.toks[p]), append(b.Pos, p), append(b.Seq, q.s), append(b.Output, true)
+				who = append(who, i)
+			}
+		}
+		if len(b.Tokens) == 0 {
+			continue
+		}
+		if chunks > 0 && decodes > 0 {
+			mixed++
+		}
+		lg, err := m.Forward(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps++
+		for r, i := range who {
+			q, p := seqs[i], b.Pos[r]
+			got, want := lg[r*m.Vocab:(r+1)*m.Vocab], q.ref[p*m.Vocab:(p+1)*m.Vocab]
+			for v := range got {
+				if math.Float32bits(got[v]) != math.Float32bits(want[v]) {
+					t.Fatalf("seed %d step %d (%d tokens, %d prompt chunks, %d decodes): sequence %d position %d logit %d = %v, alone %v",
+						seed, steps, len(b.Tokens), chunks, decodes, i, p, v, got[v], want[v])
+				}
+			}
+		}
+		for i := range nseq {
+			q := seqs[i]
+			if !active[i] {
+				continue
+			}
+			q.done = q.s.Len
+			c.Commit(q.s, q.toks)
+			switch {
+			case q.done == len(q.toks):
+				c.Release(q.s)
+				delete(active, i)
+			case rng.IntN(25) == 0: // preemption: recompute from scratch later
+				c.Release(q.s)
+				q.done = 0
+				preempted++
+			}
+		}
+	}
+	if hits == 0 || preempted == 0 || mixed == 0 {
+		t.Fatalf("seed %d: the schedule had %d prefix hits, %d preemptions, %d mixed steps; want all", seed, hits, preempted, mixed)
+	}
+	t.Logf("seed %d: %d steps (%d mixing prompt chunks and decodes), %d prefix hits, %d preemptions", seed, steps, mixed, hits, preempted)
+}
