@@ -496,7 +496,8 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *job, strea
 			calls = append(calls, tc)
 		}
 	}
-	done := &ollamaDone{DoneReason: "stop", TotalDuration: int64(time.Since(j.start)), LoadDuration: int64(loadDuration(r.Context())),
+	load := loadDuration(r.Context()) // spent before the handler started j.start
+	done := &ollamaDone{DoneReason: "stop", TotalDuration: int64(time.Since(j.start) + load), LoadDuration: int64(load),
 		PromptEvalCount: res.Usage.PromptTokens, EvalCount: res.Usage.CompletionTokens}
 	if res.FinishReason == engine.FinishLength {
 		done.DoneReason = "length"
