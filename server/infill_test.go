@@ -332,6 +332,11 @@ func TestCompletionsSuffix(t *testing.T) {
 	if r := decode[infillWire](t, b); len(c.Choices) != 1 || c.Choices[0].Text != r.Content || r.Content == "" {
 		t.Errorf("completions %q, infill %q", c.Choices[0].Text, r.Content)
 	}
+	// Ollama's generate with suffix: the same middle.
+	code, _, b = ts.post(t, "/api/generate", `{"prompt":"func f() {\n\t","suffix":"\n}\n","system":"ignored","stream":false,"options":{"num_predict":12,"temperature":0}}`)
+	if o := decode[ollamaGenerateResponse](t, b); code != 200 || o.Response != c.Choices[0].Text {
+		t.Errorf("ollama generate with suffix: %d %q, want %q", code, o.Response, c.Choices[0].Text)
+	}
 	code, _, b = ts.post(t, "/v1/completions", `{"prompt":["a","b"],"suffix":"x","max_tokens":2}`)
 	if code != 400 || !strings.Contains(string(b), "single string prompt") {
 		t.Errorf("two prompts with a suffix: %d %s", code, b)
