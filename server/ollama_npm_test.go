@@ -27,37 +27,62 @@ func needTool(t *testing.T, format string, args ...any) {
 // ollamaClientDir installs the ollama npm client once into the user cache
 // and returns the folder, with the test script beside its node_modules.
 func ollamaClientDir(t *testing.T) string {
+	return npmClientDir(t, "ollama", ollamaNPMVersion, "ollama_client.mjs")
+}
+
+// npmClientDir installs npm package pkg@version once into the user cache
+// and returns the folder, with testdata/script copied beside its
+// node_modules.
+func npmClientDir(t *testing.T, pkg, version, script string) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
-		needTool(t, "node is not installed: the ollama npm client test needs Node.js and npm")
+		needTool(t, "node is not installed: the %s npm client test needs Node.js and npm", pkg)
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		needTool(t, "npm is not installed: the ollama npm client test needs it to install the client")
+		needTool(t, "npm is not installed: the %s npm client test needs it to install the client", pkg)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "nanoserve-test", "npm-ollama-"+ollamaNPMVersion)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ollama", "package.json")); err != nil {
+	dir := filepath.Join(cache, "nanoserve-test", "npm-"+pkg+"-"+version)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, "ollama@"+ollamaNPMVersion)
+		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, pkg+"@"+version)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			needTool(t, "npm install ollama@%s failed (is the npm registry reachable?): %v\n%s", ollamaNPMVersion, err, out)
+			needTool(t, "npm install %s@%s failed (is the npm registry reachable?): %v\n%s", pkg, version, err, out)
 		}
 	}
-	script, err := os.ReadFile("testdata/ollama_client.mjs")
+	b, err := os.ReadFile(filepath.Join("testdata", script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ollama_client.mjs"), script, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, script), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// runNode runs script in dir with args and returns its standard output.
+func runNode(t *testing.T, dir, script string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr)
+	}
+	return out
 }
 
 // TestOllamaNPMClient drives a live two-model server with the official
@@ -73,18 +98,7 @@ func TestOllamaNPMClient(t *testing.T) {
 	if err := ts.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "ollama_client.mjs", ts.url, "aidreams")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := runNode(t, dir, "ollama_client.mjs", ts.url, "aidreams")
 	type msg struct{ Role, Content string }
 	type done struct {
 		Done            bool   `json:"done"`
