@@ -34,7 +34,7 @@ type Options struct {
 	BandwidthBytes int64
 	Threads        int // threads of the probes' second measurement (≤ 0: the model's pool)
 	// NoPeak skips the compute-peak probe (ProbePeak); PeakDur is the
-	// length of one of its passes (≤ 0: 50 ms).
+	// length of one of its passes (≤ 0: 20 ms).
 	NoPeak  bool
 	PeakDur time.Duration
 
@@ -305,7 +305,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 		debug.FreeOSMemory()
 	}
 	if !o.NoPeak {
-		p := ProbePeak(o.Threads, 5, o.PeakDur)
+		p := ProbePeak(o.Threads, 10, o.PeakDur)
 		res.Peak = &p
 		if p.Measured {
 			o.logf("peak: FMA %.1f / %.1f GFLOP/s, int8 %.1f / %.1f GOP/s (1 / %d threads)", p.FMA1, p.FMAN, p.Int8_1, p.Int8N, p.Threads)

@@ -80,13 +80,13 @@ var peakSink float64
 
 // ProbePeak measures the float32 FMA peak and the int8 multiply-add peak
 // with 1 and threads workers, each pass running the probe loop for about
-// dur (≤ 0: 50 ms) on every worker; a pass's rate is the work of all
+// dur (≤ 0: 20 ms) on every worker; a pass's rate is the work of all
 // workers / wall time, the best of passes is kept.
 func ProbePeak(threads, passes int, dur time.Duration) Peak {
 	fma, i8, kernel := peakKernels()
 	threads, passes = max(threads, 1), max(passes, 1)
 	if dur <= 0 {
-		dur = 50 * time.Millisecond
+		dur = 20 * time.Millisecond
 	}
 	p := Peak{Kernel: kernel, Threads: threads}
 	if fma == nil {
