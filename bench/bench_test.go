@@ -9,10 +9,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/tensor"
 )
@@ -84,7 +86,7 @@ func TestSyntheticGolden(t *testing.T) {
 	if err := WriteSynthetic(p, mustShape(t, "tiny"), mustMix(t, "f32"), 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	const want = "2c422d7554aeeccdd6b0856a3e70656a4e7e02417b42bc0fd56ac3abff50c423"
+	const want = "386c8fd6c7f9706002c58966c37aed1db187d89e7a2b3c968a0083a32c05567f"
 	if got := fileSHA(t, p); got != want {
 		t.Errorf("tiny f32 seed 1: sha256 %s, want %s (generator changed: bump generatorVersion)", got, want)
 	}
@@ -277,5 +279,33 @@ func BenchmarkWriteTensor(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSyntheticTokenizer: the synthetic vocabulary, written through
+// llamacpp.VocabKVs, reads back as the tokenizer it describes: BOS is <s>,
+// text falls back to the byte tokens (with SentencePiece's "▁" prefix: no
+// merges reach the "▁tN" pieces), and token N decodes to " tN".
+func TestSyntheticTokenizer(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := WriteSynthetic(p, mustShape(t, "tiny"), mustMix(t, "f32"), 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := llamacpp.LoadTokenizer(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bos, ok := tok.BOS(); !ok || bos != 1 {
+		t.Errorf("BOS = %d, %v; want 1", bos, ok)
+	}
+	var want []int
+	for _, b := range []byte("▁ab") {
+		want = append(want, 3+int(b))
+	}
+	if got := tok.Encode("ab", false); !slices.Equal(got, want) {
+		t.Errorf(`Encode("ab") = %v, want %v`, got, want)
+	}
+	if got := tok.Decode([]int{1, 300, 3 + 'x'}); got != " t300x" && got != "t300x" {
+		t.Errorf("Decode = %q, want %q", got, " t300x")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"nanoserve/gguf"
 	"nanoserve/llamacpp"
 	"nanoserve/tensor"
+	"nanoserve/tokenizer"
 )
 
 // Shape is the architecture of a synthetic model: the hyperparameters of a
@@ -142,7 +143,7 @@ func (m Mix) TensorType(kind string, layer, layers, cols int, isOutput bool) ten
 
 // generatorVersion is stored in synthetic files; a cached file written by
 // another version is regenerated.
-const generatorVersion = 1
+const generatorVersion = 2
 
 // weightStd is the standard deviation of the random matrix entries.
 const weightStd = 0.02
@@ -333,24 +334,32 @@ func writeTensor(w io.Writer, t synthTensor, seed uint64, workers int) error {
 }
 
 // vocabulary is the synthetic SentencePiece-style tokenizer: <unk>, <s>,
-// </s>, the 256 byte tokens, then "▁t3", "▁t4", … so the model loads with a
-// working (if useless) tokenizer.
-func vocabulary(n int) (tokens []string, scores []float32, types []int32) {
-	tokens = make([]string, n)
-	scores = make([]float32, n)
-	types = make([]int32, n)
-	tokens[0], tokens[1], tokens[2] = "<unk>", "<s>", "</s>"
-	types[0], types[1], types[2] = 2, 3, 3 // unknown, control, control
+// </s>, the 256 byte tokens, then "▁t259", "▁t260", … so the model loads with
+// a working (if useless) tokenizer. llamacpp.VocabKVs writes it in
+// llama.cpp's keys, as convert and train write theirs.
+func vocabulary(n int) tokenizer.Vocab {
+	v := tokenizer.Vocab{
+		Model:  "llama",
+		Tokens: make([]string, n),
+		Scores: make([]float32, n),
+		Types:  make([]tokenizer.TokenType, n),
+		UNK:    tokenizer.OptID{ID: 0, OK: true},
+		BOS:    tokenizer.OptID{ID: 1, OK: true},
+		EOS:    tokenizer.OptID{ID: 2, OK: true},
+		AddBOS: true, AddSpacePrefix: true,
+	}
+	v.Tokens[0], v.Tokens[1], v.Tokens[2] = "<unk>", "<s>", "</s>"
+	v.Types[0], v.Types[1], v.Types[2] = tokenizer.TypeUnknown, tokenizer.TypeControl, tokenizer.TypeControl
 	for b := range 256 {
-		tokens[3+b] = fmt.Sprintf("<0x%02X>", b)
-		types[3+b] = 6 // byte
+		v.Tokens[3+b] = fmt.Sprintf("<0x%02X>", b)
+		v.Types[3+b] = tokenizer.TypeByte
 	}
 	for i := 259; i < n; i++ {
-		tokens[i] = fmt.Sprintf("▁t%d", i)
-		types[i] = 1
-		scores[i] = -float32(i - 259)
+		v.Tokens[i] = fmt.Sprintf("▁t%d", i)
+		v.Types[i] = tokenizer.TypeNormal
+		v.Scores[i] = -float32(i - 259)
 	}
-	return
+	return v
 }
 
 // WriteSynthetic writes a GGUF file of shape s with weight types from mix:
@@ -367,17 +376,14 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	}
 	w := gguf.NewWriter()
 	a := s.Arch
-	kvs := []struct {
-		k string
-		v gguf.Value
-	}{
-		{"general.architecture", gguf.String(a)},
-		{"general.name", gguf.String("synthetic " + s.Name)},
-		{"general.file_type", gguf.Uint32(mix.ID)},
-		{"nanoserve.synthetic.shape", gguf.String(s.Name)},
-		{"nanoserve.synthetic.type", gguf.String(mix.Name)},
-		{"nanoserve.synthetic.seed", gguf.Uint64(seed)},
-		{"nanoserve.synthetic.version", gguf.Uint32(generatorVersion)},
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String(a)},
+		{Key: "general.name", Value: gguf.String("synthetic " + s.Name)},
+		{Key: "general.file_type", Value: gguf.Uint32(mix.ID)},
+		{Key: "nanoserve.synthetic.shape", Value: gguf.String(s.Name)},
+		{Key: "nanoserve.synthetic.type", Value: gguf.String(mix.Name)},
+		{Key: "nanoserve.synthetic.seed", Value: gguf.Uint64(seed)},
+		{Key: "nanoserve.synthetic.version", Value: gguf.Uint32(generatorVersion)},
 	}
 	h := llamacpp.HParams{Arch: a, ContextLength: s.Ctx, EmbeddingLength: s.Dim, BlockCount: s.Layers,
 		FeedForwardLength: s.FFN, HeadCount: s.Heads}
@@ -387,27 +393,14 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 		h.HeadCountKV, h.RMSNormEps, h.RopeFreqBase, h.RopeDim, h.VocabSize = s.KVHeads, float64(s.NormEps), s.RopeTheta, s.headDim(), s.Vocab
 		h.ExpertCount, h.ExpertUsedCount = s.Experts, s.ExpertsUsed
 	}
-	for _, kv := range h.KVs() {
-		kvs = append(kvs, struct {
-			k string
-			v gguf.Value
-		}{kv.Key, kv.Value})
+	kvs = append(kvs, h.KVs()...)
+	vkvs, err := llamacpp.VocabKVs(vocabulary(s.Vocab), s.Vocab, nil)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
-	tokens, scores, types := vocabulary(s.Vocab)
-	kvs = append(kvs, []struct {
-		k string
-		v gguf.Value
-	}{
-		{"tokenizer.ggml.model", gguf.String("llama")},
-		{"tokenizer.ggml.tokens", gguf.NewArray(tokens)},
-		{"tokenizer.ggml.scores", gguf.NewArray(scores)},
-		{"tokenizer.ggml.token_type", gguf.NewArray(types)},
-		{"tokenizer.ggml.unknown_token_id", gguf.Uint32(0)},
-		{"tokenizer.ggml.bos_token_id", gguf.Uint32(1)},
-		{"tokenizer.ggml.eos_token_id", gguf.Uint32(2)},
-	}...)
+	kvs = append(kvs, vkvs...)
 	for _, kv := range kvs {
-		if err := w.AddKV(kv.k, kv.v); err != nil {
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 	}

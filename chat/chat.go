@@ -207,6 +207,9 @@ type Template struct {
 // (DetectToolFormat on its source).
 func (t *Template) ToolFormat() ToolFormat { return DetectToolFormat(t.src) }
 
+// Source is the template's text.
+func (t *Template) Source() string { return t.src }
+
 // Parse compiles a chat template once, to be rendered many times.
 func Parse(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {

@@ -124,6 +124,26 @@ type wireMessage struct {
 // not arrive in time, 415 for a body that is not JSON sent with another
 // Content-Type (a form, say), 400 for everything else.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	data, e := s.readBody(w, r)
+	if e != nil {
+		return e
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		if e := wrongContentType(r, err); e != nil {
+			return e
+		}
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badRequest("", "invalid JSON: trailing data after the request object")
+	}
+	return checkUnsupported(data)
+}
+
+// readBody reads a request body of at most Options.MaxBodyBytes within
+// Options.BodyTimeout (413, 408 or 400 otherwise, and for an empty body).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	// A slow sender gets bodyTimeout for the whole body. (A server-wide
 	// ReadTimeout would also end the connection's background read during a
 	// long generation, which cancels it.)
@@ -142,33 +162,23 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiE
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("request_too_large"),
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("request_too_large"),
 				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit)}
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			got := ""
 			if r.ContentLength > 0 {
 				got = fmt.Sprintf(" (received %d of the %d bytes its Content-Length announced)", len(data), r.ContentLength)
 			}
-			return &apiError{status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: strp("request_timeout"),
+			return nil, &apiError{status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: strp("request_timeout"),
 				Message: fmt.Sprintf("the request body did not arrive within %v%s", s.bodyTimeout, got)}
 		}
-		return badRequest("", "reading the request body: %v", err)
+		return nil, badRequest("", "reading the request body: %v", err)
 	}
 	rc.SetReadDeadline(time.Time{})
 	if len(bytes.TrimSpace(data)) == 0 {
-		return badRequest("", "the request body is empty; expected a JSON object")
+		return nil, badRequest("", "the request body is empty; expected a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		if e := wrongContentType(r, err); e != nil {
-			return e
-		}
-		return jsonError(err)
-	}
-	if dec.More() {
-		return badRequest("", "invalid JSON: trailing data after the request object")
-	}
-	return checkUnsupported(data)
+	return data, nil
 }
 
 // wrongContentType is a 415 for a body that is not JSON sent with a
@@ -516,6 +526,11 @@ type modelCard struct {
 	Created     int64  `json:"created"`
 	OwnedBy     string `json:"owned_by"`
 	MaxModelLen int    `json:"max_model_len"`
+	// A multi-model server's cards: the other names, whether the model is
+	// loaded, its manifest (once it has loaded).
+	Aliases  []string  `json:"aliases,omitempty"`
+	Loaded   *bool     `json:"loaded,omitempty"`
+	Manifest *Manifest `json:"manifest,omitempty"`
 }
 
 // completions: choices[].text, logprobs in the legacy shape.

@@ -17,6 +17,7 @@ package server
 // is a 400; at most 2048 inputs per request. usage has prompt_tokens = total_tokens = the inputs' tokens.
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -63,10 +64,20 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name, e := s.resolveModel(er.Model)
+	resp, e := s.embeddings(r.Context(), &er)
 	if e != nil {
 		writeError(w, e)
 		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// embeddings answers a decoded embeddings request (also Ollama's
+// /api/embed).
+func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddingResponse, *apiError) {
+	name, e := s.resolveModel(er.Model)
+	if e != nil {
+		return nil, e
 	}
 	b64 := false
 	if f := er.EncodingFormat; f != nil {
@@ -75,54 +86,46 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		case "base64":
 			b64 = true
 		default:
-			writeError(w, badRequest("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", *f))
-			return
+			return nil, badRequest("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", *f)
 		}
 	}
 	width := s.eng.Model().Dim
 	dims := width
 	if d := er.Dimensions; d != nil {
 		if *d < 1 || *d > width {
-			writeError(w, badRequest("dimensions", "dimensions must be between 1 and the model's embedding width %d, got %d", width, *d))
-			return
+			return nil, badRequest("dimensions", "dimensions must be between 1 and the model's embedding width %d, got %d", width, *d)
 		}
 		dims = *d
 	}
 	if isNull(er.Input) {
-		writeError(w, badRequest("input", "input is required"))
-		return
+		return nil, badRequest("input", "input is required")
 	}
 	prompts, e := completionPrompts(er.Input, s.tok.Size())
 	if e != nil {
 		e.Param = strp("input")
 		e.Message = strings.ReplaceAll(e.Message, "prompt", "input")
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	if len(prompts) > maxEmbeddingInputs {
-		writeError(w, badRequest("input", "input has %d items; at most %d per request", len(prompts), maxEmbeddingInputs))
-		return
+		return nil, badRequest("input", "input has %d items; at most %d per request", len(prompts), maxEmbeddingInputs)
 	}
 	reqs := make([]engine.Request, len(prompts))
 	for i, p := range prompts {
 		if p.ids == nil && p.text == "" {
-			writeError(w, badRequest("input", "input cannot be an empty string"))
-			return
+			return nil, badRequest("input", "input cannot be an empty string")
 		}
 		reqs[i] = engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: true}
 	}
 	embs, ntok, err := s.eng.Embed(reqs)
 	if err != nil {
 		if errors.Is(err, model.ErrPooling) {
-			writeError(w, badRequest("model", "the model %q cannot embed: %v", name, err))
-			return
+			return nil, badRequest("model", "the model %q cannot embed: %v", name, err)
 		}
-		e := s.startError(r.Context(), err, &job{})
+		e := s.startError(ctx, err, &job{})
 		if e.Param != nil && *e.Param == "prompt" {
 			e.Param = strp("input")
 		}
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	resp := embeddingResponse{Object: "list", Model: name, Data: make([]embeddingData, len(embs))}
 	for i, v := range embs {
@@ -139,7 +142,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		resp.Usage.PromptTokens += ntok[i]
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens
-	writeJSON(w, http.StatusOK, resp)
+	return &resp, nil
 }
 
 // truncateUnit keeps v's first d components and rescales them to unit L2

@@ -176,6 +176,9 @@ type Options struct {
 	// has not beaten (stepping or idle) for this long (≤ 0: 5 minutes,
 	// longer than one 512-token step of a 7B model on two cores).
 	HealthStall time.Duration
+	// Manifest describes the model for /v1/models, /api/show and /api/tags
+	// (nil: what the engine tells).
+	Manifest *Manifest
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
 	CORSOrigins []string
@@ -205,6 +208,15 @@ type Server struct {
 	healthStall       time.Duration
 	cors              []string         // allowed origins; nil: CORS off
 	now               func() time.Time // the clock /health compares the engine's heartbeat with
+
+	// router: the models of a multi-model server (NewRouter), nil for a
+	// server of one engine. manifest describes this server's model (nil:
+	// unknown); keepAlive, set by the router on each model's server, tells
+	// it how long the model should stay loaded after a request (Ollama's
+	// keep_alive; 0: unload when idle).
+	router    *router
+	manifest  *Manifest
+	keepAlive func(d time.Duration)
 
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
@@ -245,6 +257,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		healthStall:       orDefault(opts.HealthStall, 5*time.Minute),
 		cors:              opts.CORSOrigins,
 		now:               time.Now,
+		manifest:          opts.Manifest,
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
@@ -280,7 +293,17 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if err := s.defaults.Validate(); err != nil {
 		return nil, fmt.Errorf("server: default policy: %w", err)
 	}
-	s.mux = map[string]route{
+	s.mux = s.routes()
+	return s, nil
+}
+
+// routes is the path table: each path's metrics label and handlers by
+// method. A multi-model server (NewRouter) answers the paths in frontPaths
+// itself and sends every other one to the handler of the model the
+// request's "model" field names (router.go), so a handler added here is
+// routed by model with no more wiring.
+func (s *Server) routes() map[string]route {
+	return map[string]route{
 		"/v1/completions":      {"completions", map[string]http.HandlerFunc{http.MethodPost: s.handleCompletions}},
 		"/v1/chat/completions": {"chat_completions", map[string]http.HandlerFunc{http.MethodPost: s.handleChat}},
 		"/v1/embeddings":       {"embeddings", map[string]http.HandlerFunc{http.MethodPost: s.handleEmbeddings}},
@@ -291,8 +314,16 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		"/tokenize":            {"tokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleTokenize}},
 		"/detokenize":          {"detokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleDetokenize}},
 		"/apply-template":      {"apply_template", map[string]http.HandlerFunc{http.MethodPost: s.handleApplyTemplate}},
+		"/api/generate":        {"ollama_generate", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaGenerate}},
+		"/api/chat":            {"ollama_chat", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaChat}},
+		"/api/embed":           {"ollama_embed", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaEmbed}},
+		"/api/embeddings":      {"ollama_embeddings", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaEmbeddings}},
+		"/api/show":            {"ollama_show", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaShow}},
+		"/api/tags":            {"ollama_tags", map[string]http.HandlerFunc{http.MethodGet: s.handleOllamaTags}},
+		"/api/ps":              {"ollama_ps", map[string]http.HandlerFunc{http.MethodGet: s.handleOllamaPS}},
+		"/api/version":         {"ollama_version", map[string]http.HandlerFunc{http.MethodGet: s.handleOllamaVersion}},
+		"/api/pull":            {"ollama_pull", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaPull}},
 	}
-	return s, nil
 }
 
 // ServeHTTP routes a request, counting it and recovering from panics. Every
@@ -317,12 +348,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", reqID)
 	log := s.log.With("request_id", reqID)
 	r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
-	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions") {
+	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions" ||
+		endpoint == "ollama_generate" || endpoint == "ollama_chat") {
 		ctx, cancel := context.WithTimeoutCause(r.Context(), s.reqTimeout, &requestTimeoutError{s.reqTimeout})
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, ollama: strings.HasPrefix(path, "/api/")}
 	s.m.add(&s.m.inFlight, 1)
 	s.inFlight.Add(1)
 	defer func() {
@@ -370,7 +402,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
 		return
 	}
-	if s.apiKey != "" && (strings.HasPrefix(path, "/v1/") || rt.endpoint == "tokenize" || rt.endpoint == "detokenize" ||
+	if s.apiKey != "" && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/api/") || rt.endpoint == "tokenize" || rt.endpoint == "detokenize" ||
 		rt.endpoint == "apply_template") && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
 		writeError(sw, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
@@ -491,6 +523,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	ollama bool // an Ollama API path (/api/): errors are {"error": "message"}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -541,9 +574,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(marshal(v), '\n'))
 }
 
+// writeError writes e in OpenAI's shape, or in Ollama's {"error": "..."}
+// on an Ollama API path.
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	if sw, ok := w.(*statusWriter); ok && sw.ollama {
+		writeJSON(w, e.status, ollamaError{e.Message})
+		return
 	}
 	writeJSON(w, e.status, errorBody(e))
 }
@@ -551,10 +590,14 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // ---- simple endpoints ----
 
 func (s *Server) card(name string) modelCard {
-	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize()}
+	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize(), Manifest: s.manifest}
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if s.router != nil {
+		s.router.handleModels(w, r)
+		return
+	}
 	data := make([]modelCard, len(s.names))
 	for i, n := range s.names {
 		data[i] = s.card(n)
@@ -566,6 +609,10 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, id string) {
+	if s.router != nil {
+		s.router.handleModel(w, r, id)
+		return
+	}
 	if _, e := s.resolveModel(id); e != nil || id == "" {
 		if e == nil {
 			e = s.unknownModel(id)
@@ -581,6 +628,10 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, id string) 
 // orchestrator does not kill a pod that is finishing its requests; 503 when
 // the loop has stopped or has not beaten for Options.HealthStall.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.router != nil {
+		s.router.handleHealth(w, r)
+		return
+	}
 	beat := s.eng.Heartbeat()
 	if beat.IsZero() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error", "message": "the engine is stopped"})
@@ -602,6 +653,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // server exists), the engine runs, its queue and the server's admission
 // cap have room, and the server is not draining; 503 saying which is not.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.router != nil {
+		s.router.handleReady(w, r)
+		return
+	}
 	st := s.eng.Stats()
 	var why string
 	switch {
@@ -622,6 +677,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.router != nil {
+		s.router.handleMetrics(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	extra := []gauge{
 		{name: "nanoserve_kv_cache_bytes", help: "Bytes held by the engine's KV cache.", value: float64(s.eng.CacheBytes())},
@@ -639,15 +698,30 @@ func (s *Server) resolveModel(name string) (string, *apiError) {
 	if name == "" {
 		return s.names[0], nil
 	}
-	if slices.Contains(s.names, name) {
+	if matchName(s.names, name) {
 		return name, nil
 	}
 	return "", s.unknownModel(name)
 }
 
+// matchName reports whether a request's model field names a model that
+// answers to names: one of them exactly, or one with Ollama's default tag
+// (":latest").
+func matchName(names []string, name string) bool {
+	if slices.Contains(names, name) {
+		return true
+	}
+	base, ok := strings.CutSuffix(name, ":latest")
+	return ok && base != "" && slices.Contains(names, base)
+}
+
 func (s *Server) unknownModel(name string) *apiError {
+	served := s.names
+	if s.router != nil {
+		served = s.router.servedNames()
+	}
 	return &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("model"), Code: strp("model_not_found"),
-		Message: fmt.Sprintf("the model %q does not exist; this server serves %s", name, strings.Join(quoteAll(s.names), ", "))}
+		Message: fmt.Sprintf("the model %q does not exist; this server serves %s", name, strings.Join(quoteAll(served), ", "))}
 }
 
 func quoteAll(ss []string) []string {

@@ -29,8 +29,15 @@ type modelFlags struct {
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&mf.model, "model", "", "model: GGUF file, Hugging Face directory, llama2.c .bin, or a hub name REPO[:QUANT|:FILE]\n"+
-		"pulled into the Hugging Face cache on first use (default: the built-in model)")
+	fs.StringVar(&mf.model, "model", "", modelUsage)
+	mf.registerRest(fs)
+}
+
+const modelUsage = "model: GGUF file, Hugging Face directory, llama2.c .bin, or a hub name REPO[:QUANT|:FILE]\n" +
+	"pulled into the Hugging Face cache on first use (default: the built-in model)"
+
+// registerRest registers every flag but --model (serve takes several).
+func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.StringVar(&mf.revision, "revision", "main", "hub revision (branch, tag or commit) for --model REPO[:QUANT]")
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
 	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")

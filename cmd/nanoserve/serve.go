@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,7 +38,13 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	fs := newFlags("serve")
 	var mf modelFlags
 	var sf specFlags
-	mf.register(fs)
+	mf.registerRest(fs)
+	var models, aliases stringList
+	fs.Var(&models, "model", modelUsage+";\nrepeatable: one server serves every model, each request routed by its \"model\" field")
+	fs.Var(&aliases, "alias", "NAME=MODEL: another name for a served model (MODEL: any of its names; repeatable)")
+	modelsDir := fs.String("models-dir", "", "also serve every model in this folder (GGUF files, Hugging Face folders), each loaded on its first request")
+	modelsMax := fs.Int("models-max", 0, "most models loaded at once; past it the least recently used is unloaded once idle (0: no limit)")
+	modelsMemory := fs.String("models-memory", "", "most memory the loaded models (weights and KV cache) may hold together, as --kv-cache-memory (default: no limit)")
 	sf.register(fs)
 	fs.IntVar(&mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
@@ -49,7 +56,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
-	servedName := fs.String("served-name", "", "another model name clients may use (the file's base name is always accepted)")
+	servedName := fs.String("served-name", "", "another name for the first model (the file's base name, with or without extension, is always accepted)")
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
@@ -91,6 +98,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		{"max-seqs", int64(*maxSeqs), 0, "want a number of sequences (0: the engine's default)"},
 		{"kv-cache-tokens", int64(*kvTokens), 0, "want a number of positions (0: from --kv-cache-memory)"},
 		{"max-queue", int64(*maxQueue), 0, "want a number of requests (0: the engine's default)"},
+		{"models-max", int64(*modelsMax), 0, "want a number of models (0: no limit)"},
 		{"max-body", *maxBody, 1, "want a size in bytes, at least 1"},
 		{"drain", int64(*drain), 0, "want a duration, 0 or more"},
 		{"read-header-timeout", int64(*headerTimeout), 1, "want a positive duration"},
@@ -115,57 +123,73 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err := sf.check(); err != nil {
 		return err
 	}
-	m, err := mf.load()
+	var budget int64
+	if *modelsMemory != "" {
+		if budget, err = parseMemory(*modelsMemory, memAvail); err != nil {
+			return fmt.Errorf("--models-memory: %w", err)
+		}
+	}
+	if mf.threads < 1 {
+		return errFlag("threads", mf.threads, "want at least 1 worker thread")
+	}
+	if mf.ctxSize < 0 {
+		return errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	entries, err := serveModels(models, *modelsDir, mf.revision)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	if m.Tokenizer == nil {
-		return errors.New("the model has no tokenizer (pass one with --tokenizer)")
+	if *servedName != "" && !slices.Contains(entries[0].names, *servedName) {
+		entries[0].names = append(entries[0].names, *servedName)
 	}
-
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	names := []string{servedModelName(mf.model)}
-	if mf.ref != "" { // a hub model answers to its reference first, its file name too
-		names = []string{mf.ref, names[0]}
-	}
-	if *servedName != "" && *servedName != names[0] {
-		names = append(names, *servedName)
-	}
-	opts := server.Options{ModelNames: names, APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
-		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
-		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, ToolFormat: tf}
-	tmpl, err := loadChatTemplate(*tmplPath, m, mf.model)
-	if tmpl, err = serveTemplate(tmpl, err, *tmplPath != "", log); err != nil {
+	if err := applyAliases(entries, aliases); err != nil {
 		return err
 	}
-	if tmpl != nil {
-		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
+	// The KV cache memory is shared by the models loaded at once.
+	atOnce := len(entries)
+	if *modelsMax > 0 {
+		atOnce = min(atOnce, *modelsMax)
 	}
 	seqs := *maxSeqs
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	plan, err := planKVCache(kvInputs{memory: kvBytes, memoryFlag: *kvMemory, bytesPerToken: m.KVBytesPerToken(mf.kv),
-		modelCtx: m.ContextLen, ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens})
+	spec := func(me servedEntry) server.ModelSpec {
+		lf := mf
+		lf.model = me.path
+		return server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
+			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
+				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}, &sf)
+		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }}
+	}
+	var specs []server.ModelSpec
+	for _, me := range entries {
+		specs = append(specs, spec(me))
+	}
+	// Ollama's /api/pull of hf.co/ORG/REPO[:QUANT]: pulled like --model,
+	// then served under that name (and the hub reference).
+	pull := func(ctx context.Context, name string) (server.ModelSpec, error) {
+		p, ref, err := pullHub(ctx, name, mf.revision)
+		if err != nil {
+			return server.ModelSpec{}, err
+		}
+		names := modelNames(name, p)
+		if !slices.Contains(names, ref) {
+			names = append(names, ref)
+		}
+		return spec(servedEntry{path: p, names: names}), nil
+	}
+	opts := server.Options{APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
+		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
+		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors}
+	server.Version = versionString()
+	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull})
 	if err != nil {
 		return err
 	}
-	if plan.warning != "" {
-		log.Warn(plan.warning)
-	}
-	spec, closeDraft, err := sf.options(&mf, m, plan.cacheTokens)
-	if err != nil {
-		return err
-	}
-	defer closeDraft()
-	eng, err := engine.New(m, engine.Options{CtxSize: plan.ctx, MaxSeqs: seqs, MaxQueue: *maxQueue, CacheTokens: plan.cacheTokens, NoPrefixCache: *noPrefix, Spec: spec, KVType: mf.kv})
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	srv, err := server.New(eng, opts)
-	if err != nil {
+	defer srv.Close()
+	if err := srv.Preload(ctx); err != nil {
 		return err
 	}
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
@@ -173,12 +197,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
-	if tf == "" && opts.Template != nil {
-		tf = opts.Template.ToolFormat()
+	served := make([]string, len(entries))
+	for i, me := range entries {
+		served[i] = me.names[0]
 	}
-	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "model", strings.Join(names, ", "),
-		"context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "kv_cache_mib", eng.CacheBytes()>>20, "prefix_cache", !*noPrefix, "threads", mf.threads, "chat", opts.Template != nil, "tool_calls", tf, "auth", *apiKey != "")
+	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
+		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
