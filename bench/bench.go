@@ -32,7 +32,11 @@ type Options struct {
 
 	// Bandwidth probe: BandwidthBytes of buffer (0: 1 GiB; < 0: no probe).
 	BandwidthBytes int64
-	Threads        int // threads of the probe's second measurement (≤ 0: the model's pool)
+	Threads        int // threads of the probes' second measurement (≤ 0: the model's pool)
+	// NoPeak skips the compute-peak probe (ProbePeak); PeakDur is the
+	// length of one of its passes (≤ 0: 20 ms).
+	NoPeak  bool
+	PeakDur time.Duration
 
 	Progress io.Writer // one line per finished test; nil: silent
 
@@ -119,6 +123,17 @@ type Test struct {
 	BandwidthFrac float64 `json:"bandwidth_frac,omitempty"`
 	KVBytes       int64   `json:"kv_bytes_per_token,omitempty"`
 
+	// Prefill only: the arithmetic of one prompt (prefillOps: matrix
+	// products at 2 ops per weight, attention's 4·ctx·q_dim per layer and
+	// position) split into float ops and int8 ops (quantized weights'
+	// integer dots), the rate achieved in 1e9 ops/s, and the share of the
+	// probed Threads-worker peaks: time at peak (float at the FMA peak,
+	// int8 at the int8 peak) / measured time.
+	FloatOps float64 `json:"float_ops,omitempty"`
+	Int8Ops  float64 `json:"int8_ops,omitempty"`
+	GOps     float64 `json:"gops,omitempty"`
+	PeakFrac float64 `json:"peak_frac,omitempty"`
+
 	Skipped string `json:"skipped,omitempty"` // why it was not run
 }
 
@@ -177,6 +192,7 @@ type Result struct {
 	System     System     `json:"system"`
 	Bandwidth  *Bandwidth `json:"bandwidth,omitempty"`
 	TgLimit    float64    `json:"tg_limit_tok_s,omitempty"` // Bandwidth.GBpsN / DecodeBytes
+	Peak       *Peak      `json:"peak,omitempty"`           // compute-peak probe (nil: not run)
 	Tests      []Test     `json:"tests"`
 	DepthSweep []Test     `json:"depth_sweep,omitempty"`
 	GenSweep   []GenPoint `json:"gen_sweep,omitempty"`
@@ -288,6 +304,15 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 		runtime.GC()
 		debug.FreeOSMemory()
 	}
+	if !o.NoPeak {
+		p := ProbePeak(o.Threads, 10, o.PeakDur)
+		res.Peak = &p
+		if p.Measured {
+			o.logf("peak: FMA %.1f / %.1f GFLOP/s, int8 %.1f / %.1f GOP/s (1 / %d threads)", p.FMA1, p.FMAN, p.Int8_1, p.Int8N, p.Threads)
+		} else {
+			o.logf("peak: %s", p.Kernel)
+		}
+	}
 	// Peak RSS should cover the model and the run, not the probe buffer.
 	res.RSSNote = resetPeakRSS()
 
@@ -331,6 +356,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 			if err := r.pp(&t); err != nil {
 				return nil, err
 			}
+			t.FloatOps, t.Int8Ops = prefillOps(m, p, o.Batch)
 		}
 		res.Tests = append(res.Tests, t)
 		o.logTest(&t)
@@ -389,6 +415,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 			}
 		}
 	}
+	res.prefillShares()
 	res.PeakRSS = peakRSS()
 	res.System.LoadEnd = loadAvg()
 	res.Seconds = time.Since(t0).Seconds()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"nanoserve/llamacpp"
 	"nanoserve/model"
@@ -144,7 +146,8 @@ func TestRunTiny(t *testing.T) {
 		info := Describe(m, p)
 		info.Synthetic, info.Type = s.Name, mix.Name
 		opts := Options{Prompts: []int{16, 40}, Gens: []int{8}, Reps: 2, Batch: 32, Depths: []int{0, 24, 300},
-			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 4 << 20, smallProbe: true, KVType: c.kv}
+			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 4 << 20, smallProbe: true, KVType: c.kv,
+			PeakDur: time.Millisecond}
 		res, err := Run(m, info, opts)
 		perTok := m.KVBytesPerToken(c.kv)
 		m.Close()
@@ -193,8 +196,26 @@ func TestRunTiny(t *testing.T) {
 			"tests.2.latency_ms.mean", "tests.2.weight_gbps", "tests.2.bandwidth_frac",
 			"depth_sweep.0.tok_s.mean", "depth_sweep.1.tok_s.mean", "depth_sweep.1.kv_bytes_per_token",
 			"gen_sweep.0.cum_tok_s.mean", "gen_sweep.1.window_tok_s.mean",
+			"tests.0.float_ops", "tests.1.gops",
 		} {
 			positive(f)
+		}
+		// The prefill's share of the compute peak, next to decode's of
+		// the bandwidth: quantized weights count as int8 ops.
+		if _, _, kernel := peakKernels(); strings.HasPrefix(kernel, "no SIMD") {
+			if p, _ := doc["peak"].(map[string]any); p == nil || p["kernel"] != kernel || p["measured"] != false {
+				t.Errorf("%s: peak %v, want the kernel's note %q", c.shape, doc["peak"], kernel)
+			}
+		} else {
+			for _, f := range []string{"peak.fma_gflops_1_thread", "peak.fma_gflops_n_threads", "peak.int8_gops_1_thread",
+				"peak.int8_gops_n_threads", "tests.1.peak_frac"} {
+				positive(f)
+			}
+		}
+		if c.typ != "f16" {
+			positive("tests.1.int8_ops")
+		} else if res.Tests[1].Int8Ops != 0 {
+			t.Errorf("%s %s: %v int8 ops", c.shape, c.typ, res.Tests[1].Int8Ops)
 		}
 		if res.Tests[0].Name != "pp16" || res.Tests[2].Name != "tg8" || len(res.Tests[2].TokS.Samples) != 2 {
 			t.Errorf("%s: tests %+v", c.shape, res.Tests)
@@ -209,6 +230,11 @@ func TestRunTiny(t *testing.T) {
 		var sb strings.Builder
 		if err := WriteMarkdown(&sb, res); err != nil {
 			t.Fatal(err)
+		}
+		md := sb.String()
+		if res.Peak.Measured && (!strings.Contains(md, fmt.Sprintf("%.0f%% |\n", 100*res.Tests[1].PeakFrac)) ||
+			!strings.Contains(md, fmt.Sprintf("float32 FMA %.1f GFLOP/s", res.Peak.FMA1)) || !strings.Contains(md, "pp40 ")) {
+			t.Errorf("%s: markdown lacks the peak or the share of it:\n%s", c.shape, md)
 		}
 		if !strings.Contains(sb.String(), "| pp40 |") || !strings.Contains(sb.String(), "tg4@d24") {
 			t.Errorf("%s: markdown lacks rows:\n%s", c.shape, sb.String())

@@ -33,6 +33,24 @@
 // the achievable bandwidth decoding reaches, and what the ceiling is:
 // tok/s ≤ bandwidth / bytes per token.
 //
+// # Why prefill is a compute problem
+//
+// A prefill multiplies many activation rows by each weight matrix, so
+// the weights are read once per chunk and the limit is arithmetic:
+// 2 ops per weight per token (an FMA, or an int8 multiply and add), plus
+// attention's 4·ctx·q_dim per layer at each position (q·k and the
+// weighted sum of v over the ctx positions it sees; norms, RoPE, softmax
+// and activations are not counted). ProbePeak measures the machine's
+// float32 FMA peak (twelve independent VFMADD231PS ymm chains, enough to
+// cover FMA latency × throughput) and its int8 multiply-add peak (the
+// quantized dot kernels' VPMADDUBSW, VPMADDWD, VPADDD chains), with 1
+// and Threads workers; on CPUs without AVX2/FMA and other architectures
+// it reports that there is no probe rather than a number. A pp test's
+// share of peak is the time its work would take at the Threads-worker
+// peaks — float ops (F32/F16/BF16 weights, dequantized types, attention)
+// at the FMA peak, int8 ops (weights that tensor.IntegerDot multiplies
+// against 8-bit activations) at the int8 peak — over the measured time.
+//
 // # Serving
 //
 // RunServe (`nanoserve bench serve`) measures a running OpenAI-compatible

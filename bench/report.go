@@ -27,24 +27,29 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	if m.Params < 1e9 {
 		params = fmt.Sprintf("%.1f M", float64(m.Params)/1e6)
 	}
-	fmt.Fprintf(&b, "| model | type | size | params | threads | test | t/s | latency | weight GB/s | of BW |\n")
-	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&b, "| model | type | size | params | threads | test | t/s | latency | weight GB/s | of BW | GOP/s | of peak |\n")
+	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	row := func(t *Test) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | ", name, m.Type, size, params, r.System.Threads, t.Name)
 		if t.Skipped != "" {
-			fmt.Fprintf(&b, "skipped: %s | | | |\n", t.Skipped)
+			fmt.Fprintf(&b, "skipped: %s | | | | | |\n", t.Skipped)
 			return
 		}
 		fmt.Fprintf(&b, "%.2f ± %.2f | ", t.TokS.Mean, t.TokS.SD)
 		if t.Kind == "pp" {
-			fmt.Fprintf(&b, "%.1f ms | | |\n", t.LatencyMs.Mean)
+			fmt.Fprintf(&b, "%.1f ms | | | %.1f | ", t.LatencyMs.Mean, t.GOps)
+			if t.PeakFrac > 0 {
+				fmt.Fprintf(&b, "%.0f%% |\n", 100*t.PeakFrac)
+			} else {
+				fmt.Fprintf(&b, " |\n")
+			}
 			return
 		}
 		fmt.Fprintf(&b, "%.2f ms/tok | %.1f | ", t.LatencyMs.Mean, t.WeightGBps)
 		if t.BandwidthFrac > 0 {
-			fmt.Fprintf(&b, "%.0f%% |\n", 100*t.BandwidthFrac)
+			fmt.Fprintf(&b, "%.0f%% | | |\n", 100*t.BandwidthFrac)
 		} else {
-			fmt.Fprintf(&b, " |\n")
+			fmt.Fprintf(&b, " | | |\n")
 		}
 	}
 	for i := range r.Tests {
@@ -78,6 +83,27 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 			float64(m.DecodeBytes)/1e6, r.TgLimit, bw.Threads)
 	} else {
 		fmt.Fprintf(&b, "decode reads %.1f MB of weights per token\n", float64(m.DecodeBytes)/1e6)
+	}
+	if p := r.Peak; p != nil {
+		if p.Measured {
+			fmt.Fprintf(&b, "compute peak (%s, best of %d passes): float32 FMA %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads); int8 multiply-add %.1f GOP/s (1 thread), %.1f GOP/s (%d threads)\n",
+				p.Kernel, p.Passes, p.FMA1, p.FMAN, p.Threads, p.Int8_1, p.Int8N, p.Threads)
+		} else {
+			fmt.Fprintf(&b, "compute peak: %s\n", p.Kernel)
+		}
+	}
+	var pps []string
+	for i := range r.Tests {
+		if t := &r.Tests[i]; t.Kind == "pp" && t.Skipped == "" && t.NPrompt > 0 {
+			pps = append(pps, fmt.Sprintf("%s %.1f MFLOP float + %.1f MOP int8", t.Name, t.FloatOps/float64(t.NPrompt)/1e6, t.Int8Ops/float64(t.NPrompt)/1e6))
+		}
+	}
+	if len(pps) > 0 {
+		fmt.Fprintf(&b, "prefill arithmetic per token (matrices 2 ops per weight, int8 for quantized weights; attention 4·ctx·q_dim per layer, float): %s", strings.Join(pps, ", "))
+		if r.Peak != nil && r.Peak.Measured {
+			fmt.Fprintf(&b, "; of peak = time at the %d-thread peaks / measured time", r.Peak.Threads)
+		}
+		fmt.Fprintln(&b)
 	}
 	if m.KVType != "" {
 		fmt.Fprintf(&b, "KV cache: %s\n", m.KVType)

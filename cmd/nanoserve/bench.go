@@ -53,6 +53,7 @@ func runBench(args []string) error {
 	sweepN := fs.Int("sweep-n", 32, "tokens decoded at each depth of the depth sweep")
 	sweepR := fs.Int("sweep-r", 2, "repetitions of each sweep point, after one warm-up")
 	bwMiB := fs.Int64("bw-mib", 1024, "bandwidth probe buffer in MiB (at least 4× L3 is used; 0: no probe)")
+	peak := fs.Bool("peak", true, "probe the float32 FMA and int8 multiply-add peaks and report prefill as a share of them (--peak=false: skip)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	kvType := fs.String("kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0")
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +81,7 @@ func runBench(args []string) error {
 		return errFlag("kv-cache-type", *kvType, "want f32, f16 or q8_0")
 	}
 	opts := bench.Options{KVType: kv, Reps: *reps, Batch: *batch, SweepGen: *sweepN, SweepReps: *sweepR, Seed: *seed,
-		Threads: *threads, BandwidthBytes: *bwMiB << 20, Progress: os.Stderr}
+		Threads: *threads, BandwidthBytes: *bwMiB << 20, NoPeak: !*peak, Progress: os.Stderr}
 	if *bwMiB <= 0 {
 		opts.BandwidthBytes = -1
 	}

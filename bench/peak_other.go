@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package bench
+
+import "runtime"
+
+// peakKernels: no assembly probe on this architecture; a Go loop would
+// measure the compiler, not the machine, so the peak is not reported.
+func peakKernels() (fma func(*[fmaChains][8]float32, *[2][8]float32, int), i8 func(*[int8Chains][8]int32, *[3][32]byte, int), kernel string) {
+	return nil, nil, "no SIMD probe on " + runtime.GOARCH
+}
