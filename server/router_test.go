@@ -46,9 +46,12 @@ func testSpec(t testing.TB, name string, loads *atomic.Int32) ModelSpec {
 			return nil, err
 		}
 		return &LoadedModel{Engine: eng, Options: Options{Template: tmpl, Manifest: &Manifest{Architecture: m.Arch, ContextLength: m.ContextLen}},
-			Close: func() { eng.Close(); m.Close() }}, nil
+			Bytes: testModelBytes, Close: func() { eng.Close(); m.Close() }}, nil
 	}}
 }
+
+// testModelBytes is what each test model says it holds, for memory budgets.
+const testModelBytes = 1 << 20
 
 func newTestRouter(t testing.TB, opts RouterOptions, hook func(name string, s *Server)) *testServer {
 	t.Helper()
@@ -178,16 +181,30 @@ func TestRouterTwoModels(t *testing.T) {
 	}
 }
 
-// TestRouterUnloadInFlight: with models-max 1, a request for the second
-// model unloads the first while a stream on it is in flight; the stream
-// completes with the answer the model gives alone, and the first model's
-// engine closes only after it. keep_alive 0 unloads a model once idle.
+// TestRouterUnloadInFlight: with models-max 1, or a memory budget that
+// holds one model, a request for the second model unloads the first while a
+// stream on it is in flight; the stream completes with the answer the model
+// gives alone, and the first model's engine closes only after it.
+// keep_alive 0 unloads a model once idle.
 func TestRouterUnloadInFlight(t *testing.T) {
 	wantA, _ := alone(t, "aidreams", "Once upon a time")
+	for _, c := range []struct {
+		name string
+		opts RouterOptions
+	}{
+		{"models-max", RouterOptions{MaxLoaded: 1}},
+		{"memory-budget", RouterOptions{MemoryBudget: testModelBytes * 3 / 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testUnloadInFlight(t, c.opts, wantA) })
+	}
+}
+
+func testUnloadInFlight(t *testing.T, opts RouterOptions, wantA string) {
+	opts.Models = []ModelSpec{testSpec(t, "aidreams", nil), testSpec(t, "mha", nil)}
 	gate := make(chan struct{})
 	started := make(chan struct{})
 	var aSrv atomic.Pointer[Server]
-	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{testSpec(t, "aidreams", nil), testSpec(t, "mha", nil)}, MaxLoaded: 1},
+	ts := newTestRouter(t, opts,
 		func(name string, s *Server) {
 			if name != "aidreams" || aSrv.Load() != nil {
 				return
