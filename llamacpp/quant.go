@@ -42,6 +42,16 @@ func ParseFileType(name string) (FileType, bool) {
 	return FileType{}, false
 }
 
+// FileTypeByID looks up a file type by its general.file_type value.
+func FileTypeByID(id uint32) (FileType, bool) {
+	for _, f := range FileTypes {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return FileType{}, false
+}
+
 // FileTypeNames lists the names, in FileTypes order.
 func FileTypeNames() []string {
 	out := make([]string, len(FileTypes))

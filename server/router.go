@@ -46,7 +46,7 @@ import (
 type Manifest struct {
 	Architecture   string    `json:"architecture"`
 	Format         string    `json:"format"`       // gguf, hf or llama2c
-	Quantization   string    `json:"quantization"` // the weight matrices' most common type (Q8_0, F16, F32, …)
+	Quantization   string    `json:"quantization"` // a GGUF's general.file_type as llama-quantize names it (Q4_K_M, Q8_0, F16), else the weight matrices' most common type
 	Parameters     int64     `json:"parameters"`
 	ContextLength  int       `json:"context_length"` // positions the model was trained for
 	Tokenizer      string    `json:"tokenizer"`      // kind and vocabulary size

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +23,9 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
+	"nanoserve/gguf"
 	"nanoserve/hub"
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/server"
 )
@@ -263,6 +266,9 @@ func manifest(m *model.Model, tmpl *chat.Template) (*server.Manifest, error) {
 			man.Quantization = k
 		}
 	}
+	if ft, ok := ggufFileType(m); ok { // a K-quant mix is named as llama-quantize named it
+		man.Quantization = strings.ToUpper(ft.Name)
+	}
 	var sums []string
 	for _, f := range m.Files {
 		st, err := os.Stat(f)
@@ -317,4 +323,22 @@ func fileSHA256(path string) (string, error) {
 		return "", fmt.Errorf("hashing %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ggufFileType is a GGUF model's general.file_type, when the file names
+// one nanoserve knows.
+func ggufFileType(m *model.Model) (llamacpp.FileType, bool) {
+	if m.Format != "gguf" || len(m.Files) == 0 {
+		return llamacpp.FileType{}, false
+	}
+	f, err := gguf.Open(m.Files[0])
+	if err != nil {
+		return llamacpp.FileType{}, false
+	}
+	defer f.Close()
+	id, err := f.Uint("general.file_type")
+	if err != nil || id > math.MaxUint32 {
+		return llamacpp.FileType{}, false
+	}
+	return llamacpp.FileTypeByID(uint32(id))
 }

@@ -112,7 +112,7 @@ func TestServeMulti(t *testing.T) {
 			break
 		}
 	}
-	if q := list.Data[2]; q.ID != "qwen2-F16.gguf" || q.Loaded || q.Manifest == nil || q.Manifest.Architecture != "qwen2" {
+	if q := list.Data[2]; q.ID != "qwen2-F16.gguf" || q.Loaded || q.Manifest == nil || q.Manifest.Architecture != "qwen2" || q.Manifest.Quantization != "F16" {
 		t.Errorf("the --models-dir model, not loaded: %s", b)
 	}
 	data, err := os.ReadFile(gguf)
@@ -122,7 +122,7 @@ func TestServeMulti(t *testing.T) {
 	sum := sha256.Sum256(data)
 	m := list.Data[1].Manifest
 	if list.Data[1].ID != "llama_gqa-Q4_K_M.gguf" || m == nil || m.WeightsSHA256 != hex.EncodeToString(sum[:]) || m.Architecture != "llama" ||
-		!strings.HasPrefix(m.Quantization, "Q") || m.Tokenizer == "" || m.ContextLength == 0 || !strings.Contains(strings.Join(list.Data[1].Aliases, ","), "gqa") {
+		m.Quantization != "Q4_K_M" || m.Tokenizer == "" || m.ContextLength == 0 || !strings.Contains(strings.Join(list.Data[1].Aliases, ","), "gqa") {
 		t.Errorf("/v1/models: %s", b)
 	}
 	if list.Data[0].Manifest == nil || list.Data[0].Manifest.WeightsSHA256 == "" {
