@@ -26,10 +26,27 @@ func cvtF16SIMD(dst *float32, src *byte, n int)
 //go:noescape
 func cvtBF16SIMD(dst *float32, src *byte, n int)
 
+// The float GEMM tiles (4 rows × 3 or 2 tokens), see tileKernel.
+//
 //go:noescape
-func tileF32SIMD(a *float32, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+func tileF32x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
 
-// hasTileArch: tileF32SIMD exists on this architecture.
+//go:noescape
+func tileF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+
+//go:noescape
+func tileBF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+
+//go:noescape
+func tileF32x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+
+//go:noescape
+func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+
+//go:noescape
+func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+
+// hasTileArch: the tile kernels exist on this architecture.
 const hasTileArch = true
 
 //go:noescape

@@ -256,90 +256,260 @@ cvtbf16done:
 	VZEROUPPER
 	RET
 
-// TFOLD folds one tile accumulator as REDUCE4 folds a row of dot4:
-// ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)), stored at off(AX). A is
-// clobbered (XA its low half); X15 is a temp.
-#define TFOLD(A, XA, off) \
-	VEXTRACTF128 $1, A, X15; \
-	VHADDPS      X15, XA, XA; \
-	VHADDPS      XA, XA, XA; \
-	VMOVSHDUP    XA, X15; \
-	VADDSS       X15, XA, XA; \
-	VMOVSS       XA, off(AX)
+// FOLD4 folds four tile accumulators A-D as REDUCE4 folds four rows of
+// dot4 (each to ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7))) and stores the
+// four sums at off(AX) in the order A, B, C, D. A and B are clobbered
+// (XA, XB their low halves).
+#define FOLD4(A, B, C, D, XA, XB, off) \
+	VHADDPS      B, A, A; \
+	VHADDPS      D, C, C; \
+	VHADDPS      C, A, A; \
+	VEXTRACTF128 $1, A, XB; \
+	VADDPS       XB, XA, XA; \
+	VMOVUPS      XA, off(AX)
 
-// TROW runs one weight row (at ra) against the three tokens' columns in
-// Y12-Y14 into accumulators a0-a2.
-#define TROW(ra, a0, a1, a2) \
-	VMOVUPS     ra, Y15; \
+// The weight loads of the tiles: 8 columns of a row at src widened
+// exactly to 8 float32 in Y15 (F32 as is, F16 by VCVTPH2PS, BF16 by a
+// 16-bit left shift), as the row dots widen them.
+#define WF32(src) VMOVUPS src, Y15
+#define WF16(src) VCVTPH2PS src, Y15
+#define WBF16(src) VPMOVZXWD src, Y15; VPSLLD $16, Y15, Y15
+
+// FMA3 and FMA2 add the widened row in Y15 times the tokens' columns in
+// Y12-Y14 (Y12-Y13) to the accumulators a0-a2 (a0-a1).
+#define FMA3(a0, a1, a2) \
 	VFMADD231PS Y15, Y12, a0; \
 	VFMADD231PS Y15, Y13, a1; \
 	VFMADD231PS Y15, Y14, a2
 
-// func tileF32SIMD(a *float32, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
-//
-// The batch-invariant GEMM tile: 4 float32 weight rows (a + r·lda bytes)
-// times 3 tokens (x + t·ldx bytes) over k columns (a multiple of 8),
-// out[3r+t] = row r · token t with exactly the arithmetic of dot4F32SIMD
-// for that row and token: one 8-lane FMA accumulator over the columns in
-// order, folded as REDUCE4 folds it (TFOLD). Lanes run along K, never
-// across tokens, so a token's result does not depend on its neighbours
-// (tinyBLAS-style). Per 8 columns: 3 activation and 4 weight loads feed 12
-// FMAs, so the loop is bound by the FMA pipes. Y0-Y11 accumulate (r, t) in
-// Y(3r+t).
-TEXT ·tileF32SIMD(SB), NOSPLIT, $0-48
-	MOVQ   a+0(FP), SI
-	MOVQ   lda+8(FP), BX
-	MOVQ   x+16(FP), DI
-	MOVQ   ldx+24(FP), DX
-	MOVQ   k+32(FP), CX
-	MOVQ   out+40(FP), AX
-	LEAQ   (SI)(BX*2), R8 // row 2
-	LEAQ   (DI)(DX*2), R9 // token 2
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	SHRQ   $3, CX
+#define FMA2(a0, a1) \
+	VFMADD231PS Y15, Y12, a0; \
+	VFMADD231PS Y15, Y13, a1
 
+// The batch-invariant GEMM tiles:
+//
+//	func tile{F32,F16,BF16}x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+//	func tile{F32,F16,BF16}x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+//
+// 4 weight rows (a + r·lda bytes, of the kernel's type) times 3 (2)
+// tokens (x + t·ldx bytes) over k columns (a positive multiple of 8):
+// out[nt·r+t] = row r · token t with exactly the arithmetic of the row
+// dot (dot4F32SIMD, dot4F16SIMD, dot4BF16SIMD) for that row and token:
+// the row widened exactly in registers, one 8-lane FMA accumulator over
+// the columns in order, folded as REDUCE4 folds it (FOLD4). Lanes run
+// along K, never across tokens, so a token's result does not depend on
+// its neighbours (tinyBLAS-style). Per 8 columns the 4×3 tile loads 3
+// activation vectors and widens 4 weight vectors for 12 FMAs;
+// accumulator Y(nt·r+t) holds (r, t). F16 and BF16 rows are read in
+// place: no widened copy of the block is written first.
+//
+// Registers: SI row 0, SI+BX row 1, R8 row 2, R8+BX row 3; DI token 0,
+// DI+DX token 1, R9 token 2; CX 8-column steps left; AX out.
+//
+// TILEPROLOG follows the loads of the arguments (kept in each TEXT for vet).
+#define TILEPROLOG \
+	LEAQ   (SI)(BX*2), R8; \
+	LEAQ   (DI)(DX*2), R9; \
+	SHRQ   $3, CX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11
+
+#define TILE3EPILOG \
+	FOLD4(Y0, Y1, Y2, Y3, X0, X1, 0); \
+	FOLD4(Y4, Y5, Y6, Y7, X4, X5, 16); \
+	FOLD4(Y8, Y9, Y10, Y11, X8, X9, 32); \
+	VZEROUPPER; \
+	RET
+
+#define TILE2EPILOG \
+	FOLD4(Y0, Y1, Y2, Y3, X0, X1, 0); \
+	FOLD4(Y4, Y5, Y6, Y7, X4, X5, 16); \
+	VZEROUPPER; \
+	RET
+
+#define X3LOADS \
+	VMOVUPS (DI), Y12; \
+	VMOVUPS (DI)(DX*1), Y13; \
+	VMOVUPS (R9), Y14
+
+#define X2LOADS \
+	VMOVUPS (DI), Y12; \
+	VMOVUPS (DI)(DX*1), Y13
+
+TEXT ·tileF32x3SIMD(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ out+40(FP), AX
+	TILEPROLOG
 	PCALIGN $32
 
-tileloop:
-	VMOVUPS (DI), Y12
-	VMOVUPS (DI)(DX*1), Y13
-	VMOVUPS (R9), Y14
-	TROW((SI), Y0, Y1, Y2)
-	TROW((SI)(BX*1), Y3, Y4, Y5)
-	TROW((R8), Y6, Y7, Y8)
-	TROW((R8)(BX*1), Y9, Y10, Y11)
-	ADDQ    $32, SI
-	ADDQ    $32, R8
-	ADDQ    $32, DI
-	ADDQ    $32, R9
-	DECQ    CX
-	JNZ     tileloop
+tf32x3loop:
+	X3LOADS
+	WF32((SI))
+	FMA3(Y0, Y1, Y2)
+	WF32((SI)(BX*1))
+	FMA3(Y3, Y4, Y5)
+	WF32((R8))
+	FMA3(Y6, Y7, Y8)
+	WF32((R8)(BX*1))
+	FMA3(Y9, Y10, Y11)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $32, DI
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  tf32x3loop
+	TILE3EPILOG
 
-	TFOLD(Y0, X0, 0)
-	TFOLD(Y1, X1, 4)
-	TFOLD(Y2, X2, 8)
-	TFOLD(Y3, X3, 12)
-	TFOLD(Y4, X4, 16)
-	TFOLD(Y5, X5, 20)
-	TFOLD(Y6, X6, 24)
-	TFOLD(Y7, X7, 28)
-	TFOLD(Y8, X8, 32)
-	TFOLD(Y9, X9, 36)
-	TFOLD(Y10, X10, 40)
-	TFOLD(Y11, X11, 44)
-	VZEROUPPER
-	RET
+TEXT ·tileF16x3SIMD(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ out+40(FP), AX
+	TILEPROLOG
+	PCALIGN $32
+
+tf16x3loop:
+	X3LOADS
+	WF16((SI))
+	FMA3(Y0, Y1, Y2)
+	WF16((SI)(BX*1))
+	FMA3(Y3, Y4, Y5)
+	WF16((R8))
+	FMA3(Y6, Y7, Y8)
+	WF16((R8)(BX*1))
+	FMA3(Y9, Y10, Y11)
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $32, DI
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  tf16x3loop
+	TILE3EPILOG
+
+TEXT ·tileBF16x3SIMD(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ out+40(FP), AX
+	TILEPROLOG
+	PCALIGN $32
+
+tbf16x3loop:
+	X3LOADS
+	WBF16((SI))
+	FMA3(Y0, Y1, Y2)
+	WBF16((SI)(BX*1))
+	FMA3(Y3, Y4, Y5)
+	WBF16((R8))
+	FMA3(Y6, Y7, Y8)
+	WBF16((R8)(BX*1))
+	FMA3(Y9, Y10, Y11)
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $32, DI
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  tbf16x3loop
+	TILE3EPILOG
+
+TEXT ·tileF32x2SIMD(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ out+40(FP), AX
+	TILEPROLOG
+	PCALIGN $32
+
+tf32x2loop:
+	X2LOADS
+	WF32((SI))
+	FMA2(Y0, Y1)
+	WF32((SI)(BX*1))
+	FMA2(Y2, Y3)
+	WF32((R8))
+	FMA2(Y4, Y5)
+	WF32((R8)(BX*1))
+	FMA2(Y6, Y7)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  tf32x2loop
+	TILE2EPILOG
+
+TEXT ·tileF16x2SIMD(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ out+40(FP), AX
+	TILEPROLOG
+	PCALIGN $32
+
+tf16x2loop:
+	X2LOADS
+	WF16((SI))
+	FMA2(Y0, Y1)
+	WF16((SI)(BX*1))
+	FMA2(Y2, Y3)
+	WF16((R8))
+	FMA2(Y4, Y5)
+	WF16((R8)(BX*1))
+	FMA2(Y6, Y7)
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  tf16x2loop
+	TILE2EPILOG
+
+TEXT ·tileBF16x2SIMD(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ out+40(FP), AX
+	TILEPROLOG
+	PCALIGN $32
+
+tbf16x2loop:
+	X2LOADS
+	WBF16((SI))
+	FMA2(Y0, Y1)
+	WBF16((SI)(BX*1))
+	FMA2(Y2, Y3)
+	WBF16((R8))
+	FMA2(Y4, Y5)
+	WBF16((R8)(BX*1))
+	FMA2(Y6, Y7)
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  tbf16x2loop
+	TILE2EPILOG
 
 // func sumF32SIMD(p *float32, n int) float32
 // n is a multiple of 32. Four independent accumulators; used to measure

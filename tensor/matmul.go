@@ -89,8 +89,7 @@ const (
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
 	rows []float32                // (4, Cols) dequantized rows, generic matrix-vector
-	af   []float32                // (tileMC, Cols) row block widened to float32
-	tile [tileMR * tileNR]float32 // the float tile's results (tileF32SIMD)
+	tile [tileMR * tileNR]float32 // the float tile's results (tileKernel)
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
@@ -155,11 +154,6 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	j := &s.mm
 	*j = matJob{s: s, dst: dst, w: w, x: x, n: n}
 	if n > rowwiseFloatMax && useTile(w) {
-		if w.Type != F32 {
-			for i := range s.scratch {
-				s.scratch[i].af = growBuf(s.scratch[i].af, tileMC*w.Cols)
-			}
-		}
 		j.phase = phaseTile
 		s.run(j)
 		j.dst, j.x, j.w = nil, nil, nil
@@ -301,58 +295,86 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 }
 
 // tileBlock computes dst[t][r] for float weights, rows [r0, r1) (at most
-// tileMC) and all tokens: the rows widened to float32 once, then 4×3
-// tiles, token triples outer; the last m%4 rows and n%3 tokens take dot4,
-// whose arithmetic the tiles share.
+// tileMC) and all tokens: 4-row tiles of 3 tokens (2 for the last two or
+// four), token groups outer so the block's rows stay in L1/L2 while the
+// groups pass over them; the rows are read in place (F16 and BF16 widened
+// in registers). The last m%4 rows and a lone token take dot4, whose
+// arithmetic the tiles share.
 func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
 	w := j.w
 	K, rb := w.Cols, w.RowBytes()
 	m := r1 - r0
-	var a []float32 // (m, K)
-	if w.Type == F32 {
-		a = BytesF32(w.Data[r0*rb : r1*rb])
-	} else {
-		a = sc.af[:m*K]
-		for i := range m {
-			cvtRow(a[i*K:(i+1)*K], w.Type, w.Data[(r0+i)*rb:(r0+i+1)*rb])
-		}
-	}
 	k8 := K &^ 7
-	mt, nt := m&^(tileMR-1), j.n-j.n%tileNR
+	mt := m &^ (tileMR - 1)
 	out := &sc.tile
-	for t0 := 0; t0 < nt; t0 += tileNR {
-		xt := j.x[t0*K : (t0+tileNR)*K]
+	for t0 := 0; t0 < j.n; {
+		nt := tileTokens(j.n - t0)
+		if nt == 1 {
+			j.dot4Rows(r0, r1, t0)
+			t0++
+			continue
+		}
+		xt := j.x[t0*K : (t0+nt)*K]
 		for i := 0; i < mt; i += tileMR {
-			tileF32(a[i*K:(i+tileMR)*K], K, xt, K, k8, out)
+			a := w.Data[(r0+i)*rb : (r0+i+tileMR)*rb]
+			tileKernel(w.Type, nt, a, rb, xt, K, k8, out)
 			for r := range tileMR {
-				row := w.Data[(r0+i+r)*rb : (r0+i+r+1)*rb]
-				for t := range tileNR {
-					v := out[tileNR*r+t]
+				for t := range nt {
+					v := out[nt*r+t]
 					if k8 < K {
-						v += dotGo(w.Type, row, xt[t*K:(t+1)*K], k8, K)
+						v += dotGo(w.Type, a[r*rb:(r+1)*rb], xt[t*K:(t+1)*K], k8, K)
 					}
 					j.dst[(t0+t)*w.Rows+r0+i+r] = v
 				}
 			}
 		}
 		if mt < m {
-			for t := t0; t < t0+tileNR; t++ {
+			for t := t0; t < t0+nt; t++ {
 				j.dot4Rows(r0+mt, r1, t)
 			}
 		}
-	}
-	for t := nt; t < j.n; t++ {
-		j.dot4Rows(r0, r1, t)
+		t0 += nt
 	}
 }
 
-// tileF32 runs tileF32SIMD on four rows of a (stride lda floats) and three
-// tokens of x (stride ldx floats) over k columns (a positive multiple of 8).
-func tileF32(a []float32, lda int, x []float32, ldx, k int, out *[tileMR * tileNR]float32) {
-	_ = a[(tileMR-1)*lda+k-1]
-	_ = x[(tileNR-1)*ldx+k-1]
-	if k&7 != 0 || k == 0 {
-		panic("tensor: tileF32: k not a positive multiple of 8")
+// tileTokens is how many of the rem tokens left the next tile takes: 3,
+// or 2 when 2 or 4 are left (2+2 rather than 3+1), 1 (dot4) for a lone
+// token.
+func tileTokens(rem int) int {
+	switch rem {
+	case 1:
+		return 1
+	case 2, 4:
+		return 2
 	}
-	tileF32SIMD(&a[0], uintptr(lda*4), &x[0], uintptr(ldx*4), k, out)
+	return tileNR
+}
+
+// tileKernel runs the float tile of type ty for four rows of a (stride lda
+// bytes) and nt (2 or 3) tokens of x (stride ldx floats) over k columns (a
+// positive multiple of 8): out[nt·r+t] = row r · token t by dot4's
+// arithmetic.
+func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, out *[tileMR * tileNR]float32) {
+	_ = a[(tileMR-1)*lda+k*floatBytes(ty)-1]
+	_ = x[(nt-1)*ldx+k-1]
+	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR {
+		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2 or 3")
+	}
+	pa, la, px, lx := &a[0], uintptr(lda), &x[0], uintptr(ldx*4)
+	switch {
+	case ty == F32 && nt == 3:
+		tileF32x3SIMD(pa, la, px, lx, k, out)
+	case ty == F16 && nt == 3:
+		tileF16x3SIMD(pa, la, px, lx, k, out)
+	case ty == BF16 && nt == 3:
+		tileBF16x3SIMD(pa, la, px, lx, k, out)
+	case ty == F32:
+		tileF32x2SIMD(pa, la, px, lx, k, out)
+	case ty == F16:
+		tileF16x2SIMD(pa, la, px, lx, k, out)
+	case ty == BF16:
+		tileBF16x2SIMD(pa, la, px, lx, k, out)
+	default:
+		panic("tensor: tileKernel: " + ty.String() + " is not a float type")
+	}
 }

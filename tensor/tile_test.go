@@ -1,0 +1,43 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestTileKernelParity: every float tile kernel (4 rows × 2 or 3 tokens,
+// F32, F16, BF16) gives, for each (row, token), bit for bit the row dot
+// dot4 gives that row and token alone, for column counts from one 8-column
+// step up through odd numbers of steps, row and token strides wider than
+// a row, and a token with a 30× larger range.
+func TestTileKernelParity(t *testing.T) {
+	if !hasTileArch || !hasSIMD {
+		t.Skip("no tile kernels on this machine (hasTileArch, hasSIMD off): MatMul takes dot4 only")
+	}
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, ty := range []DType{F32, F16, BF16} {
+		for _, k := range []int{8, 16, 24, 40, 128, 200, 1024} {
+			cols := k + 8 // rows and tokens wider than k: strides ≠ k
+			rb := cols * floatBytes(ty)
+			data, _ := qgRandRows(t, rng, ty, tileMR, cols)
+			x := randVec(rng, tileNR*cols)
+			for c := range cols {
+				x[cols+c] *= 30
+			}
+			for nt := 2; nt <= tileNR; nt++ {
+				var out [tileMR * tileNR]float32
+				tileKernel(ty, nt, data, rb, x, cols, k, &out)
+				for tok := range nt {
+					for r := range tileMR {
+						var want [4]float32
+						dot4(ty, data[r*rb:r*rb+k*floatBytes(ty)], 0, x[tok*cols:tok*cols+k], &want)
+						if got := out[nt*r+tok]; math.Float32bits(got) != math.Float32bits(want[0]) {
+							t.Fatalf("%s k=%d tile 4x%d row %d token %d: %v, dot4 %v", ty, k, nt, r, tok, got, want[0])
+						}
+					}
+				}
+			}
+		}
+	}
+}
