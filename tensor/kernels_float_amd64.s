@@ -258,15 +258,15 @@ cvtbf16done:
 
 // FOLD4 folds four tile accumulators A-D as REDUCE4 folds four rows of
 // dot4 (each to ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7))) and stores the
-// four sums at off(AX) in the order A, B, C, D. A and B are clobbered
-// (XA, XB their low halves).
-#define FOLD4(A, B, C, D, XA, XB, off) \
+// four sums at dst in the order A, B, C, D. A and B are clobbered (XA,
+// XB their low halves).
+#define FOLD4(A, B, C, D, XA, XB, dst) \
 	VHADDPS      B, A, A; \
 	VHADDPS      D, C, C; \
 	VHADDPS      C, A, A; \
 	VEXTRACTF128 $1, A, XB; \
 	VADDPS       XB, XA, XA; \
-	VMOVUPS      XA, off(AX)
+	VMOVUPS      XA, dst
 
 // The weight loads of the tiles: 8 columns of a row at src widened
 // exactly to 8 float32 in Y15 (F32 as is, F16 by VCVTPH2PS, BF16 by a
@@ -288,23 +288,25 @@ cvtbf16done:
 
 // The batch-invariant GEMM tiles:
 //
-//	func tile{F32,F16,BF16}x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
-//	func tile{F32,F16,BF16}x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32)
+//	func tile{F32,F16,BF16}x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
+//	func tile{F32,F16,BF16}x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
 //
 // 4 weight rows (a + r·lda bytes, of the kernel's type) times 3 (2)
 // tokens (x + t·ldx bytes) over k columns (a positive multiple of 8):
-// out[nt·r+t] = row r · token t with exactly the arithmetic of the row
+// dst[t·ldd bytes + r] = row r · token t with exactly the arithmetic of the row
 // dot (dot4F32SIMD, dot4F16SIMD, dot4BF16SIMD) for that row and token:
 // the row widened exactly in registers, one 8-lane FMA accumulator over
 // the columns in order, folded as REDUCE4 folds it (FOLD4). Lanes run
 // along K, never across tokens, so a token's result does not depend on
 // its neighbours (tinyBLAS-style). Per 8 columns the 4×3 tile loads 3
 // activation vectors and widens 4 weight vectors for 12 FMAs;
-// accumulator Y(nt·r+t) holds (r, t). F16 and BF16 rows are read in
+// accumulator Y(nt·r+t) holds (r, t), and each token's four
+// row sums are folded together and stored as one vector. F16 and BF16 rows are read in
 // place: no widened copy of the block is written first.
 //
 // Registers: SI row 0, SI+BX row 1, R8 row 2, R8+BX row 3; DI token 0,
-// DI+DX token 1, R9 token 2; CX 8-column steps left; AX out.
+// DI+DX token 1, R9 token 2; CX 8-column steps left; AX token 0's dst,
+// R10 its stride.
 //
 // TILEPROLOG follows the loads of the arguments (kept in each TEXT for vet).
 #define TILEPROLOG \
@@ -325,15 +327,15 @@ cvtbf16done:
 	VXORPS Y11, Y11, Y11
 
 #define TILE3EPILOG \
-	FOLD4(Y0, Y1, Y2, Y3, X0, X1, 0); \
-	FOLD4(Y4, Y5, Y6, Y7, X4, X5, 16); \
-	FOLD4(Y8, Y9, Y10, Y11, X8, X9, 32); \
+	FOLD4(Y0, Y3, Y6, Y9, X0, X3, (AX)); \
+	FOLD4(Y1, Y4, Y7, Y10, X1, X4, (AX)(R10*1)); \
+	FOLD4(Y2, Y5, Y8, Y11, X2, X5, (AX)(R10*2)); \
 	VZEROUPPER; \
 	RET
 
 #define TILE2EPILOG \
-	FOLD4(Y0, Y1, Y2, Y3, X0, X1, 0); \
-	FOLD4(Y4, Y5, Y6, Y7, X4, X5, 16); \
+	FOLD4(Y0, Y2, Y4, Y6, X0, X2, (AX)); \
+	FOLD4(Y1, Y3, Y5, Y7, X1, X3, (AX)(R10*1)); \
 	VZEROUPPER; \
 	RET
 
@@ -346,13 +348,14 @@ cvtbf16done:
 	VMOVUPS (DI), Y12; \
 	VMOVUPS (DI)(DX*1), Y13
 
-TEXT ·tileF32x3SIMD(SB), NOSPLIT, $0-48
+TEXT ·tileF32x3SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
-	MOVQ out+40(FP), AX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
 	TILEPROLOG
 	PCALIGN $32
 
@@ -374,13 +377,14 @@ tf32x3loop:
 	JNZ  tf32x3loop
 	TILE3EPILOG
 
-TEXT ·tileF16x3SIMD(SB), NOSPLIT, $0-48
+TEXT ·tileF16x3SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
-	MOVQ out+40(FP), AX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
 	TILEPROLOG
 	PCALIGN $32
 
@@ -402,13 +406,14 @@ tf16x3loop:
 	JNZ  tf16x3loop
 	TILE3EPILOG
 
-TEXT ·tileBF16x3SIMD(SB), NOSPLIT, $0-48
+TEXT ·tileBF16x3SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
-	MOVQ out+40(FP), AX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
 	TILEPROLOG
 	PCALIGN $32
 
@@ -430,13 +435,14 @@ tbf16x3loop:
 	JNZ  tbf16x3loop
 	TILE3EPILOG
 
-TEXT ·tileF32x2SIMD(SB), NOSPLIT, $0-48
+TEXT ·tileF32x2SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
-	MOVQ out+40(FP), AX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
 	TILEPROLOG
 	PCALIGN $32
 
@@ -457,13 +463,14 @@ tf32x2loop:
 	JNZ  tf32x2loop
 	TILE2EPILOG
 
-TEXT ·tileF16x2SIMD(SB), NOSPLIT, $0-48
+TEXT ·tileF16x2SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
-	MOVQ out+40(FP), AX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
 	TILEPROLOG
 	PCALIGN $32
 
@@ -484,13 +491,14 @@ tf16x2loop:
 	JNZ  tf16x2loop
 	TILE2EPILOG
 
-TEXT ·tileBF16x2SIMD(SB), NOSPLIT, $0-48
+TEXT ·tileBF16x2SIMD(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
-	MOVQ out+40(FP), AX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
 	TILEPROLOG
 	PCALIGN $32
 

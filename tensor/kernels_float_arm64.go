@@ -62,21 +62,21 @@ func sumF32SIMD(p *float32, n int) float32       { return sumF32NEON(p, n) }
 // copy bit for bit.
 const hasTileArch = false
 
-func tileF32x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+func tileF32x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }
-func tileF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+func tileF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }
-func tileBF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+func tileBF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }
-func tileF32x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+func tileF32x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }
-func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }
-func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, out *[12]float32) {
+func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }

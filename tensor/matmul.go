@@ -82,14 +82,13 @@ const (
 	// n ≤ rowwiseFloatMax (same arithmetic as the tile GEMM; W read once,
 	// no widening pass), the tile GEMM above. Chunks of rows of the row
 	// dots are sized to stay in L2.
-	rowwiseFloatMax   = 4
+	rowwiseFloatMax   = 1
 	rowwiseChunkBytes = 128 << 10
 )
 
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
-	rows []float32                // (4, Cols) dequantized rows, generic matrix-vector
-	tile [tileMR * tileNR]float32 // the float tile's results (tileKernel)
+	rows []float32 // (4, Cols) dequantized rows, generic matrix-vector
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
@@ -219,7 +218,7 @@ func (j *matJob) run(worker int) {
 			if r0 >= j.w.Rows {
 				return
 			}
-			j.tileBlock(sc, r0, min(r0+tileMC, j.w.Rows))
+			j.tileBlock(r0, min(r0+tileMC, j.w.Rows))
 		}
 	}
 }
@@ -300,13 +299,12 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 // groups pass over them; the rows are read in place (F16 and BF16 widened
 // in registers). The last m%4 rows and a lone token take dot4, whose
 // arithmetic the tiles share.
-func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
+func (j *matJob) tileBlock(r0, r1 int) {
 	w := j.w
 	K, rb := w.Cols, w.RowBytes()
 	m := r1 - r0
 	k8 := K &^ 7
 	mt := m &^ (tileMR - 1)
-	out := &sc.tile
 	for t0 := 0; t0 < j.n; {
 		nt := tileTokens(j.n - t0)
 		if nt == 1 {
@@ -315,16 +313,16 @@ func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
 			continue
 		}
 		xt := j.x[t0*K : (t0+nt)*K]
+		dt := j.dst[t0*w.Rows : (t0+nt)*w.Rows]
 		for i := 0; i < mt; i += tileMR {
 			a := w.Data[(r0+i)*rb : (r0+i+tileMR)*rb]
-			tileKernel(w.Type, nt, a, rb, xt, K, k8, out)
-			for r := range tileMR {
-				for t := range nt {
-					v := out[nt*r+t]
-					if k8 < K {
-						v += dotGo(w.Type, a[r*rb:(r+1)*rb], xt[t*K:(t+1)*K], k8, K)
+			tileKernel(w.Type, nt, a, rb, xt, K, k8, dt[r0+i:], w.Rows)
+			if k8 < K {
+				// The Cols%8 tail, added to the tile's sums as dot4 adds it.
+				for r := range tileMR {
+					for t := range nt {
+						dt[t*w.Rows+r0+i+r] += dotGo(w.Type, a[r*rb:(r+1)*rb], xt[t*K:(t+1)*K], k8, K)
 					}
-					j.dst[(t0+t)*w.Rows+r0+i+r] = v
 				}
 			}
 		}
@@ -352,28 +350,29 @@ func tileTokens(rem int) int {
 
 // tileKernel runs the float tile of type ty for four rows of a (stride lda
 // bytes) and nt (2 or 3) tokens of x (stride ldx floats) over k columns (a
-// positive multiple of 8): out[nt·r+t] = row r · token t by dot4's
+// positive multiple of 8): dst[t·ldd+r] = row r · token t by dot4's
 // arithmetic.
-func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, out *[tileMR * tileNR]float32) {
+func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, dst []float32, ldd int) {
 	_ = a[(tileMR-1)*lda+k*floatBytes(ty)-1]
 	_ = x[(nt-1)*ldx+k-1]
+	_ = dst[(nt-1)*ldd+tileMR-1]
 	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR {
 		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2 or 3")
 	}
-	pa, la, px, lx := &a[0], uintptr(lda), &x[0], uintptr(ldx*4)
+	pa, la, px, lx, pd, ld := &a[0], uintptr(lda), &x[0], uintptr(ldx*4), &dst[0], uintptr(ldd*4)
 	switch {
 	case ty == F32 && nt == 3:
-		tileF32x3SIMD(pa, la, px, lx, k, out)
+		tileF32x3SIMD(pa, la, px, lx, k, pd, ld)
 	case ty == F16 && nt == 3:
-		tileF16x3SIMD(pa, la, px, lx, k, out)
+		tileF16x3SIMD(pa, la, px, lx, k, pd, ld)
 	case ty == BF16 && nt == 3:
-		tileBF16x3SIMD(pa, la, px, lx, k, out)
+		tileBF16x3SIMD(pa, la, px, lx, k, pd, ld)
 	case ty == F32:
-		tileF32x2SIMD(pa, la, px, lx, k, out)
+		tileF32x2SIMD(pa, la, px, lx, k, pd, ld)
 	case ty == F16:
-		tileF16x2SIMD(pa, la, px, lx, k, out)
+		tileF16x2SIMD(pa, la, px, lx, k, pd, ld)
 	case ty == BF16:
-		tileBF16x2SIMD(pa, la, px, lx, k, out)
+		tileBF16x2SIMD(pa, la, px, lx, k, pd, ld)
 	default:
 		panic("tensor: tileKernel: " + ty.String() + " is not a float type")
 	}

@@ -26,13 +26,14 @@ func TestTileKernelParity(t *testing.T) {
 				x[cols+c] *= 30
 			}
 			for nt := 2; nt <= tileNR; nt++ {
-				var out [tileMR * tileNR]float32
-				tileKernel(ty, nt, data, rb, x, cols, k, &out)
+				const ldd = tileMR + 3 // (token, ldd) results, ragged stride
+				out := make([]float32, nt*ldd)
+				tileKernel(ty, nt, data, rb, x, cols, k, out, ldd)
 				for tok := range nt {
 					for r := range tileMR {
 						var want [4]float32
 						dot4(ty, data[r*rb:r*rb+k*floatBytes(ty)], 0, x[tok*cols:tok*cols+k], &want)
-						if got := out[nt*r+tok]; math.Float32bits(got) != math.Float32bits(want[0]) {
+						if got := out[tok*ldd+r]; math.Float32bits(got) != math.Float32bits(want[0]) {
 							t.Fatalf("%s k=%d tile 4x%d row %d token %d: %v, dot4 %v", ty, k, nt, r, tok, got, want[0])
 						}
 					}
