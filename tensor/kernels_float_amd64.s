@@ -8,8 +8,8 @@
 // 8-lane FMA accumulator, lane l summing columns ≡ l (mod 8) in column
 // order, folded as ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)). The 4-row dots
 // keep their four rows' chains independent (Y0..Y3; the loops run 16
-// columns per step, two FMAs per chain), and tileF32SIMD reproduces them
-// for 3 tokens at a time.
+// columns per step, two FMAs per chain), and the tiles (tile*x3SIMD,
+// tile*x2SIMD) reproduce them for 3 or 2 tokens at a time.
 //
 // REDUCE4 folds the four rows' accumulators Y0..Y3 into the four row
 // sums and stores them at (DX).

@@ -57,7 +57,7 @@ func cvtF16SIMD(dst *float32, src *byte, n int)  { cvtF16NEON(dst, src, n) }
 func cvtBF16SIMD(dst *float32, src *byte, n int) { cvtBF16NEON(dst, src, n) }
 func sumF32SIMD(p *float32, n int) float32       { return sumF32NEON(p, n) }
 
-// The batch-invariant GEMM tile (tileF32SIMD) has no NEON version yet:
+// The batch-invariant GEMM tiles (tileKernel) have no NEON version yet:
 // every n takes the row dots (dot4), whose arithmetic it would have to
 // copy bit for bit.
 const hasTileArch = false

@@ -29,7 +29,7 @@ import (
 //
 // Kernels that handle several tokens at once must reproduce that
 // arithmetic bit for bit, lanes running along K as in the row dots, never
-// across tokens: the float GEMM tile (tileF32SIMD, 4 rows × 3 tokens, each
+// across tokens: the float GEMM tiles (tileKernel, 4 rows × 3 or 2 tokens, each
 // (row, token) with dot4's accumulator and fold) and the multi-token
 // quantized row dots (dotQRowsX4, for the types whose kernels are proven
 // identical: x4Invariant). So a token's output row is bit-identical
@@ -62,10 +62,11 @@ import (
 // still comes from DRAM once per call: quantized types token after token,
 // or four at a time where dotQRowsX4 shares each block's unpacking among
 // the tokens (rowdot_quant_x4.go); float types from n > rowwiseFloatMax
-// the tile GEMM: a worker claims tileMC rows, widens them to float32 once
-// (F16/BF16; F32 is read in place), and runs 4×3 tiles over them, token
-// triples outer so three tokens' activations stay in L1 while the rows
-// stream from L2. Each weight is thus read from DRAM once per call.
+// the tile GEMM: a worker claims tileMC rows and runs 4×3 tiles (4×2 for
+// the last two or four tokens) over them, the rows read in place (F16 by
+// VCVTPH2PS, BF16 by a shift, in the tile's loop: no widened copy), token
+// groups outer so the group's activations stay in L1 while the block's
+// rows come from L1/L2. Each weight is thus read from DRAM once per call.
 //
 // Before batch invariance (issue 16) larger n took a BLIS-style packed
 // 6×16 float GEMM and, for the K-quants from 64 tokens and the Q8_0
@@ -79,9 +80,11 @@ const (
 	tileMC = 16 // rows per claimed block of the tile GEMM (multiple of tileMR)
 
 	// rowwiseFloatMax: float weights take dot4 token after token for
-	// n ≤ rowwiseFloatMax (same arithmetic as the tile GEMM; W read once,
-	// no widening pass), the tile GEMM above. Chunks of rows of the row
-	// dots are sized to stay in L2.
+	// n ≤ rowwiseFloatMax (same arithmetic as the tile GEMM), the tile
+	// GEMM above: from n = 2 the tiles, which widen F16 in registers as
+	// dot4 does, share each weight load among 2-3 tokens
+	// (BenchmarkGEMM/F16 n=4: ~1.3× the row dots). Chunks of rows of the
+	// row dots are sized to stay in L2.
 	rowwiseFloatMax   = 1
 	rowwiseChunkBytes = 128 << 10
 )
