@@ -103,9 +103,14 @@ func dotQRowsX4(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n in
 		for t, tok := range toks {
 			offs.bs[t] = uintptr((tok - t0) * nb * 4)
 		}
-		if toks[3] == toks[1] {
+		switch two := toks[3] == toks[1]; {
+		case hasVNNI && two:
+			qdotQ8_0x2VNNI(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
+		case hasVNNI:
+			qdotQ8_0x4VNNI(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
+		case two:
 			qdotQ8_0x2SIMD(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
-		} else {
+		default:
 			qdotQ8_0x4SIMD(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
 		}
 		return
