@@ -1375,48 +1375,56 @@ q80x2sum:
 // 0x80) times w sums to Σ a·w + 128·Σ w; the block's 128·Σ w (per lane,
 // one VPDPBUSD of 0x80 bytes by w) is subtracted first by starting each
 // token's sum at −128·Σ w. No intermediate saturates (VPDPBUSD sums into
-// int32), so the int32 lanes, and the float steps that follow (the same
-// VCVTDQ2PS, VMULPS of dw·da, VFMADD231PS into the token's accumulator,
-// the same fold), are those of qdotQ8_0SIMD bit for bit (TestDotQRowsX4).
-// Y13 = 0x80 bytes; Y12 = −128·Σ w of the block; Y4 = w.
+// int32). The tokens' scale products dw·da come from one 4-lane VMULPS
+// of dw by the block's four da (dxv, (nb, 4), see qx4ScalesQ8), stored
+// and broadcast per token — the same float products. So the int32 lanes
+// and the float steps (VCVTDQ2PS, dw·da, VFMADD231PS into the token's
+// accumulator, the same fold) are those of qdotQ8_0SIMD bit for bit
+// (TestDotQRowsX4). Y13 = 0x80 bytes; Y12 = −128·Σ w of the block; Y4 = w.
 
-// Q8VBLK sets Y12 and Y6 (the block's dw as floats) for the block at off(SI).
-#define Q8VBLK(off) \
+// Q8VBLK sets Y12 and stores the four products dw·da at 0(SP) for the
+// block at off(SI) with scales at doff(CX).
+#define Q8VBLK(off, doff) \
 	VMOVDQU      off+2(SI), Y4; \
 	VPXOR        Y12, Y12, Y12; \
 	VPDPBUSD     Y4, Y13, Y12; \
 	VPXOR        Y5, Y5, Y5; \
 	VPSUBD       Y12, Y5, Y12; \
 	VPBROADCASTW off(SI), X6; \
-	VCVTPH2PS    X6, Y6
+	VCVTPH2PS    X6, X6; \
+	VMULPS       doff(CX), X6, X6
 
-// Q8VTOK: one token's activations at aoff, scale at doff, into F.
-#define Q8VTOK(aoff, doff, F) \
+// Q8VTOK: token t's activations at aoff, scale product at 4t(SP), into F.
+#define Q8VTOK(aoff, t, F, T) \
 	VPXOR        aoff, Y13, Y7; \
 	VMOVDQA      Y12, Y9; \
 	VPDPBUSD     Y4, Y7, Y9; \
 	VCVTDQ2PS    Y9, Y9; \
-	VBROADCASTSS doff, Y8; \
-	VMULPS       Y8, Y6, Y8; \
-	VFMADD231PS  Y8, Y9, F
+	VPERMPS      Y6, t, T; \
+	VFMADD231PS  T, Y9, F
 
 #define Q8VX4BLK(off, aoff, doff) \
-	Q8VBLK(off); \
-	Q8VTOK(aoff(DI), doff(CX), Y0); \
-	Q8VTOK(aoff(DI)(R9*1), doff(CX)(DX*1), Y1); \
-	Q8VTOK(aoff(DI)(R12*1), doff(CX)(R14*1), Y2); \
-	Q8VTOK(aoff(DI)(R13*1), doff(CX)(R11*1), Y3)
+	Q8VBLK(off, doff); \
+	Q8VTOK(aoff(DI), Y16, Y0, Y8); \
+	Q8VTOK(aoff(DI)(R9*1), Y17, Y1, Y10); \
+	Q8VTOK(aoff(DI)(R12*1), Y18, Y2, Y11); \
+	Q8VTOK(aoff(DI)(R13*1), Y19, Y3, Y14)
 
 #define Q8VX2BLK(off, aoff, doff) \
-	Q8VBLK(off); \
-	Q8VTOK(aoff(DI), doff(CX), Y0); \
-	Q8VTOK(aoff(DI)(R9*1), doff(CX)(DX*1), Y1)
+	Q8VBLK(off, doff); \
+	Q8VTOK(aoff(DI), Y16, Y0, Y8); \
+	Q8VTOK(aoff(DI)(R9*1), Y17, Y1, Y10)
 
 // func qdotQ8_0x4VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-// qdotQ8_0x4SIMD with VPDPBUSD (AVX512_VNNI, AVX512VL).
-TEXT ·qdotQ8_0x4VNNI(SB), NOSPLIT, $0-72
+// qdotQ8_0x4SIMD with VPDPBUSD (AVX512_VNNI, AVX512VL); dxv (nb, 4) holds
+// the four tokens' block scales (offs.bs is unused).
+TEXT ·qdotQ8_0x4VNNI(SB), NOSPLIT, $16-72
 	X4SETUP
 	BCAST32($0x80808080, Y13, X13)
+	BCAST32($0, Y16, X16)
+	BCAST32($1, Y17, X17)
+	BCAST32($2, Y18, X18)
+	BCAST32($3, Y19, X19)
 
 q80vx4row:
 	X4ROWSTART
@@ -1432,10 +1440,10 @@ q80vx4row:
 q80vx4loop2:
 	PREFETCHT0 2048(SI)
 	Q8VX4BLK(0, 0, 0)
-	Q8VX4BLK(34, 32, 4)
+	Q8VX4BLK(34, 32, 16)
 	ADDQ $68, SI
 	ADDQ $64, DI
-	ADDQ $8, CX
+	ADDQ $32, CX
 	SUBQ $2, AX
 	JGE  q80vx4loop2
 
@@ -1452,9 +1460,13 @@ q80vx4sum:
 
 // func qdotQ8_0x2VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 // qdotQ8_0x4VNNI for two tokens (tokens 2 and 3 of offs repeat token 1).
-TEXT ·qdotQ8_0x2VNNI(SB), NOSPLIT, $0-72
+TEXT ·qdotQ8_0x2VNNI(SB), NOSPLIT, $16-72
 	X4SETUP
 	BCAST32($0x80808080, Y13, X13)
+	BCAST32($0, Y16, X16)
+	BCAST32($1, Y17, X17)
+	BCAST32($2, Y18, X18)
+	BCAST32($3, Y19, X19)
 
 q80vx2row:
 	X4ROWSTART
@@ -1468,10 +1480,10 @@ q80vx2row:
 q80vx2loop2:
 	PREFETCHT0 2048(SI)
 	Q8VX2BLK(0, 0, 0)
-	Q8VX2BLK(34, 32, 4)
+	Q8VX2BLK(34, 32, 16)
 	ADDQ $68, SI
 	ADDQ $64, DI
-	ADDQ $8, CX
+	ADDQ $32, CX
 	SUBQ $2, AX
 	JGE  q80vx2loop2
 

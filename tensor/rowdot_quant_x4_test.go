@@ -64,11 +64,8 @@ func testDotQRowsX4(t *testing.T, vnni bool) {
 					for i := range dst {
 						dst[i] = -7
 					}
-					var dxv []float32
-					if ty != Q8_0 {
-						dxv = make([]float32, nsb*8)
-						qx4Scales(dxv, &acts, cols, &toks)
-					}
+					dxv := make([]float32, qx4DxvLen(ty, cols))
+					qx4Prep(dxv, ty, &acts, cols, &toks)
 					dotQRowsX4(ty, dst, ldd, data, rb, lo, hi, cols, &acts, &toks, dxv)
 					name := fmt.Sprintf("%s nsb=%d toks=%v rows [%d,%d) vnni=%v", ty, nsb, toks, lo, hi, vnni)
 					for tok := range ntok {
