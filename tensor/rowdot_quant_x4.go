@@ -15,7 +15,10 @@ package tensor
 // one float step. Groups of two tokens take x2 variants that multiply
 // only those two (tokens 2 and 3 of the group repeat token 1). Q8_0
 // (qdotQ8_0x4SIMD, x2) shares each block's load, |w| and scale among the
-// tokens, but needs a float step per token and block of 32. The integer
+// tokens, but needs a float step per token and block of 32; where the CPU
+// has AVX-512 VNNI (hasVNNI), qdotQ8_0x4VNNI (x2) replace the three
+// integer steps per token with one VPDPBUSD and form the four tokens'
+// dw·da in one multiply — the same int32 sums and float products. The integer
 // sums are those of dotQRows, so results agree with the per-token row dots
 // to float rounding (TestDotQRowsX4, TestMatMulFewTokens). A function of
 // the weight type and n, rowwiseQuant, decides whether MatMul takes these
