@@ -96,7 +96,7 @@ type workerScratch struct {
 
 // sharedScratch is filled in one phase and read by all workers in the next.
 type sharedScratch struct {
-	dxv []float32 // (ceil(n/4), blocks, 8) activation scales of 4-token groups
+	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
 }
 
 func growBuf(s []float32, n int) []float32 {
@@ -175,14 +175,15 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		if n > 1 && hasQdotX4(w.Type) {
 			j.x4 = true
 		}
-		if j.x4 && w.Type != Q8_0 {
-			// Scales of the groups of four tokens (qx4Group), (groups, nb, 8).
-			nb := w.Cols / qkK
-			s.shared.dxv = growBuf(s.shared.dxv, (n+3)/4*nb*8)
+		if j.x4 {
+			// Scales of the groups of four tokens (qx4Group), (groups,
+			// qx4DxvLen): (nb, 8) for the K-quants, (nb, 4) for Q8_0.
+			g := qx4DxvLen(w.Type, w.Cols)
+			s.shared.dxv = growBuf(s.shared.dxv, (n+3)/4*g)
 			var toks [4]int
 			for t0 := 0; t0 < n; t0 += 4 {
 				qx4Group(&toks, t0, n)
-				qx4Scales(s.shared.dxv[t0/4*nb*8:], &s.acts, w.Cols, &toks)
+				qx4Prep(s.shared.dxv[t0/4*g:(t0/4+1)*g], w.Type, &s.acts, w.Cols, &toks)
 			}
 		}
 	} else if !isFloat(w.Type) {
@@ -243,11 +244,8 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 				// all four (a single last token takes the row dots).
 				var toks [4]int
 				if m := qx4Group(&toks, t, j.n); m > 1 {
-					var dxv []float32
-					if w.Type != Q8_0 {
-						nb := w.Cols / qkK
-						dxv = j.s.shared.dxv[t/4*nb*8 : (t/4+1)*nb*8]
-					}
+					g := qx4DxvLen(w.Type, w.Cols)
+					dxv := j.s.shared.dxv[t/4*g : (t/4+1)*g]
 					dotQRowsX4(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, &j.s.acts, &toks, dxv)
 					t += m - 1
 					continue

@@ -1,6 +1,10 @@
 package tensor
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The quantized row-dot kernels of rowdot_quant_amd64.s; see dotQRows.
 
@@ -96,3 +100,15 @@ func qdotQ8_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs
 
 //go:noescape
 func qdotQ8_0x2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ8_0x4VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
+func qdotQ8_0x2VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+// hasVNNI selects the AVX-512 VNNI variants of the Q8_0 multi-token
+// kernels (qdotQ8_0x4VNNI): VPDPBUSD on 256-bit registers needs
+// AVX512_VNNI and AVX512VL, and x/sys/cpu reports AVX-512 features only
+// when the OS saves their state. Tests flip it to run both variants.
+var hasVNNI = cpu.X86.HasAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI

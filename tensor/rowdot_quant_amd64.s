@@ -1365,3 +1365,137 @@ q80x2sum:
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	X4ROWEND(Y0, X0, q80x2row)
+
+// ---------------------------------------------------------------- Q8_0 multi-token, AVX-512 VNNI
+
+// The VNNI variants of qdotQ8_0x4SIMD/x2 compute the same int32 lane sums
+// (lane l of a block = Σ of products 4l..4l+3, exact) with one VPDPBUSD
+// per token instead of VPSIGNB, VPMADDUBSW and VPMADDWD. VPDPBUSD takes
+// unsigned × signed bytes, so the activations are biased: a+128 (a XOR
+// 0x80) times w sums to Σ a·w + 128·Σ w; the block's 128·Σ w (per lane,
+// one VPDPBUSD of 0x80 bytes by w) is subtracted first by starting each
+// token's sum at −128·Σ w. No intermediate saturates (VPDPBUSD sums into
+// int32). The tokens' scale products dw·da come from one 4-lane VMULPS
+// of dw by the block's four da (dxv, (nb, 4), see qx4ScalesQ8), stored
+// and broadcast per token — the same float products. So the int32 lanes
+// and the float steps (VCVTDQ2PS, dw·da, VFMADD231PS into the token's
+// accumulator, the same fold) are those of qdotQ8_0SIMD bit for bit
+// (TestDotQRowsX4). Y13 = 0x80 bytes; Y12 = −128·Σ w of the block; Y4 = w.
+
+// Q8VBLK sets Y12 and stores the four products dw·da at 0(SP) for the
+// block at off(SI) with scales at doff(CX).
+#define Q8VBLK(off, doff) \
+	VMOVDQU      off+2(SI), Y4; \
+	VPXOR        Y12, Y12, Y12; \
+	VPDPBUSD     Y4, Y13, Y12; \
+	VPXOR        Y5, Y5, Y5; \
+	VPSUBD       Y12, Y5, Y12; \
+	VPBROADCASTW off(SI), X6; \
+	VCVTPH2PS    X6, X6; \
+	VMULPS       doff(CX), X6, X6
+
+// Q8VTOK: token t's activations at aoff, scale product at 4t(SP), into F.
+#define Q8VTOK(aoff, t, F, T) \
+	VPXOR        aoff, Y13, Y7; \
+	VMOVDQA      Y12, Y9; \
+	VPDPBUSD     Y4, Y7, Y9; \
+	VCVTDQ2PS    Y9, Y9; \
+	VPERMPS      Y6, t, T; \
+	VFMADD231PS  T, Y9, F
+
+#define Q8VX4BLK(off, aoff, doff) \
+	Q8VBLK(off, doff); \
+	Q8VTOK(aoff(DI), Y16, Y0, Y8); \
+	Q8VTOK(aoff(DI)(R9*1), Y17, Y1, Y10); \
+	Q8VTOK(aoff(DI)(R12*1), Y18, Y2, Y11); \
+	Q8VTOK(aoff(DI)(R13*1), Y19, Y3, Y14)
+
+#define Q8VX2BLK(off, aoff, doff) \
+	Q8VBLK(off, doff); \
+	Q8VTOK(aoff(DI), Y16, Y0, Y8); \
+	Q8VTOK(aoff(DI)(R9*1), Y17, Y1, Y10)
+
+// func qdotQ8_0x4VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// qdotQ8_0x4SIMD with VPDPBUSD (AVX512_VNNI, AVX512VL); dxv (nb, 4) holds
+// the four tokens' block scales (offs.bs is unused).
+TEXT ·qdotQ8_0x4VNNI(SB), NOSPLIT, $16-72
+	X4SETUP
+	BCAST32($0x80808080, Y13, X13)
+	BCAST32($0, Y16, X16)
+	BCAST32($1, Y17, X17)
+	BCAST32($2, Y18, X18)
+	BCAST32($3, Y19, X19)
+
+q80vx4row:
+	X4ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SUBQ   $2, AX
+	JL     q80vx4tail
+
+	PCALIGN $64
+
+q80vx4loop2:
+	PREFETCHT0 2048(SI)
+	Q8VX4BLK(0, 0, 0)
+	Q8VX4BLK(34, 32, 16)
+	ADDQ $68, SI
+	ADDQ $64, DI
+	ADDQ $32, CX
+	SUBQ $2, AX
+	JGE  q80vx4loop2
+
+q80vx4tail:
+	ADDQ $2, AX
+	JZ   q80vx4sum
+	Q8VX4BLK(0, 0, 0)
+
+q80vx4sum:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	X4ROWEND(Y0, X0, q80vx4row)
+
+// func qdotQ8_0x2VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// qdotQ8_0x4VNNI for two tokens (tokens 2 and 3 of offs repeat token 1).
+TEXT ·qdotQ8_0x2VNNI(SB), NOSPLIT, $16-72
+	X4SETUP
+	BCAST32($0x80808080, Y13, X13)
+	BCAST32($0, Y16, X16)
+	BCAST32($1, Y17, X17)
+	BCAST32($2, Y18, X18)
+	BCAST32($3, Y19, X19)
+
+q80vx2row:
+	X4ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $2, AX
+	JL     q80vx2tail
+
+	PCALIGN $64
+
+q80vx2loop2:
+	PREFETCHT0 2048(SI)
+	Q8VX2BLK(0, 0, 0)
+	Q8VX2BLK(34, 32, 16)
+	ADDQ $68, SI
+	ADDQ $64, DI
+	ADDQ $32, CX
+	SUBQ $2, AX
+	JGE  q80vx2loop2
+
+q80vx2tail:
+	ADDQ $2, AX
+	JZ   q80vx2sum
+	Q8VX2BLK(0, 0, 0)
+
+q80vx2sum:
+	VMOVAPS Y1, Y2
+	VMOVAPS Y1, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	X4ROWEND(Y0, X0, q80vx2row)

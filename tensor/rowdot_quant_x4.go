@@ -15,7 +15,10 @@ package tensor
 // one float step. Groups of two tokens take x2 variants that multiply
 // only those two (tokens 2 and 3 of the group repeat token 1). Q8_0
 // (qdotQ8_0x4SIMD, x2) shares each block's load, |w| and scale among the
-// tokens, but needs a float step per token and block of 32. The integer
+// tokens, but needs a float step per token and block of 32; where the CPU
+// has AVX-512 VNNI (hasVNNI), qdotQ8_0x4VNNI (x2) replace the three
+// integer steps per token with one VPDPBUSD and form the four tokens'
+// dw·da in one multiply — the same int32 sums and float products. The integer
 // sums are those of dotQRows, so results agree with the per-token row dots
 // to float rounding (TestDotQRowsX4, TestMatMulFewTokens). A function of
 // the weight type and n, rowwiseQuant, decides whether MatMul takes these
@@ -70,10 +73,43 @@ func qx4Scales(dxv []float32, a *quantizedActs, n int, toks *[4]int) {
 	}
 }
 
+// qx4ScalesQ8 fills dxv (nb, 4) with the block scales of tokens toks for
+// Q8_0 (nb = n/32 blocks): dxv[b·4 + t] = da of token toks[t], block b —
+// four per block in a row, so the VNNI kernels scale a block's weights by
+// all four tokens in one multiply.
+func qx4ScalesQ8(dxv []float32, a *quantizedActs, n int, toks *[4]int) {
+	nb := n / 32
+	_ = dxv[nb*4-1]
+	for t, tok := range toks {
+		d := a.D[tok*nb : (tok+1)*nb]
+		for b, v := range d {
+			dxv[b*4+t] = v
+		}
+	}
+}
+
+// qx4DxvLen is the length of one group's dxv for weight type wt and rows
+// of n elements (qx4Scales, qx4ScalesQ8).
+func qx4DxvLen(wt DType, n int) int {
+	if wt == Q8_0 {
+		return n / 32 * 4
+	}
+	return n / qkK * 8
+}
+
+// qx4Prep fills one group's dxv for wt (qx4Scales or qx4ScalesQ8).
+func qx4Prep(dxv []float32, wt DType, a *quantizedActs, n int, toks *[4]int) {
+	if wt == Q8_0 {
+		qx4ScalesQ8(dxv, a, n, toks)
+		return
+	}
+	qx4Scales(dxv, a, n, toks)
+}
+
 // dotQRowsX4 sets dst[tok·ldd + r] = dotQ(wt, row r, a, tok·n) for rows
 // r in [lo, hi) of the weights w (row r at w[r·stride], n elements) and
-// the tokens toks (ascending; see qx4Group). For the K-quants qx4Scales
-// put the tokens' scales in dxv; Q8_0 ignores dxv. Requires hasQdotX4(wt)
+// the tokens toks (ascending; see qx4Group), whose scales qx4Prep put in
+// dxv (the AVX2 Q8_0 kernels read a.D instead). Requires hasQdotX4(wt)
 // and activations quantized for wt.
 func dotQRowsX4(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, a *quantizedActs, toks *[4]int, dxv []float32) {
 	if hi <= lo {
@@ -103,9 +139,17 @@ func dotQRowsX4(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n in
 		for t, tok := range toks {
 			offs.bs[t] = uintptr((tok - t0) * nb * 4)
 		}
-		if toks[3] == toks[1] {
+		if hasVNNI {
+			_ = dxv[nb*4-1]
+		}
+		switch two := toks[3] == toks[1]; {
+		case hasVNNI && two:
+			qdotQ8_0x2VNNI(pd, hi-lo, pw, st, pq, nil, &dxv[0], nb, &offs)
+		case hasVNNI:
+			qdotQ8_0x4VNNI(pd, hi-lo, pw, st, pq, nil, &dxv[0], nb, &offs)
+		case two:
 			qdotQ8_0x2SIMD(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
-		} else {
+		default:
 			qdotQ8_0x4SIMD(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
 		}
 		return

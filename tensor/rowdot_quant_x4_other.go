@@ -31,3 +31,12 @@ func qdotQ8_0x4SIMD(*float32, int, *byte, uintptr, *int8, *int16, *float32, int,
 func qdotQ8_0x2SIMD(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
 	panic("unreachable")
 }
+
+var hasVNNI = false
+
+func qdotQ8_0x4VNNI(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
+	panic("unreachable")
+}
+func qdotQ8_0x2VNNI(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
+	panic("unreachable")
+}

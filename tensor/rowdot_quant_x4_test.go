@@ -15,11 +15,25 @@ var qx4Types = []DType{Q4_K, Q5_K, Q6_K, Q8_0}
 // bit for bit against the single-token row dot: groups of 1-4 distinct
 // tokens (repeats in the tail), token offsets that skip tokens, 1-3
 // super-blocks, rows written with an offset and a destination stride,
-// nothing else touched.
+// nothing else touched; Q8_0 on the AVX2 kernels and, where the CPU has
+// them, the AVX-512 VNNI ones (hasVNNI).
 func TestDotQRowsX4(t *testing.T) {
 	if !qdotX4Arch || !hasSIMD {
 		t.Skip("no multi-token kernels on this machine (amd64 with AVX2 only)")
 	}
+	saved := hasVNNI
+	defer func() { hasVNNI = saved }()
+	for _, vnni := range []bool{false, true} {
+		if vnni && !saved {
+			t.Log("no AVX-512 VNNI on this machine: only the AVX2 Q8_0 kernels ran")
+			continue
+		}
+		hasVNNI = vnni
+		testDotQRowsX4(t, vnni)
+	}
+}
+
+func testDotQRowsX4(t *testing.T, vnni bool) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, ty := range qx4Types {
 		for nsb := 1; nsb <= 3; nsb++ {
@@ -50,13 +64,10 @@ func TestDotQRowsX4(t *testing.T) {
 					for i := range dst {
 						dst[i] = -7
 					}
-					var dxv []float32
-					if ty != Q8_0 {
-						dxv = make([]float32, nsb*8)
-						qx4Scales(dxv, &acts, cols, &toks)
-					}
+					dxv := make([]float32, qx4DxvLen(ty, cols))
+					qx4Prep(dxv, ty, &acts, cols, &toks)
 					dotQRowsX4(ty, dst, ldd, data, rb, lo, hi, cols, &acts, &toks, dxv)
-					name := fmt.Sprintf("%s nsb=%d toks=%v rows [%d,%d)", ty, nsb, toks, lo, hi)
+					name := fmt.Sprintf("%s nsb=%d toks=%v rows [%d,%d) vnni=%v", ty, nsb, toks, lo, hi, vnni)
 					for tok := range ntok {
 						in := false
 						for _, u := range toks {
