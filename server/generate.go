@@ -200,22 +200,36 @@ func overloaded(msg string) *apiError {
 		Message: msg, retryAfter: 1}
 }
 
+// admit takes one of the server's request slots and counts the request
+// running; done gives both back. A full server answers 429 (ok false).
+func (s *Server) admit(w http.ResponseWriter) (done func(), ok bool) {
+	if s.slots != nil {
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.m.add(&s.m.rejected, 1)
+			writeError(w, overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots))))
+			return nil, false
+		}
+	}
+	s.m.add(&s.m.running, 1)
+	return func() {
+		s.m.add(&s.m.running, -1)
+		if s.slots != nil {
+			<-s.slots
+		}
+	}, true
+}
+
 // generate admits and runs a job, answering with one JSON object or an
 // SSE stream. The engine tokenizes and checks each prompt (Submit); its
 // typed errors become 400/429/503 answers before anything is written.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
-	if s.slots != nil {
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		default:
-			s.m.add(&s.m.rejected, 1)
-			writeError(w, overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots))))
-			return
-		}
+	release, ok := s.admit(w)
+	if !ok {
+		return
 	}
-	s.m.add(&s.m.running, 1)
-	defer s.m.add(&s.m.running, -1)
+	defer release()
 
 	if s.gen != nil {
 		s.generateScripted(w, r, j)

@@ -39,7 +39,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -299,18 +298,11 @@ func indentOf(s string) int {
 }
 
 func (s *Server) runInfill(w http.ResponseWriter, r *http.Request, j *infillJob, start time.Time) {
-	if s.slots != nil {
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		default:
-			s.m.add(&s.m.rejected, 1)
-			writeError(w, overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots))))
-			return
-		}
+	release, ok := s.admit(w)
+	if !ok {
+		return
 	}
-	s.m.add(&s.m.running, 1)
-	defer s.m.add(&s.m.running, -1)
+	defer release()
 	st, err := s.eng.Submit(r.Context(), j.req)
 	if err != nil {
 		writeError(w, s.startError(r.Context(), err, &job{}))

@@ -386,18 +386,11 @@ func ollamaMessages(in []ollamaMessage) ([]wireMessage, *apiError) {
 // ollamaRun admits and runs a one-choice job, answering with NDJSON lines
 // (stream) or one JSON object.
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *job, stream, isChat bool) {
-	if s.slots != nil {
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		default:
-			s.m.add(&s.m.rejected, 1)
-			writeError(w, overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots))))
-			return
-		}
+	release, ok := s.admit(w)
+	if !ok {
+		return
 	}
-	s.m.add(&s.m.running, 1)
-	defer s.m.add(&s.m.running, -1)
+	defer release()
 	st, err := s.eng.Submit(r.Context(), j.reqs[0])
 	if err != nil {
 		writeError(w, s.startError(r.Context(), err, j))
