@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -208,4 +209,11 @@ func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (e
 	}
 	o.Proposer = d
 	return o, func() { dm.Close() }, nil
+}
+
+// printJSON writes v to standard output as indented JSON (the --json flags).
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
