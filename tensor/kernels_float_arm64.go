@@ -56,27 +56,3 @@ func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32) {
 func cvtF16SIMD(dst *float32, src *byte, n int)  { cvtF16NEON(dst, src, n) }
 func cvtBF16SIMD(dst *float32, src *byte, n int) { cvtBF16NEON(dst, src, n) }
 func sumF32SIMD(p *float32, n int) float32       { return sumF32NEON(p, n) }
-
-// The batch-invariant GEMM tiles (tileKernel) have no NEON version yet:
-// every n takes the row dots (dot4), whose arithmetic it would have to
-// copy bit for bit.
-const hasTileArch = false
-
-func tileF32x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileBF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileF32x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}

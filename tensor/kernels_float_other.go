@@ -10,25 +10,5 @@ func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)  { pa
 func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32) { panic("unreachable") }
 func cvtF16SIMD(dst *float32, src *byte, n int)                             { panic("unreachable") }
 func cvtBF16SIMD(dst *float32, src *byte, n int)                            { panic("unreachable") }
-func tileF32x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileBF16x3SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileF32x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
-	panic("unreachable")
-}
-
-const hasTileArch = false
 
 func sumF32SIMD(p *float32, n int) float32 { panic("unreachable") }
