@@ -65,13 +65,17 @@ func TestMatMulBatchInvariant(t *testing.T) {
 	if testing.Short() {
 		ms = []int{2, 3, 5, 7, 8, 17, 65}
 	}
-	saved := hasSIMD
-	defer func() { hasSIMD = saved }()
-	for _, asm := range []bool{true, false} {
-		if asm && !saved {
+	saved, savedVNNI := hasSIMD, hasVNNI
+	defer func() { hasSIMD, hasVNNI = saved, savedVNNI }()
+	// asm with AVX-512 VNNI where the CPU has it (Q8_0: the eight-token zmm
+	// and four-token VNNI kernels), asm on AVX2 only (vnni off: the
+	// four-token AVX2 kernels), pure Go.
+	for _, mode := range []struct{ asm, vnni bool }{{true, true}, {true, false}, {false, false}} {
+		asm := mode.asm
+		if asm && !saved || mode.vnni && !savedVNNI {
 			continue
 		}
-		hasSIMD = asm
+		hasSIMD, hasVNNI = asm, mode.vnni
 		for _, ty := range invariantTypes {
 			bs := ty.BlockSize()
 			shapes := [][2]int{{37, 512}, {5, 256}}
@@ -107,8 +111,8 @@ func TestMatMulBatchInvariant(t *testing.T) {
 							for r := range rows {
 								got, want := dst[tok*rows+r], alone[(off+tok)*rows+r]
 								if math.Float32bits(got) != math.Float32bits(want) {
-									t.Fatalf("asm=%v %s (%d,%d) n=%d pool#%d token %d row %d: %v in the batch, %v alone",
-										asm, ty, rows, cols, m, pi, off+tok, r, got, want)
+									t.Fatalf("asm=%v vnni=%v %s (%d,%d) n=%d pool#%d token %d row %d: %v in the batch, %v alone",
+										asm, mode.vnni, ty, rows, cols, m, pi, off+tok, r, got, want)
 								}
 							}
 						}

@@ -97,6 +97,15 @@ type workerScratch struct {
 // sharedScratch is filled in one phase and read by all workers in the next.
 type sharedScratch struct {
 	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
+	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack)
+	dx8 []float32 // (n/8, Cols/32, 8) their block scales
+}
+
+func growBytes(s []byte, n int) []byte {
+	if cap(s) < n {
+		return make([]byte, n)
+	}
+	return s[:n]
 }
 
 func growBuf(s []float32, n int) []float32 {
@@ -122,6 +131,7 @@ type matJob struct {
 	chunk int  // rows per claimed matrix-vector chunk
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
+	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
 	next  atomic.Int64
 }
 
@@ -185,6 +195,16 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				qx4Group(&toks, t0, n)
 				qx4Prep(s.shared.dxv[t0/4*g:(t0/4+1)*g], w.Type, &s.acts, w.Cols, &toks)
 			}
+			if n >= 8 && useQ8x8(w.Type) {
+				// Groups of eight tokens, packed once for all workers.
+				j.x8 = true
+				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
+				s.shared.q8 = growBytes(s.shared.q8, n/8*pl)
+				s.shared.dx8 = growBuf(s.shared.dx8, n/8*dl)
+				for t0 := 0; t0+8 <= n; t0 += 8 {
+					qx8Pack(s.shared.q8[t0/8*pl:(t0/8+1)*pl], s.shared.dx8[t0/8*dl:(t0/8+1)*dl], &s.acts, w.Cols, t0)
+				}
+			}
 		}
 	} else if !isFloat(w.Type) {
 		for i := range s.scratch {
@@ -239,6 +259,13 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		}
 	case j.quant:
 		for t := 0; t < j.n; t++ {
+			if j.x8 && t%8 == 0 && t+8 <= j.n {
+				// Eight tokens at a time, two per 512-bit register.
+				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
+				dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
+				t += 7
+				continue
+			}
 			if j.x4 && t%4 == 0 {
 				// Four tokens at a time: each weight block unpacked once for
 				// all four (a single last token takes the row dots).

@@ -112,3 +112,9 @@ func qdotQ8_0x2VNNI(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs
 // AVX512_VNNI and AVX512VL, and x/sys/cpu reports AVX-512 features only
 // when the OS saves their state. Tests flip it to run both variants.
 var hasVNNI = cpu.X86.HasAVX512 && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
+// qdotQ8_0x8Z is the eight-token Q8_0 kernel on 512-bit registers (AVX-512
+// VNNI); see dotQRowsX8.
+//
+//go:noescape
+func qdotQ8_0x8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, nb int, ldd uintptr)

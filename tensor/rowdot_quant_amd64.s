@@ -1499,3 +1499,135 @@ q80vx2sum:
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	X4ROWEND(Y0, X0, q80vx2row)
+
+// ---------------------------------------------------------------- Q8_0 eight tokens, AVX-512 VNNI (zmm)
+
+// func qdotQ8_0x8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, nb int, ldd uintptr)
+// Q8_0 weights against eight consecutive tokens, two per 512-bit register
+// (lanes 0-7 token 2k, lanes 8-15 token 2k+1; see dotQRowsX8): per row
+// and block, the block's 32 weights are loaded once into both halves of
+// Z4 and multiplied by the four token pairs' biased activations (p, the
+// packed buffer of qx8Pack: per block 4 × 64 bytes, a XOR 0x80) with one
+// VPDPBUSD each, from −128·Σw (Z12, as in the ymm VNNI kernels). dx
+// (nb, 8) holds the eight tokens' block scales; one 16-lane VMULPS forms
+// dw·da of all eight (twice) and a VPERMPS spreads token 2k's and 2k+1's
+// products over their halves. Per (row, token) the int32 lanes, the
+// product dw·da, VCVTDQ2PS, the VFMADD231PS into the token's 8-lane
+// accumulator in block order and the final fold are those of qdotQ8_0SIMD,
+// so the results are its bits (TestDotQRowsX8). dst[t·ldd/4 + i] receives
+// token t, row i (ldd in bytes).
+// Registers: Z0-Z3 accumulators of pairs 0-3; Z4 weights; Z5 scales; Z6
+// products; Z12 −128·Σw; Z13 0x80 bytes; Z16-Z19 VPERMPS indices of pairs
+// 0-3; Z20-Z31 per-pair temporaries.
+
+// Q8ZPAIR: pair k's activations at aoff(DI), permutation index I, into
+// accumulator F (temporaries A, T, S).
+#define Q8ZPAIR(aoff, I, F, A, T, S) \
+	VMOVDQU64   aoff(DI), A; \
+	VMOVDQA64   Z12, T; \
+	VPDPBUSD    Z4, A, T; \
+	VCVTDQ2PS   T, T; \
+	VPERMPS     Z6, I, S; \
+	VFMADD231PS S, T, F
+
+// Q8ZBLK runs the block at off(SI) (packed activations at aoff(DI), scales
+// at doff(CX)) for the eight tokens.
+#define Q8ZBLK(off, aoff, doff) \
+	VBROADCASTI64X4 off+2(SI), Z4; \
+	VPXORD          Z12, Z12, Z12; \
+	VPDPBUSD        Z4, Z13, Z12; \
+	VPSUBD          Z12, Z14, Z12; \
+	VPBROADCASTW    off(SI), Y6; \
+	VCVTPH2PS       Y6, Z6; \
+	VBROADCASTF64X4 doff(CX), Z5; \
+	VMULPS          Z5, Z6, Z6; \
+	Q8ZPAIR(aoff, Z16, Z0, Z20, Z24, Z28); \
+	Q8ZPAIR(aoff+64, Z17, Z1, Z21, Z25, Z29); \
+	Q8ZPAIR(aoff+128, Z18, Z2, Z22, Z26, Z30); \
+	Q8ZPAIR(aoff+192, Z19, Z3, Z23, Z27, Z31)
+
+// Q8ZFOLD folds pairs Za (tokens 0, 1 of four) and Zb (tokens 2, 3) into
+// X (= Ya's low half): lane t = token t's ((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)),
+// as q80x4sum and X4ROWEND fold.
+#define Q8ZFOLD(Za, Ya, Xa, Zb, Yb) \
+	VEXTRACTF64X4 $1, Za, Y8; \
+	VHADDPS       Y8, Ya, Ya; \
+	VEXTRACTF64X4 $1, Zb, Y9; \
+	VHADDPS       Y9, Yb, Yb; \
+	VHADDPS       Yb, Ya, Ya; \
+	VEXTRACTF128  $1, Ya, X10; \
+	VADDPS        X10, Xa, Xa
+
+DATA q8zidx<>+0(SB)/8, $0x0000000000000000
+DATA q8zidx<>+8(SB)/8, $0x0000000000000000
+DATA q8zidx<>+16(SB)/8, $0x0000000000000000
+DATA q8zidx<>+24(SB)/8, $0x0000000000000000
+DATA q8zidx<>+32(SB)/8, $0x0000000100000001
+DATA q8zidx<>+40(SB)/8, $0x0000000100000001
+DATA q8zidx<>+48(SB)/8, $0x0000000100000001
+DATA q8zidx<>+56(SB)/8, $0x0000000100000001
+GLOBL q8zidx<>(SB), RODATA|NOPTR, $64
+
+TEXT ·qdotQ8_0x8Z(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	MOVQ ldd+56(FP), R11
+	LEAQ (R11)(R11*2), R12 // 3·ldd
+	LEAQ (R8)(R11*4), R9   // tokens 4-7
+	BCAST32($0x80808080, Z13, X13)
+	VPXORD  Z14, Z14, Z14
+
+	// Indices: pair k takes products 2k (lanes 0-7) and 2k+1 (lanes 8-15).
+	VMOVDQU64 q8zidx<>(SB), Z16
+	BCAST32($2, Z15, X15)
+	VPADDD    Z15, Z16, Z17
+	VPADDD    Z15, Z17, Z18
+	VPADDD    Z15, Z18, Z19
+
+q80zrow:
+	MOVQ   R10, SI
+	MOVQ   p+32(FP), DI
+	MOVQ   dx+40(FP), CX
+	MOVQ   nb+48(FP), AX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	SUBQ   $2, AX
+	JL     q80ztail
+
+	PCALIGN $64
+
+q80zloop2:
+	PREFETCHT0 2048(SI)
+	Q8ZBLK(0, 0, 0)
+	Q8ZBLK(34, 256, 32)
+	ADDQ $68, SI
+	ADDQ $512, DI
+	ADDQ $64, CX
+	SUBQ $2, AX
+	JGE  q80zloop2
+
+q80ztail:
+	ADDQ $2, AX
+	JZ   q80zsum
+	Q8ZBLK(0, 0, 0)
+
+q80zsum:
+	Q8ZFOLD(Z0, Y0, X0, Z1, Y1)
+	Q8ZFOLD(Z2, Y2, X2, Z3, Y3)
+	VMOVSS     X0, (R8)
+	VEXTRACTPS $1, X0, (R8)(R11*1)
+	VEXTRACTPS $2, X0, (R8)(R11*2)
+	VEXTRACTPS $3, X0, (R8)(R12*1)
+	VMOVSS     X2, (R9)
+	VEXTRACTPS $1, X2, (R9)(R11*1)
+	VEXTRACTPS $2, X2, (R9)(R11*2)
+	VEXTRACTPS $3, X2, (R9)(R12*1)
+	ADDQ       $4, R8
+	ADDQ       $4, R9
+	ADDQ       stride+24(FP), R10
+	DECQ       rows+8(FP)
+	JNZ        q80zrow
+	VZEROUPPER
+	RET

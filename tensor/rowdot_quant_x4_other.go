@@ -40,3 +40,7 @@ func qdotQ8_0x4VNNI(*float32, int, *byte, uintptr, *int8, *int16, *float32, int,
 func qdotQ8_0x2VNNI(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
 	panic("unreachable")
 }
+
+func qdotQ8_0x8Z(*float32, int, *byte, uintptr, *byte, *float32, int, uintptr) {
+	panic("unreachable")
+}
