@@ -220,49 +220,54 @@ func BenchmarkSynthKV(b *testing.B) {
 func BenchmarkSynthStreams(b *testing.B) {
 	for _, name := range synthModels {
 		b.Run(name, func(b *testing.B) {
-			m := mustLoad(b, synthPath(b, name), Options{Threads: 2})
-			c, err := m.NewCacheType(32*128, tensor.F16)
-			if err != nil {
-				b.Fatal(err)
+			benchStreams(b, mustLoad(b, synthPath(b, name), Options{Threads: 2}), []int{1, 2, 4, 8, 16, 32})
+		})
+	}
+}
+
+// benchStreams runs BenchmarkSynthStreams's lockstep decode of B sequences
+// on m for each B of bs.
+func benchStreams(b *testing.B, m *Model, bs []int) {
+	c, err := m.NewCacheType(32*128, tensor.F16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, B := range bs {
+		b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
+			seqs := make([]*kvcache.Seq, B)
+			for i := range seqs {
+				seqs[i] = &kvcache.Seq{}
+				if err := c.Reserve(seqs[i], 128); err != nil {
+					b.Fatal(err)
+				}
 			}
-			for _, B := range []int{1, 2, 4, 8, 16, 32} {
-				b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
-					seqs := make([]*kvcache.Seq, B)
-					for i := range seqs {
-						seqs[i] = &kvcache.Seq{}
-						if err := c.Reserve(seqs[i], 128); err != nil {
-							b.Fatal(err)
-						}
-					}
-					defer func() {
-						for _, s := range seqs {
-							c.Release(s)
-						}
-					}()
-					step := Batch{Tokens: make([]int, B), Pos: make([]int, B), Seq: seqs, Output: make([]bool, B)}
-					p := 0
-					run := func() {
-						for i := range B {
-							step.Pos[i], step.Tokens[i], step.Output[i] = p, (7919*(p+i)+13)%m.Vocab, true
-						}
-						if _, err := m.Forward(step, c); err != nil {
-							b.Fatal(err)
-						}
-						if p++; p == 128 {
-							p = 0
-						}
-					}
-					for range 2 {
-						run()
-					}
-					cpu0 := cpuSeconds()
-					b.ResetTimer()
-					for b.Loop() {
-						run()
-					}
-					reportRate(b, B*b.N, cpu0)
-				})
+			defer func() {
+				for _, s := range seqs {
+					c.Release(s)
+				}
+			}()
+			step := Batch{Tokens: make([]int, B), Pos: make([]int, B), Seq: seqs, Output: make([]bool, B)}
+			p := 0
+			run := func() {
+				for i := range B {
+					step.Pos[i], step.Tokens[i], step.Output[i] = p, (7919*(p+i)+13)%m.Vocab, true
+				}
+				if _, err := m.Forward(step, c); err != nil {
+					b.Fatal(err)
+				}
+				if p++; p == 128 {
+					p = 0
+				}
 			}
+			for range 2 {
+				run()
+			}
+			cpu0 := cpuSeconds()
+			b.ResetTimer()
+			for b.Loop() {
+				run()
+			}
+			reportRate(b, B*b.N, cpu0)
 		})
 	}
 }

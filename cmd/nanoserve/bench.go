@@ -46,6 +46,7 @@ func runBench(args []string) error {
 	gens := fs.String("n", "128", "decode lengths (tg tests), comma-separated")
 	reps := fs.Int("r", 3, "timed repetitions of each test, after one warm-up")
 	threads := fs.Int("threads", defaultThreads(), "worker threads")
+	noMmap := fs.Bool("no-mmap", false, noMmapUsage)
 	batch := fs.Int("batch", 512, "prefill tokens per forward call")
 	depths := fs.String("depths", "0,128,512,1024", "decode-rate sweep: context depths (\"none\": off)")
 	genLens := fs.String("gen-lens", "32,64,128,256", "decode-rate sweep: generated lengths (\"none\": off)")
@@ -122,7 +123,7 @@ func runBench(args []string) error {
 		path = p
 	}
 	t0 := time.Now()
-	m, err := model.Load(path, model.Options{Tokenizer: *tokPath, Threads: *threads})
+	m, err := model.Load(path, model.Options{Tokenizer: *tokPath, Threads: *threads, CopyWeights: *noMmap})
 	if err != nil {
 		return err
 	}

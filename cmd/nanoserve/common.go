@@ -27,12 +27,16 @@ type modelFlags struct {
 	longCtx   bool // --allow-long-context
 	kvType    string
 	kv        tensor.DType // --kv-cache-type, parsed by load
+	noMmap    bool         // --no-mmap: model.Options.CopyWeights
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&mf.model, "model", "", modelUsage)
 	mf.registerRest(fs)
 }
+
+const noMmapUsage = "copy the weight matrices out of the file mapping into anonymous huge-page memory\n" +
+	"(faster decode where 4 KiB page translation is costly, e.g. some virtual machines; costs a copy at load)"
 
 const modelUsage = "model: GGUF file, Hugging Face directory, llama2.c .bin, or a hub name REPO[:QUANT|:FILE]\n" +
 	"pulled into the Hugging Face cache on first use (default: the built-in model)"
@@ -42,6 +46,7 @@ func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.StringVar(&mf.revision, "revision", "main", "hub revision (branch, tag or commit) for --model REPO[:QUANT]")
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
 	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
+	fs.BoolVar(&mf.noMmap, "no-mmap", false, noMmapUsage)
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
 	fs.StringVar(&mf.kvType, "kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0 (q8_0 needs head_dim a multiple of 32)")
@@ -100,7 +105,7 @@ func (mf *modelFlags) open() (*model.Model, error) {
 		path, mf.model, mf.ref = p, p, ref
 	}
 	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
-	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize})
+	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap})
 }
 
 // defaultThreads is the number of physical cores when Linux tells us, else
@@ -198,7 +203,7 @@ func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (e
 	if err := sf.check(); err != nil || sf.mode != engine.SpecDraft {
 		return o, none, err
 	}
-	dm, err := model.Load(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads})
+	dm, err := model.Load(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap})
 	if err != nil {
 		return o, none, fmt.Errorf("--draft-model: %w", err)
 	}

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package mmap
+
+func madviseHuge([]byte) error { return nil }
