@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"nanoserve/llamacpp"
@@ -136,6 +137,7 @@ func runFIMEval(args []string) error {
 	caseSeed := fs.Uint64("case-seed", 1, "seed of the cases")
 	knTokens := fs.Int("kn-tokens", 4_000_000, "training tokens the trigram baseline counts")
 	threads := fs.Int("threads", defaultThreads(), "worker threads")
+	record := fs.Bool("record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -162,7 +164,8 @@ func runFIMEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer g.Close()
+	closeG := sync.OnceFunc(g.Close)
+	defer closeG()
 	if err := llamacpp.CheckFIM(g.Tok); err != nil {
 		return fmt.Errorf("%s: %w", *fimModel, err)
 	}
@@ -190,7 +193,11 @@ func runFIMEval(args []string) error {
 		{"(c) " + *other + ", left to right", o.LeftToRight},
 		{fmt.Sprintf("(d) KN trigram (%d train tokens), left to right", len(trainToks)), train.KNCompleter(kn, g.Tok)},
 	}
-	fmt.Printf("| system | line exact | line similarity | block exact | block similarity |\n|---|---|---|---|---|\n")
+	var table strings.Builder
+	fmt.Fprintf(&table, "%d cases (case seed %d) from %d held-out files, greedy; exact match and character similarity\n",
+		len(cases), *caseSeed, len(c.HeldOut))
+	fmt.Fprintf(&table, "| system | line exact | line similarity | block exact | block similarity |\n|---|---|---|---|---|\n")
+	fmt.Print(table.String())
 	for _, s := range systems {
 		t0 := time.Now()
 		r, err := train.EvalFIM(cases, s.f)
@@ -198,8 +205,17 @@ func runFIMEval(args []string) error {
 			return err
 		}
 		l, b := r["line"], r["block"]
-		fmt.Printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", s.name, l.Exact, l.Sim, b.Exact, b.Sim)
+		row := fmt.Sprintf("| %s | %.3f | %.3f | %.3f | %.3f |\n", s.name, l.Exact, l.Sim, b.Exact, b.Sim)
+		table.WriteString(row)
+		fmt.Print(row)
 		fmt.Fprintf(os.Stderr, "%s: %d line + %d block cases in %v\n", s.name, l.N, b.N, time.Since(t0).Round(time.Second))
+	}
+	if *record {
+		closeG() // the rewrite replaces the file the model was mapped from
+		if err := train.RecordFIMEval(*fimModel, table.String()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "recorded in %s (%s)\n", *fimModel, train.KeyFIMEval)
 	}
 	return nil
 }
