@@ -45,14 +45,15 @@ import (
 // ServePrompt is one prompt of a file-based workload.
 type ServePrompt struct {
 	System    string `json:"system,omitempty"`     // chat: a system message; completions: text before Prompt
-	Prompt    string `json:"prompt"`               // the user's text
+	Prompt    string `json:"prompt"`               // the user's text (/infill: the text before the cursor)
+	Suffix    string `json:"suffix,omitempty"`     // /infill: the text after the cursor
 	MaxTokens int    `json:"max_tokens,omitempty"` // output length (0: ServeOptions.OutputLen)
 }
 
 // ServeOptions configure RunServe. Zero values take the defaults noted.
 type ServeOptions struct {
 	BaseURL     string  // the server, e.g. http://127.0.0.1:8080 (a trailing /v1 is accepted)
-	Endpoint    string  // "/v1/completions" (default) or "/v1/chat/completions"
+	Endpoint    string  // "/v1/completions" (default), "/v1/chat/completions" or llama-server's "/infill"
 	Model       string  // the "model" field ("": omitted)
 	APIKey      string  // sent as "Authorization: Bearer KEY" when set
 	NumPrompts  int     // timed requests (≤ 0: 100, or the file's prompt count)
@@ -201,9 +202,9 @@ func (o *ServeOptions) resolve() error {
 	switch o.Endpoint {
 	case "":
 		o.Endpoint = "/v1/completions"
-	case "/v1/completions", "/v1/chat/completions":
+	case "/v1/completions", "/v1/chat/completions", "/infill":
 	default:
-		return fmt.Errorf("bench: endpoint %q: want /v1/completions or /v1/chat/completions", o.Endpoint)
+		return fmt.Errorf("bench: endpoint %q: want /v1/completions, /v1/chat/completions or /infill", o.Endpoint)
 	}
 	if o.InputLen <= 0 {
 		o.InputLen = 32
@@ -243,8 +244,8 @@ func (o *ServeOptions) progress(format string, a ...any) {
 
 // request is one prepared request.
 type request struct {
-	system, prompt string
-	maxTokens      int
+	system, prompt, suffix string
+	maxTokens              int
 }
 
 // requests lays out the timed workload.
@@ -253,7 +254,7 @@ func (o *ServeOptions) requests() []request {
 	for i := range out {
 		if o.Prompts != nil {
 			p := o.Prompts[i%len(o.Prompts)]
-			out[i] = request{system: p.System, prompt: p.Prompt, maxTokens: p.MaxTokens}
+			out[i] = request{system: p.System, prompt: p.Prompt, suffix: p.Suffix, maxTokens: p.MaxTokens}
 			if out[i].maxTokens <= 0 {
 				out[i].maxTokens = o.OutputLen
 			}
@@ -266,9 +267,14 @@ func (o *ServeOptions) requests() []request {
 
 // synthetic is request i of the seeded random workload: its own InputLen
 // words (stream (seed, i)) after the shared system prompt (stream
-// (seed, 2^63), the same for every i).
+// (seed, 2^63), the same for every i). For /infill the words are cut in
+// two at the middle: the text before and after the cursor.
 func (o *ServeOptions) synthetic(i uint64) request {
 	r := request{prompt: words(rand.New(rand.NewPCG(o.Seed, i)), o.InputLen), maxTokens: o.OutputLen}
+	if o.Endpoint == "/infill" {
+		w := strings.Fields(r.prompt)
+		r.prompt, r.suffix = strings.Join(w[:len(w)/2], " ")+" ", strings.Join(w[len(w)/2:], " ")
+	}
 	if o.SharedPrefixLen > 0 {
 		r.system = words(rand.New(rand.NewPCG(o.Seed, 1<<63)), o.SharedPrefixLen)
 	}
@@ -355,10 +361,16 @@ func (o *ServeOptions) run(ctx context.Context, reqs []request, rate float64) []
 	return traces
 }
 
-// body is the JSON request for r.
+// body is the JSON request for r. /infill gets llama-server's fields
+// (input_prefix, input_suffix, n_predict; the system text, if any, opens
+// the prefix), as editor plugins send them.
 func (o *ServeOptions) body(r request) []byte {
 	m := map[string]any{"max_tokens": r.maxTokens, "temperature": 0, "stream": true,
 		"stream_options": map[string]any{"include_usage": true}}
+	if o.Endpoint == "/infill" {
+		m = map[string]any{"n_predict": r.maxTokens, "temperature": 0, "stream": true, "cache_prompt": true,
+			"input_prefix": r.system + r.prompt, "input_suffix": r.suffix}
+	}
 	if o.Model != "" {
 		m["model"] = o.Model
 	}
@@ -371,7 +383,7 @@ func (o *ServeOptions) body(r request) []byte {
 			msgs = append(msgs, map[string]string{"role": "system", "content": r.system})
 		}
 		m["messages"] = append(msgs, map[string]string{"role": "user", "content": r.prompt})
-	} else {
+	} else if o.Endpoint != "/infill" {
 		p := r.prompt
 		if r.system != "" {
 			p = r.system + "\n\n" + r.prompt
@@ -434,6 +446,10 @@ func (o *ServeOptions) do(ctx context.Context, r request) (t trace) {
 		}
 		if c.usage != nil {
 			u = c.usage
+		}
+		if c.final { // llama-server's native stream: no [DONE]
+			t.end = now
+			break
 		}
 	}
 	t.nOut = len(t.chunks)

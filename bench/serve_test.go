@@ -43,6 +43,14 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s\n\n", s)
 		w.(http.Flusher).Flush()
 	}
+	if r.URL.Path == "/infill" { // llama-server's native stream: content/stop events, no [DONE]
+		for _, t := range f.texts {
+			b, _ := json.Marshal(t)
+			send(`{"index":0,"content":` + string(b) + `,"stop":false}`)
+		}
+		send(fmt.Sprintf(`{"index":0,"content":"","stop":true,"tokens_predicted":%d,"tokens_evaluated":%d}`, f.usage[1], f.usage[0]))
+		return
+	}
 	if chat {
 		send(`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
 	}
@@ -150,6 +158,46 @@ func TestServeMetricsExact(t *testing.T) {
 	}
 }
 
+// TestServeInfill: against llama-server's /infill the requests carry
+// input_prefix / input_suffix / n_predict, the native stream (content
+// events, a last event with stop: true and the token counts, no [DONE])
+// is timed like the OpenAI ones, and its counts are the usage.
+func TestServeInfill(t *testing.T) {
+	f := &fakeOpenAI{texts: []string{"a", "b c", "d"}, usage: [2]int{7, 4}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	// start; r1: sent, 3 chunks, final event; r2 likewise; end.
+	times := []float64{0, 10, 110, 140, 200, 210, 300, 350, 450, 460, 500, 1000}
+	res, err := RunServe(context.Background(), ServeOptions{BaseURL: srv.URL, Endpoint: "/infill",
+		NumPrompts: 2, Concurrency: 1, Warmup: -1, InputLen: 6, OutputLen: 4, IgnoreEOS: true, Seed: 3,
+		clock: scripted(t, times...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 2 || res.Failed != 0 || res.InputTokens != 14 || res.OutputTokens != 8 || !res.UsageReported {
+		t.Fatalf("counts: %+v", res)
+	}
+	checkDist(t, "TTFT", res.TTFT, Dist{N: 2, Mean: 75, P50: 75, P99: 50 + 0.99*50})
+	checkDist(t, "E2EL", res.E2EL, Dist{N: 2, Mean: 200, P50: 200, P99: 200})
+	for _, b := range f.bodies {
+		pre, _ := b["input_prefix"].(string)
+		suf, _ := b["input_suffix"].(string)
+		if b["n_predict"] != 4.0 || b["ignore_eos"] != true || b["stream"] != true || b["temperature"] != 0.0 ||
+			len(strings.Fields(pre)) != 3 || len(strings.Fields(suf)) != 3 || b["prompt"] != nil || b["max_tokens"] != nil {
+			t.Errorf("request body %v", b)
+		}
+	}
+	// File prompts: prompt is the prefix, suffix the suffix.
+	f.bodies = nil
+	if _, err := RunServe(context.Background(), ServeOptions{BaseURL: srv.URL, Endpoint: "/infill", Warmup: -1,
+		Prompts: []ServePrompt{{Prompt: "func f() {\n\t", Suffix: "\n}\n", MaxTokens: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.bodies) != 1 || f.bodies[0]["input_prefix"] != "func f() {\n\t" || f.bodies[0]["input_suffix"] != "\n}\n" || f.bodies[0]["n_predict"] != 2.0 {
+		t.Errorf("file prompt sent as %v", f.bodies)
+	}
+}
+
 // TestServeNoUsage: a server that sends no usage chunk: output tokens are
 // the text chunks, input tokens unknown, and the report says so.
 func TestServeNoUsage(t *testing.T) {
@@ -209,7 +257,7 @@ func TestServeMalformedSSE(t *testing.T) {
 	}{
 		{"not JSON", "text/event-stream", "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {oops\n\ndata: [DONE]\n\n", "event 2: data is not a JSON chunk"},
 		{"no DONE", "text/event-stream", "data: {\"choices\":[{\"text\":\"a\"}]}\n\n", "ended after 1 events without \"data: [DONE]\""},
-		{"not a chunk", "text/event-stream", "data: {\"id\":1}\n\ndata: [DONE]\n\n", "without \"choices\" or \"usage\""},
+		{"not a chunk", "text/event-stream", "data: {\"id\":1}\n\ndata: [DONE]\n\n", "without \"choices\", \"usage\" or \"stop\""},
 		{"not a field line", "text/event-stream", "hello\n\n", "is not a \"field: value\" line"},
 		{"not SSE", "application/json", `{"choices":[{"text":"a"}]}`, "not text/event-stream"},
 		{"error event", "text/event-stream", "data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n", "error event: boom"},

@@ -14,11 +14,14 @@ import (
 var ErrMalformedSSE = errors.New("bench: malformed SSE stream")
 
 // sseChunk is what bench serve reads out of one streamed event of the
-// OpenAI completions or chat completions API.
+// OpenAI completions or chat completions API, or of llama-server's native
+// streams (/completion, /infill: {"content", "stop"}, the last event with
+// stop: true and the token counts, and no [DONE]).
 type sseChunk struct {
-	text         string // the choice's new text (completions: text; chat: delta.content)
+	text         string // the choice's new text (completions: text; chat: delta.content; native: content)
 	usage        *sseUsage
 	finishReason string
+	final        bool // a native stream's last event (stop: true)
 }
 
 type sseUsage struct {
@@ -37,7 +40,12 @@ type sseEvent struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *sseUsage `json:"usage"`
-	Error *struct {
+	// llama-server's native stream.
+	Content         *string `json:"content"`
+	Stop            *bool   `json:"stop"`
+	TokensPredicted int     `json:"tokens_predicted"`
+	TokensEvaluated int     `json:"tokens_evaluated"`
+	Error           *struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }
@@ -121,8 +129,18 @@ func (s *sseReader) next() (c sseChunk, done bool, err error) {
 	if ev.Error != nil {
 		return c, false, fmt.Errorf("bench: the server sent an error event: %s", ev.Error.Message)
 	}
+	if ev.Choices == nil && ev.Usage == nil && ev.Stop != nil { // native
+		if ev.Content != nil {
+			c.text = *ev.Content
+		}
+		if *ev.Stop {
+			c.final = true
+			c.usage = &sseUsage{PromptTokens: ev.TokensEvaluated, CompletionTokens: ev.TokensPredicted}
+		}
+		return c, false, nil
+	}
 	if ev.Choices == nil && ev.Usage == nil {
-		return c, false, fmt.Errorf("%w: event %d: a chunk without \"choices\" or \"usage\": %q", ErrMalformedSSE, s.n, clip(s.data))
+		return c, false, fmt.Errorf("%w: event %d: a chunk without \"choices\", \"usage\" or \"stop\": %q", ErrMalformedSSE, s.n, clip(s.data))
 	}
 	c.usage = ev.Usage
 	for _, ch := range ev.Choices {

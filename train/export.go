@@ -31,6 +31,7 @@ type Manifest struct {
 	Hyperparams   string  // batch, lr, schedule, ...
 	TokenizerDesc string
 	FIMRate       float64 // fraction of training chunks that were FIM samples (0: none)
+	FIMEval       string  // `nanoserve fim-eval --record`'s table (empty: not evaluated)
 }
 
 // WriteGGUF writes a llama-architecture GGUF that package model serves:
@@ -237,5 +238,47 @@ func ReadManifest(path string) (man Manifest, ok bool, err error) {
 	man.TrainLoss, man.HeldOutLoss = flt("train_loss"), flt("heldout_loss")
 	man.HeldOutBPB, man.BaselineBPB = flt("heldout_bpb"), flt("baseline_kn3_bpb")
 	man.FIMRate = flt("fim_rate")
+	man.FIMEval = str("fim_eval")
 	return man, true, nil
+}
+
+// KeyFIMEval holds the fill-in-the-middle evaluation of a trained model
+// (`nanoserve fim-eval --record`): a Markdown table, with the cases and
+// the systems compared in its first line.
+const KeyFIMEval = "nanoserve.train.fim_eval"
+
+// RecordFIMEval stores table under KeyFIMEval in the GGUF at path,
+// replacing an earlier evaluation; every other key and tensor is copied
+// unchanged. The file is rewritten through a temporary file renamed into
+// place, so a failure leaves the original intact.
+func RecordFIMEval(path, table string) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.String("nanoserve.train.corpus"); err != nil {
+		return fmt.Errorf("train: %s has no nanoserve training manifest to record the evaluation in", path)
+	}
+	w := gguf.NewWriter()
+	for _, kv := range f.KV {
+		if kv.Key == KeyFIMEval {
+			continue
+		}
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	if err := w.AddKV(KeyFIMEval, gguf.String(table)); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	for _, ti := range f.Tensors {
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
 }

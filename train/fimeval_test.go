@@ -1,14 +1,19 @@
 package train
 
 import (
+	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"nanoserve/gguf"
 	"nanoserve/kvcache"
 	"nanoserve/model"
+	"nanoserve/tensor"
+	"nanoserve/tokenizer"
 )
 
 func TestSimilarity(t *testing.T) {
@@ -174,5 +179,69 @@ func TestKNCompleter(t *testing.T) {
 	}
 	if cut, _ := c.Done(got); cut != c.Middle {
 		t.Errorf("trigram wrote %q", got)
+	}
+}
+
+// TestRecordFIMEval: `fim-eval --record` stores its table in the model's
+// manifest, a second record replaces the first (one key), and every other
+// key and tensor survives byte for byte; a GGUF without a nanoserve
+// manifest is refused by name.
+func TestRecordFIMEval(t *testing.T) {
+	v, err := tokenizer.TrainBPE([]string{"func main() {}\n"}, tokenizer.TrainOptions{VocabSize: 270, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Dim: 16, Layers: 1, Heads: 2, KVHeads: 1, Hidden: 24, Vocab: len(v.Tokens), Ctx: 16, RopeTheta: 10000, NormEps: 1e-5}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := WriteGGUF(path, c, InitParams(c, 1), v, tensor.F16, Manifest{Corpus: "test", FIMRate: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"first\n| a | 1 |\n", "second\n| a | 2 |\n"} {
+		if err := RecordFIMEval(path, table); err != nil {
+			t.Fatal(err)
+		}
+		man, ok, err := ReadManifest(path)
+		if err != nil || !ok {
+			t.Fatalf("manifest: ok %v, %v", ok, err)
+		}
+		if man.FIMEval != table || man.Corpus != "test" || man.FIMRate != 0.5 {
+			t.Errorf("after recording %q: FIMEval %q, corpus %q, fim rate %v", table, man.FIMEval, man.Corpus, man.FIMRate)
+		}
+	}
+	a, _ := gguf.Parse(before)
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gguf.Parse(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.KV) != len(a.KV)+1 {
+		t.Errorf("%d keys after two records, want %d (one fim_eval key)", len(b.KV), len(a.KV)+1)
+	}
+	for i, kv := range a.KV {
+		if b.KV[i].Key != kv.Key || b.KV[i].Value.String() != kv.Value.String() {
+			t.Errorf("key %d: %s = %s, was %s = %s", i, b.KV[i].Key, b.KV[i].Value, kv.Key, kv.Value)
+		}
+	}
+	for i, ti := range a.Tensors {
+		if b.Tensors[i].Name != ti.Name || !bytes.Equal(b.Tensors[i].Data, ti.Data) {
+			t.Errorf("tensor %s changed", ti.Name)
+		}
+	}
+
+	plain := filepath.Join(t.TempDir(), "plain.gguf")
+	w := gguf.NewWriter()
+	w.AddKV("general.architecture", gguf.String("llama"))
+	if err := w.WriteFile(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := RecordFIMEval(plain, "x"); err == nil || !strings.Contains(err.Error(), "no nanoserve training manifest") {
+		t.Errorf("recording into a file without a manifest: %v", err)
 	}
 }

@@ -150,7 +150,7 @@ func runBenchServe(args []string) error {
 	fs := newFlags("bench serve")
 	var o bench.ServeOptions
 	fs.StringVar(&o.BaseURL, "base-url", "http://127.0.0.1:8080", "the server to measure")
-	fs.StringVar(&o.Endpoint, "endpoint", "/v1/completions", "/v1/completions or /v1/chat/completions")
+	fs.StringVar(&o.Endpoint, "endpoint", "/v1/completions", "/v1/completions, /v1/chat/completions or /infill (llama-server's fill-in-the-middle: input_prefix/input_suffix)")
 	fs.StringVar(&o.Model, "model", "", "the request's \"model\" field (default: omitted; our server then uses its model)")
 	fs.StringVar(&o.APIKey, "api-key", os.Getenv("NANOSERVE_API_KEY"), "bearer token (default: $NANOSERVE_API_KEY)")
 	fs.IntVar(&o.NumPrompts, "num-prompts", 0, "timed requests (0: 100, or the prompt file's count)")
@@ -161,7 +161,7 @@ func runBenchServe(args []string) error {
 	fs.IntVar(&o.OutputLen, "output-len", 128, "max_tokens of every request (with --ignore-eos: exactly this many)")
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "words of one system prompt every request shares (many users, one long system prompt; 0: none)")
 	fs.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request produces --output-len tokens")
-	promptFile := fs.String("prompts", "", "JSONL prompt file: {\"prompt\": ..., \"system\": ..., \"max_tokens\": N} per line (default: synthetic prompts)")
+	promptFile := fs.String("prompts", "", "JSONL prompt file: {\"prompt\": ..., \"system\": ..., \"suffix\": ... (/infill), \"max_tokens\": N} per line (default: synthetic prompts)")
 	fs.IntVar(&o.Warmup, "warmup", 1, "untimed requests first")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "per-request time limit (0: none)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")

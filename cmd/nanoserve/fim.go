@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"nanoserve/bench"
 	"nanoserve/llamacpp"
+	"nanoserve/tokenizer"
 	"nanoserve/train"
 )
 
@@ -136,14 +141,27 @@ func runFIMEval(args []string) error {
 	caseSeed := fs.Uint64("case-seed", 1, "seed of the cases")
 	knTokens := fs.Int("kn-tokens", 4_000_000, "training tokens the trigram baseline counts")
 	threads := fs.Int("threads", defaultThreads(), "worker threads")
+	record := fs.Bool("record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
+	writePrompts := fs.String("write-prompts", "", "instead of evaluating, write the cases as a `bench serve --endpoint /infill --prompts` file (JSONL)")
+	promptTokens := fs.Int("prompt-tokens", 1000, "with --write-prompts: tokens of context per case (3/4 before the gap, 1/4 after)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *writePrompts != "" && *fimModel == "" {
+		p, err := builtinModelPath()
+		if err != nil {
+			return err
+		}
+		*fimModel = p
 	}
 	if *fimModel == "" || len(corpus) == 0 {
 		return errors.New("need --model FIM.gguf and --corpus PATH")
 	}
 	if *nCases < 2 {
 		return errFlag("cases", *nCases, "want at least 2")
+	}
+	if *promptTokens < 4 {
+		return errFlag("prompt-tokens", *promptTokens, "want at least 4")
 	}
 	if *other == "" {
 		p, err := builtinModelPath()
@@ -162,9 +180,13 @@ func runFIMEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer g.Close()
+	closeG := sync.OnceFunc(g.Close)
+	defer closeG()
 	if err := llamacpp.CheckFIM(g.Tok); err != nil {
 		return fmt.Errorf("%s: %w", *fimModel, err)
+	}
+	if *writePrompts != "" {
+		return writeInfillPrompts(*writePrompts, cases, g.Tok, *promptTokens)
 	}
 	o, err := train.LoadGreedy(*other, *threads)
 	if err != nil {
@@ -190,7 +212,11 @@ func runFIMEval(args []string) error {
 		{"(c) " + *other + ", left to right", o.LeftToRight},
 		{fmt.Sprintf("(d) KN trigram (%d train tokens), left to right", len(trainToks)), train.KNCompleter(kn, g.Tok)},
 	}
-	fmt.Printf("| system | line exact | line similarity | block exact | block similarity |\n|---|---|---|---|---|\n")
+	var table strings.Builder
+	fmt.Fprintf(&table, "%d cases (case seed %d) from %d held-out files, greedy; exact match and character similarity\n",
+		len(cases), *caseSeed, len(c.HeldOut))
+	fmt.Fprintf(&table, "| system | line exact | line similarity | block exact | block similarity |\n|---|---|---|---|---|\n")
+	fmt.Print(table.String())
 	for _, s := range systems {
 		t0 := time.Now()
 		r, err := train.EvalFIM(cases, s.f)
@@ -198,8 +224,42 @@ func runFIMEval(args []string) error {
 			return err
 		}
 		l, b := r["line"], r["block"]
-		fmt.Printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", s.name, l.Exact, l.Sim, b.Exact, b.Sim)
+		row := fmt.Sprintf("| %s | %.3f | %.3f | %.3f | %.3f |\n", s.name, l.Exact, l.Sim, b.Exact, b.Sim)
+		table.WriteString(row)
+		fmt.Print(row)
 		fmt.Fprintf(os.Stderr, "%s: %d line + %d block cases in %v\n", s.name, l.N, b.N, time.Since(t0).Round(time.Second))
 	}
+	if *record {
+		closeG() // the rewrite replaces the file the model was mapped from
+		if err := train.RecordFIMEval(*fimModel, table.String()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "recorded in %s (%s)\n", *fimModel, train.KeyFIMEval)
+	}
+	return nil
+}
+
+// writeInfillPrompts writes each case as a bench serve prompt for /infill:
+// the last 3/4·n tokens before the gap as "prompt", the first n/4 after it
+// as "suffix" (fewer where the file is shorter); no max_tokens, so bench
+// serve's --output-len applies — an editor's request with n tokens of
+// context.
+func writeInfillPrompts(path string, cases []train.FIMCase, tk *tokenizer.Tokenizer, n int) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	nPre := n * 3 / 4
+	for i := range cases {
+		c := &cases[i]
+		pre, suf := tk.Encode(c.Prefix, false), tk.Encode(c.Suffix, false)
+		pre, suf = pre[max(0, len(pre)-nPre):], suf[:min(len(suf), n-nPre)]
+		if err := enc.Encode(bench.ServePrompt{Prompt: tk.Decode(pre), Suffix: tk.Decode(suf)}); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %d /infill prompts of up to %d context tokens to %s\n", len(cases), n, path)
 	return nil
 }

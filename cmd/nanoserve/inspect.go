@@ -322,6 +322,9 @@ func printInspect(w io.Writer, in *inspectInfo) {
 			fmt.Fprintf(w, "  fill-in-mid   %.2f of training chunks (PSM and SPM, llama-server's /infill layout)\n", m.FIMRate)
 		}
 		fmt.Fprintf(w, "  held-out      %.4f nats/token, %.4f bits/byte (KN trigram baseline %.4f bits/byte)\n", m.HeldOutLoss, m.HeldOutBPB, m.BaselineBPB)
+		if m.FIMEval != "" {
+			fmt.Fprintf(w, "  fim-eval      %s\n", strings.ReplaceAll(strings.TrimSpace(m.FIMEval), "\n", "\n                "))
+		}
 		fmt.Fprintf(w, "  command       %s\n", m.Command)
 	}
 }
