@@ -32,7 +32,8 @@ import (
 // across tokens: the float GEMM tiles (tileKernel, 4 rows × 3 or 2 tokens, each
 // (row, token) with dot4's accumulator and fold) and the multi-token
 // quantized row dots (dotQRowsX4, for the types whose kernels are proven
-// identical: x4Invariant). So a token's output row is bit-identical
+// identical: x4Invariant; dotQRowsX8, Q8_0 eight tokens at a time on
+// 512-bit registers where the CPU has AVX-512 VNNI). So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
 // load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
