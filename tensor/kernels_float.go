@@ -26,12 +26,18 @@ func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
 	n8 := 0
 	if hasSIMD && n >= 8 {
 		n8 = n &^ 7
-		switch t {
-		case F32:
+		switch {
+		case hasAVX512 && t == F32:
+			dot4F32Z(&w[0], uintptr(lda), &x[0], n8, out)
+		case hasAVX512 && t == F16:
+			dot4F16Z(&w[0], uintptr(lda), &x[0], n8, out)
+		case hasAVX512 && t == BF16:
+			dot4BF16Z(&w[0], uintptr(lda), &x[0], n8, out)
+		case t == F32:
 			dot4F32SIMD(&w[0], uintptr(lda), &x[0], n8, out)
-		case F16:
+		case t == F16:
 			dot4F16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
-		case BF16:
+		case t == BF16:
 			dot4BF16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
 		}
 	}

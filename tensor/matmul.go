@@ -361,6 +361,25 @@ func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, ds
 		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2 or 3")
 	}
 	pa, la, px, lx, pd, ld := &a[0], uintptr(lda), &x[0], uintptr(ldx*4), &dst[0], uintptr(ldd*4)
+	if hasAVX512 {
+		switch {
+		case ty == F32 && nt == 3:
+			tileF32x3Z(pa, la, px, lx, k, pd, ld)
+		case ty == F16 && nt == 3:
+			tileF16x3Z(pa, la, px, lx, k, pd, ld)
+		case ty == BF16 && nt == 3:
+			tileBF16x3Z(pa, la, px, lx, k, pd, ld)
+		case ty == F32:
+			tileF32x2Z(pa, la, px, lx, k, pd, ld)
+		case ty == F16:
+			tileF16x2Z(pa, la, px, lx, k, pd, ld)
+		case ty == BF16:
+			tileBF16x2Z(pa, la, px, lx, k, pd, ld)
+		default:
+			panic("tensor: tileKernel: " + ty.String() + " is not a float type")
+		}
+		return
+	}
 	switch {
 	case ty == F32 && nt == 3:
 		tileF32x3SIMD(pa, la, px, lx, k, pd, ld)
