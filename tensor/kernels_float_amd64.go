@@ -47,6 +47,15 @@ func tileF16x3Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float
 func tileBF16x3Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
 
 //go:noescape
+func tileF32x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
+
+//go:noescape
+func tileF16x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
+
+//go:noescape
+func tileBF16x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
+
+//go:noescape
 func tileF32x2Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
 
 //go:noescape

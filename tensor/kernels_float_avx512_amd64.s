@@ -704,3 +704,284 @@ zbf16x2tail:
 
 zbf16x2done:
 	ZTILE2EPILOG
+
+// The 4×6 tiles (func tile{F32,F16,BF16}x6Z, arguments as the 4×3 ones):
+// the 32 zmm registers hold 24 accumulators, six token vectors and the
+// widened row, so each widened weight vector feeds 6 FMAs (the 4×3 tile:
+// 3). Accumulators: (row r, token t) in Z(3r+t) for tokens 0-2, in
+// Z(12+3r+t-3) for tokens 3-5; tokens' columns in Z24-Z29, the row in
+// Z30. Same FMAs in the same order per (row, token) as dot4*Z; the
+// 8-column remainder by zero-masked loads (K1) into lanes 0-7 and merge-
+// masked FMAs. The 16→8 fold runs on full zmm registers (VADDPS Z: the
+// low 8 lanes are v_l + v_(l+8), as in ZFOLD; only AVX-512F), then FOLD4.
+//
+// Registers: SI, SI+BX, R8, R8+BX rows; DI, DI+DX, R9, R9+DX, R13, R13+DX
+// tokens; CX 16-column steps left, R12 the remainder (0 or 8); AX token
+// 0's dst, R10 its stride, R11 token 3's dst.
+#define ZX6LOADS \
+	VMOVUPS (DI), Z24; \
+	VMOVUPS (DI)(DX*1), Z25; \
+	VMOVUPS (R9), Z26; \
+	VMOVUPS (R9)(DX*1), Z27; \
+	VMOVUPS (R13), Z28; \
+	VMOVUPS (R13)(DX*1), Z29
+
+#define ZX6LOADSK \
+	VMOVUPS.Z (DI), K1, Z24; \
+	VMOVUPS.Z (DI)(DX*1), K1, Z25; \
+	VMOVUPS.Z (R9), K1, Z26; \
+	VMOVUPS.Z (R9)(DX*1), K1, Z27; \
+	VMOVUPS.Z (R13), K1, Z28; \
+	VMOVUPS.Z (R13)(DX*1), K1, Z29
+
+#define ZFMA6(a0, a1, a2, a3, a4, a5) \
+	VFMADD231PS Z30, Z24, a0; \
+	VFMADD231PS Z30, Z25, a1; \
+	VFMADD231PS Z30, Z26, a2; \
+	VFMADD231PS Z30, Z27, a3; \
+	VFMADD231PS Z30, Z28, a4; \
+	VFMADD231PS Z30, Z29, a5
+
+#define ZFMA6K(a0, a1, a2, a3, a4, a5) \
+	VFMADD231PS Z30, Z24, K1, a0; \
+	VFMADD231PS Z30, Z25, K1, a1; \
+	VFMADD231PS Z30, Z26, K1, a2; \
+	VFMADD231PS Z30, Z27, K1, a3; \
+	VFMADD231PS Z30, Z28, K1, a4; \
+	VFMADD231PS Z30, Z29, K1, a5
+
+// ZFOLDZ(Z, T): Z's low 8 lanes += its high 8 (T a scratch zmm).
+#define ZFOLDZ(Z, T, YT) \
+	VEXTRACTF64X4 $1, Z, YT; \
+	VADDPS        T, Z, Z
+
+#define ZTILE6PROLOG \
+	LEAQ   (SI)(BX*2), R8; \
+	LEAQ   (DI)(DX*2), R9; \
+	LEAQ   (DI)(DX*4), R13; \
+	LEAQ   (AX)(R10*2), R11; \
+	ADDQ   R10, R11; \
+	MOVL   $0xff, R12; \
+	KMOVW  R12, K1; \
+	MOVQ   CX, R12; \
+	ANDQ   $8, R12; \
+	SHRQ   $4, CX; \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23
+
+#define ZTILE6EPILOG \
+	ZFOLDZ(Z0, Z24, Y24); \
+	ZFOLDZ(Z1, Z25, Y25); \
+	ZFOLDZ(Z2, Z26, Y26); \
+	ZFOLDZ(Z3, Z27, Y27); \
+	ZFOLDZ(Z4, Z28, Y28); \
+	ZFOLDZ(Z5, Z29, Y29); \
+	ZFOLDZ(Z6, Z24, Y24); \
+	ZFOLDZ(Z7, Z25, Y25); \
+	ZFOLDZ(Z8, Z26, Y26); \
+	ZFOLDZ(Z9, Z27, Y27); \
+	ZFOLDZ(Z10, Z28, Y28); \
+	ZFOLDZ(Z11, Z29, Y29); \
+	ZFOLDZ(Z12, Z24, Y24); \
+	ZFOLDZ(Z13, Z25, Y25); \
+	ZFOLDZ(Z14, Z26, Y26); \
+	ZFOLDZ(Z15, Z27, Y27); \
+	ZFOLDZ(Z16, Z28, Y28); \
+	ZFOLDZ(Z17, Z29, Y29); \
+	ZFOLDZ(Z18, Z24, Y24); \
+	ZFOLDZ(Z19, Z25, Y25); \
+	ZFOLDZ(Z20, Z26, Y26); \
+	ZFOLDZ(Z21, Z27, Y27); \
+	ZFOLDZ(Z22, Z28, Y28); \
+	ZFOLDZ(Z23, Z29, Y29); \
+	FOLD4(Y0, Y3, Y6, Y9, X0, X3, (AX)); \
+	FOLD4(Y1, Y4, Y7, Y10, X1, X4, (AX)(R10*1)); \
+	FOLD4(Y2, Y5, Y8, Y11, X2, X5, (AX)(R10*2)); \
+	VMOVUPS Z12, Z0; \
+	VMOVUPS Z13, Z1; \
+	VMOVUPS Z14, Z2; \
+	VMOVUPS Z15, Z3; \
+	VMOVUPS Z16, Z4; \
+	VMOVUPS Z17, Z5; \
+	VMOVUPS Z18, Z6; \
+	VMOVUPS Z19, Z7; \
+	VMOVUPS Z20, Z8; \
+	VMOVUPS Z21, Z9; \
+	VMOVUPS Z22, Z10; \
+	VMOVUPS Z23, Z11; \
+	FOLD4(Y0, Y3, Y6, Y9, X0, X3, (R11)); \
+	FOLD4(Y1, Y4, Y7, Y10, X1, X4, (R11)(R10*1)); \
+	FOLD4(Y2, Y5, Y8, Y11, X2, X5, (R11)(R10*2)); \
+	VZEROUPPER; \
+	RET
+
+TEXT ·tileF32x6Z(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
+	ZTILE6PROLOG
+	TESTQ CX, CX
+	JZ    zf32x6tail
+	PCALIGN $32
+
+zf32x6loop:
+	ZX6LOADS
+	VMOVUPS (SI), Z30
+	ZFMA6(Z0, Z1, Z2, Z12, Z13, Z14)
+	VMOVUPS (SI)(BX*1), Z30
+	ZFMA6(Z3, Z4, Z5, Z15, Z16, Z17)
+	VMOVUPS (R8), Z30
+	ZFMA6(Z6, Z7, Z8, Z18, Z19, Z20)
+	VMOVUPS (R8)(BX*1), Z30
+	ZFMA6(Z9, Z10, Z11, Z21, Z22, Z23)
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $64, DI
+	ADDQ $64, R9
+	ADDQ $64, R13
+	DECQ CX
+	JNZ  zf32x6loop
+
+zf32x6tail:
+	TESTQ R12, R12
+	JZ    zf32x6done
+	ZX6LOADSK
+	VMOVUPS.Z (SI), K1, Z30
+	ZFMA6K(Z0, Z1, Z2, Z12, Z13, Z14)
+	VMOVUPS.Z (SI)(BX*1), K1, Z30
+	ZFMA6K(Z3, Z4, Z5, Z15, Z16, Z17)
+	VMOVUPS.Z (R8), K1, Z30
+	ZFMA6K(Z6, Z7, Z8, Z18, Z19, Z20)
+	VMOVUPS.Z (R8)(BX*1), K1, Z30
+	ZFMA6K(Z9, Z10, Z11, Z21, Z22, Z23)
+
+zf32x6done:
+	ZTILE6EPILOG
+
+TEXT ·tileF16x6Z(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
+	ZTILE6PROLOG
+	TESTQ CX, CX
+	JZ    zf16x6tail
+	PCALIGN $32
+
+zf16x6loop:
+	ZX6LOADS
+	VCVTPH2PS (SI), Z30
+	ZFMA6(Z0, Z1, Z2, Z12, Z13, Z14)
+	VCVTPH2PS (SI)(BX*1), Z30
+	ZFMA6(Z3, Z4, Z5, Z15, Z16, Z17)
+	VCVTPH2PS (R8), Z30
+	ZFMA6(Z6, Z7, Z8, Z18, Z19, Z20)
+	VCVTPH2PS (R8)(BX*1), Z30
+	ZFMA6(Z9, Z10, Z11, Z21, Z22, Z23)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $64, DI
+	ADDQ $64, R9
+	ADDQ $64, R13
+	DECQ CX
+	JNZ  zf16x6loop
+
+zf16x6tail:
+	TESTQ R12, R12
+	JZ    zf16x6done
+	ZX6LOADSK
+	VCVTPH2PS.Z (SI), K1, Z30
+	ZFMA6K(Z0, Z1, Z2, Z12, Z13, Z14)
+	VCVTPH2PS.Z (SI)(BX*1), K1, Z30
+	ZFMA6K(Z3, Z4, Z5, Z15, Z16, Z17)
+	VCVTPH2PS.Z (R8), K1, Z30
+	ZFMA6K(Z6, Z7, Z8, Z18, Z19, Z20)
+	VCVTPH2PS.Z (R8)(BX*1), K1, Z30
+	ZFMA6K(Z9, Z10, Z11, Z21, Z22, Z23)
+
+zf16x6done:
+	ZTILE6EPILOG
+
+TEXT ·tileBF16x6Z(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
+	ZTILE6PROLOG
+	TESTQ CX, CX
+	JZ    zbf16x6tail
+	PCALIGN $32
+
+zbf16x6loop:
+	ZX6LOADS
+	VPMOVZXWD (SI), Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6(Z0, Z1, Z2, Z12, Z13, Z14)
+	VPMOVZXWD (SI)(BX*1), Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6(Z3, Z4, Z5, Z15, Z16, Z17)
+	VPMOVZXWD (R8), Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6(Z6, Z7, Z8, Z18, Z19, Z20)
+	VPMOVZXWD (R8)(BX*1), Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6(Z9, Z10, Z11, Z21, Z22, Z23)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $64, DI
+	ADDQ $64, R9
+	ADDQ $64, R13
+	DECQ CX
+	JNZ  zbf16x6loop
+
+zbf16x6tail:
+	TESTQ R12, R12
+	JZ    zbf16x6done
+	ZX6LOADSK
+	VPMOVZXWD.Z (SI), K1, Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6K(Z0, Z1, Z2, Z12, Z13, Z14)
+	VPMOVZXWD.Z (SI)(BX*1), K1, Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6K(Z3, Z4, Z5, Z15, Z16, Z17)
+	VPMOVZXWD.Z (R8), K1, Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6K(Z6, Z7, Z8, Z18, Z19, Z20)
+	VPMOVZXWD.Z (R8)(BX*1), K1, Z30
+	VPSLLD    $16, Z30, Z30
+	ZFMA6K(Z9, Z10, Z11, Z21, Z22, Z23)
+
+zbf16x6done:
+	ZTILE6EPILOG

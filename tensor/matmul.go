@@ -75,9 +75,10 @@ import (
 // moved with the size of its batch. The tiles that replace them vectorize
 // along K like the row dots (tinyBLAS-style) and reduce the same way.
 const (
-	tileMR = 4  // weight rows per float tile
-	tileNR = 3  // tokens per float tile
-	tileMC = 16 // rows per claimed block of the tile GEMM (multiple of tileMR)
+	tileMR  = 4  // weight rows per float tile
+	tileNR  = 3  // tokens per float tile
+	tileNRZ = 6  // tokens per float tile on zmm (hasAVX512), 2-5 left as on ymm
+	tileMC  = 16 // rows per claimed block of the tile GEMM (multiple of tileMR)
 
 	// rowwiseFloatMax: float weights take dot4 token after token for
 	// n ≤ rowwiseFloatMax (same arithmetic as the tile GEMM), the tile
@@ -340,6 +341,9 @@ func (j *matJob) tileBlock(r0, r1 int) {
 // or 2 when 2 or 4 are left (2+2 rather than 3+1), 1 (dot4) for a lone
 // token.
 func tileTokens(rem int) int {
+	if hasAVX512 && (rem == tileNRZ || rem >= 8) {
+		return tileNRZ // zmm: 4×6 tiles while 6 fit (7 left: 3+2+2)
+	}
 	switch rem {
 	case 1:
 		return 1
@@ -357,12 +361,18 @@ func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, ds
 	_ = a[(tileMR-1)*lda+k*floatBytes(ty)-1]
 	_ = x[(nt-1)*ldx+k-1]
 	_ = dst[(nt-1)*ldd+tileMR-1]
-	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR {
-		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2 or 3")
+	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR && !(nt == tileNRZ && hasAVX512) {
+		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2, 3 (or 6 on zmm)")
 	}
 	pa, la, px, lx, pd, ld := &a[0], uintptr(lda), &x[0], uintptr(ldx*4), &dst[0], uintptr(ldd*4)
 	if hasAVX512 {
 		switch {
+		case ty == F32 && nt == 6:
+			tileF32x6Z(pa, la, px, lx, k, pd, ld)
+		case ty == F16 && nt == 6:
+			tileF16x6Z(pa, la, px, lx, k, pd, ld)
+		case ty == BF16 && nt == 6:
+			tileBF16x6Z(pa, la, px, lx, k, pd, ld)
 		case ty == F32 && nt == 3:
 			tileF32x3Z(pa, la, px, lx, k, pd, ld)
 		case ty == F16 && nt == 3:
