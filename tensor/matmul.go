@@ -19,7 +19,10 @@ import (
 //	                 FMA accumulator over the columns in order (lane l:
 //	                 columns ≡ l mod 8), folded ((v0+v1)+(v2+v3)) +
 //	                 ((v4+v5)+(v6+v7)), then the Cols%8 tail added in Go
-//	                 (dotGo)
+//	                 (dotGo). On AVX-512F hosts (hasAVX512) the zmm
+//	                 kernels' instead: one 16-lane accumulator (lane l:
+//	                 columns ≡ l mod 16; a last 8 columns masked into
+//	                 lanes 0-7), folded v_l + v_(l+8), then as above
 //	Q4_0 … Q6_K      x quantized per token and block to 8 bits
 //	(actsFormat)     (quantizeActs), then the integer row dot of dotQRows
 //	                 (per-block int32 sums, the kernel's float steps in
@@ -37,9 +40,11 @@ import (
 // 512-token prefill chunk, and greedy decoding does not change with server
 // load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
 // TestConcurrentGreedyInvariant in engine). The
-// guarantee is per machine and build: the amd64 assembly and the pure-Go
-// fallback (hasSIMD off) are each invariant, and agree with each other
-// only to float rounding (the parity tests).
+// guarantee is per machine and build: the amd64 zmm kernels (hasAVX512),
+// the ymm ones (AVX2, or hasAVX512 off), NEON and the pure-Go fallback
+// (hasSIMD off) are each invariant — within a set dot4 and every tile
+// share one order bit for bit — and agree with each other only to float
+// rounding (the parity tests), as each set reduces in its own order.
 //
 // Decode, n = 1 (matrix-vector), is bound by memory bandwidth, not
 // arithmetic. TinyLlama-1.1B FFN up-projection, W (5632, 2048):
@@ -63,7 +68,8 @@ import (
 // or four at a time where dotQRowsX4 shares each block's unpacking among
 // the tokens (rowdot_quant_x4.go); float types from n > rowwiseFloatMax
 // the tile GEMM: a worker claims tileMC rows and runs 4×3 tiles (4×2 for
-// the last two or four tokens) over them, the rows read in place (F16 by
+// the last two or four tokens; on zmm 4×6 tiles first, the 24
+// accumulators filling the 32 zmm registers) over them, the rows read in place (F16 by
 // VCVTPH2PS, BF16 by a shift, in the tile's loop: no widened copy), token
 // groups outer so the group's activations stay in L1 while the block's
 // rows come from L1/L2. Each weight is thus read from DRAM once per call.
