@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -20,16 +21,27 @@ func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 }
 
 // top10Tol is the bound on every top-10 logprob against llama.cpp: the
-// issue's 0.1, except where llama.cpp itself strays further from the
-// float64 reference than that on the ids it did not choose. The goldens
-// were made with llama.cpp's F16 KV cache and the test runs ours at F16
-// too; that is not what separates us: measured worst differences
-// (F32 cache → F16 cache) are gemma2 0.387 → 0.318 and qwen3moe 0.162 →
-// 0.166, while on the chosen ids llama.cpp is 0.062 (gemma2) and 0.064
-// (qwen3moe) from the float64 reference and we are within 0.03 of it at
-// F16 KV (1e-4 at F32). The rest is llama.cpp's other roundings: for
-// gemma2, F16 activations into F16 matrices (TestLcppRoundingsGemma2:
-// with them the reference is 0.074 from llama.cpp); qwen3moe stays 0.16.
+// issue's 0.1, except for gemma2 and qwen3moe, where llama.cpp itself is
+// further than that from the exact answer. Decision (issue 12): we do not
+// copy llama.cpp's F16 activations; we stay with the exact float64
+// reference and prove the rest is llama.cpp's rounding (TestLcppRoundings).
+// Measured, top-10 ids, worst over the goldens:
+//
+//	                      gemma2  qwen3moe  (others)
+//	ours (F16 KV) − lcpp   0.318     0.174   ≤ 0.069
+//	exact f64 ref − lcpp   0.387     0.162   ≤ 0.061
+//	ours − exact f64 ref   0.084     0.040
+//	lcpp-rounded − lcpp    0.032     0.015   ≤ 0.024
+//
+// and on the chosen ids llama.cpp is 0.062 (gemma2) and 0.064 (qwen3moe)
+// from ref_f64_logprob, we 0.026 and 0.012 (checked ≤ 0.04 below). The
+// worst entries: gemma2 prompt 1 step 3 id 28476 (llama.cpp −3.888, exact
+// −4.275, ours −4.206, llama.cpp-rounded −3.877), mostly its F16 matmul
+// inputs; qwen3moe prompt 0 step 14 id 21544 (llama.cpp −5.055, exact
+// −4.899, ours −4.881, llama.cpp-rounded −5.051), from flash attention's
+// F16 V accumulator (not a router near-tie: forcing the runner-up expert
+// at the nearest ties moved it no closer). The exceptions keep a margin
+// over what we measure and fail the test beyond it.
 var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1,
 	"gemma2": 0.35, "qwen3moe": 0.2}
 
@@ -278,36 +290,118 @@ func TestQwen3MoEQ8(t *testing.T) {
 	}
 }
 
-// TestLcppRoundingsGemma2 shows where gemma2's distance from llama.cpp's
-// goldens comes from (top10Tol's exception): the float64 reference, with
-// an F16 KV cache and llama.cpp's other rounding — every activation
-// converted to F16 before an F16 matrix product, and the queries before
-// the F16 keys — comes within the issue's 0.1 of llama.cpp (measured
-// 0.074; 0.317 without the F16 inputs, 0.170 rounding the matrix inputs
-// only). qwen3moe is logged: those roundings take it from 0.165 to 0.162
-// only (its router's near-ties are the likelier cause).
-func TestLcppRoundingsGemma2(t *testing.T) {
-	for _, name := range []string{"gemma2", "qwen3moe"} {
-		g, path := archPath(t, name, "F16")
-		m := mustLoad(t, path, Options{Threads: 1})
-		worst := 0.0
-		for _, p := range g.Prompts {
-			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
-			lg, err := m.forwardRef(toks, refRounding{kv: tensor.F16, f16In: true})
-			if err != nil {
-				t.Fatal(err)
+// lcppModelTol bounds the float64 reference with llama.cpp's roundings
+// (lcppRounding) against llama.cpp's goldens, every top-10 logprob, every
+// architecture (measured worst 0.032, gemma2).
+const lcppModelTol = 0.05
+
+// TestLcppRoundings proves top10Tol's exceptions are llama.cpp's own
+// roundings, not a convention we get wrong. For every architecture the
+// float64 reference rounding as llama.cpp's CPU backend does
+// (lcppRounding: F16 KV cache, F16 matmul inputs, F16 queries, flash
+// attention's F16 V accumulator, the F16 GELU table) must come within
+// lcppModelTol of llama.cpp's top-10 logprobs. For an exception
+// (top10Tol > 0.1) the exact float64 reference must also be more than 0.1
+// from llama.cpp (else the exception is not needed: tighten it), while our
+// production forward (F16 KV cache) stays within 0.1 of that exact
+// reference on the same ids. Each rounding switched off alone is logged
+// for the exceptions (numbers in DESIGN.md "llama.cpp's own roundings").
+func TestLcppRoundings(t *testing.T) {
+	for _, name := range archModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			ref := func(r refRounding) [][]float32 {
+				var out [][]float32
+				for _, p := range g.Prompts {
+					lg, err := m.forwardRef(append(slices.Clone(p.PromptIDs), p.GeneratedIDs...), r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, lg)
+				}
+				return out
 			}
-			P := len(p.PromptIDs)
-			for j, s := range p.Steps {
-				lp := testshared.LogSoftmax(lg[(P-1+j)*m.Vocab : (P+j)*m.Vocab])
-				for _, e := range s.Top {
-					worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
+			exact, modelled := ref(refRounding{kv: tensor.F32}), ref(lcppRounding)
+			we := top10Worst(g, m.Vocab, exact, nil)
+			wm := top10Worst(g, m.Vocab, modelled, nil)
+			t.Logf("%s: top-10 from llama.cpp: exact float64 reference %s; with llama.cpp's roundings %s", name, we, wm)
+			if wm.d > lcppModelTol {
+				t.Errorf("the reference with llama.cpp's roundings is %s from llama.cpp, want ≤ %g", wm, lcppModelTol)
+			}
+			if top10Tol[name] <= 0.1 {
+				return
+			}
+			if we.d <= 0.1 {
+				t.Errorf("exact reference within %.4f of llama.cpp: top10Tol's exception %g is not needed", we.d, top10Tol[name])
+			}
+			var prod [][]float32
+			for _, p := range g.Prompts {
+				prod = append(prod, runSeqKV(t, m, append(slices.Clone(p.PromptIDs), p.GeneratedIDs...), 0, tensor.F16))
+			}
+			if w := top10Worst(g, m.Vocab, prod, exact); w.d > 0.1 {
+				t.Errorf("production forward (F16 KV) %s from the exact reference, want ≤ 0.1", w)
+			} else {
+				t.Logf("%s: production forward (F16 KV) from the exact reference %s", name, w)
+			}
+			for _, off := range []string{"kv", "matIn16", "q16", "vAcc16", "gelu16"} {
+				r := lcppRounding
+				switch off {
+				case "kv": // an F32 cache: no F16 keys to round queries for, no F16 V
+					r.kv, r.q16, r.vAcc16 = tensor.F32, false, false
+				case "matIn16":
+					r.matIn16 = false
+				case "q16":
+					r.q16 = false
+				case "vAcc16":
+					r.vAcc16 = false
+				case "gelu16":
+					if !m.GELUGate {
+						continue
+					}
+					r.gelu16 = false
+				}
+				t.Logf("%s: llama.cpp's roundings but %s: %s", name, off, top10Worst(g, m.Vocab, ref(r), nil))
+			}
+		})
+	}
+}
+
+// top10At is where a top-10 logprob difference was largest.
+type top10At struct {
+	d                     float64
+	prompt, step, id, rnk int
+	other, this           float64
+}
+
+func (w top10At) String() string {
+	return fmt.Sprintf("%.4f (prompt %d step %d id %d rank %d: %.4f vs %.4f)", w.d, w.prompt, w.step, w.id, w.rnk, w.this, w.other)
+}
+
+// top10Worst is the largest difference over every step's top-10 ids of g
+// between the logprobs of logits (one (len, vocab) slice per prompt, fed
+// the prompt and generated ids) and those of other, or llama.cpp's when
+// other is nil.
+func top10Worst(g *lcppGolden, vocab int, logits, other [][]float32) top10At {
+	var w top10At
+	for k, p := range g.Prompts {
+		P := len(p.PromptIDs)
+		for j, s := range p.Steps {
+			lp := testshared.LogSoftmax(logits[k][(P-1+j)*vocab : (P+j)*vocab])
+			var lo []float64
+			if other != nil {
+				lo = testshared.LogSoftmax(other[k][(P-1+j)*vocab : (P+j)*vocab])
+			}
+			for r, e := range s.Top {
+				id, o := int(e[0]), e[1]
+				if lo != nil {
+					o = lo[id]
+				}
+				if d := math.Abs(lp[id] - o); d > w.d {
+					w = top10At{d, k, j, id, r, o, lp[id]}
 				}
 			}
 		}
-		t.Logf("%s: float64 reference with llama.cpp's F16 roundings: worst top-10 logprob difference from llama.cpp %.4f", name, worst)
-		if name == "gemma2" && worst > 0.1 {
-			t.Errorf("gemma2 with llama.cpp's roundings is %.4f from its goldens, want ≤ 0.1", worst)
-		}
 	}
+	return w
 }

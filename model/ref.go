@@ -25,20 +25,37 @@ func (m *Model) ForwardRefKV(tokens []int, kv tensor.DType) ([]float32, error) {
 }
 
 // refRounding is what the reference rounds as a cheaper implementation
-// does: kv, K and V as a cache of that type stores them; f16In, the input
-// of every F16 matrix (and, with an F16 cache, the queries) to F16, as
-// llama.cpp's CPU matrix products convert activations to an F16 weight's
-// type before the dot products. The tests use f16In to show where
-// llama.cpp's goldens part from us.
+// does. The zero value (with kv F32) rounds nothing; lcppRounding is
+// llama.cpp's CPU backend as it made the goldens. The tests switch them
+// one by one to show where llama.cpp's logprobs part from the exact ones
+// (TestLcppRoundings, DESIGN.md "llama.cpp's own roundings").
 type refRounding struct {
-	kv    tensor.DType
-	f16In bool
+	kv tensor.DType // K and V as a cache of this type stores them
+	// matIn16: the input of every F16 matrix product converted to F16
+	// first, as ggml's CPU matmul converts activations to an F16 weight's
+	// vec_dot_type (F32 matrices, like qwen3moe's router, stay F32).
+	matIn16 bool
+	// q16: each query converted to F16 before its dot products with the
+	// F16 keys (the flash-attention kernel's q_to_vec_dot).
+	q16 bool
+	// vAcc16: attention as ggml's CPU flash-attention kernel computes it
+	// over an F16 cache, one query row at a time (refFlashF16): online
+	// softmax in float32, the V-weighted sum accumulated in F16.
+	vAcc16 bool
+	// gelu16: GELU through ggml's F16 table (GGML_GELU_FP16): the input
+	// rounded to F16, the output an F16 value.
+	gelu16 bool
 }
 
-// matMul is refMatMul with x rounded to F16 first when f16In is set and w
-// is F16.
+// lcppRounding is every rounding of llama.cpp's CPU backend (de3ff815,
+// flash attention on, F16 KV cache, prompts shorter than the kernel's
+// 64-row tile) that moves the gguf-archs goldens measurably.
+var lcppRounding = refRounding{kv: tensor.F16, matIn16: true, q16: true, vAcc16: true, gelu16: true}
+
+// matMul is refMatMul with x rounded to F16 first when matIn16 is set and
+// w is F16.
 func (r refRounding) matMul(w *tensor.Mat, x []float64, n int, bias []float32) []float64 {
-	if r.f16In && w.Type == tensor.F16 {
+	if r.matIn16 && w.Type == tensor.F16 {
 		x = refRoundF16(x)
 	}
 	return refMatMul(w, x, n, bias)
@@ -163,10 +180,14 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			}
 			for hh := range cfg.Heads {
 				qh := q[i*qd+hh*hd : i*qd+(hh+1)*hd]
-				if rnd.f16In && kv == tensor.F16 {
+				if rnd.q16 {
 					qh = refRoundF16(qh)
 				}
 				g := hh / group
+				if rnd.vAcc16 {
+					refFlashF16(att[i*qd+hh*hd:i*qd+(hh+1)*hd], qh, k, v, g*hd, kvd, start, i, scale, float64(cfg.AttnSoftcap))
+					continue
+				}
 				sc := make([]float64, i+1-start)
 				mx := math.Inf(-1)
 				for p := start; p <= i; p++ {
@@ -212,7 +233,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 				up := rnd.matMul(lw.wUp, h, L, nil)
 				for i, g := range a {
 					if cfg.GELUGate {
-						a[i] = refGELU(g) * up[i]
+						a[i] = rnd.gelu(g) * up[i]
 					} else {
 						a[i] = g / (1 + math.Exp(-g)) * up[i]
 					}
@@ -233,6 +254,21 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		}
 	}
 	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
+}
+
+// gelu is refGELU, or ggml's F16 table lookup with gelu16.
+func (r refRounding) gelu(u float64) float64 {
+	if !r.gelu16 {
+		return refGELU(u)
+	}
+	switch {
+	case u <= -10:
+		return 0
+	case u >= 10:
+		return u
+	}
+	x := tensor.F16ToF32(tensor.F32ToF16(float32(u)))
+	return float64(tensor.F16ToF32(tensor.F32ToF16(float32(refGELU(float64(x))))))
 }
 
 // refGELU is the tanh approximation of GELU in float64.
@@ -386,5 +422,53 @@ func refRoundKV(x []float64, kvd int, t tensor.DType) {
 		for j := range kvd {
 			x[o+j] = float64(row[j])
 		}
+	}
+}
+
+// refFlashF16 is one query row's attention as ggml's CPU flash-attention
+// kernel computes it over an F16 KV cache with one query at a time
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): the scores in
+// float32, an online softmax over the positions in cache order (running
+// maximum M and sum S in float32, expf), and the V-weighted sum kept in an
+// F16 accumulator — rounded to F16 after every rescale (ggml_vec_scale_f16)
+// and every multiply-add (ggml_vec_mad_f16) — divided by S at the end.
+func refFlashF16(out, qh, k, v []float64, off, kvd, start, i int, scale, softcap float64) {
+	f16 := func(x float32) float32 { return tensor.F16ToF32(tensor.F32ToF16(x)) }
+	hd := len(out)
+	acc := make([]float32, hd) // the F16 VKQ accumulator, held widened
+	M := float32(math.Inf(-1))
+	var S float32
+	sc := float32(scale)
+	if softcap > 0 {
+		sc = float32(scale / softcap)
+	}
+	for p := start; p <= i; p++ {
+		var d float64
+		for j := range hd {
+			d += qh[j] * k[p*kvd+off+j]
+		}
+		s := float32(d) * sc
+		if softcap > 0 {
+			s = float32(softcap) * float32(math.Tanh(float64(s)))
+		}
+		ms, vs := float32(1), float32(1)
+		if s > M {
+			Mold := M
+			M = s
+			ms = float32(math.Exp(float64(Mold - M)))
+			for j := range acc {
+				acc[j] = f16(acc[j] * ms)
+			}
+		} else {
+			vs = float32(math.Exp(float64(s - M)))
+		}
+		for j := range acc {
+			acc[j] = f16(float32(v[p*kvd+off+j])*vs + acc[j])
+		}
+		S = S*ms + vs
+	}
+	inv := 1 / S
+	for j := range out {
+		out[j] = float64(acc[j] * inv)
 	}
 }
