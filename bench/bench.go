@@ -309,6 +309,9 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 		res.Peak = &p
 		if p.Measured {
 			o.logf("peak: FMA %.1f / %.1f GFLOP/s, int8 %.1f / %.1f GOP/s (1 / %d threads)", p.FMA1, p.FMAN, p.Int8_1, p.Int8N, p.Threads)
+			if p.FMA512N > 0 {
+				o.logf("peak: FMA ymm %.1f / %.1f, zmm %.1f / %.1f GFLOP/s; float kernels %s", p.FMA256_1, p.FMA256N, p.FMA512_1, p.FMA512N, tensor.FloatKernels())
+			}
 		} else {
 			o.logf("peak: %s", p.Kernel)
 		}

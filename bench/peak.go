@@ -28,15 +28,22 @@ const (
 // names the probe; with no probe for this CPU the rates are 0 and Kernel
 // says so.
 type Peak struct {
-	Kernel   string  `json:"kernel"`
-	Passes   int     `json:"passes,omitempty"`
-	Threads  int     `json:"threads"`                        // workers of the _n_threads rates
-	FMA1     float64 `json:"fma_gflops_1_thread,omitempty"`  // float32 FMA, GFLOP/s
-	FMAN     float64 `json:"fma_gflops_n_threads,omitempty"` //
-	Int8_1   float64 `json:"int8_gops_1_thread,omitempty"`   // int8 multiply-add, GOP/s
-	Int8N    float64 `json:"int8_gops_n_threads,omitempty"`  //
-	Seconds  float64 `json:"probe_seconds,omitempty"`        // time the probe took
-	Measured bool    `json:"measured"`                       // false: no probe ran (see Kernel)
+	Kernel  string `json:"kernel"`
+	Passes  int    `json:"passes,omitempty"`
+	Threads int    `json:"threads"` // workers of the _n_threads rates
+	// float32 FMA, GFLOP/s, at the vector width tensor's float kernels
+	// run (tensor.FloatKernels: zmm on AVX-512F hosts, else ymm).
+	FMA1 float64 `json:"fma_gflops_1_thread,omitempty"`
+	FMAN float64 `json:"fma_gflops_n_threads,omitempty"`
+	// Both widths where the CPU has AVX-512F (the zmm probe ran).
+	FMA256_1 float64 `json:"fma256_gflops_1_thread,omitempty"`
+	FMA256N  float64 `json:"fma256_gflops_n_threads,omitempty"`
+	FMA512_1 float64 `json:"fma512_gflops_1_thread,omitempty"`
+	FMA512N  float64 `json:"fma512_gflops_n_threads,omitempty"`
+	Int8_1   float64 `json:"int8_gops_1_thread,omitempty"`  // int8 multiply-add, GOP/s
+	Int8N    float64 `json:"int8_gops_n_threads,omitempty"` //
+	Seconds  float64 `json:"probe_seconds,omitempty"`       // time the probe took
+	Measured bool    `json:"measured"`                      // false: no probe ran (see Kernel)
 }
 
 // fmaRef is the probe's FMA loop in Go: n times, every chain
@@ -113,6 +120,26 @@ func ProbePeak(threads, passes int, dur time.Duration) Peak {
 		return float64(acc[int8Chains-1][7])
 	}
 	p.FMA1, p.FMAN = peakRates(runFMA, fmaOpsPerIter, threads, passes, dur)
+	if fmaZ := peakKernelZ(); fmaZ != nil {
+		// 512-bit FMAs: the ceiling of tensor's zmm float kernels.
+		runZ := func(n int) float64 {
+			var acc [fmaChains][16]float32
+			var ab [2][16]float32
+			for l := range 16 {
+				ab[0][l], ab[1][l] = 1, 1e-3
+			}
+			fmaZ(&acc, &ab, n)
+			return float64(acc[fmaChains-1][15])
+		}
+		p.FMA256_1, p.FMA256N = p.FMA1, p.FMAN
+		p.FMA512_1, p.FMA512N = peakRates(runZ, 2*fmaOpsPerIter, threads, passes, dur)
+		p.Kernel = "avx512: VFMADD231PS zmm; " + p.Kernel
+		if tensor.FloatKernels() == "avx512" {
+			p.FMA1, p.FMAN = p.FMA512_1, p.FMA512N
+		} else {
+			p.Kernel += " (float kernels on ymm: the share is of the ymm peak)"
+		}
+	}
 	p.Int8_1, p.Int8N = peakRates(runI8, int8OpsPerIter, threads, passes, dur)
 	p.Seconds = time.Since(t0).Seconds()
 	return p

@@ -19,3 +19,19 @@ func peakKernels() (fma func(*[fmaChains][8]float32, *[2][8]float32, int), i8 fu
 	}
 	return fmaAVX2, int8AVX2, "avx2: VFMADD231PS; VPMADDUBSW+VPMADDWD+VPADDD"
 }
+
+// hasPeakAVX512: the zmm FMA probe needs AVX-512F (x/sys/cpu checks that the
+// OS saves the ZMM state).
+var hasPeakAVX512 = hasPeakSIMD && cpu.X86.HasAVX512F
+
+//go:noescape
+func fmaAVX512(acc *[fmaChains][16]float32, ab *[2][16]float32, n int)
+
+// peakKernelZ returns the 512-bit FMA probe where the CPU has AVX-512F
+// (tensor's float kernels then run on zmm), else nil.
+func peakKernelZ() func(*[fmaChains][16]float32, *[2][16]float32, int) {
+	if !hasPeakAVX512 {
+		return nil
+	}
+	return fmaAVX512
+}

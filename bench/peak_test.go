@@ -62,6 +62,50 @@ func TestPeakKernelsDoTheWork(t *testing.T) {
 	}
 }
 
+// TestPeakKernelZDoesTheWork: the 512-bit FMA probe, where the CPU has
+// AVX-512F, advances each of its 12 chains of 16 lanes exactly n times by
+// a fused multiply-add: its two 8-lane halves checked with fmaRef.
+func TestPeakKernelZDoesTheWork(t *testing.T) {
+	fmaZ := peakKernelZ()
+	if fmaZ == nil {
+		t.Skip("no 512-bit probe on this machine (AVX-512F)")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 7, 1000} {
+		var acc [fmaChains][16]float32
+		var ab [2][16]float32
+		for c := range acc {
+			for l := range acc[c] {
+				acc[c][l] = float32(rng.IntN(2001) - 1000)
+			}
+		}
+		for i := range ab {
+			for l := range ab[i] {
+				ab[i][l] = float32(rng.IntN(17) - 8)
+			}
+		}
+		var ref [2][fmaChains][8]float32 // low, high halves
+		var abh [2][2][8]float32
+		for h := range 2 {
+			for c := range acc {
+				copy(ref[h][c][:], acc[c][8*h:8*h+8])
+			}
+			for i := range ab {
+				copy(abh[h][i][:], ab[i][8*h:8*h+8])
+			}
+			fmaRef(&ref[h], &abh[h], n)
+		}
+		fmaZ(&acc, &ab, n)
+		for c := range acc {
+			for l := range acc[c] {
+				if want := ref[l/8][c][l%8]; acc[c][l] != want {
+					t.Fatalf("zmm FMA probe, n=%d: chain %d lane %d = %v, want %v", n, c, l, acc[c][l], want)
+				}
+			}
+		}
+	}
+}
+
 // TestInt8RefSaturates pins the reference itself to VPMADDUBSW's
 // semantics: 255·127 + 255·127 saturates to 32767 per int16 lane, and
 // VPMADDWD adds two lanes times their weights.

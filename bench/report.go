@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"nanoserve/tensor"
 )
 
 // WriteMarkdown prints r as llama-bench-style markdown tables: the pp/tg
@@ -88,6 +90,10 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 		if p.Measured {
 			fmt.Fprintf(&b, "compute peak (%s, best of %d passes): float32 FMA %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads); int8 multiply-add %.1f GOP/s (1 thread), %.1f GOP/s (%d threads)\n",
 				p.Kernel, p.Passes, p.FMA1, p.FMAN, p.Threads, p.Int8_1, p.Int8N, p.Threads)
+			if p.FMA512N > 0 {
+				fmt.Fprintf(&b, "float32 FMA by width: ymm %.1f / %.1f GFLOP/s, zmm %.1f / %.1f GFLOP/s (1 / %d threads); float kernels: %s\n",
+					p.FMA256_1, p.FMA256N, p.FMA512_1, p.FMA512N, p.Threads, tensor.FloatKernels())
+			}
 		} else {
 			fmt.Fprintf(&b, "compute peak: %s\n", p.Kernel)
 		}

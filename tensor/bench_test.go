@@ -215,3 +215,36 @@ func benchMatMul(b *testing.B, ms []*Mat, th, n int) {
 		b.ReportMetric(flop/c/1e9, "cpuGFLOP/s")
 	}
 }
+
+// BenchmarkFloatKernels sets the zmm (AVX-512F) and ymm float kernels side
+// by side in one run: F16 prefill (n = 512, GFLOP/s) and decode (n = 1,
+// MB/s of weights) at TinyLlama's shape. Compare with bench's FMA probes
+// (ymm and zmm) and BenchmarkReadBandwidth.
+//
+//	go test ./tensor -run XXX -bench FloatKernels -count 3
+func BenchmarkFloatKernels(b *testing.B) {
+	saved := hasAVX512
+	defer func() { hasAVX512 = saved }()
+	for _, t := range []DType{F16, BF16, F32} {
+		for _, th := range []int{1, 2} {
+			for _, path := range []string{"avx512", "avx2"} {
+				if path == "avx512" && !saved {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/GEMM/2048x2048/n=512/threads=%d/%s", t, th, path), func(b *testing.B) {
+					hasAVX512 = path == "avx512"
+					benchMatMul(b, benchMats(b, t, 2048, 2048), th, 512)
+				})
+			}
+			for _, path := range []string{"avx512", "avx2"} {
+				if path == "avx512" && !saved {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/MatVec/5632x2048/threads=%d/%s", t, th, path), func(b *testing.B) {
+					hasAVX512 = path == "avx512"
+					benchMatMul(b, benchMats(b, t, 5632, 2048), th, 1)
+				})
+			}
+		}
+	}
+}

@@ -17,8 +17,13 @@
 // quantized row dots) vectorize along K exactly like the single-token row
 // dots and must match them bit for bit; a kernel that puts tokens in its
 // vector lanes or reduces in another order may not be added to MatMul.
-// The guarantee holds per machine and build (the assembly and the pure-Go
-// fallback are each invariant and agree with each other to rounding).
+// The guarantee holds per machine and build: each kernel set — the float
+// kernels on zmm (AVX-512F hosts: one 16-lane accumulator per (row,
+// token), folded 16→8 first), on ymm (AVX2: 8 lanes), NEON, and the pure-Go
+// fallback — is invariant on its own, and the sets agree with each other
+// only to rounding, since each reduces in its own order (FloatKernels
+// names the one in use; NANOSERVE_NOAVX512=1 forces ymm on AVX-512 hosts).
+// Within a set the row dot and every tile share one order bit for bit.
 // See matmul.go.
 package tensor
 

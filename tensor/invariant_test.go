@@ -48,8 +48,9 @@ var invariantTypes = []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
 // TestMatMulBatchInvariant is batch invariance at the kernel level: for
 // every weight type, each token of an M-token MatMul (M from 1 to 257,
 // ragged against every tile, group and chunk size) equals, bit for bit,
-// the same token multiplied alone (n = 1: the row dots), on the assembly
-// kernels and on the pure-Go fallback, for nil, 1- and 2-worker pools and
+// the same token multiplied alone (n = 1: the row dots), on each assembly
+// kernel set (zmm float kernels where AVX-512F, ymm) and on the pure-Go
+// fallback, for nil, 1- and 2-worker pools and
 // shapes with ragged rows and column tails. A token with a 30× larger
 // range sits in every batch (it would shift shared activation scales, if
 // any were shared).
@@ -65,55 +66,62 @@ func TestMatMulBatchInvariant(t *testing.T) {
 	if testing.Short() {
 		ms = []int{2, 3, 5, 7, 8, 17, 65}
 	}
-	saved, savedVNNI := hasSIMD, hasVNNI
-	defer func() { hasSIMD, hasVNNI = saved, savedVNNI }()
-	// asm with AVX-512 VNNI where the CPU has it (Q8_0: the eight-token zmm
-	// and four-token VNNI kernels), asm on AVX2 only (vnni off: the
-	// four-token AVX2 kernels), pure Go.
-	for _, mode := range []struct{ asm, vnni bool }{{true, true}, {true, false}, {false, false}} {
-		asm := mode.asm
-		if asm && !saved || mode.vnni && !savedVNNI {
+	saved, savedVNNI, savedZ := hasSIMD, hasVNNI, hasAVX512
+	defer func() { hasSIMD, hasVNNI, hasAVX512 = saved, savedVNNI, savedZ }()
+	// The kernel sets: the CPU's own (zmm float kernels where AVX-512F is
+	// present; Q8_0's eight-token zmm and four-token VNNI kernels where
+	// AVX-512 VNNI is), ymm on AVX2 alone (vnni and zmm off: the four-token
+	// AVX2 kernels), pure Go.
+	for _, path := range []struct {
+		name         string
+		asm, vnni, z bool
+	}{{"native", true, savedVNNI, savedZ}, {"avx2", true, false, false}, {"go", false, false, false}} {
+		if path.asm && !saved || path.name == "native" && !savedVNNI && !savedZ {
 			continue
 		}
-		hasSIMD, hasVNNI = asm, mode.vnni
-		for _, ty := range invariantTypes {
-			bs := ty.BlockSize()
-			shapes := [][2]int{{37, 512}, {5, 256}}
-			if isFloat(ty) {
-				shapes = [][2]int{{37, 200}, {5, 33}, {16, 16}, {3, 8}}
-			} else if bs == 32 {
-				shapes = append(shapes, [2]int{19, 96})
+		hasSIMD, hasVNNI, hasAVX512 = path.asm, path.vnni, path.z
+		testMatMulBatchInvariant(t, rng, pools, ms, path.name, invariantTypes)
+	}
+}
+
+func testMatMulBatchInvariant(t *testing.T, rng *rand.Rand, pools []*Pool, ms []int, asm string, types []DType) {
+	for _, ty := range types {
+		bs := ty.BlockSize()
+		shapes := [][2]int{{37, 512}, {5, 256}}
+		if isFloat(ty) {
+			shapes = [][2]int{{37, 200}, {9, 88}, {5, 33}, {16, 16}, {3, 8}}
+		} else if bs == 32 {
+			shapes = append(shapes, [2]int{19, 96})
+		}
+		for _, sh := range shapes {
+			rows, cols := sh[0], sh[1]
+			data, _ := qgRandRows(t, rng, ty, rows, cols)
+			w, err := NewMat(ty, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, sh := range shapes {
-				rows, cols := sh[0], sh[1]
-				data, _ := qgRandRows(t, rng, ty, rows, cols)
-				w, err := NewMat(ty, rows, cols, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				maxM := ms[len(ms)-1]
-				x := randVec(rng, maxM*cols)
-				for i := range cols {
-					x[3*cols+i] *= 30
-				}
-				alone := make([]float32, maxM*rows) // (token, rows), each token by itself
-				for tok := range maxM {
-					pools[0].MatMul(alone[tok*rows:(tok+1)*rows], w, x[tok*cols:(tok+1)*cols], 1)
-				}
-				for _, m := range ms {
-					// Tokens starting at an offset, so a token meets different
-					// neighbours and a different place in its tiles each time.
-					off := (m * 7) % (maxM - m + 1)
-					for pi, p := range pools {
-						dst := make([]float32, m*rows)
-						p.MatMul(dst, w, x[off*cols:(off+m)*cols], m)
-						for tok := range m {
-							for r := range rows {
-								got, want := dst[tok*rows+r], alone[(off+tok)*rows+r]
-								if math.Float32bits(got) != math.Float32bits(want) {
-									t.Fatalf("asm=%v vnni=%v %s (%d,%d) n=%d pool#%d token %d row %d: %v in the batch, %v alone",
-										asm, mode.vnni, ty, rows, cols, m, pi, off+tok, r, got, want)
-								}
+			maxM := ms[len(ms)-1]
+			x := randVec(rng, maxM*cols)
+			for i := range cols {
+				x[3*cols+i] *= 30
+			}
+			alone := make([]float32, maxM*rows) // (token, rows), each token by itself
+			for tok := range maxM {
+				pools[0].MatMul(alone[tok*rows:(tok+1)*rows], w, x[tok*cols:(tok+1)*cols], 1)
+			}
+			for _, m := range ms {
+				// Tokens starting at an offset, so a token meets different
+				// neighbours and a different place in its tiles each time.
+				off := (m * 7) % (maxM - m + 1)
+				for pi, p := range pools {
+					dst := make([]float32, m*rows)
+					p.MatMul(dst, w, x[off*cols:(off+m)*cols], m)
+					for tok := range m {
+						for r := range rows {
+							got, want := dst[tok*rows+r], alone[(off+tok)*rows+r]
+							if math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s %s (%d,%d) n=%d pool#%d token %d row %d: %v in the batch, %v alone",
+									asm, ty, rows, cols, m, pi, off+tok, r, got, want)
 							}
 						}
 					}

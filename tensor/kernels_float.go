@@ -1,5 +1,7 @@
 package tensor
 
+import "runtime"
+
 // Safe Go wrappers around the kernels: each checks its slice bounds once,
 // calls the assembly (kernels_float_amd64.s) on the part it handles when hasSIMD
 // is set, and finishes ragged tails, or everything on other machines, in
@@ -26,12 +28,18 @@ func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
 	n8 := 0
 	if hasSIMD && n >= 8 {
 		n8 = n &^ 7
-		switch t {
-		case F32:
+		switch {
+		case hasAVX512 && t == F32:
+			dot4F32Z(&w[0], uintptr(lda), &x[0], n8, out)
+		case hasAVX512 && t == F16:
+			dot4F16Z(&w[0], uintptr(lda), &x[0], n8, out)
+		case hasAVX512 && t == BF16:
+			dot4BF16Z(&w[0], uintptr(lda), &x[0], n8, out)
+		case t == F32:
 			dot4F32SIMD(&w[0], uintptr(lda), &x[0], n8, out)
-		case F16:
+		case t == F16:
 			dot4F16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
-		case BF16:
+		case t == BF16:
 			dot4BF16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
 		}
 	}
@@ -125,4 +133,21 @@ func sumF32(v []float32) float32 {
 		s0 += v[i]
 	}
 	return s + (s0 + s1) + (s2 + s3)
+}
+
+// FloatKernels names the kernel set the float weights (F32, F16, BF16)
+// multiply with on this machine: "avx512" (zmm, hasAVX512), "avx2" (ymm),
+// "neon", or "go". Each set is batch-invariant on its own and reduces in its
+// own order (see matmul.go), so results agree across sets only to rounding;
+// bench reports it beside the FMA peak of the matching vector width.
+func FloatKernels() string {
+	switch {
+	case !hasSIMD:
+		return "go"
+	case hasAVX512:
+		return "avx512"
+	case runtime.GOARCH == "arm64":
+		return "neon"
+	}
+	return "avx2"
 }

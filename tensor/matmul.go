@@ -19,7 +19,10 @@ import (
 //	                 FMA accumulator over the columns in order (lane l:
 //	                 columns ≡ l mod 8), folded ((v0+v1)+(v2+v3)) +
 //	                 ((v4+v5)+(v6+v7)), then the Cols%8 tail added in Go
-//	                 (dotGo)
+//	                 (dotGo). On AVX-512F hosts (hasAVX512) the zmm
+//	                 kernels' instead: one 16-lane accumulator (lane l:
+//	                 columns ≡ l mod 16; a last 8 columns masked into
+//	                 lanes 0-7), folded v_l + v_(l+8), then as above
 //	Q4_0 … Q6_K      x quantized per token and block to 8 bits
 //	(actsFormat)     (quantizeActs), then the integer row dot of dotQRows
 //	                 (per-block int32 sums, the kernel's float steps in
@@ -38,9 +41,11 @@ import (
 // 512-token prefill chunk, and greedy decoding does not change with server
 // load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
 // TestConcurrentGreedyInvariant in engine). The
-// guarantee is per machine and build: the amd64 assembly and the pure-Go
-// fallback (hasSIMD off) are each invariant, and agree with each other
-// only to float rounding (the parity tests).
+// guarantee is per machine and build: the amd64 zmm kernels (hasAVX512),
+// the ymm ones (AVX2, or hasAVX512 off), NEON and the pure-Go fallback
+// (hasSIMD off) are each invariant — within a set dot4 and every tile
+// share one order bit for bit — and agree with each other only to float
+// rounding (the parity tests), as each set reduces in its own order.
 //
 // Decode, n = 1 (matrix-vector), is bound by memory bandwidth, not
 // arithmetic. TinyLlama-1.1B FFN up-projection, W (5632, 2048):
@@ -63,8 +68,9 @@ import (
 // still comes from DRAM once per call: quantized types token after token,
 // or four at a time where dotQRowsX4 shares each block's unpacking among
 // the tokens (rowdot_quant_x4.go); float types from n > rowwiseFloatMax
-// the tile GEMM: a worker claims tileMC rows and runs 4×3 tiles (4×2 for
-// the last two or four tokens) over them, the rows read in place (F16 by
+// the tile GEMM: a worker claims blocks of 16-tileMC rows and runs 4×3 tiles (4×2 for
+// the last two or four tokens; on zmm 4×6 tiles first, the 24
+// accumulators filling the 32 zmm registers) over them, the rows read in place (F16 by
 // VCVTPH2PS, BF16 by a shift, in the tile's loop: no widened copy), token
 // groups outer so the group's activations stay in L1 while the block's
 // rows come from L1/L2. Each weight is thus read from DRAM once per call.
@@ -76,9 +82,10 @@ import (
 // moved with the size of its batch. The tiles that replace them vectorize
 // along K like the row dots (tinyBLAS-style) and reduce the same way.
 const (
-	tileMR = 4  // weight rows per float tile
-	tileNR = 3  // tokens per float tile
-	tileMC = 16 // rows per claimed block of the tile GEMM (multiple of tileMR)
+	tileMR  = 4  // weight rows per float tile
+	tileNR  = 3  // tokens per float tile
+	tileNRZ = 6  // tokens per float tile on zmm (hasAVX512), 2-5 left as on ymm
+	tileMC  = 64 // most rows per claimed block of the tile GEMM (multiple of tileMR)
 
 	// rowwiseFloatMax: float weights take dot4 token after token for
 	// n ≤ rowwiseFloatMax (same arithmetic as the tile GEMM), the tile
@@ -129,7 +136,7 @@ type matJob struct {
 	w     *Mat
 	x     []float32
 	n     int
-	chunk int  // rows per claimed matrix-vector chunk
+	chunk int  // rows per claimed matrix-vector chunk or tile block
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
@@ -168,6 +175,11 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	*j = matJob{s: s, dst: dst, w: w, x: x, n: n}
 	if n > rowwiseFloatMax && useTile(w) {
 		j.phase = phaseTile
+		// Blocks of 16 to tileMC rows, at least four per worker: the more
+		// rows a block holds, the fewer times the tokens' activations (at
+		// n = 512, K = 2048: 4 MB, from L3) pass through the core; 64 rows
+		// of 2048 F16 columns (256 KiB) still sit in L2.
+		j.chunk = max(16, min(tileMC, w.Rows/(4*s.n))&^15)
 		s.run(j)
 		j.dst, j.x, j.w = nil, nil, nil
 		return
@@ -239,11 +251,11 @@ func (j *matJob) run(worker int) {
 		}
 	case phaseTile:
 		for {
-			r0 := int(j.next.Add(tileMC)) - tileMC
+			r0 := int(j.next.Add(int64(j.chunk))) - j.chunk
 			if r0 >= j.w.Rows {
 				return
 			}
-			j.tileBlock(r0, min(r0+tileMC, j.w.Rows))
+			j.tileBlock(r0, min(r0+j.chunk, j.w.Rows))
 		}
 	}
 }
@@ -368,6 +380,9 @@ func (j *matJob) tileBlock(r0, r1 int) {
 // or 2 when 2 or 4 are left (2+2 rather than 3+1), 1 (dot4) for a lone
 // token.
 func tileTokens(rem int) int {
+	if hasAVX512 && (rem == tileNRZ || rem >= 8) {
+		return tileNRZ // zmm: 4×6 tiles while 6 fit (7 left: 3+2+2)
+	}
 	switch rem {
 	case 1:
 		return 1
@@ -385,10 +400,35 @@ func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, ds
 	_ = a[(tileMR-1)*lda+k*floatBytes(ty)-1]
 	_ = x[(nt-1)*ldx+k-1]
 	_ = dst[(nt-1)*ldd+tileMR-1]
-	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR {
-		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2 or 3")
+	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR && !(nt == tileNRZ && hasAVX512) {
+		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2, 3 (or 6 on zmm)")
 	}
 	pa, la, px, lx, pd, ld := &a[0], uintptr(lda), &x[0], uintptr(ldx*4), &dst[0], uintptr(ldd*4)
+	if hasAVX512 {
+		switch {
+		case ty == F32 && nt == 6:
+			tileF32x6Z(pa, la, px, lx, k, pd, ld)
+		case ty == F16 && nt == 6:
+			tileF16x6Z(pa, la, px, lx, k, pd, ld)
+		case ty == BF16 && nt == 6:
+			tileBF16x6Z(pa, la, px, lx, k, pd, ld)
+		case ty == F32 && nt == 3:
+			tileF32x3Z(pa, la, px, lx, k, pd, ld)
+		case ty == F16 && nt == 3:
+			tileF16x3Z(pa, la, px, lx, k, pd, ld)
+		case ty == BF16 && nt == 3:
+			tileBF16x3Z(pa, la, px, lx, k, pd, ld)
+		case ty == F32:
+			tileF32x2Z(pa, la, px, lx, k, pd, ld)
+		case ty == F16:
+			tileF16x2Z(pa, la, px, lx, k, pd, ld)
+		case ty == BF16:
+			tileBF16x2Z(pa, la, px, lx, k, pd, ld)
+		default:
+			panic("tensor: tileKernel: " + ty.String() + " is not a float type")
+		}
+		return
+	}
 	switch {
 	case ty == F32 && nt == 3:
 		tileF32x3SIMD(pa, la, px, lx, k, pd, ld)

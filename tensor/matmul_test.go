@@ -74,7 +74,8 @@ func checkProduct(t *testing.T, name string, dst, v, x []float32, rows, cols, n 
 	return worst
 }
 
-// TestMatMulParity runs the fast MatMul (assembly and pure Go, 1 and 2
+// TestMatMulParity runs the fast MatMul (each assembly kernel set — zmm
+// where AVX-512F, ymm — and pure Go, 1 and 2
 // threads, nil pool) on random shapes with ragged tails and compares it
 // with an exact float64 product and with matMulRef.
 func TestMatMulParity(t *testing.T) {
@@ -88,12 +89,15 @@ func TestMatMulParity(t *testing.T) {
 	shapes := [][2]int{{1, 1}, {3, 7}, {4, 8}, {5, 15}, {7, 16}, {6, 33}, {13, 64}, {48, 100}, {50, 257}, {97, 520}, {131, 31}}
 	ns := []int{1, 2, 5, 16, 17, 40, 150}
 	worst := map[string]float64{}
-	for _, asm := range []bool{true, false} {
-		if asm && !hasSIMD {
+	savedZ := hasAVX512
+	defer func() { hasAVX512 = savedZ }()
+	for _, path := range []string{"avx512", "avx2", "go"} {
+		asm := path != "go"
+		if asm && !hasSIMD || path == "avx512" && !savedZ {
 			continue
 		}
 		saved := hasSIMD
-		hasSIMD = asm
+		hasSIMD, hasAVX512 = asm, path == "avx512"
 		for _, ty := range []DType{F32, F16, BF16} {
 			for _, sh := range shapes {
 				rows, cols := sh[0], sh[1]
@@ -108,9 +112,9 @@ func TestMatMulParity(t *testing.T) {
 							dst[i] = float32(math.NaN())
 						}
 						p.MatMul(dst, w, x, n)
-						name := fmt.Sprintf("asm=%v %s (%d,%d) n=%d pool#%d", asm, ty, rows, cols, n, pi)
+						name := fmt.Sprintf("%s %s (%d,%d) n=%d pool#%d", path, ty, rows, cols, n, pi)
 						e := checkProduct(t, name, dst, v, x, rows, cols, n)
-						key := fmt.Sprintf("asm=%v %s n>1=%v", asm, ty, n > 1)
+						key := fmt.Sprintf("%s %s n>1=%v", path, ty, n > 1)
 						worst[key] = max(worst[key], e)
 						for i := range dst {
 							d := math.Abs(float64(dst[i] - ref[i]))
