@@ -276,17 +276,24 @@ func doneFor(c *FIMCase) func(string) bool {
 }
 
 // WithSuffix completes with the FIM prompt (PSM) under llama-server's
-// budget for the model's context, as /infill builds it with a batch of
-// ctx − max tokens.
+// budget for the model's context, as /infill builds it: a batch of
+// ctx − max − 2 tokens, because llama-server's split can give the FIM
+// part one token more than the batch (and BOS one more), and a prompt
+// longer than ctx − max would lose its first tokens — the <|fim_prefix|>
+// marker — to Generate's cut.
 func (g *Greedy) WithSuffix(c *FIMCase) (string, error) {
-	prefix, suffix := clip(c)
-	ctx, mx := g.M.ContextLen, c.MaxTokens()
-	ids, err := llamacpp.InfillPrompt(g.Tok, llamacpp.InfillInput{Prefix: prefix, Suffix: suffix},
-		llamacpp.InfillBudget{Batch: ctx - mx, Predict: mx, Ctx: ctx}, false)
+	ids, err := g.fimPrompt(c)
 	if err != nil {
 		return "", err
 	}
-	return g.Generate(ids, mx, doneFor(c))
+	return g.Generate(ids, c.MaxTokens(), doneFor(c))
+}
+
+func (g *Greedy) fimPrompt(c *FIMCase) ([]int, error) {
+	prefix, suffix := clip(c)
+	ctx, mx := g.M.ContextLen, c.MaxTokens()
+	return llamacpp.InfillPrompt(g.Tok, llamacpp.InfillInput{Prefix: prefix, Suffix: suffix},
+		llamacpp.InfillBudget{Batch: ctx - mx - 2, Predict: mx, Ctx: ctx}, false)
 }
 
 // LeftToRight completes from the prefix alone.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"nanoserve/defaultmodel"
 	"nanoserve/gguf"
 	"nanoserve/kvcache"
 	"nanoserve/model"
@@ -243,5 +244,36 @@ func TestRecordFIMEval(t *testing.T) {
 	}
 	if err := RecordFIMEval(plain, "x"); err == nil || !strings.Contains(err.Error(), "no nanoserve training manifest") {
 		t.Errorf("recording into a file without a manifest: %v", err)
+	}
+}
+
+// TestFIMPromptFits: on the built-in model (context 1024, FIM tokens),
+// a case with long text on both sides gets a prompt that leaves room for
+// its middle and still opens with <|fim_prefix|> — a prompt one token too
+// long lost that marker to Generate's cut, and the model then saw plain
+// text before <|fim_suffix|>.
+func TestFIMPromptFits(t *testing.T) {
+	p, err := defaultmodel.Path()
+	if err != nil {
+		t.Fatalf("built-in model: %v", err)
+	}
+	g, err := LoadGreedy(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	line := "\tx := compute(a, b, c) // a line of Go\n"
+	for _, kind := range []string{"line", "block"} {
+		c := &FIMCase{Kind: kind, Prefix: strings.Repeat(line, 200), Middle: line, Suffix: strings.Repeat(line, 200)}
+		ids, err := g.fimPrompt(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if room := g.M.ContextLen - c.MaxTokens(); len(ids) > room {
+			t.Errorf("%s: prompt of %d tokens, more than the %d the context leaves beside %d to generate", kind, len(ids), room, c.MaxTokens())
+		}
+		if f := g.Tok.FIM(); ids[0] != f.Pre.ID || ids[len(ids)-1] != f.Mid.ID {
+			t.Errorf("%s: prompt starts with %d and ends with %d, want <|fim_prefix|> %d ... <|fim_middle|> %d", kind, ids[0], ids[len(ids)-1], f.Pre.ID, f.Mid.ID)
+		}
 	}
 }
