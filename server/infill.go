@@ -122,11 +122,12 @@ func (s *Server) infillIDs(in llamacpp.InfillInput, nPredict int) ([]int, error)
 	if np > 0 {
 		room = min(np, room)
 	}
-	// llama-server's n_batch (2048 by default), within the context: the
-	// FIM part can be one token longer than the batch, BOS one more, and
-	// the engine prefills a prompt longer than one step in chunks, so the
-	// step budget (MaxBatchTokens) does not bound it.
-	batch := max(min(2048, ctx-room-2), 4)
+	// llama-server's n_batch (Options.InfillBatch, 2048 by default),
+	// within the context: the FIM part can be one token longer than the
+	// batch, BOS one more, and the engine prefills a prompt longer than
+	// one step in chunks, so the step budget (MaxBatchTokens) does not
+	// bound it.
+	batch := max(min(s.infillB, ctx-room-2), 4)
 	return llamacpp.InfillPrompt(s.tok, in, llamacpp.InfillBudget{Batch: batch, Predict: np, Ctx: ctx}, s.spmInfill)
 }
 

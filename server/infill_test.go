@@ -65,7 +65,9 @@ func fimEngine(t testing.TB) *engine.Engine {
 
 func newFIMServer(t testing.TB, mod func(*Options)) *testServer {
 	t.Helper()
-	opts := Options{ModelNames: []string{"fim"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// n_batch 32 as the engine's step (fimEngine): the budget tests below
+	// count with it.
+	opts := Options{ModelNames: []string{"fim"}, InfillBatch: 32, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -185,6 +185,10 @@ type Options struct {
 	// SPMInfill lays FIM prompts out suffix first (llama-server's
 	// --spm-infill); false: prefix first (PSM).
 	SPMInfill bool
+	// InfillBatch is llama-server's n_batch in the /infill budget (how
+	// the prefix and suffix share the prompt; ≤ 0: 2048), always within
+	// the context less the room for the middle.
+	InfillBatch int
 }
 
 // Server serves one engine over HTTP. It is an http.Handler.
@@ -225,6 +229,7 @@ type Server struct {
 	// requests with tools other than tool_choice "none" are a 400).
 	toolFormat chat.ToolFormat
 	spmInfill  bool // FIM prompts suffix first (infill.go)
+	infillB    int  // llama-server's n_batch for /infill (infill.go)
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields; gen, when set, stands in for
@@ -285,6 +290,10 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s.toolFormat = opts.ToolFormat
 	s.spmInfill = opts.SPMInfill
+	s.infillB = opts.InfillBatch
+	if s.infillB <= 0 {
+		s.infillB = 2048
+	}
 	if s.toolFormat == "" {
 		s.toolFormat = chat.ToolFormatNone
 		if opts.Template != nil {

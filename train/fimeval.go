@@ -191,6 +191,7 @@ func EvalFIM(cases []FIMCase, complete Completer) (map[string]FIMScore, error) {
 type Greedy struct {
 	M     *model.Model
 	Tok   *tokenizer.Tokenizer
+	SPM   bool // WithSuffix lays the prompt out suffix first (llama-server's --spm-infill)
 	cache *kvcache.Cache
 }
 
@@ -293,7 +294,7 @@ func (g *Greedy) fimPrompt(c *FIMCase) ([]int, error) {
 	prefix, suffix := clip(c)
 	ctx, mx := g.M.ContextLen, c.MaxTokens()
 	return llamacpp.InfillPrompt(g.Tok, llamacpp.InfillInput{Prefix: prefix, Suffix: suffix},
-		llamacpp.InfillBudget{Batch: ctx - mx - 2, Predict: mx, Ctx: ctx}, false)
+		llamacpp.InfillBudget{Batch: ctx - mx - 2, Predict: mx, Ctx: ctx}, g.SPM)
 }
 
 // LeftToRight completes from the prefix alone.

@@ -263,17 +263,25 @@ func TestFIMPromptFits(t *testing.T) {
 	}
 	defer g.Close()
 	line := "\tx := compute(a, b, c) // a line of Go\n"
-	for _, kind := range []string{"line", "block"} {
-		c := &FIMCase{Kind: kind, Prefix: strings.Repeat(line, 200), Middle: line, Suffix: strings.Repeat(line, 200)}
-		ids, err := g.fimPrompt(c)
-		if err != nil {
-			t.Fatal(err)
+	f := g.Tok.FIM()
+	for _, spm := range []bool{false, true} {
+		g.SPM = spm
+		first := f.Pre.ID
+		if spm {
+			first = f.Suf.ID
 		}
-		if room := g.M.ContextLen - c.MaxTokens(); len(ids) > room {
-			t.Errorf("%s: prompt of %d tokens, more than the %d the context leaves beside %d to generate", kind, len(ids), room, c.MaxTokens())
-		}
-		if f := g.Tok.FIM(); ids[0] != f.Pre.ID || ids[len(ids)-1] != f.Mid.ID {
-			t.Errorf("%s: prompt starts with %d and ends with %d, want <|fim_prefix|> %d ... <|fim_middle|> %d", kind, ids[0], ids[len(ids)-1], f.Pre.ID, f.Mid.ID)
+		for _, kind := range []string{"line", "block"} {
+			c := &FIMCase{Kind: kind, Prefix: strings.Repeat(line, 200), Middle: line, Suffix: strings.Repeat(line, 200)}
+			ids, err := g.fimPrompt(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if room := g.M.ContextLen - c.MaxTokens(); len(ids) > room {
+				t.Errorf("spm=%v %s: prompt of %d tokens, more than the %d the context leaves beside %d to generate", spm, kind, len(ids), room, c.MaxTokens())
+			}
+			if ids[0] != first || ids[len(ids)-1] != f.Mid.ID {
+				t.Errorf("spm=%v %s: prompt starts with %d and ends with %d, want %d ... <|fim_middle|> %d", spm, kind, ids[0], ids[len(ids)-1], first, f.Mid.ID)
+			}
 		}
 	}
 }

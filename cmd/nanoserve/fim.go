@@ -141,6 +141,7 @@ func runFIMEval(args []string) error {
 	caseSeed := fs.Uint64("case-seed", 1, "seed of the cases")
 	knTokens := fs.Int("kn-tokens", 4_000_000, "training tokens the trigram baseline counts")
 	threads := fs.Int("threads", defaultThreads(), "worker threads")
+	spmEval := fs.Bool("spm-infill", false, "(a) lays the prompt out suffix first (llama-server's --spm-infill)")
 	record := fs.Bool("record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
 	writePrompts := fs.String("write-prompts", "", "instead of evaluating, write the cases as a `bench serve --endpoint /infill --prompts` file (JSONL)")
 	promptTokens := fs.Int("prompt-tokens", 1000, "with --write-prompts: tokens of context per case (3/4 before the gap, 1/4 after)")
@@ -180,6 +181,7 @@ func runFIMEval(args []string) error {
 	if err != nil {
 		return err
 	}
+	g.SPM = *spmEval
 	closeG := sync.OnceFunc(g.Close)
 	defer closeG()
 	if err := llamacpp.CheckFIM(g.Tok); err != nil {
@@ -207,7 +209,7 @@ func runFIMEval(args []string) error {
 		name string
 		f    train.Completer
 	}{
-		{"(a) FIM model, with suffix", g.WithSuffix},
+		{fmt.Sprintf("(a) FIM model, with suffix (%s)", map[bool]string{false: "PSM", true: "SPM"}[*spmEval]), g.WithSuffix},
 		{"(b) FIM model, left to right", g.LeftToRight},
 		{"(c) " + *other + ", left to right", o.LeftToRight},
 		{fmt.Sprintf("(d) KN trigram (%d train tokens), left to right", len(trainToks)), train.KNCompleter(kn, g.Tok)},

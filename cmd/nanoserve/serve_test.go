@@ -113,10 +113,10 @@ func TestServeFlagValidation(t *testing.T) {
 func TestLongContextNeedsFlag(t *testing.T) {
 	mf := modelFlags{threads: 1, ctxSize: 100000}
 	_, err := mf.load()
-	if err == nil || !strings.Contains(err.Error(), "--ctx 100000 exceeds the 256 positions") || !strings.Contains(err.Error(), "--allow-long-context") {
+	if err == nil || !strings.Contains(err.Error(), "--ctx 100000 exceeds the 1024 positions") || !strings.Contains(err.Error(), "--allow-long-context") {
 		t.Fatalf("err %v", err)
 	}
-	mf.longCtx, mf.ctxSize = true, 300
+	mf.longCtx, mf.ctxSize = true, 1200
 	m, err := mf.load()
 	if err != nil {
 		t.Fatal(err)
