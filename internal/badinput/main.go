@@ -135,7 +135,7 @@ func cases() []tcase {
 		{"logprobs", `true`, "integer"},
 		{"echo", `true`, "not supported"},
 		{"echo", `"x"`, "boolean"},
-		{"suffix", `"tail"`, "not supported"},
+		{"suffix", `5`, "must be a string"}, // (the built-in model has FIM tokens: a string suffix is served)
 		{"best_of", `3`, "best_of"},
 		{"token_healing", `"on"`, "boolean"},
 		{"parse_special", `1`, "boolean"},
