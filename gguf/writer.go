@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"nanoserve/tensor"
 )
@@ -39,9 +40,12 @@ func NewWriter() *Writer {
 // AddFile appends every metadata entry and tensor of f, in f's order (the
 // tensor data still points into f's mapping, so keep f open until the
 // Writer has written): a parsed file re-written, split or extended with
-// more keys.
-func (w *Writer) AddFile(f *File) error {
+// more keys. Keys named in skip are left out (to be replaced).
+func (w *Writer) AddFile(f *File, skip ...string) error {
 	for _, kv := range f.KV {
+		if slices.Contains(skip, kv.Key) {
+			continue
+		}
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return err
 		}

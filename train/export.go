@@ -261,21 +261,11 @@ func RecordFIMEval(path, table string) error {
 		return fmt.Errorf("train: %s has no nanoserve training manifest to record the evaluation in", path)
 	}
 	w := gguf.NewWriter()
-	for _, kv := range f.KV {
-		if kv.Key == KeyFIMEval {
-			continue
-		}
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
+	if err := w.AddFile(f, KeyFIMEval); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	if err := w.AddKV(KeyFIMEval, gguf.String(table)); err != nil {
 		return fmt.Errorf("train: %w", err)
-	}
-	for _, ti := range f.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
 	}
 	if err := w.WriteFile(path); err != nil {
 		return fmt.Errorf("train: %w", err)
