@@ -87,6 +87,11 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 			}
 		}
 	}
+	if b, err := f.Bool(KeyFIMSuffixFirst); err == nil {
+		v.FIM.SuffixFirst = b
+	} else if !errors.Is(err, gguf.ErrMissingKey) {
+		return fail(err)
+	}
 	for _, key := range []string{"eot_token_id", "eom_token_id"} {
 		o, err := id(key)
 		if err != nil {
@@ -221,6 +226,9 @@ func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 	if len(eot) > 0 {
 		add("eot_token_id", gguf.Uint32(uint32(eot[0])))
 	}
+	if v.FIM.SuffixFirst {
+		kvs = append(kvs, gguf.KV{Key: KeyFIMSuffixFirst, Value: gguf.Bool(true)})
+	}
 	add("add_bos_token", gguf.Bool(v.AddBOS))
 	add("add_eos_token", gguf.Bool(v.AddEOS))
 	if v.Model == "llama" {
@@ -228,6 +236,11 @@ func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 	}
 	return kvs, nil
 }
+
+// KeyFIMSuffixFirst marks a model trained to read FIM prompts suffix
+// first (tokenizer.FIMTokens.SuffixFirst). llama.cpp has no such key (its
+// server takes --spm-infill instead); nanoserve's trainer writes it.
+const KeyFIMSuffixFirst = "nanoserve.fim.suffix_first"
 
 // FIMKey names one FIM token's GGUF key (after "tokenizer.ggml.") and the
 // deprecated key older files use ("" if none).

@@ -29,6 +29,27 @@ func TestVocabRoundTrip(t *testing.T) {
 		got.BOS != v.BOS || got.EOS != v.EOS || got.UNK != v.UNK || !got.AddBOS || !got.AddSpacePrefix || got.AddEOS || !slices.Equal(got.EOG, []int{4}) {
 		t.Errorf("read back %+v", got)
 	}
+	if got.FIM.SuffixFirst {
+		t.Error("suffix-first mark read from a vocabulary without it")
+	}
+	// A model trained suffix first keeps the mark (nanoserve.fim.suffix_first).
+	v.FIM.SuffixFirst = true
+	kvs, err = VocabKVs(v, 7, []int{4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = ReadVocab(parseKVs(t, "llama", kvs)); err != nil || !got.FIM.SuffixFirst {
+		t.Errorf("suffix-first mark lost: %v, %v", got.FIM.SuffixFirst, err)
+	}
+	bad := slices.Clone(kvs)
+	for i := range bad {
+		if bad[i].Key == KeyFIMSuffixFirst {
+			bad[i].Value = gguf.String("yes")
+		}
+	}
+	if _, err := ReadVocab(parseKVs(t, "llama", bad)); err == nil {
+		t.Error("a suffix-first mark that is not a bool was accepted")
+	}
 	if _, err := VocabKVs(tokenizer.Vocab{Model: "bert"}, 0, nil); err == nil {
 		t.Error("unknown vocabulary model accepted")
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"nanoserve/engine"
+	"nanoserve/gguf"
 	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/tokenizer"
@@ -26,6 +27,7 @@ import (
 var (
 	fimOnce sync.Once
 	fimEng  *engine.Engine
+	fimPath string // the model's file
 	fimErr  error
 )
 
@@ -47,6 +49,7 @@ func fimEngine(t testing.TB) *engine.Engine {
 			// candidate serves the tests just as well.
 			out += ".candidate"
 		}
+		fimPath = out
 		m, err := model.Load(out, model.Options{Threads: 1})
 		if err != nil {
 			fimErr = err
@@ -190,6 +193,61 @@ func TestInfillLlamaVSCode(t *testing.T) {
 		if !strings.Contains(r.Prompt, "<|file_sep|>data.go\n") || !strings.Contains(r.Prompt, "<|file_sep|>tmp\n") ||
 			!strings.Contains(r.Prompt, "<|file_sep|>filename\n"+first) || !strings.HasSuffix(r.Prompt, "<|fim_middle|>") {
 			t.Errorf("spm %v: prompt layout %q", spm, r.Prompt)
+		}
+	}
+}
+
+// TestInfillSuffixFirstModel: a model marked as trained suffix first
+// (nanoserve.fim.suffix_first, as `train --fim-spm-rate` > 0.5 writes it)
+// is prompted SPM without --spm-infill; the same file without the mark,
+// PSM.
+func TestInfillSuffixFirstModel(t *testing.T) {
+	fimEngine(t)
+	f, err := gguf.Open(fimPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, mark := range []bool{false, true} {
+		w := gguf.NewWriter()
+		if err := w.AddFile(f, llamacpp.KeyFIMSuffixFirst); err != nil {
+			t.Fatal(err)
+		}
+		if mark {
+			w.AddKV(llamacpp.KeyFIMSuffixFirst, gguf.Bool(true))
+		}
+		path := filepath.Join(t.TempDir(), "m.gguf")
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(path, model.Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Tokenizer.FIM().SuffixFirst != mark {
+			t.Fatalf("mark %v: tokenizer's SuffixFirst %v", mark, m.Tokenizer.FIM().SuffixFirst)
+		}
+		eng, err := engine.New(m, engine.Options{MaxBatchTokens: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(eng, Options{ModelNames: []string{"fim"}, InfillBatch: 32, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(s)
+		ts := &testServer{Server: s, url: hs.URL}
+		code, _, body := ts.post(t, "/infill", `{"input_prefix":"func f() {\n\t","input_suffix":"\n}\n","n_predict":2,"temperature":0}`)
+		hs.Close()
+		eng.Close()
+		m.Close()
+		if code != 200 {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		r := decode[infillWire](t, body)
+		first := map[bool]string{false: "<|fim_prefix|>", true: "<|fim_suffix|>"}[mark]
+		if !strings.Contains(r.Prompt, "<|file_sep|>filename\n"+first) {
+			t.Errorf("suffix-first mark %v: prompt %q", mark, r.Prompt)
 		}
 	}
 }

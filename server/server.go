@@ -183,7 +183,9 @@ type Options struct {
 	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
 	CORSOrigins []string
 	// SPMInfill lays FIM prompts out suffix first (llama-server's
-	// --spm-infill); false: prefix first (PSM).
+	// --spm-infill); false: prefix first (PSM), unless the model was
+	// trained suffix first (tokenizer.FIMTokens.SuffixFirst: nanoserve's
+	// built-in model), which then reads them that way.
 	SPMInfill bool
 	// InfillBatch is llama-server's n_batch in the /infill budget (how
 	// the prefix and suffix share the prompt; ≤ 0: 2048), always within
@@ -289,7 +291,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
-	s.spmInfill = opts.SPMInfill
+	s.spmInfill = opts.SPMInfill || s.tok != nil && s.tok.FIM().SuffixFirst
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
 		s.infillB = 2048

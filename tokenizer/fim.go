@@ -22,6 +22,10 @@ import "slices"
 type FIMTokens struct {
 	Pre, Suf, Mid OptID // prefix, suffix and middle markers
 	Pad, Rep, Sep OptID // padding, repository name, file separator
+	// SuffixFirst says the model was trained to read FIM prompts suffix
+	// first (SPM: suffix, prefix, middle — llama-server's --spm-infill
+	// layout), so servers lay prompts out that way by default.
+	SuffixFirst bool
 }
 
 // OK reports whether the vocabulary can fill in the middle: it has the

@@ -26,8 +26,8 @@ func BenchmarkStep(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				n.Forward(in, bs, c.Ctx)
-				_, cnt := n.Loss(tg)
-				n.Backward(tg, cnt)
+				_, cnt := n.Loss(tg, nil)
+				n.Backward(tg, nil, cnt)
 			}
 			b.ReportMetric(float64(b.N*bs*c.Ctx)/b.Elapsed().Seconds(), "tok/s")
 		})

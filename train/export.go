@@ -32,6 +32,10 @@ type Manifest struct {
 	TokenizerDesc string
 	FIMRate       float64 // fraction of training chunks that were FIM samples (0: none)
 	FIMEval       string  // `nanoserve fim-eval --record`'s table (empty: not evaluated)
+	// InitFrom describes the model this one was fine-tuned from (--init-from:
+	// its manifest's command, steps and tokens; empty: trained from scratch).
+	// Steps and Tokens count this run only.
+	InitFrom string
 }
 
 // WriteGGUF writes a llama-architecture GGUF that package model serves:
@@ -62,6 +66,12 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 		{"nanoserve.train.heldout_bpb", gguf.Float64(man.HeldOutBPB)},
 		{"nanoserve.train.baseline_kn3_bpb", gguf.Float64(man.BaselineBPB)},
 		{"nanoserve.train.fim_rate", gguf.Float64(man.FIMRate)},
+	}
+	if man.InitFrom != "" {
+		kv = append(kv, struct {
+			k string
+			v gguf.Value
+		}{"nanoserve.train.init_from", gguf.String(man.InitFrom)})
 	}
 	h := llamacpp.HParams{Arch: "llama", ContextLength: c.Ctx, EmbeddingLength: c.Dim, BlockCount: c.Layers,
 		FeedForwardLength: c.Hidden, HeadCount: c.Heads, HeadCountKV: c.KVHeads, RMSNormEps: float64(c.NormEps),
@@ -239,7 +249,57 @@ func ReadManifest(path string) (man Manifest, ok bool, err error) {
 	man.HeldOutBPB, man.BaselineBPB = flt("heldout_bpb"), flt("baseline_kn3_bpb")
 	man.FIMRate = flt("fim_rate")
 	man.FIMEval = str("fim_eval")
+	man.InitFrom = str("init_from")
 	return man, true, nil
+}
+
+// ReadParams reads back the parameters and tokenizer of a model WriteGGUF
+// wrote with shape c (F16 matrices widened to F32; c.Vocab is the file's
+// own vocabulary size): what `train --init-from` starts from. Every tensor of c's layout must be there with
+// its shape, and the RoPE base must match; the context length may differ
+// (RoPE has no parameters), so a fine-tune may lengthen it.
+func ReadParams(path string, c Config) ([]float32, tokenizer.Vocab, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, tokenizer.Vocab{}, fmt.Errorf("train: %w", err)
+	}
+	defer f.Close()
+	fail := func(format string, a ...any) ([]float32, tokenizer.Vocab, error) {
+		return nil, tokenizer.Vocab{}, fmt.Errorf("train: init from %s: "+format, append([]any{path}, a...)...)
+	}
+	if th, err := f.Float("llama.rope.freq_base"); err == nil && float32(th) != float32(c.RopeTheta) {
+		return fail("RoPE base %g, the requested shape has %g", th, c.RopeTheta)
+	}
+	v, err := llamacpp.ReadVocab(f)
+	if err != nil {
+		return fail("%v", err)
+	}
+	c.Vocab = len(v.Tokens)
+	ts, n := c.Layout()
+	p := make([]float32, n)
+	for _, t := range ts {
+		ti, ok := f.Tensor(t.Name)
+		if !ok {
+			return fail("no tensor %s (is it a model `nanoserve train` wrote with this shape?)", t.Name)
+		}
+		if ti.Cols() != t.Cols || ti.Rows() != t.Rows {
+			return fail("tensor %s is %d×%d, the requested shape needs %d×%d", t.Name, ti.Rows(), ti.Cols(), t.Rows, t.Cols)
+		}
+		dst := p[t.Off : t.Off+t.Size()]
+		switch ti.Type {
+		case tensor.F32:
+			for i := range dst {
+				dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(ti.Data[4*i:]))
+			}
+		case tensor.F16:
+			for i := range dst {
+				dst[i] = tensor.F16ToF32(binary.LittleEndian.Uint16(ti.Data[2*i:]))
+			}
+		default:
+			return fail("tensor %s is %s; want F32 or F16", t.Name, ti.Type)
+		}
+	}
+	return p, v, nil
 }
 
 // KeyFIMEval holds the fill-in-the-middle evaluation of a trained model

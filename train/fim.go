@@ -109,7 +109,12 @@ func BlockBody(s string, lines []lineSpan, i int) (start, end int, ok bool) {
 // SplitFIM cuts text into prefix, middle and suffix, choosing the kind of
 // middle with rng (see the file comment). The middle is never empty for a
 // text with a non-blank line.
-func SplitFIM(text string, rng *rand.Rand) FIMSplit {
+//
+// lineStart is the fraction of "rest of a line" middles whose cursor sits
+// right after the indentation (where an editor asks at the start of a new
+// line); the others start at a random character of the line. 0 draws no
+// extra number, so the stream is the one the shipped model's base run saw.
+func SplitFIM(text string, rng *rand.Rand, lineStart float64) FIMSplit {
 	lines := lineSpans(text)
 	cut := func(a, b int, kind string) FIMSplit {
 		return FIMSplit{Prefix: text[:a], Middle: text[a:b], Suffix: text[b:], Kind: kind}
@@ -129,6 +134,9 @@ func SplitFIM(text string, rng *rand.Rand) FIMSplit {
 	case r < 0.35: // the rest of a line, from a cursor after its indentation
 		l := lines[nonBlank[rng.IntN(len(nonBlank))]]
 		from := l.start + indentOf(text[l.start:l.end])
+		if lineStart > 0 && rng.Float64() < lineStart {
+			return cut(from, l.end, "line")
+		}
 		a := runeStart(text, from+rng.IntN(l.end-from))
 		return cut(a, l.end, "line")
 	case r < 0.60: // one to four whole lines, from after the first one's indentation
@@ -186,6 +194,12 @@ type FIMData struct {
 	Rate       float64 // fraction of chunks made FIM samples
 	ChunkBytes int     // chunk size in bytes (about one context)
 	Seed       uint64
+	// SPMRate is the fraction of FIM samples laid out suffix first (0:
+	// half, drawn as the low bit of the chunk's generator — how the
+	// shipped model's data were drawn).
+	SPMRate float64
+	// LineStart is SplitFIM's lineStart.
+	LineStart float64
 }
 
 // fimRNG is the generator of one chunk: a function of the seed, document
@@ -200,10 +214,13 @@ func fimRNG(seed uint64, name string, chunk int) *rand.Rand {
 // samples (see the file comment); the tokenizer must have FIM tokens, and
 // eot ends every document and every middle. starts are the offsets where
 // chunks begin: training windows start there, so a FIM sample (about one
-// context long) is seen whole, its markers included.
-func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) (ids []int32, starts []int, err error) {
+// context long) is seen whole, its markers included. middle[i] says
+// whether ids[i] is a FIM middle's token or the end token after one: the
+// tokens a FIM sample teaches that plain text does not (Options.FIMWeight
+// weighs them).
+func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) (ids []int32, starts []int, middle []bool, err error) {
 	if err := llamacpp.CheckFIM(tk); err != nil {
-		return nil, nil, fmt.Errorf("train: %w", err)
+		return nil, nil, nil, fmt.Errorf("train: %w", err)
 	}
 	byDir := map[string][]int{}
 	for i, doc := range docs {
@@ -211,9 +228,11 @@ func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) (ids []i
 		byDir[dir] = append(byDir[dir], i)
 	}
 	var out []int32
-	add := func(ids []int) {
-		for _, id := range ids {
+	var mid []bool
+	add := func(ids []int, nMid int) {
+		for i, id := range ids {
 			out = append(out, int32(id))
+			mid = append(mid, i >= len(ids)-nMid)
 		}
 	}
 	for di, doc := range docs {
@@ -221,27 +240,33 @@ func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) (ids []i
 			starts = append(starts, len(out))
 			rng := fimRNG(d.Seed, doc.Name, ci)
 			if rng.Float64() >= d.Rate {
-				add(tk.Encode(chunk, false))
+				add(tk.Encode(chunk, false), 0)
 				continue
 			}
-			s := SplitFIM(chunk, rng)
+			s := SplitFIM(chunk, rng, d.LineStart)
 			in := llamacpp.InfillInput{Prefix: s.Prefix, Suffix: s.Suffix}
-			spm := rng.IntN(2) == 1
+			var spm bool
+			if d.SPMRate == 0 {
+				spm = rng.IntN(2) == 1
+			} else {
+				spm = rng.Float64() < d.SPMRate
+			}
 			if rng.Float64() < 0.25 {
 				in.Extra = fimExtra(docs, byDir[filepath.Dir(doc.Name)], di, d.ChunkBytes/2, rng)
 				if in.Extra == nil {
 					in.Extra = []llamacpp.InfillChunk{}
 				}
 			}
-			sample, err := fimSample(tk, in, s.Middle, spm, eot)
+			sample, nMid, err := fimSample(tk, in, s.Middle, spm, eot)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			add(sample)
+			add(sample, nMid)
 		}
 		out = append(out, int32(eot))
+		mid = append(mid, false)
 	}
-	return out, starts, nil
+	return out, starts, mid, nil
 }
 
 // FIMChunkBytes is the chunk size that makes a FIM sample about 0.85 of
@@ -264,19 +289,21 @@ func FIMChunkBytes(tk *tokenizer.Tokenizer, docs []Doc, ctx int) int {
 
 // fimSample is one FIM training sample: the infill prompt, the middle and
 // the end token. An Extra that is nil means no repository context; empty
-// means the repository and file markers without other files.
-func fimSample(tk *tokenizer.Tokenizer, in llamacpp.InfillInput, middle string, spm bool, eot int) ([]int, error) {
-	ids, err := llamacpp.InfillPrompt(tk, in, llamacpp.InfillBudget{}, spm)
+// means the repository and file markers without other files. nMid is the
+// number of tokens at the end that are the middle and the end token.
+func fimSample(tk *tokenizer.Tokenizer, in llamacpp.InfillInput, middle string, spm bool, eot int) (ids []int, nMid int, err error) {
+	ids, err = llamacpp.InfillPrompt(tk, in, llamacpp.InfillBudget{}, spm)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, 0, fmt.Errorf("train: %w", err)
 	}
 	if in.Extra == nil {
 		// Without repository context the sample starts at the FIM part:
 		// drop the [REP] "myproject\n" [SEP] "filename\n" header.
 		ids = ids[fimHeaderLen(tk):]
 	}
-	ids = append(ids, tk.Encode(middle, false)...)
-	return append(ids, eot), nil
+	m := tk.Encode(middle, false)
+	ids = append(ids, m...)
+	return append(ids, eot), len(m) + 1, nil
 }
 
 // fimHeaderLen is the number of tokens InfillPrompt puts before the FIM

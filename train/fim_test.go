@@ -36,7 +36,7 @@ func TestSplitFIM(t *testing.T) {
 	for i, text := range texts {
 		for k := range 20 {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(k)))
-			s := SplitFIM(text, rng)
+			s := SplitFIM(text, rng, 0)
 			n++
 			kinds[s.Kind]++
 			if s.Prefix+s.Middle+s.Suffix != text {
@@ -123,9 +123,12 @@ func TestFIMSample(t *testing.T) {
 			[]int{f.Suf.ID}, enc(in.Suffix), []int{f.Pre.ID}, enc(in.Prefix), []int{f.Mid.ID}, enc("return"), []int{eot})},
 	} {
 		in.Extra = c.extra
-		got, err := fimSample(tk, in, "return", c.spm, eot)
+		got, nMid, err := fimSample(tk, in, "return", c.spm, eot)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if want := len(enc("return")) + 1; nMid != want {
+			t.Errorf("spm %v extra %v: %d middle tokens, want %d", c.spm, c.extra, nMid, want)
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("spm %v extra %v\n got %v\nwant %v", c.spm, c.extra, got, c.want)
@@ -146,10 +149,14 @@ func TestFIMTokens(t *testing.T) {
 		{"p/b.go", strings.Repeat("package p\n\nfunc B() {\n\tx := 1\n\t_ = x\n}\n", 30)},
 		{"q/c.go", strings.Repeat("package q\n// <|fim_prefix|> in a comment\nvar c = 2\n", 30)},
 	}
-	ids, starts, err := FIMTokens(tk, docs, FIMData{Rate: 0.5, ChunkBytes: 64, Seed: 3}, eot)
+	ids, starts, middle, err := FIMTokens(tk, docs, FIMData{Rate: 0.5, ChunkBytes: 64, Seed: 3}, eot)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(middle) != len(ids) {
+		t.Fatalf("%d middle flags for %d tokens", len(middle), len(ids))
+	}
+	wantMid := make([]bool, len(ids)) // the middles' tokens and their end tokens, as parsed below
 	// Chunks start where the previous one (or document) ended: at a FIM
 	// sample's first marker or at plain text after an end token or a chunk.
 	nChunks := 0
@@ -204,9 +211,13 @@ func TestFIMTokens(t *testing.T) {
 			if i >= len(ids) || int(ids[i]) != f.Mid.ID {
 				t.Fatalf("sample without a middle marker at %d", i)
 			}
+			m0 := i + 1
 			m := seg()
 			if i >= len(ids) || int(ids[i]) != eot {
 				t.Fatalf("middle not ended by the end token at %d", i)
+			}
+			for k := m0; k <= i; k++ {
+				wantMid[k] = true
 			}
 			i++
 			p, s := dec(a), dec(b)
@@ -242,6 +253,43 @@ func TestFIMTokens(t *testing.T) {
 			t.Errorf("no %s samples: %v", k, stats)
 		}
 	}
+	if !slices.Equal(middle, wantMid) {
+		for k := range middle {
+			if middle[k] != wantMid[k] {
+				t.Fatalf("token %d (%q): middle flag %v, want %v", k, tk.Token(int(ids[k])), middle[k], wantMid[k])
+			}
+		}
+	}
+}
+
+// TestFIMSPMRate: SPMRate sets the share of suffix-first samples.
+func TestFIMSPMRate(t *testing.T) {
+	tk := fimTokenizer(t)
+	f := tk.FIM()
+	eot, _ := tk.EOS()
+	docs := []Doc{{"p/b.go", strings.Repeat("package p\n\nfunc B() {\n\tx := 1\n\t_ = x\n}\n", 200)}}
+	for _, c := range []struct {
+		rate   float64
+		lo, hi float64 // bounds on the SPM share of FIM samples
+	}{{0, 0.35, 0.65}, {1, 1, 1}, {0.9, 0.75, 0.99}} {
+		ids, starts, _, err := FIMTokens(tk, docs, FIMData{Rate: 1, ChunkBytes: 64, Seed: 5, SPMRate: c.rate}, eot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spm, n float64
+		for _, st := range starts {
+			switch int(ids[st]) {
+			case f.Suf.ID:
+				spm++
+				n++
+			case f.Pre.ID:
+				n++
+			}
+		}
+		if n < 50 || spm/n < c.lo || spm/n > c.hi {
+			t.Errorf("SPMRate %g: %.0f of %.0f samples SPM, want a share in [%g, %g]", c.rate, spm, n, c.lo, c.hi)
+		}
+	}
 }
 
 // isPlainBoundary: the text before st decodes to a whole line (a plain
@@ -270,5 +318,48 @@ func TestFIMChunkBytes(t *testing.T) {
 	}
 	if mean := float64(nt) / float64(n); mean < 0.7*200 || mean > 200 {
 		t.Errorf("chunks of %d bytes average %.0f tokens, want ≈ 170 of a 200-token context", cb, mean)
+	}
+}
+
+// TestFIMWeights: in a window of a FIM stream, the target at
+// <|fim_middle|> weighs the first-token weight, the rest of the middle and
+// its end token the middle weight, everything else 1.
+func TestFIMWeights(t *testing.T) {
+	tk := fimTokenizer(t)
+	f := tk.FIM()
+	eot, _ := tk.EOS()
+	docs := []Doc{{"p/b.go", strings.Repeat("package p\n\nfunc B() {\n\tx := 1\n\t_ = x\n}\n", 40)}}
+	ids, _, mid, err := FIMTokens(tk, docs, FIMData{Rate: 1, ChunkBytes: 64, Seed: 2}, eot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	T := len(ids) - 1
+	in := make([]int, T)
+	for i := range in {
+		in[i] = int(ids[i])
+	}
+	w := make([]float32, T)
+	fimWeights(w, in, mid[1:], f.Mid.ID, 5, 50)
+	inMiddle := false // between <|fim_middle|> and the end token, inclusive of the end
+	var firsts, middles int
+	for i := range T {
+		want := float32(1)
+		switch {
+		case in[i] == f.Mid.ID:
+			want, inMiddle = 50, true
+			firsts++
+		case inMiddle:
+			want = 5
+			middles++
+		}
+		if int(ids[i+1]) == eot {
+			inMiddle = false
+		}
+		if w[i] != want {
+			t.Fatalf("target %d (%q after %q): weight %v, want %v", i, tk.Token(int(ids[i+1])), tk.Token(in[i]), w[i], want)
+		}
+	}
+	if firsts < 10 || middles < 10 {
+		t.Fatalf("%d middles, %d later middle tokens", firsts, middles)
 	}
 }

@@ -460,17 +460,18 @@ func (n *Net[T]) attention(a *acts[T]) {
 }
 
 // Loss turns the logits of the last Forward into probabilities (in place)
-// and returns the mean cross-entropy (nats) of targets (B·T ids; a target
-// < 0 is ignored). It returns the sum and the count of scored targets.
-func (n *Net[T]) Loss(targets []int) (sum float64, count int) {
+// and scores targets (B·T ids; a target < 0 is ignored) by cross-entropy
+// (nats). w, when not nil, weighs each target (B·T weights; nil: all 1):
+// Loss returns Σ wᵢ·(−log pᵢ) and Σ wᵢ over the scored targets, so the
+// (weighted) mean is sum / count.
+func (n *Net[T]) Loss(targets []int, w []float32) (sum, count float64) {
 	V := n.Cfg.Vocab
 	type part struct {
-		sum   float64
-		count int
+		sum, count float64
 	}
 	parts := make([]part, n.mm.threads)
-	n.mm.rows(len(targets), func(lo, hi, w int) {
-		p := &parts[w]
+	n.mm.rows(len(targets), func(lo, hi, wk int) {
+		p := &parts[wk]
 		for i := lo; i < hi; i++ {
 			tg := targets[i]
 			row := n.logits[i*V : (i+1)*V]
@@ -486,8 +487,9 @@ func (n *Net[T]) Loss(targets []int) (sum float64, count int) {
 					r32[j] *= inv
 				}
 				if tg >= 0 { // −log p = log Σ − (z_tg − max)
-					p.sum += math.Log(float64(s)) - float64(lt)
-					p.count++
+					wi := weight(w, i)
+					p.sum += wi * (math.Log(float64(s)) - float64(lt))
+					p.count += wi
 				}
 				continue
 			}
@@ -506,8 +508,9 @@ func (n *Net[T]) Loss(targets []int) (sum float64, count int) {
 				row[j] = T(float64(row[j]) * inv)
 			}
 			if tg >= 0 {
-				p.sum += -math.Log(max(float64(row[tg]), 1e-30))
-				p.count++
+				wi := weight(w, i)
+				p.sum += -wi * math.Log(max(float64(row[tg]), 1e-30))
+				p.count += wi
 			}
 		}
 	})
@@ -518,14 +521,26 @@ func (n *Net[T]) Loss(targets []int) (sum float64, count int) {
 	return sum, count
 }
 
-// Backward accumulates into G the gradient of the mean loss over the
-// counted targets of the last Forward+Loss (norm = that count).
-func (n *Net[T]) Backward(targets []int, norm int) {
+// weight is target i's loss weight: w[i], or 1 when w is nil.
+func weight(w []float32, i int) float64 {
+	if w == nil {
+		return 1
+	}
+	return float64(w[i])
+}
+
+// Backward accumulates into G the gradient of the weighted mean loss over
+// the scored targets of the last Forward+Loss: Σ wᵢ·(−log pᵢ) / norm, with
+// w and norm (the count Loss returned) as Loss took and returned them.
+// d/dz of −log softmax(z)[tg] is p − onehot(tg), scaled by wᵢ / norm.
+func (n *Net[T]) Backward(targets []int, w []float32, norm float64) {
 	c := n.Cfg
 	b, t := n.b, n.t
 	N := b * t
 	V, d, qd, kvd, f := c.Vocab, c.Dim, c.QDim(), c.KVDim(), c.Hidden
-	inv := T(1 / float64(max(norm, 1)))
+	if norm <= 0 {
+		norm = 1
+	}
 	dl := n.logits // becomes dlogits in place
 	n.mm.rows(len(targets), func(lo, hi, _ int) {
 		for i := lo; i < hi; i++ {
@@ -536,6 +551,7 @@ func (n *Net[T]) Backward(targets []int, norm int) {
 				continue
 			}
 			row[tg] -= 1
+			inv := T(weight(w, i) / norm)
 			for j := range row {
 				row[j] *= inv
 			}

@@ -38,12 +38,12 @@ func perturbed(c Config, seed uint64) []float64 {
 	return p
 }
 
-func lossOf[T Float](t *testing.T, n *Net[T], in, tg []int, b, s int) float64 {
+func lossOf[T Float](t *testing.T, n *Net[T], in, tg []int, w []float32, b, s int) float64 {
 	if _, err := n.Forward(in, b, s); err != nil {
 		t.Fatal(err)
 	}
-	sum, cnt := n.Loss(tg)
-	return sum / float64(cnt)
+	sum, cnt := n.Loss(tg, w)
+	return sum / cnt
 }
 
 func TestGradCheck(t *testing.T) {
@@ -57,15 +57,19 @@ func TestGradCheck(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	b, s := 2, 6
 	in, tg := randTokens(rng, b*s, c.Vocab), randTokens(rng, b*s, c.Vocab)
-	tg[3] = -1 // ignored target
-	lossOf(t, n, in, tg, b, s)
-	_, cnt := 0.0, 0
-	for _, v := range tg {
+	tg[3] = -1                    // ignored target
+	w := make([]float32, len(tg)) // loss weights, as FIM middles get
+	for i := range w {
+		w[i] = 0.5 + 3*rng.Float32()
+	}
+	lossOf(t, n, in, tg, w, b, s)
+	cnt := 0.0
+	for i, v := range tg {
 		if v >= 0 {
-			cnt++
+			cnt += float64(w[i])
 		}
 	}
-	n.Backward(tg, cnt)
+	n.Backward(tg, w, cnt)
 	grad := append([]float64(nil), n.G...)
 
 	ts, _ := c.Layout()
@@ -75,9 +79,9 @@ func TestGradCheck(t *testing.T) {
 		for i := ten.Off; i < ten.Off+ten.Size(); i++ {
 			old := p[i]
 			p[i] = old + h
-			lp := lossOf(t, n, in, tg, b, s)
+			lp := lossOf(t, n, in, tg, w, b, s)
 			p[i] = old - h
-			lm := lossOf(t, n, in, tg, b, s)
+			lm := lossOf(t, n, in, tg, w, b, s)
 			p[i] = old
 			num := (lp - lm) / (2 * h)
 			err := math.Abs(num-grad[i]) / max(1e-4, math.Abs(num)+math.Abs(grad[i]))
@@ -95,12 +99,12 @@ func TestGradCheck(t *testing.T) {
 	}
 	n32, _ := NewNet(c, p32, 2)
 	defer n32.Close()
-	l32 := lossOf(t, n32, in, tg, b, s)
-	l64 := lossOf(t, n, in, tg, b, s)
+	l32 := lossOf(t, n32, in, tg, w, b, s)
+	l64 := lossOf(t, n, in, tg, w, b, s)
 	if math.Abs(l32-l64) > 1e-4 {
 		t.Errorf("float32 loss %v, float64 %v", l32, l64)
 	}
-	n32.Backward(tg, cnt)
+	n32.Backward(tg, w, cnt)
 	for _, ten := range ts {
 		worst := 0.0
 		for i := ten.Off; i < ten.Off+ten.Size(); i++ {

@@ -28,7 +28,33 @@ type Options struct {
 	Shape Config // Vocab is the tokenizer size to train
 	// FIMRate is the fraction of training chunks made fill-in-the-middle
 	// samples (fim.go); > 0 also reserves the FIM tokens in the tokenizer.
-	FIMRate   float64
+	FIMRate float64
+	// FIMWeight weighs the loss of a FIM sample's middle tokens (and the
+	// end token after them) against every other token's 1 (0: 1). Middles
+	// are a few percent of the tokens, yet they alone teach the model to
+	// use the suffix.
+	FIMWeight float64
+	// FIMFirstWeight weighs the middle's first token — predicted at the
+	// <|fim_middle|> marker, where the model must reach past the marker
+	// to the end of the prefix — (0: FIMWeight).
+	FIMFirstWeight float64
+	// FIMSPMRate is the fraction of FIM samples laid out suffix first
+	// (0: half; see FIMData.SPMRate).
+	FIMSPMRate float64
+	// FIMChunkTokens is the length of the chunks the documents are cut
+	// into before some become FIM samples, in tokens (0: the context, so
+	// a sample fills about 0.85 of a window). Shorter chunks pack several
+	// samples, and several middles, into each window.
+	FIMChunkTokens int
+	// FIMLineStart is the fraction of rest-of-line middles that start
+	// right after the indentation (FIMData.LineStart; 0: at a random
+	// character, as the base run drew them).
+	FIMLineStart float64
+	// InitFrom starts from the weights and tokenizer of a model this
+	// package wrote (ReadParams) instead of a fresh initialization: a
+	// fine-tune, with a fresh optimizer and schedule. Not with Resume from
+	// an existing checkpoint (the checkpoint wins).
+	InitFrom  string
 	BPEBytes  int // cap on text used to train the tokenizer (0: 8 MB)
 	Batch     int // sequences per step
 	Steps     int
@@ -131,8 +157,26 @@ func Run(o Options) (*Report, error) {
 		}
 	}
 	var vocab tokenizer.Vocab
+	var initParams []float32
+	var initDesc string
+	if ck == nil && o.InitFrom != "" {
+		if initParams, vocab, err = ReadParams(o.InitFrom, o.Shape); err != nil {
+			return nil, err
+		}
+		if man, ok, _ := ReadManifest(o.InitFrom); ok {
+			initDesc = fmt.Sprintf("%s (%d steps, %d tokens, held-out %.4f bits/byte): %s", o.InitFrom, man.Steps, man.Tokens, man.HeldOutBPB, man.Command)
+			if man.InitFrom != "" {
+				initDesc += "; which was fine-tuned from " + man.InitFrom
+			}
+		} else {
+			initDesc = o.InitFrom
+		}
+		logf("initialized from %s", o.InitFrom)
+	}
 	if ck != nil {
 		vocab = ck.Vocab
+	} else if initParams != nil {
+		// the model's own tokenizer
 	} else {
 		t0 := time.Now()
 		special := []string{"<|endoftext|>"}
@@ -164,14 +208,26 @@ func Run(o Options) (*Report, error) {
 	eos := vocab.EOS.ID
 	t0 := time.Now()
 	var trainToks []int32
-	var starts []int // FIM: windows start at chunk starts (nil: anywhere)
+	var starts []int  // FIM: windows start at chunk starts (nil: anywhere)
+	var middle []bool // FIM: which tokens are middles (weighed by FIMWeight)
 	if o.FIMRate > 0 {
-		cb := FIMChunkBytes(tk, corpus.Train, cfg.Ctx)
-		trainToks, starts, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed}, eos)
+		chunk := cfg.Ctx
+		if o.FIMChunkTokens > 0 {
+			chunk = min(o.FIMChunkTokens, cfg.Ctx)
+		}
+		cb := FIMChunkBytes(tk, corpus.Train, chunk)
+		trainToks, starts, middle, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed, SPMRate: o.FIMSPMRate, LineStart: o.FIMLineStart}, eos)
 		if err != nil {
 			return nil, err
 		}
-		logf("fill in the middle: %.2f of %d chunks of %d bytes", o.FIMRate, len(starts), cb)
+		nm := 0
+		for _, m := range middle {
+			if m {
+				nm++
+			}
+		}
+		logf("fill in the middle: %.2f of %d chunks of %d bytes; middles are %.1f%% of the tokens, weighed %g", o.FIMRate, len(starts), cb,
+			100*float64(nm)/float64(len(middle)), max(o.FIMWeight, 1))
 	} else {
 		trainToks = Tokens(tk, corpus.Train, eos)
 	}
@@ -197,7 +253,10 @@ func Run(o Options) (*Report, error) {
 		start, losses = ck.Step, ck.Losses
 		logf("resumed from %s at step %d", o.Checkpoint, start)
 	} else {
-		params = InitParams(cfg, o.Seed)
+		params = initParams
+		if params == nil {
+			params = InitParams(cfg, o.Seed)
+		}
 		opt = NewAdamW(len(params), o.WD)
 	}
 	net, err := NewNet(cfg, params, o.Threads)
@@ -217,6 +276,15 @@ func Run(o Options) (*Report, error) {
 
 	in := make([]int, o.Batch*T)
 	tg := make([]int, o.Batch*T)
+	var wt []float32 // loss weights (nil: all 1)
+	wMid, wFirst := max(o.FIMWeight, 1), o.FIMFirstWeight
+	if wFirst <= 0 {
+		wFirst = wMid
+	}
+	midID := tk.FIM().Mid.ID
+	if (wMid != 1 || wFirst != 1) && middle != nil {
+		wt = make([]float32, o.Batch*T)
+	}
 	tstart := time.Now()
 	smooth := math.NaN()
 	for step := start; step < o.Steps; step++ {
@@ -230,14 +298,17 @@ func Run(o Options) (*Report, error) {
 				in[b*T+i] = int(trainToks[off+i])
 				tg[b*T+i] = int(trainToks[off+i+1])
 			}
+			if wt != nil {
+				fimWeights(wt[b*T:(b+1)*T], in[b*T:(b+1)*T], middle[off+1:off+T+1], midID, wMid, wFirst)
+			}
 		}
 		if _, err := net.Forward(in, o.Batch, T); err != nil {
 			return nil, err
 		}
-		sum, cnt := net.Loss(tg)
-		loss := sum / float64(cnt)
+		sum, cnt := net.Loss(tg, wt)
+		loss := sum / cnt
 		clear(net.G)
-		net.Backward(tg, cnt)
+		net.Backward(tg, wt, cnt)
 		ClipGrad(net.G, o.Clip)
 		lr := sched.At(step)
 		opt.Update(params, net.G, lr, ts)
@@ -304,10 +375,15 @@ func Run(o Options) (*Report, error) {
 		Corpus: corpus.Desc, CorpusSHA256: corpus.SHA256, Steps: o.Steps, Seed: o.Seed,
 		Tokens: int64(o.Steps) * int64(o.Batch*T), TrainLoss: smooth, HeldOutLoss: rep.HeldOutLoss,
 		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: o.Command,
-		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)",
-			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip),
+		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)%s",
+			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip, fimDesc(o)),
 		FIMRate:       o.FIMRate,
+		InitFrom:      initDesc,
 		TokenizerDesc: fmt.Sprintf("byte-level BPE, %d tokens, pre-tokenizer %s, trained on ≤ %d bytes of the train split", len(vocab.Tokens), vocab.Pre, o.BPEBytes),
+	}
+	if o.FIMRate > 0 {
+		// Mostly suffix-first samples: servers prompt the model that way.
+		vocab.FIM.SuffixFirst = o.FIMSPMRate > 0.5
 	}
 	cand := o.Out + ".candidate"
 	if err := WriteGGUF(cand, cfg, params, vocab, o.WeightType, man); err != nil {
@@ -341,6 +417,46 @@ func Run(o Options) (*Report, error) {
 	rep.Promoted = true
 	logf("release gate: promoted %s: %s", o.Out, rep.Reason)
 	return rep, nil
+}
+
+// fimWeights sets the loss weights w of one window: in are its inputs and
+// mid flags its targets (mid[i]: target i is a FIM middle's token or its
+// end token). The target predicted at <|fim_middle|> (id midID) — the
+// middle's first token — weighs wFirst, the middle's other tokens wMid,
+// every other token 1.
+func fimWeights(w []float32, in []int, mid []bool, midID int, wMid, wFirst float64) {
+	for i := range w {
+		switch {
+		case in[i] == midID:
+			w[i] = float32(wFirst)
+		case mid[i]:
+			w[i] = float32(wMid)
+		default:
+			w[i] = 1
+		}
+	}
+}
+
+// fimDesc is the FIM part of the manifest's hyperparameters.
+func fimDesc(o Options) string {
+	if o.FIMRate == 0 {
+		return ""
+	}
+	spm := o.FIMSPMRate
+	if spm == 0 {
+		spm = 0.5
+	}
+	chunk := ""
+	if o.FIMChunkTokens > 0 {
+		chunk = fmt.Sprintf(", chunks of %d tokens", o.FIMChunkTokens)
+	}
+	if o.FIMLineStart > 0 {
+		chunk += fmt.Sprintf(", %g of rest-of-line middles from the indentation", o.FIMLineStart)
+	}
+	if o.FIMFirstWeight > 0 {
+		chunk += fmt.Sprintf(", first middle token's weight %g", o.FIMFirstWeight)
+	}
+	return fmt.Sprintf(", FIM rate %g (SPM %g of them), middle loss weight %g%s", o.FIMRate, spm, max(o.FIMWeight, 1), chunk)
 }
 
 // Gate is the release rule: a new model (held-out bits per byte bpb) is
@@ -409,8 +525,8 @@ func (e *evaluator) window(w int, in, tg []int) {
 func (e *evaluator) eval(n *Net[float32]) (float64, float64) {
 	in := make([]int, e.b*e.t)
 	tg := make([]int, e.b*e.t)
-	var nats float64
-	var cnt, nbytes int
+	var nats, cnt float64
+	var nbytes int
 	for w0 := 0; w0 < len(e.starts); w0 += e.b {
 		nb := min(e.b, len(e.starts)-w0)
 		for j := range nb {
@@ -419,7 +535,7 @@ func (e *evaluator) eval(n *Net[float32]) (float64, float64) {
 		if _, err := n.Forward(in[:nb*e.t], nb, e.t); err != nil {
 			return math.NaN(), math.NaN()
 		}
-		s, c := n.Loss(tg[:nb*e.t])
+		s, c := n.Loss(tg[:nb*e.t], nil)
 		nats += s
 		cnt += c
 		for _, t := range tg[:nb*e.t] {
@@ -428,7 +544,7 @@ func (e *evaluator) eval(n *Net[float32]) (float64, float64) {
 			}
 		}
 	}
-	return nats / float64(cnt), nats / math.Ln2 / float64(nbytes)
+	return nats / cnt, nats / math.Ln2 / float64(nbytes)
 }
 
 // evalKN returns the KN trigram's bits per byte on the same targets, with

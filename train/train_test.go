@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"nanoserve/kvcache"
@@ -52,13 +53,13 @@ func TestOverfit(t *testing.T) {
 	var loss float64
 	for step := range 300 {
 		n.Forward(in, b, c.Ctx)
-		s, cnt := n.Loss(tg)
-		loss = s / float64(cnt)
+		s, cnt := n.Loss(tg, nil)
+		loss = s / cnt
 		if step == 0 && math.Abs(loss-math.Log(float64(c.Vocab))) > 0.2 {
 			t.Errorf("initial loss %.3f, want ≈ ln V = %.3f", loss, math.Log(float64(c.Vocab)))
 		}
 		clear(n.G)
-		n.Backward(tg, cnt)
+		n.Backward(tg, nil, cnt)
 		ClipGrad(n.G, 1)
 		opt.Update(p, n.G, 1e-2, ts)
 	}
@@ -241,6 +242,34 @@ func TestShakespeare(t *testing.T) {
 	after, _ := os.ReadFile(o.Out)
 	if !slices.Equal(before, after) {
 		t.Error("last known-good model replaced")
+	}
+
+	// A fine-tune from that model starts where it ended (its weights and
+	// tokenizer, F16-rounded), not from a fresh initialization, and says so
+	// in its manifest.
+	o4 := shakespeareOptions(t, t.TempDir())
+	o4.Steps, o4.Checkpoint, o4.InitFrom, o4.Prev = 5, "", o.Out, o.Out
+	o4.Shape.Vocab = 999 // the model's own tokenizer is used
+	rep4, err := Run(o4)
+	if err != nil && !errors.Is(err, ErrNotPromoted) {
+		t.Fatal(err)
+	}
+	if d := rep4.HeldOutLoss0 - rep.HeldOutLoss; math.Abs(d) > 0.1 {
+		t.Errorf("fine-tune starts at held-out loss %.4f; the model it starts from ends at %.4f (fresh: %.4f)", rep4.HeldOutLoss0, rep.HeldOutLoss, rep.HeldOutLoss0)
+	}
+	if !slices.Equal(rep4.Vocab.Tokens, rep.Vocab.Tokens) {
+		t.Error("fine-tune trained its own tokenizer")
+	}
+	cand := rep4.CandidatePath
+	if rep4.Promoted {
+		cand = o4.Out
+	}
+	if man, _, _ := ReadManifest(cand); !strings.Contains(man.InitFrom, o.Out) || !strings.Contains(man.InitFrom, "40 steps") {
+		t.Errorf("fine-tune's manifest init_from %q", man.InitFrom)
+	}
+	o4.Shape.Dim = 48
+	if _, err := Run(o4); err == nil || !strings.Contains(err.Error(), "token_embd.weight") {
+		t.Errorf("fine-tune with another shape: %v", err)
 	}
 }
 

@@ -26,7 +26,7 @@ func runComplete(args []string) error {
 	suffixFile := fs.String("suffix-file", "", "file holding the text after the gap")
 	maxTokens := fs.Int("max-tokens", 64, "most tokens to generate")
 	line := fs.Bool("line", false, "stop at the end of the line")
-	spm := fs.Bool("spm-infill", false, "suffix-first prompt (llama-server's --spm-infill)")
+	spm := fs.Bool("spm-infill", false, "suffix-first prompt (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
 	threads := fs.Int("threads", defaultThreads(), "worker threads")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -71,7 +71,7 @@ func runComplete(args []string) error {
 	ctx := g.M.ContextLen
 	mx := min(*maxTokens, ctx/2)
 	ids, err := llamacpp.InfillPrompt(g.Tok, llamacpp.InfillInput{Prefix: prefix, Suffix: suffix},
-		llamacpp.InfillBudget{Batch: ctx - mx, Predict: mx, Ctx: ctx}, *spm)
+		llamacpp.InfillBudget{Batch: ctx - mx, Predict: mx, Ctx: ctx}, *spm || g.Tok.FIM().SuffixFirst)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -141,7 +141,7 @@ func runFIMEval(args []string) error {
 	caseSeed := fs.Uint64("case-seed", 1, "seed of the cases")
 	knTokens := fs.Int("kn-tokens", 4_000_000, "training tokens the trigram baseline counts")
 	threads := fs.Int("threads", defaultThreads(), "worker threads")
-	spmEval := fs.Bool("spm-infill", false, "(a) lays the prompt out suffix first (llama-server's --spm-infill)")
+	spmEval := fs.Bool("spm-infill", false, "(a) lays the prompt out suffix first (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
 	record := fs.Bool("record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
 	writePrompts := fs.String("write-prompts", "", "instead of evaluating, write the cases as a `bench serve --endpoint /infill --prompts` file (JSONL)")
 	promptTokens := fs.Int("prompt-tokens", 1000, "with --write-prompts: tokens of context per case (3/4 before the gap, 1/4 after)")
@@ -181,7 +181,7 @@ func runFIMEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	g.SPM = *spmEval
+	g.SPM = *spmEval || g.Tok.FIM().SuffixFirst // the layout the model reads (its own, or the flag's)
 	closeG := sync.OnceFunc(g.Close)
 	defer closeG()
 	if err := llamacpp.CheckFIM(g.Tok); err != nil {
@@ -209,7 +209,7 @@ func runFIMEval(args []string) error {
 		name string
 		f    train.Completer
 	}{
-		{fmt.Sprintf("(a) FIM model, with suffix (%s)", map[bool]string{false: "PSM", true: "SPM"}[*spmEval]), g.WithSuffix},
+		{fmt.Sprintf("(a) FIM model, with suffix (%s)", map[bool]string{false: "PSM", true: "SPM"}[g.SPM]), g.WithSuffix},
 		{"(b) FIM model, left to right", g.LeftToRight},
 		{"(c) " + *other + ", left to right", o.LeftToRight},
 		{fmt.Sprintf("(d) KN trigram (%d train tokens), left to right", len(trainToks)), train.KNCompleter(kn, g.Tok)},

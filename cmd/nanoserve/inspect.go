@@ -82,6 +82,9 @@ type inspectTok struct {
 	Size    int         `json:"size"`
 	AddBOS  bool        `json:"add_bos"`
 	Special []tokenInfo `json:"special"`
+	// FIMLayout is how FIM prompts are laid out for the model by default:
+	// "psm", or "spm" for a model trained suffix first ("" : no FIM).
+	FIMLayout string `json:"fim_layout,omitempty"`
 }
 
 type tokenInfo struct {
@@ -207,6 +210,12 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 				ti.Special = append(ti.Special, tokenInfo{e.role, e.o.ID, t.Token(e.o.ID)})
 			}
 		}
+		if f.OK() {
+			ti.FIMLayout = "psm"
+			if f.SuffixFirst {
+				ti.FIMLayout = "spm"
+			}
+		}
 		info.Tokenizer = ti
 	}
 	if c.Format == "gguf" && len(m.Files) == 1 {
@@ -305,6 +314,12 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		for _, s := range t.Special {
 			fmt.Fprintf(w, "  %-7s %7d  %q\n", s.Role, s.ID, s.Text)
 		}
+		switch t.FIMLayout {
+		case "spm":
+			fmt.Fprintln(w, "  fill in the middle: suffix first (SPM; trained so — /infill lays prompts out that way)")
+		case "psm":
+			fmt.Fprintln(w, "  fill in the middle: prefix first (PSM; --spm-infill for suffix first)")
+		}
 	} else {
 		fmt.Fprintln(w, "tokenizer:      none (pass --tokenizer)")
 	}
@@ -320,6 +335,9 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		fmt.Fprintf(w, "  hyperparams   %s\n", m.Hyperparams)
 		if m.FIMRate > 0 {
 			fmt.Fprintf(w, "  fill-in-mid   %.2f of training chunks (PSM and SPM, llama-server's /infill layout)\n", m.FIMRate)
+		}
+		if m.InitFrom != "" {
+			fmt.Fprintf(w, "  fine-tuned    from %s\n", m.InitFrom)
 		}
 		fmt.Fprintf(w, "  held-out      %.4f nats/token, %.4f bits/byte (KN trigram baseline %.4f bits/byte)\n", m.HeldOutLoss, m.HeldOutBPB, m.BaselineBPB)
 		if m.FIMEval != "" {

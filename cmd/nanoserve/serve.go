@@ -66,7 +66,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	headerTimeout := fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	bodyTimeout := fs.Duration("body-timeout", time.Minute, "time a client has to send a request's body (then 408)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
-	spmInfill := fs.Bool("spm-infill", false, "FIM prompts suffix first (llama-server's --spm-infill; for /infill and completions' suffix)")
+	spmInfill := fs.Bool("spm-infill", false, "FIM prompts suffix first (llama-server's --spm-infill; for /infill and completions' suffix); a model trained suffix first, like the built-in one, is always prompted so")
 	reqTimeout := fs.Duration("request-timeout", 10*time.Minute, "most time one generation request may take, arrival to last token (0: no limit)")
 	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
 	var cors stringList

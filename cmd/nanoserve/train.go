@@ -29,6 +29,12 @@ func runTrain(args []string) error {
 	fs.IntVar(&o.Shape.Vocab, "vocab", 4096, "tokenizer vocabulary size (bytes + merges + <|endoftext|> and, with --fim-rate, 6 FIM tokens)")
 	fs.Float64Var(&o.Shape.RopeTheta, "rope-theta", 10000, "RoPE base")
 	fs.Float64Var(&o.FIMRate, "fim-rate", 0.5, "fraction of training chunks made fill-in-the-middle samples (0: left to right only; > 0 reserves the FIM tokens)")
+	fs.Float64Var(&o.FIMWeight, "fim-weight", 1, "loss weight of FIM middle tokens (and their end token) against 1 for every other token")
+	fs.Float64Var(&o.FIMFirstWeight, "fim-first-weight", 0, "loss weight of a FIM middle's first token, predicted at <|fim_middle|> (0: --fim-weight)")
+	fs.Float64Var(&o.FIMSPMRate, "fim-spm-rate", 0, "fraction of FIM samples laid out suffix first (0: half)")
+	fs.IntVar(&o.FIMChunkTokens, "fim-chunk", 0, "tokens per chunk the documents are cut into before some become FIM samples (0: the context)")
+	fs.Float64Var(&o.FIMLineStart, "fim-line-start", 0, "fraction of rest-of-line FIM middles that start right after the indentation (0: at a random character)")
+	fs.StringVar(&o.InitFrom, "init-from", "", "start from this model's weights and tokenizer (a GGUF `nanoserve train` wrote with the same shape): fine-tune with a fresh optimizer")
 	fs.IntVar(&o.BPEBytes, "bpe-bytes", 8<<20, "bytes of training text used to learn the tokenizer")
 	fs.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fs.IntVar(&o.Steps, "steps", 1000, "optimizer steps")
@@ -102,7 +108,7 @@ func checkTrainFlags(o *train.Options) error {
 	nonNegative := []struct {
 		name string
 		v    int
-	}{{"kv-heads", o.Shape.KVHeads}, {"warmup", o.Warmup}, {"final-eval-tokens", o.FinalEvalTokens}}
+	}{{"kv-heads", o.Shape.KVHeads}, {"warmup", o.Warmup}, {"fim-chunk", o.FIMChunkTokens}, {"final-eval-tokens", o.FinalEvalTokens}}
 	for _, f := range nonNegative {
 		if f.v < 0 {
 			return errFlag(f.name, f.v, "want 0 or more")
@@ -121,6 +127,14 @@ func checkTrainFlags(o *train.Options) error {
 		return errFlag("clip", o.Clip, "want 0 (off) or a positive norm")
 	case !(o.FIMRate >= 0 && o.FIMRate <= 1):
 		return errFlag("fim-rate", o.FIMRate, "want a fraction between 0 and 1")
+	case !(o.FIMWeight > 0):
+		return errFlag("fim-weight", o.FIMWeight, "want a positive weight")
+	case !(o.FIMFirstWeight >= 0):
+		return errFlag("fim-first-weight", o.FIMFirstWeight, "want 0 (the --fim-weight) or a positive weight")
+	case !(o.FIMSPMRate >= 0 && o.FIMSPMRate <= 1):
+		return errFlag("fim-spm-rate", o.FIMSPMRate, "want a fraction between 0 and 1")
+	case !(o.FIMLineStart >= 0 && o.FIMLineStart <= 1):
+		return errFlag("fim-line-start", o.FIMLineStart, "want a fraction between 0 and 1")
 	case !(o.HeldOut > 0 && o.HeldOut < 1):
 		return errFlag("held-out", o.HeldOut, "want a fraction between 0 and 1")
 	}
