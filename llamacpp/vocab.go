@@ -242,6 +242,13 @@ func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 // server takes --spm-infill instead); nanoserve's trainer writes it.
 const KeyFIMSuffixFirst = "nanoserve.fim.suffix_first"
 
+// SuffixFirst reports whether FIM prompts for tk's model are laid out
+// suffix first: when asked (spmInfill, llama-server's --spm-infill) or
+// when the model was trained so. A nil tokenizer has no mark.
+func SuffixFirst(tk *tokenizer.Tokenizer, spmInfill bool) bool {
+	return spmInfill || tk != nil && tk.FIM().SuffixFirst
+}
+
 // FIMKey names one FIM token's GGUF key (after "tokenizer.ggml.") and the
 // deprecated key older files use ("" if none).
 type FIMKey struct {

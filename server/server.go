@@ -126,6 +126,7 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
+	"nanoserve/llamacpp"
 	"nanoserve/sample"
 	"nanoserve/tokenizer"
 )
@@ -291,7 +292,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
-	s.spmInfill = opts.SPMInfill || s.tok != nil && s.tok.FIM().SuffixFirst
+	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
 		s.infillB = 2048

@@ -46,56 +46,40 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 		return fmt.Errorf("train: unsupported weight type %s (want F32 or F16)", typ)
 	}
 	w := gguf.NewWriter()
-	kv := []struct {
-		k string
-		v gguf.Value
-	}{
-		{"general.architecture", gguf.String("llama")},
-		{"general.name", gguf.String("nanoserve-trained")},
-		{"general.file_type", gguf.Uint32(map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1}[typ])},
-		{"nanoserve.train.corpus", gguf.String(man.Corpus)},
-		{"nanoserve.train.corpus_sha256", gguf.String(man.CorpusSHA256)},
-		{"nanoserve.train.tokenizer", gguf.String(man.TokenizerDesc)},
-		{"nanoserve.train.steps", gguf.Uint64(uint64(man.Steps))},
-		{"nanoserve.train.seed", gguf.Uint64(man.Seed)},
-		{"nanoserve.train.tokens", gguf.Uint64(uint64(man.Tokens))},
-		{"nanoserve.train.hyperparameters", gguf.String(man.Hyperparams)},
-		{"nanoserve.train.command", gguf.String(man.Command)},
-		{"nanoserve.train.train_loss", gguf.Float64(man.TrainLoss)},
-		{"nanoserve.train.heldout_loss", gguf.Float64(man.HeldOutLoss)},
-		{"nanoserve.train.heldout_bpb", gguf.Float64(man.HeldOutBPB)},
-		{"nanoserve.train.baseline_kn3_bpb", gguf.Float64(man.BaselineBPB)},
-		{"nanoserve.train.fim_rate", gguf.Float64(man.FIMRate)},
+	kv := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String("llama")},
+		{Key: "general.name", Value: gguf.String("nanoserve-trained")},
+		{Key: "general.file_type", Value: gguf.Uint32(map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1}[typ])},
+		{Key: "nanoserve.train.corpus", Value: gguf.String(man.Corpus)},
+		{Key: "nanoserve.train.corpus_sha256", Value: gguf.String(man.CorpusSHA256)},
+		{Key: "nanoserve.train.tokenizer", Value: gguf.String(man.TokenizerDesc)},
+		{Key: "nanoserve.train.steps", Value: gguf.Uint64(uint64(man.Steps))},
+		{Key: "nanoserve.train.seed", Value: gguf.Uint64(man.Seed)},
+		{Key: "nanoserve.train.tokens", Value: gguf.Uint64(uint64(man.Tokens))},
+		{Key: "nanoserve.train.hyperparameters", Value: gguf.String(man.Hyperparams)},
+		{Key: "nanoserve.train.command", Value: gguf.String(man.Command)},
+		{Key: "nanoserve.train.train_loss", Value: gguf.Float64(man.TrainLoss)},
+		{Key: "nanoserve.train.heldout_loss", Value: gguf.Float64(man.HeldOutLoss)},
+		{Key: "nanoserve.train.heldout_bpb", Value: gguf.Float64(man.HeldOutBPB)},
+		{Key: "nanoserve.train.baseline_kn3_bpb", Value: gguf.Float64(man.BaselineBPB)},
+		{Key: "nanoserve.train.fim_rate", Value: gguf.Float64(man.FIMRate)},
 	}
 	if man.InitFrom != "" {
-		kv = append(kv, struct {
-			k string
-			v gguf.Value
-		}{"nanoserve.train.init_from", gguf.String(man.InitFrom)})
+		kv = append(kv, gguf.KV{Key: "nanoserve.train.init_from", Value: gguf.String(man.InitFrom)})
 	}
 	h := llamacpp.HParams{Arch: "llama", ContextLength: c.Ctx, EmbeddingLength: c.Dim, BlockCount: c.Layers,
 		FeedForwardLength: c.Hidden, HeadCount: c.Heads, HeadCountKV: c.KVHeads, RMSNormEps: float64(c.NormEps),
 		RopeFreqBase: float64(c.RopeTheta), RopeDim: c.HeadDim(), VocabSize: c.Vocab}
-	for _, e := range h.KVs() {
-		kv = append(kv, struct {
-			k string
-			v gguf.Value
-		}{e.Key, e.Value})
-	}
+	kv = append(kv, h.KVs()...)
 	vv := v
 	vv.AddBOS = false // the training data has no BOS
 	tks, err := llamacpp.VocabKVs(vv, len(v.Tokens), nil)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	for _, e := range tks {
-		kv = append(kv, struct {
-			k string
-			v gguf.Value
-		}{e.Key, e.Value})
-	}
+	kv = append(kv, tks...)
 	for _, e := range kv {
-		if err := w.AddKV(e.k, e.v); err != nil {
+		if err := w.AddKV(e.Key, e.Value); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 	}
@@ -285,19 +269,10 @@ func ReadParams(path string, c Config) ([]float32, tokenizer.Vocab, error) {
 		if ti.Cols() != t.Cols || ti.Rows() != t.Rows {
 			return fail("tensor %s is %d×%d, the requested shape needs %d×%d", t.Name, ti.Rows(), ti.Cols(), t.Rows, t.Cols)
 		}
-		dst := p[t.Off : t.Off+t.Size()]
-		switch ti.Type {
-		case tensor.F32:
-			for i := range dst {
-				dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(ti.Data[4*i:]))
-			}
-		case tensor.F16:
-			for i := range dst {
-				dst[i] = tensor.F16ToF32(binary.LittleEndian.Uint16(ti.Data[2*i:]))
-			}
-		default:
+		if ti.Type != tensor.F32 && ti.Type != tensor.F16 {
 			return fail("tensor %s is %s; want F32 or F16", t.Name, ti.Type)
 		}
+		tensor.DequantizeRow(p[t.Off:t.Off+t.Size()], ti.Type, ti.Data)
 	}
 	return p, v, nil
 }

@@ -173,11 +173,11 @@ func Run(o Options) (*Report, error) {
 		}
 		logf("initialized from %s", o.InitFrom)
 	}
-	if ck != nil {
+	switch {
+	case ck != nil:
 		vocab = ck.Vocab
-	} else if initParams != nil {
-		// the model's own tokenizer
-	} else {
+	case initParams != nil: // vocab is the model's own, read above
+	default:
 		t0 := time.Now()
 		special := []string{"<|endoftext|>"}
 		if o.FIMRate > 0 {

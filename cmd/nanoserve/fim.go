@@ -71,7 +71,7 @@ func runComplete(args []string) error {
 	ctx := g.M.ContextLen
 	mx := min(*maxTokens, ctx/2)
 	ids, err := llamacpp.InfillPrompt(g.Tok, llamacpp.InfillInput{Prefix: prefix, Suffix: suffix},
-		llamacpp.InfillBudget{Batch: ctx - mx, Predict: mx, Ctx: ctx}, *spm || g.Tok.FIM().SuffixFirst)
+		llamacpp.InfillBudget{Batch: ctx - mx, Predict: mx, Ctx: ctx}, llamacpp.SuffixFirst(g.Tok, *spm))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -181,7 +181,7 @@ func runFIMEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	g.SPM = *spmEval || g.Tok.FIM().SuffixFirst // the layout the model reads (its own, or the flag's)
+	g.SPM = llamacpp.SuffixFirst(g.Tok, *spmEval) // the layout the model reads (its own, or the flag's)
 	closeG := sync.OnceFunc(g.Close)
 	defer closeG()
 	if err := llamacpp.CheckFIM(g.Tok); err != nil {
