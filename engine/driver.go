@@ -314,6 +314,10 @@ func (e *Engine) emit(c *choice, t Token) {
 		c.res.Logprobs = append(c.res.Logprobs, t)
 	}
 	c.st.push(t)
+	if !c.st.dirty {
+		c.st.dirty = true
+		e.landed = append(e.landed, c.st)
+	}
 }
 
 // end completes c's Result; it is handed to the caller after the step,
@@ -335,13 +339,19 @@ func (e *Engine) end(c *choice, reason string, err error) {
 	e.ending = append(e.ending, c)
 }
 
-// deliver hands the results of the choices that ended to their streams
-// (outside cmu).
+// deliver wakes the readers of the streams that got tokens and hands the
+// results of the choices that ended to their streams (outside cmu).
 func (e *Engine) deliver() {
 	e.cmu.Lock()
-	ending := e.ending
-	e.ending = nil
+	ending, landed := e.ending, e.landed
+	e.ending, e.landed = nil, nil
+	for _, st := range landed {
+		st.dirty = false
+	}
 	e.cmu.Unlock()
+	for _, st := range landed {
+		st.signal()
+	}
 	for _, c := range ending {
 		c.st.finish(c.res)
 	}

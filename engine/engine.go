@@ -310,6 +310,7 @@ type Engine struct {
 	sch     *scheduler
 	scratch []float32 // (vocab) a fork's copy of the logits it shares
 	ending  []*choice // choices that ended during this step, delivered after it
+	landed  []*Stream // streams that got tokens during this step, woken after it
 }
 
 // New prepares an engine with a KV cache of opts.CacheTokens positions and
@@ -778,6 +779,7 @@ type Stream struct {
 	res    []*Result  // per choice, set when it ends
 	left   int        // choices still running
 	notify chan struct{}
+	dirty  bool // (under the engine's cmu) in the engine's landed list
 
 	yielded   []int // per choice: tokens Tokens yielded (Logprobs entries)
 	delivered []int // per choice: of those, generated ids (not Stop)
@@ -880,11 +882,13 @@ func (st *Stream) Results() []*Result {
 	return st.res
 }
 
+// push lands t; the reader is woken once per step, after it (deliver), not
+// per token: a speculative step lands several tokens, and each wake of a
+// parked reader costs the scheduler a futex call.
 func (st *Stream) push(t Token) {
 	st.mu.Lock()
 	st.toks = append(st.toks, t)
 	st.mu.Unlock()
-	st.signal()
 }
 
 func (st *Stream) finish(res *Result) {

@@ -175,7 +175,7 @@ sdone:
 // out[c] += Σ_{i<n} a[i]·v_i[c] for c < hd and the n ≥ 1 rows
 // v_i = v + i·stride (stride in bytes); hd is a positive multiple of 8.
 // Columns go 64 at a time held in Y0-Y7 across all rows (eight
-// independent FMA chains), then 8 at a time.
+// independent FMA chains), then 32 (Y0-Y3), then 8 at a time.
 TEXT ·attnAccumAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -186,7 +186,7 @@ TEXT ·attnAccumAVX2(SB), NOSPLIT, $0-48
 
 a64:
 	CMPQ    CX, $64
-	JL      a8
+	JL      a32
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
@@ -225,6 +225,35 @@ a64row:
 	ADDQ         $256, SI
 	SUBQ         $64, CX
 	JMP          a64
+
+a32:
+	CMPQ    CX, $32
+	JL      a8
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	MOVQ    SI, R11
+	MOVQ    R10, R12
+	MOVQ    R9, R13
+
+a32row:
+	VBROADCASTSS (R12), Y8
+	VFMADD231PS  (R11), Y8, Y0
+	VFMADD231PS  32(R11), Y8, Y1
+	VFMADD231PS  64(R11), Y8, Y2
+	VFMADD231PS  96(R11), Y8, Y3
+	ADDQ         $4, R12
+	ADDQ         BX, R11
+	DECQ         R13
+	JNZ          a32row
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $128, DI
+	ADDQ         $128, SI
+	SUBQ         $32, CX
 
 a8:
 	CMPQ    CX, $8
@@ -452,7 +481,7 @@ hdone:
 // attnAccumAVX2 over F16 rows: out[c] += Σ_{i<n} a[i]·v_i[c] with v_i the
 // hd halves at v + i·stride (stride in bytes); n ≥ 1, hd a positive
 // multiple of 8. Columns go 64 at a time held in Y0-Y7 across all rows,
-// then 8 at a time.
+// then 32 (Y0-Y3: four independent FMA chains, not one), then 8 at a time.
 TEXT ·attnAccumF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -463,7 +492,7 @@ TEXT ·attnAccumF16AVX2(SB), NOSPLIT, $0-48
 
 g64:
 	CMPQ    CX, $64
-	JL      g8
+	JL      g32
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
@@ -510,6 +539,39 @@ g64row:
 	ADDQ         $128, SI
 	SUBQ         $64, CX
 	JMP          g64
+
+g32:
+	CMPQ    CX, $32
+	JL      g8
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	MOVQ    SI, R11
+	MOVQ    R10, R12
+	MOVQ    R9, R13
+
+g32row:
+	VBROADCASTSS (R12), Y8
+	VCVTPH2PS    (R11), Y9
+	VCVTPH2PS    16(R11), Y10
+	VCVTPH2PS    32(R11), Y11
+	VCVTPH2PS    48(R11), Y12
+	VFMADD231PS  Y9, Y8, Y0
+	VFMADD231PS  Y10, Y8, Y1
+	VFMADD231PS  Y11, Y8, Y2
+	VFMADD231PS  Y12, Y8, Y3
+	ADDQ         $4, R12
+	ADDQ         BX, R11
+	DECQ         R13
+	JNZ          g32row
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $128, DI
+	ADDQ         $64, SI
+	SUBQ         $32, CX
 
 g8:
 	CMPQ    CX, $8

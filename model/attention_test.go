@@ -24,7 +24,7 @@ func TestAttnKernels(t *testing.T) {
 		}
 		return v
 	}
-	for _, hd := range []int{8, 16, 24, 64, 72, 128, 136} {
+	for _, hd := range []int{8, 16, 24, 32, 40, 64, 72, 96, 104, 128, 136} {
 		for _, n := range []int{1, 3, 4, 5, 8, 12, 13, 15, 16, 17, 31} {
 			stride := hd + 8*r.IntN(3)
 			q, k := fill(hd), fill(n*stride)

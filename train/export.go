@@ -119,8 +119,8 @@ func WriteGGUF(path string, c Config, p []float32, v tokenizer.Vocab, typ tensor
 
 // EvalModel returns the held-out bits per byte of a served model file
 // (any format package model loads, with its own tokenizer) on docs, in
-// windows of at most its context (ctx > 0: at most ctx), scoring at most
-// maxTokens tokens (≤ 0: all). It is how the release gate compares against a last
+// windows of at most its context (ctx > 0: at most ctx), scoring about
+// maxTokens tokens in windows spread over the whole split (≤ 0: all). It is how the release gate compares against a last
 // known-good model whose tokenizer may differ.
 func EvalModel(path string, docs []Doc, ctx, maxTokens, threads int) (float64, error) {
 	m, err := model.Load(path, model.Options{Threads: threads})
@@ -153,13 +153,19 @@ func EvalModel(path string, docs []Doc, ctx, maxTokens, threads int) (float64, e
 	if err != nil {
 		return 0, err
 	}
-	var nats float64
-	scored := 0
-	if maxTokens <= 0 {
-		maxTokens = len(toks)
+	// Windows of ctx inputs and ctx targets, starting every ctx tokens:
+	// the training evaluator's windows (newEvaluator), so a model with the
+	// same tokenizer is scored on exactly the candidate's targets; capped
+	// at maxTokens, n windows spread evenly over the stream, as there.
+	all := (len(toks) - 1 + ctx - 1) / ctx
+	n := all
+	if maxTokens > 0 {
+		n = min(all, max(1, maxTokens/ctx))
 	}
-	for start := 0; start+1 < len(toks) && scored < maxTokens; start += ctx - 1 {
-		end := min(start+ctx, len(toks))
+	var nats float64
+	for w := range n {
+		start := (w * all / n) * ctx
+		end := min(start+ctx+1, len(toks))
 		win := toks[start:end]
 		s := &kvcache.Seq{}
 		if err := cache.Reserve(s, len(win)-1); err != nil {
@@ -180,7 +186,6 @@ func EvalModel(path string, docs []Doc, ctx, maxTokens, threads int) (float64, e
 		for i := 0; i < len(win)-1; i++ {
 			row := lg[i*m.Vocab : (i+1)*m.Vocab]
 			nats += nll(row, int(win[i+1]))
-			scored++
 			if int(win[i+1]) == sep {
 				nbytes += float64(len(tk.Decode(run))) + 1 // the separator counts as one byte
 				run = run[:0]
@@ -238,43 +243,102 @@ func ReadManifest(path string) (man Manifest, ok bool, err error) {
 }
 
 // ReadParams reads back the parameters and tokenizer of a model WriteGGUF
-// wrote with shape c (F16 matrices widened to F32; c.Vocab is the file's
-// own vocabulary size): what `train --init-from` starts from. Every tensor of c's layout must be there with
-// its shape, and the RoPE base must match; the context length may differ
-// (RoPE has no parameters), so a fine-tune may lengthen it.
-func ReadParams(path string, c Config) ([]float32, tokenizer.Vocab, error) {
+// wrote (F16 matrices widened to F32; c.Vocab is the file's own vocabulary
+// size): what `train --init-from` starts from. Every tensor of c's layout
+// must be there with its shape, and the RoPE base must match; the context
+// length may differ (RoPE has no parameters), so a fine-tune may lengthen
+// it.
+//
+// c may have more layers than the file (block expansion, as LLaMA Pro
+// grows a trained model): the new blocks are spread evenly among the old
+// ones (GrowLayers), each a copy of the block before it with its two
+// residual outputs, attn_output and ffn_down, zeroed, so the grown model
+// computes exactly what the file's model computes until training moves
+// them. newLayers lists the new blocks' indices in c (nil when none).
+func ReadParams(path string, c Config) (p []float32, v tokenizer.Vocab, newLayers []int, err error) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, tokenizer.Vocab{}, fmt.Errorf("train: %w", err)
+		return nil, tokenizer.Vocab{}, nil, fmt.Errorf("train: %w", err)
 	}
 	defer f.Close()
-	fail := func(format string, a ...any) ([]float32, tokenizer.Vocab, error) {
-		return nil, tokenizer.Vocab{}, fmt.Errorf("train: init from %s: "+format, append([]any{path}, a...)...)
+	fail := func(format string, a ...any) ([]float32, tokenizer.Vocab, []int, error) {
+		return nil, tokenizer.Vocab{}, nil, fmt.Errorf("train: init from %s: "+format, append([]any{path}, a...)...)
 	}
 	if th, err := f.Float("llama.rope.freq_base"); err == nil && float32(th) != float32(c.RopeTheta) {
 		return fail("RoPE base %g, the requested shape has %g", th, c.RopeTheta)
 	}
-	v, err := llamacpp.ReadVocab(f)
+	v, err = llamacpp.ReadVocab(f)
 	if err != nil {
 		return fail("%v", err)
 	}
+	src := c.Layers
+	if n, err := f.Uint("llama.block_count"); err == nil {
+		src = int(n)
+	}
+	from, err := GrowLayers(src, c.Layers)
+	if err != nil {
+		return fail("%v", err)
+	}
+	for t, s := range from {
+		if s < 0 {
+			newLayers = append(newLayers, t)
+		}
+	}
 	c.Vocab = len(v.Tokens)
 	ts, n := c.Layout()
-	p := make([]float32, n)
+	p = make([]float32, n)
 	for _, t := range ts {
-		ti, ok := f.Tensor(t.Name)
+		name, zero := t.Name, false
+		var l int
+		var rest string
+		if k, _ := fmt.Sscanf(t.Name, "blk.%d.%s", &l, &rest); k == 2 {
+			s := from[l]
+			if s < 0 { // a new block: the one before it, its outputs zeroed
+				s = -s - 1
+				zero = rest == "attn_output.weight" || rest == "ffn_down.weight"
+			}
+			name = fmt.Sprintf("blk.%d.%s", s, rest)
+		}
+		ti, ok := f.Tensor(name)
 		if !ok {
-			return fail("no tensor %s (is it a model `nanoserve train` wrote with this shape?)", t.Name)
+			return fail("no tensor %s (is it a model `nanoserve train` wrote with this shape?)", name)
 		}
 		if ti.Cols() != t.Cols || ti.Rows() != t.Rows {
-			return fail("tensor %s is %d×%d, the requested shape needs %d×%d", t.Name, ti.Rows(), ti.Cols(), t.Rows, t.Cols)
+			return fail("tensor %s is %d×%d, the requested shape needs %d×%d", name, ti.Rows(), ti.Cols(), t.Rows, t.Cols)
 		}
 		if ti.Type != tensor.F32 && ti.Type != tensor.F16 {
-			return fail("tensor %s is %s; want F32 or F16", t.Name, ti.Type)
+			return fail("tensor %s is %s; want F32 or F16", name, ti.Type)
 		}
-		tensor.DequantizeRow(p[t.Off:t.Off+t.Size()], ti.Type, ti.Data)
+		if !zero {
+			tensor.DequantizeRow(p[t.Off:t.Off+t.Size()], ti.Type, ti.Data)
+		}
 	}
-	return p, v, nil
+	return p, v, newLayers, nil
+}
+
+// GrowLayers maps the dst layers of a grown model to the src layers of the
+// model it grows from: from[t] = s when layer t is the file's layer s, and
+// -(s+1) when t is a new block copied from layer s. The dst−src new blocks
+// are spread evenly, each after a run of old ones (4 → 6: 0 1 new 2 3 new).
+func GrowLayers(src, dst int) ([]int, error) {
+	switch {
+	case src <= 0:
+		return nil, fmt.Errorf("the model has %d layers", src)
+	case dst < src:
+		return nil, fmt.Errorf("the model has %d layers, more than the requested %d", src, dst)
+	}
+	n := dst - src
+	from := make([]int, 0, dst)
+	next := 0 // new blocks placed
+	for s := range src {
+		from = append(from, s)
+		// new block i goes after old layer ⌈(i+1)·src/n⌉−1
+		for next < n && ((next+1)*src+n-1)/n-1 == s {
+			from = append(from, -(s + 1))
+			next++
+		}
+	}
+	return from, nil
 }
 
 // KeyFIMEval holds the fill-in-the-middle evaluation of a trained model

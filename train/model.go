@@ -64,6 +64,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"nanoserve/tensor"
+	"slices"
 )
 
 // Float is the element type of a model: float32 to train, float64 for the
@@ -237,7 +238,30 @@ type Net[T Float] struct {
 	dg                               []T // (threads, D) per-worker norm-gain gradients
 	es                               []T // (N, F) e^-gate scratch of the SiLU backward
 	as                               []*attnScratch
+	// only, when set (TrainOnly), are the layers whose gradients Backward
+	// computes; the rest, embeddings and head included, get none, and
+	// nothing is propagated below the lowest of them.
+	only []bool
 }
+
+// TrainOnly restricts Backward to the gradients of the given layers' tensors
+// (every other gradient stays as it was, zero after a clear): a frozen
+// model's weight gradients are skipped, and so is the whole backward below
+// the lowest trained layer. nil restores full gradients.
+func (n *Net[T]) TrainOnly(layers []int) {
+	n.only = nil
+	if layers == nil {
+		return
+	}
+	n.only = make([]bool, n.Cfg.Layers)
+	for _, l := range layers {
+		n.only[l] = true
+	}
+}
+
+// trains reports whether Backward computes layer l's gradients (l = -1:
+// the embeddings and head).
+func (n *Net[T]) trains(l int) bool { return n.only == nil || l >= 0 && n.only[l] }
 
 // NewNet makes a network over parameters p (not copied). threads is the
 // worker count (goroutines for attention; the tensor pool for float32
@@ -565,15 +589,27 @@ func (n *Net[T]) Backward(targets []int, w []float32, norm float64) {
 	n.es = grow(n.es, N*f)
 
 	// output projection and final norm
-	n.mm.matmulBackW(n.G[n.out:n.out+V*d], dl, n.hf, N, V, d)
+	if n.trains(-1) {
+		n.mm.matmulBackW(n.G[n.out:n.out+V*d], dl, n.hf, N, V, d)
+	}
 	n.mm.matmulBackX(n.dh, dl, n.P[n.out:n.out+V*d], N, V, d)
 	clear(n.dx)
 	n.rmsnormBack(n.dx, n.G[n.outNorm:n.outNorm+d], n.dh, n.a[c.Layers-1].xout, n.rf, n.P[n.outNorm:n.outNorm+d], N, d)
 
-	for l := c.Layers - 1; l >= 0; l-- {
+	low := 0 // the lowest layer the gradient must reach
+	if n.only != nil {
+		low = slices.Index(n.only, true)
+		if low < 0 {
+			return
+		}
+	}
+	for l := c.Layers - 1; l >= low; l-- {
 		a, lo := &n.a[l], n.lo[l]
+		tw := n.trains(l) // this layer's weight gradients
 		// FFN: xout = x2 + m·Wdownᵀ
-		n.mm.matmulBackW(n.G[lo.wdown:lo.wdown+d*f], n.dx, a.m, N, d, f)
+		if tw {
+			n.mm.matmulBackW(n.G[lo.wdown:lo.wdown+d*f], n.dx, a.m, N, d, f)
+		}
 		n.mm.matmulBackX(n.dm, n.dx, n.P[lo.wdown:lo.wdown+d*f], N, d, f)
 		n.mm.rows(N, func(lo, hi, _ int) {
 			for i := lo; i < hi; i++ {
@@ -599,17 +635,26 @@ func (n *Net[T]) Backward(targets []int, w []float32, norm float64) {
 				}
 			}
 		})
-		n.mm.matmulBackW(n.G[lo.wgu:lo.wgu+2*f*d], n.dgu, a.h2, N, 2*f, d)
+		if tw {
+			n.mm.matmulBackW(n.G[lo.wgu:lo.wgu+2*f*d], n.dgu, a.h2, N, 2*f, d)
+		}
 		n.mm.matmulBackX(n.dh, n.dgu, n.P[lo.wgu:lo.wgu+2*f*d], N, 2*f, d)
 		n.rmsnormBack(n.dx, n.G[lo.ffnNorm:lo.ffnNorm+d], n.dh, a.x2, a.r2, n.P[lo.ffnNorm:lo.ffnNorm+d], N, d)
 		// attention: x2 = xin + ao·Woᵀ
-		n.mm.matmulBackW(n.G[lo.wo:lo.wo+d*qd], n.dx, a.ao, N, d, qd)
+		if tw {
+			n.mm.matmulBackW(n.G[lo.wo:lo.wo+d*qd], n.dx, a.ao, N, d, qd)
+		}
 		n.mm.matmulBackX(n.dao, n.dx, n.P[lo.wo:lo.wo+d*qd], N, d, qd)
 		n.attentionBack(a)
 		n.rope(n.dqkv, b, t, true)
-		n.mm.matmulBackW(n.G[lo.wqkv:lo.wqkv+(qd+2*kvd)*d], n.dqkv, a.h1, N, qd+2*kvd, d)
+		if tw {
+			n.mm.matmulBackW(n.G[lo.wqkv:lo.wqkv+(qd+2*kvd)*d], n.dqkv, a.h1, N, qd+2*kvd, d)
+		}
 		n.mm.matmulBackX(n.dh, n.dqkv, n.P[lo.wqkv:lo.wqkv+(qd+2*kvd)*d], N, qd+2*kvd, d)
 		n.rmsnormBack(n.dx, n.G[lo.attnNorm:lo.attnNorm+d], n.dh, a.xin, a.r1, n.P[lo.attnNorm:lo.attnNorm+d], N, d)
+	}
+	if !n.trains(-1) {
+		return
 	}
 	for i, id := range n.tokens {
 		ge := n.G[n.emb+id*d : n.emb+(id+1)*d]

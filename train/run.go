@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"nanoserve/gguf"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
@@ -54,15 +55,20 @@ type Options struct {
 	// package wrote (ReadParams) instead of a fresh initialization: a
 	// fine-tune, with a fresh optimizer and schedule. Not with Resume from
 	// an existing checkpoint (the checkpoint wins).
-	InitFrom  string
-	BPEBytes  int // cap on text used to train the tokenizer (0: 8 MB)
-	Batch     int // sequences per step
-	Steps     int
-	LR, MinLR float64
-	Warmup    int
-	WD, Clip  float64
-	Seed      uint64
-	Threads   int
+	InitFrom string
+	// FreezeInit trains only the blocks that growing added (the requested
+	// shape has more layers than InitFrom's model; ReadParams): the
+	// model's own weights stay as they are, so what it could do it still
+	// does (LLaMA Pro's block expansion). The same flags resume it.
+	FreezeInit bool
+	BPEBytes   int // cap on text used to train the tokenizer (0: 8 MB)
+	Batch      int // sequences per step
+	Steps      int
+	LR, MinLR  float64
+	Warmup     int
+	WD, Clip   float64
+	Seed       uint64
+	Threads    int
 
 	EvalEvery  int // steps between held-out evaluations (0: only at the end)
 	EvalTokens int // held-out tokens scored per evaluation (0: 32768)
@@ -159,8 +165,9 @@ func Run(o Options) (*Report, error) {
 	var vocab tokenizer.Vocab
 	var initParams []float32
 	var initDesc string
+	var newLayers []int // blocks growing added (InitFrom)
 	if ck == nil && o.InitFrom != "" {
-		if initParams, vocab, err = ReadParams(o.InitFrom, o.Shape); err != nil {
+		if initParams, vocab, newLayers, err = ReadParams(o.InitFrom, o.Shape); err != nil {
 			return nil, err
 		}
 		if man, ok, _ := ReadManifest(o.InitFrom); ok {
@@ -171,7 +178,37 @@ func Run(o Options) (*Report, error) {
 		} else {
 			initDesc = o.InitFrom
 		}
+		if newLayers != nil {
+			initDesc += fmt.Sprintf("; grown to %d layers (new blocks %v", o.Shape.Layers, newLayers)
+			if o.FreezeInit {
+				initDesc += ", the only ones trained"
+			}
+			initDesc += ")"
+		}
 		logf("initialized from %s", o.InitFrom)
+	}
+	if o.FreezeInit {
+		if o.InitFrom == "" {
+			return nil, errors.New("train: freezing the initial weights needs a model to start from (--init-from)")
+		}
+		if ck != nil { // resumed: the same flags say which blocks are new
+			src, err := modelLayers(o.InitFrom)
+			if err != nil {
+				return nil, err
+			}
+			from, err := GrowLayers(src, o.Shape.Layers)
+			if err != nil {
+				return nil, fmt.Errorf("train: init from %s: %v", o.InitFrom, err)
+			}
+			for t, s := range from {
+				if s < 0 {
+					newLayers = append(newLayers, t)
+				}
+			}
+		}
+		if newLayers == nil {
+			return nil, fmt.Errorf("train: freezing the initial weights leaves nothing to train: %s already has %d layers (ask for more with --layers)", o.InitFrom, o.Shape.Layers)
+		}
 	}
 	switch {
 	case ck != nil:
@@ -265,6 +302,12 @@ func Run(o Options) (*Report, error) {
 	}
 	defer net.Close()
 	ts, _ := cfg.Layout()
+	var frozen []Tensor // not updated (FreezeInit); their gradients are dropped before clipping
+	if o.FreezeInit {
+		ts, frozen = splitTrainable(ts, newLayers)
+		net.TrainOnly(newLayers)
+		logf("training only the new blocks %v", newLayers)
+	}
 	logf("model: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d, ctx %d: %d parameters",
 		cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Hidden, cfg.Vocab, cfg.Ctx, len(params))
 
@@ -309,6 +352,9 @@ func Run(o Options) (*Report, error) {
 		loss := sum / cnt
 		clear(net.G)
 		net.Backward(tg, wt, cnt)
+		for _, t := range frozen {
+			clear(net.G[t.Off : t.Off+t.Size()])
+		}
 		ClipGrad(net.G, o.Clip)
 		lr := sched.At(step)
 		opt.Update(params, net.G, lr, ts)
@@ -569,4 +615,33 @@ func (e *evaluator) evalKN(m *KN3) float64 {
 		}
 	}
 	return bits / float64(nbytes)
+}
+
+// splitTrainable splits ts into the tensors of the layers in train and the
+// rest.
+func splitTrainable(ts []Tensor, train []int) (trainable, frozen []Tensor) {
+	for _, t := range ts {
+		var l int
+		var rest string
+		if k, _ := fmt.Sscanf(t.Name, "blk.%d.%s", &l, &rest); k == 2 && slices.Contains(train, l) {
+			trainable = append(trainable, t)
+		} else {
+			frozen = append(frozen, t)
+		}
+	}
+	return trainable, frozen
+}
+
+// modelLayers is the block count of the GGUF model at path.
+func modelLayers(path string) (int, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("train: %w", err)
+	}
+	defer f.Close()
+	n, err := f.Uint("llama.block_count")
+	if err != nil {
+		return 0, fmt.Errorf("train: %s: %w", path, err)
+	}
+	return int(n), nil
 }

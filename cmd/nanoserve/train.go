@@ -35,6 +35,7 @@ func runTrain(args []string) error {
 	fs.IntVar(&o.FIMChunkTokens, "fim-chunk", 0, "tokens per chunk the documents are cut into before some become FIM samples (0: the context)")
 	fs.Float64Var(&o.FIMLineStart, "fim-line-start", 0, "fraction of rest-of-line FIM middles that start right after the indentation (0: at a random character)")
 	fs.StringVar(&o.InitFrom, "init-from", "", "start from this model's weights and tokenizer (a GGUF `nanoserve train` wrote with the same shape): fine-tune with a fresh optimizer")
+	fs.BoolVar(&o.FreezeInit, "freeze-init", false, "with --init-from and more --layers than that model: train only the new blocks (the others keep their weights; block expansion)")
 	fs.IntVar(&o.BPEBytes, "bpe-bytes", 8<<20, "bytes of training text used to learn the tokenizer")
 	fs.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fs.IntVar(&o.Steps, "steps", 1000, "optimizer steps")
