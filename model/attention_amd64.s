@@ -175,7 +175,8 @@ sdone:
 // out[c] += Σ_{i<n} a[i]·v_i[c] for c < hd and the n ≥ 1 rows
 // v_i = v + i·stride (stride in bytes); hd is a positive multiple of 8.
 // Columns go 64 at a time held in Y0-Y7 across all rows (eight
-// independent FMA chains), then 32 (Y0-Y3), then 8 at a time.
+// independent FMA chains), then 32 (two rows a step into Y0-Y3 and
+// Y4-Y7, added at the end), then 8 at a time.
 TEXT ·attnAccumAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -227,33 +228,63 @@ a64row:
 	JMP          a64
 
 a32:
+	// Two rows a step into two sets of four accumulators (eight
+	// independent FMA chains: one chain would wait on the FMA latency),
+	// added at the end.
 	CMPQ    CX, $32
 	JL      a8
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
 	VMOVUPS 96(DI), Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
 	MOVQ    SI, R11
 	MOVQ    R10, R12
 	MOVQ    R9, R13
+	SUBQ    $2, R13
+	JL      a32one
 
-a32row:
+a32pair:
+	VBROADCASTSS (R12), Y8
+	VBROADCASTSS 4(R12), Y9
+	LEAQ         (R11)(BX*1), R8
+	VFMADD231PS  (R11), Y8, Y0
+	VFMADD231PS  32(R11), Y8, Y1
+	VFMADD231PS  64(R11), Y8, Y2
+	VFMADD231PS  96(R11), Y8, Y3
+	VFMADD231PS  (R8), Y9, Y4
+	VFMADD231PS  32(R8), Y9, Y5
+	VFMADD231PS  64(R8), Y9, Y6
+	VFMADD231PS  96(R8), Y9, Y7
+	ADDQ         $8, R12
+	LEAQ         (R11)(BX*2), R11
+	SUBQ         $2, R13
+	JGE          a32pair
+
+a32one:
+	ADDQ         $2, R13 // rows left: 0 or 1
+	JZ           a32sum
 	VBROADCASTSS (R12), Y8
 	VFMADD231PS  (R11), Y8, Y0
 	VFMADD231PS  32(R11), Y8, Y1
 	VFMADD231PS  64(R11), Y8, Y2
 	VFMADD231PS  96(R11), Y8, Y3
-	ADDQ         $4, R12
-	ADDQ         BX, R11
-	DECQ         R13
-	JNZ          a32row
-	VMOVUPS      Y0, (DI)
-	VMOVUPS      Y1, 32(DI)
-	VMOVUPS      Y2, 64(DI)
-	VMOVUPS      Y3, 96(DI)
-	ADDQ         $128, DI
-	ADDQ         $128, SI
-	SUBQ         $32, CX
+
+a32sum:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	SUBQ    $32, CX
 
 a8:
 	CMPQ    CX, $8
@@ -481,7 +512,7 @@ hdone:
 // attnAccumAVX2 over F16 rows: out[c] += Σ_{i<n} a[i]·v_i[c] with v_i the
 // hd halves at v + i·stride (stride in bytes); n ≥ 1, hd a positive
 // multiple of 8. Columns go 64 at a time held in Y0-Y7 across all rows,
-// then 32 (Y0-Y3: four independent FMA chains, not one), then 8 at a time.
+// then 32 (two rows a step, as attnAccumAVX2), then 8 at a time.
 TEXT ·attnAccumF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -541,37 +572,73 @@ g64row:
 	JMP          g64
 
 g32:
+	// As a32: two rows a step, eight FMA chains.
 	CMPQ    CX, $32
 	JL      g8
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
 	VMOVUPS 96(DI), Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
 	MOVQ    SI, R11
 	MOVQ    R10, R12
 	MOVQ    R9, R13
+	SUBQ    $2, R13
+	JL      g32one
 
-g32row:
+g32pair:
 	VBROADCASTSS (R12), Y8
-	VCVTPH2PS    (R11), Y9
-	VCVTPH2PS    16(R11), Y10
-	VCVTPH2PS    32(R11), Y11
-	VCVTPH2PS    48(R11), Y12
-	VFMADD231PS  Y9, Y8, Y0
-	VFMADD231PS  Y10, Y8, Y1
-	VFMADD231PS  Y11, Y8, Y2
-	VFMADD231PS  Y12, Y8, Y3
-	ADDQ         $4, R12
-	ADDQ         BX, R11
-	DECQ         R13
-	JNZ          g32row
-	VMOVUPS      Y0, (DI)
-	VMOVUPS      Y1, 32(DI)
-	VMOVUPS      Y2, 64(DI)
-	VMOVUPS      Y3, 96(DI)
-	ADDQ         $128, DI
-	ADDQ         $64, SI
-	SUBQ         $32, CX
+	VBROADCASTSS 4(R12), Y9
+	LEAQ         (R11)(BX*1), R8
+	VCVTPH2PS    (R11), Y10
+	VCVTPH2PS    16(R11), Y11
+	VCVTPH2PS    32(R11), Y12
+	VCVTPH2PS    48(R11), Y13
+	VFMADD231PS  Y10, Y8, Y0
+	VFMADD231PS  Y11, Y8, Y1
+	VFMADD231PS  Y12, Y8, Y2
+	VFMADD231PS  Y13, Y8, Y3
+	VCVTPH2PS    (R8), Y10
+	VCVTPH2PS    16(R8), Y11
+	VCVTPH2PS    32(R8), Y12
+	VCVTPH2PS    48(R8), Y13
+	VFMADD231PS  Y10, Y9, Y4
+	VFMADD231PS  Y11, Y9, Y5
+	VFMADD231PS  Y12, Y9, Y6
+	VFMADD231PS  Y13, Y9, Y7
+	ADDQ         $8, R12
+	LEAQ         (R11)(BX*2), R11
+	SUBQ         $2, R13
+	JGE          g32pair
+
+g32one:
+	ADDQ         $2, R13 // rows left: 0 or 1
+	JZ           g32sum
+	VBROADCASTSS (R12), Y8
+	VCVTPH2PS    (R11), Y10
+	VCVTPH2PS    16(R11), Y11
+	VCVTPH2PS    32(R11), Y12
+	VCVTPH2PS    48(R11), Y13
+	VFMADD231PS  Y10, Y8, Y0
+	VFMADD231PS  Y11, Y8, Y1
+	VFMADD231PS  Y12, Y8, Y2
+	VFMADD231PS  Y13, Y8, Y3
+
+g32sum:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, DI
+	ADDQ    $64, SI
+	SUBQ    $32, CX
 
 g8:
 	CMPQ    CX, $8
