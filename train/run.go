@@ -82,7 +82,7 @@ type Options struct {
 	Checkpoint      string       // checkpoint path ("" : none)
 	CheckpointEvery int
 	Resume          bool   // continue from Checkpoint if it exists
-	StopAfter       int    // stop (after checkpointing) at this step, for tests (0: never)
+	StopAfter       int    // stop (after checkpointing) at this step, as if interrupted (0: never)
 	Command         string // reproduction command for the manifest
 
 	Log      io.Writer // progress and logs (nil: discard)
@@ -401,14 +401,17 @@ func Run(o Options) (*Report, error) {
 		fmt.Fprintln(o.Log)
 	}
 	el := time.Since(tstart).Seconds()
-	rep.TokensPerSec = float64((o.Steps-start)*o.Batch*T) / el
+	ran := max(o.Steps-start, 0) // a checkpoint past --steps is only evaluated
+	if ran > 0 {
+		rep.TokensPerSec = float64(ran*o.Batch*T) / el
+	}
 	rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
 	if o.FinalEvalTokens != o.EvalTokens {
 		ev = newEvaluator(heldToks, tbytes, T, o.Batch, o.FinalEvalTokens)
 	}
 	rep.HeldOutLoss, rep.HeldOutBPB = ev.eval(net)
 	logf("final evaluation on %d held-out tokens", min(len(ev.starts)*T, len(heldToks)-1))
-	logf("trained %d steps in %.0fs (%.0f tokens/s): held-out loss %.4f, %.4f bits/byte", o.Steps-start, el, rep.TokensPerSec, rep.HeldOutLoss, rep.HeldOutBPB)
+	logf("trained %d steps in %.0fs (%.0f tokens/s): held-out loss %.4f, %.4f bits/byte", ran, el, rep.TokensPerSec, rep.HeldOutLoss, rep.HeldOutBPB)
 
 	kn := NewKN3(trainToks, cfg.Vocab)
 	rep.BaselineBPB = ev.evalKN(kn)

@@ -53,6 +53,7 @@ func runTrain(args []string) error {
 	fs.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint file (written every --checkpoint-every steps)")
 	fs.IntVar(&o.CheckpointEvery, "checkpoint-every", 200, "steps between checkpoints")
 	fs.BoolVar(&o.Resume, "resume", false, "continue from --checkpoint if it exists")
+	fs.IntVar(&o.StopAfter, "stop-after", 0, "stop after this step, checkpointed, as if interrupted (the schedule stays --steps long; a later run with --steps at most this step only evaluates and writes the model)")
 	dtype := fs.String("dtype", "f16", "weight type of the written matrices: f16 or f32")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
