@@ -219,6 +219,7 @@ func (e *Engine) verify(s *seq, logits []float32) sampled {
 // were accepted, and adapts c's proposal length.
 func (e *Engine) specStats(c *choice, k, a int) {
 	c.spec.update(k, a)
+	e.specAll.update(k, a)
 	e.mu.Lock()
 	e.stats.SpecDrafts++
 	e.stats.SpecDraftTokens += int64(k)
@@ -237,6 +238,13 @@ func (e *Engine) propose(s *seq, room int) []int {
 		return s.draft[:0]
 	}
 	k := min(room, e.spec.K)
+	if !c.spec.seeded {
+		// A new sequence starts from the engine's recent acceptance, not
+		// from an uninformed prior: on a tiny model the prior alone would
+		// not pay for a proposal, and the sequence would wait for its
+		// first probe.
+		c.spec.hits, c.spec.trials, c.spec.seeded = e.specAll.hits, e.specAll.trials, true
+	}
 	if !e.spec.Fixed {
 		a, b, ok := e.cost.fit()
 		k = c.spec.choose(k, len(e.sch.running), a, b, ok)

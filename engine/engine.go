@@ -311,6 +311,7 @@ type Engine struct {
 	scratch []float32 // (vocab) a fork's copy of the logits it shares
 	ending  []*choice // choices that ended during this step, delivered after it
 	landed  []*Stream // streams that got tokens during this step, woken after it
+	specAll specState // every verification's record: where new sequences' acceptance starts
 }
 
 // New prepares an engine with a KV cache of opts.CacheTokens positions and

@@ -140,16 +140,20 @@ func equalInts(a, b []int) bool {
 // token's cost lost on a model where speculation never pays). On a big
 // model, where a step's time is mostly reading the weights (a ≫ b), k
 // grows to K as soon as α is fair; on a tiny one, where each token costs
-// its own compute (b ≫ a), only near-certain proposals are verified.
+// its own compute (b ≫ a), only near-certain proposals are verified. A new
+// sequence starts from the engine's record of recent verifications
+// (Engine.specAll), so a request on a workload that speculates well does
+// not first wait for a probe.
 
 // specProbe is how many decode steps a sequence that does not speculate
 // waits before it verifies one proposal anyway.
-const specProbe = 64
+const specProbe = 16
 
 // specState is one choice's acceptance record.
 type specState struct {
 	hits, trials float64 // decayed: proposals accepted, proposals examined
 	idle         int     // decode steps without a verification
+	seeded       bool    // started from the engine-wide record (Engine.specAll)
 }
 
 // specAlphaDecay weighs a sequence's earlier verifications.

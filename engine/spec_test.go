@@ -723,6 +723,42 @@ func TestSpecChooseK(t *testing.T) {
 	}
 }
 
+// A new sequence starts from the engine's record of recent verifications:
+// on a tiny model (each verified token costs about a decode step) the
+// uninformed prior proposes nothing, so without the record every request
+// would decode plainly until its first probe; after a run of accepted
+// proposals the next request proposes from its first step, and after a
+// run of rejections it does not.
+func TestSpecSeededFromEngine(t *testing.T) {
+	e := &Engine{spec: SpecOptions{K: 8}, proposer: &Ngram{Min: 2, Max: 4}, vocab: 100, sch: &scheduler{}}
+	e.stats.SpecAcceptedPerPos = make([]int64, 8)
+	for range 10 { // a = 30 µs, b = 50 µs a token
+		e.cost.observe(1, 80e-6)
+		e.cost.observe(9, 480e-6)
+	}
+	toks := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3} // "1 2 3" recurs: 4 … 9 1 2 follow
+	fresh := func() *seq {
+		s := &seq{tokens: toks, c: &choice{out: &output{}, res: &Result{}}}
+		e.sch.running = []*seq{s}
+		return s
+	}
+	if d := e.propose(fresh(), 8); len(d) != 0 {
+		t.Fatalf("no record yet, tiny-model costs: proposed %v", d)
+	}
+	for range 10 {
+		e.specStats(&choice{}, 8, 8)
+	}
+	if d := e.propose(fresh(), 8); !slices.Equal(d, toks[3:11]) {
+		t.Errorf("after accepted runs a new sequence proposed %v, want %v", d, toks[3:11])
+	}
+	for range 10 {
+		e.specStats(&choice{}, 8, 0)
+	}
+	if d := e.propose(fresh(), 8); len(d) != 0 {
+		t.Errorf("after rejections a new sequence proposed %v", d)
+	}
+}
+
 // Prompt lookup proposes what followed the longest suffix that occurs
 // earlier (2 to 4 tokens), at its latest occurrence, at most k tokens, and
 // nothing without a match.
