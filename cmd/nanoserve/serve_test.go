@@ -243,10 +243,10 @@ func TestSpecFlags(t *testing.T) {
 
 // TestKVCacheType: --kv-cache-type reaches the engine's cache (bytes per
 // position: f16 half of f32, q8_0 34 per 32 values on the built-in model's
-// 2·4 layers × 64 kv_dim), and q8_0 on a model whose head dim is not
+// 2·6 layers × 64 kv_dim), and q8_0 on a model whose head dim is not
 // whole 32-value blocks is refused naming the flag and the reason.
 func TestKVCacheType(t *testing.T) {
-	for typ, perTok := range map[string]int64{"f32": 2 * 4 * 64 * 4, "f16": 2 * 4 * 64 * 2, "q8_0": 2 * 4 * 2 * 34, "": 2 * 4 * 64 * 2} {
+	for typ, perTok := range map[string]int64{"f32": 2 * 6 * 64 * 4, "f16": 2 * 6 * 64 * 2, "q8_0": 2 * 6 * 2 * 34, "": 2 * 6 * 64 * 2} {
 		mf := modelFlags{threads: 1, kvType: typ}
 		m, err := mf.load()
 		if err != nil {
@@ -268,9 +268,9 @@ func TestKVCacheType(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]int64{"f32": 2048, "f16": 1024, "q8_0": 544}
-			if !maps.Equal(info.KVBytesByType, want) || info.KVBytesPerTok != 1024 {
-				t.Errorf("inspect: %d bytes per token, by type %v; want 1024, %v", info.KVBytesPerTok, info.KVBytesByType, want)
+			want := map[string]int64{"f32": 3072, "f16": 1536, "q8_0": 816}
+			if !maps.Equal(info.KVBytesByType, want) || info.KVBytesPerTok != 1536 {
+				t.Errorf("inspect: %d bytes per token, by type %v; want 1536, %v", info.KVBytesPerTok, info.KVBytesByType, want)
 			}
 		}
 		m.Close()
