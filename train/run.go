@@ -166,10 +166,29 @@ func Run(o Options) (*Report, error) {
 	var initParams []float32
 	var initDesc string
 	var newLayers []int // blocks growing added (InitFrom)
-	if ck == nil && o.InitFrom != "" {
-		if initParams, vocab, newLayers, err = ReadParams(o.InitFrom, o.Shape); err != nil {
-			return nil, err
+	if o.InitFrom != "" {
+		if ck == nil {
+			if initParams, vocab, newLayers, err = ReadParams(o.InitFrom, o.Shape); err != nil {
+				return nil, err
+			}
+			logf("initialized from %s", o.InitFrom)
+		} else { // resumed: the same flags say which blocks are new
+			src, err := modelLayers(o.InitFrom)
+			if err != nil {
+				return nil, err
+			}
+			from, err := GrowLayers(src, o.Shape.Layers)
+			if err != nil {
+				return nil, fmt.Errorf("train: init from %s: %v", o.InitFrom, err)
+			}
+			for t, s := range from {
+				if s < 0 {
+					newLayers = append(newLayers, t)
+				}
+			}
 		}
+		// The manifest's lineage, the same whether this run started the
+		// fine-tune or resumed it.
 		if man, ok, _ := ReadManifest(o.InitFrom); ok {
 			initDesc = fmt.Sprintf("%s (%d steps, %d tokens, held-out %.4f bits/byte): %s", o.InitFrom, man.Steps, man.Tokens, man.HeldOutBPB, man.Command)
 			if man.InitFrom != "" {
@@ -185,26 +204,10 @@ func Run(o Options) (*Report, error) {
 			}
 			initDesc += ")"
 		}
-		logf("initialized from %s", o.InitFrom)
 	}
 	if o.FreezeInit {
 		if o.InitFrom == "" {
 			return nil, errors.New("train: freezing the initial weights needs a model to start from (--init-from)")
-		}
-		if ck != nil { // resumed: the same flags say which blocks are new
-			src, err := modelLayers(o.InitFrom)
-			if err != nil {
-				return nil, err
-			}
-			from, err := GrowLayers(src, o.Shape.Layers)
-			if err != nil {
-				return nil, fmt.Errorf("train: init from %s: %v", o.InitFrom, err)
-			}
-			for t, s := range from {
-				if s < 0 {
-					newLayers = append(newLayers, t)
-				}
-			}
 		}
 		if newLayers == nil {
 			return nil, fmt.Errorf("train: freezing the initial weights leaves nothing to train: %s already has %d layers (ask for more with --layers)", o.InitFrom, o.Shape.Layers)
@@ -421,8 +424,8 @@ func Run(o Options) (*Report, error) {
 		return rep, nil
 	}
 	man := Manifest{
-		Corpus: corpus.Desc, CorpusSHA256: corpus.SHA256, Steps: o.Steps, Seed: o.Seed,
-		Tokens: int64(o.Steps) * int64(o.Batch*T), TrainLoss: smooth, HeldOutLoss: rep.HeldOutLoss,
+		Corpus: corpus.Desc, CorpusSHA256: corpus.SHA256, Steps: max(o.Steps, start), Seed: o.Seed,
+		Tokens: int64(max(o.Steps, start)) * int64(o.Batch*T), TrainLoss: smooth, HeldOutLoss: rep.HeldOutLoss,
 		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: o.Command,
 		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)%s",
 			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip, fimDesc(o)),

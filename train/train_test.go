@@ -312,6 +312,30 @@ func TestShakespeare(t *testing.T) {
 	if man, _, _ := ReadManifest(cand); !strings.Contains(man.InitFrom, "grown to") {
 		t.Errorf("grown model's manifest init_from %q", man.InitFrom)
 	}
+	// Stopped part way (--stop-after) and written by a resume whose --steps
+	// the checkpoint has reached: its manifest still tells the lineage and
+	// the steps trained.
+	d6 := t.TempDir()
+	o6 := shakespeareOptions(t, d6)
+	o6.InitFrom, o6.Prev, o6.FreezeInit = o.Out, o.Out, true
+	o6.Shape.Layers = src + 2
+	o6.Steps, o6.StopAfter, o6.Checkpoint, o6.Resume = 10, 4, filepath.Join(d6, "ck"), true
+	if _, err := Run(o6); err != nil {
+		t.Fatal(err)
+	}
+	o6.Steps, o6.StopAfter = 1, 0
+	rep6, err := Run(o6)
+	if err != nil && !errors.Is(err, ErrNotPromoted) {
+		t.Fatal(err)
+	}
+	cand = rep6.CandidatePath
+	if rep6.Promoted {
+		cand = o6.Out
+	}
+	if man, _, _ := ReadManifest(cand); man.Steps != 4 || !strings.Contains(man.InitFrom, "grown to") {
+		t.Errorf("resumed past --steps: manifest steps %d, init_from %q", man.Steps, man.InitFrom)
+	}
+
 	o5.Shape.Layers = src
 	if _, err := Run(o5); err == nil || !strings.Contains(err.Error(), "nothing to train") {
 		t.Errorf("freezing without growing: %v", err)
