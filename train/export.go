@@ -279,11 +279,7 @@ func ReadParams(path string, c Config) (p []float32, v tokenizer.Vocab, newLayer
 	if err != nil {
 		return fail("%v", err)
 	}
-	for t, s := range from {
-		if s < 0 {
-			newLayers = append(newLayers, t)
-		}
-	}
+	newLayers = newBlocks(from)
 	c.Vocab = len(v.Tokens)
 	ts, n := c.Layout()
 	p = make([]float32, n)
@@ -339,6 +335,18 @@ func GrowLayers(src, dst int) ([]int, error) {
 		}
 	}
 	return from, nil
+}
+
+// newBlocks lists the layers of a GrowLayers map that are new blocks (nil:
+// none).
+func newBlocks(from []int) []int {
+	var out []int
+	for t, s := range from {
+		if s < 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // KeyFIMEval holds the fill-in-the-middle evaluation of a trained model

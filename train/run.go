@@ -181,11 +181,7 @@ func Run(o Options) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("train: init from %s: %v", o.InitFrom, err)
 			}
-			for t, s := range from {
-				if s < 0 {
-					newLayers = append(newLayers, t)
-				}
-			}
+			newLayers = newBlocks(from)
 		}
 		// The manifest's lineage, the same whether this run started the
 		// fine-tune or resumed it.
