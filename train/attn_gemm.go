@@ -16,35 +16,48 @@ import (
 //	dQ = dS·K                                         MatMul(Kᵀ, dS)
 //	dK += dSᵀ·Q, dV += Pᵀ·dO                          MatMul(Qᵀ, dSᵀ), MatMul(dOᵀ, Pᵀ)
 //
-// The products run over the full T×T square (the masked half is zero),
-// twice the scalar loop's arithmetic, but on the vector kernel.
+// The query rows go in causal blocks of B (Net.attnBlock): block [q0, q1)
+// sees keys [0, q1) only, so the products skip the masked upper triangle
+// except inside the diagonal blocks. At T = 1024, B = 128 that is 36 of 64
+// (B, B) tiles: 56% of the full square's arithmetic, and of its transposes.
+// Each block's S (then P, dP, dS) is a contiguous (B, q1) matrix; P is also
+// stored for the backward in rows of T, of which only the block's first q1
+// columns are written (zero past the diagonal) and read.
 //
 // Jobs are (sequence, kv head) pairs — a kv head's query heads share its
 // dK and dV rows, so no two jobs write the same gradient — spread over the
 // workers, each with its own scratch and single-threaded GEMM pool.
 type attnScratch struct {
-	q, k, v, kt, vt, qt, o, do, dot, s, st, ds, dq, dk, dv []float32
+	q, k, v, kt, vt, qt, o, do, dot, dq, dk, dv, tmp []float32 // (T, hd) or (hd, T)
+	blk                                              []float32 // (B, T): a block's S, P, dP, dS
+	st                                               []float32 // (T, B): a block transposed
+	wb                                               []float32 // (hd, T): columns of Kᵀ or Vᵀ
+	wb2                                              []float32 // (hd, B): columns of Qᵀ or dOᵀ
 }
+
+// attnBlockRows is the default query rows per causal block: (128, 1024)
+// float32 blocks of S are 512 KiB, in L2 with the 32-wide K and V.
+const attnBlockRows = 128
 
 // inline is the nil Pool: a product inside a parallel job runs on the
 // worker that claimed the job (borrowed scratch, no allocation).
 var inline *tensor.Pool
 
-// attnBufs returns one scratch per worker, sized for the current T.
-func (n *Net[T]) attnBufs() []*attnScratch {
+// attnBufs returns one scratch per worker, sized for the current T, and the
+// block rows B.
+func (n *Net[T]) attnBufs() ([]*attnScratch, int) {
 	t, hd := n.t, n.Cfg.HeadDim()
+	bl := max(1, min(n.attnBlock, t))
 	for len(n.as) < n.mm.threads {
 		n.as = append(n.as, &attnScratch{})
 	}
 	for _, s := range n.as {
-		for _, p := range []*[]float32{&s.q, &s.k, &s.v, &s.kt, &s.vt, &s.qt, &s.o, &s.do, &s.dot, &s.dq, &s.dk, &s.dv} {
+		for _, p := range []*[]float32{&s.q, &s.k, &s.v, &s.kt, &s.vt, &s.qt, &s.o, &s.do, &s.dot, &s.dq, &s.dk, &s.dv, &s.tmp, &s.wb} {
 			*p = growF(*p, t*hd)
 		}
-		for _, p := range []*[]float32{&s.st, &s.ds} {
-			*p = growF(*p, t*t)
-		}
+		s.blk, s.st, s.wb2 = growF(s.blk, bl*t), growF(s.st, t*bl), growF(s.wb2, hd*bl)
 	}
-	return n.as
+	return n.as, bl
 }
 
 // gather copies head columns [off, off+hd) of the (rows, w) matrix src
@@ -65,6 +78,16 @@ func gather(dst, dstT, src []float32, r0, t, w, off, hd int, mul float32) {
 	}
 }
 
+// cols copies columns [c0, c1) of the (rows, ld) matrix src into dst
+// (rows, c1−c0) and returns that matrix.
+func cols(dst, src []float32, rows, ld, c0, c1 int) []float32 {
+	w := c1 - c0
+	for r := range rows {
+		copy(dst[r*w:(r+1)*w], src[r*ld+c0:r*ld+c1])
+	}
+	return dst[:rows*w]
+}
+
 func (n *Net[T]) attentionF32(a *acts[T]) {
 	c := n.Cfg
 	b, t := n.b, n.t
@@ -72,7 +95,7 @@ func (n *Net[T]) attentionF32(a *acts[T]) {
 	w := qd + 2*kvd
 	rep := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	bufs := n.attnBufs()
+	bufs, bl := n.attnBufs()
 	qkv, att, ao := f32(a.qkv), f32(a.att), f32(a.ao)
 	n.mm.parallelW(b*c.KVHeads, func(job, worker int) {
 		s := bufs[worker]
@@ -82,16 +105,24 @@ func (n *Net[T]) attentionF32(a *acts[T]) {
 		for h := g * rep; h < (g+1)*rep; h++ {
 			gather(s.q, nil, qkv, bi*t, t, w, h*hd, hd, scale) // S = (scale·Q)·Kᵀ
 			P := att[(bi*c.Heads+h)*t*t:][:t*t]
-			inline.MatMul(P, tensor.F32Mat(t, hd, s.k), s.q, t)
-			for ti := range t {
-				row := P[ti*t : (ti+1)*t]
-				inv := 1 / tensor.SoftmaxExp(row[:ti+1])
-				for j := range row[:ti+1] {
-					row[j] *= inv
+			for q0 := 0; q0 < t; q0 += bl {
+				q1 := min(q0+bl, t)
+				nb := q1 - q0
+				S := s.blk[:nb*q1] // (nb, q1): rows [q0, q1) over keys [0, q1)
+				inline.MatMul(S, tensor.F32Mat(q1, hd, s.k[:q1*hd]), s.q[q0*hd:q1*hd], nb)
+				for i := range nb {
+					ti := q0 + i
+					row := S[i*q1 : (i+1)*q1]
+					inv := 1 / tensor.SoftmaxExp(row[:ti+1])
+					for j := range row[:ti+1] {
+						row[j] *= inv
+					}
+					clear(row[ti+1:])
+					copy(P[ti*t:], row)
 				}
-				clear(row[ti+1:])
+				vt := cols(s.wb, s.vt, hd, t, 0, q1) // O rows [q0, q1) = P·V[0:q1]
+				inline.MatMul(s.o[q0*hd:q1*hd], tensor.F32Mat(hd, q1, vt), S, nb)
 			}
-			inline.MatMul(s.o, tensor.F32Mat(hd, t, s.vt), P, t)
 			for ti := range t {
 				copy(ao[(bi*t+ti)*qd+h*hd:][:hd], s.o[ti*hd:(ti+1)*hd])
 			}
@@ -106,7 +137,7 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 	w := qd + 2*kvd
 	rep := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	bufs := n.attnBufs()
+	bufs, bl := n.attnBufs()
 	qkv, att, dao, dqkv := f32(a.qkv), f32(a.att), f32(n.dao), f32(n.dqkv)
 	clear(dqkv)
 	n.mm.parallelW(b*c.KVHeads, func(job, worker int) {
@@ -114,36 +145,57 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 		bi, g := job/c.KVHeads, job%c.KVHeads
 		gather(s.k, s.kt, qkv, bi*t, t, w, qd+g*hd, hd, 1)
 		gather(s.v, nil, qkv, bi*t, t, w, qd+kvd+g*hd, hd, 1)
+		dk, dv := s.dk[:t*hd], s.dv[:t*hd] // the kv head's, summed over its query heads
+		clear(dk)
+		clear(dv)
 		for h := g * rep; h < (g+1)*rep; h++ {
 			gather(s.q, s.qt, qkv, bi*t, t, w, h*hd, hd, 1)
 			gather(s.do, s.dot, dao, bi*t, t, qd, h*hd, hd, 1)
 			P := att[(bi*c.Heads+h)*t*t:][:t*t]
-			inline.MatMul(s.ds, tensor.F32Mat(t, hd, s.v), s.do, t) // dP
-			for ti := range t {
-				pr, dr := P[ti*t:(ti+1)*t], s.ds[ti*t:(ti+1)*t]
-				var sum float32
-				for j := 0; j <= ti; j++ {
-					sum += pr[j] * dr[j]
+			for q0 := 0; q0 < t; q0 += bl {
+				q1 := min(q0+bl, t)
+				nb := q1 - q0
+				dS := s.blk[:nb*q1] // (nb, q1), first dP
+				inline.MatMul(dS, tensor.F32Mat(q1, hd, s.v[:q1*hd]), s.do[q0*hd:q1*hd], nb)
+				for i := range nb {
+					ti := q0 + i
+					pr, dr := P[ti*t:ti*t+ti+1], dS[i*q1:(i+1)*q1]
+					var sum float32
+					for j, p := range pr {
+						sum += p * dr[j]
+					}
+					for j, p := range pr {
+						dr[j] = p * (dr[j] - sum) * scale
+					}
+					clear(dr[ti+1:])
 				}
-				for j := 0; j <= ti; j++ {
-					dr[j] = pr[j] * (dr[j] - sum) * scale
-				}
-				clear(dr[ti+1:])
+				// dQ rows [q0, q1) = dS·K[0:q1]
+				kt := cols(s.wb, s.kt, hd, t, 0, q1)
+				inline.MatMul(s.dq[q0*hd:q1*hd], tensor.F32Mat(hd, q1, kt), dS, nb)
+				// dK[0:q1] += dSᵀ·Q[q0:q1], dV[0:q1] += Pᵀ·dO[q0:q1]
+				st, tmp := s.st[:q1*nb], s.tmp[:q1*hd]
+				transposeStrided(st, nb, dS, q1, nb, q1)
+				inline.MatMul(tmp, tensor.F32Mat(hd, nb, cols(s.wb2, s.qt, hd, t, q0, q1)), st, q1)
+				addTo(dk[:q1*hd], tmp)
+				transposeStrided(st, nb, P[q0*t:], t, nb, q1)
+				inline.MatMul(tmp, tensor.F32Mat(hd, nb, cols(s.wb2, s.dot, hd, t, q0, q1)), st, q1)
+				addTo(dv[:q1*hd], tmp)
 			}
-			transpose(s.st, s.ds, t, t, 0, t)
-			inline.MatMul(s.dq, tensor.F32Mat(hd, t, s.kt), s.ds, t)
-			inline.MatMul(s.dk, tensor.F32Mat(hd, t, s.qt), s.st, t)
-			transpose(s.st, P, t, t, 0, t)
-			inline.MatMul(s.dv, tensor.F32Mat(hd, t, s.dot), s.st, t)
 			for ti := range t {
-				r := dqkv[(bi*t+ti)*w:]
-				copy(r[h*hd:h*hd+hd], s.dq[ti*hd:(ti+1)*hd])
-				dk, dv := r[qd+g*hd:][:hd], r[qd+kvd+g*hd:][:hd]
-				for j := range hd {
-					dk[j] += s.dk[ti*hd+j]
-					dv[j] += s.dv[ti*hd+j]
-				}
+				copy(dqkv[(bi*t+ti)*w+h*hd:][:hd], s.dq[ti*hd:(ti+1)*hd])
 			}
 		}
+		for ti := range t {
+			r := dqkv[(bi*t+ti)*w:]
+			copy(r[qd+g*hd:][:hd], dk[ti*hd:(ti+1)*hd])
+			copy(r[qd+kvd+g*hd:][:hd], dv[ti*hd:(ti+1)*hd])
+		}
 	})
+}
+
+// addTo adds src to dst elementwise.
+func addTo(dst, src []float32) {
+	for i, x := range src[:len(dst)] {
+		dst[i] += x
+	}
 }

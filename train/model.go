@@ -238,6 +238,9 @@ type Net[T Float] struct {
 	dg                               []T // (threads, D) per-worker norm-gain gradients
 	es                               []T // (N, F) e^-gate scratch of the SiLU backward
 	as                               []*attnScratch
+	// attnBlock is the query rows per causal block of the float32
+	// attention (attn_gemm.go); tests shrink it to cross block edges.
+	attnBlock int
 	// only, when set (TrainOnly), are the layers whose gradients Backward
 	// computes; the rest, embeddings and head included, get none, and
 	// nothing is propagated below the lowest of them.
@@ -273,7 +276,7 @@ func NewNet[T Float](c Config, p []T, threads int) (*Net[T], error) {
 	if _, n := c.Layout(); len(p) != n {
 		return nil, fmt.Errorf("train: %d parameters for a model of %d", len(p), n)
 	}
-	n := &Net[T]{Cfg: c, P: p, G: make([]T, len(p)), mm: newMathOps[T](threads)}
+	n := &Net[T]{Cfg: c, P: p, G: make([]T, len(p)), mm: newMathOps[T](threads), attnBlock: attnBlockRows}
 	n.emb, n.lo, n.outNorm, n.out = c.offsets()
 	hd := c.HeadDim()
 	n.cos = make([]T, c.Ctx*hd/2)

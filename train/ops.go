@@ -111,39 +111,45 @@ func (m *mathOps[T]) matmulAdd(dst, w, x []T, N, out, in int, tmp *[]T) {
 }
 
 // transpose writes rows [r0, r1) of src (rows, cols) transposed into dst
-// (cols, rows): 8×8 tiles through fixed-size array views (no per-element
-// bounds checks; eight destination rows in flight, which the 8-way L1
-// holds even when the row stride is a multiple of 4 KiB), then the ragged
-// edges element by element.
+// (cols, rows).
 func transpose(dst, src []float32, rows, cols, r0, r1 int) {
+	transposeStrided(dst[r0:], rows, src[r0*cols:], cols, r1-r0, cols)
+}
+
+// transposeStrided writes the (rows, cols) block of src, row stride lds,
+// transposed into dst, row stride ldd: dst[c·ldd+r] = src[r·lds+c]. 8×8
+// tiles through fixed-size array views (no per-element bounds checks; eight
+// destination rows in flight, which the 8-way L1 holds even when the row
+// stride is a multiple of 4 KiB), then the ragged edges element by element.
+func transposeStrided(dst []float32, ldd int, src []float32, lds, rows, cols int) {
 	const bs = 8
 	c8 := cols &^ (bs - 1)
-	r := r0
-	for ; r+bs <= r1; r += bs {
+	r := 0
+	for ; r+bs <= rows; r += bs {
 		for c := 0; c < c8; c += bs {
-			s0 := (*[bs]float32)(src[(r+0)*cols+c:])
-			s1 := (*[bs]float32)(src[(r+1)*cols+c:])
-			s2 := (*[bs]float32)(src[(r+2)*cols+c:])
-			s3 := (*[bs]float32)(src[(r+3)*cols+c:])
-			s4 := (*[bs]float32)(src[(r+4)*cols+c:])
-			s5 := (*[bs]float32)(src[(r+5)*cols+c:])
-			s6 := (*[bs]float32)(src[(r+6)*cols+c:])
-			s7 := (*[bs]float32)(src[(r+7)*cols+c:])
+			s0 := (*[bs]float32)(src[(r+0)*lds+c:])
+			s1 := (*[bs]float32)(src[(r+1)*lds+c:])
+			s2 := (*[bs]float32)(src[(r+2)*lds+c:])
+			s3 := (*[bs]float32)(src[(r+3)*lds+c:])
+			s4 := (*[bs]float32)(src[(r+4)*lds+c:])
+			s5 := (*[bs]float32)(src[(r+5)*lds+c:])
+			s6 := (*[bs]float32)(src[(r+6)*lds+c:])
+			s7 := (*[bs]float32)(src[(r+7)*lds+c:])
 			for j := range bs {
-				d := (*[bs]float32)(dst[(c+j)*rows+r:])
+				d := (*[bs]float32)(dst[(c+j)*ldd+r:])
 				d[0], d[1], d[2], d[3] = s0[j], s1[j], s2[j], s3[j]
 				d[4], d[5], d[6], d[7] = s4[j], s5[j], s6[j], s7[j]
 			}
 		}
 		for i := r; i < r+bs; i++ {
 			for c := c8; c < cols; c++ {
-				dst[c*rows+i] = src[i*cols+c]
+				dst[c*ldd+i] = src[i*lds+c]
 			}
 		}
 	}
-	for ; r < r1; r++ {
+	for ; r < rows; r++ {
 		for c := range cols {
-			dst[c*rows+r] = src[r*cols+c]
+			dst[c*ldd+r] = src[r*lds+c]
 		}
 	}
 }

@@ -24,3 +24,32 @@ func TestTranspose(t *testing.T) {
 		}
 	}
 }
+
+// TestTransposeStrided: a block inside a wider source lands in a wider
+// destination, and nothing outside the block is touched.
+func TestTransposeStrided(t *testing.T) {
+	for _, sh := range [][2]int{{5, 11}, {8, 8}, {17, 9}, {1, 3}} {
+		rows, cols := sh[0], sh[1]
+		lds, ldd := cols+9, rows+3
+		src := make([]float32, rows*lds)
+		for i := range src {
+			src[i] = float32(i)
+		}
+		dst := make([]float32, cols*ldd)
+		for i := range dst {
+			dst[i] = -1
+		}
+		transposeStrided(dst, ldd, src, lds, rows, cols)
+		for c := range cols {
+			for r := range ldd {
+				want := float32(-1)
+				if r < rows {
+					want = src[r*lds+c]
+				}
+				if got := dst[c*ldd+r]; got != want {
+					t.Fatalf("%d×%d: dst[%d][%d] = %g, want %g", rows, cols, c, r, got, want)
+				}
+			}
+		}
+	}
+}
