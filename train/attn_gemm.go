@@ -12,7 +12,7 @@ import (
 //	S  = Q·Kᵀ·scale, causal mask, P = softmax(S)      MatMul(K, Q)
 //	O  = P·V                                          MatMul(Vᵀ, P)
 //	dP = dO·Vᵀ                                        MatMul(V, dO)
-//	dS = P⊙(dP − Σ_s P·dP)·scale
+//	dS = P⊙(dP − D)·scale, D_i = Σ_j P_ij·dP_ij = dO_i·O_i
 //	dQ = dS·K                                         MatMul(Kᵀ, dS)
 //	dK += dSᵀ·Q, dV += Pᵀ·dO                          MatMul(Qᵀ, dSᵀ), MatMul(dOᵀ, Pᵀ)
 //
@@ -33,6 +33,7 @@ type attnScratch struct {
 	st                                               []float32 // (T, B): a block transposed
 	wb                                               []float32 // (hd, T): columns of Kᵀ or Vᵀ
 	wb2                                              []float32 // (hd, B): columns of Qᵀ or dOᵀ
+	d                                                []float32 // (T): D_i = dO_i·O_i
 }
 
 // attnBlockRows is the default query rows per causal block: (128, 1024)
@@ -55,7 +56,7 @@ func (n *Net[T]) attnBufs() ([]*attnScratch, int) {
 		for _, p := range []*[]float32{&s.q, &s.k, &s.v, &s.kt, &s.vt, &s.qt, &s.o, &s.do, &s.dot, &s.dq, &s.dk, &s.dv, &s.tmp, &s.wb} {
 			*p = growF(*p, t*hd)
 		}
-		s.blk, s.st, s.wb2 = growF(s.blk, bl*t), growF(s.st, t*bl), growF(s.wb2, hd*bl)
+		s.blk, s.st, s.wb2, s.d = growF(s.blk, bl*t), growF(s.st, t*bl), growF(s.wb2, hd*bl), growF(s.d, t)
 	}
 	return n.as, bl
 }
@@ -138,7 +139,7 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 	rep := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	bufs, bl := n.attnBufs()
-	qkv, att, dao, dqkv := f32(a.qkv), f32(a.att), f32(n.dao), f32(n.dqkv)
+	qkv, att, ao, dao, dqkv := f32(a.qkv), f32(a.att), f32(a.ao), f32(n.dao), f32(n.dqkv)
 	clear(dqkv)
 	n.mm.parallelW(b*c.KVHeads, func(job, worker int) {
 		s := bufs[worker]
@@ -152,6 +153,14 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 			gather(s.q, s.qt, qkv, bi*t, t, w, h*hd, hd, 1)
 			gather(s.do, s.dot, dao, bi*t, t, qd, h*hd, hd, 1)
 			P := att[(bi*c.Heads+h)*t*t:][:t*t]
+			for ti := range t {
+				o, do := ao[(bi*t+ti)*qd+h*hd:][:hd], s.do[ti*hd:(ti+1)*hd]
+				var d float32
+				for j, x := range o {
+					d += x * do[j]
+				}
+				s.d[ti] = d
+			}
 			for q0 := 0; q0 < t; q0 += bl {
 				q1 := min(q0+bl, t)
 				nb := q1 - q0
@@ -159,13 +168,9 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 				inline.MatMul(dS, tensor.F32Mat(q1, hd, s.v[:q1*hd]), s.do[q0*hd:q1*hd], nb)
 				for i := range nb {
 					ti := q0 + i
-					pr, dr := P[ti*t:ti*t+ti+1], dS[i*q1:(i+1)*q1]
-					var sum float32
+					pr, dr, d := P[ti*t:ti*t+ti+1], dS[i*q1:(i+1)*q1], s.d[ti]
 					for j, p := range pr {
-						sum += p * dr[j]
-					}
-					for j, p := range pr {
-						dr[j] = p * (dr[j] - sum) * scale
+						dr[j] = p * (dr[j] - d) * scale
 					}
 					clear(dr[ti+1:])
 				}
