@@ -241,6 +241,9 @@ type Net[T Float] struct {
 	// attnBlock is the query rows per causal block of the float32
 	// attention (attn_gemm.go); tests shrink it to cross block edges.
 	attnBlock int
+	// attnNN: S and dP through tensor.GemmNN (where its kernel exists);
+	// tests run both ways.
+	attnNN bool
 	// only, when set (TrainOnly), are the layers whose gradients Backward
 	// computes; the rest, embeddings and head included, get none, and
 	// nothing is propagated below the lowest of them.
@@ -276,7 +279,7 @@ func NewNet[T Float](c Config, p []T, threads int) (*Net[T], error) {
 	if _, n := c.Layout(); len(p) != n {
 		return nil, fmt.Errorf("train: %d parameters for a model of %d", len(p), n)
 	}
-	n := &Net[T]{Cfg: c, P: p, G: make([]T, len(p)), mm: newMathOps[T](threads), attnBlock: attnBlockRows}
+	n := &Net[T]{Cfg: c, P: p, G: make([]T, len(p)), mm: newMathOps[T](threads), attnBlock: attnBlockRows, attnNN: tensor.GemmNNFast()}
 	n.emb, n.lo, n.outNorm, n.out = c.offsets()
 	hd := c.HeadDim()
 	n.cos = make([]T, c.Ctx*hd/2)

@@ -93,20 +93,25 @@ func TestGradCheck(t *testing.T) {
 	}
 
 	// The float32 path (tensor pool GEMM) matches the float64 reference,
-	// whatever the causal blocks of its attention: one block, blocks that
-	// split the sequence evenly and raggedly, one row per block.
+	// whatever the causal blocks of its attention (one block, blocks that
+	// split the sequence evenly and raggedly, one row per block) and with
+	// S and dP through GemmNN or MatMul.
 	p32 := make([]float32, len(p))
 	for i, v := range p {
 		p32[i] = float32(v)
 	}
 	l64 := lossOf(t, n, in, tg, w, b, s)
-	for _, bl := range []int{attnBlockRows, 4, 3, 1} {
+	for _, run := range []struct {
+		bl int
+		nn bool
+	}{{attnBlockRows, true}, {4, true}, {3, true}, {1, true}, {attnBlockRows, false}, {3, false}} {
+		bl := run.bl
 		n32, _ := NewNet(c, p32, 2)
 		defer n32.Close()
-		n32.attnBlock = bl
+		n32.attnBlock, n32.attnNN = bl, run.nn
 		l32 := lossOf(t, n32, in, tg, w, b, s)
 		if math.Abs(l32-l64) > 1e-4 {
-			t.Errorf("attention blocks of %d: float32 loss %v, float64 %v", bl, l32, l64)
+			t.Errorf("attention blocks of %d (GemmNN %v): float32 loss %v, float64 %v", bl, run.nn, l32, l64)
 		}
 		n32.Backward(tg, w, cnt)
 		for _, ten := range ts {
@@ -115,7 +120,7 @@ func TestGradCheck(t *testing.T) {
 				worst = max(worst, math.Abs(float64(n32.G[i])-grad[i]))
 			}
 			if worst > 1e-4 {
-				t.Errorf("attention blocks of %d: %s: float32 gradient differs from float64 by %.3g", bl, ten.Name, worst)
+				t.Errorf("attention blocks of %d (GemmNN %v): %s: float32 gradient differs from float64 by %.3g", bl, run.nn, ten.Name, worst)
 			}
 		}
 	}
