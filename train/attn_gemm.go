@@ -131,8 +131,12 @@ func (n *Net[T]) attentionF32(a *acts[T]) {
 					clear(row[ti+1:])
 					copy(P[ti*t:], row)
 				}
-				vt := cols(s.wb, s.vt, hd, t, 0, q1) // O rows [q0, q1) = P·V[0:q1]
-				inline.MatMul(s.o[q0*hd:q1*hd], tensor.F32Mat(hd, q1, vt), S, nb)
+				// O rows [q0, q1) = P·V[0:q1]
+				if nn {
+					tensor.GemmNN(s.o[q0*hd:q1*hd], hd, S, q1, s.v, hd, nb, hd, q1)
+				} else {
+					inline.MatMul(s.o[q0*hd:q1*hd], tensor.F32Mat(hd, q1, cols(s.wb, s.vt, hd, t, 0, q1)), S, nb)
+				}
 			}
 			for ti := range t {
 				copy(ao[(bi*t+ti)*qd+h*hd:][:hd], s.o[ti*hd:(ti+1)*hd])
@@ -155,13 +159,17 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 	n.mm.parallelW(b*c.KVHeads, func(job, worker int) {
 		s := bufs[worker]
 		bi, g := job/c.KVHeads, job%c.KVHeads
-		gather(s.k, s.kt, qkv, bi*t, t, w, qd+g*hd, hd, 1)
-		vt := s.vt
-		if !nn {
+		kt, vt := s.kt, s.vt // Kᵀ for dQ by MatMul, Vᵀ for dP by GemmNN
+		if nn {
+			kt = nil
+		} else {
 			vt = nil
 		}
+		gather(s.k, kt, qkv, bi*t, t, w, qd+g*hd, hd, 1)
 		gather(s.v, vt, qkv, bi*t, t, w, qd+kvd+g*hd, hd, 1)
-		dk, dv := s.dk[:t*hd], s.dv[:t*hd] // the kv head's, summed over its query heads
+		// The kv head's gradients, summed over its query heads: (T, hd), or
+		// with GemmNN transposed, (hd, T).
+		dk, dv := s.dk[:t*hd], s.dv[:t*hd]
 		clear(dk)
 		clear(dv)
 		for h := g * rep; h < (g+1)*rep; h++ {
@@ -193,6 +201,22 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 					}
 					clear(dr[ti+1:])
 				}
+				if nn {
+					// dQ rows [q0, q1) = dS·K[0:q1]; dKᵀ[:, 0:q1] += Qᵀ[:, q0:q1]·dS and
+					// dVᵀ[:, 0:q1] += dOᵀ[:, q0:q1]·P[q0:q1, 0:q1], both (hd, q1): no
+					// block is transposed, only the sums once per job.
+					tensor.GemmNN(s.dq[q0*hd:q1*hd], hd, dS, q1, s.k, hd, nb, hd, q1)
+					tmp := s.tmp[:hd*q1]
+					tensor.GemmNN(tmp, q1, s.qt[q0:], t, dS, q1, hd, q1, nb)
+					for d := range hd {
+						addTo(dk[d*t:d*t+q1], tmp[d*q1:(d+1)*q1])
+					}
+					tensor.GemmNN(tmp, q1, s.dot[q0:], t, P[q0*t:], t, hd, q1, nb)
+					for d := range hd {
+						addTo(dv[d*t:d*t+q1], tmp[d*q1:(d+1)*q1])
+					}
+					continue
+				}
 				// dQ rows [q0, q1) = dS·K[0:q1]
 				kt := cols(s.wb, s.kt, hd, t, 0, q1)
 				inline.MatMul(s.dq[q0*hd:q1*hd], tensor.F32Mat(hd, q1, kt), dS, nb)
@@ -208,6 +232,11 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 			for ti := range t {
 				copy(dqkv[(bi*t+ti)*w+h*hd:][:hd], s.dq[ti*hd:(ti+1)*hd])
 			}
+		}
+		if nn {
+			transposeStrided(dqkv[bi*t*w+qd+g*hd:], w, dk, t, hd, t)
+			transposeStrided(dqkv[bi*t*w+qd+kvd+g*hd:], w, dv, t, hd, t)
+			return
 		}
 		for ti := range t {
 			r := dqkv[(bi*t+ti)*w:]

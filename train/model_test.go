@@ -201,3 +201,49 @@ func TestTrainOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionKernelShapes: at an attention head's real width (hd = 32)
+// and a context that is no multiple of the kernels' blocks, the float32
+// path — GemmNN's vector kernels on or off, one causal block or several —
+// gives the float64 reference's loss and gradients. (TestGradCheck's tiny
+// heads only reach GemmNN's Go loop.)
+func TestAttentionKernelShapes(t *testing.T) {
+	c := Config{Dim: 64, Layers: 1, Heads: 2, KVHeads: 1, Hidden: 48, Vocab: 13, Ctx: 70, RopeTheta: 10000, NormEps: 1e-5}
+	p := perturbed(c, 9)
+	n64, err := NewNet(c, p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n64.Close()
+	rng := rand.New(rand.NewPCG(4, 4))
+	b, s := 2, c.Ctx
+	in, tg := randTokens(rng, b*s, c.Vocab), randTokens(rng, b*s, c.Vocab)
+	l64 := lossOf(t, n64, in, tg, nil, b, s)
+	n64.Backward(tg, nil, float64(len(tg)))
+	gmax := 0.0
+	for _, g := range n64.G {
+		gmax = max(gmax, math.Abs(g))
+	}
+	p32 := make([]float32, len(p))
+	for i, v := range p {
+		p32[i] = float32(v)
+	}
+	for _, bl := range []int{attnBlockRows, 32, 5} {
+		for _, nn := range []bool{true, false} {
+			n32, _ := NewNet(c, p32, 2)
+			defer n32.Close()
+			n32.attnBlock, n32.attnNN = bl, nn
+			if l32 := lossOf(t, n32, in, tg, nil, b, s); math.Abs(l32-l64) > 1e-4*math.Abs(l64) {
+				t.Errorf("blocks of %d (GemmNN %v): loss %v, float64 %v", bl, nn, l32, l64)
+			}
+			n32.Backward(tg, nil, float64(len(tg)))
+			worst := 0.0
+			for i, g := range n32.G {
+				worst = max(worst, math.Abs(float64(g)-n64.G[i]))
+			}
+			if worst > 1e-4*gmax {
+				t.Errorf("blocks of %d (GemmNN %v): gradients differ by %.3g (largest %.3g)", bl, nn, worst, gmax)
+			}
+		}
+	}
+}
