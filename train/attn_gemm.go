@@ -94,6 +94,17 @@ func cols(dst, src []float32, rows, ld, c0, c1 int) []float32 {
 	return dst[:rows*w]
 }
 
+// timesT sets dst (nb, q1) = x (nb, hd) · y[0:q1]ᵀ, for S = Q·Kᵀ and
+// dP = dO·Vᵀ: y (T, hd) is K or V and yt (hd, T) its transpose, which
+// GemmNN reads (where nn is set) and MatMul does not.
+func timesT(nn bool, dst, x, y, yt []float32, nb, q1, t, hd int) {
+	if nn {
+		tensor.GemmNN(dst, q1, x, hd, yt, t, nb, q1, hd)
+		return
+	}
+	inline.MatMul(dst, tensor.F32Mat(q1, hd, y[:q1*hd]), x, nb)
+}
+
 func (n *Net[T]) attentionF32(a *acts[T]) {
 	c := n.Cfg
 	b, t := n.b, n.t
@@ -116,11 +127,7 @@ func (n *Net[T]) attentionF32(a *acts[T]) {
 				q1 := min(q0+bl, t)
 				nb := q1 - q0
 				S := s.blk[:nb*q1] // (nb, q1): rows [q0, q1) over keys [0, q1)
-				if nn {
-					tensor.GemmNN(S, q1, s.q[q0*hd:q1*hd], hd, s.kt, t, nb, q1, hd)
-				} else {
-					inline.MatMul(S, tensor.F32Mat(q1, hd, s.k[:q1*hd]), s.q[q0*hd:q1*hd], nb)
-				}
+				timesT(nn, S, s.q[q0*hd:q1*hd], s.k, s.kt, nb, q1, t, hd)
 				for i := range nb {
 					ti := q0 + i
 					row := S[i*q1 : (i+1)*q1]
@@ -188,11 +195,7 @@ func (n *Net[T]) attentionBackF32(a *acts[T]) {
 				q1 := min(q0+bl, t)
 				nb := q1 - q0
 				dS := s.blk[:nb*q1] // (nb, q1), first dP
-				if nn {
-					tensor.GemmNN(dS, q1, s.do[q0*hd:q1*hd], hd, s.vt, t, nb, q1, hd)
-				} else {
-					inline.MatMul(dS, tensor.F32Mat(q1, hd, s.v[:q1*hd]), s.do[q0*hd:q1*hd], nb)
-				}
+				timesT(nn, dS, s.do[q0*hd:q1*hd], s.v, s.vt, nb, q1, t, hd)
 				for i := range nb {
 					ti := q0 + i
 					pr, dr, d := P[ti*t:ti*t+ti+1], dS[i*q1:(i+1)*q1], s.d[ti]
