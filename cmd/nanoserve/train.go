@@ -13,6 +13,24 @@ import (
 // runTrain trains a small Llama from scratch (see package train) and
 // promotes it to --out only past the release gate.
 func runTrain(args []string) error {
+	o, err := parseTrainFlags(args)
+	if err != nil {
+		return err
+	}
+	o.Log = os.Stderr
+	o.Command = "nanoserve train " + strings.Join(args, " ")
+	rep, err := train.Run(o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: held-out %.4f bits/byte, KN trigram baseline %.4f, %.0f tokens/s\n",
+		o.Out, rep.HeldOutBPB, rep.BaselineBPB, rep.TokensPerSec)
+	return nil
+}
+
+// parseTrainFlags turns train's command line into the run's options,
+// refusing a flag no run can use before anything is read.
+func parseTrainFlags(args []string) (train.Options, error) {
 	fs := newFlags("train")
 	var corpus, exts stringList
 	fs.Var(&corpus, "corpus", "corpus file or directory (repeatable)")
@@ -57,16 +75,16 @@ func runTrain(args []string) error {
 	dtype := fs.String("dtype", "f16", "weight type of the written matrices: f16 or f32")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
 	if err := checkTrainFlags(&o); err != nil {
-		return err
+		return o, err
 	}
 	if len(corpus) == 0 {
 		corpus = append(corpus, fs.Args()...)
 	}
 	if len(corpus) == 0 || *out == "" {
-		return errors.New("need --corpus PATH... and --out MODEL.gguf")
+		return o, errors.New("need --corpus PATH... and --out MODEL.gguf")
 	}
 	switch strings.ToLower(*dtype) {
 	case "f16":
@@ -74,18 +92,11 @@ func runTrain(args []string) error {
 	case "f32":
 		o.WeightType = tensor.F32
 	default:
-		return fmt.Errorf("--dtype %q: want f16 or f32", *dtype)
+		return o, fmt.Errorf("--dtype %q: want f16 or f32", *dtype)
 	}
 	o.Corpus, o.Exts, o.Out, o.Prev = corpus, exts, *out, *prev
-	o.Log, o.Progress = os.Stderr, !*quiet
-	o.Command = "nanoserve train " + strings.Join(args, " ")
-	rep, err := train.Run(o)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s: held-out %.4f bits/byte, KN trigram baseline %.4f, %.0f tokens/s\n",
-		o.Out, rep.HeldOutBPB, rep.BaselineBPB, rep.TokensPerSec)
-	return nil
+	o.Progress = !*quiet
+	return o, nil
 }
 
 // checkTrainFlags refuses numeric flags no training run can use, naming the
