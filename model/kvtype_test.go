@@ -136,16 +136,19 @@ func TestKVTypesBatched(t *testing.T) {
 
 // TestQ8KVBound states Q8_0's accuracy against an F32 cache on the
 // built-in model (trained weights) over Go source: every position's top-10
-// logprobs (the F32 run's top 10) within 0.2 of the F32 cache's, and the
+// logprobs (the F32 run's top 10) within 0.35 of the F32 cache's, and the
 // mean negative log-likelihood of the text within 0.005 nats per token
-// (measured: 0.13 and +0.001). F16 is held to a tenth of that.
+// (measured on the model trained by train.sh: 0.26, at the text's first
+// positions, where the model is least sure and its top 10 lie between -5
+// and -9, and +0.0008; 0.13 and +0.001 on the model before it). F16 is
+// held to a tenth of the NLL bound and 0.02.
 func TestQ8KVBound(t *testing.T) {
 	f := builtinModel(t)
 	ref := runSeqKV(t, f.m, f.toks, 0, tensor.F32)
 	for _, tc := range []struct {
 		kv       tensor.DType
 		lp, nats float64
-	}{{tensor.Q8_0, 0.2, 0.005}, {tensor.F16, 0.02, 0.0005}} {
+	}{{tensor.Q8_0, 0.35, 0.005}, {tensor.F16, 0.02, 0.0005}} {
 		got := runSeqKV(t, f.m, f.toks, 0, tc.kv)
 		V := f.m.Vocab
 		worst, nll, nllRef := 0.0, 0.0, 0.0
