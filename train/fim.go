@@ -23,7 +23,8 @@ package train
 //
 // Middles are biased toward what editors ask for (SplitFIM): the rest of a
 // line (35%), one to four whole lines (25%), a block body between "{" and
-// its closing line (20%), and a uniformly random span (20%).
+// its closing line (20%), and a uniformly random span (20%); FIMData's
+// BlockRate draws that share of block bodies first.
 
 import (
 	"fmt"
@@ -114,7 +115,12 @@ func BlockBody(s string, lines []lineSpan, i int) (start, end int, ok bool) {
 // right after the indentation (where an editor asks at the start of a new
 // line); the others start at a random character of the line. 0 draws no
 // extra number, so the stream is the one the shipped model's base run saw.
-func SplitFIM(text string, rng *rand.Rand, lineStart float64) FIMSplit {
+//
+// blockRate is the fraction of middles that are block bodies before the
+// usual draw (which has its own 20%): more of them teach where a body ends
+// — the end token after its last line, not after every line. 0 draws no
+// extra number.
+func SplitFIM(text string, rng *rand.Rand, lineStart, blockRate float64) FIMSplit {
 	lines := lineSpans(text)
 	cut := func(a, b int, kind string) FIMSplit {
 		return FIMSplit{Prefix: text[:a], Middle: text[a:b], Suffix: text[b:], Kind: kind}
@@ -128,6 +134,24 @@ func SplitFIM(text string, rng *rand.Rand, lineStart float64) FIMSplit {
 	if len(nonBlank) == 0 {
 		a := rng.IntN(len(text) + 1)
 		return cut(a, a, "span")
+	}
+	pickBlock := func() (FIMSplit, bool) {
+		var blocks [][2]int
+		for i := range lines {
+			if a, b, ok := BlockBody(text, lines, i); ok {
+				blocks = append(blocks, [2]int{a, b})
+			}
+		}
+		if len(blocks) == 0 {
+			return FIMSplit{}, false
+		}
+		bl := blocks[rng.IntN(len(blocks))]
+		return cut(bl[0], bl[1], "block"), true
+	}
+	if blockRate > 0 && rng.Float64() < blockRate {
+		if s, ok := pickBlock(); ok {
+			return s
+		}
 	}
 	r := rng.Float64()
 	switch {
@@ -149,15 +173,8 @@ func SplitFIM(text string, rng *rand.Rand, lineStart float64) FIMSplit {
 		}
 		return cut(a, b, "lines")
 	case r < 0.80: // a block body
-		var blocks [][2]int
-		for i := range lines {
-			if a, b, ok := BlockBody(text, lines, i); ok {
-				blocks = append(blocks, [2]int{a, b})
-			}
-		}
-		if len(blocks) > 0 {
-			bl := blocks[rng.IntN(len(blocks))]
-			return cut(bl[0], bl[1], "block")
+		if s, ok := pickBlock(); ok {
+			return s
 		}
 	}
 	a := runeStart(text, rng.IntN(len(text)))
@@ -198,8 +215,8 @@ type FIMData struct {
 	// half, drawn as the low bit of the chunk's generator — how the
 	// shipped model's data were drawn).
 	SPMRate float64
-	// LineStart is SplitFIM's lineStart.
-	LineStart float64
+	// LineStart and BlockRate are SplitFIM's lineStart and blockRate.
+	LineStart, BlockRate float64
 }
 
 // fimRNG is the generator of one chunk: a function of the seed, document
@@ -243,7 +260,7 @@ func FIMTokens(tk *tokenizer.Tokenizer, docs []Doc, d FIMData, eot int) (ids []i
 				add(tk.Encode(chunk, false), 0)
 				continue
 			}
-			s := SplitFIM(chunk, rng, d.LineStart)
+			s := SplitFIM(chunk, rng, d.LineStart, d.BlockRate)
 			in := llamacpp.InfillInput{Prefix: s.Prefix, Suffix: s.Suffix}
 			var spm bool
 			if d.SPMRate == 0 {

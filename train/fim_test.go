@@ -1,6 +1,9 @@
 package train
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -36,7 +39,7 @@ func TestSplitFIM(t *testing.T) {
 	for i, text := range texts {
 		for k := range 20 {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(k)))
-			s := SplitFIM(text, rng, 0)
+			s := SplitFIM(text, rng, 0, 0)
 			n++
 			kinds[s.Kind]++
 			if s.Prefix+s.Middle+s.Suffix != text {
@@ -361,5 +364,71 @@ func TestFIMWeights(t *testing.T) {
 	}
 	if firsts < 10 || middles < 10 {
 		t.Fatalf("%d middles, %d later middle tokens", firsts, middles)
+	}
+}
+
+// streamText is a fixed Go-like text for TestSplitFIMStream (goText reads
+// this package's sources, which change).
+const streamText = `package p
+
+import "fmt"
+
+// Sum adds.
+func Sum(xs []int) int {
+	t := 0
+	for _, x := range xs {
+		if x < 0 {
+			continue
+		}
+		t += x
+	}
+	return t
+}
+
+type T struct {
+	a, b int
+}
+
+func (t *T) String() string {
+	if t == nil {
+		return "<nil>"
+	}
+	switch {
+	case t.a > t.b:
+		return fmt.Sprint(t.a)
+	default:
+		return fmt.Sprint(t.b)
+	}
+}
+`
+
+// TestSplitFIMStream: with lineStart and blockRate 0, SplitFIM draws
+// exactly the splits it drew before either option existed — the data of
+// defaultmodel/model/train.sh's base stage, which a rerun must see again —
+// and blockRate makes block bodies that share of the middles (plus the
+// mix's own 20% of the rest).
+func TestSplitFIMStream(t *testing.T) {
+	h := sha256.New()
+	for k := range 200 {
+		s := SplitFIM(streamText, rand.New(rand.NewPCG(7, uint64(k))), 0, 0)
+		fmt.Fprintf(h, "%s %d %d\n", s.Kind, len(s.Prefix), len(s.Middle))
+	}
+	if got, want := hex.EncodeToString(h.Sum(nil))[:16], "99a95c5ba90f900e"; got != want {
+		t.Errorf("the splits' hash is %s, want %s: the draw changed", got, want)
+	}
+	for _, rate := range []float64{0.5, 1} {
+		n := 0
+		for k := range 1000 {
+			s := SplitFIM(streamText, rand.New(rand.NewPCG(8, uint64(k))), 0.7, rate)
+			if s.Kind == "block" {
+				n++
+				if !strings.HasSuffix(strings.TrimRight(s.Prefix, " \t\n"), "{") || s.Prefix+s.Middle+s.Suffix != streamText {
+					t.Fatalf("block rate %g: block middle %q after %q", rate, s.Middle, s.Prefix[max(0, len(s.Prefix)-20):])
+				}
+			}
+		}
+		if got, want := float64(n)/1000, rate+(1-rate)*0.2; got < want-0.05 || got > want+0.05 {
+			t.Errorf("block rate %g: %.3f of the middles are block bodies, want ≈ %.2f", rate, got, want)
+		}
 	}
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// right after the indentation (FIMData.LineStart; 0: at a random
 	// character, as the base run drew them).
 	FIMLineStart float64
+	// FIMBlockRate is the fraction of FIM middles drawn as block bodies
+	// before the usual mix (FIMData.BlockRate; 0: the mix alone).
+	FIMBlockRate float64
 	// InitFrom starts from the weights and tokenizer of a model this
 	// package wrote (ReadParams) instead of a fresh initialization: a
 	// fine-tune, with a fresh optimizer and schedule. Not with Resume from
@@ -252,7 +255,7 @@ func Run(o Options) (*Report, error) {
 			chunk = min(o.FIMChunkTokens, cfg.Ctx)
 		}
 		cb := FIMChunkBytes(tk, corpus.Train, chunk)
-		trainToks, starts, middle, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed, SPMRate: o.FIMSPMRate, LineStart: o.FIMLineStart}, eos)
+		trainToks, starts, middle, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed, SPMRate: o.FIMSPMRate, LineStart: o.FIMLineStart, BlockRate: o.FIMBlockRate}, eos)
 		if err != nil {
 			return nil, err
 		}
@@ -500,6 +503,9 @@ func fimDesc(o Options) string {
 	}
 	if o.FIMLineStart > 0 {
 		chunk += fmt.Sprintf(", %g of rest-of-line middles from the indentation", o.FIMLineStart)
+	}
+	if o.FIMBlockRate > 0 {
+		chunk += fmt.Sprintf(", %g of middles block bodies first", o.FIMBlockRate)
 	}
 	if o.FIMFirstWeight > 0 {
 		chunk += fmt.Sprintf(", first middle token's weight %g", o.FIMFirstWeight)

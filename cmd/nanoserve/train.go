@@ -52,6 +52,7 @@ func parseTrainFlags(args []string) (train.Options, error) {
 	fs.Float64Var(&o.FIMSPMRate, "fim-spm-rate", 0, "fraction of FIM samples laid out suffix first (0: half)")
 	fs.IntVar(&o.FIMChunkTokens, "fim-chunk", 0, "tokens per chunk the documents are cut into before some become FIM samples (0: the context)")
 	fs.Float64Var(&o.FIMLineStart, "fim-line-start", 0, "fraction of rest-of-line FIM middles that start right after the indentation (0: at a random character)")
+	fs.Float64Var(&o.FIMBlockRate, "fim-block-rate", 0, "fraction of FIM middles drawn as block bodies before the usual mix (0: the mix alone: 35% rest of a line, 25% 1-4 lines, 20% block body, 20% span)")
 	fs.StringVar(&o.InitFrom, "init-from", "", "start from this model's weights and tokenizer (a GGUF `nanoserve train` wrote with the same shape): fine-tune with a fresh optimizer")
 	fs.BoolVar(&o.FreezeInit, "freeze-init", false, "with --init-from and more --layers than that model: train only the new blocks (the others keep their weights; block expansion)")
 	fs.IntVar(&o.BPEBytes, "bpe-bytes", 8<<20, "bytes of training text used to learn the tokenizer")
@@ -148,6 +149,8 @@ func checkTrainFlags(o *train.Options) error {
 		return errFlag("fim-spm-rate", o.FIMSPMRate, "want a fraction between 0 and 1")
 	case !(o.FIMLineStart >= 0 && o.FIMLineStart <= 1):
 		return errFlag("fim-line-start", o.FIMLineStart, "want a fraction between 0 and 1")
+	case !(o.FIMBlockRate >= 0 && o.FIMBlockRate <= 1):
+		return errFlag("fim-block-rate", o.FIMBlockRate, "want a fraction between 0 and 1")
 	case !(o.HeldOut > 0 && o.HeldOut < 1):
 		return errFlag("held-out", o.HeldOut, "want a fraction between 0 and 1")
 	}
