@@ -107,6 +107,18 @@ func BlockBody(s string, lines []lineSpan, i int) (start, end int, ok bool) {
 	return 0, 0, false
 }
 
+// blockBodies lists the [start, end) of every block body in s (BlockBody
+// of each line), in order.
+func blockBodies(s string, lines []lineSpan) [][2]int {
+	var out [][2]int
+	for i := range lines {
+		if a, b, ok := BlockBody(s, lines, i); ok {
+			out = append(out, [2]int{a, b})
+		}
+	}
+	return out
+}
+
 // SplitFIM cuts text into prefix, middle and suffix, choosing the kind of
 // middle with rng (see the file comment). The middle is never empty for a
 // text with a non-blank line.
@@ -136,12 +148,7 @@ func SplitFIM(text string, rng *rand.Rand, lineStart, blockRate float64) FIMSpli
 		return cut(a, a, "span")
 	}
 	pickBlock := func() (FIMSplit, bool) {
-		var blocks [][2]int
-		for i := range lines {
-			if a, b, ok := BlockBody(text, lines, i); ok {
-				blocks = append(blocks, [2]int{a, b})
-			}
-		}
+		blocks := blockBodies(text, lines)
 		if len(blocks) == 0 {
 			return FIMSplit{}, false
 		}

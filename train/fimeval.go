@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"nanoserve/kvcache"
@@ -67,17 +68,14 @@ func FIMCases(docs []Doc, n int, seed uint64) []FIMCase {
 			out = append(out, FIMCase{Doc: d.Name, Kind: "line", Prefix: d.Text[:from], Middle: d.Text[from:l.end], Suffix: d.Text[l.end:]})
 			continue
 		}
-		var opens []int
-		for i := range lines {
-			if a, b, ok := BlockBody(d.Text, lines, i); ok && strings.Count(d.Text[a:b], "\n") <= fimMaxLines {
-				opens = append(opens, a<<32|b)
-			}
-		}
+		opens := slices.DeleteFunc(blockBodies(d.Text, lines), func(ab [2]int) bool {
+			return strings.Count(d.Text[ab[0]:ab[1]], "\n") > fimMaxLines
+		})
 		if len(opens) == 0 {
 			continue
 		}
 		ab := opens[rng.IntN(len(opens))]
-		a, b := ab>>32, ab&(1<<32-1)
+		a, b := ab[0], ab[1]
 		out = append(out, FIMCase{Doc: d.Name, Kind: "block", Prefix: d.Text[:a], Middle: d.Text[a:b], Suffix: d.Text[b:],
 			Indent: indentOf(d.Text[a:b])})
 	}
