@@ -38,6 +38,7 @@ const (
 	clsS                    // \s
 	clsNL                   // \r or \n
 	clsP                    // \p{P} or one of $+<=>^~|  (llama.cpp "default" only)
+	clsM                    // \p{M} (combining marks; never ASCII)
 )
 
 var asciiClass [128]uint8
@@ -90,6 +91,8 @@ func classAt(s string, i int) (uint8, int) {
 		return clsS, w
 	case unicode.IsPunct(r):
 		return clsP, w
+	case unicode.IsMark(r):
+		return clsM, w
 	}
 	return 0, w
 }
@@ -101,6 +104,10 @@ type matcher func(s string, i int) int
 type preTokenizer struct {
 	name   string
 	stages []matcher
+	// trailingSpace[k]: stage k is `\s+$` (deepseek-llm), which cuts each
+	// piece once, before its trailing whitespace, instead of matching
+	// from every position.
+	trailingSpace []bool
 	// ignoreMerges is llama.cpp's default for this family: a piece that is
 	// itself a token is emitted whole.
 	ignoreMerges bool
@@ -120,8 +127,19 @@ func newPreTokenizer(name string) (*preTokenizer, error) {
 		p.ignoreMerges = true
 	case "dbrx", "smaug-bpe":
 		p.stages = []matcher{matchLlama3}
-	case "qwen2", "deepseek-r1-qwen", "stablelm2", "megrez":
+	case "qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "kormo", "f2llmv2":
 		p.stages = []matcher{matchQwen2}
+	case "qwen35":
+		p.stages = []matcher{matchQwen35}
+	case "falcon":
+		p.stages = []matcher{matchFalconPunctRun, matchGPT2, matchThreeASCIIDigits}
+	case "deepseek-coder":
+		p.stages = []matcher{matchCRorLF, matchSpaceLetters, matchSpacePunct, matchDeepSeekCJK, matchOneNumber}
+	case "deepseek-llm":
+		p.stages = []matcher{matchCRorLF, matchSpaceDeepSeekLetters, matchSpaceDeepSeekPunct, nil, matchDeepSeekCJK, matchNumberRun}
+		p.trailingSpace = []bool{3: true}
+	case "gemma4":
+		p.stages = []matcher{matchNewlineRuns}
 	case "smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b":
 		p.stages = []matcher{matchOneNumber, matchGPT2}
 	case "default", "":
@@ -164,6 +182,12 @@ func (p *preTokenizer) splitStage(s string, k int, emit func(string)) {
 		if s != "" {
 			emit(s)
 		}
+		return
+	}
+	if k < len(p.trailingSpace) && p.trailingSpace[k] {
+		t := trailingSpaceStart(s)
+		p.splitStage(s[:t], k+1, emit)
+		p.splitStage(s[t:], k+1, emit)
 		return
 	}
 	m := p.stages[k]
@@ -338,7 +362,12 @@ func matchLlamaStyle(s string, i int, maxDigits int) int {
 		}
 		return j
 	}
-	// s[i] is whitespace. \s*[\r\n]+ ends after the run's last \r or \n.
+	return matchSpaceTail(s, i)
+}
+
+// matchSpaceTail is the shared \s*[\r\n]+|\s+(?!\S)|\s+ at s[i]:
+// \s*[\r\n]+ ends after the whitespace run's last \r or \n.
+func matchSpaceTail(s string, i int) int {
 	end, lastNL := i, -1
 	for end < len(s) {
 		k, w := classAt(s, end)
