@@ -118,6 +118,9 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 	if v.AddSpacePrefix, err = flag("add_space_prefix", sp); err != nil {
 		return fail(err)
 	}
+	if v.Model == "gemma4" {
+		v.AddBOS = true // llama.cpp overrides add_bos_token for Gemma 4's tokenizer
+	}
 	switch v.Pre {
 	case "llama3", "llama-v3", "llama-bpe":
 		v.IgnoreMerges = true

@@ -16,6 +16,17 @@ package tokenizer
 // byte maps to one code point (printable Latin-1 bytes to themselves, the
 // others to U+0100 + n in order), so " hello" is stored as "Ġhello". The
 // model works on raw bytes internally: tokens are unmapped once at load.
+//
+// Gemma 4's tokenizer (GGUF tokenizer.ggml.model "gemma4") is the same
+// merge algorithm over a SentencePiece-style vocabulary: tokens are plain
+// UTF-8 with "▁" for a space, and bytes without a token of their own are
+// spelt with "<0xNN>" byte tokens. llama.cpp runs it as its BPE tokenizer
+// without the byte mapping (rawText here): spaces become "▁", the text is
+// cut into lines and runs of newlines (a run that is itself a token is
+// emitted whole), each piece starts as one symbol per UTF-8 character, the
+// ranked merges apply, and a character that is no token becomes the byte
+// tokens of its UTF-8 bytes. Invalid UTF-8 bytes are first replaced by
+// U+FFFD, one per byte, as llama.cpp's decoder does.
 
 import (
 	"errors"
@@ -82,6 +93,8 @@ type byteLevel struct {
 	pre          *preTokenizer
 	nfc          bool
 	ignoreMerges bool
+	rawText      bool     // Gemma 4: tokens are UTF-8 text with "▁" spaces, byteID holds "<0xNN>" tokens
+	pieces       [][]byte // (vocab) rawText only: the bytes each token decodes to
 	unk          int32 // id for a byte with no token (never in sane vocabularies), -1: drop it
 
 	byteID   [256]int32 // id of the single-byte token, -1 if missing
@@ -96,16 +109,25 @@ type byteLevel struct {
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
-// newByteLevel builds a byte-level BPE model (GPT-2, Llama-3, Qwen) from v.
-func newByteLevel(v *Vocab) (model, error) {
-	pre, err := newPreTokenizer(v.Pre)
+// newByteLevel builds a byte-level BPE model (GPT-2, Llama-3, Qwen) from v,
+// or with rawText the Gemma 4 model (v.Pre is then ignored).
+func newByteLevel(v *Vocab, rawText bool) (model, error) {
+	preName := v.Pre
+	if rawText {
+		preName = "gemma4"
+	}
+	pre, err := newPreTokenizer(preName)
 	if err != nil {
 		return nil, err
 	}
 	m := &byteLevel{
 		pre:          pre,
 		ignoreMerges: v.IgnoreMerges || pre.ignoreMerges, // llama.cpp turns it on for Llama-3 GGUFs
+		rawText:      rawText,
 		unk:          -1,
+	}
+	if rawText {
+		m.pieces = make([][]byte, len(v.Tokens))
 	}
 	switch v.Normalizer {
 	case "":
@@ -131,8 +153,20 @@ func newByteLevel(v *Vocab) (model, error) {
 			typ = v.Types[id]
 		}
 		n0 := len(raw)
-		switch typ {
-		case TypeControl, TypeUserDefined:
+		switch {
+		case rawText:
+			raw = append(raw, tok...) // control and user-defined tokens decode to this text (below)
+			switch typ {
+			case TypeControl, TypeUserDefined, TypeUnknown:
+			case TypeByte:
+				if b, ok := parseByteToken(tok); ok {
+					m.pieces[id] = []byte{b}
+				}
+			default:
+				m.pieces[id] = []byte(strings.ReplaceAll(tok, "▁", " "))
+				usable[id] = len(raw) > n0 && typ != TypeUnused
+			}
+		case typ == TypeControl || typ == TypeUserDefined:
 			raw = append(raw, tok...)
 		default:
 			var ok bool
@@ -145,6 +179,11 @@ func newByteLevel(v *Vocab) (model, error) {
 		off[id+1] = int32(len(raw))
 	}
 	m.raw, m.off = raw, off
+	for id, p := range m.pieces {
+		if p == nil {
+			m.pieces[id] = raw[off[id]:off[id+1]:off[id+1]]
+		}
+	}
 	nUsable := 0
 	for _, u := range usable {
 		if u {
@@ -160,10 +199,25 @@ func newByteLevel(v *Vocab) (model, error) {
 	m.allBytes = true
 	for b := range m.byteID {
 		m.byteID[b] = -1
+		if rawText {
+			continue
+		}
 		if id, ok := m.ids.find([]byte{byte(b)}); ok {
 			m.byteID[b] = id
 		} else if m.unk < 0 {
 			m.allBytes = false // this byte is dropped from the input
+		}
+	}
+	if rawText {
+		for id, tok := range v.Tokens {
+			if b, ok := parseByteToken(tok); ok && (v.Types == nil || v.Types[id] == TypeByte) && m.byteID[b] < 0 {
+				m.byteID[b] = int32(id)
+			}
+		}
+		for _, id := range m.byteID {
+			if id < 0 && m.unk < 0 {
+				m.allBytes = false
+			}
 		}
 	}
 	// Merges. Vocabularies list merges in the order of the tokens they
@@ -175,7 +229,7 @@ func newByteLevel(v *Vocab) (model, error) {
 	prevC := int32(-1)
 	for base := 0; base < len(v.Merges); base += len(mb.span) {
 		n := min(len(mb.span), len(v.Merges)-base)
-		if err := mb.load(v.Merges[base : base+n]); err != nil {
+		if err := mb.load(v.Merges[base:base+n], rawText); err != nil {
 			return nil, fmt.Errorf("tokenizer: merge %d: %w", base, err)
 		}
 		mb.warm(&m.ids)
@@ -227,19 +281,34 @@ type mergeBatch struct {
 	vals   []uint64 // and rank<<32 | merged id
 }
 
-// load decodes rules "left right" into the batch.
-func (mb *mergeBatch) load(rules []string) error {
+// load decodes rules "left right" into the batch (rawText: the sides are
+// plain text, split at the first space after the first byte, as llama.cpp
+// does).
+func (mb *mergeBatch) load(rules []string, rawText bool) error {
 	mb.buf, mb.n = mb.buf[:0], len(rules)
 	for j, r := range rules {
 		sp := strings.IndexByte(r, ' ')
+		if rawText && len(r) > 1 {
+			if sp = strings.IndexByte(r[1:], ' '); sp >= 0 {
+				sp++
+			}
+		}
 		if sp < 0 {
 			return fmt.Errorf("%q is not \"left right\"", r)
 		}
 		start := len(mb.buf)
-		var okA, okB bool
-		mb.buf, okA = byteLevelDecode(mb.buf, r[:sp])
+		okA, okB := true, true
+		if rawText {
+			mb.buf = append(mb.buf, r[:sp]...)
+		} else {
+			mb.buf, okA = byteLevelDecode(mb.buf, r[:sp])
+		}
 		mid := len(mb.buf)
-		mb.buf, okB = byteLevelDecode(mb.buf, r[sp+1:])
+		if rawText {
+			mb.buf = append(mb.buf, r[sp+1:]...)
+		} else {
+			mb.buf, okB = byteLevelDecode(mb.buf, r[sp+1:])
+		}
 		mb.span[j] = [3]int{start, mid, len(mb.buf)}
 		if !okA || !okB {
 			mb.span[j][0] = -1
@@ -444,6 +513,9 @@ func (m *byteLevel) piece(id int) []byte {
 	if id < 0 || id+1 >= len(m.off) {
 		return nil
 	}
+	if m.rawText {
+		return m.pieces[id]
+	}
 	a, b := m.off[id], m.off[id+1]
 	return m.raw[a:b:b]
 }
@@ -452,6 +524,9 @@ func (m *byteLevel) piece(id int) []byte {
 func (m *byteLevel) encode(dst []int, text string, first bool) []int {
 	if m.nfc {
 		text = normalizeNFC(text)
+	}
+	if m.rawText {
+		text = strings.ReplaceAll(replaceInvalidUTF8(text), " ", "▁")
 	}
 	var scratch bpeScratch
 	m.pre.split(text, func(w string) {
@@ -465,7 +540,7 @@ const maxCachedWord = 48
 
 // encodeWord appends the ids of one pre-token.
 func (m *byteLevel) encodeWord(dst []int, w string, s *bpeScratch) []int {
-	if len(w) == 1 {
+	if len(w) == 1 && !m.rawText {
 		return m.appendSym(dst, m.byteID[w[0]])
 	}
 	cacheable := len(w) <= maxCachedWord
@@ -488,15 +563,86 @@ func (m *byteLevel) encodeWord(dst []int, w string, s *bpeScratch) []int {
 		}
 	}
 	for _, id := range syms {
+		if id <= unknownChar {
+			// rawText: a character with no token, as its byte tokens.
+			off := int(unknownChar - id)
+			for _, c := range []byte(w[off : off+utf8LeadLen(w, off)]) {
+				dst = m.appendSym(dst, m.byteID[c])
+			}
+			continue
+		}
 		dst = m.appendSym(dst, id)
 	}
 	return dst
+}
+
+// unknownChar - off is the symbol of a character at byte off of its word
+// that has no token (rawText only); such a symbol takes part in no merge.
+const unknownChar = -2
+
+// utf8LeadLen is the length llama.cpp gives the character at s[i]: by its
+// lead byte, cut at the end of s.
+func utf8LeadLen(s string, i int) int {
+	n := 1
+	switch c := s[i]; {
+	case c >= 0xF0:
+		n = 4
+	case c >= 0xE0:
+		n = 3
+	case c >= 0xC0:
+		n = 2
+	}
+	return min(n, len(s)-i)
+}
+
+// initSymbols appends the initial symbols of w to sym: its bytes, or with
+// rawText its characters (unknownChar-offset for one with no token).
+func (m *byteLevel) initSymbols(w string, sym []int32) []int32 {
+	if !m.rawText {
+		for i := 0; i < len(w); i++ {
+			sym = append(sym, m.byteID[w[i]])
+		}
+		return sym
+	}
+	for i := 0; i < len(w); {
+		n := utf8LeadLen(w, i)
+		id, ok := m.ids.findStringHash(w[i:i+n], maphash.String(m.ids.seed, w[i:i+n]))
+		if !ok {
+			id = unknownChar - int32(i)
+		}
+		sym = append(sym, id)
+		i += n
+	}
+	return sym
+}
+
+// replaceInvalidUTF8 returns s with each byte that does not start a valid
+// UTF-8 sequence replaced by U+FFFD.
+func replaceInvalidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+w])
+		}
+		i += w
+	}
+	return b.String()
 }
 
 // wholeWord returns the id of w itself under ignore_merges (Llama-3: a
 // pre-token that is a token is emitted whole, even if merges would not
 // build it).
 func (m *byteLevel) wholeWord(w string, h uint64) (int32, bool) {
+	if m.rawText && strings.Trim(w, "\n") == "" {
+		// Gemma 4: a run of newlines that is a token (llama.cpp's fix).
+		return m.ids.findStringHash(w, maphash.String(m.ids.seed, w))
+	}
 	if !m.ignoreMerges {
 		return 0, false
 	}
@@ -540,10 +686,7 @@ func (m *byteLevel) bpe(w string, s *bpeScratch) []int32 {
 // of pair (sym[i], sym[i+1]), a linear scan finds the best, and only the two
 // pairs next to a merge are looked up again.
 func (m *byteLevel) bpeScan(w string, s *bpeScratch) []int32 {
-	sym := s.sym[:0]
-	for i := 0; i < len(w); i++ {
-		sym = append(sym, m.byteID[w[i]])
-	}
+	sym := m.initSymbols(w, s.sym[:0])
 	rank := s.rank[:0]
 	for i := 0; i+1 < len(sym); i++ {
 		rank = append(rank, m.pairRank(sym[i], sym[i+1]))
@@ -588,8 +731,8 @@ func (m *byteLevel) pairRank(a, b int32) uint64 {
 // order of the quadratic scan, so both give the same ids. Memory is a fixed
 // 28 bytes per input byte (a 4 MB word: 112 MB, freed after the call).
 func (m *byteLevel) bpeHeap(w string, s *bpeScratch) []int32 {
-	n := len(w)
-	s.sym = growInt32(s.sym, n)
+	s.sym = m.initSymbols(w, s.sym[:0])
+	n := len(s.sym)
 	s.next = growInt32(s.next, n)
 	s.prev = growInt32(s.prev, n)
 	s.slot = growInt32(s.slot, n)
@@ -602,7 +745,6 @@ func (m *byteLevel) bpeHeap(w string, s *bpeScratch) []int32 {
 	sym, next, prev := s.sym[:n], s.next[:n], s.prev[:n]
 	h := posHeap{key: s.rank[:n], pq: s.pq[:0], slot: s.slot[:n]}
 	for i := 0; i < n; i++ {
-		sym[i] = m.byteID[w[i]]
 		next[i] = int32(i + 1)
 		prev[i] = int32(i - 1)
 		h.slot[i] = -1

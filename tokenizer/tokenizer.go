@@ -205,9 +205,11 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 			t.m, t.strip = sp, sp
 		}
 	case "gpt2":
-		t.m, err = newByteLevel(&t.vocab)
+		t.m, err = newByteLevel(&t.vocab, false)
+	case "gemma4":
+		t.m, err = newByteLevel(&t.vocab, true)
 	default:
-		return nil, fmt.Errorf("%w %q (want \"llama\" or \"gpt2\")", ErrUnknownModel, v.Model)
+		return nil, fmt.Errorf("%w %q (want \"llama\", \"gpt2\", \"gemma4\" or \"bert\")", ErrUnknownModel, v.Model)
 	}
 	if err != nil {
 		return nil, err
