@@ -95,7 +95,7 @@ type byteLevel struct {
 	ignoreMerges bool
 	rawText      bool     // Gemma 4: tokens are UTF-8 text with "▁" spaces, byteID holds "<0xNN>" tokens
 	pieces       [][]byte // (vocab) rawText only: the bytes each token decodes to
-	unk          int32 // id for a byte with no token (never in sane vocabularies), -1: drop it
+	unk          int32    // id for a byte with no token (never in sane vocabularies), -1: drop it
 
 	byteID   [256]int32 // id of the single-byte token, -1 if missing
 	allBytes bool       // every byte has a token or maps to unk: no input byte is dropped
