@@ -121,11 +121,50 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 	if v.Model == "gemma4" {
 		v.AddBOS = true // llama.cpp overrides add_bos_token for Gemma 4's tokenizer
 	}
+	if v.Model == "bert" {
+		if err := readWordPiece(f, &v); err != nil {
+			return fail(err)
+		}
+	}
 	switch v.Pre {
 	case "llama3", "llama-v3", "llama-bpe":
 		v.IgnoreMerges = true
 	}
 	return v, nil
+}
+
+// readWordPiece applies llama.cpp's WordPiece (BERT) defaults — [UNK] is
+// id 100 and [CLS] (id 101) the BOS that prompts start with — and its
+// normaliser keys (lowercase, and strip_accents, which defaults to
+// lowercase).
+func readWordPiece(f *gguf.File, v *tokenizer.Vocab) error {
+	n := len(v.Tokens)
+	if !v.UNK.OK && n > 100 {
+		v.UNK = tokenizer.Some(100)
+	}
+	if !v.BOS.OK && n > 101 {
+		v.BOS = tokenizer.Some(101)
+	}
+	if b, err := f.Bool("tokenizer.ggml.add_bos_token"); err == nil {
+		v.AddBOS = b
+	} else if errors.Is(err, gguf.ErrMissingKey) {
+		v.AddBOS = true
+	} else {
+		return err
+	}
+	lower, strip := true, true
+	if b, err := f.Bool("tokenizer.ggml.normalizer.lowercase"); err == nil {
+		lower, strip = b, b
+	} else if !errors.Is(err, gguf.ErrMissingKey) {
+		return err
+	}
+	if b, err := f.Bool("tokenizer.ggml.normalizer.strip_accents"); err == nil {
+		strip = b
+	} else if !errors.Is(err, gguf.ErrMissingKey) {
+		return err
+	}
+	v.Cased, v.KeepAccents = !lower, !strip
+	return nil
 }
 
 // TokenizerFromGGUF builds the tokenizer a GGUF file carries.

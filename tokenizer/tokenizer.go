@@ -95,6 +95,12 @@ type Vocab struct {
 	AddSpacePrefix bool   // SentencePiece dummy prefix "▁" before the text
 	IgnoreMerges   bool   // byte-level: a pre-token that is itself in the vocab is emitted whole (Llama-3)
 	Normalizer     string // "" or "NFC"
+
+	// WordPiece (Model "bert") normalisation, llama.cpp's
+	// tokenizer.ggml.normalizer.* keys: the zero value lowercases and strips
+	// accents, as BERT's uncased models do.
+	Cased       bool // keep letter case
+	KeepAccents bool // keep accents (combining marks, precomposed letters)
 }
 
 // model is one tokenization algorithm over a vocabulary.
@@ -208,6 +214,9 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 		t.m, err = newByteLevel(&t.vocab, false)
 	case "gemma4":
 		t.m, err = newByteLevel(&t.vocab, true)
+	case "bert":
+		wp := newWordPiece(&t.vocab, t.types)
+		t.m, t.strip = wp, wp
 	default:
 		return nil, fmt.Errorf("%w %q (want \"llama\", \"gpt2\", \"gemma4\" or \"bert\")", ErrUnknownModel, v.Model)
 	}
