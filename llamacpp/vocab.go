@@ -126,6 +126,7 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 			return fail(err)
 		}
 	}
+	tokenizer.LlamaCppTypeFixes(&v) // phi-3's "</s>" is control, as in llama.cpp
 	switch v.Pre {
 	case "llama3", "llama-v3", "llama-bpe":
 		v.IgnoreMerges = true

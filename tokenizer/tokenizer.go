@@ -152,15 +152,6 @@ type Tokenizer struct {
 	byPiece pieceIndex // built on first TokensWithPrefix (heal.go)
 }
 
-// eogNames are texts of control tokens that end a turn in common chat
-// formats; like llama.cpp, any control token with one of these texts is an
-// end-of-generation token.
-var eogNames = []string{
-	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-	"<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-	"<|return|>", "<|call|>",
-}
-
 // FromVocab builds a Tokenizer from v: Model "llama" is SentencePiece BPE,
 // "gpt2" byte-level BPE. The Tokenizer keeps v's slices; do not modify them
 // afterwards.
@@ -194,13 +185,7 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 	t := &Tokenizer{vocab: v}
 	t.types = v.Types
 	if t.types == nil {
-		t.types = make([]TokenType, n)
-		for i, s := range v.Tokens {
-			t.types[i] = TypeNormal
-			if _, ok := parseByteToken(s); ok {
-				t.types[i] = TypeByte
-			}
-		}
+		t.types = defaultTypes(v.Tokens)
 	}
 	var err error
 	switch v.Model {
@@ -280,6 +265,19 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 	}
 	slices.Sort(t.eog)
 	return t, nil
+}
+
+// defaultTypes are the types of a vocabulary that records none: normal
+// tokens, and byte tokens recognised by their "<0xNN>" text.
+func defaultTypes(tokens []string) []TokenType {
+	types := make([]TokenType, len(tokens))
+	for i, s := range tokens {
+		types[i] = TypeNormal
+		if _, ok := parseByteToken(s); ok {
+			types[i] = TypeByte
+		}
+	}
+	return types
 }
 
 // Encode returns the ids of text. It never adds BOS or EOS. With
