@@ -60,12 +60,14 @@ if [ -d ../shared/checks ]; then
   echo "== shared acceptance checks"
   python3 ../shared/checks/goldens.py
   python3 ../shared/checks/tokenizers.py
+  # llama.cpp's own tokenizer tests: every vocabulary, every case (issue 31).
+  python3 ../shared/checks/llamacpp_vocab.py
   python3 ../shared/checks/gguf_goldens.py
   # The newer architectures (issue 12): every one listed is implemented.
   python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3
 else
   echo "== shared acceptance checks: SKIPPED (no ../shared)"
-  skipped_groups+=("shared acceptance checks (goldens, tokenizers, gguf_goldens): ../shared not found")
+  skipped_groups+=("shared acceptance checks (goldens, tokenizers, llamacpp_vocab, gguf_goldens): ../shared not found")
 fi
 echo "== summary"
 echo "tests: $passed passed, $failed failed, $skipped skipped (go test; the race, bad-input, arm64 and shared runs above stop this script on failure)"
