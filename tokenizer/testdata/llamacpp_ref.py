@@ -17,6 +17,7 @@ src/unicode.cpp) tokenizes with add_special=false, parse_special=false:
 Usage (from the repository root):
   python3 tokenizer/testdata/llamacpp_ref.py verify    # the reference against llama.cpp's .inp/.out
   python3 tokenizer/testdata/llamacpp_ref.py heldout   # writes tokenizer/testdata/llamacpp_heldout/NAME.jsonl
+  python3 tokenizer/testdata/llamacpp_ref.py splits    # writes tokenizer/testdata/pretok_llamacpp_splits.json
 The held-out files run through nanoserve with
   python3 ../shared/checks/llamacpp_vocab.py --cases tokenizer/testdata/llamacpp_heldout
 Characters are kept to Unicode 15.0 (Go's tables) so that category data agrees.
@@ -295,6 +296,17 @@ def cases(seed=31, n=120):
 
 def main():
     cmd = sys.argv[1] if len(sys.argv) > 1 else "verify"
+    if cmd == "splits":
+        # pre-tokenizer splits for the Go unit tests (TestLlamaCppPreTokenizerReference)
+        cs = cases(seed=7, n=300)
+        ref = {"about": "pieces of each case by llama.cpp's expressions, from llamacpp_ref.py splits",
+               "cases": cs,
+               "splits": {pre: [split(c, PRE[name]) for c in cs]
+                          for name, pre in [("falcon", "falcon"), ("deepseek-coder", "deepseek-coder"),
+                                            ("deepseek-llm", "deepseek-llm"), ("qwen35", "qwen35"), ("gemma-4", "gemma4")]}}
+        with open(os.path.join(os.path.dirname(OUT), "pretok_llamacpp_splits.json"), "w", encoding="utf-8") as f:
+            json.dump(ref, f, ensure_ascii=False, indent=0)
+        return 0
     bad = 0
     for name in NAMES:
         v = Vocab(name)
