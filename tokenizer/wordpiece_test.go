@@ -34,15 +34,15 @@ func TestWordPiece(t *testing.T) {
 		{"unaffable", []string{"▁un", "aff", "able"}},
 		{"unaffablex", []string{"[UNK]"}}, // a position no token starts: the whole word is unknown
 		{"hello xyz world", []string{"▁hello", "[UNK]", "▁world"}},
-		{"Café", []string{"▁cafe"}},              // é -> e (first of its decomposition), lowercased
-		{"cafe\u0301", []string{"▁cafe"}},        // combining mark dropped
-		{"中文", []string{"▁中", "▁文"}},             // CJK ideographs are words of their own
-		{"x$y", []string{"▁x", "▁$", "▁y"}},      // ASCII symbols split
+		{"Café", []string{"▁cafe"}},             // é -> e (first of its decomposition), lowercased
+		{"cafe\u0301", []string{"▁cafe"}},       // combining mark dropped
+		{"中文", []string{"▁中", "▁文"}},            // CJK ideographs are words of their own
+		{"x$y", []string{"▁x", "▁$", "▁y"}},     // ASCII symbols split
 		{"a\x00b\u200bb", []string{"▁ab", "b"}}, // NUL and format characters dropped, not separators
-		{"a\u3000b", []string{"▁a", "[UNK]"}},    // Unicode whitespace separates ("▁b" is no token)
-		{"İstanbul", []string{"▁istanbul"}},      // İ -> I -> i
-		{"가", []string{"▁ᄀ"}},                    // Hangul syllable -> leading jamo
-		{"[CLS]", []string{"▁[", "▁cls", "▁]"}},  // control token text is text
+		{"a\u3000b", []string{"▁a", "[UNK]"}},   // Unicode whitespace separates ("▁b" is no token)
+		{"İstanbul", []string{"▁istanbul"}},     // İ -> I -> i
+		{"가", []string{"▁ᄀ"}},                   // Hangul syllable -> leading jamo
+		{"[CLS]", []string{"▁[", "▁cls", "▁]"}}, // control token text is text
 		{"  ", nil},
 	}
 	for _, c := range cases {
