@@ -1,0 +1,130 @@
+package tokenizer_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"nanoserve/internal/testshared"
+	"nanoserve/llamacpp"
+	"nanoserve/tokenizer"
+)
+
+// The vocabularies of llama.cpp's tokenizer tests that issue 31 added
+// (pre-tokenizers falcon, deepseek-coder, deepseek-llm, qwen35; Gemma 4's
+// tokenizer; WordPiece), checked against llama.cpp's own cases
+// (ggml-vocab-NAME.gguf.inp/.out) and against held-out cases
+// (testdata/llamacpp_heldout/NAME.jsonl) whose ids come from
+// testdata/llamacpp_ref.py, a Python reimplementation that reproduces all of
+// llama.cpp's cases. Ids as llama_tokenize(add_special=false,
+// parse_special=false).
+var issue31Vocabs = []string{"falcon", "deepseek-coder", "deepseek-llm", "qwen35", "gemma-4", "bert-bge"}
+
+func loadVocab(t *testing.T, name string) (*tokenizer.Tokenizer, string) {
+	t.Helper()
+	path := testshared.Path(t, "testdata/tokenizers/llamacpp-vocab/ggml-vocab-"+name+".gguf")
+	tk, err := llamacpp.LoadTokenizer(path)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return tk, path
+}
+
+// readLlamaCppCases reads a .inp/.out pair as tests/test-tokenizer-0.cpp does.
+func readLlamaCppCases(t *testing.T, gguf string) (texts []string, ids [][]int) {
+	t.Helper()
+	inp, err := os.ReadFile(gguf + ".inp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(gguf + ".out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sep = "\n__ggml_vocab_test__\n"
+	texts = strings.Split(string(inp), sep)
+	if texts[len(texts)-1] == "" {
+		texts = texts[:len(texts)-1]
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(texts) {
+		t.Fatalf("%s: %d inputs, %d outputs", gguf, len(texts), len(lines))
+	}
+	for _, l := range lines {
+		var row []int
+		for _, f := range strings.Fields(l) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row = append(row, n)
+		}
+		ids = append(ids, row)
+	}
+	return texts, ids
+}
+
+func TestLlamaCppVocabs(t *testing.T) {
+	for _, name := range issue31Vocabs {
+		t.Run(name, func(t *testing.T) {
+			tk, path := loadVocab(t, name)
+			texts, want := readLlamaCppCases(t, path)
+			for i, s := range texts {
+				if got := tk.Encode(s, false); !slices.Equal(got, want[i]) {
+					t.Errorf("llama.cpp case %q: got %v, want %v", s, got, want[i])
+				}
+			}
+			f, err := os.Open(filepath.Join("testdata", "llamacpp_heldout", name+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			sc.Buffer(nil, 1<<20)
+			n := 0
+			for sc.Scan() {
+				var c struct {
+					Text string
+					IDs  []int
+				}
+				if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if got := tk.Encode(c.Text, false); !slices.Equal(got, c.IDs) && !(len(got) == 0 && len(c.IDs) == 0) {
+					t.Errorf("held-out %q: got %v, want %v", c.Text, got, c.IDs)
+				}
+			}
+			if n < 150 {
+				t.Errorf("%d held-out cases", n)
+			}
+		})
+	}
+}
+
+// TestPhi3PlainEndOfSequence: phi-3's GGUF records </s> as user-defined;
+// llama.cpp makes it a control token at load, so without special-token
+// parsing the text "</s>" is text: "</" "s" ">" (no merge builds "</s>").
+func TestPhi3PlainEndOfSequence(t *testing.T) {
+	tk, _ := loadVocab(t, "phi-3")
+	const text = "<s>[INST] Hello [/INST]</s>"
+	got := tk.Encode(text, false)
+	if slices.Contains(got, 2) || slices.Contains(got, 1) || !slices.Equal(got[len(got)-3:], []int{829, 29879, 29958}) {
+		t.Errorf("plain: %v", got)
+	}
+	if d := tk.Decode(got); d != text {
+		t.Errorf("plain decodes to %q", d)
+	}
+	parsed := tk.Encode(text, true)
+	if parsed[0] != 1 || parsed[len(parsed)-1] != 2 {
+		t.Errorf("parsed: %v", parsed)
+	}
+	if !tk.IsEOG(2) {
+		t.Error("</s> does not end generation")
+	}
+}
