@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"nanoserve/gguf"
 	"nanoserve/tokenizer"
@@ -127,6 +128,9 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 		}
 	}
 	tokenizer.LlamaCppTypeFixes(&v) // phi-3's "</s>" is control, as in llama.cpp
+	if name, err := f.String("general.name"); err == nil {
+		phi3RStrip(&v, name)
+	}
 	switch v.Pre {
 	case "llama3", "llama-v3", "llama-bpe":
 		v.IgnoreMerges = true
@@ -166,6 +170,30 @@ func readWordPiece(f *gguf.File, v *tokenizer.Vocab) error {
 	}
 	v.Cased, v.KeepAccents = !lower, !strip
 	return nil
+}
+
+// phi3RStrip applies llama.cpp's rule for models named phi-3 / phi3 (any
+// case): every special token (control, user-defined, unknown) and "</s>"
+// take the whitespace after them, except "<unk>", "<s>" and "<|endoftext|>".
+func phi3RStrip(v *tokenizer.Vocab, name string) {
+	name = strings.ToLower(name)
+	if !strings.Contains(name, "phi-3") && !strings.Contains(name, "phi3") || v.Types == nil {
+		return
+	}
+	for id, ty := range v.Types {
+		switch ty {
+		case tokenizer.TypeControl, tokenizer.TypeUserDefined, tokenizer.TypeUnknown:
+		default:
+			if v.Tokens[id] != "</s>" {
+				continue
+			}
+		}
+		switch v.Tokens[id] {
+		case "<unk>", "<s>", "<|endoftext|>":
+			continue
+		}
+		v.RStrip = append(v.RStrip, id)
+	}
 }
 
 // TokenizerFromGGUF builds the tokenizer a GGUF file carries.

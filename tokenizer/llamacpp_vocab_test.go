@@ -127,4 +127,13 @@ func TestPhi3PlainEndOfSequence(t *testing.T) {
 	if !tk.IsEOG(2) {
 		t.Error("</s> does not end generation")
 	}
+	// llama.cpp's phi-3 rule: parsed special tokens take the whitespace after
+	// them, except <unk>, <s>, <|endoftext|>.
+	chat := tk.Encode("<|user|>\nHello<|end|>\n<|assistant|>\n", true)
+	if !slices.Equal(chat, []int{32010, 15043, 32007, 32001}) {
+		t.Errorf("chat: %v, want <|user|> ▁Hello <|end|> <|assistant|>", chat)
+	}
+	if got, want := tk.Encode("<s> y", true), append([]int{1}, tk.Encode(" y", false)...); !slices.Equal(got, want) {
+		t.Errorf("<s> keeps its space: %v, want %v", got, want)
+	}
 }

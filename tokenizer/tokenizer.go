@@ -101,6 +101,11 @@ type Vocab struct {
 	// accents, as BERT's uncased models do.
 	Cased       bool // keep letter case
 	KeepAccents bool // keep accents (combining marks, precomposed letters)
+
+	// RStrip: special tokens whose match also takes the ASCII whitespace
+	// after it (llama.cpp's rule for phi-3 GGUFs, whose added tokens were
+	// trained that way: "<|user|>\nHi" is <|user|> "Hi").
+	RStrip []int
 }
 
 // model is one tokenization algorithm over a vocabulary.
@@ -139,6 +144,7 @@ type Tokenizer struct {
 
 	special     prefixSet // token texts Encode splits out when parseSpecial
 	userDefined prefixSet // token texts Encode always splits out (byte-level added tokens)
+	rstrip      map[int]bool // Vocab.RStrip
 
 	pieceStr []string // (vocab) string(m.piece(id)), so streaming need not allocate
 	pieceOK  []bool   // (vocab) pieceStr[id] is valid UTF-8
@@ -243,6 +249,15 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 		}
 	}
 	t.userDefined = newPrefixSet(v.Tokens, user)
+	for _, id := range v.RStrip {
+		if id < 0 || id >= n {
+			return nil, fmt.Errorf("tokenizer: rstrip id %d outside vocabulary of %d", id, n)
+		}
+		if t.rstrip == nil {
+			t.rstrip = map[int]bool{}
+		}
+		t.rstrip[id] = true
+	}
 	t.special = newPrefixSet(v.Tokens, append(special, user...))
 
 	t.eogSet = map[int]bool{}
@@ -266,6 +281,9 @@ func fromVocab(v Vocab, spOpts *spOptions) (*Tokenizer, error) {
 	slices.Sort(t.eog)
 	return t, nil
 }
+
+// isASCIISpace is C's isspace: space, \t, \n, \v, \f, \r.
+func isASCIISpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
 // defaultTypes are the types of a vocabulary that records none: normal
 // tokens, and byte tokens recognised by their "<0xNN>" text.
@@ -308,6 +326,11 @@ func (t *Tokenizer) Encode(text string, parseSpecial bool) []int {
 		ids = append(ids, id)
 		first = true
 		i += n
+		if t.rstrip[id] {
+			for i < len(text) && isASCIISpace(text[i]) {
+				i++
+			}
+		}
 		start = i
 	}
 	if start < len(text) {

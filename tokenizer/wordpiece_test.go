@@ -186,3 +186,24 @@ func TestLlamaCppTypeFixes(t *testing.T) {
 		t.Errorf("gemma types %v", g.Types)
 	}
 }
+
+// TestRStrip: a parsed special token listed in Vocab.RStrip takes the ASCII
+// whitespace after it (not other whitespace, and not when unparsed).
+func TestRStrip(t *testing.T) {
+	v := Vocab{Model: "gpt2", Pre: "gpt2", Tokens: []string{"<u>", "a", " ", "\n", "Ġ", "Ċ", "\u3000"},
+		Types: []TokenType{TypeControl, 1, 1, 1, 1, 1, 1}, RStrip: []int{0}}
+	tk, err := FromVocab(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tk.Encode("<u> \n a", true); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("parsed: %v", got)
+	}
+	if got := tk.Encode("a<u>", true); !slices.Equal(got, []int{1, 0}) {
+		t.Errorf("at the end: %v", got)
+	}
+	v.RStrip = []int{7}
+	if _, err := FromVocab(v); err == nil {
+		t.Error("rstrip id outside the vocabulary accepted")
+	}
+}
