@@ -142,8 +142,8 @@ type Tokenizer struct {
 	m     model
 	types []TokenType // (vocab) never nil
 
-	special     prefixSet // token texts Encode splits out when parseSpecial
-	userDefined prefixSet // token texts Encode always splits out (byte-level added tokens)
+	special     prefixSet    // token texts Encode splits out when parseSpecial
+	userDefined prefixSet    // token texts Encode always splits out (byte-level added tokens)
 	rstrip      map[int]bool // Vocab.RStrip
 
 	pieceStr []string // (vocab) string(m.piece(id)), so streaming need not allocate
