@@ -128,6 +128,7 @@ func ReadVocab(f *gguf.File) (tokenizer.Vocab, error) {
 		}
 	}
 	tokenizer.LlamaCppTypeFixes(&v) // phi-3's "</s>" is control, as in llama.cpp
+	v.LlamaCppRules = true
 	if name, err := f.String("general.name"); err == nil {
 		phi3RStrip(&v, name)
 	}

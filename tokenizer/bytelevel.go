@@ -116,7 +116,7 @@ func newByteLevel(v *Vocab, rawText bool) (model, error) {
 	if rawText {
 		preName = "gemma4"
 	}
-	pre, err := newPreTokenizer(preName)
+	pre, err := newPreTokenizerRules(preName, v.LlamaCppRules)
 	if err != nil {
 		return nil, err
 	}

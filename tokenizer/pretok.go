@@ -115,20 +115,27 @@ type preTokenizer struct {
 
 // newPreTokenizer returns the pre-tokenizer for a GGUF tokenizer.ggml.pre
 // name (llama.cpp's names; "" means llama.cpp's "default", as llama.cpp does).
-func newPreTokenizer(name string) (*preTokenizer, error) {
+func newPreTokenizer(name string) (*preTokenizer, error) { return newPreTokenizerRules(name, false) }
+
+// newPreTokenizerRules is newPreTokenizer with Vocab.LlamaCppRules.
+func newPreTokenizerRules(name string, llamaCpp bool) (*preTokenizer, error) {
 	p := &preTokenizer{name: name}
+	llama3, qwen2 := matcher(matchLlama3), matcher(matchQwen2)
+	if llamaCpp {
+		llama3, qwen2 = matchLlama3ASCII, matchQwen2ASCII
+	}
 	switch name {
 	case "gpt2", "gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "exaone4",
 		"jina-es", "jina-de", "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code",
 		"gigachat", "a.x-4.0", "mellum", "roberta-bpe", "modern-bert":
 		p.stages = []matcher{matchGPT2}
 	case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2":
-		p.stages = []matcher{matchLlama3}
+		p.stages = []matcher{llama3}
 		p.ignoreMerges = true
 	case "dbrx", "smaug-bpe":
-		p.stages = []matcher{matchLlama3}
+		p.stages = []matcher{llama3}
 	case "qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "kormo", "f2llmv2":
-		p.stages = []matcher{matchQwen2}
+		p.stages = []matcher{qwen2}
 	case "qwen35":
 		p.stages = []matcher{matchQwen35}
 	case "falcon":
@@ -309,17 +316,24 @@ func matchGPT2(s string, i int) int {
 }
 
 // matchLlama3 is the Llama-3 expression with digits in groups of 1-3.
-func matchLlama3(s string, i int) int { return matchLlamaStyle(s, i, 3) }
+func matchLlama3(s string, i int) int { return matchLlamaStyle(s, i, 3, true) }
 
 // matchQwen2 is the Llama-3 expression with single digits.
-func matchQwen2(s string, i int) int { return matchLlamaStyle(s, i, 1) }
+func matchQwen2(s string, i int) int { return matchLlamaStyle(s, i, 1, true) }
+
+// matchLlama3ASCII and matchQwen2ASCII fold only ASCII case in contractions
+// (llama.cpp).
+func matchLlama3ASCII(s string, i int) int { return matchLlamaStyle(s, i, 3, false) }
+func matchQwen2ASCII(s string, i int) int  { return matchLlamaStyle(s, i, 1, false) }
 
 // matchLlamaStyle:
 //
 //	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxDigits}|
 //	 ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func matchLlamaStyle(s string, i int, maxDigits int) int {
-	if s[i] == '\'' {
+//
+// foldLongS: (?i) folds U+017F long s to s, as Hugging Face's engines do.
+func matchLlamaStyle(s string, i int, maxDigits int, foldLongS bool) int {
+	if s[i] == '\'' && (foldLongS || i+1 < len(s) && s[i+1] < utf8.RuneSelf) {
 		if n := contraction(s, i, true); n > 0 {
 			return i + n
 		}

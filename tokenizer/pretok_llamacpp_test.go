@@ -161,3 +161,18 @@ func FuzzLlamaCppPreTokenizers(f *testing.F) {
 		}
 	})
 }
+
+// TestLlamaCppRulesContractions: Hugging Face's (?i) folds U+017F long s to
+// s in the contractions; llama.cpp (Vocab.LlamaCppRules) folds ASCII only.
+func TestLlamaCppRulesContractions(t *testing.T) {
+	for _, name := range []string{"llama-bpe", "dbrx", "qwen2"} {
+		hf, _ := newPreTokenizerRules(name, false)
+		lc, _ := newPreTokenizerRules(name, true)
+		if got := splitAll(hf, "x'ſa 'Sa"); !slices.Equal(got, []string{"x", "'ſ", "a", " '", "Sa"}) {
+			t.Errorf("%s Hugging Face: %q", name, got)
+		}
+		if got := splitAll(lc, "x'ſa 'Sa"); !slices.Equal(got, []string{"x", "'ſa", " '", "Sa"}) {
+			t.Errorf("%s llama.cpp: %q", name, got)
+		}
+	}
+}

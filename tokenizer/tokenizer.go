@@ -102,6 +102,13 @@ type Vocab struct {
 	Cased       bool // keep letter case
 	KeepAccents bool // keep accents (combining marks, precomposed letters)
 
+	// LlamaCppRules: where llama.cpp and Hugging Face's regex engines
+	// differ, tokenize as llama.cpp (GGUF loaders set it). Contractions
+	// ('s, 'T, ...) of the Llama-3 and Qwen pre-tokenizers then fold ASCII
+	// case only (llama.cpp lowercases with simple mappings; Hugging Face's
+	// (?i) also folds U+017F long s to s).
+	LlamaCppRules bool
+
 	// RStrip: special tokens whose match also takes the ASCII whitespace
 	// after it (llama.cpp's rule for phi-3 GGUFs, whose added tokens were
 	// trained that way: "<|user|>\nHi" is <|user|> "Hi").
