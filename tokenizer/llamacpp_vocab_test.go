@@ -137,3 +137,21 @@ func TestPhi3PlainEndOfSequence(t *testing.T) {
 		t.Errorf("<s> keeps its space: %v, want %v", got, want)
 	}
 }
+
+// TestLlamaCppCheckPromptBytes: the byte bound never refuses a text that
+// fits, for the new models and phi-3's whitespace-eating special tokens.
+func TestLlamaCppCheckPromptBytes(t *testing.T) {
+	texts := []string{"Hello, world!", "<|user|>" + strings.Repeat(" \n", 500) + "<|end|>", strings.Repeat(" ", 1000),
+		"中文 é \xff\xfe", strings.Repeat("\n", 300), "<|channel>x<channel|>", strings.Repeat("unaffable", 100)}
+	for _, name := range []string{"phi-3", "gemma-4", "bert-bge"} {
+		tk, _ := loadVocab(t, name)
+		for _, s := range texts {
+			for _, special := range []bool{false, true} {
+				n := len(tk.Encode(s, special))
+				if err := tk.CheckPromptBytes(s, n); err != nil {
+					t.Errorf("%s: CheckPromptBytes(%.30q, %d) = %v, but it encodes to %d tokens", name, s, n, err, n)
+				}
+			}
+		}
+	}
+}

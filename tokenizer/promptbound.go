@@ -16,7 +16,8 @@ import (
 // normalisation that shrinks text: NFC composes at most three bytes into
 // one (a Hangul L+V+T jamo sequence, 9 bytes, becomes one 3-byte syllable),
 // SentencePiece's remove_extra_whitespaces drops spaces (they are not
-// counted), and a model that drops or merges unknown input without limit (no
+// counted; nor is ASCII whitespace for a vocabulary whose special tokens
+// strip the whitespace after them, Vocab.RStrip), and a model that drops or merges unknown input without limit (no
 // byte tokens; SentencePiece's run of unknown characters sharing one
 // <unk>) has no bound at all, so it is not checked.
 
@@ -54,6 +55,14 @@ func (t *Tokenizer) CheckPromptBytes(text string, maxTokens int) error {
 		}
 	default:
 		return nil
+	}
+	if len(t.rstrip) > 0 {
+		// Vocab.RStrip tokens drop the ASCII whitespace after them.
+		for i := 0; i < len(text); i++ {
+			if isASCIISpace(text[i]) {
+				n--
+			}
+		}
 	}
 	if limit := maxTokens * per; n > limit {
 		return &PromptBytesError{Bytes: len(text), MaxTokens: maxTokens, MaxBytes: limit, LongestToken: per}
