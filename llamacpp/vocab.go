@@ -230,7 +230,8 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 // NORMAL where v has none, the special ids v names, eot_token_id for the
 // first of eot (end-of-generation ids the vocabulary does not infer by
 // itself), and the add-BOS/EOS (and, for SentencePiece, space-prefix)
-// flags. Vocabulary models other than "llama" and "gpt2" are an error.
+// flags. Vocabulary models other than "llama", "gpt2" and "gemma4" are an
+// error.
 func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 	n := len(v.Tokens)
 	size = max(size, n)
@@ -272,6 +273,8 @@ func VocabKVs(v tokenizer.Vocab, size int, eot []int) ([]gguf.KV, error) {
 			pre = "gpt-2"
 		}
 		add("pre", gguf.String(pre))
+	case "gemma4":
+		add("model", gguf.String("gemma4")) // llama.cpp names its pre-tokenizer itself
 	default:
 		return nil, fmt.Errorf("tokenizer model %q", v.Model)
 	}

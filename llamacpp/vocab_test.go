@@ -55,6 +55,32 @@ func TestVocabRoundTrip(t *testing.T) {
 	}
 }
 
+// TestVocabRoundTripGemma4: a Gemma 4 vocabulary survives VocabKVs and
+// ReadVocab (add_bos forced on, as llama.cpp does) and tokenizes the same.
+func TestVocabRoundTripGemma4(t *testing.T) {
+	v := tokenizer.Vocab{Model: "gemma4", Tokens: []string{"<pad>", "<eos>", "<bos>", "▁", "a", "b", "ab", "▁ab", "<0xC3>", "<0xA9>"},
+		Types: []tokenizer.TokenType{3, 3, 3, 1, 1, 1, 1, 1, 6, 6}, Merges: []string{"a b", "▁ ab"},
+		BOS: tokenizer.Some(2), EOS: tokenizer.Some(1)}
+	kvs, err := VocabKVs(v, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadVocab(parseKVs(t, "gemma4", kvs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != "gemma4" || !got.AddBOS || !slices.Equal(got.Merges, v.Merges) || got.BOS != v.BOS {
+		t.Errorf("read back %+v", got)
+	}
+	tk, err := tokenizer.FromVocab(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := tk.Encode("ab abé", false); !slices.Equal(ids, []int{6, 7, 8, 9}) {
+		t.Errorf("encode: %v", ids)
+	}
+}
+
 // parseKVs writes general.architecture and kvs as a GGUF file and parses
 // it back.
 func parseKVs(t *testing.T, arch string, kvs []gguf.KV) *gguf.File {
