@@ -13,10 +13,20 @@
 //     score is merged (ties: the leftmost pair). Symbols that end up outside
 //     the vocabulary are spelt as byte tokens "<0xNN>" (byte fallback) or
 //     become the unknown token. See sentencepiece.go.
-//   - Byte-level BPE (GPT-2, Llama 3, Qwen; Vocab.Model "gpt2"): the text is
-//     first cut into pre-tokens by a regular expression, each byte is mapped
-//     to a printable character, and ranked merges are applied per pre-token.
-//     See bytelevel.go.
+//   - Byte-level BPE (GPT-2, Llama 3, Qwen, DeepSeek, Falcon; Vocab.Model
+//     "gpt2"): the text is first cut into pre-tokens by a regular expression
+//     (pretok.go, pretok_llamacpp.go), each byte is mapped to a printable
+//     character, and ranked merges are applied per pre-token. See
+//     bytelevel.go. Gemma 4 (Vocab.Model "gemma4") runs the same ranked
+//     merges over UTF-8 text with "▁" for spaces.
+//
+// A third family, WordPiece (BERT; Vocab.Model "bert", wordpiece.go),
+// spells each word greedily with the longest vocabulary pieces.
+//
+// GGUF vocabularies tokenize exactly as llama.cpp tokenizes them: the
+// llamacpp package applies llama.cpp's load-time fixes (LlamaCppTypeFixes,
+// Vocab.LlamaCppRules, Vocab.RStrip), and ../shared/checks/llamacpp_vocab.py
+// runs llama.cpp's own tokenizer tests.
 //
 // Special tokens. Control tokens (<s>, </s>, <|im_end|>, ...) are never
 // produced by the merge algorithm. Encode(text, parseSpecial) splits the
@@ -166,8 +176,8 @@ type Tokenizer struct {
 }
 
 // FromVocab builds a Tokenizer from v: Model "llama" is SentencePiece BPE,
-// "gpt2" byte-level BPE. The Tokenizer keeps v's slices; do not modify them
-// afterwards.
+// "gpt2" byte-level BPE, "gemma4" Gemma 4's BPE, "bert" WordPiece. The
+// Tokenizer keeps v's slices; do not modify them afterwards.
 func FromVocab(v Vocab) (*Tokenizer, error) {
 	return fromVocab(v, nil)
 }
@@ -477,8 +487,8 @@ func (t *Tokenizer) TokenType(id int) TokenType {
 // export). It is shared, not copied: callers must not modify it.
 func (t *Tokenizer) Vocab() *Vocab { return &t.vocab }
 
-// Kind returns the algorithm: "llama" (SentencePiece BPE) or "gpt2"
-// (byte-level BPE).
+// Kind returns the algorithm: "llama" (SentencePiece BPE), "gpt2"
+// (byte-level BPE), "gemma4" (Gemma 4's BPE) or "bert" (WordPiece).
 func (t *Tokenizer) Kind() string { return t.vocab.Model }
 
 // prefixSet finds the longest token text at the start of a string.
