@@ -15,15 +15,16 @@ import (
 	"nanoserve/tokenizer"
 )
 
-// The vocabularies of llama.cpp's tokenizer tests that issue 31 added
-// (pre-tokenizers falcon, deepseek-coder, deepseek-llm, qwen35; Gemma 4's
-// tokenizer; WordPiece), checked against llama.cpp's own cases
-// (ggml-vocab-NAME.gguf.inp/.out) and against held-out cases
+// The vocabularies of llama.cpp's tokenizer tests, checked against
+// llama.cpp's own cases (ggml-vocab-NAME.gguf.inp/.out) and, all but the two
+// SentencePiece ones, against held-out cases
 // (testdata/llamacpp_heldout/NAME.jsonl) whose ids come from
 // testdata/llamacpp_ref.py, a Python reimplementation that reproduces all of
-// llama.cpp's cases. Ids as llama_tokenize(add_special=false,
-// parse_special=false).
-var issue31Vocabs = []string{"falcon", "deepseek-coder", "deepseek-llm", "qwen35", "gemma-4", "bert-bge"}
+// llama.cpp's cases for them. Ids as llama_tokenize(add_special=false,
+// parse_special=false). Issue 31 added falcon, deepseek-coder,
+// deepseek-llm, qwen35, gemma-4 and bert-bge.
+var llamaCppVocabs = []string{"falcon", "deepseek-coder", "deepseek-llm", "qwen35", "gemma-4", "bert-bge",
+	"gpt-2", "mpt", "starcoder", "refact", "command-r", "llama-bpe", "qwen2", "llama-spm", "phi-3"}
 
 func loadVocab(t *testing.T, name string) (*tokenizer.Tokenizer, string) {
 	t.Helper()
@@ -70,7 +71,7 @@ func readLlamaCppCases(t *testing.T, gguf string) (texts []string, ids [][]int) 
 }
 
 func TestLlamaCppVocabs(t *testing.T) {
-	for _, name := range issue31Vocabs {
+	for _, name := range llamaCppVocabs {
 		t.Run(name, func(t *testing.T) {
 			tk, path := loadVocab(t, name)
 			texts, want := readLlamaCppCases(t, path)
@@ -78,6 +79,9 @@ func TestLlamaCppVocabs(t *testing.T) {
 				if got := tk.Encode(s, false); !slices.Equal(got, want[i]) {
 					t.Errorf("llama.cpp case %q: got %v, want %v", s, got, want[i])
 				}
+			}
+			if name == "llama-spm" || name == "phi-3" {
+				return // no held-out reference for SentencePiece
 			}
 			f, err := os.Open(filepath.Join("testdata", "llamacpp_heldout", name+".jsonl"))
 			if err != nil {

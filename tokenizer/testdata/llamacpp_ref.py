@@ -17,6 +17,8 @@ src/unicode.cpp) tokenizes with add_special=false, parse_special=false:
 Usage (from the repository root):
   python3 tokenizer/testdata/llamacpp_ref.py verify    # the reference against llama.cpp's .inp/.out
   python3 tokenizer/testdata/llamacpp_ref.py heldout   # writes tokenizer/testdata/llamacpp_heldout/NAME.jsonl
+  (--all: also the byte-level vocabularies supported before: gpt-2, mpt, starcoder, refact, command-r,
+  llama-bpe, qwen2)
   python3 tokenizer/testdata/llamacpp_ref.py splits    # writes tokenizer/testdata/pretok_llamacpp_splits.json
 The held-out files run through nanoserve with
   python3 ../shared/checks/llamacpp_vocab.py --cases tokenizer/testdata/llamacpp_heldout
@@ -80,6 +82,17 @@ PRE = {
                + WSC + r"\p{L}\p{M}\p{N}]+[\r\n]*|" + WS + r"*[\r\n]+|" + WS + "+(?!" + NOTWS + ")|" + WS + "+"],
     "gemma-4": [r"[^\n]+|[\n]+"],
 }
+# The byte-level vocabularies that were supported before issue 31 (for held-out cases).
+_LLAMA3 = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^"
+           + WSC + r"\p{L}\p{N}]+[\r\n]*|" + WS + r"*[\r\n]+|" + WS + "+(?!" + NOTWS + ")|" + WS + "+")
+PRE.update({
+    "gpt-2": [GPT2], "mpt": [GPT2],
+    "starcoder": [r"\p{N}", GPT2], "refact": [r"\p{N}", GPT2], "command-r": [r"\p{N}", GPT2],
+    "llama-bpe": [_LLAMA3],
+    "qwen2": [_LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")],
+})
+IGNORE_MERGES = {"llama-bpe"}
+MORE_NAMES = ["gpt-2", "mpt", "starcoder", "refact", "command-r", "llama-bpe", "qwen2"]
 
 
 def split(text, exprs):
@@ -201,6 +214,9 @@ class Vocab:
             else:
                 for w in split(f, PRE[self.name]):
                     enc = "".join(BYTE[b] for b in w.encode())
+                    if self.name in IGNORE_MERGES and enc in self.ids:
+                        out.append(self.ids[enc])
+                        continue
                     for s in self.bpe(list(enc)):
                         if s in self.ids:
                             out.append(self.ids[s])
@@ -308,7 +324,8 @@ def main():
             json.dump(ref, f, ensure_ascii=False, indent=0)
         return 0
     bad = 0
-    for name in NAMES:
+    names = NAMES + (MORE_NAMES if "--all" in sys.argv else [])
+    for name in names:
         v = Vocab(name)
         if cmd == "verify":
             rows = read_tests(name)
