@@ -16,8 +16,8 @@ import (
 )
 
 // The vocabularies of llama.cpp's tokenizer tests, checked against
-// llama.cpp's own cases (ggml-vocab-NAME.gguf.inp/.out) and, all but the two
-// SentencePiece ones, against held-out cases
+// llama.cpp's own cases (ggml-vocab-NAME.gguf.inp/.out) and against
+// held-out cases
 // (testdata/llamacpp_heldout/NAME.jsonl) whose ids come from
 // testdata/llamacpp_ref.py, a Python reimplementation that reproduces all of
 // llama.cpp's cases for them. Ids as llama_tokenize(add_special=false,
@@ -79,9 +79,6 @@ func TestLlamaCppVocabs(t *testing.T) {
 				if got := tk.Encode(s, false); !slices.Equal(got, want[i]) {
 					t.Errorf("llama.cpp case %q: got %v, want %v", s, got, want[i])
 				}
-			}
-			if name == "llama-spm" || name == "phi-3" {
-				return // no held-out reference for SentencePiece
 			}
 			f, err := os.Open(filepath.Join("testdata", "llamacpp_heldout", name+".jsonl"))
 			if err != nil {

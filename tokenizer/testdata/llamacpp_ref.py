@@ -12,13 +12,16 @@ src/unicode.cpp) tokenizes with add_special=false, parse_special=false:
     matches and the gaps between them both kept;
   - byte-level BPE by merge rank over the byte-encoded pieces (merges by text);
   - Gemma 4: spaces as U+2581, lines and newline runs, BPE over characters, <0xNN> fallback;
-  - WordPiece (BERT): llama.cpp's normalisation and greedy longest match.
+  - WordPiece (BERT): llama.cpp's normalisation and greedy longest match;
+  - SentencePiece (llama-spm, phi-3): llama.cpp's session (highest-scoring token pair first, any
+    token type, leftovers as <0xNN>), a space in front of text that starts the input or follows a
+    special token.
 
 Usage (from the repository root):
   python3 tokenizer/testdata/llamacpp_ref.py verify    # the reference against llama.cpp's .inp/.out
   python3 tokenizer/testdata/llamacpp_ref.py heldout   # writes tokenizer/testdata/llamacpp_heldout/NAME.jsonl
-  (--all: also the byte-level vocabularies supported before: gpt-2, mpt, starcoder, refact, command-r,
-  llama-bpe, qwen2)
+  (--all: also the vocabularies supported before: gpt-2, mpt, starcoder, refact, command-r,
+  llama-bpe, qwen2, and SentencePiece llama-spm, phi-3)
   python3 tokenizer/testdata/llamacpp_ref.py splits    # writes tokenizer/testdata/pretok_llamacpp_splits.json
 The held-out files run through nanoserve with
   python3 ../shared/checks/llamacpp_vocab.py --cases tokenizer/testdata/llamacpp_heldout
@@ -92,7 +95,7 @@ PRE.update({
     "qwen2": [_LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")],
 })
 IGNORE_MERGES = {"llama-bpe"}
-MORE_NAMES = ["gpt-2", "mpt", "starcoder", "refact", "command-r", "llama-bpe", "qwen2"]
+MORE_NAMES = ["gpt-2", "mpt", "starcoder", "refact", "command-r", "llama-bpe", "qwen2", "llama-spm", "phi-3"]
 
 
 def split(text, exprs):
@@ -146,6 +149,8 @@ class Vocab:
             sp = m.find(" ", 1)
             self.ranks.setdefault((m[:sp], m[sp + 1:]), r)
         self.unk = kv.get("tokenizer.ggml.unknown_token_id", 100 if self.model == "bert" else None)
+        self.scores = kv.get("tokenizer.ggml.scores")
+        self.space_prefix = kv.get("tokenizer.ggml.add_space_prefix", self.model == "llama")
         # load-time fixes by text
         for i, t in enumerate(self.tokens):
             if t in EOG:
@@ -194,11 +199,73 @@ class Vocab:
             syms[i:i + 2] = [syms[i] + syms[i + 1]]
         return syms
 
+    def spm(self, text):
+        """llama.cpp's SentencePiece session: merge the adjacent pair whose text is the
+        highest-scoring token (leftmost on ties), any token type; what is left as no
+        token becomes <0xNN> byte tokens."""
+        import heapq
+        b = text.encode()
+        start, size, nxt, prv = [], [], [], []
+        o = 0
+        while o < len(b):
+            n = min({0xF: 4, 0xE: 3, 0xC: 2, 0xD: 2}.get(b[o] >> 4, 1), len(b) - o)
+            start.append(o)
+            size.append(n)
+            o += n
+        k = len(start)
+        nxt = [i + 1 if i + 1 < k else -1 for i in range(k)]
+        prv = [i - 1 for i in range(k)]
+        heap = []
+        def bigram(l, r):
+            if l < 0 or r < 0:
+                return
+            t = b[start[l]:start[l] + size[l] + size[r]]
+            try:
+                tid = self.ids.get(t.decode())
+            except UnicodeDecodeError:
+                return
+            if tid is not None:
+                heapq.heappush(heap, (-self.scores[tid], l, r, len(t)))
+        for i in range(1, k):
+            bigram(i - 1, i)
+        while heap:
+            _, l, r, n = heapq.heappop(heap)
+            if size[l] == 0 or size[r] == 0 or size[l] + size[r] != n:
+                continue
+            size[l] += size[r]
+            size[r] = 0
+            nxt[l] = nxt[r]
+            if nxt[r] >= 0:
+                prv[nxt[r]] = l
+            bigram(prv[l], l)
+            bigram(l, nxt[l])
+        out = []
+        i = 0 if k else -1
+        while i != -1:
+            t = b[start[i]:start[i] + size[i]]
+            try:
+                tid = self.ids.get(t.decode())
+            except UnicodeDecodeError:
+                tid = None
+            if tid is not None:
+                out.append(tid)
+            else:
+                out += [self.ids[f"<0x{c:02X}>"] for c in t]
+            i = nxt[i]
+        return out
+
     def encode(self, text):
         out = []
+        prev_special = True
         for f in self.partition(text):
+            if f == "":
+                continue  # llama.cpp makes no fragment of empty text
             if isinstance(f, int):
                 out.append(f)
+                prev_special = True
+            elif self.model == "llama":
+                out += self.spm(((" " if self.space_prefix and prev_special else "") + f).replace(" ", "▁"))
+                prev_special = False
             elif self.model == "bert":
                 out += self.wpm(f)
             elif self.model == "gemma4":
