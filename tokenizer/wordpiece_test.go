@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -206,4 +207,22 @@ func TestRStrip(t *testing.T) {
 	if _, err := FromVocab(v); err == nil {
 		t.Error("rstrip id outside the vocabulary accepted")
 	}
+}
+
+// FuzzGemma4: Gemma 4's BPE gives back its input (each invalid UTF-8 byte as
+// U+FFFD), since every byte has a byte token.
+func FuzzGemma4(f *testing.F) {
+	for _, s := range []string{"", "ab ab", " 中b\n\n\n", "é\xff", "<0x41>", "▁ab"} {
+		f.Add(s)
+	}
+	tk, err := FromVocab(gemma4Vocab())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ids := tk.Encode(s, false)
+		if got, want := tk.Decode(ids), strings.ReplaceAll(replaceInvalidUTF8(s), "▁", " "); got != want {
+			t.Fatalf("%q: decodes to %q, want %q (ids %v)", s, got, want, ids)
+		}
+	})
 }
