@@ -24,6 +24,10 @@ package tokenizer
 //	qwen2:  the llama3 one with \p{N} (single digits) for \p{N}{1,3}
 //	smollm: \p{N} first, then gpt2
 //	default (llama.cpp): [\p{P}\$\+<=>\^~\|]+ then gpt2 then \p{N}+ then [0-9][0-9][0-9]
+//
+// falcon, deepseek-coder, deepseek-llm, qwen35 and Gemma 4's line split are
+// in pretok_llamacpp.go. For GGUF vocabularies (Vocab.LlamaCppRules) the
+// llama3 and qwen2 contractions fold ASCII case only, as llama.cpp does.
 
 import (
 	"fmt"
