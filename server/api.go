@@ -531,6 +531,17 @@ type modelCard struct {
 	Aliases  []string  `json:"aliases,omitempty"`
 	Loaded   *bool     `json:"loaded,omitempty"`
 	Manifest *Manifest `json:"manifest,omitempty"`
+	// A loaded model's KV cache: its element type (f32, f16, q8_0) and
+	// the bytes it holds.
+	KVCacheType  string `json:"kv_cache_type,omitempty"`
+	KVCacheBytes int64  `json:"kv_cache_bytes,omitempty"`
+}
+
+// withCache fills in the KV cache fields of a loaded model's card.
+func (c modelCard) withCache(eng *engine.Engine) modelCard {
+	c.KVCacheType = strings.ToLower(eng.Options().KVType.String())
+	c.KVCacheBytes = eng.CacheBytes()
+	return c
 }
 
 // completions: choices[].text, logprobs in the legacy shape.

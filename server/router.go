@@ -654,6 +654,7 @@ func (rt *router) card(m listed) modelCard {
 	switch {
 	case m.srv != nil:
 		c.MaxModelLen = m.srv.eng.CtxSize()
+		c = c.withCache(m.srv.eng)
 	case m.manifest != nil:
 		c.MaxModelLen = m.manifest.ContextLength
 	}

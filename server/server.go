@@ -608,7 +608,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // ---- simple endpoints ----
 
 func (s *Server) card(name string) modelCard {
-	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize(), Manifest: s.manifest}
+	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize(), Manifest: s.manifest}.withCache(s.eng)
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {

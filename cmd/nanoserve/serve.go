@@ -22,6 +22,7 @@ import (
 	"nanoserve/chat"
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
+	"nanoserve/kvcache"
 	"nanoserve/server"
 )
 
@@ -136,6 +137,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if mf.ctxSize < 0 {
 		return errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
 	}
+	// The KV cache type is parsed here, once, into mf: each model's loader
+	// works on a copy of mf, so what its load parses would not reach the
+	// engine options and the log below.
+	if mf.kv, err = kvcache.ParseType(mf.kvType); err != nil {
+		return errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	entries, err := serveModels(models, *modelsDir, mf.revision)
 	if err != nil {
@@ -203,7 +210,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		served[i] = me.names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
+		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
