@@ -179,12 +179,13 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 	o := opts.Options
 	o.ModelNames = []string{opts.Models[0].Names[0]}
 	front := &Server{
-		names:   o.ModelNames,
-		apiKey:  o.APIKey,
-		maxBody: o.MaxBodyBytes,
-		log:     o.Logger,
-		created: time.Now().Unix(),
-		m:       newMetrics(),
+		names:       o.ModelNames,
+		apiKey:      o.APIKey,
+		metricsAuth: o.MetricsAuth,
+		maxBody:     o.MaxBodyBytes,
+		log:         o.Logger,
+		created:     time.Now().Unix(),
+		m:           newMetrics(),
 
 		readHeaderTimeout: orDefault(o.ReadHeaderTimeout, 10*time.Second),
 		bodyTimeout:       orDefault(o.BodyTimeout, time.Minute),
@@ -215,13 +216,13 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		for m := range r.methods {
 			methods[m] = rt.routed(path)
 		}
-		front.mux[path] = route{r.endpoint, methods}
+		front.mux[path] = route{r.endpoint, r.access, methods}
 	}
 	return front, nil
 }
 
 // frontPaths are the paths a multi-model server answers itself.
-var frontPaths = map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/v1/models": true,
+var frontPaths = map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/v1/models": true, modelPath: true,
 	"/api/tags": true, "/api/ps": true, "/api/version": true, "/api/pull": true}
 
 // ModelFor returns the server of the model a request's model field names

@@ -56,7 +56,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
 	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
-	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
+	apiKey := fs.String("api-key", "", "require the key (\"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\") on every path but /health, /ready\n"+
+		"and /metrics (default: $NANOSERVE_API_KEY)")
+	metricsAuth := fs.Bool("metrics-auth", false, "put /metrics behind --api-key too")
 	servedName := fs.String("served-name", "", "another name for the first model (the file's base name, with or without extension, is always accepted)")
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
@@ -188,7 +190,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		}
 		return spec(servedEntry{path: p, names: names}), nil
 	}
-	opts := server.Options{APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
+	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, SPMInfill: *spmInfill}
 	server.Version = versionString()
