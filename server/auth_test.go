@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // authBodies are request bodies that each endpoint accepts (or refuses
@@ -138,6 +140,31 @@ func TestRoutes(t *testing.T) {
 	for _, r := range Routes(Options{MetricsAuth: true}) {
 		if r.Public != (r.Path == "/health" || r.Path == "/ready") {
 			t.Errorf("with MetricsAuth: %+v", r)
+		}
+	}
+}
+
+// A request refused before its handler (no key, a foreign Origin, an
+// unknown path) whose body stalls used to hold its connection: net/http
+// read the rest of the body with no deadline to reuse the connection. The
+// refusal now closes the connection at once.
+func TestRefusedStalledBodyCloses(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) { o.APIKey = "k" })
+	for _, c := range []struct{ path, extra, want string }{
+		{"/v1/completions", "", "HTTP/1.1 401"},
+		{"/v1/completions", "Origin: http://evil.example\r\n", "HTTP/1.1 403"},
+		{"/v1/nothing", "", "HTTP/1.1 404"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(3 * time.Second))
+		io.WriteString(conn, "POST "+c.path+" HTTP/1.1\r\nHost: localhost\r\n"+c.extra+"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"prompt\":")
+		got, err := io.ReadAll(conn) // the answer, then EOF when the server closes
+		conn.Close()
+		if err != nil || !strings.HasPrefix(string(got), c.want) {
+			t.Errorf("POST %s %q with a stalled body: %v, got %.100q; want %s and the connection closed", c.path, c.extra, err, got, c.want)
 		}
 	}
 }

@@ -193,6 +193,7 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		reqTimeout:        max(o.RequestTimeout, 0),
 		healthStall:       orDefault(o.HealthStall, 5*time.Minute),
 		cors:              o.CORSOrigins,
+		allowedHosts:      o.AllowedHosts,
 		now:               time.Now,
 	}
 	if front.maxBody <= 0 {

@@ -69,7 +69,10 @@
 //
 // Every response carries X-Request-Id: the client's (1-128 visible ASCII
 // characters) or a new one; each log line about the request has it as
-// request_id. CORS is off unless Options.CORSOrigins lists origins.
+// request_id. CORS is off unless Options.CORSOrigins lists origins. A
+// browser request from another site (an Origin neither loopback nor listed)
+// or, on a loopback connection, a Host that is not this machine's (DNS
+// rebinding) is a 403 (checkOrigin).
 //
 // Streaming (stream: true) uses server-sent events: each event is one line
 // "data: " + a JSON chunk, followed by a blank line, flushed as soon as the
@@ -122,6 +125,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -191,7 +195,14 @@ type Options struct {
 	Manifest *Manifest
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
+	// A request whose Origin is neither loopback nor listed here is
+	// refused (403) whatever its method: see checkOrigin.
 	CORSOrigins []string
+	// AllowedHosts are the Host names (or host:port) accepted on a
+	// connection to a loopback address besides the loopback names and
+	// addresses ("*": any; ".example.com": it and its subdomains): see
+	// checkOrigin.
+	AllowedHosts []string
 	// SPMInfill lays FIM prompts out suffix first (llama-server's
 	// --spm-infill); false: prefix first (PSM), unless the model was
 	// trained suffix first (tokenizer.FIMTokens.SuffixFirst: nanoserve's
@@ -227,6 +238,7 @@ type Server struct {
 	reqTimeout        time.Duration // 0: none
 	healthStall       time.Duration
 	cors              []string         // allowed origins; nil: CORS off
+	allowedHosts      []string         // Options.AllowedHosts
 	now               func() time.Time // the clock /health compares the engine's heartbeat with
 
 	// router: the models of a multi-model server (NewRouter), nil for a
@@ -305,6 +317,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		reqTimeout:        max(opts.RequestTimeout, 0),
 		healthStall:       orDefault(opts.HealthStall, 5*time.Minute),
 		cors:              opts.CORSOrigins,
+		allowedHosts:      opts.AllowedHosts,
 		now:               time.Now,
 		manifest:          opts.Manifest,
 	}
@@ -467,11 +480,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
 	}()
 
+	if e := s.checkOrigin(r); e != nil {
+		s.refuse(sw, r, e)
+		return
+	}
 	if s.cors != nil && s.corsHeaders(sw, r) {
 		return // a preflight, answered
 	}
 	if !ok {
-		writeError(sw, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
+		s.refuse(sw, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
 			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, path)})
 		return
 	}
@@ -485,13 +502,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			allow = append(allow, m)
 		}
 		sw.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(sw, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: strp("method_not_allowed"),
+		s.refuse(sw, r, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: strp("method_not_allowed"),
 			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
 		return
 	}
 	if s.apiKey != "" && s.needsKey(rt) && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
-		writeError(sw, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
+		s.refuse(sw, r, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
 			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\""})
 		return
 	}
@@ -499,6 +516,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.hook(r)
 	}
 	h(sw, r)
+}
+
+// refuse answers a request before its handler runs (403, 401, 404, 405).
+// Its body is unread, so the connection is closed after the answer:
+// net/http would otherwise read the rest of a small body to reuse the
+// connection, with no deadline, so a client that stalls its body would
+// hold the connection (and a goroutine) for as long as it likes. The read
+// deadline in the past makes that read fail at once (as readBody does).
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *apiError) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	writeError(w, e)
 }
 
 // loggerKey is the request context key of the request's logger.
@@ -520,6 +551,76 @@ func requestID(h string) string {
 		return h
 	}
 	return newID("req-")
+}
+
+// checkOrigin refuses (403) what a browser sends on behalf of another site,
+// as Ollama does, whether or not an API key is set:
+//
+//   - a request with an Origin header that is neither a loopback origin
+//     (http or https, host localhost, *.localhost or a loopback address,
+//     any port) nor listed in Options.CORSOrigins ("*": any). A page on any
+//     site can make the browser POST a text/plain body cross-origin without
+//     a preflight; the browser then hides the answer, but the request would
+//     run. Requests without an Origin (curl, SDKs, servers) are unaffected.
+//   - on a connection to a loopback address, a request whose Host is not a
+//     loopback name or address, the address the connection reached, or
+//     one of Options.AllowedHosts. This is DNS rebinding: a page on
+//     attacker.example whose name is made to resolve to 127.0.0.1 talks to
+//     the local server as its own origin (no Origin on a GET), but its Host
+//     still says attacker.example. A connection to another address (a
+//     server bound to a network interface, reached by names nanoserve
+//     cannot know: a Kubernetes service, a LAN name) is not checked, as
+//     Ollama checks only when bound to loopback.
+func (s *Server) checkOrigin(r *http.Request) *apiError {
+	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(s.cors, "*") && !slices.Contains(s.cors, origin) && !loopbackOrigin(origin) {
+		return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("origin_not_allowed"),
+			Message: fmt.Sprintf("origin %q is not allowed: browser requests are accepted from loopback origins and those listed with --cors-origin", origin)}
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	tcp, ok := local.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() || slices.Contains(s.allowedHosts, "*") {
+		return nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if loopbackHost(host) {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.Equal(tcp.IP) {
+		return nil
+	}
+	for _, a := range s.allowedHosts {
+		a = strings.ToLower(a)
+		if a == host || strings.EqualFold(a, r.Host) || strings.HasPrefix(a, ".") && (host == a[1:] || strings.HasSuffix(host, a)) {
+			return nil
+		}
+	}
+	return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("host_not_allowed"),
+		Message: fmt.Sprintf("host %q is not allowed on a loopback connection (a DNS-rebinding guard): use localhost or 127.0.0.1, or list the name with --allowed-hosts", r.Host)}
+}
+
+// loopbackHost reports whether a host name (no port, lower case) is
+// loopback: localhost, a name under .localhost (RFC 6761 keeps both on the
+// machine), or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOrigin reports whether an Origin header names a page served from
+// this machine: http or https on a loopback host, any port.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Path != "" || u.User != nil {
+		return false
+	}
+	return loopbackHost(strings.ToLower(u.Hostname()))
 }
 
 // corsHeaders adds the CORS response headers for an allowed Origin and

@@ -73,7 +73,11 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	reqTimeout := fs.Duration("request-timeout", 10*time.Minute, "most time one generation request may take, arrival to last token (0: no limit)")
 	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
 	var cors stringList
-	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off)")
+	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off, and a request\n"+
+		"whose Origin is neither loopback nor listed is a 403)")
+	var allowedHosts stringList
+	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
+		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
 		fs.PrintDefaults()
@@ -192,7 +196,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
-		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, SPMInfill: *spmInfill}
+		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull})
 	if err != nil {
@@ -232,6 +236,19 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// splitList splits each comma-separated value of a repeatable flag.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // servedModelName is the name /v1/models reports: the model file's (or
