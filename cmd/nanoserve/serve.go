@@ -203,12 +203,16 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		return err
 	}
 	defer srv.Close()
-	if err := srv.Preload(ctx); err != nil {
-		return err
-	}
+	// Bind before loading: a port in use fails at once, not after a load
+	// of minutes. Connections that arrive while the models load wait in
+	// the listen backlog.
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		return err
+	}
+	if err := srv.Preload(ctx); err != nil {
+		ln.Close()
 		return err
 	}
 	served := make([]string, len(entries))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -116,4 +117,31 @@ func TestServeKVCacheType(t *testing.T) {
 		bytesOf[c.want] = logBytes
 	}
 	t.Logf("KV cache bytes within %d: %v", budget, bytesOf)
+}
+
+// `serve` on a port in use loaded the model (minutes for a large one)
+// before it failed to bind. It binds first: the error comes before any
+// model is loaded.
+func TestServeBindsBeforeLoad(t *testing.T) {
+	if _, err := defaultmodel.Path(); err != nil {
+		t.Skip(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelperProcess$")
+	cmd.Env = append(os.Environ(), "NANOSERVE_SERVE_ARGS="+strings.Join([]string{"--threads", "1", "--port", port}, "\x1f"))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve on a port in use succeeded:\n%s", out)
+	}
+	if !strings.Contains(string(out), "address already in use") {
+		t.Errorf("serve on a port in use: the error does not say so:\n%s", out)
+	}
+	if strings.Contains(string(out), "model ready") {
+		t.Errorf("serve loaded the model before failing to bind:\n%s", out)
+	}
 }
