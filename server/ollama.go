@@ -777,6 +777,18 @@ func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 	}
 	hf := strings.HasPrefix(name, "hf.co/") || strings.HasPrefix(name, "huggingface.co/")
 	if hf && s.router != nil && s.router.pull != nil {
+		if s.router.pullRef != nil {
+			ref, err := s.router.pullRef(name)
+			if err != nil {
+				writeError(w, badRequest("model", "model %q is not a Hugging Face name hf.co/ORG/REPO[:QUANT|:FILE]: %v", name, err))
+				return
+			}
+			if _, ok := s.lookupAny(ref); ok {
+				// Served already (named by its reference at start).
+				writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
+				return
+			}
+		}
 		s.pullModel(w, r, name, req.Stream == nil || *req.Stream)
 		return
 	}

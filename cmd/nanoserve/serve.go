@@ -22,6 +22,7 @@ import (
 	"nanoserve/chat"
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
+	"nanoserve/hub"
 	"nanoserve/kvcache"
 	"nanoserve/server"
 )
@@ -194,11 +195,18 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		}
 		return spec(servedEntry{path: p, names: names}), nil
 	}
+	pullRef := func(name string) (string, error) {
+		r, err := hub.ParseRef(strings.TrimPrefix(strings.TrimPrefix(name, "hf.co/"), "huggingface.co/"))
+		if err != nil {
+			return "", err
+		}
+		return r.String(), nil
+	}
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	server.Version = versionString()
-	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull})
+	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: pullRef})
 	if err != nil {
 		return err
 	}
