@@ -339,6 +339,7 @@ func run(bin, modelPath string, verbose bool) error {
 		default:
 		}
 	}
+	an, afailed, a5xx, ahangs := authSection(base, verbose)
 	// Still alive and still serving.
 	alive := true
 	if resp, err := http.Get(base + "/health"); err != nil || resp.StatusCode != 200 {
@@ -362,7 +363,7 @@ func run(bin, modelPath string, verbose bool) error {
 	}
 	fmt.Printf("badinput: %d cases, %d passed, %d failed; %d unexpected 5xx, 0 crashes, server alive after: %v (%s)\n",
 		len(cs), len(cs)-failed, failed, fivexx, alive, strings.Join(codes, " "))
-	if failed > 0 || fivexx > 0 || !alive {
+	if failed > 0 || fivexx > 0 || !alive || afailed > 0 || a5xx > 0 || ahangs > 0 || an == 0 {
 		return errors.New("bad-input check failed")
 	}
 	return nil
