@@ -6,7 +6,8 @@ package main
 // live server started with --api-key. A route that needs the key must
 // answer 401 without it; with it, and on a public route (/health, /ready,
 // /metrics) whatever is sent, anything but 401 or a 5xx. No request may
-// hang (each has 30 s).
+// hang (each has 30 s). Then a foreign Origin and a foreign Host must be
+// refused (403) and a loopback Origin must not.
 
 import (
 	"context"
@@ -92,7 +93,26 @@ func authSection(base string, verbose bool) (n, failed, fivexx, hangs int) {
 			}
 		}
 	}
-	fmt.Printf("badinput auth: %d routes × %d keys, %d cases, %d failed; %d 5xx, %d hangs\n", len(routes), len(keys), n, failed, fivexx, hangs)
+	// Browser requests from elsewhere (with the right key: the check is
+	// not the key's): a foreign Origin, and a foreign Host on this
+	// loopback connection (DNS rebinding), are 403; a loopback Origin is not.
+	for _, c := range []struct{ header, value string }{{"Origin", "http://evil.example"}, {"Host", "attacker.example"}, {"Origin", "http://localhost:3000"}} {
+		n++
+		code, msg, err := sendHeader(base, "/v1/models", c.header, c.value)
+		want403 := c.value != "http://localhost:3000"
+		if err != nil || code >= 500 || want403 != (code == http.StatusForbidden) {
+			failed++
+			if code >= 500 {
+				fivexx++
+			}
+			want := "403"
+			if !want403 {
+				want = "not 403"
+			}
+			fmt.Printf("FAIL auth: GET /v1/models with %s: %s: status %d (%v), want %s: %.200s\n", c.header, c.value, code, err, want, msg)
+		}
+	}
+	fmt.Printf("badinput auth: %d routes × %d keys + 3 Origin/Host cases, %d cases, %d failed; %d 5xx, %d hangs\n", len(routes), len(keys), n, failed, fivexx, hangs)
 	return n, failed, fivexx, hangs
 }
 
@@ -121,6 +141,30 @@ func sendKey(base, method, path, body, header, value string) (int, string, error
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if header != "" {
+		req.Header.Set(header, value)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// sendHeader GETs path with the right key and one more header (Host sets
+// the request's Host).
+func sendHeader(base, path, header, value string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	if header == "Host" {
+		req.Host = value
+	} else {
 		req.Header.Set(header, value)
 	}
 	resp, err := http.DefaultClient.Do(req)
