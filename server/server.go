@@ -91,13 +91,15 @@
 // Errors use OpenAI's shape {"error":{"message","type","param","code"}}:
 // 400 for invalid JSON, a field of the wrong type or value (param names it)
 // and a prompt longer than the context (code context_length_exceeded, with
-// both token counts); 401 for a missing or wrong API key; 404 for an
-// unknown model or path; 405 (with Allow) for a wrong method; 408 for a
-// body that did not arrive within the body timeout (the connection is then
-// closed); 413 for a body over the size limit; 415 for a body that is not
-// JSON sent with another Content-Type (a form); 429 with Retry-After when
-// the engine's queue (engine.ErrOverloaded) or the server's own MaxPending
-// cap is full; 503 when the engine is closed or the shutdown drain timeout
+// both token counts); 401 for a missing or wrong API key; 403 for a
+// browser request from another site or a DNS-rebound Host (checkOrigin);
+// 404 for an unknown model or path; 405 (with Allow) for a wrong method;
+// 408 for a body that did not arrive within the body timeout (the
+// connection is then closed); 413 for a body over the size limit; 415 for
+// a body that is not JSON sent with another Content-Type (a form); 429
+// with Retry-After when the engine's queue (engine.ErrOverloaded) has no
+// room for all of a request's prompts (nothing of it is queued) or the
+// server's own MaxPending cap is full; 503 when the engine is closed or the shutdown drain timeout
 // cut the request; 504 past the per-request deadline; 500 when a handler
 // panics (the panic is logged and the server keeps serving). A stream the
 // server cuts (drain timeout, deadline) ends with an error event and
