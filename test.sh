@@ -12,7 +12,15 @@ CGO_ENABLED=0 go build ./...
 echo "== vet"
 go vet ./...
 echo "== gofmt"
-test -z "$(gofmt -l . | tee /dev/stderr)"
+# (Not `gofmt -l . | tee /dev/stderr`: tee opens /dev/stderr afresh, which
+# truncates a log file that stdout and stderr share, `./test.sh > log 2>&1`,
+# and the shell's next write lands past the new end: NUL bytes.)
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files need formatting:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
 echo "== tests"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

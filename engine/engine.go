@@ -661,6 +661,86 @@ func (e *Engine) GenerateStream(ctx context.Context, req Request, out **Result) 
 // (with the counts), ErrSessionBusy, ErrOverloaded (queue full), ErrClosed.
 // The request runs until it ends or ctx is cancelled.
 func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
+	sts, err := e.SubmitAll(ctx, []Request{req})
+	if err != nil {
+		return nil, err
+	}
+	return sts[0], nil
+}
+
+// SubmitAll submits several requests as one (the prompts of one API
+// request): all are queued, or none is and nothing of them remains. Each
+// is validated and tokenized first; then they are queued together if the
+// queue has room for all of them, else the answer is ErrOverloaded. More
+// requests than Options.MaxQueue can never be queued: a *RequestError
+// (field "prompt"). The errors are Submit's.
+func (e *Engine) SubmitAll(ctx context.Context, reqs []Request) ([]*Stream, error) {
+	ps := make([]*submission, 0, len(reqs))
+	abort := func() {
+		for _, p := range ps {
+			p.abort()
+		}
+	}
+	for _, req := range reqs {
+		p, err := e.prepare(ctx, req)
+		if err != nil {
+			abort()
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	e.mu.Lock()
+	var qerr error
+	switch waiting := e.nWaiting + len(e.inbox); {
+	case e.closed:
+		qerr = ErrClosed
+	case len(ps) > e.opts.MaxQueue:
+		qerr = &RequestError{"prompt", fmt.Sprintf("%d prompts in one request exceed the engine's queue of %d", len(ps), e.opts.MaxQueue)}
+	case waiting+len(ps) > e.opts.MaxQueue:
+		e.stats.Rejected++
+		qerr = fmt.Errorf("%w (%d waiting, %d more asked)", ErrOverloaded, waiting, len(ps))
+	default:
+		for _, p := range ps {
+			p.s.id = e.nextID
+			e.nextID++
+			e.inbox = append(e.inbox, p.s)
+			e.stats.Requests++
+			e.stats.PromptTokens += int64(p.prompt)
+		}
+	}
+	e.mu.Unlock()
+	if qerr != nil {
+		abort()
+		return nil, qerr
+	}
+	e.poke()
+	sts := make([]*Stream, len(ps))
+	for i, p := range ps {
+		sts[i] = p.st
+	}
+	return sts, nil
+}
+
+// submission is a request prepared for the queue.
+type submission struct {
+	s      *seq
+	st     *Stream
+	prompt int // prompt tokens
+	sess   *Session
+}
+
+// abort releases what prepare took (the session, the context) for a
+// request that is not queued.
+func (p *submission) abort() {
+	if p.sess != nil {
+		p.sess.busy.Store(false)
+	}
+	p.st.cancel()
+}
+
+// prepare validates and tokenizes req and builds its sequence and Stream,
+// not yet queued.
+func (e *Engine) prepare(ctx context.Context, req Request) (*submission, error) {
 	pol := req.Policy
 	if err := pol.Validate(); err != nil {
 		return nil, err
@@ -740,32 +820,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		}
 		s.kv = &sess.seq
 	}
-
-	e.mu.Lock()
-	var qerr error
-	switch {
-	case e.closed:
-		qerr = ErrClosed
-	case e.nWaiting+len(e.inbox) >= e.opts.MaxQueue:
-		e.stats.Rejected++
-		qerr = fmt.Errorf("%w (%d waiting)", ErrOverloaded, e.nWaiting+len(e.inbox))
-	default:
-		s.id = e.nextID
-		e.nextID++
-		e.inbox = append(e.inbox, s)
-		e.stats.Requests++
-		e.stats.PromptTokens += int64(len(prompt))
-	}
-	e.mu.Unlock()
-	if qerr != nil {
-		if req.Session != nil {
-			req.Session.busy.Store(false)
-		}
-		cancel()
-		return nil, qerr
-	}
-	e.poke()
-	return st, nil
+	return &submission{s: s, st: st, prompt: len(prompt), sess: req.Session}, nil
 }
 
 // Stream is a submitted request: its tokens as they land and its results.

@@ -2,11 +2,14 @@ package gguf
 
 import (
 	"bufio"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"nanoserve/tensor"
@@ -225,7 +228,7 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 // WriteFile writes the file to path (via a temporary file in the same
 // directory, renamed into place on success).
 func (w *Writer) WriteFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	tmp, err := createTemp(path)
 	if err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}
@@ -289,4 +292,20 @@ func appendValue(b []byte, v Value) []byte {
 		return b
 	}
 	return appendScalar(b, v)
+}
+
+// createTemp creates a new file beside path to write it under another
+// name, with the mode a plain create gives (0666 less the umask), so the
+// file renamed into place is as readable as any other the user writes:
+// os.CreateTemp makes 0600 files, which another user (a container's
+// non-root one) cannot read.
+func createTemp(path string) (*os.File, error) {
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		f, err := os.OpenFile(path+".tmp"+hex.EncodeToString(b[:]), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
 }

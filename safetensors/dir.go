@@ -1,6 +1,8 @@
 package safetensors
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +99,7 @@ func OpenDir(dir string) (*File, error) {
 // Write writes tensors and metadata to a safetensors file at path (via a
 // temporary file renamed into place). See WriteTo.
 func Write(path string, tensors []Tensor, metadata map[string]string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	tmp, err := createTemp(path)
 	if err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
@@ -114,4 +116,20 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// createTemp creates a new file beside path to write it under another
+// name, with the mode a plain create gives (0666 less the umask), so the
+// file renamed into place is as readable as any other the user writes:
+// os.CreateTemp makes 0600 files, which another user (a container's
+// non-root one) cannot read.
+func createTemp(path string) (*os.File, error) {
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		f, err := os.OpenFile(path+".tmp"+hex.EncodeToString(b[:]), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,17 +218,55 @@ func jsonError(err error) *apiError {
 		if te.Field == "" {
 			return badRequest("", "the request body must be a JSON object, got %s", jsonKind(te.Value))
 		}
-		field := strings.ReplaceAll(strings.ReplaceAll(te.Field, "commonParams.", ""), "constraintParams.", "") // the embedded struct is not part of the wire name
-		return badRequest(field, "field %q must be %s, got %s", field, typeName(te.Type), jsonKind(te.Value))
+		field := wireField(te.Field)
+		want := typeName(te.Type)
+		if num, ok := strings.CutPrefix(te.Value, "number "); ok && (want == "a number" || want == "an integer" && !strings.ContainsAny(num, ".eE")) {
+			// A number of the right kind that the Go type cannot hold.
+			return badRequest(field, "field %q is out of range: %s does not fit %s", field, num, rangeName(te.Type))
+		}
+		return badRequest(field, "field %q must be %s, got %s", field, want, jsonKind(te.Value))
 	}
 	return badRequest("", "invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// embeddedStructs are the request structs embedded in others: encoding/json
+// names them in a field's path, but they are not part of the wire name.
+var embeddedStructs = []string{"commonParams", "constraintParams", "ollamaCommon"}
+
+// wireField is the field path of a JSON type error as the client wrote it
+// ("ollamaCommon.options.seed" → "options.seed").
+func wireField(f string) string {
+	parts := strings.Split(f, ".")
+	parts = slices.DeleteFunc(parts, func(p string) bool { return slices.Contains(embeddedStructs, p) })
+	return strings.Join(parts, ".")
+}
+
+// rangeName says which numbers a numeric Go type holds.
+func rangeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "a finite number (at most ±1.8e308)"
+	case reflect.Int, reflect.Int64:
+		return "a 64-bit integer"
+	case reflect.Int32:
+		return "a 32-bit integer"
+	case reflect.Uint, reflect.Uint64:
+		return "an unsigned 64-bit integer"
+	}
+	return typeName(t)
 }
 
 // jsonKind names a JSON value kind as encoding/json reports it ("number
 // 1.5", "string", "array"...).
 func jsonKind(v string) string {
-	if strings.HasPrefix(v, "number") {
-		return "a number (" + strings.TrimSpace(strings.TrimPrefix(v, "number")) + ")"
+	if num, ok := strings.CutPrefix(v, "number"); ok {
+		if num = strings.TrimSpace(num); num != "" {
+			return "a number (" + num + ")"
+		}
+		return "a number"
 	}
 	switch v {
 	case "array", "object":
@@ -531,6 +570,17 @@ type modelCard struct {
 	Aliases  []string  `json:"aliases,omitempty"`
 	Loaded   *bool     `json:"loaded,omitempty"`
 	Manifest *Manifest `json:"manifest,omitempty"`
+	// A loaded model's KV cache: its element type (f32, f16, q8_0) and
+	// the bytes it holds.
+	KVCacheType  string `json:"kv_cache_type,omitempty"`
+	KVCacheBytes int64  `json:"kv_cache_bytes,omitempty"`
+}
+
+// withCache fills in the KV cache fields of a loaded model's card.
+func (c modelCard) withCache(eng *engine.Engine) modelCard {
+	c.KVCacheType = strings.ToLower(eng.Options().KVType.String())
+	c.KVCacheBytes = eng.CacheBytes()
+	return c
 }
 
 // completions: choices[].text, logprobs in the legacy shape.

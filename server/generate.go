@@ -222,7 +222,7 @@ func (s *Server) admit(w http.ResponseWriter) (done func(), ok bool) {
 }
 
 // generate admits and runs a job, answering with one JSON object or an
-// SSE stream. The engine tokenizes and checks each prompt (Submit); its
+// SSE stream. The engine tokenizes and checks each prompt (SubmitAll); its
 // typed errors become 400/429/503 answers before anything is written.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 	release, ok := s.admit(w)
@@ -235,17 +235,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
 		s.generateScripted(w, r, j)
 		return
 	}
-	streams := make([]*engine.Stream, 0, len(j.reqs))
-	for _, req := range j.reqs {
-		st, err := s.eng.Submit(r.Context(), req)
-		if err != nil {
-			for _, st := range streams {
-				st.Cancel()
-			}
-			writeError(w, s.startError(r.Context(), err, j))
-			return
-		}
-		streams = append(streams, st)
+	// The prompts are admitted together or not at all: a request the
+	// engine refuses leaves nothing of it queued.
+	streams, err := s.eng.SubmitAll(r.Context(), j.reqs)
+	if err != nil {
+		writeError(w, s.startError(r.Context(), err, j))
+		return
 	}
 
 	out := s.newResponder(w, r, j)

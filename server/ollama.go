@@ -187,6 +187,20 @@ func (c *ollamaCommon) params(p *commonParams, maxTokens int) *apiError {
 	return nil
 }
 
+// checkOllamaOptions validates a request's options as a generation does
+// (the same checks as /v1's sampling fields), for a request that runs none.
+func (s *Server) checkOllamaOptions(c *ollamaCommon) *apiError {
+	var p commonParams
+	if e := c.params(&p, s.eng.CtxSize()); e != nil {
+		return e
+	}
+	pol, e := p.policy(s.defaults, s.eng.CtxSize(), s.tok.Size())
+	if e != nil {
+		return e
+	}
+	return validatePolicy(&pol)
+}
+
 // keepAlive parses Ollama's keep_alive: a duration string ("5m", "1h",
 // "-1"), or a number of seconds. ok is false when absent.
 func keepAlive(raw json.RawMessage) (d time.Duration, ok bool, e *apiError) {
@@ -251,7 +265,12 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Prompt == nil || *req.Prompt == "" && req.System == "" {
-		// Ollama's load / unload request: no prompt.
+		// Ollama's load / unload request: no prompt. Its options are
+		// still checked as a generation's would be.
+		if e := s.checkOllamaOptions(&req.ollamaCommon); e != nil {
+			writeError(w, e)
+			return
+		}
 		reason := "load"
 		if hasKA && d == 0 {
 			reason = "unload"
@@ -758,6 +777,18 @@ func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 	}
 	hf := strings.HasPrefix(name, "hf.co/") || strings.HasPrefix(name, "huggingface.co/")
 	if hf && s.router != nil && s.router.pull != nil {
+		if s.router.pullRef != nil {
+			ref, err := s.router.pullRef(name)
+			if err != nil {
+				writeError(w, badRequest("model", "model %q is not a Hugging Face name hf.co/ORG/REPO[:QUANT|:FILE]: %v", name, err))
+				return
+			}
+			if _, ok := s.lookupAny(ref); ok {
+				// Served already (named by its reference at start).
+				writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
+				return
+			}
+		}
 		s.pullModel(w, r, name, req.Stream == nil || *req.Stream)
 		return
 	}

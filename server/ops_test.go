@@ -30,7 +30,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second)) // bounds the test, 50× the body timeout
-	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
 		"Content-Length: 1000\r\n\r\n{\"prompt\":"); err != nil {
 		t.Fatal(err)
 	}

@@ -100,24 +100,31 @@ type RouterOptions struct {
 	// (hf.co/ORG/REPO[:QUANT]): it downloads the model and returns its
 	// spec, which the server then serves. nil: /api/pull answers 400.
 	Pull func(ctx context.Context, name string) (ModelSpec, error)
+	// PullRef, if set, checks a pull's name before anything is written or
+	// downloaded and returns the hub reference it names (ORG/REPO:QUANT,
+	// a name the model answers to once served): an error is a 400, and a
+	// reference a served model already answers to is pulled already.
+	PullRef func(name string) (string, error)
 }
 
 // list is the models served, in order.
 func (rt *router) list() []ModelSpec { return *rt.specs.Load() }
 
-// add serves one more model (pulled at run time), unless one of its names
-// is taken.
+// add serves one more model (pulled at run time). Its first name already
+// served means it is served already (a pull of the same name that finished
+// first): nothing is added. Its other names that other models hold stay
+// theirs (two repositories' files may be named alike).
 func (rt *router) add(m ModelSpec) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	old := rt.list()
-	for _, n := range m.Names {
-		for _, o := range old {
-			if slices.Contains(o.Names, n) {
-				return fmt.Errorf("server: the name %q is taken by the model %q", n, o.Names[0])
-			}
-		}
+	taken := func(n string) bool {
+		return slices.ContainsFunc(old, func(o ModelSpec) bool { return slices.Contains(o.Names, n) })
 	}
+	if taken(m.Names[0]) {
+		return nil
+	}
+	m.Names = slices.DeleteFunc(slices.Clone(m.Names), taken)
 	ns := append(slices.Clip(old), m)
 	rt.specs.Store(&ns)
 	return nil
@@ -129,6 +136,7 @@ type router struct {
 	opts      Options
 	specs     atomic.Pointer[[]ModelSpec] // append-only (a pull adds one); indices are stable
 	pull      func(ctx context.Context, name string) (ModelSpec, error)
+	pullRef   func(name string) (string, error)
 	maxLoaded int
 	budget    int64
 	ready     atomic.Bool // Preload finished
@@ -179,12 +187,13 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 	o := opts.Options
 	o.ModelNames = []string{opts.Models[0].Names[0]}
 	front := &Server{
-		names:   o.ModelNames,
-		apiKey:  o.APIKey,
-		maxBody: o.MaxBodyBytes,
-		log:     o.Logger,
-		created: time.Now().Unix(),
-		m:       newMetrics(),
+		names:       o.ModelNames,
+		apiKey:      o.APIKey,
+		metricsAuth: o.MetricsAuth,
+		maxBody:     o.MaxBodyBytes,
+		log:         o.Logger,
+		created:     time.Now().Unix(),
+		m:           newMetrics(),
 
 		readHeaderTimeout: orDefault(o.ReadHeaderTimeout, 10*time.Second),
 		bodyTimeout:       orDefault(o.BodyTimeout, time.Minute),
@@ -192,6 +201,7 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		reqTimeout:        max(o.RequestTimeout, 0),
 		healthStall:       orDefault(o.HealthStall, 5*time.Minute),
 		cors:              o.CORSOrigins,
+		allowedHosts:      o.AllowedHosts,
 		now:               time.Now,
 	}
 	if front.maxBody <= 0 {
@@ -201,7 +211,7 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		front.log = slog.Default()
 		o.Logger = front.log
 	}
-	rt := &router{front: front, opts: o, pull: opts.Pull, maxLoaded: opts.MaxLoaded, budget: opts.MemoryBudget,
+	rt := &router{front: front, opts: o, pull: opts.Pull, pullRef: opts.PullRef, maxLoaded: opts.MaxLoaded, budget: opts.MemoryBudget,
 		now: time.Now, slots: map[int]*slot{}, manifests: map[int]*Manifest{}}
 	models := slices.Clone(opts.Models)
 	rt.specs.Store(&models)
@@ -215,13 +225,13 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		for m := range r.methods {
 			methods[m] = rt.routed(path)
 		}
-		front.mux[path] = route{r.endpoint, methods}
+		front.mux[path] = route{r.endpoint, r.access, methods}
 	}
 	return front, nil
 }
 
 // frontPaths are the paths a multi-model server answers itself.
-var frontPaths = map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/v1/models": true,
+var frontPaths = map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/v1/models": true, modelPath: true,
 	"/api/tags": true, "/api/ps": true, "/api/version": true, "/api/pull": true}
 
 // ModelFor returns the server of the model a request's model field names
@@ -654,6 +664,7 @@ func (rt *router) card(m listed) modelCard {
 	switch {
 	case m.srv != nil:
 		c.MaxModelLen = m.srv.eng.CtxSize()
+		c = c.withCache(m.srv.eng)
 	case m.manifest != nil:
 		c.MaxModelLen = m.manifest.ContextLength
 	}

@@ -63,9 +63,16 @@
 // message content is always plain text: only the template's own markup is
 // special, so a user cannot forge a turn.
 //
+// With Options.APIKey set, every path needs the key ("Authorization: Bearer
+// KEY" or "X-Api-Key: KEY") except the ones the route table marks public:
+// /health and /ready (probes), and /metrics unless Options.MetricsAuth.
+//
 // Every response carries X-Request-Id: the client's (1-128 visible ASCII
 // characters) or a new one; each log line about the request has it as
-// request_id. CORS is off unless Options.CORSOrigins lists origins.
+// request_id. CORS is off unless Options.CORSOrigins lists origins. A
+// browser request from another site (an Origin neither loopback nor listed)
+// or, on a loopback connection, a Host that is not this machine's (DNS
+// rebinding) is a 403 (checkOrigin).
 //
 // Streaming (stream: true) uses server-sent events: each event is one line
 // "data: " + a JSON chunk, followed by a blank line, flushed as soon as the
@@ -84,13 +91,15 @@
 // Errors use OpenAI's shape {"error":{"message","type","param","code"}}:
 // 400 for invalid JSON, a field of the wrong type or value (param names it)
 // and a prompt longer than the context (code context_length_exceeded, with
-// both token counts); 401 for a missing or wrong API key; 404 for an
-// unknown model or path; 405 (with Allow) for a wrong method; 408 for a
-// body that did not arrive within the body timeout (the connection is then
-// closed); 413 for a body over the size limit; 415 for a body that is not
-// JSON sent with another Content-Type (a form); 429 with Retry-After when
-// the engine's queue (engine.ErrOverloaded) or the server's own MaxPending
-// cap is full; 503 when the engine is closed or the shutdown drain timeout
+// both token counts); 401 for a missing or wrong API key; 403 for a
+// browser request from another site or a DNS-rebound Host (checkOrigin);
+// 404 for an unknown model or path; 405 (with Allow) for a wrong method;
+// 408 for a body that did not arrive within the body timeout (the
+// connection is then closed); 413 for a body over the size limit; 415 for
+// a body that is not JSON sent with another Content-Type (a form); 429
+// with Retry-After when the engine's queue (engine.ErrOverloaded) has no
+// room for all of a request's prompts (nothing of it is queued) or the
+// server's own MaxPending cap is full; 503 when the engine is closed or the shutdown drain timeout
 // cut the request; 504 past the per-request deadline; 500 when a handler
 // panics (the panic is logged and the server keeps serving). A stream the
 // server cuts (drain timeout, deadline) ends with an error event and
@@ -108,6 +117,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -117,6 +127,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -148,8 +159,12 @@ type Options struct {
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
-	// APIKey, if set, is required as "Authorization: Bearer KEY" on /v1/.
+	// APIKey, if set, is required on every path but /health, /ready and
+	// /metrics (the routes the route table marks public), as
+	// "Authorization: Bearer KEY" or "X-Api-Key: KEY".
 	APIKey string
+	// MetricsAuth puts /metrics behind APIKey too.
+	MetricsAuth bool
 	// MaxBodyBytes limits a request body (≤ 0: 4 MiB).
 	MaxBodyBytes int64
 	// MaxPending, if > 0, caps the generation requests the server lets
@@ -182,7 +197,14 @@ type Options struct {
 	Manifest *Manifest
 	// CORSOrigins are the browser origins allowed to call the API ("*":
 	// any). Empty: no CORS headers (browsers refuse cross-origin calls).
+	// A request whose Origin is neither loopback nor listed here is
+	// refused (403) whatever its method: see checkOrigin.
 	CORSOrigins []string
+	// AllowedHosts are the Host names (or host:port) accepted on a
+	// connection to a loopback address besides the loopback names and
+	// addresses ("*": any; ".example.com": it and its subdomains): see
+	// checkOrigin.
+	AllowedHosts []string
 	// SPMInfill lays FIM prompts out suffix first (llama-server's
 	// --spm-infill); false: prefix first (PSM), unless the model was
 	// trained suffix first (tokenizer.FIMTokens.SuffixFirst: nanoserve's
@@ -196,20 +218,21 @@ type Options struct {
 
 // Server serves one engine over HTTP. It is an http.Handler.
 type Server struct {
-	eng      *engine.Engine
-	tok      *tokenizer.Tokenizer
-	names    []string
-	chat     *chat.Prompter // nil: no chat template
-	defaults sample.Policy
-	apiKey   string
-	maxBody  int64
-	slots    chan struct{} // admission: one token per admitted generation (nil: no cap)
-	log      *slog.Logger
-	created  int64
-	m        *metrics
-	draining atomic.Bool
-	inFlight atomic.Int64 // requests being served
-	mux      map[string]route
+	eng         *engine.Engine
+	tok         *tokenizer.Tokenizer
+	names       []string
+	chat        *chat.Prompter // nil: no chat template
+	defaults    sample.Policy
+	apiKey      string
+	metricsAuth bool // /metrics needs the key
+	maxBody     int64
+	slots       chan struct{} // admission: one token per admitted generation (nil: no cap)
+	log         *slog.Logger
+	created     int64
+	m           *metrics
+	draining    atomic.Bool
+	inFlight    atomic.Int64 // requests being served
+	mux         map[string]route
 
 	readHeaderTimeout time.Duration
 	bodyTimeout       time.Duration
@@ -217,6 +240,7 @@ type Server struct {
 	reqTimeout        time.Duration // 0: none
 	healthStall       time.Duration
 	cors              []string         // allowed origins; nil: CORS off
+	allowedHosts      []string         // Options.AllowedHosts
 	now               func() time.Time // the clock /health compares the engine's heartbeat with
 
 	// router: the models of a multi-model server (NewRouter), nil for a
@@ -247,20 +271,47 @@ type Server struct {
 // route is one path's handlers by method.
 type route struct {
 	endpoint string // metrics label
+	access   access
 	methods  map[string]http.HandlerFunc
 }
+
+// access is who may call a route. The zero value needs the API key, so a
+// route the table does not mark otherwise is behind the key.
+type access uint8
+
+const (
+	needsKey      access = iota
+	public               // probes: /health, /ready
+	metricsAccess        // /metrics: public unless Options.MetricsAuth
+)
+
+// needsKey reports whether rt asks for the API key (when one is set).
+func (s *Server) needsKey(rt route) bool {
+	switch rt.access {
+	case public:
+		return false
+	case metricsAccess:
+		return s.metricsAuth
+	}
+	return true
+}
+
+// modelPath is the route table's entry for /v1/models/{id}: every path
+// under /v1/models/ (the rest of the path is the model's name).
+const modelPath = "/v1/models/{id}"
 
 // New makes a server for eng.
 func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s := &Server{
-		eng:     eng,
-		tok:     eng.Tokenizer(),
-		names:   opts.ModelNames,
-		apiKey:  opts.APIKey,
-		maxBody: opts.MaxBodyBytes,
-		log:     opts.Logger,
-		created: time.Now().Unix(),
-		m:       newMetrics(),
+		eng:         eng,
+		tok:         eng.Tokenizer(),
+		names:       opts.ModelNames,
+		apiKey:      opts.APIKey,
+		metricsAuth: opts.MetricsAuth,
+		maxBody:     opts.MaxBodyBytes,
+		log:         opts.Logger,
+		created:     time.Now().Unix(),
+		m:           newMetrics(),
 
 		readHeaderTimeout: orDefault(opts.ReadHeaderTimeout, 10*time.Second),
 		bodyTimeout:       orDefault(opts.BodyTimeout, time.Minute),
@@ -268,6 +319,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		reqTimeout:        max(opts.RequestTimeout, 0),
 		healthStall:       orDefault(opts.HealthStall, 5*time.Minute),
 		cors:              opts.CORSOrigins,
+		allowedHosts:      opts.AllowedHosts,
 		now:               time.Now,
 		manifest:          opts.Manifest,
 	}
@@ -314,34 +366,70 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// routes is the path table: each path's metrics label and handlers by
-// method. A multi-model server (NewRouter) answers the paths in frontPaths
-// itself and sends every other one to the handler of the model the
-// request's "model" field names (router.go), so a handler added here is
-// routed by model with no more wiring.
+// routes is the path table: each path's metrics label, who may call it
+// (access: the API key unless marked public) and handlers by method. A
+// multi-model server (NewRouter) answers the paths in frontPaths itself and
+// sends every other one to the handler of the model the request's "model"
+// field names (router.go), so a handler added here is routed by model with
+// no more wiring; it is behind the API key unless marked otherwise here.
 func (s *Server) routes() map[string]route {
-	return map[string]route{
-		"/v1/completions":      {"completions", map[string]http.HandlerFunc{http.MethodPost: s.handleCompletions}},
-		"/v1/chat/completions": {"chat_completions", map[string]http.HandlerFunc{http.MethodPost: s.handleChat}},
-		"/v1/embeddings":       {"embeddings", map[string]http.HandlerFunc{http.MethodPost: s.handleEmbeddings}},
-		"/infill":              {"infill", map[string]http.HandlerFunc{http.MethodPost: s.handleInfill}},
-		"/v1/models":           {"models", map[string]http.HandlerFunc{http.MethodGet: s.handleModels}},
-		"/health":              {"health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth}},
-		"/ready":               {"ready", map[string]http.HandlerFunc{http.MethodGet: s.handleReady}},
-		"/metrics":             {"metrics", map[string]http.HandlerFunc{http.MethodGet: s.handleMetrics}},
-		"/tokenize":            {"tokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleTokenize}},
-		"/detokenize":          {"detokenize", map[string]http.HandlerFunc{http.MethodPost: s.handleDetokenize}},
-		"/apply-template":      {"apply_template", map[string]http.HandlerFunc{http.MethodPost: s.handleApplyTemplate}},
-		"/api/generate":        {"ollama_generate", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaGenerate}},
-		"/api/chat":            {"ollama_chat", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaChat}},
-		"/api/embed":           {"ollama_embed", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaEmbed}},
-		"/api/embeddings":      {"ollama_embeddings", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaEmbeddings}},
-		"/api/show":            {"ollama_show", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaShow}},
-		"/api/tags":            {"ollama_tags", map[string]http.HandlerFunc{http.MethodGet: s.handleOllamaTags}},
-		"/api/ps":              {"ollama_ps", map[string]http.HandlerFunc{http.MethodGet: s.handleOllamaPS}},
-		"/api/version":         {"ollama_version", map[string]http.HandlerFunc{http.MethodGet: s.handleOllamaVersion}},
-		"/api/pull":            {"ollama_pull", map[string]http.HandlerFunc{http.MethodPost: s.handleOllamaPull}},
+	post := func(endpoint string, h http.HandlerFunc) route {
+		return route{endpoint, needsKey, map[string]http.HandlerFunc{http.MethodPost: h}}
 	}
+	get := func(endpoint string, a access, h http.HandlerFunc) route {
+		return route{endpoint, a, map[string]http.HandlerFunc{http.MethodGet: h}}
+	}
+	return map[string]route{
+		"/v1/completions":      post("completions", s.handleCompletions),
+		"/v1/chat/completions": post("chat_completions", s.handleChat),
+		"/v1/embeddings":       post("embeddings", s.handleEmbeddings),
+		"/infill":              post("infill", s.handleInfill),
+		"/v1/models":           get("models", needsKey, s.handleModels),
+		modelPath:              get("models", needsKey, s.handleModelPath),
+		"/health":              get("health", public, s.handleHealth),
+		"/ready":               get("ready", public, s.handleReady),
+		"/metrics":             get("metrics", metricsAccess, s.handleMetrics),
+		"/tokenize":            post("tokenize", s.handleTokenize),
+		"/detokenize":          post("detokenize", s.handleDetokenize),
+		"/apply-template":      post("apply_template", s.handleApplyTemplate),
+		"/api/generate":        post("ollama_generate", s.handleOllamaGenerate),
+		"/api/chat":            post("ollama_chat", s.handleOllamaChat),
+		"/api/embed":           post("ollama_embed", s.handleOllamaEmbed),
+		"/api/embeddings":      post("ollama_embeddings", s.handleOllamaEmbeddings),
+		"/api/show":            post("ollama_show", s.handleOllamaShow),
+		"/api/tags":            get("ollama_tags", needsKey, s.handleOllamaTags),
+		"/api/ps":              get("ollama_ps", needsKey, s.handleOllamaPS),
+		"/api/version":         get("ollama_version", needsKey, s.handleOllamaVersion),
+		"/api/pull":            post("ollama_pull", s.handleOllamaPull),
+	}
+}
+
+// Route is one entry of the route table as a client sees it.
+type Route struct {
+	Path    string   // ModelPath ("/v1/models/{id}") stands for any path under /v1/models/
+	Methods []string // sorted
+	Public  bool     // answered without the API key
+}
+
+// ModelPath is the route table's path of one model's card.
+const ModelPath = modelPath
+
+// Routes lists, sorted by path, every route a server made with opts
+// answers (a multi-model server answers the same), with its methods and
+// whether it needs the API key: what tests and the bad-input check walk.
+func Routes(opts Options) []Route {
+	s := &Server{metricsAuth: opts.MetricsAuth}
+	var out []Route
+	for path, rt := range s.routes() {
+		r := Route{Path: path, Public: !s.needsKey(rt)}
+		for m := range rt.methods {
+			r.Methods = append(r.Methods, m)
+		}
+		slices.Sort(r.Methods)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Route) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // ServeHTTP routes a request, counting it and recovering from panics. Every
@@ -351,12 +439,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	path := r.URL.Path
 	rt, ok := s.mux[path]
-	modelID := ""
 	if !ok && strings.HasPrefix(path, "/v1/models/") {
-		modelID = strings.TrimPrefix(path, "/v1/models/")
-		rt, ok = route{"models", map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
-			s.handleModel(w, r, modelID)
-		}}}, true
+		rt, ok = s.mux[modelPath]
 	}
 	endpoint := "other"
 	if ok {
@@ -398,11 +482,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
 	}()
 
+	if e := s.checkOrigin(r); e != nil {
+		s.refuse(sw, r, e)
+		return
+	}
 	if s.cors != nil && s.corsHeaders(sw, r) {
 		return // a preflight, answered
 	}
 	if !ok {
-		writeError(sw, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
+		s.refuse(sw, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
 			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, path)})
 		return
 	}
@@ -416,21 +504,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			allow = append(allow, m)
 		}
 		sw.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(sw, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: strp("method_not_allowed"),
+		s.refuse(sw, r, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: strp("method_not_allowed"),
 			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
 		return
 	}
-	if s.apiKey != "" && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/api/") || rt.endpoint == "tokenize" || rt.endpoint == "detokenize" ||
-		rt.endpoint == "apply_template") && !s.authorized(r) {
+	if s.apiKey != "" && s.needsKey(rt) && !s.authorized(r) {
 		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
-		writeError(sw, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
-			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\""})
+		s.refuse(sw, r, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
+			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\""})
 		return
 	}
 	if s.hook != nil {
 		s.hook(r)
 	}
 	h(sw, r)
+}
+
+// refuse answers a request before its handler runs (403, 401, 404, 405).
+// Its body is unread, so the connection is closed after the answer:
+// net/http would otherwise read the rest of a small body to reuse the
+// connection, with no deadline, so a client that stalls its body would
+// hold the connection (and a goroutine) for as long as it likes. The read
+// deadline in the past makes that read fail at once (as readBody does).
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *apiError) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	writeError(w, e)
 }
 
 // loggerKey is the request context key of the request's logger.
@@ -452,6 +553,76 @@ func requestID(h string) string {
 		return h
 	}
 	return newID("req-")
+}
+
+// checkOrigin refuses (403) what a browser sends on behalf of another site,
+// as Ollama does, whether or not an API key is set:
+//
+//   - a request with an Origin header that is neither a loopback origin
+//     (http or https, host localhost, *.localhost or a loopback address,
+//     any port) nor listed in Options.CORSOrigins ("*": any). A page on any
+//     site can make the browser POST a text/plain body cross-origin without
+//     a preflight; the browser then hides the answer, but the request would
+//     run. Requests without an Origin (curl, SDKs, servers) are unaffected.
+//   - on a connection to a loopback address, a request whose Host is not a
+//     loopback name or address, the address the connection reached, or
+//     one of Options.AllowedHosts. This is DNS rebinding: a page on
+//     attacker.example whose name is made to resolve to 127.0.0.1 talks to
+//     the local server as its own origin (no Origin on a GET), but its Host
+//     still says attacker.example. A connection to another address (a
+//     server bound to a network interface, reached by names nanoserve
+//     cannot know: a Kubernetes service, a LAN name) is not checked, as
+//     Ollama checks only when bound to loopback.
+func (s *Server) checkOrigin(r *http.Request) *apiError {
+	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(s.cors, "*") && !slices.Contains(s.cors, origin) && !loopbackOrigin(origin) {
+		return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("origin_not_allowed"),
+			Message: fmt.Sprintf("origin %q is not allowed: browser requests are accepted from loopback origins and those listed with --cors-origin", origin)}
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	tcp, ok := local.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() || slices.Contains(s.allowedHosts, "*") {
+		return nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if loopbackHost(host) {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.Equal(tcp.IP) {
+		return nil
+	}
+	for _, a := range s.allowedHosts {
+		a = strings.ToLower(a)
+		if a == host || strings.EqualFold(a, r.Host) || strings.HasPrefix(a, ".") && (host == a[1:] || strings.HasSuffix(host, a)) {
+			return nil
+		}
+	}
+	return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("host_not_allowed"),
+		Message: fmt.Sprintf("host %q is not allowed on a loopback connection (a DNS-rebinding guard): use localhost or 127.0.0.1, or list the name with --allowed-hosts", r.Host)}
+}
+
+// loopbackHost reports whether a host name (no port, lower case) is
+// loopback: localhost, a name under .localhost (RFC 6761 keeps both on the
+// machine), or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOrigin reports whether an Origin header names a page served from
+// this machine: http or https on a loopback host, any port.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Path != "" || u.User != nil {
+		return false
+	}
+	return loopbackHost(strings.ToLower(u.Hostname()))
 }
 
 // corsHeaders adds the CORS response headers for an allowed Origin and
@@ -484,7 +655,7 @@ func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Request-Id")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return true
@@ -526,13 +697,22 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// authorized reports whether r carries the API key, as "Authorization:
+// Bearer KEY" (OpenAI's clients) or "X-Api-Key: KEY" (Anthropic's). The
+// keys are compared as SHA-256 digests in constant time, so the time taken
+// tells neither the key's bytes nor its length.
 func (s *Server) authorized(r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok {
-		return false
+	want := sha256.Sum256([]byte(s.apiKey))
+	ok := 0
+	if scheme, key, found := strings.Cut(r.Header.Get("Authorization"), " "); found && strings.EqualFold(scheme, "Bearer") {
+		got := sha256.Sum256([]byte(strings.TrimSpace(key)))
+		ok |= subtle.ConstantTimeCompare(got[:], want[:])
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.apiKey)) == 1
+	if key := r.Header.Get("X-Api-Key"); key != "" {
+		got := sha256.Sum256([]byte(strings.TrimSpace(key)))
+		ok |= subtle.ConstantTimeCompare(got[:], want[:])
+	}
+	return ok == 1
 }
 
 // statusWriter records the status code for metrics; Unwrap lets
@@ -608,7 +788,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // ---- simple endpoints ----
 
 func (s *Server) card(name string) modelCard {
-	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize(), Manifest: s.manifest}
+	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize(), Manifest: s.manifest}.withCache(s.eng)
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -624,6 +804,11 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		Object string      `json:"object"`
 		Data   []modelCard `json:"data"`
 	}{"list", data})
+}
+
+// handleModelPath answers GET /v1/models/{id}.
+func (s *Server) handleModelPath(w http.ResponseWriter, r *http.Request) {
+	s.handleModel(w, r, strings.TrimPrefix(r.URL.Path, "/v1/models/"))
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, id string) {

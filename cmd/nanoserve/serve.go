@@ -22,6 +22,8 @@ import (
 	"nanoserve/chat"
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
+	"nanoserve/hub"
+	"nanoserve/kvcache"
 	"nanoserve/server"
 )
 
@@ -55,7 +57,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
 	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
 	maxQueue := fs.Int("max-queue", 0, "requests that may wait for a batch slot before more get 429 (0: the engine's default)")
-	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on /v1/ (default: $NANOSERVE_API_KEY)")
+	apiKey := fs.String("api-key", "", "require the key (\"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\") on every path but /health, /ready\n"+
+		"and /metrics (default: $NANOSERVE_API_KEY)")
+	metricsAuth := fs.Bool("metrics-auth", false, "put /metrics behind --api-key too")
 	servedName := fs.String("served-name", "", "another name for the first model (the file's base name, with or without extension, is always accepted)")
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
@@ -70,7 +74,11 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	reqTimeout := fs.Duration("request-timeout", 10*time.Minute, "most time one generation request may take, arrival to last token (0: no limit)")
 	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
 	var cors stringList
-	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off)")
+	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off, and a request\n"+
+		"whose Origin is neither loopback nor listed is a 403)")
+	var allowedHosts stringList
+	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
+		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
 		fs.PrintDefaults()
@@ -136,6 +144,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if mf.ctxSize < 0 {
 		return errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
 	}
+	// The KV cache type is parsed here, once, into mf: each model's loader
+	// works on a copy of mf, so what its load parses would not reach the
+	// engine options and the log below.
+	if mf.kv, err = kvcache.ParseType(mf.kvType); err != nil {
+		return errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	entries, err := serveModels(models, *modelsDir, mf.revision)
 	if err != nil {
@@ -181,21 +195,32 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		}
 		return spec(servedEntry{path: p, names: names}), nil
 	}
-	opts := server.Options{APIKey: *apiKey, MaxBodyBytes: *maxBody, Logger: log,
+	pullRef := func(name string) (string, error) {
+		r, err := hub.ParseRef(strings.TrimPrefix(strings.TrimPrefix(name, "hf.co/"), "huggingface.co/"))
+		if err != nil {
+			return "", err
+		}
+		return r.String(), nil
+	}
+	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
-		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, SPMInfill: *spmInfill}
+		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	server.Version = versionString()
-	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull})
+	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: pullRef})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	if err := srv.Preload(ctx); err != nil {
-		return err
-	}
+	// Bind before loading: a port in use fails at once, not after a load
+	// of minutes. Connections that arrive while the models load wait in
+	// the listen backlog.
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		return err
+	}
+	if err := srv.Preload(ctx); err != nil {
+		ln.Close()
 		return err
 	}
 	served := make([]string, len(entries))
@@ -203,7 +228,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		served[i] = me.names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", mf.kv, "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
+		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
@@ -223,6 +248,19 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// splitList splits each comma-separated value of a repeatable flag.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // servedModelName is the name /v1/models reports: the model file's (or

@@ -226,7 +226,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		return fail(err)
 	}
 	log.Info("model ready", "model", me.names[0], "context", eng.CtxSize(), "max_seqs", eng.Options().MaxSeqs,
-		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_mib", eng.CacheBytes()>>20, "chat", opts.Template != nil)
+		"kv_cache_tokens", eng.Options().CacheTokens, "kv_cache_type", strings.ToLower(eng.Options().KVType.String()), "kv_cache_bytes", eng.CacheBytes(), "kv_cache_mib", eng.CacheBytes()>>20, "chat", opts.Template != nil)
 	return &server.LoadedModel{Engine: eng, Options: opts, Bytes: man.SizeBytes + eng.CacheBytes(),
 		Close: func() { eng.Close(); closeDraft(); m.Close() }}, nil
 }

@@ -195,3 +195,79 @@ func TestServeOllamaPull(t *testing.T) {
 		t.Errorf("missing repository: %d %s", code, b)
 	}
 }
+
+// /api/pull of a malformed hub name (hf.co/org/repo:/etc/passwd) was a 502
+// from the download that followed, and a pull of a model served already
+// (named by its hub reference at start) failed with `the name … is taken`.
+// The name is checked before anything is written (400 naming it), and a
+// reference a served model answers to is a success with nothing pulled.
+func TestServeOllamaPullNames(t *testing.T) {
+	data, err := defaultmodel.Bytes()
+	if err != nil {
+		t.Skip(err)
+	}
+	h := fakehub.New()
+	defer h.Close()
+	h.Add("org/go-GGUF", &fakehub.Repo{Commit: strings.Repeat("e1", 20), Files: map[string]fakehub.File{"go-Q8_0.gguf": {Data: data, LFS: true}}})
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, cancel, []string{"--model", "org/go-GGUF:Q8_0", "--port", "0", "--threads", "1", "--max-seqs", "2"}, func(a net.Addr) { addrc <- a })
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	base := "http://" + addr.String()
+	c := &http.Client{Timeout: 60 * time.Second}
+	post := func(path, body string) (int, string) {
+		resp, err := c.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, body := range []string{
+		`{"model":"hf.co/org/go-GGUF:/etc/passwd","stream":false}`,
+		`{"model":"hf.co/org/go-GGUF:/etc/passwd"}`,
+		`{"model":"hf.co/org/go-GGUF:../x.gguf"}`,
+		`{"model":"hf.co/org/go-GGUF:not a tag"}`,
+		`{"model":"hf.co/../../etc:Q8_0"}`,
+	} {
+		if code, b := post("/api/pull", body); code != http.StatusBadRequest || !strings.Contains(b, "is not a Hugging Face name") {
+			t.Errorf("pull %s: %d %s, want 400 naming the name", body, code, b)
+		}
+	}
+	for _, body := range []string{`{"model":"hf.co/org/go-GGUF:Q8_0","stream":false}`, `{"model":"hf.co/org/go-GGUF:Q8_0"}`} {
+		if code, b := post("/api/pull", body); code != http.StatusOK || !strings.Contains(b, `"success"`) || strings.Contains(b, "error") {
+			t.Errorf("pull of the served model %s: %d %s, want success", body, code, b)
+		}
+	}
+	resp, err := c.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Data []struct{ ID string } }
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Data) != 1 || list.Data[0].ID != "org/go-GGUF:Q8_0" {
+		t.Errorf("after the pulls /v1/models lists %+v, want the one model", list.Data)
+	}
+}

@@ -237,22 +237,22 @@ func cases() []tcase {
 	add(tcase{name: "DELETE /v1/models", path: "/v1/models", method: "DELETE", status: 405, msg: "not allowed"})
 
 	// Protocol-level breakage, over raw TCP.
-	hdr := "Host: x\r\nAuthorization: Bearer " + apiKey + "\r\nContent-Type: application/json\r\n"
+	hdr := "Host: localhost\r\nAuthorization: Bearer " + apiKey + "\r\nContent-Type: application/json\r\n"
 	add(tcase{name: "raw: stalled body (Content-Length 1000, 10 bytes, silence)", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr +
 		"Content-Length: 1000\r\n\r\n{\"prompt\":", status: 408, msg: "did not arrive"})
 	add(tcase{name: "raw: stalled chunked body (one chunk, then silence)", raw: "POST /v1/chat/completions HTTP/1.1\r\n" + hdr +
 		"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"mes\r\n", status: 408, msg: "did not arrive"})
-	add(tcase{name: "raw: headers never finished (closed after --read-header-timeout)", raw: "POST /v1/completions HTTP/1.1\r\nHost: x\r\n", closed: true})
+	add(tcase{name: "raw: headers never finished (closed after --read-header-timeout)", raw: "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n", closed: true})
 	add(tcase{name: "raw: malformed request line", raw: "GARBAGE\r\n\r\n", status: 400}) // net/http answers these before any handler: "400 Bad Request", no reason
 	add(tcase{name: "raw: bad Content-Length", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr + "Content-Length: -5\r\n\r\n", status: 400})
 	add(tcase{name: "raw: two Content-Lengths", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello", status: 400})
 	add(tcase{name: "raw: broken chunked body", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr + "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
 		status: 400, msg: "chunk"})
 	add(tcase{name: "raw: unsupported Transfer-Encoding", raw: "POST /v1/completions HTTP/1.1\r\n" + hdr + "Transfer-Encoding: gzip\r\n\r\n", status: 501, msg: "transfer encoding"})
-	add(tcase{name: "raw: header over the limit", raw: "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<21) + "\r\n\r\n", status: 431, msg: "too large"})
+	add(tcase{name: "raw: header over the limit", raw: "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("a", 1<<21) + "\r\n\r\n", status: 431, msg: "too large"})
 	add(tcase{name: "raw: HTTP/1.1 without Host", raw: "GET /health HTTP/1.1\r\n\r\n", status: 400, msg: "Host"})
-	add(tcase{name: "raw: header without colon", raw: "GET /health HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n", status: 400})
-	add(tcase{name: "raw: unsupported HTTP version", raw: "GET /health HTTP/9.9\r\nHost: x\r\n\r\n", status: 505, msg: "version"})
+	add(tcase{name: "raw: header without colon", raw: "GET /health HTTP/1.1\r\nHost: localhost\r\nbroken header\r\n\r\n", status: 400})
+	add(tcase{name: "raw: unsupported HTTP version", raw: "GET /health HTTP/9.9\r\nHost: localhost\r\n\r\n", status: 505, msg: "version"})
 	return cs
 }
 
@@ -339,6 +339,7 @@ func run(bin, modelPath string, verbose bool) error {
 		default:
 		}
 	}
+	an, afailed, a5xx, ahangs := authSection(base, verbose)
 	// Still alive and still serving.
 	alive := true
 	if resp, err := http.Get(base + "/health"); err != nil || resp.StatusCode != 200 {
@@ -362,7 +363,7 @@ func run(bin, modelPath string, verbose bool) error {
 	}
 	fmt.Printf("badinput: %d cases, %d passed, %d failed; %d unexpected 5xx, 0 crashes, server alive after: %v (%s)\n",
 		len(cs), len(cs)-failed, failed, fivexx, alive, strings.Join(codes, " "))
-	if failed > 0 || fivexx > 0 || !alive {
+	if failed > 0 || fivexx > 0 || !alive || afailed > 0 || a5xx > 0 || ahangs > 0 || an == 0 {
 		return errors.New("bad-input check failed")
 	}
 	return nil
