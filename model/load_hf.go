@@ -595,6 +595,12 @@ func (r *hfReader) rows(name string) (int, bool) {
 
 func (r *hfReader) error() error { return r.err }
 
+// vecN is not needed by the Hugging Face architectures read so far.
+func (r *hfReader) vecN(name string, n int) []float32 {
+	r.fail(fmt.Errorf("model: tensor %s: (experts, width) biases are not read from Hugging Face files", name))
+	return nil
+}
+
 func (h *hfLoader) errOr(err error) error {
 	if h.err != nil {
 		return h.err
