@@ -435,3 +435,34 @@ func top10Worst(g *lcppGolden, vocab int, logits, other [][]float32) top10At {
 	}
 	return w
 }
+
+// TestSharedKVLayers: Gemma 4's last three layers own no KV cache (layers
+// 3 and 4 read windowed layer 1's, layer 5 global layer 2's, as llama.cpp
+// maps them), so the cache holds three layers and the KV bytes per token
+// count only those: 2 (K, V) × 3 layers × a 64-wide row (the global
+// layer's 2 heads × 32; windowed rows use 32 of it) × 2 bytes (F16) = 768,
+// half of what six owning layers would take.
+func TestSharedKVLayers(t *testing.T) {
+	_, path := archPath(t, "gemma4", "F16")
+	m := mustLoad(t, path, Options{Threads: 1})
+	var src []int
+	for l := range m.Layers {
+		src = append(src, m.KVSource(l))
+	}
+	if want := []int{0, 1, 2, 1, 1, 2}; !slices.Equal(src, want) {
+		t.Errorf("KV sources %v, want %v", src, want)
+	}
+	if got := m.KVBytesPerToken(tensor.F16); got != 768 {
+		t.Errorf("KVBytesPerToken(F16) = %d, want 768", got)
+	}
+	c, err := m.NewCacheType(64, tensor.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Layers != 3 || c.KVDim != 64 {
+		t.Errorf("cache %d layers × %d, want 3 × 64", c.Layers, c.KVDim)
+	}
+	if got := c.Bytes() / int64(c.NumBlocks*c.BlockSize); got != m.KVBytesPerToken(tensor.F16) {
+		t.Errorf("cache holds %d bytes per position, KVBytesPerToken says %d", got, m.KVBytesPerToken(tensor.F16))
+	}
+}
