@@ -51,12 +51,18 @@ const (
 	Q5_K DType = 13
 	Q6_K DType = 14
 	Q8_K DType = 15
-	I8   DType = 24
-	I16  DType = 25
-	I32  DType = 26
-	I64  DType = 27
-	F64  DType = 28
-	BF16 DType = 30
+	// IQ4_NL, IQ3_S, IQ4_XS: llama.cpp's non-linear "i-quants"; MXFP4: the
+	// OCP microscaling 4-bit float format (see dequant_iq.go).
+	IQ4_NL DType = 20
+	IQ3_S  DType = 21
+	IQ4_XS DType = 23
+	I8     DType = 24
+	I16    DType = 25
+	I32    DType = 26
+	I64    DType = 27
+	F64    DType = 28
+	BF16   DType = 30
+	MXFP4  DType = 39
 )
 
 // typeInfo: a block of blockSize elements takes blockBytes bytes.
@@ -89,6 +95,11 @@ var types = [...]typeInfo{
 	Q5_K: {"Q5_K", 256, 2 + 2 + 12 + 256/8 + 256/2},
 	Q6_K: {"Q6_K", 256, 256/2 + 256/4 + 256/16 + 2},
 	Q8_K: {"Q8_K", 256, 4 + 256 + 256/16*2},
+	// i-quants and MXFP4 (dequant_iq.go)
+	IQ4_NL: {"IQ4_NL", 32, 2 + 16},
+	IQ4_XS: {"IQ4_XS", 256, 2 + 2 + 256/64 + 256/2},
+	IQ3_S:  {"IQ3_S", 256, 2 + 256/4 + 256/32 + 256/8 + 256/64},
+	MXFP4:  {"MXFP4", 32, 1 + 16},
 }
 
 // Known reports whether t is a type this package can size.
