@@ -30,6 +30,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // DType is a weight element type. The numeric values are GGUF's ggml_type
@@ -112,11 +113,43 @@ func (t DType) info() typeInfo {
 	return typeInfo{}
 }
 
+// String is the type's ggml name (also for the ggml types this package
+// does not implement, e.g. IQ2_XXS), else "type(N)".
 func (t DType) String() string {
 	if ti := t.info(); ti.blockSize != 0 {
 		return ti.name
 	}
+	if int(t) < len(ggmlNames) && ggmlNames[t] != "" {
+		return ggmlNames[t]
+	}
 	return fmt.Sprintf("type(%d)", uint32(t))
+}
+
+// ggmlNames names every ggml_type id (ggml.h), implemented or not, so an
+// unsupported tensor type is reported by name.
+var ggmlNames = [...]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 4: "Q4_2", 5: "Q4_3", 6: "Q5_0", 7: "Q5_1",
+	8: "Q8_0", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K",
+	15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL",
+	21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64",
+	28: "F64", 29: "IQ1_M", 30: "BF16", 31: "Q4_0_4_4", 32: "Q4_0_4_8", 33: "Q4_0_8_8",
+	34: "TQ1_0", 35: "TQ2_0", 36: "IQ4_NL_4_4", 37: "IQ4_NL_4_8", 38: "IQ4_NL_8_8",
+	39: "MXFP4", 40: "NVFP4", 41: "Q1_0", 42: "Q2_0",
+}
+
+// IsGGML reports whether t is a ggml type id, implemented here or not.
+func (t DType) IsGGML() bool { return int(t) < len(ggmlNames) && ggmlNames[t] != "" }
+
+// SupportedTypes lists, in id order, the weight types MatMul and
+// DequantizeRow support (Computable), for error messages.
+func SupportedTypes() string {
+	var names []string
+	for t := range DType(len(types)) {
+		if Computable(t) {
+			names = append(names, t.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // BlockSize is the number of elements in one block (1 for plain types).
