@@ -99,7 +99,7 @@ func (g *ggufLoader) mat(name string, rows, cols int, required bool) *tensor.Mat
 		return nil
 	}
 	if !tensor.Computable(t.Type) {
-		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s", name, t.Type))
+		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s (supported: %s)", name, t.Type, tensor.SupportedTypes()))
 		return nil
 	}
 	m, err := tensor.NewMat(t.Type, rows, cols, t.Data)
@@ -165,7 +165,7 @@ func (g *ggufLoader) experts(name string, experts, rows, cols int) []*tensor.Mat
 		return nil
 	}
 	if !tensor.Computable(t.Type) {
-		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s", name, t.Type))
+		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s (supported: %s)", name, t.Type, tensor.SupportedTypes()))
 		return nil
 	}
 	rb, err := t.Type.RowBytes(cols)

@@ -78,7 +78,7 @@ func checkMat(name string, m *tensor.Mat, rows, cols int) error {
 		return fmt.Errorf("model: tensor %s has shape (%d, %d), want (%d, %d)", name, m.Rows, m.Cols, rows, cols)
 	}
 	if !tensor.Computable(m.Type) {
-		return fmt.Errorf("model: tensor %s has unsupported type %s", name, m.Type)
+		return fmt.Errorf("model: tensor %s has unsupported type %s (supported: %s)", name, m.Type, tensor.SupportedTypes())
 	}
 	if rb, err := m.Type.RowBytes(cols); err != nil || len(m.Data) != rows*rb {
 		return fmt.Errorf("model: tensor %s has %d bytes, want %d (%s)", name, len(m.Data), rows*rb, m.Type)
