@@ -27,6 +27,7 @@ var HFArchs = map[string]string{
 	"Gemma2ForCausalLM":   "gemma2",   // conversion/gemma.py @ModelBase.register("Gemma2ForCausalLM")
 	"Gemma3ForCausalLM":   "gemma3",   // conversion/gemma.py @ModelBase.register("Gemma3ForCausalLM", …)
 	"Phi3ForCausalLM":     "phi3",     // conversion/phi.py @ModelBase.register("Phi3ForCausalLM", …)
+	"SmolLM3ForCausalLM":  "smollm3",  // conversion/llama.py SmolLM3Model(LlamaModel): Llama's names, Q/K permuted
 	"GPT2LMHeadModel":     "gpt2",     // conversion/gpt2.py
 }
 

@@ -58,6 +58,11 @@ type hfConfig struct {
 	SlidingWindow         *int  `json:"sliding_window"`
 	UseSlidingWindow      *bool `json:"use_sliding_window"`
 
+	// SmolLM3 (modeling_smollm3.py): no_rope_layers[l] is 1 where layer l
+	// uses RoPE, 0 where it does not (every no_rope_layer_interval-th).
+	NoRopeLayers        []int `json:"no_rope_layers"`
+	NoRopeLayerInterval int   `json:"no_rope_layer_interval"`
+
 	// Mixture of experts: Mixtral (num_local_experts; intermediate_size is
 	// the expert width), Qwen3-MoE (num_experts, moe_intermediate_size,
 	// norm_topk_prob).
@@ -191,6 +196,11 @@ func (hc *hfConfig) fill(c *Config, arch *llamacpp.Arch) error {
 		c.RopeTheta = *hc.RopeTheta
 	}
 	c.RopeDim, c.RopeNeox = c.HeadDim, true
+	if arch.NoRopeStep > 0 {
+		if err := hc.noRope(c, arch.NoRopeStep); err != nil {
+			return err
+		}
+	}
 	if rs := hc.RopeScaling; rs != nil {
 		typ := rs.RopeType
 		if typ == "" {
@@ -278,6 +288,28 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 	}
 	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
 		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
+	}
+	return nil
+}
+
+// noRope reads SmolLM3's RoPE-less layers. llama.cpp fixes them at every
+// step-th layer (smollm3.cpp; no GGUF key), so a config.json saying
+// otherwise is refused rather than run differently from its GGUF form.
+func (hc *hfConfig) noRope(c *Config, step int) error {
+	c.NoRopeStep = step
+	if hc.NoRopeLayerInterval != 0 && hc.NoRopeLayerInterval != step {
+		return fmt.Errorf("model: config.json: no_rope_layer_interval %d, llama.cpp's %s runs %d", hc.NoRopeLayerInterval, c.Arch, step)
+	}
+	if hc.NoRopeLayers == nil {
+		return nil
+	}
+	if len(hc.NoRopeLayers) != c.Layers {
+		return fmt.Errorf("model: config.json: no_rope_layers has %d entries for %d layers", len(hc.NoRopeLayers), c.Layers)
+	}
+	for l, r := range hc.NoRopeLayers {
+		if want := (l+1)%step != 0; (r != 0) != want {
+			return fmt.Errorf("model: config.json: no_rope_layers[%d] = %d, but llama.cpp's %s has RoPE on layer %d: %v", l, r, c.Arch, l, want)
+		}
 	}
 	return nil
 }

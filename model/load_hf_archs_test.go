@@ -3,6 +3,7 @@ package model
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"nanoserve/internal/hfwrite"
@@ -13,7 +14,7 @@ import (
 // norms as 1 + w − 1, Phi-3's gate_up, one tensor per expert) and checks
 // the loaded model's hyperparameters and logits against the GGUF's.
 func TestHFArchs(t *testing.T) {
-	for _, name := range []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3"} {
+	for _, name := range []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "smollm3"} {
 		t.Run(name, func(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			dir := filepath.Join(t.TempDir(), name)
@@ -26,7 +27,8 @@ func TestHFArchs(t *testing.T) {
 			if a.Arch != b.Arch || a.HeadDim != b.HeadDim || a.QKNorm != b.QKNorm || a.Experts != b.Experts || a.ExpertsUsed != b.ExpertsUsed ||
 				a.ExpertHiddenDim != b.ExpertHiddenDim || a.SlidingWindow != b.SlidingWindow || !slices.Equal(a.SWALayers, b.SWALayers) ||
 				a.RopeThetaSWA != b.RopeThetaSWA || a.attnScale() != b.attnScale() || a.AttnSoftcap != b.AttnSoftcap || a.FinalSoftcap != b.FinalSoftcap ||
-				a.EmbedScale != b.EmbedScale || a.PostNorms != b.PostNorms || a.GELUGate != b.GELUGate || a.Tied != b.Tied || a.RopeDim != b.RopeDim {
+				a.EmbedScale != b.EmbedScale || a.PostNorms != b.PostNorms || a.GELUGate != b.GELUGate || a.Tied != b.Tied || a.RopeDim != b.RopeDim ||
+				a.NoRopeStep != b.NoRopeStep {
 				t.Errorf("configs differ:\n gguf %+v\n   hf %+v", a, b)
 			}
 			p := g.Prompts[0]
@@ -36,5 +38,34 @@ func TestHFArchs(t *testing.T) {
 				t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
 			}
 		})
+	}
+}
+
+// TestHFSmolLM3NoRopeLayers: a config.json whose RoPE-less layers are not
+// llama.cpp's fixed every-4th pattern is refused, naming the field.
+func TestHFSmolLM3NoRopeLayers(t *testing.T) {
+	_, path := archPath(t, "smollm3", "F16")
+	dir := filepath.Join(t.TempDir(), "smollm3")
+	if err := hfwrite.FromGGUF(path, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fields map[string]any
+		want   string
+	}{
+		{map[string]any{"no_rope_layers": []int{1, 1, 0, 1}}, "no_rope_layers[2]"},
+		{map[string]any{"no_rope_layers": []int{1, 1, 1}}, "3 entries for 4 layers"},
+		{map[string]any{"no_rope_layer_interval": 3}, "no_rope_layer_interval 3"},
+	} {
+		if err := hfwrite.SetConfig(dir, tc.fields); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(dir, Options{Threads: 1})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.fields, err, tc.want)
+		}
+		if err := hfwrite.SetConfig(dir, map[string]any{"no_rope_layers": []int{1, 1, 1, 0}, "no_rope_layer_interval": 4}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -61,7 +61,11 @@
 // shape checks every loader shares, QKV fusion). Running: forward.go
 // (Batch, Forward, the layer loop), attention.go (over the paged cache),
 // rope.go, ops.go (norms, activations), parallel.go (the jobs on the
-// model's tensor.Pool) and ref.go (the plain reference forward).
+// model's tensor.Pool) and ref.go (the plain reference forward). The
+// per-layer variations of newer architectures are layers.go (head and
+// RoPE dims, FFN widths and KV-cache sharing per layer), gptoss.go
+// (attention sinks, its experts) and gemma4.go (per-layer inputs), with
+// their reference forms in ref_archs.go.
 package model
 
 import (

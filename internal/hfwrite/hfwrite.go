@@ -39,6 +39,7 @@ import (
 	"strings"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/safetensors"
 	"nanoserve/tensor"
 )
@@ -118,6 +119,15 @@ func FromGGUF(path, dir string) error {
 			cfg["partial_rotary_factor"] = float64(rd*heads) / float64(dim)
 		}
 		cfg["sliding_window"] = nil
+	case "smollm3": // SmolLM3Config: RoPE on every layer but each 4th
+		class = "SmolLM3ForCausalLM"
+		nr := make([]int, u("block_count"))
+		for l := range nr {
+			if (l+1)%4 != 0 {
+				nr[l] = 1
+			}
+		}
+		cfg["no_rope_layers"], cfg["no_rope_layer_interval"], cfg["use_sliding_window"] = nr, 4, false
 	default:
 		return fmt.Errorf("hfwrite: architecture %q", arch)
 	}
@@ -178,7 +188,7 @@ func convertTensor(arch string, t *gguf.TensorInfo, heads, kvHeads, hd int) ([]s
 		for i := range v {
 			v[i]--
 		}
-	case arch == "llama" && (strings.HasSuffix(t.Name, "attn_q.weight") || strings.HasSuffix(t.Name, "attn_k.weight")):
+	case llamacpp.PermutesQK(arch) && (strings.HasSuffix(t.Name, "attn_q.weight") || strings.HasSuffix(t.Name, "attn_k.weight")):
 		h := heads
 		if strings.HasSuffix(t.Name, "attn_k.weight") {
 			h = kvHeads
