@@ -50,6 +50,8 @@ type hfConfig struct {
 		LowFreqFactor   float64   `json:"low_freq_factor"`
 		HighFreqFactor  float64   `json:"high_freq_factor"`
 		OrigMaxPosition int       `json:"original_max_position_embeddings"`
+		BetaFast        float64   `json:"beta_fast"` // yarn (gpt-oss)
+		BetaSlow        float64   `json:"beta_slow"`
 		LongFactor      []float64 `json:"long_factor"`  // Phi-3 longrope (su)
 		ShortFactor     []float64 `json:"short_factor"` // Phi-3 longrope (su)
 	} `json:"rope_scaling"`
@@ -66,11 +68,13 @@ type hfConfig struct {
 	// Mixture of experts: Mixtral (num_local_experts; intermediate_size is
 	// the expert width), Qwen3-MoE (num_experts, moe_intermediate_size,
 	// norm_topk_prob).
-	NumLocalExperts     *int  `json:"num_local_experts"`
-	NumExperts          *int  `json:"num_experts"`
-	NumExpertsPerTok    int   `json:"num_experts_per_tok"`
-	MoEIntermediateSize int   `json:"moe_intermediate_size"`
-	NormTopKProb        *bool `json:"norm_topk_prob"`
+	NumLocalExperts     *int     `json:"num_local_experts"`
+	NumExperts          *int     `json:"num_experts"`
+	NumExpertsPerTok    int      `json:"num_experts_per_tok"`
+	MoEIntermediateSize int      `json:"moe_intermediate_size"`
+	NormTopKProb        *bool    `json:"norm_topk_prob"`
+	ExpertsPerToken     int      `json:"experts_per_token"` // GptOssConfig's other name for num_experts_per_tok
+	SwigluLimit         *float64 `json:"swiglu_limit"`      // gpt-oss: 7 (llama.cpp's constant)
 
 	// Gemma 2/3 (modeling_gemma2.py, modeling_gemma3.py): queries scaled
 	// by query_pre_attn_scalar^-0.5, soft-caps, the windowed-layer pattern
@@ -213,6 +217,11 @@ func (hc *hfConfig) fill(c *Config, arch *llamacpp.Arch) error {
 		case "linear", "llama3":
 			c.RopeScaling = RopeScaling{Type: typ, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
 				HighFreqFactor: rs.HighFreqFactor, OrigContext: rs.OrigMaxPosition}
+		case "yarn":
+			// As llama.cpp runs it: the correction dims floored and ceiled
+			// (transformers' truncate=false for gpt-oss is not followed).
+			c.RopeScaling = RopeScaling{Type: typ, Factor: rs.Factor, OrigContext: cmp.Or(rs.OrigMaxPosition, c.ContextLen),
+				BetaFast: rs.BetaFast, BetaSlow: rs.BetaSlow}
 		default:
 			return fmt.Errorf("model: config.json: unsupported rope_scaling type %q", typ)
 		}
@@ -283,11 +292,48 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 			}
 		}
 	}
+	if arch.OAIMoE {
+		if err := hc.fillGptOss(c, arch); err != nil {
+			return err
+		}
+	}
 	if arch.NoWindow {
 		c.SlidingWindow = 0 // as llama.cpp runs Phi-3 (src/models/phi3.cpp)
 	}
 	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
 		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
+	}
+	return nil
+}
+
+// fillGptOss reads GptOssConfig: experts of intermediate_size, sinks,
+// windows on the layer_types' sliding layers (llama.cpp: every even
+// layer, load_swa_pattern(ml, 2)), the clamped SwiGLU's limit.
+func (hc *hfConfig) fillGptOss(c *Config, arch *llamacpp.Arch) error {
+	n := hc.NumLocalExperts
+	if n == nil || *n <= 0 {
+		return fmt.Errorf("model: config.json: gpt-oss needs num_local_experts")
+	}
+	c.Experts, c.ExpertsUsed = *n, cmp.Or(hc.NumExpertsPerTok, hc.ExpertsPerToken)
+	c.ExpertHiddenDim = c.HiddenDim
+	c.AttnSinks, c.OAIMoE = arch.Sinks, arch.OAIMoE
+	if hc.SwigluLimit != nil && *hc.SwigluLimit != oaiLimit {
+		return fmt.Errorf("model: config.json: swiglu_limit %g, llama.cpp's gpt-oss runs %g", *hc.SwigluLimit, float64(oaiLimit))
+	}
+	c.SlidingWindow = 0
+	if hc.SlidingWindow != nil {
+		c.SlidingWindow = *hc.SlidingWindow
+	}
+	c.SWALayers = llamacpp.SWALayers(c.Layers, arch.SWAPattern)
+	if hc.LayerTypes != nil {
+		if len(hc.LayerTypes) != c.Layers {
+			return fmt.Errorf("model: config.json: layer_types has %d entries for %d layers", len(hc.LayerTypes), c.Layers)
+		}
+		for l, t := range hc.LayerTypes {
+			if (t == "sliding_attention") != c.SWALayers[l] {
+				return fmt.Errorf("model: config.json: layer_types[%d] = %q, but llama.cpp windows gpt-oss's even layers", l, t)
+			}
+		}
 	}
 	return nil
 }
@@ -590,6 +636,9 @@ func (r *hfReader) vec(name string, n int, required bool) []float32 {
 }
 
 func (r *hfReader) experts(name string, experts, rows, cols int) []*tensor.Mat {
+	if r.arch == "gpt-oss" {
+		return r.gptOssExperts(name, experts, rows, cols)
+	}
 	hs := r.names[name]
 	if len(hs) != experts || slices.Contains(hs, "") {
 		want, _ := llamacpp.GGUFToHF(r.arch, name, len(hs))
@@ -627,10 +676,121 @@ func (r *hfReader) rows(name string) (int, bool) {
 
 func (r *hfReader) error() error { return r.err }
 
-// vecN is not needed by the Hugging Face architectures read so far.
+// vecN reads gpt-oss's expert biases (no other Hugging Face architecture
+// has (experts, width) vectors): the gate's and up's interleaved in
+// gate_up_proj_bias (even and odd columns), down_proj_bias as it is.
 func (r *hfReader) vecN(name string, n int) []float32 {
-	r.fail(fmt.Errorf("model: tensor %s: (experts, width) biases are not read from Hugging Face files", name))
-	return nil
+	if r.arch != "gpt-oss" {
+		r.fail(fmt.Errorf("model: tensor %s: (experts, width) biases are not read from %s Hugging Face files", name, r.arch))
+		return nil
+	}
+	src, parity := gptOssSource(name)
+	hn, ok := r.hfName(src)
+	if !ok {
+		r.fail(fmt.Errorf("model: missing tensor %s", hn))
+		return nil
+	}
+	t := r.get(hn, true)
+	if t == nil {
+		return nil
+	}
+	width := 1
+	if parity >= 0 {
+		width = 2
+	}
+	ty, err := t.Type()
+	numel := 1
+	for _, d := range t.Shape {
+		numel *= d
+	}
+	if err == nil && (len(t.Shape) != 2 || numel != width*n) {
+		err = fmt.Errorf("model: tensor %s has shape %v, want %d elements (config.json)", hn, t.Shape, width*n)
+	}
+	var all []float32
+	if err == nil {
+		all, err = decodeVec(ty, slices.Clone(t.Data), width*n)
+	}
+	if err != nil {
+		r.fail(fmt.Errorf("model: tensor %s: %w", hn, err))
+		return nil
+	}
+	if parity < 0 {
+		return all
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = all[2*i+parity]
+	}
+	return out
+}
+
+// gptOssSource is the llama.cpp-style name of the gpt-oss tensor that
+// holds name, and which interleaved half of it (0 gate, 1 up; -1 whole).
+func gptOssSource(name string) (string, int) {
+	switch {
+	case strings.Contains(name, llamacpp.FFNGateExps+"."):
+		return strings.Replace(name, llamacpp.FFNGateExps, llamacpp.GptOssGateUp, 1), 0
+	case strings.Contains(name, llamacpp.FFNUpExps+"."):
+		return strings.Replace(name, llamacpp.FFNUpExps, llamacpp.GptOssGateUp, 1), 1
+	}
+	return name, -1
+}
+
+// gptOssExperts builds each expert's (rows, cols) matrix of a gpt-oss
+// checkpoint from the fused, x·W-oriented 3-D tensors (see
+// llamacpp.GptOssGateUp): gate row j is column 2j of gate_up_proj[e], up
+// row j column 2j+1, down row o column o of down_proj[e]. The transposed
+// copies live on the heap in the checkpoint's element type.
+func (r *hfReader) gptOssExperts(name string, experts, rows, cols int) []*tensor.Mat {
+	src, parity := gptOssSource(name)
+	hn, ok := r.hfName(src)
+	if !ok {
+		r.fail(fmt.Errorf("model: missing tensor %s", hn))
+		return nil
+	}
+	t := r.get(hn, true)
+	if t == nil {
+		return nil
+	}
+	outW := rows // columns of W per input row
+	if parity >= 0 {
+		outW = 2 * rows
+	}
+	ty, err := t.Type()
+	if err == nil && !tensor.Computable(ty) {
+		err = fmt.Errorf("model: tensor %s has unsupported type %s", hn, t.DType)
+	}
+	if err == nil && (len(t.Shape) != 3 || t.Shape[0] != experts || t.Shape[1] != cols || t.Shape[2] != outW) {
+		err = fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", hn, t.Shape, experts, cols, outW)
+	}
+	if err != nil {
+		r.fail(err)
+		return nil
+	}
+	es := len(t.Data) / (experts * cols * outW)
+	if es*experts*cols*outW != len(t.Data) || es == 0 {
+		r.fail(fmt.Errorf("model: tensor %s: %d bytes for %v", hn, len(t.Data), t.Shape))
+		return nil
+	}
+	out := make([]*tensor.Mat, experts)
+	slab := cols * outW * es
+	for e := range out {
+		w := t.Data[e*slab : (e+1)*slab]
+		buf := make([]byte, rows*cols*es+4)
+		off := int((4 - uintptr(unsafe.Pointer(&buf[0]))%4) % 4) // aligned for float32 views
+		dst := buf[off : off+rows*cols*es]
+		for j := range rows {
+			c := j
+			if parity >= 0 {
+				c = 2*j + parity
+			}
+			for i := range cols {
+				copy(dst[(j*cols+i)*es:(j*cols+i+1)*es], w[(i*outW+c)*es:(i*outW+c+1)*es])
+			}
+		}
+		out[e] = &tensor.Mat{Type: ty, Rows: rows, Cols: cols, Data: dst}
+	}
+	return out
 }
 
 func (h *hfLoader) errOr(err error) error {

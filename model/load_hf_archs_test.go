@@ -1,6 +1,7 @@
 package model
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // norms as 1 + w − 1, Phi-3's gate_up, one tensor per expert) and checks
 // the loaded model's hyperparameters and logits against the GGUF's.
 func TestHFArchs(t *testing.T) {
-	for _, name := range []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "smollm3"} {
+	for _, name := range []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "smollm3", "gpt-oss"} {
 		t.Run(name, func(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			dir := filepath.Join(t.TempDir(), name)
@@ -28,7 +29,7 @@ func TestHFArchs(t *testing.T) {
 				a.ExpertHiddenDim != b.ExpertHiddenDim || a.SlidingWindow != b.SlidingWindow || !slices.Equal(a.SWALayers, b.SWALayers) ||
 				a.RopeThetaSWA != b.RopeThetaSWA || a.attnScale() != b.attnScale() || a.AttnSoftcap != b.AttnSoftcap || a.FinalSoftcap != b.FinalSoftcap ||
 				a.EmbedScale != b.EmbedScale || a.PostNorms != b.PostNorms || a.GELUGate != b.GELUGate || a.Tied != b.Tied || a.RopeDim != b.RopeDim ||
-				a.NoRopeStep != b.NoRopeStep {
+				a.NoRopeStep != b.NoRopeStep || a.AttnSinks != b.AttnSinks || a.OAIMoE != b.OAIMoE || name == "gpt-oss" && a.RopeScaling != b.RopeScaling {
 				t.Errorf("configs differ:\n gguf %+v\n   hf %+v", a, b)
 			}
 			p := g.Prompts[0]
@@ -65,6 +66,41 @@ func TestHFSmolLM3NoRopeLayers(t *testing.T) {
 			t.Errorf("%v: error %v, want one naming %q", tc.fields, err, tc.want)
 		}
 		if err := hfwrite.SetConfig(dir, map[string]any{"no_rope_layers": []int{1, 1, 1, 0}, "no_rope_layer_interval": 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHFGptOssConfig: a gpt-oss config.json that llama.cpp would run
+// differently (other windowed layers, another SwiGLU clamp) is refused by
+// name.
+func TestHFGptOssConfig(t *testing.T) {
+	_, path := archPath(t, "gpt-oss", "F16")
+	dir := filepath.Join(t.TempDir(), "gpt-oss")
+	if err := hfwrite.FromGGUF(path, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fields map[string]any
+		want   string
+	}{
+		{map[string]any{"layer_types": []string{"full_attention", "sliding_attention", "full_attention", "sliding_attention"}}, "layer_types[0]"},
+		{map[string]any{"layer_types": []string{"sliding_attention"}}, "layer_types has 1 entries for 4 layers"},
+		{map[string]any{"swiglu_limit": 5.0}, "swiglu_limit 5"},
+		{map[string]any{"num_local_experts": nil}, "needs num_local_experts"},
+	} {
+		orig, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hfwrite.SetConfig(dir, tc.fields); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Load(dir, Options{Threads: 1})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.fields, err, tc.want)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), orig, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

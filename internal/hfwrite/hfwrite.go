@@ -46,7 +46,7 @@ import (
 
 // FromGGUF writes dir/config.json and dir/model.safetensors from the GGUF
 // file at path (architectures llama with or without experts, qwen2, qwen3,
-// qwen3moe, gemma2, gemma3, phi3).
+// qwen3moe, gemma2, gemma3, phi3, smollm3, gpt-oss).
 func FromGGUF(path, dir string) error {
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -128,12 +128,25 @@ func FromGGUF(path, dir string) error {
 			}
 		}
 		cfg["no_rope_layers"], cfg["no_rope_layer_interval"], cfg["use_sliding_window"] = nr, 4, false
+	case "gpt-oss":
+		class, modelType = "GptOssForCausalLM", "gpt_oss"
+		gptOssConfig(cfg, u, fl, experts)
 	default:
 		return fmt.Errorf("hfwrite: architecture %q", arch)
 	}
 	cfg["architectures"], cfg["model_type"] = []string{class}, modelType
 	var ts []safetensors.Tensor
+	if arch == "gpt-oss" {
+		fused, err := gptOssExperts(f, u("block_count"))
+		if err != nil {
+			return err
+		}
+		ts = append(ts, fused...)
+	}
 	for _, t := range f.Tensors {
+		if arch == "gpt-oss" && strings.Contains(t.Name, "_exps.") {
+			continue // written fused above
+		}
 		out, err := convertTensor(arch, &t, heads, kvHeads, hd)
 		if err != nil {
 			return err
@@ -274,11 +287,16 @@ func hfName(arch, name string) (string, error) {
 		}
 	case "ffn_down.weight":
 		hf = "mlp.down_proj.weight"
-	case "ffn_gate_inp.weight":
+	case "ffn_gate_inp.weight", "ffn_gate_inp.bias":
 		hf = "mlp.gate.weight"
-		if arch == "llama" {
+		switch arch {
+		case "llama":
 			hf = "block_sparse_moe.gate.weight"
+		case "gpt-oss":
+			hf = "mlp.router." + strings.TrimPrefix(suffix, "ffn_gate_inp.")
 		}
+	case "attn_sinks.weight":
+		hf = "self_attn.sinks"
 	case "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight":
 		kind := strings.TrimSuffix(strings.TrimPrefix(suffix, "ffn_"), "_exps.weight")
 		if arch == "llama" {
