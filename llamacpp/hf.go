@@ -70,6 +70,13 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj_bias", gguf: "blk.{bid}." + GptOssGateUp + ".bias", archs: gptOSS},
 	{hf: "model.layers.{bid}.mlp.experts.down_proj", gguf: "blk.{bid}.ffn_down_exps.weight", archs: gptOSS},
 	{hf: "model.layers.{bid}.mlp.experts.down_proj_bias", gguf: "blk.{bid}.ffn_down_exps.bias", archs: gptOSS},
+	// The original release's MXFP4 experts (W·x orientation, rows of
+	// 32-value blocks: *_blocks (E, rows, blocks, 16) nibbles, *_scales
+	// (E, rows, blocks) E8M0 exponents; conversion/gpt_oss.py repack_mxfp4).
+	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj_blocks", gguf: "blk.{bid}." + GptOssGateUp + ".blocks", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj_scales", gguf: "blk.{bid}." + GptOssGateUp + ".scales", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.down_proj_blocks", gguf: "blk.{bid}.ffn_down_exps.blocks", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.down_proj_scales", gguf: "blk.{bid}.ffn_down_exps.scales", archs: gptOSS},
 
 	{hf: "model.embed_tokens.weight", gguf: "token_embd.weight"},                             // TOKEN_EMBD "model.embed_tokens" (llama-hf)
 	{hf: "lm_head.weight", gguf: "output.weight"},                                            // OUTPUT "lm_head" (llama-hf)

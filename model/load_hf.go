@@ -745,6 +745,9 @@ func (r *hfReader) gptOssExperts(name string, experts, rows, cols int) []*tensor
 	src, parity := gptOssSource(name)
 	hn, ok := r.hfName(src)
 	if !ok {
+		if bn, ok := r.hfName(strings.TrimSuffix(src, ".weight") + ".blocks"); ok {
+			return r.gptOssMXFP4(bn, strings.TrimSuffix(src, ".weight")+".scales", parity, experts, rows, cols)
+		}
 		r.fail(fmt.Errorf("model: missing tensor %s", hn))
 		return nil
 	}
@@ -895,4 +898,70 @@ func parseChatTemplate(raw json.RawMessage) string {
 		}
 	}
 	return list[0].Template
+}
+
+// gptOssMXFP4 builds each expert's (rows, cols) MXFP4 matrix from the
+// original gpt-oss release's *_blocks (E, rows', cols/32, 16) and *_scales
+// (E, rows', cols/32) (rows' = 2·rows for gate_up_proj, whose even rows
+// are the gate and odd rows the up projection). A ggml MXFP4 block is the
+// scale byte then 16 bytes whose byte m holds values m (low nibble) and
+// m+16 (high); the checkpoint's byte k holds values 2k (low) and 2k+1
+// (high) (conversion/gpt_oss.py transform_nibble_layout).
+func (r *hfReader) gptOssMXFP4(blocksName, scalesLC string, parity, experts, rows, cols int) []*tensor.Mat {
+	bt := r.get(blocksName, true)
+	sn, ok := r.hfName(scalesLC)
+	if !ok {
+		r.fail(fmt.Errorf("model: missing tensor %s", sn))
+		return nil
+	}
+	sc := r.get(sn, true)
+	if bt == nil || sc == nil {
+		return nil
+	}
+	outW, nb := rows, cols/32
+	if parity >= 0 {
+		outW = 2 * rows
+	}
+	switch {
+	case cols%32 != 0:
+		r.fail(fmt.Errorf("model: tensor %s: rows of %d values are not whole MXFP4 blocks", blocksName, cols))
+		return nil
+	case bt.DType != "U8" || sc.DType != "U8":
+		r.fail(fmt.Errorf("model: tensors %s, %s: dtypes %s, %s, want U8", blocksName, sn, bt.DType, sc.DType))
+		return nil
+	case !slices.Equal(bt.Shape, []int{experts, outW, nb, 16}) || len(bt.Data) != experts*outW*nb*16:
+		r.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d 16] (config.json)", blocksName, bt.Shape, experts, outW, nb))
+		return nil
+	case !slices.Equal(sc.Shape, []int{experts, outW, nb}) || len(sc.Data) != experts*outW*nb:
+		r.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", sn, sc.Shape, experts, outW, nb))
+		return nil
+	}
+	out := make([]*tensor.Mat, experts)
+	for e := range out {
+		dst := make([]byte, rows*nb*17)
+		for j := range rows {
+			c := j
+			if parity >= 0 {
+				c = 2*j + parity
+			}
+			for b := range nb {
+				src := bt.Data[((e*outW+c)*nb+b)*16:][:16]
+				d := dst[(j*nb+b)*17:][:17]
+				d[0] = sc.Data[(e*outW+c)*nb+b]
+				mxfp4FromHF(d[1:], src)
+			}
+		}
+		out[e] = &tensor.Mat{Type: tensor.MXFP4, Rows: rows, Cols: cols, Data: dst}
+	}
+	return out
+}
+
+// mxfp4FromHF writes ggml's 16 nibble bytes of one MXFP4 block (byte m:
+// value m low, value m+16 high) from the checkpoint's (byte k: value 2k
+// low, 2k+1 high).
+func mxfp4FromHF(dst, src []byte) {
+	nib := func(i int) byte { return src[i/2] >> (4 * (i % 2)) & 0xF }
+	for m := range 16 {
+		dst[m] = nib(m) | nib(m+16)<<4
+	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,60 @@ func TestHFGptOssConfig(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, "config.json"), orig, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestHFGptOssMXFP4: the original gpt-oss release's MXFP4 experts
+// (*_blocks nibbles two values a byte in order, *_scales, gate and up rows
+// interleaved), written by hfwrite from the MXFP4 fixture, load into the
+// same ggml MXFP4 blocks: logits equal the GGUF's bit for bit.
+func TestHFGptOssMXFP4(t *testing.T) {
+	_, path := archPath(t, "gpt-oss", "MXFP4_MOE")
+	dir := filepath.Join(t.TempDir(), "gpt-oss-mxfp4")
+	if err := hfwrite.FromGGUF(path, dir); err != nil {
+		t.Fatal(err)
+	}
+	mg := mustLoad(t, path, Options{Threads: 2})
+	mh := mustLoad(t, dir, Options{Threads: 2})
+	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916, 432, 17204, 975, 278}
+	lg, lh := runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0)
+	if d, at := maxAbsDiff(lg, lh); d != 0 {
+		t.Errorf("Hugging Face MXFP4 logits differ from the GGUF's by %g at %d", d, at)
+	}
+}
+
+// TestMXFP4NibbleLayout checks mxfp4FromHF against a step-by-step port of
+// llama.cpp's conversion/gpt_oss.py transform_nibble_layout (swap each
+// byte's nibbles; split the block in halves a, b; spread a's nibbles into
+// the high nibbles of 16 bytes and b's into the low; or them; swap again)
+// on random blocks, an anchor independent of hfwrite's inverse.
+func TestMXFP4NibbleLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 7))
+	for range 200 {
+		var src [16]byte
+		for i := range src {
+			src[i] = byte(rng.IntN(256))
+		}
+		var sw [16]byte
+		for i, v := range src {
+			sw[i] = v&0x0F<<4 | v&0xF0>>4
+		}
+		a, b := sw[:8], sw[8:]
+		var blkA, blkB [16]byte
+		for k := range 8 {
+			blkA[2*k], blkA[2*k+1] = a[k]&0xF0, a[k]<<4
+			blkB[2*k], blkB[2*k+1] = b[k]>>4, b[k]&0x0F
+		}
+		var want [16]byte
+		for i := range want {
+			o := blkA[i] | blkB[i]
+			want[i] = o&0xF0>>4 | o&0x0F<<4
+		}
+		var got [16]byte
+		mxfp4FromHF(got[:], src[:])
+		if got != want {
+			t.Fatalf("block %x: mxfp4FromHF %x, transform_nibble_layout %x", src, got, want)
 		}
 	}
 }
