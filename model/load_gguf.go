@@ -218,6 +218,10 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
 	}
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
+	if _, err := f.Array(f.Arch() + "." + llamacpp.KeyHeadCountKV); err == nil && arch.Gemma4 {
+		// Gemma 4 26B/31B: other KV head counts on the global layers.
+		return nil, fmt.Errorf("model: %s with per-layer %s (an array) is not supported yet", arch.Name, llamacpp.KeyHeadCountKV)
+	}
 	c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
 	if g.err != nil {
 		return nil, g.err
@@ -465,6 +469,11 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.wq = g.mat(wt(llamacpp.AttnQ), qd, dim, true)
 			l.bq = g.vec(bs(llamacpp.AttnQ), qd, arch.QKVBias)
 			if owns { // a shared-KV layer's K and V projections go unused
+				if _, ok := g.rows(wt(llamacpp.AttnV)); !ok && arch.Gemma4 {
+					// gemma4.cpp: without v_proj, V is the K projection
+					// (the 26B/31B global layers).
+					g.fail(fmt.Errorf("model: gemma4 layer %d has no %s: values taken from the keys are not supported yet", i, wt(llamacpp.AttnV)))
+				}
 				l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
 				l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
 				l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
