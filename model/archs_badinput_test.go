@@ -65,7 +65,7 @@ func TestArchBadInput(t *testing.T) {
 		{"ffn lengths", "gemma4", map[string]gguf.Value{"gemma4.feed_forward_length": gguf.NewArray([]int32{64, 64, 64, 128, 128})}, nil, "feed_forward_length has 5 entries for 6 layers"},
 		{"per-layer embeddings", "gemma4", nil, []string{"per_layer_token_embd.weight"}, "missing tensor per_layer_token_embd"},
 		{"rope dims", "gemma4", map[string]gguf.Value{"gemma4.rope.dimension_count_swa": gguf.Uint32(18)}, nil, "invalid rope dimension 18 for head dim 16"},
-		{"per-layer kv heads", "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})}, nil, "per-layer attention.head_count_kv (an array) is not supported"},
+		{"per-layer kv heads", "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})}, nil, "per-layer attention.head_count_kv [2 2 1 2 2 1] is not supported"},
 		{"values from keys", "gemma4", nil, []string{"blk.2.attn_v.weight"}, "gemma4 layer 2 has no blk.2.attn_v.weight"},
 		{"sinks", "gpt-oss", nil, []string{"blk.2.attn_sinks.weight"}, "missing tensor blk.2.attn_sinks.weight"},
 		{"expert bias", "gpt-oss", nil, []string{"blk.0.ffn_up_exps.bias"}, "missing tensor blk.0.ffn_up_exps.bias"},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"nanoserve/gguf"
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -464,5 +465,20 @@ func TestSharedKVLayers(t *testing.T) {
 	}
 	if got := c.Bytes() / int64(c.NumBlocks*c.BlockSize); got != m.KVBytesPerToken(tensor.F16) {
 		t.Errorf("cache holds %d bytes per position, KVBytesPerToken says %d", got, m.KVBytesPerToken(tensor.F16))
+	}
+}
+
+// TestGemma4KVHeadsArray: Gemma 4's converter may write head_count_kv as
+// one entry per layer; equal entries are the scalar (same logits).
+func TestGemma4KVHeadsArray(t *testing.T) {
+	_, path := archPath(t, "gemma4", "F16")
+	ma := mustLoad(t, rewriteArch(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 2, 2, 2, 2})}), Options{Threads: 1})
+	m := mustLoad(t, path, Options{Threads: 1})
+	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916}
+	if ma.KVHeads != 2 {
+		t.Fatalf("KVHeads %d, want 2", ma.KVHeads)
+	}
+	if d, at := maxAbsDiff(runSeq(t, m, toks, 0), runSeq(t, ma, toks, 0)); d != 0 {
+		t.Errorf("logits differ by %g at %d", d, at)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"nanoserve/gguf"
 	"nanoserve/llamacpp"
@@ -218,11 +219,16 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
 	}
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
-	if _, err := f.Array(f.Arch() + "." + llamacpp.KeyHeadCountKV); err == nil && arch.Gemma4 {
-		// Gemma 4 26B/31B: other KV head counts on the global layers.
-		return nil, fmt.Errorf("model: %s with per-layer %s (an array) is not supported yet", arch.Name, llamacpp.KeyHeadCountKV)
+	if kv, err := f.Int32s(f.Arch() + "." + llamacpp.KeyHeadCountKV); err == nil && arch.Gemma4 {
+		// Gemma 4's converter writes one count per layer kind; the
+		// 26B/31B have other counts on their global layers.
+		if len(kv) == 0 || slices.ContainsFunc(kv, func(v int32) bool { return v != kv[0] }) {
+			return nil, fmt.Errorf("model: %s with per-layer %s %v is not supported yet", arch.Name, llamacpp.KeyHeadCountKV, kv)
+		}
+		c.KVHeads = int(kv[0])
+	} else {
+		c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
 	}
-	c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
 	if g.err != nil {
 		return nil, g.err
 	}
