@@ -137,12 +137,12 @@ func (m *Model) copyWeights() error {
 		} else {
 			add(lw.wq, lw.wk, lw.wv)
 		}
-		add(lw.wo, lw.wGate, lw.wUp, lw.wDown, lw.router)
+		add(lw.wo, lw.wGate, lw.wUp, lw.wDown, lw.router, lw.plGate, lw.plProj)
 		add(lw.expGate...)
 		add(lw.expUp...)
 		add(lw.expDown...)
 	}
-	add(m.w.output)
+	add(m.w.output, m.w.perLayerProj)
 	size := 0
 	for _, w := range mats {
 		size += (len(w.Data) + 63) &^ 63
