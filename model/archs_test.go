@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"nanoserve/gguf"
@@ -480,5 +481,64 @@ func TestGemma4KVHeadsArray(t *testing.T) {
 	}
 	if d, at := maxAbsDiff(runSeq(t, m, toks, 0), runSeq(t, ma, toks, 0)); d != 0 {
 		t.Errorf("logits differ by %g at %d", d, at)
+	}
+}
+
+// gemma4Large is the gemma4 fixture turned into the larger Gemma 4s'
+// attention (26B/31B): its global layers get 1 KV head instead of 2
+// (head_count_kv [2 2 1 2 2 1]; attn_k keeps its first head's rows) and
+// no attn_v, so their values are their keys' projection.
+func gemma4Large(t *testing.T) *Model {
+	t.Helper()
+	p := rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
+		func(name string, dims []uint64, data []byte) ([]uint64, []byte, bool) {
+			switch name {
+			case "blk.2.attn_v.weight", "blk.5.attn_v.weight":
+				return nil, nil, false
+			case "blk.2.attn_k.weight", "blk.5.attn_k.weight": // F16 (32 cols): the first 32 rows
+				return []uint64{dims[0], 32}, data[:32*32*2], true
+			}
+			return dims, data, true
+		})
+	return mustLoad(t, p, Options{Threads: 2})
+}
+
+// TestGemma4GlobalKVHeadsAndVFromK: per-kind KV head counts and values
+// from the keys: the cached forward equals the float64 reference (whose
+// V is a copy of the K projection before the K-norm, normalised without
+// gains), batched equals alone, bit-identical under the mixed schedule;
+// and V really is K: an explicit attn_v equal to attn_k gives the same
+// logits bit for bit.
+func TestGemma4GlobalKVHeadsAndVFromK(t *testing.T) {
+	m := gemma4Large(t)
+	if m.KVHeads != 1 || m.KVHeadsSWA != 2 || m.LayerKVDim(2) != 32 || m.LayerKVDim(0) != 32 || m.w.layers[2].wv != nil {
+		t.Fatalf("KV heads %d (windowed %d), layer 2 kv_dim %d", m.KVHeads, m.KVHeadsSWA, m.LayerKVDim(2))
+	}
+	g, _ := archPath(t, "gemma4", "F16")
+	toks := append(slices.Clone(g.Prompts[0].PromptIDs), g.Prompts[0].GeneratedIDs...)
+	checkCacheParity(t, m, toks, 5e-4)
+	checkBatched(t, m, toks, g.Prompts[1].PromptIDs[:min(len(toks)/2, len(g.Prompts[1].PromptIDs))], 2.5e-4)
+	checkInvariant(t, m, 0)
+
+	src, err := gguf.Open(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p := rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
+		func(name string, dims []uint64, data []byte) ([]uint64, []byte, bool) {
+			switch name {
+			case "blk.2.attn_v.weight", "blk.5.attn_v.weight", "blk.2.attn_k.weight", "blk.5.attn_k.weight":
+				k, _ := src.Tensor(strings.Replace(name, "attn_v", "attn_k", 1))
+				return []uint64{dims[0], 32}, k.Data[:32*32*2], true // attn_v := attn_k's first head
+			}
+			return dims, data, true
+		})
+	mv := mustLoad(t, p, Options{Threads: 2})
+	if mv.w.layers[2].wv == nil {
+		t.Fatal("explicit attn_v not loaded")
+	}
+	if d, at := maxAbsDiff(runSeq(t, m, toks, 0), runSeq(t, mv, toks, 0)); d != 0 {
+		t.Errorf("values from keys differ from an explicit attn_v = attn_k by %g at %d", d, at)
 	}
 }

@@ -48,7 +48,7 @@ const (
 // attention computes ws.att (n, q_dim) for layer l: each token's query
 // heads attend over its sequence's cached positions [start, pos].
 func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
-	tasks := n * m.KVHeads
+	tasks := n * m.LayerKVHeads(l)
 	work := 0
 	for i := range n {
 		work += b.Pos[i] + 1
@@ -89,7 +89,7 @@ const attnTile = 16
 // the owner it shares) with its own head width.
 func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
 	hd, qd := m.LayerHeadDim(l), m.LayerQDim(l)
-	group := m.Heads / m.KVHeads
+	group := m.Heads / m.LayerKVHeads(l)
 	n := len(b.Seq)
 	scale := float32(m.attnScale())
 	window, softc := m.Window(l), m.AttnSoftcap

@@ -114,7 +114,7 @@ func (m *Model) ensure(n, maxPos int) {
 		ws.scores = make([][]float32, workers)
 	}
 	// scores (one extra per head for a sink), then a Q8_0 tile
-	need := (c.Heads/c.KVHeads)*(maxPos+2) + attnTile*c.maxHeadDim()
+	need := c.maxGroup()*(maxPos+2) + attnTile*c.maxHeadDim()
 	for i := range workers {
 		if len(ws.scores[i]) < need {
 			ws.scores[i] = make([]float32, max(need, 2*len(ws.scores[i])))
@@ -269,9 +269,13 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			addBias(q, lw.bq, n)
 			if lw.wk != nil { // nil: a shared-KV layer, queries only
 				pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
-				pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
 				addBias(k, lw.bk, n)
-				addBias(v, lw.bv, n)
+				if lw.wv != nil {
+					pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+					addBias(v, lw.bv, n)
+				} else {
+					copy(v, k) // vFromK: Gemma 4's global layers without attn_v
+				}
 			}
 		}
 		if cfg.LayerRopeDim(l) > 0 || lw.qNorm != nil || cfg.VNorm {

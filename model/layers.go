@@ -7,7 +7,9 @@ import "fmt"
 //
 //   - SmolLM3 drops RoPE in every fourth layer (NoRopeStep): those layers
 //     attend by content alone.
-//   - Gemma 4 gives its windowed layers a smaller head (HeadDimSWA, rotated
+//   - Gemma 4 gives its windowed layers a smaller head (HeadDimSWA; the
+//     31B also other KV heads, KVHeadsSWA, and global layers whose values
+//     are their keys' projection: no attn_v), rotated
 //     over RopeDimSWA dims with base RopeThetaSWA) than its global ones, a
 //     per-layer FFN width (FFNLengths: the shared-KV layers are double
 //     wide), and lets its last SharedKVLayers layers own no KV cache: such
@@ -46,9 +48,27 @@ func (c *Config) LayerHidden(l int) int {
 	return c.HiddenDim
 }
 
-// LayerQDim and LayerKVDim are Heads and KVHeads times LayerHeadDim(l).
+// LayerKVHeads is the number of KV heads of layer l.
+func (c *Config) LayerKVHeads(l int) int {
+	if c.KVHeadsSWA > 0 && c.Windowed(l) {
+		return c.KVHeadsSWA
+	}
+	return c.KVHeads
+}
+
+// LayerQDim and LayerKVDim are Heads and LayerKVHeads(l) times
+// LayerHeadDim(l).
 func (c *Config) LayerQDim(l int) int  { return c.Heads * c.LayerHeadDim(l) }
-func (c *Config) LayerKVDim(l int) int { return c.KVHeads * c.LayerHeadDim(l) }
+func (c *Config) LayerKVDim(l int) int { return c.LayerKVHeads(l) * c.LayerHeadDim(l) }
+
+// maxGroup is the most query heads sharing one KV head in any layer.
+func (c *Config) maxGroup() int {
+	g := 0
+	for l := range c.Layers {
+		g = max(g, c.Heads/c.LayerKVHeads(l))
+	}
+	return g
+}
 
 // CacheLayers is the number of layers that own a KV cache: all but the
 // last SharedKVLayers.
@@ -120,6 +140,8 @@ func (c *Config) maxRopeDim() int {
 // validateLayers checks the per-layer variations.
 func (c *Config) validateLayers() error {
 	switch {
+	case c.KVHeadsSWA < 0 || c.KVHeadsSWA > 0 && c.Heads%c.KVHeadsSWA != 0:
+		return fmt.Errorf("model: %d heads is not a multiple of %d kv heads (windowed layers)", c.Heads, c.KVHeadsSWA)
 	case c.NoRopeStep < 0 || c.HeadDimSWA < 0 || c.RopeDimSWA < 0 || c.PerLayerDim < 0:
 		return fmt.Errorf("model: invalid per-layer settings: no-rope step %d, head dim %d / rope dim %d of windowed layers, per-layer input %d",
 			c.NoRopeStep, c.HeadDimSWA, c.RopeDimSWA, c.PerLayerDim)

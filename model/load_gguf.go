@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"nanoserve/gguf"
 	"nanoserve/llamacpp"
@@ -219,14 +218,14 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
 	}
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
-	if kv, err := f.Int32s(f.Arch() + "." + llamacpp.KeyHeadCountKV); err == nil && arch.Gemma4 {
-		// Gemma 4's converter writes one count per layer kind; the
-		// 26B/31B have other counts on their global layers.
-		if len(kv) == 0 || slices.ContainsFunc(kv, func(v int32) bool { return v != kv[0] }) {
-			return nil, fmt.Errorf("model: %s with per-layer %s %v is not supported yet", arch.Name, llamacpp.KeyHeadCountKV, kv)
-		}
-		c.KVHeads = int(kv[0])
+	// Gemma 4's converter may write one KV head count per layer (the
+	// 31B has other counts on its global layers): resolved per layer
+	// kind once the windowed layers are known (kvHeadsByKind).
+	kvArr, kvErr := f.Int32s(f.Arch() + "." + llamacpp.KeyHeadCountKV)
+	if kvErr == nil && arch.Gemma4 && len(kvArr) > 0 {
+		c.KVHeads = int(kvArr[0])
 	} else {
+		kvArr = nil
 		c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
 	}
 	if g.err != nil {
@@ -299,6 +298,11 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		// queries by 1/√(n_embd/n_head), the others by 1/√head_dim.
 		if arch.Name == "gemma2" && c.Layers == 46 || arch.Name == "gemma3" && c.Layers == 62 {
 			c.AttnScale = 1 / math.Sqrt(float64(c.Dim/c.Heads))
+		}
+	}
+	if kvArr != nil {
+		if err := kvHeadsByKind(c, kvArr); err != nil {
+			return nil, err
 		}
 	}
 	if arch.Gemma4 {
@@ -398,6 +402,33 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	return m, nil
 }
 
+// kvHeadsByKind sets KVHeads (global layers) and KVHeadsSWA (windowed
+// layers) from a per-layer head_count_kv array, which must hold one count
+// per layer kind.
+func kvHeadsByKind(c *Config, kv []int32) error {
+	if len(kv) != c.Layers {
+		return fmt.Errorf("model: attention.head_count_kv has %d entries for %d layers", len(kv), c.Layers)
+	}
+	glob, swa := -1, -1
+	for l, v := range kv {
+		p := &glob
+		if c.Windowed(l) {
+			p = &swa
+		}
+		if *p >= 0 && *p != int(v) {
+			return fmt.Errorf("model: attention.head_count_kv %v: layers of one kind (windowed or global) with different counts are not supported", kv)
+		}
+		*p = int(v)
+	}
+	if glob >= 0 {
+		c.KVHeads = glob
+	}
+	if swa >= 0 && swa != c.KVHeads {
+		c.KVHeadsSWA = swa
+	}
+	return nil
+}
+
 // weightReader yields a model's tensors by llama.cpp name, whatever the
 // file's own naming: ggufLoader reads GGUF files, hfReader maps Hugging
 // Face names and conventions through llamacpp's table. Errors are kept
@@ -475,13 +506,10 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.wq = g.mat(wt(llamacpp.AttnQ), qd, dim, true)
 			l.bq = g.vec(bs(llamacpp.AttnQ), qd, arch.QKVBias)
 			if owns { // a shared-KV layer's K and V projections go unused
-				if _, ok := g.rows(wt(llamacpp.AttnV)); !ok && arch.Gemma4 {
-					// gemma4.cpp: without v_proj, V is the K projection
-					// (the 26B/31B global layers).
-					g.fail(fmt.Errorf("model: gemma4 layer %d has no %s: values taken from the keys are not supported yet", i, wt(llamacpp.AttnV)))
-				}
 				l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
-				l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
+				// gemma4.cpp: without attn_v (the 26B/31B global layers)
+				// the values are the keys' projection (vFromK).
+				l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, !arch.Gemma4)
 				l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
 				l.bv = g.vec(bs(llamacpp.AttnV), kvd, arch.QKVBias)
 			}

@@ -148,6 +148,7 @@ type Config struct {
 	// Per-layer variations (zero values: off; see layers.go).
 	NoRopeStep     int   // layer l has no RoPE when (l+1) % NoRopeStep == 0 (SmolLM3: 4)
 	HeadDimSWA     int   // head dim of the windowed layers (Gemma 4); 0: HeadDim
+	KVHeadsSWA     int   // KV heads of the windowed layers (Gemma 4 31B); 0: KVHeads
 	RopeDimSWA     int   // rotated dims of the windowed layers; 0: RopeDim
 	FFNLengths     []int // (Layers) FFN inner width per layer (Gemma 4); nil: HiddenDim everywhere
 	SharedKVLayers int   // the last this many layers own no KV cache and read an earlier layer's (Gemma 4)

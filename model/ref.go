@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -155,7 +156,11 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			q = rnd.matMul(lw.wq, h, L, lw.bq)
 			if cfg.OwnsKV(l) {
 				k = rnd.matMul(lw.wk, h, L, lw.bk)
-				v = rnd.matMul(lw.wv, h, L, lw.bv)
+				if lw.wv != nil {
+					v = rnd.matMul(lw.wv, h, L, lw.bv)
+				} else {
+					v = slices.Clone(k) // the values are the keys' projection
+				}
 			}
 		}
 		freqs := m.layerFreqs(l)
@@ -170,7 +175,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			if !cfg.OwnsKV(l) {
 				continue
 			}
-			for hh := range cfg.KVHeads {
+			for hh := range cfg.LayerKVHeads(l) {
 				if lw.kNorm != nil {
 					refRMSNorm(k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], lw.kNorm, cfg.NormEps)
 				}
@@ -193,7 +198,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			k, v = layerK[cfg.KVSource(l)], layerV[cfg.KVSource(l)]
 		}
 		att := make([]float64, L*qd) // (L, q_dim)
-		group := cfg.Heads / cfg.KVHeads
+		group := cfg.Heads / cfg.LayerKVHeads(l)
 		scale := cfg.attnScale()
 		for i := range L {
 			start := 0

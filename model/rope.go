@@ -179,7 +179,7 @@ func (m *Model) ropeTokens(l int, lw *layerWeights, q, k []float32, lo, hi int) 
 		cs, sn := ws.rc[i*half:(i+1)*half], ws.rs[i*half:(i+1)*half]
 		m.rope(qi, m.Heads, hd, cs, sn)
 		if owns {
-			m.rope(ki, m.KVHeads, hd, cs, sn)
+			m.rope(ki, m.LayerKVHeads(l), hd, cs, sn)
 		}
 	}
 }

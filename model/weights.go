@@ -159,8 +159,12 @@ func (w *weights) check(c *Config) error {
 		} else if l.wqkv != nil {
 			errs = append(errs, checkMat(p+"attn_qkv", l.wqkv, qd+2*kvd, dim), checkVec(p+"attn_qkv.bias", l.bqkv, qd+2*kvd, false))
 		} else {
+			wv := l.wv
+			if wv == nil && c.Arch == ArchGemma4 {
+				wv = l.wk // the values are the keys' projection (forward.go copies them)
+			}
 			errs = append(errs,
-				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", l.wv, kvd, dim),
+				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", wv, kvd, dim),
 				checkVec(p+"attn_q.bias", l.bq, qd, false), checkVec(p+"attn_k.bias", l.bk, kvd, false), checkVec(p+"attn_v.bias", l.bv, kvd, false))
 		}
 		if !gpt2 && c.Experts == 0 {

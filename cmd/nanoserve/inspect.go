@@ -73,6 +73,7 @@ type inspectConfig struct {
 	// Per-layer variations (issue 31).
 	NoRopeLayers   []int `json:"no_rope_layers,omitempty"`   // layers without RoPE (SmolLM3)
 	HeadDimSWA     int   `json:"head_dim_swa,omitempty"`     // head dim of the windowed layers (Gemma 4)
+	KVHeadsSWA     int   `json:"kv_heads_swa,omitempty"`     // KV heads of the windowed layers (Gemma 4 31B)
 	FFNLengths     []int `json:"ffn_lengths,omitempty"`      // FFN width per layer
 	KVCacheLayers  int   `json:"kv_cache_layers"`            // layers that own a KV cache (KV bytes count only these)
 	SharedKVLayers []int `json:"shared_kv_layers,omitempty"` // layers reading another layer's cache
@@ -162,6 +163,7 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
 	}
 	ic := &info.Config
+	ic.KVHeadsSWA = c.KVHeadsSWA
 	ic.HeadDimSWA, ic.FFNLengths, ic.KVCacheLayers, ic.PerLayerInput, ic.AttnSinks = c.HeadDimSWA, c.FFNLengths, c.CacheLayers(), c.PerLayerDim, c.AttnSinks
 	for l := range c.Layers {
 		if c.RopeDim > 0 && c.LayerRopeDim(l) == 0 {
@@ -308,6 +310,9 @@ func printInspect(w io.Writer, in *inspectInfo) {
 	}
 	if c.HeadDimSWA != 0 {
 		blocks = append(blocks, fmt.Sprintf("head dim %d on windowed layers", c.HeadDimSWA))
+	}
+	if c.KVHeadsSWA != 0 {
+		blocks = append(blocks, fmt.Sprintf("%d kv heads on windowed layers", c.KVHeadsSWA))
 	}
 	if c.PerLayerInput != 0 {
 		blocks = append(blocks, fmt.Sprintf("per-layer inputs %d wide", c.PerLayerInput))
