@@ -90,9 +90,9 @@ var Archs = map[string]*Arch{
 	"gemma2":   {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
 	"gemma3":   {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
 	"phi3":     {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
-	"smollm3":  {Name: "smollm3", NoWindow: true, NoRopeStep: 4},                                                         // src/models/smollm3.cpp
-	"gpt-oss":  {Name: "gpt-oss", RopeNeox: true, MoE: true, SWAPattern: 2, Sinks: true, OAIMoE: true},                   // src/models/openai-moe.cpp: load_swa_pattern(ml, 2)
-	"gemma4":   {Name: "gemma4", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true, Gemma4: true}, // src/models/gemma4.cpp: the pattern is the file's sliding_window_pattern array
+	"smollm3":  {Name: "smollm3", NoWindow: true, NoRopeStep: 4},                                                                    // src/models/smollm3.cpp
+	"gpt-oss":  {Name: "gpt-oss", RopeNeox: true, MoE: true, SWAPattern: 2, Sinks: true, OAIMoE: true},                              // src/models/openai-moe.cpp: load_swa_pattern(ml, 2)
+	"gemma4":   {Name: "gemma4", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true, Gemma4: true, MoE: true}, // src/models/gemma4.cpp: the pattern is the file's sliding_window_pattern array
 }
 
 // Lookup returns the architecture named name, or an error listing the
@@ -188,6 +188,10 @@ const (
 	FFNGateExps       = "ffn_gate_exps"
 	FFNUpExps         = "ffn_up_exps"
 	FFNDownExps       = "ffn_down_exps"
+	FFNGateUpExps     = "ffn_gate_up_exps"
+	FFNPreNorm2       = "pre_ffw_norm_2"
+	FFNPostNorm1      = "post_ffw_norm_1"
+	FFNPostNorm2      = "post_ffw_norm_2"
 	AttnSinks         = "attn_sinks"
 	LayerOutScale     = "layer_output_scale"
 	PerLayerTokenEmbd = "per_layer_token_embd.weight"

@@ -64,6 +64,7 @@ type workspace struct {
 	plh    []float32   // (n, per_layer) one layer's gated per-layer input
 	plRow  []float32   // (layers·per_layer) one token's per-layer embedding row
 	kpad   []float32   // (2, cache kv_dim) a narrower layer's K and V row, zero-padded to the cache's width
+	xm, xr []float32   // (n, dim) Gemma 4 MoE: the dense FFN's output, the router's input
 	b      Batch       // the batch being run
 }
 
@@ -96,6 +97,10 @@ func (m *Model) ensure(n, maxPos int) {
 		}
 		if c.Experts > 0 {
 			m.moe.grow(n, c)
+			if c.Arch == ArchGemma4 {
+				ws.xm = make([]float32, n*c.Dim)
+				ws.xr = make([]float32, n*c.Dim)
+			}
 		}
 		if c.PerLayerDim > 0 {
 			ws.pl = make([]float32, n*c.Layers*c.PerLayerDim)
@@ -309,6 +314,8 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.ffnNorm, lw.ffnNormB)
 		hb := ws.hb[:n*hid]
 		switch {
+		case lw.g4 != nil:
+			m.gemma4FFN(l, lw, n)
 		case lw.router != nil:
 			m.moeFFN(lw, n)
 		case lw.wGate != nil:

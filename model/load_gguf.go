@@ -344,9 +344,6 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if c.Arch == ArchGemma4 && c.Experts > 0 {
-		return nil, fmt.Errorf("model: gemma4 with experts (the 26B-A4B MoE) is not supported yet")
-	}
 
 	if err := m.buildWeights(arch, g); err != nil {
 		return nil, err
@@ -543,8 +540,13 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.attnPostNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true)
 			l.ffnPostNorm = g.vec(wt(llamacpp.FFNPostNorm), dim, true)
 		}
+		_, hasRouter := g.rows(wt(llamacpp.FFNRouter))
 		switch {
-		case c.Experts > 0:
+		case arch.Gemma4 && c.Experts > 0 && hasRouter:
+			l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
+			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
+			m.gemma4MoEWeights(l, i, g)
+		case c.Experts > 0 && !arch.Gemma4:
 			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
 			eh := c.ExpertHiddenDim
 			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
@@ -570,7 +572,7 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
 			l.bUp = g.vec(bs(llamacpp.FFNUp), hid, false)
 		}
-		if c.Experts == 0 {
+		if c.Experts == 0 || arch.Gemma4 {
 			l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
 			l.bDown = g.vec(bs(llamacpp.FFNDown), dim, false)
 		}

@@ -181,11 +181,14 @@ func (c *Config) Window(l int) int {
 func (c *Config) AttentionScale() float64 { return c.attnScale() }
 
 // FFNActivation names the feed-forward block: "swiglu", "geglu" (tanh
-// GELU gate), "gelu" (GPT-2's ungated MLP) or "moe-swiglu".
+// GELU gate), "gelu" (GPT-2's ungated MLP), "moe-swiglu", "moe-swiglu-oai"
+// (gpt-oss) or "geglu+moe-geglu" (Gemma 4's MoE layers).
 func (c *Config) FFNActivation() string {
 	switch {
 	case c.Experts > 0 && c.OAIMoE:
 		return "moe-swiglu-oai"
+	case c.Experts > 0 && c.GELUGate:
+		return "geglu+moe-geglu" // Gemma 4: a dense GeGLU FFN beside GeGLU experts
 	case c.Experts > 0:
 		return "moe-swiglu"
 	case c.Arch == ArchGPT2:

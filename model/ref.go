@@ -259,7 +259,9 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			x[i] += o[i]
 		}
 		h = refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
-		if lw.router != nil {
+		if lw.g4 != nil {
+			o = refGemma4FFN(cfg, lw, x, h, L, rnd)
+		} else if lw.router != nil {
 			o = refMoE(cfg, lw, h, L, rnd)
 		} else {
 			var a []float64 // (L, hidden)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 
 	"nanoserve/tensor"
 )
@@ -90,4 +91,73 @@ func refPerLayerBlock(cfg *Config, lw *layerWeights, l int, x, perLayer []float6
 	for i := range x {
 		x[i] += o[i]
 	}
+}
+
+// refGemma4FFN is gemma4FFN in float64: x (L, dim) the stream, h its
+// ffn_norm; returns mlp + moe (see gemma4.go).
+func refGemma4FFN(cfg *Config, lw *layerWeights, x, h []float64, L int, rnd refRounding) []float64 {
+	dim := cfg.Dim
+	a := rnd.matMul(lw.wGate, h, L, nil)
+	up := rnd.matMul(lw.wUp, h, L, nil)
+	for i, g := range a {
+		a[i] = rnd.gelu(g) * up[i]
+	}
+	mlp := refNorm(cfg, rnd.matMul(lw.wDown, a, L, nil), lw.g4.postNorm1, nil)
+
+	r := slices.Clone(x)
+	for i := range L {
+		ri := r[i*dim : (i+1)*dim]
+		refRMSNorm(ri, nil, cfg.NormEps)
+		for j := range ri {
+			ri[j] = ri[j] / math.Sqrt(float64(dim)) * float64(lw.g4.routerScale[j])
+		}
+	}
+	logits := rnd.matMul(lw.router, r, L, nil) // (L, experts)
+	h2 := refNorm(cfg, x, lw.g4.preNorm2, nil)
+	moe := make([]float64, L*dim)
+	for i := range L {
+		p := logits[i*cfg.Experts : (i+1)*cfg.Experts]
+		mx := math.Inf(-1)
+		for _, v := range p {
+			mx = math.Max(mx, v)
+		}
+		for e := range p {
+			p[e] = math.Exp(p[e] - mx)
+		}
+		chosen := make([]bool, len(p))
+		sel := make([]int, 0, cfg.ExpertsUsed)
+		var wsum float64
+		for range cfg.ExpertsUsed {
+			best := -1
+			for e := range p {
+				if !chosen[e] && (best < 0 || p[e] > p[best]) {
+					best = e
+				}
+			}
+			chosen[best] = true
+			sel = append(sel, best)
+			wsum += p[best]
+		}
+		hi := h2[i*dim : (i+1)*dim]
+		for _, e := range sel {
+			g := rnd.matMul(lw.expGate[e], hi, 1, nil)
+			u := rnd.matMul(lw.expUp[e], hi, 1, nil)
+			for j := range g {
+				g[j] = rnd.gelu(g[j]) * u[j]
+			}
+			d := rnd.matMul(lw.expDown[e], g, 1, nil)
+			wt := p[e] / wsum
+			if lw.g4.downScale != nil {
+				wt *= float64(lw.g4.downScale[e])
+			}
+			for j, v := range d {
+				moe[i*dim+j] += wt * v
+			}
+		}
+	}
+	moe = refNorm(cfg, moe, lw.g4.postNorm2, nil)
+	for i := range moe {
+		moe[i] += mlp[i]
+	}
+	return moe
 }

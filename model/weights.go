@@ -61,6 +61,10 @@ type layerWeights struct {
 
 	sinks []float32 // (heads) attention sink logits (gpt-oss); nil if none
 
+	// g4 is a Gemma 4 MoE layer's extra weights (gemma4.go); its dense FFN
+	// is wGate/wUp/wDown and its experts router/expGate/expUp/expDown.
+	g4 *gemma4MoE
+
 	// Gemma 4 (nil without): the per-layer input gate (per_layer, dim),
 	// its projection back (dim, per_layer) and the norm after it; the
 	// layer's output scale (1 value).
@@ -139,7 +143,13 @@ func (w *weights) check(c *Config) error {
 			checkVec(p+"post_attention_norm", l.attnPostNorm, dim, c.PostNorms),
 			checkVec(p+"post_ffw_norm", l.ffnPostNorm, dim, c.PostNorms),
 		}
-		if c.Experts > 0 {
+		if l.g4 != nil {
+			errs = append(errs, checkVec(p+"ffn_gate_inp.scale", l.g4.routerScale, dim, true), checkVec(p+"pre_ffw_norm_2", l.g4.preNorm2, dim, true),
+				checkVec(p+"post_ffw_norm_1", l.g4.postNorm1, dim, true), checkVec(p+"post_ffw_norm_2", l.g4.postNorm2, dim, true),
+				checkVec(p+"ffn_down_exps.scale", l.g4.downScale, c.Experts, false),
+				checkMat(p+"ffn_up", l.wUp, hid, dim), checkMat(p+"ffn_down", l.wDown, dim, hid))
+		}
+		if c.Experts > 0 && (l.router != nil || c.Arch != ArchGemma4) {
 			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim))
 			if len(l.expGate) != c.Experts || len(l.expUp) != c.Experts || len(l.expDown) != c.Experts {
 				errs = append(errs, fmt.Errorf("model: layer %d has %d/%d/%d expert matrices, want %d", i, len(l.expGate), len(l.expUp), len(l.expDown), c.Experts))
@@ -150,7 +160,7 @@ func (w *weights) check(c *Config) error {
 						checkMat(p+"ffn_down_exps", l.expDown[e], dim, eh))
 				}
 			}
-		} else {
+		} else if l.g4 == nil {
 			errs = append(errs, checkMat(p+"ffn_up", l.wUp, hid, dim), checkVec(p+"ffn_up.bias", l.bUp, hid, false),
 				checkMat(p+"ffn_down", l.wDown, dim, hid), checkVec(p+"ffn_down.bias", l.bDown, dim, false))
 		}
@@ -167,7 +177,7 @@ func (w *weights) check(c *Config) error {
 				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", wv, kvd, dim),
 				checkVec(p+"attn_q.bias", l.bq, qd, false), checkVec(p+"attn_k.bias", l.bk, kvd, false), checkVec(p+"attn_v.bias", l.bv, kvd, false))
 		}
-		if !gpt2 && c.Experts == 0 {
+		if !gpt2 && (c.Experts == 0 || c.Arch == ArchGemma4) {
 			errs = append(errs, checkMat(p+"ffn_gate", l.wGate, hid, dim))
 		}
 		for _, err := range errs {
