@@ -71,8 +71,8 @@ if [ -d ../shared/checks ]; then
   # llama.cpp's own tokenizer tests: every vocabulary, every case (issue 31).
   python3 ../shared/checks/llamacpp_vocab.py
   python3 ../shared/checks/gguf_goldens.py
-  # The newer architectures (issue 12): every one listed is implemented.
-  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3
+  # The newer architectures (issues 12, 31): every one listed is implemented.
+  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3,smollm3,gpt-oss,gemma4
 else
   echo "== shared acceptance checks: SKIPPED (no ../shared)"
   skipped_groups+=("shared acceptance checks (goldens, tokenizers, llamacpp_vocab, gguf_goldens): ../shared not found")

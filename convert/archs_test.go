@@ -15,7 +15,7 @@ import (
 	"nanoserve/tensor"
 )
 
-var archFixtures = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3"}
+var archFixtures = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "smollm3"}
 
 func archFixture(t *testing.T, name string) string {
 	return testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-F16.gguf")

@@ -142,6 +142,11 @@ func (s *source) openHF(in string, opts Options) error {
 	s.closers = append(s.closers, st)
 	c := &s.m.Config
 	arch := c.Arch // model's names are llama.cpp's
+	if arch == model.ArchGPTOSS {
+		// Its fused, transposed experts (llamacpp.GptOssGateUp) are split
+		// only by the model loader so far.
+		return fmt.Errorf("%w: converting gpt-oss Hugging Face checkpoints (nanoserve runs the directory as it is)", ErrUnsupported)
+	}
 	permute := llamacpp.PermutesQK(arch) && c.RopeNeox
 	if permute && c.RopeDim != c.HeadDim {
 		return fmt.Errorf("%w: Llama with partial RoPE (%d of %d dims) cannot be permuted to llama.cpp's layout", ErrUnsupported, c.RopeDim, c.HeadDim)

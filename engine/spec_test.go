@@ -138,7 +138,8 @@ func TestSpecGreedyIdenticalF16(t *testing.T) {
 	for _, rel := range []string{"gguf/llama_gqa/llama_gqa-F16.gguf", "gguf/qwen2/qwen2-F16.gguf", "gguf/gpt2/gpt2-F16.gguf",
 		"gguf-archs/llama3/llama3-F16.gguf", "gguf-archs/gemma2/gemma2-F16.gguf", "gguf-archs/gemma3/gemma3-F16.gguf",
 		"gguf-archs/phi3/phi3-F16.gguf", "gguf-archs/qwen3/qwen3-F16.gguf", "gguf-archs/mixtral/mixtral-F16.gguf",
-		"gguf-archs/qwen3moe/qwen3moe-F16.gguf"} {
+		"gguf-archs/qwen3moe/qwen3moe-F16.gguf", "gguf-archs/smollm3/smollm3-F16.gguf", "gguf-archs/gpt-oss/gpt-oss-F16.gguf",
+		"gguf-archs/gemma4/gemma4-F16.gguf"} {
 		t.Run(path.Base(rel), func(t *testing.T) {
 			specIdentity(t, "testdata/"+rel, "testdata/"+rel, fixtureReqs(24))
 		})

@@ -100,7 +100,20 @@ var (
 	ErrMissingKey         = errors.New("gguf: missing key")
 	ErrType               = errors.New("gguf: wrong value type")
 	ErrInvalid            = errors.New("gguf: invalid file")
+	// ErrUnsupportedType: a tensor of a valid ggml type that nanoserve
+	// does not implement (the message names it and the supported ones).
+	ErrUnsupportedType = errors.New("gguf: unsupported tensor type")
 )
+
+// unknownType is the error for a tensor type id the tensor package cannot
+// size: unsupported if ggml defines it, else an invalid file.
+func unknownType(name string, typ tensor.DType) error {
+	if typ.IsGGML() {
+		return fmt.Errorf("%w: tensor %q has type %s (ggml type %d), which nanoserve does not implement; supported: %s",
+			ErrUnsupportedType, name, typ, uint32(typ), tensor.SupportedTypes())
+	}
+	return fmt.Errorf("%w: tensor %q has unknown type %d", ErrInvalid, name, uint32(typ))
+}
 
 // KV is one metadata entry.
 type KV struct {
@@ -505,7 +518,7 @@ func (f *File) sliceData(data []byte) error {
 // unknown type reported as an error naming the tensor.
 func tensorSize(t *TensorInfo) (uint64, error) {
 	if !t.Type.Known() {
-		return 0, fmt.Errorf("%w: tensor %q has unknown type %d", ErrInvalid, t.Name, uint32(t.Type))
+		return 0, unknownType(t.Name, t.Type)
 	}
 	cols := uint64(1)
 	if len(t.Dims) > 0 {
@@ -711,7 +724,7 @@ func (r *reader) tensorInfo(i uint64) (TensorInfo, error) {
 	}
 	ti.Type = tensor.DType(typ)
 	if !ti.Type.Known() {
-		return TensorInfo{}, fmt.Errorf("%w: tensor %q has unknown type %d", ErrInvalid, name, typ)
+		return TensorInfo{}, unknownType(name, ti.Type)
 	}
 	if ti.Offset, err = r.u64(q("offset")); err != nil {
 		return TensorInfo{}, err

@@ -62,6 +62,21 @@ type Arch struct {
 	// NoWindow: llama.cpp ignores attention.sliding_window (phi3: "Phi SWA
 	// is currently disabled", src/models/phi3.cpp).
 	NoWindow bool
+	// NoRopeStep: layer il has no RoPE when (il+1) % NoRopeStep == 0
+	// (smollm3.cpp: n_no_rope_layer_step = 4, not a GGUF key).
+	NoRopeStep int
+	// Sinks: attn_sinks (n_head) logits join each softmax's denominator;
+	// the FFN input norm is post_attention_norm (openai-moe.cpp).
+	Sinks bool
+	// OAIMoE: the router and experts carry biases, the weights are the
+	// softmax of the chosen experts' logits
+	// (LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT) and the activation is
+	// LLM_FFN_SWIGLU_OAI_MOE (openai-moe.cpp, llama-graph.cpp).
+	OAIMoE bool
+	// Gemma4: per-layer token inputs, shared-KV layers, head sizes and
+	// RoPE dims per layer kind, unweighted V-norm, layer output scale,
+	// attention scale 1 (gemma4.cpp).
+	Gemma4 bool
 }
 
 // Archs are the architectures nanoserve runs, by general.architecture.
@@ -75,6 +90,9 @@ var Archs = map[string]*Arch{
 	"gemma2":   {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
 	"gemma3":   {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
 	"phi3":     {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
+	"smollm3":  {Name: "smollm3", NoWindow: true, NoRopeStep: 4},                                                                    // src/models/smollm3.cpp
+	"gpt-oss":  {Name: "gpt-oss", RopeNeox: true, MoE: true, SWAPattern: 2, Sinks: true, OAIMoE: true},                              // src/models/openai-moe.cpp: load_swa_pattern(ml, 2)
+	"gemma4":   {Name: "gemma4", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true, Gemma4: true, MoE: true}, // src/models/gemma4.cpp: the pattern is the file's sliding_window_pattern array
 }
 
 // Lookup returns the architecture named name, or an error listing the
@@ -133,36 +151,55 @@ const (
 	KeyRopeScalingFactor = "rope.scaling.factor"
 	KeyRopeOrigContext   = "rope.scaling.original_context_length"
 	KeyRopeAttnFactor    = "rope.scaling.attn_factor"
+	KeyRopeYarnBetaFast  = "rope.scaling.yarn_beta_fast"
+	KeyRopeYarnBetaSlow  = "rope.scaling.yarn_beta_slow"
+	KeyKeyLengthSWA      = "attention.key_length_swa"
+	KeyValueLengthSWA    = "attention.value_length_swa"
+	KeyRopeDimSWA        = "rope.dimension_count_swa"
+	KeySharedKVLayers    = "attention.shared_kv_layers"
+	KeyPerLayerInput     = "embedding_length_per_layer_input"
 )
 
 // Tensor names (src/llama-arch.cpp LLM_TENSOR_NAMES); per-layer names are
 // "blk.N." + the suffix, see Blk.
 const (
-	TokenEmbd    = "token_embd.weight"
-	PositionEmbd = "position_embd.weight"
-	OutputNorm   = "output_norm"
-	Output       = "output.weight"
-	RopeFreqs    = "rope_freqs.weight"
-	RopeLong     = "rope_factors_long.weight"
-	RopeShort    = "rope_factors_short.weight"
-	AttnNorm     = "attn_norm"
-	AttnQ        = "attn_q"
-	AttnK        = "attn_k"
-	AttnV        = "attn_v"
-	AttnQKV      = "attn_qkv"
-	AttnQNorm    = "attn_q_norm"
-	AttnKNorm    = "attn_k_norm"
-	AttnOut      = "attn_output"
-	AttnPostNorm = "post_attention_norm"
-	FFNNorm      = "ffn_norm"
-	FFNGate      = "ffn_gate"
-	FFNUp        = "ffn_up"
-	FFNDown      = "ffn_down"
-	FFNPostNorm  = "post_ffw_norm"
-	FFNRouter    = "ffn_gate_inp"
-	FFNGateExps  = "ffn_gate_exps"
-	FFNUpExps    = "ffn_up_exps"
-	FFNDownExps  = "ffn_down_exps"
+	TokenEmbd         = "token_embd.weight"
+	PositionEmbd      = "position_embd.weight"
+	OutputNorm        = "output_norm"
+	Output            = "output.weight"
+	RopeFreqs         = "rope_freqs.weight"
+	RopeLong          = "rope_factors_long.weight"
+	RopeShort         = "rope_factors_short.weight"
+	AttnNorm          = "attn_norm"
+	AttnQ             = "attn_q"
+	AttnK             = "attn_k"
+	AttnV             = "attn_v"
+	AttnQKV           = "attn_qkv"
+	AttnQNorm         = "attn_q_norm"
+	AttnKNorm         = "attn_k_norm"
+	AttnOut           = "attn_output"
+	AttnPostNorm      = "post_attention_norm"
+	FFNNorm           = "ffn_norm"
+	FFNGate           = "ffn_gate"
+	FFNUp             = "ffn_up"
+	FFNDown           = "ffn_down"
+	FFNPostNorm       = "post_ffw_norm"
+	FFNRouter         = "ffn_gate_inp"
+	FFNGateExps       = "ffn_gate_exps"
+	FFNUpExps         = "ffn_up_exps"
+	FFNDownExps       = "ffn_down_exps"
+	FFNGateUpExps     = "ffn_gate_up_exps"
+	FFNPreNorm2       = "pre_ffw_norm_2"
+	FFNPostNorm1      = "post_ffw_norm_1"
+	FFNPostNorm2      = "post_ffw_norm_2"
+	AttnSinks         = "attn_sinks"
+	LayerOutScale     = "layer_output_scale"
+	PerLayerTokenEmbd = "per_layer_token_embd.weight"
+	PerLayerModelProj = "per_layer_model_proj.weight"
+	PerLayerProjNorm  = "per_layer_proj_norm.weight"
+	PerLayerInpGate   = "inp_gate"
+	PerLayerProj      = "proj"
+	PerLayerPostNorm  = "post_norm"
 )
 
 // Blk is the name of layer i's tensor: "blk.<i>.<name>.<kind>" (kind

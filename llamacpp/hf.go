@@ -27,6 +27,8 @@ var HFArchs = map[string]string{
 	"Gemma2ForCausalLM":   "gemma2",   // conversion/gemma.py @ModelBase.register("Gemma2ForCausalLM")
 	"Gemma3ForCausalLM":   "gemma3",   // conversion/gemma.py @ModelBase.register("Gemma3ForCausalLM", …)
 	"Phi3ForCausalLM":     "phi3",     // conversion/phi.py @ModelBase.register("Phi3ForCausalLM", …)
+	"SmolLM3ForCausalLM":  "smollm3",  // conversion/llama.py SmolLM3Model(LlamaModel): Llama's names, Q/K permuted
+	"GptOssForCausalLM":   "gpt-oss",  // conversion/gpt_oss.py GptOssModel (the unquantized form; see GptOssFused)
 	"GPT2LMHeadModel":     "gpt2",     // conversion/gpt2.py
 }
 
@@ -41,10 +43,41 @@ type hfEntry struct {
 
 var gemmas = []string{"gemma2", "gemma3"}
 
+var gptOSS = []string{"gpt-oss"}
+
+// GptOssGateUp is the pseudo llama.cpp name of gpt-oss's fused expert
+// tensor: transformers' mlp.experts.gate_up_proj, (experts, dim,
+// 2·expert_ffn) used as x·W, whose even columns are the gate and odd
+// columns the up projection (and gate_up_proj_bias likewise, (experts,
+// 2·expert_ffn)); down_proj is (experts, expert_ffn, dim), also x·W.
+// conversion/gpt_oss.py splits and transposes them into ffn_gate_exps,
+// ffn_up_exps and ffn_down_exps; the model loader does the same.
+const GptOssGateUp = "ffn_gate_up_exps"
+
 // hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
 // comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
 // HF name, with the model its comment there names.
 var hfNames = []*hfEntry{
+	// gpt-oss (conversion/gpt_oss.py; transformers modeling_gpt_oss.py),
+	// listed first: post_attention_layernorm is its FFN input norm, which
+	// llama.cpp names post_attention_norm; the sinks gain ".weight"; the
+	// experts are fused 3-D tensors (GptOssFused) under pseudo names.
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.post_attention_norm.weight", archs: gptOSS},
+	{hf: "model.layers.{bid}.self_attn.sinks", gguf: "blk.{bid}.attn_sinks.weight", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.router.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.router.bias", gguf: "blk.{bid}.ffn_gate_inp.bias", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj", gguf: "blk.{bid}." + GptOssGateUp + ".weight", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj_bias", gguf: "blk.{bid}." + GptOssGateUp + ".bias", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.down_proj", gguf: "blk.{bid}.ffn_down_exps.weight", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.down_proj_bias", gguf: "blk.{bid}.ffn_down_exps.bias", archs: gptOSS},
+	// The original release's MXFP4 experts (W·x orientation, rows of
+	// 32-value blocks: *_blocks (E, rows, blocks, 16) nibbles, *_scales
+	// (E, rows, blocks) E8M0 exponents; conversion/gpt_oss.py repack_mxfp4).
+	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj_blocks", gguf: "blk.{bid}." + GptOssGateUp + ".blocks", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.gate_up_proj_scales", gguf: "blk.{bid}." + GptOssGateUp + ".scales", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.down_proj_blocks", gguf: "blk.{bid}.ffn_down_exps.blocks", archs: gptOSS},
+	{hf: "model.layers.{bid}.mlp.experts.down_proj_scales", gguf: "blk.{bid}.ffn_down_exps.scales", archs: gptOSS},
+
 	{hf: "model.embed_tokens.weight", gguf: "token_embd.weight"},                             // TOKEN_EMBD "model.embed_tokens" (llama-hf)
 	{hf: "lm_head.weight", gguf: "output.weight"},                                            // OUTPUT "lm_head" (llama-hf)
 	{hf: "model.norm.weight", gguf: "output_norm.weight"},                                    // OUTPUT_NORM "model.norm" (llama-hf)

@@ -3,9 +3,13 @@ package model
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"nanoserve/gguf"
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -13,7 +17,7 @@ import (
 
 // archModels are the gguf-archs fixtures (../shared/testdata/gguf-archs):
 // one per architecture block set.
-var archModels = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "llama3"}
+var archModels = []string{"qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "llama3", "smollm3", "gpt-oss", "gemma4"}
 
 func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 	g := readLcppGolden(t, testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-"+quant+".json"))
@@ -42,8 +46,24 @@ func archPath(t *testing.T, name, quant string) (*lcppGolden, string) {
 // F16 V accumulator (not a router near-tie: forcing the runner-up expert
 // at the nearest ties moved it no closer). The exceptions keep a margin
 // over what we measure and fail the test beyond it.
-var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1,
-	"gemma2": 0.35, "qwen3moe": 0.2}
+//
+// gemma4 (issue 31) is the third exception: llama.cpp is 0.254 from the
+// exact reference (prompt 3 step 4 id 15605: llama.cpp −4.339, exact
+// −4.085), we 0.275 from llama.cpp and 0.018 from exact on the chosen
+// ids; with llama.cpp's roundings the reference comes within 0.059 of it
+// (the F16 GELU table in the per-layer input gate alone moved that from
+// 0.099), see lcppModelTolOf.
+var top10Tol = map[string]float64{"qwen3": 0.1, "mixtral": 0.1, "gemma3": 0.1, "phi3": 0.1, "llama3": 0.1, "smollm3": 0.1, "gpt-oss": 0.1,
+	"gemma2": 0.35, "qwen3moe": 0.2, "gemma4": 0.3}
+
+// goldenKVgptOSS is the KV cache TestArchGoldens runs gpt-oss over: F32.
+// Over an F16 cache the rounded keys and values alone (ForwardRefKV(F16)
+// gives the same, to 1e-4) flip one router choice at prompt 2 step 21
+// (chosen id 10053: −2.046 against the exact −2.132 and llama.cpp's
+// −2.124; top-10 0.48 off there), a near-tie our F16 cache meets and
+// llama.cpp's own roundings do not. Over F32 we equal the exact reference
+// and it is within 0.062 of llama.cpp.
+const goldenKVgptOSS = tensor.F32
 
 // TestArchGoldens feeds each golden's prompt and generated ids through an
 // F16 KV cache (llama.cpp's, with which the goldens were made) and checks
@@ -55,8 +75,12 @@ func TestArchGoldens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g, path := archPath(t, name, "F16")
 			m := mustLoad(t, path, Options{Threads: 2})
-			checkLcppGoldenKV(t, m, g, top10Tol[name], true, true, 0, tensor.F16)
-			checkRefF64(t, m, g, 0.04, tensor.F16)
+			kv := tensor.F16
+			if name == "gpt-oss" {
+				kv = goldenKVgptOSS
+			}
+			checkLcppGoldenKV(t, m, g, top10Tol[name], true, true, 0, kv)
+			checkRefF64(t, m, g, 0.04, kv)
 		})
 	}
 }
@@ -295,6 +319,16 @@ func TestQwen3MoEQ8(t *testing.T) {
 // architecture (measured worst 0.032, gemma2).
 const lcppModelTol = 0.05
 
+// lcppModelTolOf is lcppModelTol, but 0.07 for gemma4, where the modelled
+// roundings leave 0.059 (prompt 0 step 13 id 21412: −3.886 vs llama.cpp's
+// −3.827); some rounding of its graph is not modelled yet.
+func lcppModelTolOf(name string) float64 {
+	if name == "gemma4" {
+		return 0.07
+	}
+	return lcppModelTol
+}
+
 // TestLcppRoundings proves top10Tol's exceptions are llama.cpp's own
 // roundings, not a convention we get wrong. For every architecture the
 // float64 reference rounding as llama.cpp's CPU backend does
@@ -326,8 +360,8 @@ func TestLcppRoundings(t *testing.T) {
 			we := top10Worst(g, m.Vocab, exact, nil)
 			wm := top10Worst(g, m.Vocab, modelled, nil)
 			t.Logf("%s: top-10 from llama.cpp: exact float64 reference %s; with llama.cpp's roundings %s", name, we, wm)
-			if wm.d > lcppModelTol {
-				t.Errorf("the reference with llama.cpp's roundings is %s from llama.cpp, want ≤ %g", wm, lcppModelTol)
+			if wm.d > lcppModelTolOf(name) {
+				t.Errorf("the reference with llama.cpp's roundings is %s from llama.cpp, want ≤ %g", wm, lcppModelTolOf(name))
 			}
 			if top10Tol[name] <= 0.1 {
 				return
@@ -404,4 +438,206 @@ func top10Worst(g *lcppGolden, vocab int, logits, other [][]float32) top10At {
 		}
 	}
 	return w
+}
+
+// TestSharedKVLayers: Gemma 4's last three layers own no KV cache (layers
+// 3 and 4 read windowed layer 1's, layer 5 global layer 2's, as llama.cpp
+// maps them), so the cache holds three layers and the KV bytes per token
+// count only those: 2 (K, V) × 3 layers × a 64-wide row (the global
+// layer's 2 heads × 32; windowed rows use 32 of it) × 2 bytes (F16) = 768,
+// half of what six owning layers would take.
+func TestSharedKVLayers(t *testing.T) {
+	_, path := archPath(t, "gemma4", "F16")
+	m := mustLoad(t, path, Options{Threads: 1})
+	var src []int
+	for l := range m.Layers {
+		src = append(src, m.KVSource(l))
+	}
+	if want := []int{0, 1, 2, 1, 1, 2}; !slices.Equal(src, want) {
+		t.Errorf("KV sources %v, want %v", src, want)
+	}
+	if got := m.KVBytesPerToken(tensor.F16); got != 768 {
+		t.Errorf("KVBytesPerToken(F16) = %d, want 768", got)
+	}
+	c, err := m.NewCacheType(64, tensor.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Layers != 3 || c.KVDim != 64 {
+		t.Errorf("cache %d layers × %d, want 3 × 64", c.Layers, c.KVDim)
+	}
+	if got := c.Bytes() / int64(c.NumBlocks*c.BlockSize); got != m.KVBytesPerToken(tensor.F16) {
+		t.Errorf("cache holds %d bytes per position, KVBytesPerToken says %d", got, m.KVBytesPerToken(tensor.F16))
+	}
+}
+
+// TestGemma4KVHeadsArray: Gemma 4's converter may write head_count_kv as
+// one entry per layer; equal entries are the scalar (same logits).
+func TestGemma4KVHeadsArray(t *testing.T) {
+	_, path := archPath(t, "gemma4", "F16")
+	ma := mustLoad(t, rewriteArch(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 2, 2, 2, 2})}), Options{Threads: 1})
+	m := mustLoad(t, path, Options{Threads: 1})
+	toks := []int{1, 450, 7483, 310, 3444, 338, 263, 4996, 17354, 1701, 29916}
+	if ma.KVHeads != 2 {
+		t.Fatalf("KVHeads %d, want 2", ma.KVHeads)
+	}
+	if d, at := maxAbsDiff(runSeq(t, m, toks, 0), runSeq(t, ma, toks, 0)); d != 0 {
+		t.Errorf("logits differ by %g at %d", d, at)
+	}
+}
+
+// gemma4Large is the gemma4 fixture turned into the larger Gemma 4s'
+// attention (26B/31B): its global layers get 1 KV head instead of 2
+// (head_count_kv [2 2 1 2 2 1]; attn_k keeps its first head's rows) and
+// no attn_v, so their values are their keys' projection.
+func gemma4Large(t *testing.T) *Model {
+	t.Helper()
+	p := rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
+		func(name string, dims []uint64, data []byte) ([]uint64, []byte, bool) {
+			switch name {
+			case "blk.2.attn_v.weight", "blk.5.attn_v.weight":
+				return nil, nil, false
+			case "blk.2.attn_k.weight", "blk.5.attn_k.weight": // F16 (32 cols): the first 32 rows
+				return []uint64{dims[0], 32}, data[:32*32*2], true
+			}
+			return dims, data, true
+		})
+	return mustLoad(t, p, Options{Threads: 2})
+}
+
+// TestGemma4GlobalKVHeadsAndVFromK: per-kind KV head counts and values
+// from the keys: the cached forward equals the float64 reference (whose
+// V is a copy of the K projection before the K-norm, normalised without
+// gains), batched equals alone, bit-identical under the mixed schedule;
+// and V really is K: an explicit attn_v equal to attn_k gives the same
+// logits bit for bit.
+func TestGemma4GlobalKVHeadsAndVFromK(t *testing.T) {
+	m := gemma4Large(t)
+	if m.KVHeads != 1 || m.KVHeadsSWA != 2 || m.LayerKVDim(2) != 32 || m.LayerKVDim(0) != 32 || m.w.layers[2].wv != nil {
+		t.Fatalf("KV heads %d (windowed %d), layer 2 kv_dim %d", m.KVHeads, m.KVHeadsSWA, m.LayerKVDim(2))
+	}
+	g, _ := archPath(t, "gemma4", "F16")
+	toks := append(slices.Clone(g.Prompts[0].PromptIDs), g.Prompts[0].GeneratedIDs...)
+	checkCacheParity(t, m, toks, 5e-4)
+	checkBatched(t, m, toks, g.Prompts[1].PromptIDs[:min(len(toks)/2, len(g.Prompts[1].PromptIDs))], 2.5e-4)
+	checkInvariant(t, m, 0)
+
+	src, err := gguf.Open(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p := rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
+		func(name string, dims []uint64, data []byte) ([]uint64, []byte, bool) {
+			switch name {
+			case "blk.2.attn_v.weight", "blk.5.attn_v.weight", "blk.2.attn_k.weight", "blk.5.attn_k.weight":
+				k, _ := src.Tensor(strings.Replace(name, "attn_v", "attn_k", 1))
+				return []uint64{dims[0], 32}, k.Data[:32*32*2], true // attn_v := attn_k's first head
+			}
+			return dims, data, true
+		})
+	mv := mustLoad(t, p, Options{Threads: 2})
+	if mv.w.layers[2].wv == nil {
+		t.Fatal("explicit attn_v not loaded")
+	}
+	if d, at := maxAbsDiff(runSeq(t, m, toks, 0), runSeq(t, mv, toks, 0)); d != 0 {
+		t.Errorf("values from keys differ from an explicit attn_v = attn_k by %g at %d", d, at)
+	}
+}
+
+// gemma4MoEFixture writes the gemma4 fixture with a mixture of experts in
+// every layer, as the 26B-A4B has (4 experts, 2 used, expert ffn 16):
+// router and its input scale, pre/post norms around the two branches,
+// fused gate_up experts on even layers and separate ones on odd layers,
+// per-expert output scales on all layers but layer 1. Seeded random
+// values; no llama.cpp golden exists for it.
+func gemma4MoEFixture(t *testing.T) string {
+	t.Helper()
+	src, err := gguf.Open(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	w := gguf.NewWriter()
+	for _, kv := range src.KV {
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const E, used, eh, dim = 4, 2, 16, 32
+	for k, v := range map[string]uint32{"gemma4.expert_count": E, "gemma4.expert_used_count": used, "gemma4.expert_feed_forward_length": eh} {
+		if err := w.AddKV(k, gguf.Uint32(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range src.Tensors {
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(26, 4))
+	vals := func(n int, center, spread float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(center + spread*(2*rng.Float64()-1))
+		}
+		return v
+	}
+	f16 := func(v []float32) []byte {
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			h := tensor.F32ToF16(x)
+			b[2*i], b[2*i+1] = byte(h), byte(h>>8)
+		}
+		return b
+	}
+	add := func(name string, typ tensor.DType, data []byte, dims ...uint64) {
+		if err := w.AddTensor(name, typ, dims, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l := range 6 {
+		p := fmt.Sprintf("blk.%d.", l)
+		add(p+"ffn_gate_inp.weight", tensor.F32, tensor.F32Bytes(vals(E*dim, 0, 1.5)), dim, E)
+		add(p+"ffn_gate_inp.scale", tensor.F32, tensor.F32Bytes(vals(dim, 1, 0.3)), dim)
+		for _, n := range []string{"pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2"} {
+			add(p+n+".weight", tensor.F32, tensor.F32Bytes(vals(dim, 1, 0.2)), dim)
+		}
+		if l%2 == 0 {
+			add(p+"ffn_gate_up_exps.weight", tensor.F16, f16(vals(E*2*eh*dim, 0, 0.3)), dim, 2*eh, E)
+		} else {
+			add(p+"ffn_gate_exps.weight", tensor.F16, f16(vals(E*eh*dim, 0, 0.3)), dim, eh, E)
+			add(p+"ffn_up_exps.weight", tensor.F16, f16(vals(E*eh*dim, 0, 0.3)), dim, eh, E)
+		}
+		add(p+"ffn_down_exps.weight", tensor.F16, f16(vals(E*dim*eh, 0, 0.3)), eh, dim, E)
+		if l != 1 {
+			add(p+"ffn_down_exps.scale", tensor.F32, tensor.F32Bytes(vals(E, 1, 0.5)), E)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "gemma4-moe.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGemma4MoE: the 26B-A4B's layer structure (dense GeGLU FFN beside a
+// routed GeGLU mixture, the router on its own scaled normalisation, the
+// per-expert output scale): the cached forward equals the float64
+// reference, batched equals alone, bit-identical under the mixed schedule;
+// the experts change the logits (a layer's mixture is not dead code).
+func TestGemma4MoE(t *testing.T) {
+	m := mustLoad(t, gemma4MoEFixture(t), Options{Threads: 2})
+	if m.Experts != 4 || m.w.layers[0].g4 == nil || m.w.layers[1].g4.downScale != nil || m.w.layers[2].g4.downScale == nil {
+		t.Fatalf("experts %d, layer weights %+v", m.Experts, m.w.layers[0].g4)
+	}
+	g, path := archPath(t, "gemma4", "F16")
+	toks := append(slices.Clone(g.Prompts[0].PromptIDs), g.Prompts[0].GeneratedIDs...)
+	checkCacheParity(t, m, toks, 5e-4)
+	checkBatched(t, m, toks, g.Prompts[1].PromptIDs[:min(len(toks)/2, len(g.Prompts[1].PromptIDs))], 2.5e-4)
+	checkInvariant(t, m, 0)
+	dense := mustLoad(t, path, Options{Threads: 1})
+	if d, _ := maxAbsDiff(runSeq(t, m, toks[:12], 0), runSeq(t, dense, toks[:12], 0)); d < 1e-2 {
+		t.Errorf("the mixture moves the logits by only %g", d)
+	}
 }

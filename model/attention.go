@@ -48,12 +48,12 @@ const (
 // attention computes ws.att (n, q_dim) for layer l: each token's query
 // heads attend over its sequence's cached positions [start, pos].
 func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
-	tasks := n * m.KVHeads
+	tasks := n * m.LayerKVHeads(l)
 	work := 0
 	for i := range n {
 		work += b.Pos[i] + 1
 	}
-	work *= m.Heads * m.HeadDim
+	work *= m.Heads * m.LayerHeadDim(l)
 	if m.pool.Threads() <= 1 || work < parAttnMin {
 		m.attendRange(b, c, l, 0, tasks, m.ws.scores[0])
 		return
@@ -81,20 +81,28 @@ const attnTile = 16
 // For each tile of attnTile consecutive cache rows, every head of the
 // group takes its scores (then, after the softmax, its weighted sum of V)
 // from the tile while it is in L1. scores holds the group's score rows,
-// (group, pos+1-start).
+// (group, pos+1-start), each followed by the head's sink logit when the
+// model has attention sinks (gpt-oss): the sink joins the softmax's
+// denominator, Σ_p e^(s_p) + e^(sink), and contributes no value.
+//
+// Layer l reads cache layer KVSource(l) (itself, or for a shared-KV layer
+// the owner it shares) with its own head width.
 func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
-	hd, qd := m.HeadDim, m.QDim()
-	group := m.Heads / m.KVHeads
+	hd, qd := m.LayerHeadDim(l), m.LayerQDim(l)
+	group := m.Heads / m.LayerKVHeads(l)
 	n := len(b.Seq)
 	scale := float32(m.attnScale())
 	window, softc := m.Window(l), m.AttnSoftcap
-	tile := scores[len(scores)-attnTile*hd:] // Q8_0 scratch (forward.go sizes it)
-	scores = scores[:len(scores)-attnTile*hd]
-	kr, vr := layerRows(c, l, tile), layerRows(c, l, tile)
+	sinks := m.w.layers[l].sinks
+	tw := attnTile * m.maxHeadDim()
+	tile := scores[len(scores)-tw:] // Q8_0 scratch (forward.go sizes it)
+	scores = scores[:len(scores)-tw]
+	cl := m.KVSource(l)
+	kr, vr := layerRows(c, cl, tile), layerRows(c, cl, tile)
 	if c.Type == tensor.F32 {
-		vr.f = c.V[l]
+		vr.f = c.V[cl]
 	} else {
-		vr.e = c.VE[l]
+		vr.e = c.VE[cl]
 	}
 	bs := c.BlockSize
 	var sums [16]float32 // softmax sums of up to 16 heads per group at a time
@@ -106,6 +114,10 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 			start = max(0, pos-window+1)
 		}
 		np := pos + 1 - start
+		ns := np // score row stride
+		if sinks != nil {
+			ns++
+		}
 		kr.head(g*hd, hd)
 		vr.head(g*hd, hd)
 		for h0 := 0; h0 < group; h0 += len(sums) {
@@ -115,23 +127,26 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
 				kr.load(row, cnt)
 				for j := range hs {
-					sc := scores[j*np+p-start : j*np+p-start+cnt]
+					sc := scores[j*ns+p-start : j*ns+p-start+cnt]
 					kr.scores(sc, m.ws.q[q0+j*hd:q0+(j+1)*hd], row, cnt, scale)
 				}
 				p += cnt
 			}
 			for j := range hs {
 				if softc > 0 {
-					softcap(scores[j*np:(j+1)*np], softc)
+					softcap(scores[j*ns:j*ns+np], softc)
 				}
-				sums[j] = tensor.SoftmaxExp(scores[j*np : (j+1)*np])
+				if sinks != nil {
+					scores[j*ns+np] = sinks[g*group+h0+j]
+				}
+				sums[j] = tensor.SoftmaxExp(scores[j*ns : (j+1)*ns])
 				clear(m.ws.att[q0+j*hd : q0+(j+1)*hd])
 			}
 			for p := start; p <= pos; {
 				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
 				vr.load(row, cnt)
 				for j := range hs {
-					vr.accum(m.ws.att[q0+j*hd:q0+(j+1)*hd], row, scores[j*np+p-start:j*np+p-start+cnt])
+					vr.accum(m.ws.att[q0+j*hd:q0+(j+1)*hd], row, scores[j*ns+p-start:j*ns+p-start+cnt])
 				}
 				p += cnt
 			}

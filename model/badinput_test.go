@@ -146,9 +146,9 @@ func TestHFBadInput(t *testing.T) {
 	if !errors.Is(err, ErrUnknownArch) || !strings.Contains(err.Error(), "MambaForCausalLM") {
 		t.Errorf("unknown architecture: %v", err)
 	}
-	_, err = Load(write(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 8, "num_attention_heads": 2, "rope_scaling": {"rope_type": "yarn", "factor": 4}}`), Options{})
-	if err == nil || !strings.Contains(err.Error(), `rope_scaling type "yarn"`) {
-		t.Errorf("yarn: %v", err)
+	_, err = Load(write(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 8, "num_attention_heads": 2, "rope_scaling": {"rope_type": "dynamic", "factor": 4}}`), Options{})
+	if err == nil || !strings.Contains(err.Error(), `rope_scaling type "dynamic"`) {
+		t.Errorf("dynamic: %v", err)
 	}
 	_, err = Load(write(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 8, "num_attention_heads": 2}`), Options{})
 	if err == nil || !strings.Contains(err.Error(), "model.safetensors") {

@@ -16,7 +16,9 @@ import (
 // a mixture of experts (per-expert slabs).
 func TestCopyWeights(t *testing.T) {
 	_, moe := archPath(t, "qwen3moe", "F16")
-	for _, path := range []string{testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf"), moe} {
+	_, g4 := archPath(t, "gemma4", "F16")
+	_, oss := archPath(t, "gpt-oss", "MXFP4_MOE")
+	for _, path := range []string{testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf"), moe, g4, oss} {
 		mapped := mustLoad(t, path, Options{Threads: 2})
 		copied := mustLoad(t, path, Options{Threads: 2, CopyWeights: true})
 		arena := copied.closers[len(copied.closers)-1].(*mmap.Mapping).Bytes()
@@ -37,6 +39,8 @@ func TestCopyWeights(t *testing.T) {
 			inArena("wGate", lw.wGate)
 			inArena("wUp", lw.wUp)
 			inArena("wDown", lw.wDown)
+			inArena("plGate", lw.plGate)
+			inArena("plProj", lw.plProj)
 			for e := range lw.expGate {
 				inArena("expGate", lw.expGate[e])
 				inArena("expUp", lw.expUp[e])
@@ -44,6 +48,7 @@ func TestCopyWeights(t *testing.T) {
 			}
 		}
 		inArena("output", copied.w.output)
+		inArena("perLayerProj", copied.w.perLayerProj)
 		toks := []int{1, 15, 27, 300, 42, 9, 77, 1000, 5, 6, 7, 8}
 		want := runSeqKV(t, mapped, toks, 0, tensor.F16)
 		got := runSeqKV(t, copied, toks, 0, tensor.F16)

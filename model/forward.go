@@ -60,6 +60,11 @@ type workspace struct {
 	xo     []float32   // (n_out, dim) final normalised rows of output tokens
 	logits []float32   // (n_out, vocab)
 	scores [][]float32 // (workers, ≥ group·(max_pos+1) + attnTile·head_dim) attention scores of one KV group's heads, then attendRange's Q8_0 tile
+	pl     []float32   // (n, layers, per_layer) Gemma 4's per-layer inputs
+	plh    []float32   // (n, per_layer) one layer's gated per-layer input
+	plRow  []float32   // (layers·per_layer) one token's per-layer embedding row
+	kpad   []float32   // (2, cache kv_dim) a narrower layer's K and V row, zero-padded to the cache's width
+	xm, xr []float32   // (n, dim) Gemma 4 MoE: the dense FFN's output, the router's input
 	b      Batch       // the batch being run
 }
 
@@ -75,34 +80,46 @@ func (m *Model) ensure(n, maxPos int) {
 	c := &m.Config
 	if ws.n < n {
 		ws.n = n
+		qd, kvd, hid, half := c.maxQDim(), c.maxKVDim(), c.maxHidden(), c.maxRopeDim()/2
 		ws.x = make([]float32, n*c.Dim)
 		ws.xb = make([]float32, n*c.Dim)
-		ws.q = make([]float32, n*c.QDim())
-		ws.k = make([]float32, n*c.KVDim())
-		ws.v = make([]float32, n*c.KVDim())
-		ws.att = make([]float32, n*c.QDim())
-		ws.hb = make([]float32, n*c.HiddenDim)
-		ws.hb2 = make([]float32, n*c.HiddenDim)
-		ws.cos = make([]float32, n*c.RopeDim/2)
-		ws.sin = make([]float32, n*c.RopeDim/2)
+		ws.q = make([]float32, n*qd)
+		ws.k = make([]float32, n*kvd)
+		ws.v = make([]float32, n*kvd)
+		ws.att = make([]float32, n*qd)
+		ws.hb = make([]float32, n*hid)
+		ws.hb2 = make([]float32, n*hid)
+		ws.cos = make([]float32, n*half)
+		ws.sin = make([]float32, n*half)
 		if m.invFreqSWA != nil {
-			ws.cosW = make([]float32, n*c.RopeDim/2)
-			ws.sinW = make([]float32, n*c.RopeDim/2)
+			ws.cosW = make([]float32, n*half)
+			ws.sinW = make([]float32, n*half)
 		}
 		if c.Experts > 0 {
 			m.moe.grow(n, c)
+			if c.Arch == ArchGemma4 {
+				ws.xm = make([]float32, n*c.Dim)
+				ws.xr = make([]float32, n*c.Dim)
+			}
+		}
+		if c.PerLayerDim > 0 {
+			ws.pl = make([]float32, n*c.Layers*c.PerLayerDim)
+			ws.plh = make([]float32, n*c.PerLayerDim)
+			ws.plRow = make([]float32, c.Layers*c.PerLayerDim)
 		}
 		ws.slots = make([]int, n)
 		ws.outIdx = make([]int, 0, n)
 		if slices.ContainsFunc(m.w.layers, func(l layerWeights) bool { return l.wqkv != nil }) {
-			ws.qkv = make([]float32, n*(c.QDim()+2*c.KVDim()))
+			ws.qkv = make([]float32, n*(qd+2*kvd))
 		}
+		ws.kpad = make([]float32, 2*c.CacheKVDim())
 	}
 	workers := m.pool.Threads()
 	if len(ws.scores) < workers {
 		ws.scores = make([][]float32, workers)
 	}
-	need := (c.Heads/c.KVHeads)*(maxPos+1) + attnTile*c.HeadDim // scores, then a Q8_0 tile
+	// scores (one extra per head for a sink), then a Q8_0 tile
+	need := c.maxGroup()*(maxPos+2) + attnTile*c.maxHeadDim()
 	for i := range workers {
 		if len(ws.scores[i]) < need {
 			ws.scores[i] = make([]float32, max(need, 2*len(ws.scores[i])))
@@ -122,8 +139,8 @@ func (m *Model) validate(b *Batch, c *kvcache.Cache) (nOut, maxPos int, err erro
 	if c == nil {
 		return 0, 0, fmt.Errorf("%w: nil cache", ErrBatch)
 	}
-	if c.Layers != m.Layers || c.KVDim != m.KVDim() {
-		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.Layers, m.KVDim())
+	if c.Layers != m.CacheLayers() || c.KVDim != m.CacheKVDim() {
+		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.CacheLayers(), m.CacheKVDim())
 	}
 	if err := m.CheckKVType(c.Type); err != nil {
 		return 0, 0, fmt.Errorf("%w: %v", ErrBatch, err)
@@ -202,12 +219,12 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 	m.ensure(n, maxPos)
 	ws := &m.ws
 	cfg := &m.Config
-	dim, qd, kvd, hid := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HiddenDim
+	dim := cfg.Dim
 	pool := m.pool
 	w := &m.w
 
 	// Embeddings, cache slots and RoPE angles of every token.
-	half := cfg.RopeDim / 2
+	half, halfW := len(m.invFreq), len(m.invFreqSWA)
 	for i, tok := range b.Tokens {
 		x := ws.x[i*dim : (i+1)*dim]
 		tensor.DequantizeRow(x, w.tokEmb.Type, w.tokEmb.Row(tok))
@@ -224,14 +241,18 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		ws.slots[i] = c.Slot(b.Seq[i], b.Pos[i])
 		if half > 0 {
 			ropeTableScaled(ws.cos[i*half:(i+1)*half], ws.sin[i*half:(i+1)*half], m.invFreq, b.Pos[i], cfg.ropeMScale())
-			if m.invFreqSWA != nil {
-				ropeTableScaled(ws.cosW[i*half:(i+1)*half], ws.sinW[i*half:(i+1)*half], m.invFreqSWA, b.Pos[i], cfg.ropeMScale())
-			}
 		}
+		if halfW > 0 {
+			ropeTableScaled(ws.cosW[i*halfW:(i+1)*halfW], ws.sinW[i*halfW:(i+1)*halfW], m.invFreqSWA, b.Pos[i], cfg.ropeMScale())
+		}
+	}
+	if cfg.PerLayerDim > 0 {
+		m.perLayerInputs(b, n)
 	}
 
 	for l := range w.layers {
 		lw := &w.layers[l]
+		qd, kvd, hid := cfg.LayerQDim(l), cfg.LayerKVDim(l), cfg.LayerHidden(l)
 		// Attention block.
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.attnNorm, lw.attnNormB)
 		q, k, v := ws.q[:n*qd], ws.k[:n*kvd], ws.v[:n*kvd]
@@ -250,21 +271,36 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			}
 		} else {
 			pool.MatMul(q, lw.wq, ws.xb[:n*dim], n)
-			pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
-			pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
 			addBias(q, lw.bq, n)
-			addBias(k, lw.bk, n)
-			addBias(v, lw.bv, n)
+			if lw.wk != nil { // nil: a shared-KV layer, queries only
+				pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
+				addBias(k, lw.bk, n)
+				if lw.wv != nil {
+					pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+					addBias(v, lw.bv, n)
+				} else {
+					copy(v, k) // vFromK: Gemma 4's global layers without attn_v
+				}
+			}
 		}
-		if half > 0 || lw.qNorm != nil {
+		if cfg.LayerRopeDim(l) > 0 || lw.qNorm != nil || cfg.VNorm {
 			ws.rc, ws.rs = ws.cos, ws.sin
 			if m.invFreqSWA != nil && cfg.Windowed(l) {
 				ws.rc, ws.rs = ws.cosW, ws.sinW
 			}
-			m.ropeAll(lw, q, k, n)
+			m.ropeAll(l, lw, q, k, n)
 		}
-		for i := range n {
-			c.Store(l, ws.slots[i], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd])
+		if cfg.OwnsKV(l) {
+			ck := c.KVDim
+			for i := range n {
+				kr, vr := k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd]
+				if kvd < ck { // a narrower layer: its values, then zeros
+					copy(ws.kpad[:kvd], kr)
+					copy(ws.kpad[ck:ck+kvd], vr)
+					kr, vr = ws.kpad[:ck], ws.kpad[ck:]
+				}
+				c.Store(l, ws.slots[i], kr, vr)
+			}
 		}
 		m.attention(b, c, l, n)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
@@ -278,6 +314,8 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.ffnNorm, lw.ffnNormB)
 		hb := ws.hb[:n*hid]
 		switch {
+		case lw.g4 != nil:
+			m.gemma4FFN(l, lw, n)
 		case lw.router != nil:
 			m.moeFFN(lw, n)
 		case lw.wGate != nil:
@@ -302,6 +340,15 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.ffnPostNorm, nil)
 		}
 		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+		if lw.plGate != nil {
+			m.perLayerBlock(l, lw, n)
+		}
+		if lw.outScale != nil {
+			sc := lw.outScale[0]
+			for i := range ws.x[:n*dim] {
+				ws.x[i] *= sc
+			}
+		}
 	}
 
 	// Final norm and output head over the output tokens only.

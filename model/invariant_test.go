@@ -165,3 +165,21 @@ func checkInvariant(t *testing.T, m *Model, seed uint64) {
 	}
 	t.Logf("seed %d: %d steps (%d mixing prompt chunks and decodes), %d prefix hits, %d preemptions", seed, steps, mixed, hits, preempted)
 }
+
+// TestBatchInvariantArchs is TestBatchInvariant on the issue-31
+// architectures (../shared/testdata/gguf-archs): SmolLM3's RoPE-less
+// layers, gpt-oss's attention sinks, windowed layers and biased experts,
+// Gemma 4's shared-KV layers (which read an owner's cache blocks), per-layer
+// head sizes (rows narrower than the cache's) and per-layer inputs, under
+// the mixed chunked-prefill / decode / preemption / prefix-hit schedule.
+func TestBatchInvariantArchs(t *testing.T) {
+	for _, name := range []string{"smollm3", "gpt-oss", "gemma4"} {
+		t.Run(name, func(t *testing.T) {
+			_, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			for round := range *invariantRounds {
+				checkInvariant(t, m, uint64(round))
+			}
+		})
+	}
+}

@@ -137,12 +137,12 @@ func (m *Model) copyWeights() error {
 		} else {
 			add(lw.wq, lw.wk, lw.wv)
 		}
-		add(lw.wo, lw.wGate, lw.wUp, lw.wDown, lw.router)
+		add(lw.wo, lw.wGate, lw.wUp, lw.wDown, lw.router, lw.plGate, lw.plProj)
 		add(lw.expGate...)
 		add(lw.expUp...)
 		add(lw.expDown...)
 	}
-	add(m.w.output)
+	add(m.w.output, m.w.perLayerProj)
 	size := 0
 	for _, w := range mats {
 		size += (len(w.Data) + 63) &^ 63
@@ -196,8 +196,17 @@ func (m *Model) init() error {
 	}
 	m.w.fuseQKV()
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
-	if m.RopeThetaSWA > 0 && m.SlidingWindow > 0 {
-		m.invFreqSWA = ropeFreqsBase(&m.Config, m.RopeThetaSWA, nil, RopeScaling{})
+	if (m.RopeThetaSWA > 0 || m.RopeDimSWA > 0) && m.SlidingWindow > 0 {
+		// The windowed layers' own base (and, Gemma 4, rotated width),
+		// without the global layers' factors or scaling.
+		theta, dim := m.RopeThetaSWA, m.RopeDimSWA
+		if theta == 0 {
+			theta = m.RopeTheta
+		}
+		if dim == 0 {
+			dim = m.RopeDim
+		}
+		m.invFreqSWA = ropeFreqsBase(dim, theta, nil, RopeScaling{})
 	}
 	// End of generation: the file's own ids (generation_config.json) and
 	// the tokenizer's end-of-generation set, ids within the vocabulary.

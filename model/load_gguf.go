@@ -99,7 +99,7 @@ func (g *ggufLoader) mat(name string, rows, cols int, required bool) *tensor.Mat
 		return nil
 	}
 	if !tensor.Computable(t.Type) {
-		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s", name, t.Type))
+		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s (supported: %s)", name, t.Type, tensor.SupportedTypes()))
 		return nil
 	}
 	m, err := tensor.NewMat(t.Type, rows, cols, t.Data)
@@ -165,7 +165,7 @@ func (g *ggufLoader) experts(name string, experts, rows, cols int) []*tensor.Mat
 		return nil
 	}
 	if !tensor.Computable(t.Type) {
-		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s", name, t.Type))
+		g.fail(fmt.Errorf("model: tensor %s has unsupported type %s (supported: %s)", name, t.Type, tensor.SupportedTypes()))
 		return nil
 	}
 	rb, err := t.Type.RowBytes(cols)
@@ -207,9 +207,27 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	c.ContextLen = g.uint(llamacpp.KeyContextLength, 0, true)
 	c.Dim = g.uint(llamacpp.KeyEmbeddingLength, 0, true)
 	c.Layers = g.uint(llamacpp.KeyBlockCount, 0, true)
-	c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
+	if ff, err := f.Int32s(f.Arch() + "." + llamacpp.KeyFeedForwardLength); err == nil && arch.Gemma4 {
+		// Gemma 4: one width per layer (the shared-KV layers' double-wide MLP).
+		c.FFNLengths = make([]int, len(ff))
+		for i, v := range ff {
+			c.FFNLengths[i] = int(v)
+			c.HiddenDim = max(c.HiddenDim, int(v))
+		}
+	} else {
+		c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
+	}
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
-	c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
+	// Gemma 4's converter may write one KV head count per layer (the
+	// 31B has other counts on its global layers): resolved per layer
+	// kind once the windowed layers are known (kvHeadsByKind).
+	kvArr, kvErr := f.Int32s(f.Arch() + "." + llamacpp.KeyHeadCountKV)
+	if kvErr == nil && arch.Gemma4 && len(kvArr) > 0 {
+		c.KVHeads = int(kvArr[0])
+	} else {
+		kvArr = nil
+		c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
+	}
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -251,7 +269,15 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		// n_ctx_orig_yarn also picks LongRoPE factors.
 		c.RopeScaling.OrigContext = g.uint(llamacpp.KeyRopeOrigContext, 0, false)
 		c.RopeAttnFactor = g.float(llamacpp.KeyRopeAttnFactor, 0)
+		c.RopeScaling.BetaFast = g.float(llamacpp.KeyRopeYarnBetaFast, 0)
+		c.RopeScaling.BetaSlow = g.float(llamacpp.KeyRopeYarnBetaSlow, 0)
+		if c.RopeScaling.Type == "yarn" && c.RopeScaling.OrigContext == 0 {
+			c.RopeScaling.OrigContext = c.ContextLen // llama.cpp's n_ctx_orig_yarn default
+		}
 	}
+	c.NoRopeStep = arch.NoRopeStep
+	c.AttnSinks = arch.Sinks
+	c.OAIMoE = arch.OAIMoE
 	if arch.SWAPattern > 0 && c.SlidingWindow > 0 {
 		if c.Layers > 1<<16 {
 			return nil, fmt.Errorf("model: block_count %d is too large", c.Layers)
@@ -260,7 +286,7 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 		c.RopeThetaSWA = g.float(llamacpp.KeyRopeFreqBaseSWA, 0)
-		if arch.Name == "gemma3" && c.RopeThetaSWA == 0 {
+		if (arch.Name == "gemma3" || arch.Gemma4) && c.RopeThetaSWA == 0 {
 			c.RopeThetaSWA = 10000 // llama_hparams::rope_freq_base_train_swa's default
 		}
 	}
@@ -274,11 +300,27 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			c.AttnScale = 1 / math.Sqrt(float64(c.Dim/c.Heads))
 		}
 	}
+	if kvArr != nil {
+		if err := kvHeadsByKind(c, kvArr); err != nil {
+			return nil, err
+		}
+	}
+	if arch.Gemma4 {
+		c.AttnScale = 1 // gemma4.cpp: f_attention_scale = 1 (the QK-norm sets the scale)
+		c.VNorm = true
+		c.HeadDimSWA = g.uint(llamacpp.KeyKeyLengthSWA, 0, false)
+		if v := g.uint(llamacpp.KeyValueLengthSWA, c.HeadDimSWA, false); v != c.HeadDimSWA {
+			return nil, fmt.Errorf("model: attention.value_length_swa %d != key_length_swa %d is not supported", v, c.HeadDimSWA)
+		}
+		c.RopeDimSWA = g.uint(llamacpp.KeyRopeDimSWA, c.HeadDimSWA, false)
+		c.SharedKVLayers = g.uint(llamacpp.KeySharedKVLayers, 0, false)
+		c.PerLayerDim = g.uint(llamacpp.KeyPerLayerInput, 0, false)
+	}
 	if arch.SoftCaps {
 		c.AttnSoftcap = float32(g.float(llamacpp.KeyAttnSoftcap, 0))
 		c.FinalSoftcap = float32(g.float(llamacpp.KeyFinalSoftcap, 0))
-		if arch.Name == "gemma3" {
-			c.AttnSoftcap = 0 // gemma3.cpp passes no attention soft-cap
+		if arch.Name == "gemma3" || arch.Gemma4 {
+			c.AttnSoftcap = 0 // gemma3.cpp and gemma4.cpp pass no attention soft-cap
 		}
 	}
 	if arch.MoE {
@@ -357,6 +399,33 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	return m, nil
 }
 
+// kvHeadsByKind sets KVHeads (global layers) and KVHeadsSWA (windowed
+// layers) from a per-layer head_count_kv array, which must hold one count
+// per layer kind.
+func kvHeadsByKind(c *Config, kv []int32) error {
+	if len(kv) != c.Layers {
+		return fmt.Errorf("model: attention.head_count_kv has %d entries for %d layers", len(kv), c.Layers)
+	}
+	glob, swa := -1, -1
+	for l, v := range kv {
+		p := &glob
+		if c.Windowed(l) {
+			p = &swa
+		}
+		if *p >= 0 && *p != int(v) {
+			return fmt.Errorf("model: attention.head_count_kv %v: layers of one kind (windowed or global) with different counts are not supported", kv)
+		}
+		*p = int(v)
+	}
+	if glob >= 0 {
+		c.KVHeads = glob
+	}
+	if swa >= 0 && swa != c.KVHeads {
+		c.KVHeadsSWA = swa
+	}
+	return nil
+}
+
 // weightReader yields a model's tensors by llama.cpp name, whatever the
 // file's own naming: ggufLoader reads GGUF files, hfReader maps Hugging
 // Face names and conventions through llamacpp's table. Errors are kept
@@ -365,7 +434,8 @@ type weightReader interface {
 	mat(name string, rows, cols int, required bool) *tensor.Mat
 	vec(name string, n int, required bool) []float32
 	experts(name string, experts, rows, cols int) []*tensor.Mat
-	rows(name string) (int, bool) // a present matrix's row count
+	vecN(name string, n int) []float32 // a required tensor of n elements, any shape (gpt-oss's (experts, width) biases)
+	rows(name string) (int, bool)      // a present matrix's row count
 	fail(err error)
 	error() error
 }
@@ -380,13 +450,35 @@ func (g *ggufLoader) rows(name string) (int, bool) {
 
 func (g *ggufLoader) error() error { return g.err }
 
+func (g *ggufLoader) vecN(name string, n int) []float32 {
+	t, ok := g.f.Tensor(name)
+	if !ok {
+		g.fail(fmt.Errorf("model: missing tensor %s", name))
+		return nil
+	}
+	if t.Elements() != uint64(n) {
+		g.fail(fmt.Errorf("model: tensor %s has dims %v, want %d elements (hyperparameters)", name, t.Dims, n))
+		return nil
+	}
+	v, err := decodeVec(t.Type, t.Data, n)
+	if err != nil {
+		g.fail(fmt.Errorf("model: tensor %s: %w", name, err))
+	}
+	return v
+}
+
 // buildWeights reads every weight of the architecture's blocks from r into
 // m.w, by llama.cpp's tensor names and the shapes the Config implies.
 func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 	c := &m.Config
-	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	dim := c.Dim
 	w := &m.w
 	w.tokEmb = g.mat(llamacpp.TokenEmbd, c.Vocab, dim, true)
+	if pl := c.PerLayerDim; pl > 0 {
+		w.perLayerEmb = g.mat(llamacpp.PerLayerTokenEmbd, c.Vocab, c.Layers*pl, true)
+		w.perLayerProj = g.mat(llamacpp.PerLayerModelProj, c.Layers*pl, dim, true)
+		w.perLayerNorm = g.vec(llamacpp.PerLayerProjNorm, pl, true)
+	}
 	gpt2 := c.Arch == ArchGPT2
 	if gpt2 {
 		if rows, ok := g.rows(llamacpp.PositionEmbd); ok {
@@ -400,6 +492,8 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 		l := &w.layers[i]
 		wt := func(name string) string { return llamacpp.Blk(i, name, "weight") }
 		bs := func(name string) string { return llamacpp.Blk(i, name, "bias") }
+		qd, kvd, hid, hd := c.LayerQDim(i), c.LayerKVDim(i), c.LayerHidden(i), c.LayerHeadDim(i)
+		owns := c.OwnsKV(i)
 		l.attnNorm = g.vec(wt(llamacpp.AttnNorm), dim, true)
 		l.attnNormB = g.vec(bs(llamacpp.AttnNorm), dim, gpt2)
 		if arch.FusedQKV {
@@ -407,31 +501,63 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.bqkv = g.vec(bs(llamacpp.AttnQKV), qd+2*kvd, false)
 		} else {
 			l.wq = g.mat(wt(llamacpp.AttnQ), qd, dim, true)
-			l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
-			l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
 			l.bq = g.vec(bs(llamacpp.AttnQ), qd, arch.QKVBias)
-			l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
-			l.bv = g.vec(bs(llamacpp.AttnV), kvd, arch.QKVBias)
+			if owns { // a shared-KV layer's K and V projections go unused
+				l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
+				// gemma4.cpp: without attn_v (the 26B/31B global layers)
+				// the values are the keys' projection (vFromK).
+				l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, !arch.Gemma4)
+				l.bk = g.vec(bs(llamacpp.AttnK), kvd, arch.QKVBias)
+				l.bv = g.vec(bs(llamacpp.AttnV), kvd, arch.QKVBias)
+			}
 		}
 		if arch.QKNorm {
-			l.qNorm = g.vec(wt(llamacpp.AttnQNorm), c.HeadDim, true)
-			l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
+			l.qNorm = g.vec(wt(llamacpp.AttnQNorm), hd, true)
+			if owns {
+				l.kNorm = g.vec(wt(llamacpp.AttnKNorm), hd, true)
+			}
+		}
+		if arch.Sinks {
+			l.sinks = g.vec(wt(llamacpp.AttnSinks), c.Heads, true)
+		}
+		if arch.Gemma4 {
+			l.outScale = g.vec(wt(llamacpp.LayerOutScale), 1, false)
+			if pl := c.PerLayerDim; pl > 0 {
+				l.plGate = g.mat(wt(llamacpp.PerLayerInpGate), pl, dim, true)
+				l.plProj = g.mat(wt(llamacpp.PerLayerProj), dim, pl, true)
+				l.plPostNorm = g.vec(wt(llamacpp.PerLayerPostNorm), dim, true)
+			}
 		}
 		l.wo = g.mat(wt(llamacpp.AttnOut), dim, qd, true)
 		l.bo = g.vec(bs(llamacpp.AttnOut), dim, false)
-		l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
-		l.ffnNormB = g.vec(bs(llamacpp.FFNNorm), dim, gpt2)
+		if arch.Sinks { // openai-moe.cpp: post_attention_norm is the FFN's input norm
+			l.ffnNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true)
+		} else {
+			l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
+			l.ffnNormB = g.vec(bs(llamacpp.FFNNorm), dim, gpt2)
+		}
 		if arch.Gemma {
 			l.attnPostNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true)
 			l.ffnPostNorm = g.vec(wt(llamacpp.FFNPostNorm), dim, true)
 		}
+		_, hasRouter := g.rows(wt(llamacpp.FFNRouter))
 		switch {
-		case c.Experts > 0:
+		case arch.Gemma4 && c.Experts > 0 && hasRouter:
+			l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
+			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
+			m.gemma4MoEWeights(l, i, g)
+		case c.Experts > 0 && !arch.Gemma4:
 			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
 			eh := c.ExpertHiddenDim
 			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
 			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
 			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
+			if arch.OAIMoE {
+				l.routerB = g.vec(bs(llamacpp.FFNRouter), c.Experts, true)
+				l.expGateB = g.vecN(bs(llamacpp.FFNGateExps), c.Experts*eh)
+				l.expUpB = g.vecN(bs(llamacpp.FFNUpExps), c.Experts*eh)
+				l.expDownB = g.vecN(bs(llamacpp.FFNDownExps), c.Experts*dim)
+			}
 		case arch.FusedGateUp:
 			// ffn_up is (2·hidden, dim): rows [0, hidden) gate, then up.
 			if gu := g.mat(wt(llamacpp.FFNUp), 2*hid, dim, true); gu != nil {
@@ -446,7 +572,7 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
 			l.bUp = g.vec(bs(llamacpp.FFNUp), hid, false)
 		}
-		if c.Experts == 0 {
+		if c.Experts == 0 || arch.Gemma4 {
 			l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
 			l.bDown = g.vec(bs(llamacpp.FFNDown), dim, false)
 		}

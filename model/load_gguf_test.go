@@ -22,6 +22,9 @@ type lcppGolden struct {
 			Logprob float64     `json:"logprob"`
 			Top     [][]float64 `json:"top"`
 			RefF64  *float64    `json:"ref_f64_logprob"`
+			// RefF64Dequant: the float64 pass on the file's own
+			// dequantized weights (gguf-archs MXFP4 goldens).
+			RefF64Dequant *float64 `json:"ref_f64_dequant_logprob"`
 		} `json:"steps"`
 	} `json:"prompts"`
 }

@@ -50,6 +50,8 @@ type hfConfig struct {
 		LowFreqFactor   float64   `json:"low_freq_factor"`
 		HighFreqFactor  float64   `json:"high_freq_factor"`
 		OrigMaxPosition int       `json:"original_max_position_embeddings"`
+		BetaFast        float64   `json:"beta_fast"` // yarn (gpt-oss)
+		BetaSlow        float64   `json:"beta_slow"`
 		LongFactor      []float64 `json:"long_factor"`  // Phi-3 longrope (su)
 		ShortFactor     []float64 `json:"short_factor"` // Phi-3 longrope (su)
 	} `json:"rope_scaling"`
@@ -58,14 +60,21 @@ type hfConfig struct {
 	SlidingWindow         *int  `json:"sliding_window"`
 	UseSlidingWindow      *bool `json:"use_sliding_window"`
 
+	// SmolLM3 (modeling_smollm3.py): no_rope_layers[l] is 1 where layer l
+	// uses RoPE, 0 where it does not (every no_rope_layer_interval-th).
+	NoRopeLayers        []int `json:"no_rope_layers"`
+	NoRopeLayerInterval int   `json:"no_rope_layer_interval"`
+
 	// Mixture of experts: Mixtral (num_local_experts; intermediate_size is
 	// the expert width), Qwen3-MoE (num_experts, moe_intermediate_size,
 	// norm_topk_prob).
-	NumLocalExperts     *int  `json:"num_local_experts"`
-	NumExperts          *int  `json:"num_experts"`
-	NumExpertsPerTok    int   `json:"num_experts_per_tok"`
-	MoEIntermediateSize int   `json:"moe_intermediate_size"`
-	NormTopKProb        *bool `json:"norm_topk_prob"`
+	NumLocalExperts     *int     `json:"num_local_experts"`
+	NumExperts          *int     `json:"num_experts"`
+	NumExpertsPerTok    int      `json:"num_experts_per_tok"`
+	MoEIntermediateSize int      `json:"moe_intermediate_size"`
+	NormTopKProb        *bool    `json:"norm_topk_prob"`
+	ExpertsPerToken     int      `json:"experts_per_token"` // GptOssConfig's other name for num_experts_per_tok
+	SwigluLimit         *float64 `json:"swiglu_limit"`      // gpt-oss: 7 (llama.cpp's constant)
 
 	// Gemma 2/3 (modeling_gemma2.py, modeling_gemma3.py): queries scaled
 	// by query_pre_attn_scalar^-0.5, soft-caps, the windowed-layer pattern
@@ -191,6 +200,11 @@ func (hc *hfConfig) fill(c *Config, arch *llamacpp.Arch) error {
 		c.RopeTheta = *hc.RopeTheta
 	}
 	c.RopeDim, c.RopeNeox = c.HeadDim, true
+	if arch.NoRopeStep > 0 {
+		if err := hc.noRope(c, arch.NoRopeStep); err != nil {
+			return err
+		}
+	}
 	if rs := hc.RopeScaling; rs != nil {
 		typ := rs.RopeType
 		if typ == "" {
@@ -203,6 +217,11 @@ func (hc *hfConfig) fill(c *Config, arch *llamacpp.Arch) error {
 		case "linear", "llama3":
 			c.RopeScaling = RopeScaling{Type: typ, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
 				HighFreqFactor: rs.HighFreqFactor, OrigContext: rs.OrigMaxPosition}
+		case "yarn":
+			// As llama.cpp runs it: the correction dims floored and ceiled
+			// (transformers' truncate=false for gpt-oss is not followed).
+			c.RopeScaling = RopeScaling{Type: typ, Factor: rs.Factor, OrigContext: cmp.Or(rs.OrigMaxPosition, c.ContextLen),
+				BetaFast: rs.BetaFast, BetaSlow: rs.BetaSlow}
 		default:
 			return fmt.Errorf("model: config.json: unsupported rope_scaling type %q", typ)
 		}
@@ -273,11 +292,70 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 			}
 		}
 	}
+	if arch.OAIMoE {
+		if err := hc.fillGptOss(c, arch); err != nil {
+			return err
+		}
+	}
 	if arch.NoWindow {
 		c.SlidingWindow = 0 // as llama.cpp runs Phi-3 (src/models/phi3.cpp)
 	}
 	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
 		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
+	}
+	return nil
+}
+
+// fillGptOss reads GptOssConfig: experts of intermediate_size, sinks,
+// windows on the layer_types' sliding layers (llama.cpp: every even
+// layer, load_swa_pattern(ml, 2)), the clamped SwiGLU's limit.
+func (hc *hfConfig) fillGptOss(c *Config, arch *llamacpp.Arch) error {
+	n := hc.NumLocalExperts
+	if n == nil || *n <= 0 {
+		return fmt.Errorf("model: config.json: gpt-oss needs num_local_experts")
+	}
+	c.Experts, c.ExpertsUsed = *n, cmp.Or(hc.NumExpertsPerTok, hc.ExpertsPerToken)
+	c.ExpertHiddenDim = c.HiddenDim
+	c.AttnSinks, c.OAIMoE = arch.Sinks, arch.OAIMoE
+	if hc.SwigluLimit != nil && *hc.SwigluLimit != oaiLimit {
+		return fmt.Errorf("model: config.json: swiglu_limit %g, llama.cpp's gpt-oss runs %g", *hc.SwigluLimit, float64(oaiLimit))
+	}
+	c.SlidingWindow = 0
+	if hc.SlidingWindow != nil {
+		c.SlidingWindow = *hc.SlidingWindow
+	}
+	c.SWALayers = llamacpp.SWALayers(c.Layers, arch.SWAPattern)
+	if hc.LayerTypes != nil {
+		if len(hc.LayerTypes) != c.Layers {
+			return fmt.Errorf("model: config.json: layer_types has %d entries for %d layers", len(hc.LayerTypes), c.Layers)
+		}
+		for l, t := range hc.LayerTypes {
+			if (t == "sliding_attention") != c.SWALayers[l] {
+				return fmt.Errorf("model: config.json: layer_types[%d] = %q, but llama.cpp windows gpt-oss's even layers", l, t)
+			}
+		}
+	}
+	return nil
+}
+
+// noRope reads SmolLM3's RoPE-less layers. llama.cpp fixes them at every
+// step-th layer (smollm3.cpp; no GGUF key), so a config.json saying
+// otherwise is refused rather than run differently from its GGUF form.
+func (hc *hfConfig) noRope(c *Config, step int) error {
+	c.NoRopeStep = step
+	if hc.NoRopeLayerInterval != 0 && hc.NoRopeLayerInterval != step {
+		return fmt.Errorf("model: config.json: no_rope_layer_interval %d, llama.cpp's %s runs %d", hc.NoRopeLayerInterval, c.Arch, step)
+	}
+	if hc.NoRopeLayers == nil {
+		return nil
+	}
+	if len(hc.NoRopeLayers) != c.Layers {
+		return fmt.Errorf("model: config.json: no_rope_layers has %d entries for %d layers", len(hc.NoRopeLayers), c.Layers)
+	}
+	for l, r := range hc.NoRopeLayers {
+		if want := (l+1)%step != 0; (r != 0) != want {
+			return fmt.Errorf("model: config.json: no_rope_layers[%d] = %d, but llama.cpp's %s has RoPE on layer %d: %v", l, r, c.Arch, l, want)
+		}
 	}
 	return nil
 }
@@ -558,6 +636,9 @@ func (r *hfReader) vec(name string, n int, required bool) []float32 {
 }
 
 func (r *hfReader) experts(name string, experts, rows, cols int) []*tensor.Mat {
+	if r.arch == "gpt-oss" {
+		return r.gptOssExperts(name, experts, rows, cols)
+	}
 	hs := r.names[name]
 	if len(hs) != experts || slices.Contains(hs, "") {
 		want, _ := llamacpp.GGUFToHF(r.arch, name, len(hs))
@@ -594,6 +675,126 @@ func (r *hfReader) rows(name string) (int, bool) {
 }
 
 func (r *hfReader) error() error { return r.err }
+
+// vecN reads gpt-oss's expert biases (no other Hugging Face architecture
+// has (experts, width) vectors): the gate's and up's interleaved in
+// gate_up_proj_bias (even and odd columns), down_proj_bias as it is.
+func (r *hfReader) vecN(name string, n int) []float32 {
+	if r.arch != "gpt-oss" {
+		r.fail(fmt.Errorf("model: tensor %s: (experts, width) biases are not read from %s Hugging Face files", name, r.arch))
+		return nil
+	}
+	src, parity := gptOssSource(name)
+	hn, ok := r.hfName(src)
+	if !ok {
+		r.fail(fmt.Errorf("model: missing tensor %s", hn))
+		return nil
+	}
+	t := r.get(hn, true)
+	if t == nil {
+		return nil
+	}
+	width := 1
+	if parity >= 0 {
+		width = 2
+	}
+	ty, err := t.Type()
+	numel := 1
+	for _, d := range t.Shape {
+		numel *= d
+	}
+	if err == nil && (len(t.Shape) != 2 || numel != width*n) {
+		err = fmt.Errorf("model: tensor %s has shape %v, want %d elements (config.json)", hn, t.Shape, width*n)
+	}
+	var all []float32
+	if err == nil {
+		all, err = decodeVec(ty, slices.Clone(t.Data), width*n)
+	}
+	if err != nil {
+		r.fail(fmt.Errorf("model: tensor %s: %w", hn, err))
+		return nil
+	}
+	if parity < 0 {
+		return all
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = all[2*i+parity]
+	}
+	return out
+}
+
+// gptOssSource is the llama.cpp-style name of the gpt-oss tensor that
+// holds name, and which interleaved half of it (0 gate, 1 up; -1 whole).
+func gptOssSource(name string) (string, int) {
+	switch {
+	case strings.Contains(name, llamacpp.FFNGateExps+"."):
+		return strings.Replace(name, llamacpp.FFNGateExps, llamacpp.GptOssGateUp, 1), 0
+	case strings.Contains(name, llamacpp.FFNUpExps+"."):
+		return strings.Replace(name, llamacpp.FFNUpExps, llamacpp.GptOssGateUp, 1), 1
+	}
+	return name, -1
+}
+
+// gptOssExperts builds each expert's (rows, cols) matrix of a gpt-oss
+// checkpoint from the fused, x·W-oriented 3-D tensors (see
+// llamacpp.GptOssGateUp): gate row j is column 2j of gate_up_proj[e], up
+// row j column 2j+1, down row o column o of down_proj[e]. The transposed
+// copies live on the heap in the checkpoint's element type.
+func (r *hfReader) gptOssExperts(name string, experts, rows, cols int) []*tensor.Mat {
+	src, parity := gptOssSource(name)
+	hn, ok := r.hfName(src)
+	if !ok {
+		if bn, ok := r.hfName(strings.TrimSuffix(src, ".weight") + ".blocks"); ok {
+			return r.gptOssMXFP4(bn, strings.TrimSuffix(src, ".weight")+".scales", parity, experts, rows, cols)
+		}
+		r.fail(fmt.Errorf("model: missing tensor %s", hn))
+		return nil
+	}
+	t := r.get(hn, true)
+	if t == nil {
+		return nil
+	}
+	outW := rows // columns of W per input row
+	if parity >= 0 {
+		outW = 2 * rows
+	}
+	ty, err := t.Type()
+	if err == nil && !tensor.Computable(ty) {
+		err = fmt.Errorf("model: tensor %s has unsupported type %s", hn, t.DType)
+	}
+	if err == nil && (len(t.Shape) != 3 || t.Shape[0] != experts || t.Shape[1] != cols || t.Shape[2] != outW) {
+		err = fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", hn, t.Shape, experts, cols, outW)
+	}
+	if err != nil {
+		r.fail(err)
+		return nil
+	}
+	es := len(t.Data) / (experts * cols * outW)
+	if es*experts*cols*outW != len(t.Data) || es == 0 {
+		r.fail(fmt.Errorf("model: tensor %s: %d bytes for %v", hn, len(t.Data), t.Shape))
+		return nil
+	}
+	out := make([]*tensor.Mat, experts)
+	slab := cols * outW * es
+	for e := range out {
+		w := t.Data[e*slab : (e+1)*slab]
+		buf := make([]byte, rows*cols*es+4)
+		off := int((4 - uintptr(unsafe.Pointer(&buf[0]))%4) % 4) // aligned for float32 views
+		dst := buf[off : off+rows*cols*es]
+		for j := range rows {
+			c := j
+			if parity >= 0 {
+				c = 2*j + parity
+			}
+			for i := range cols {
+				copy(dst[(j*cols+i)*es:(j*cols+i+1)*es], w[(i*outW+c)*es:(i*outW+c+1)*es])
+			}
+		}
+		out[e] = &tensor.Mat{Type: ty, Rows: rows, Cols: cols, Data: dst}
+	}
+	return out
+}
 
 func (h *hfLoader) errOr(err error) error {
 	if h.err != nil {
@@ -697,4 +898,70 @@ func parseChatTemplate(raw json.RawMessage) string {
 		}
 	}
 	return list[0].Template
+}
+
+// gptOssMXFP4 builds each expert's (rows, cols) MXFP4 matrix from the
+// original gpt-oss release's *_blocks (E, rows', cols/32, 16) and *_scales
+// (E, rows', cols/32) (rows' = 2·rows for gate_up_proj, whose even rows
+// are the gate and odd rows the up projection). A ggml MXFP4 block is the
+// scale byte then 16 bytes whose byte m holds values m (low nibble) and
+// m+16 (high); the checkpoint's byte k holds values 2k (low) and 2k+1
+// (high) (conversion/gpt_oss.py transform_nibble_layout).
+func (r *hfReader) gptOssMXFP4(blocksName, scalesLC string, parity, experts, rows, cols int) []*tensor.Mat {
+	bt := r.get(blocksName, true)
+	sn, ok := r.hfName(scalesLC)
+	if !ok {
+		r.fail(fmt.Errorf("model: missing tensor %s", sn))
+		return nil
+	}
+	sc := r.get(sn, true)
+	if bt == nil || sc == nil {
+		return nil
+	}
+	outW, nb := rows, cols/32
+	if parity >= 0 {
+		outW = 2 * rows
+	}
+	switch {
+	case cols%32 != 0:
+		r.fail(fmt.Errorf("model: tensor %s: rows of %d values are not whole MXFP4 blocks", blocksName, cols))
+		return nil
+	case bt.DType != "U8" || sc.DType != "U8":
+		r.fail(fmt.Errorf("model: tensors %s, %s: dtypes %s, %s, want U8", blocksName, sn, bt.DType, sc.DType))
+		return nil
+	case !slices.Equal(bt.Shape, []int{experts, outW, nb, 16}) || len(bt.Data) != experts*outW*nb*16:
+		r.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d 16] (config.json)", blocksName, bt.Shape, experts, outW, nb))
+		return nil
+	case !slices.Equal(sc.Shape, []int{experts, outW, nb}) || len(sc.Data) != experts*outW*nb:
+		r.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", sn, sc.Shape, experts, outW, nb))
+		return nil
+	}
+	out := make([]*tensor.Mat, experts)
+	for e := range out {
+		dst := make([]byte, rows*nb*17)
+		for j := range rows {
+			c := j
+			if parity >= 0 {
+				c = 2*j + parity
+			}
+			for b := range nb {
+				src := bt.Data[((e*outW+c)*nb+b)*16:][:16]
+				d := dst[(j*nb+b)*17:][:17]
+				d[0] = sc.Data[(e*outW+c)*nb+b]
+				mxfp4FromHF(d[1:], src)
+			}
+		}
+		out[e] = &tensor.Mat{Type: tensor.MXFP4, Rows: rows, Cols: cols, Data: dst}
+	}
+	return out
+}
+
+// mxfp4FromHF writes ggml's 16 nibble bytes of one MXFP4 block (byte m:
+// value m low, value m+16 high) from the checkpoint's (byte k: value 2k
+// low, 2k+1 high).
+func mxfp4FromHF(dst, src []byte) {
+	nib := func(i int) byte { return src[i/2] >> (4 * (i % 2)) & 0xF }
+	for m := range 16 {
+		dst[m] = nib(m) | nib(m+16)<<4
+	}
 }

@@ -61,7 +61,11 @@
 // shape checks every loader shares, QKV fusion). Running: forward.go
 // (Batch, Forward, the layer loop), attention.go (over the paged cache),
 // rope.go, ops.go (norms, activations), parallel.go (the jobs on the
-// model's tensor.Pool) and ref.go (the plain reference forward).
+// model's tensor.Pool) and ref.go (the plain reference forward). The
+// per-layer variations of newer architectures are layers.go (head and
+// RoPE dims, FFN widths and KV-cache sharing per layer), gptoss.go
+// (attention sinks, its experts) and gemma4.go (per-layer inputs), with
+// their reference forms in ref_archs.go.
 package model
 
 import (
@@ -89,6 +93,9 @@ const (
 	ArchGemma2   = "gemma2"   // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
 	ArchGemma3   = "gemma3"   // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
 	ArchPhi3     = "phi3"     // fused QKV and gate/up, long-context RoPE factors
+	ArchSmolLM3  = "smollm3"  // Llama blocks, no RoPE in every 4th layer
+	ArchGPTOSS   = "gpt-oss"  // attention sinks, YaRN, biased MoE with clamped SwiGLU
+	ArchGemma4   = "gemma4"   // per-layer inputs, shared KV layers, per-layer head dims
 )
 
 // ErrUnknownArch is returned (wrapped, naming it) for an architecture this
@@ -138,6 +145,18 @@ type Config struct {
 	ExpertsUsed     int     // experts chosen per token (top-k of the router's softmax, renormalised)
 	ExpertHiddenDim int     // inner width of one expert's FFN
 
+	// Per-layer variations (zero values: off; see layers.go).
+	NoRopeStep     int   // layer l has no RoPE when (l+1) % NoRopeStep == 0 (SmolLM3: 4)
+	HeadDimSWA     int   // head dim of the windowed layers (Gemma 4); 0: HeadDim
+	KVHeadsSWA     int   // KV heads of the windowed layers (Gemma 4 31B); 0: KVHeads
+	RopeDimSWA     int   // rotated dims of the windowed layers; 0: RopeDim
+	FFNLengths     []int // (Layers) FFN inner width per layer (Gemma 4); nil: HiddenDim everywhere
+	SharedKVLayers int   // the last this many layers own no KV cache and read an earlier layer's (Gemma 4)
+	PerLayerDim    int   // width of Gemma 4's per-layer token inputs; 0: none
+	VNorm          bool  // unweighted RMSNorm of each V head (Gemma 4)
+	AttnSinks      bool  // a learned per-head logit joins each softmax's denominator (gpt-oss)
+	OAIMoE         bool  // gpt-oss experts: biased router, softmax over the top-k logits, biased experts, clamped SwiGLU
+
 	// Pooling is how Embed pools the final hidden states of a sequence into
 	// one embedding: PoolLast, PoolMean, PoolCLS or PoolNone (from the GGUF's
 	// {arch}.pooling_type); "" when the file does not say (Embed: PoolLast).
@@ -162,9 +181,14 @@ func (c *Config) Window(l int) int {
 func (c *Config) AttentionScale() float64 { return c.attnScale() }
 
 // FFNActivation names the feed-forward block: "swiglu", "geglu" (tanh
-// GELU gate), "gelu" (GPT-2's ungated MLP) or "moe-swiglu".
+// GELU gate), "gelu" (GPT-2's ungated MLP), "moe-swiglu", "moe-swiglu-oai"
+// (gpt-oss) or "geglu+moe-geglu" (Gemma 4's MoE layers).
 func (c *Config) FFNActivation() string {
 	switch {
+	case c.Experts > 0 && c.OAIMoE:
+		return "moe-swiglu-oai"
+	case c.Experts > 0 && c.GELUGate:
+		return "geglu+moe-geglu" // Gemma 4: a dense GeGLU FFN beside GeGLU experts
 	case c.Experts > 0:
 		return "moe-swiglu"
 	case c.Arch == ArchGPT2:
@@ -192,6 +216,9 @@ type RopeScaling struct {
 	// smoothly interpolated in between.
 	LowFreqFactor, HighFreqFactor float64
 	OrigContext                   int
+	// yarn only: the pair ramp between BetaFast and BetaSlow rotations
+	// per original context (llama.cpp's yarn_beta_fast/slow; 0: 32, 1).
+	BetaFast, BetaSlow float64
 }
 
 // QDim is the width of all query heads, Heads·HeadDim.
@@ -220,6 +247,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("model: invalid mixture of experts: %d experts, %d used, expert width %d", c.Experts, c.ExpertsUsed, c.ExpertHiddenDim)
 	case c.AttnSoftcap < 0 || c.FinalSoftcap < 0 || c.AttnScale < 0 || c.RopeAttnFactor < 0 || c.RopeThetaSWA < 0:
 		return fmt.Errorf("model: invalid soft-cap, attention scale, rope attention factor or rope base")
+	}
+	if err := c.validateLayers(); err != nil {
+		return err
 	}
 	if c.RopeDim > 0 && !(c.RopeTheta > 0) {
 		return fmt.Errorf("model: invalid rope theta %g", c.RopeTheta)
@@ -308,18 +338,23 @@ func (m *Model) Pool() *tensor.Pool { return m.pool }
 // KVBytesPerToken is the KV-cache memory one position takes in a cache of
 // type t (K and V, all layers: 2·layers·kv_dim values, 4 bytes each for
 // F32, 2 for F16, 34 per 32 for Q8_0).
+//
+// Only layers that own a cache count (Gemma 4's shared-KV layers read an
+// earlier layer's), and each cache row is CacheKVDim wide.
 func (m *Model) KVBytesPerToken(t tensor.DType) int64 {
-	return int64(2*m.Layers) * int64(kvcache.RowBytes(t, m.KVDim()))
+	return int64(2*m.CacheLayers()) * int64(kvcache.RowBytes(t, m.CacheKVDim()))
 }
 
 // CheckKVType reports whether the attention can read a cache of type t:
 // F32 and F16 always, Q8_0 when each head is whole 32-value blocks.
 func (m *Model) CheckKVType(t tensor.DType) error {
-	if err := kvcache.CheckType(t, m.KVDim()); err != nil {
+	if err := kvcache.CheckType(t, m.CacheKVDim()); err != nil {
 		return err
 	}
-	if t == tensor.Q8_0 && m.HeadDim%32 != 0 {
-		return fmt.Errorf("model: a q8_0 KV cache needs head_dim a multiple of 32, the model has %d (use f16)", m.HeadDim)
+	for l := range m.Layers {
+		if hd := m.LayerHeadDim(l); t == tensor.Q8_0 && hd%32 != 0 {
+			return fmt.Errorf("model: a q8_0 KV cache needs head_dim a multiple of 32, the model has %d (use f16)", hd)
+		}
 	}
 	return nil
 }
@@ -339,7 +374,7 @@ func (m *Model) NewCacheType(ctxSize int, t tensor.DType) (*kvcache.Cache, error
 	if err := m.CheckKVType(t); err != nil {
 		return nil, err
 	}
-	return kvcache.ForTokensType(t, m.Layers, m.KVDim(), ctxSize)
+	return kvcache.ForTokensType(t, m.CacheLayers(), m.CacheKVDim(), ctxSize)
 }
 
 // ParamCount is the number of weight elements in the files.

@@ -116,11 +116,22 @@ func topK(sel []int, p []float32) {
 // over the pool (prefill: many rows per expert). A pair's arithmetic is
 // the same either way.
 func (m *Model) moeFFN(lw *layerWeights, n int) {
+	m.moeFFNFrom(lw, n, m.ws.xb[:n*m.Dim])
+}
+
+// moeFFNFrom is moeFFN with the router reading routerIn (n, dim) instead
+// of ws.xb (Gemma 4 routes on its own normalisation of the stream).
+func (m *Model) moeFFNFrom(lw *layerWeights, n int, routerIn []float32) {
 	c, ws, w := &m.Config, &m.ws, &m.moe
 	dim, k := c.Dim, c.ExpertsUsed
 	xb := ws.xb[:n*dim]
-	m.pool.MatMul(w.logits[:n*c.Experts], lw.router, xb, n)
-	w.route(n, c.Experts, k)
+	m.pool.MatMul(w.logits[:n*c.Experts], lw.router, routerIn, n)
+	if c.OAIMoE {
+		addBias(w.logits[:n*c.Experts], lw.routerB, n)
+		w.routeTopKSoftmax(n, c.Experts, k)
+	} else {
+		w.route(n, c.Experts, k)
+	}
 	if w.trace != nil {
 		w.trace(w.sel[:n*k], w.logits[:n*c.Experts])
 	}
@@ -180,10 +191,31 @@ func (m *Model) runExpert(lw *layerWeights, e int, pool *tensor.Pool) {
 	}
 	pool.MatMul(h1, lw.expGate[e], xe, r)
 	pool.MatMul(h2, lw.expUp[e], xe, r)
-	for j := range r { // row by row, as elementwise (batch invariance)
-		tensor.SwiGLU(h1[j*eh:(j+1)*eh], h2[j*eh:(j+1)*eh])
+	if c.OAIMoE {
+		addBias(h1, lw.expGateB[e*eh:(e+1)*eh], r)
+		addBias(h2, lw.expUpB[e*eh:(e+1)*eh], r)
+		for j := range r {
+			swigluOAI(h1[j*eh:(j+1)*eh], h2[j*eh:(j+1)*eh])
+		}
+	} else if c.GELUGate { // Gemma 4: GeGLU experts
+		for i, g := range h1 {
+			h1[i] = geluTanh(g) * h2[i]
+		}
+	} else {
+		for j := range r { // row by row, as elementwise (batch invariance)
+			tensor.SwiGLU(h1[j*eh:(j+1)*eh], h2[j*eh:(j+1)*eh])
+		}
 	}
 	pool.MatMul(ye, lw.expDown[e], h1, r)
+	if lw.g4 != nil && lw.g4.downScale != nil {
+		s := lw.g4.downScale[e]
+		for i := range ye {
+			ye[i] *= s
+		}
+	}
+	if c.OAIMoE {
+		addBias(ye, lw.expDownB[e*dim:(e+1)*dim], r)
+	}
 	for j, pr := range w.pairs[lo:hi] {
 		copy(w.out[pr*dim:(pr+1)*dim], ye[j*dim:(j+1)*dim])
 	}

@@ -25,6 +25,20 @@ func rmsNorm(o, x, w []float32, eps float32) {
 	}
 }
 
+// rmsNormPlain normalises x in place to unit root mean square, without
+// gains: x / sqrt(mean(x²) + eps) (Gemma 4's V-norm).
+func rmsNormPlain(x []float32, eps float32) {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	ss = ss/float32(len(x)) + eps
+	s := float32(1 / math.Sqrt(float64(ss)))
+	for i, v := range x {
+		x[i] = s * v
+	}
+}
+
 // layerNorm writes o = (x - mean(x)) / sqrt(var(x) + eps) ⊙ w + b. o may
 // alias x.
 func layerNorm(o, x, w, b []float32, eps float32) {

@@ -69,7 +69,7 @@ func (j *parJob) Range(lo, hi, worker int) {
 			j.x[lo*w+i] = geluTanh(h) * j.o[lo*w+i]
 		}
 	case jobRope:
-		m.ropeTokens(j.lw, j.x, j.o, lo, hi)
+		m.ropeTokens(j.l, j.lw, j.x, j.o, lo, hi)
 	}
 }
 

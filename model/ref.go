@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -110,7 +111,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 	if m.w.posEmb != nil && L > m.w.posEmb.Rows {
 		return nil, fmt.Errorf("%w: %d tokens exceed context length %d", ErrBatch, L, m.w.posEmb.Rows)
 	}
-	dim, hd, qd, kvd := cfg.Dim, cfg.HeadDim, cfg.QDim(), cfg.KVDim()
+	dim := cfg.Dim
 	w := &m.w
 	row := make([]float32, dim)
 
@@ -130,8 +131,16 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			}
 		}
 	}
+	var perLayer []float64 // (L, layers, per_layer) Gemma 4's per-layer inputs
+	if cfg.PerLayerDim > 0 {
+		perLayer = refPerLayerInputs(cfg, w, tokens, x, rnd)
+	}
+	// Each cache-owning layer's K and V (after norms and RoPE), which a
+	// shared-KV layer reads.
+	layerK, layerV := make([][]float64, len(w.layers)), make([][]float64, len(w.layers))
 	for l := range w.layers {
 		lw := &w.layers[l]
+		hd, qd, kvd := cfg.LayerHeadDim(l), cfg.LayerQDim(l), cfg.LayerKVDim(l)
 		h := refNorm(cfg, x, lw.attnNorm, lw.attnNormB)
 		var q, k, v []float64 // (L, q_dim), (L, kv_dim), (L, kv_dim)
 		if lw.wqkv != nil {
@@ -145,33 +154,51 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			}
 		} else {
 			q = rnd.matMul(lw.wq, h, L, lw.bq)
-			k = rnd.matMul(lw.wk, h, L, lw.bk)
-			v = rnd.matMul(lw.wv, h, L, lw.bv)
+			if cfg.OwnsKV(l) {
+				k = rnd.matMul(lw.wk, h, L, lw.bk)
+				if lw.wv != nil {
+					v = rnd.matMul(lw.wv, h, L, lw.bv)
+				} else {
+					v = slices.Clone(k) // the values are the keys' projection
+				}
+			}
 		}
 		freqs := m.layerFreqs(l)
+		rd := cfg.LayerRopeDim(l)
 		for i := range L {
 			for hh := range cfg.Heads {
 				if lw.qNorm != nil {
 					refRMSNorm(q[i*qd+hh*hd:i*qd+(hh+1)*hd], lw.qNorm, cfg.NormEps)
 				}
-				refRope(cfg, freqs, q[i*qd+hh*hd:i*qd+(hh+1)*hd], i)
+				refRope(cfg, freqs, rd, q[i*qd+hh*hd:i*qd+(hh+1)*hd], i)
 			}
-			for hh := range cfg.KVHeads {
+			if !cfg.OwnsKV(l) {
+				continue
+			}
+			for hh := range cfg.LayerKVHeads(l) {
 				if lw.kNorm != nil {
 					refRMSNorm(k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], lw.kNorm, cfg.NormEps)
 				}
-				refRope(cfg, freqs, k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], i)
+				if cfg.VNorm {
+					refRMSNorm(v[i*kvd+hh*hd:i*kvd+(hh+1)*hd], nil, cfg.NormEps)
+				}
+				refRope(cfg, freqs, rd, k[i*kvd+hh*hd:i*kvd+(hh+1)*hd], i)
 			}
 		}
-		if kv != tensor.F32 {
+		if cfg.OwnsKV(l) && kv != tensor.F32 {
 			if err := m.CheckKVType(kv); err != nil {
 				return nil, err
 			}
 			refRoundKV(k, kvd, kv)
 			refRoundKV(v, kvd, kv)
 		}
+		if cfg.OwnsKV(l) {
+			layerK[l], layerV[l] = k, v
+		} else {
+			k, v = layerK[cfg.KVSource(l)], layerV[cfg.KVSource(l)]
+		}
 		att := make([]float64, L*qd) // (L, q_dim)
-		group := cfg.Heads / cfg.KVHeads
+		group := cfg.Heads / cfg.LayerKVHeads(l)
 		scale := cfg.attnScale()
 		for i := range L {
 			start := 0
@@ -184,7 +211,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 					qh = refRoundF16(qh)
 				}
 				g := hh / group
-				if rnd.vAcc16 {
+				if rnd.vAcc16 && lw.sinks == nil {
 					refFlashF16(att[i*qd+hh*hd:i*qd+(hh+1)*hd], qh, k, v, g*hd, kvd, start, i, scale, float64(cfg.AttnSoftcap))
 					continue
 				}
@@ -202,10 +229,18 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 					sc[p-start] = s
 					mx = math.Max(mx, s)
 				}
+				var sink float64
+				if lw.sinks != nil {
+					sink = float64(lw.sinks[hh])
+					mx = math.Max(mx, sink)
+				}
 				var sum float64
 				for j := range sc {
 					sc[j] = math.Exp(sc[j] - mx)
 					sum += sc[j]
+				}
+				if lw.sinks != nil {
+					sum += math.Exp(sink - mx)
 				}
 				out := att[i*qd+hh*hd : i*qd+(hh+1)*hd]
 				for p := start; p <= i; p++ {
@@ -224,7 +259,9 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			x[i] += o[i]
 		}
 		h = refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
-		if lw.router != nil {
+		if lw.g4 != nil {
+			o = refGemma4FFN(cfg, lw, x, h, L, rnd)
+		} else if lw.router != nil {
 			o = refMoE(cfg, lw, h, L, rnd)
 		} else {
 			var a []float64 // (L, hidden)
@@ -251,6 +288,14 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		}
 		for i := range x {
 			x[i] += o[i]
+		}
+		if lw.plGate != nil {
+			refPerLayerBlock(cfg, lw, l, x, perLayer, L, rnd)
+		}
+		if lw.outScale != nil {
+			for i := range x {
+				x[i] *= float64(lw.outScale[0])
+			}
 		}
 	}
 	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
@@ -284,6 +329,10 @@ func refRMSNorm(x []float64, g []float32, eps float32) {
 	}
 	s := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
 	for j := range x {
+		if g == nil {
+			x[j] *= s
+			continue
+		}
 		x[j] *= s * float64(g[j])
 	}
 }
@@ -294,8 +343,11 @@ func refRMSNorm(x []float64, g []float32, eps float32) {
 // SwiGLU outputs.
 func refMoE(cfg *Config, lw *layerWeights, h []float64, L int, rnd refRounding) []float64 {
 	dim := cfg.Dim
-	r := rnd.matMul(lw.router, h, L, nil) // (L, experts)
+	r := rnd.matMul(lw.router, h, L, lw.routerB) // (L, experts)
 	out := make([]float64, L*dim)
+	if cfg.OAIMoE {
+		return refMoEOAI(cfg, lw, h, r, L, rnd)
+	}
 	for i := range L {
 		p := r[i*cfg.Experts : (i+1)*cfg.Experts]
 		mx := math.Inf(-1)
@@ -394,8 +446,8 @@ func refNorm(cfg *Config, x []float64, g, b []float32) []float64 {
 }
 
 // refRope rotates one head at position pos in the config's layout.
-func refRope(cfg *Config, freqs []float64, x []float64, pos int) {
-	half := cfg.RopeDim / 2
+func refRope(cfg *Config, freqs []float64, ropeDim int, x []float64, pos int) {
+	half := ropeDim / 2
 	ms := cfg.ropeMScale()
 	for i := range half {
 		s, c := math.Sincos(float64(pos) * freqs[i])

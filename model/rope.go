@@ -34,15 +34,16 @@ func ropeNeox(x, cos, sin []float32) {
 // theta^(-2i/RopeDim), adjusted by the config's scaling (or divided by the
 // file's explicit per-pair factors).
 func ropeFreqs(c *Config, factors []float32) []float64 {
-	return ropeFreqsBase(c, c.RopeTheta, factors, c.RopeScaling)
+	return ropeFreqsBase(c.RopeDim, c.RopeTheta, factors, c.RopeScaling)
 }
 
-// ropeFreqsBase is ropeFreqs with base theta and scaling s.
-func ropeFreqsBase(c *Config, theta float64, factors []float32, s RopeScaling) []float64 {
-	n := c.RopeDim / 2
+// ropeFreqsBase is ropeFreqs for dim rotated dimensions with base theta
+// and scaling s.
+func ropeFreqsBase(dim int, theta float64, factors []float32, s RopeScaling) []float64 {
+	n := dim / 2
 	f := make([]float64, n)
 	for i := range f {
-		f[i] = math.Pow(theta, -float64(2*i)/float64(c.RopeDim))
+		f[i] = math.Pow(theta, -float64(2*i)/float64(dim))
 	}
 	if factors != nil {
 		for i := range f {
@@ -56,6 +57,34 @@ func ropeFreqsBase(c *Config, theta float64, factors []float32, s RopeScaling) [
 			for i := range f {
 				f[i] /= s.Factor
 			}
+		}
+	case "yarn":
+		// YaRN (llama.cpp's rope_yarn, ext_factor 1): pair i's angle
+		// blends the interpolated angle (÷ Factor) with the original
+		// one by ramp_i, which is 1 for the fast pairs (index below the
+		// dimension that turns BetaFast times in OrigContext positions)
+		// and 0 for the slow ones (below BetaSlow turns), linear
+		// between. The blend is linear in the position, so it is a
+		// per-pair frequency; the magnitude factor is ropeMScale's.
+		if s.Factor <= 0 || s.OrigContext <= 0 {
+			break
+		}
+		fast, slow := s.BetaFast, s.BetaSlow
+		if fast == 0 {
+			fast = 32
+		}
+		if slow == 0 {
+			slow = 1
+		}
+		corr := func(turns float64) float64 {
+			return float64(dim) * math.Log(float64(s.OrigContext)/(turns*2*math.Pi)) / (2 * math.Log(theta))
+		}
+		low := math.Max(0, math.Floor(corr(fast)))
+		high := math.Min(float64(dim-1), math.Ceil(corr(slow)))
+		for i, fr := range f {
+			y := (float64(i) - low) / math.Max(0.001, high-low)
+			ramp := 1 - math.Min(1, math.Max(0, y))
+			f[i] = fr * ((1-ramp)/s.Factor + ramp)
 		}
 	case "llama3":
 		if s.Factor <= 0 || s.OrigContext <= 0 || s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor {
@@ -92,53 +121,71 @@ func ropeTableScaled(cos, sin []float32, freqs []float64, pos int, mscale float6
 }
 
 // ropeMScale is the factor RoPE multiplies cos and sin by.
+// RopeAttnFactor (1 when unset), and for YaRN also 1 + 0.1·ln(Factor)
+// (the magnitude correction of the interpolated angles, as llama.cpp's
+// rope_yarn applies it).
 func (c *Config) ropeMScale() float64 {
+	ms := 1.0
 	if c.RopeAttnFactor > 0 {
-		return c.RopeAttnFactor
+		ms = c.RopeAttnFactor
 	}
-	return 1
+	if s := c.RopeScaling; s.Type == "yarn" && s.Factor > 1 && s.OrigContext > 0 {
+		ms *= 1 + 0.1*math.Log(s.Factor)
+	}
+	return ms
 }
 
 // ropeAll applies layer lw's QK-norm (if any) and rotates the q (n, q_dim)
 // and k (n, kv_dim) rows of n tokens by their positions' angles (ws.rc,
 // ws.rs).
-func (m *Model) ropeAll(lw *layerWeights, q, k []float32, n int) {
-	if n*(m.QDim()+m.KVDim()) < parRowsMin || m.pool.Threads() <= 1 {
-		m.ropeTokens(lw, q, k, 0, n)
+func (m *Model) ropeAll(l int, lw *layerWeights, q, k []float32, n int) {
+	if n*(m.LayerQDim(l)+m.LayerKVDim(l)) < parRowsMin || m.pool.Threads() <= 1 {
+		m.ropeTokens(l, lw, q, k, 0, n)
 		return
 	}
 	j := &m.job
-	j.x, j.o, j.lw = q, k, lw
+	j.x, j.o, j.lw, j.l = q, k, lw, l
 	m.parallel(jobRope, n, max(1, n/(4*m.pool.Threads())))
 }
 
-// ropeTokens normalises (QK-norm: RMSNorm of each HeadDim-wide head with
-// the layer's gains) and rotates the q and k rows of tokens [lo, hi).
-func (m *Model) ropeTokens(lw *layerWeights, q, k []float32, lo, hi int) {
-	qd, kvd, hd, half := m.QDim(), m.KVDim(), m.HeadDim, m.RopeDim/2
+// ropeTokens normalises (QK-norm: RMSNorm of each head with the layer's
+// gains; Gemma 4's V-norm: of each V head without gains) and rotates the q
+// and k rows of tokens [lo, hi) of layer l.
+func (m *Model) ropeTokens(l int, lw *layerWeights, q, k []float32, lo, hi int) {
+	qd, kvd, hd, half := m.LayerQDim(l), m.LayerKVDim(l), m.LayerHeadDim(l), m.LayerRopeDim(l)/2
 	ws := &m.ws
+	owns := m.OwnsKV(l) // else k is unused (a shared-KV layer)
 	for i := lo; i < hi; i++ {
 		qi, ki := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd]
 		if lw.qNorm != nil {
 			for h := 0; h < qd; h += hd {
 				rmsNorm(qi[h:h+hd], qi[h:h+hd], lw.qNorm, m.NormEps)
 			}
+		}
+		if lw.kNorm != nil {
 			for h := 0; h < kvd; h += hd {
 				rmsNorm(ki[h:h+hd], ki[h:h+hd], lw.kNorm, m.NormEps)
+			}
+		}
+		if m.VNorm && owns {
+			vi := m.ws.v[i*kvd : (i+1)*kvd]
+			for h := 0; h < kvd; h += hd {
+				rmsNormPlain(vi[h:h+hd], m.NormEps)
 			}
 		}
 		if half == 0 {
 			continue
 		}
 		cs, sn := ws.rc[i*half:(i+1)*half], ws.rs[i*half:(i+1)*half]
-		m.rope(qi, m.Heads, cs, sn)
-		m.rope(ki, m.KVHeads, cs, sn)
+		m.rope(qi, m.Heads, hd, cs, sn)
+		if owns {
+			m.rope(ki, m.LayerKVHeads(l), hd, cs, sn)
+		}
 	}
 }
 
-// rope rotates each of the heads (HeadDim wide) of one token's q or k.
-func (m *Model) rope(x []float32, heads int, cos, sin []float32) {
-	hd := m.HeadDim
+// rope rotates each of the heads (hd wide) of one token's q or k.
+func (m *Model) rope(x []float32, heads, hd int, cos, sin []float32) {
 	for h := range heads {
 		if m.RopeNeox {
 			ropeNeox(x[h*hd:(h+1)*hd], cos, sin)

@@ -17,7 +17,15 @@ type weights struct {
 	outNorm, outNormB []float32   // (dim) final norm gain (and LayerNorm bias)
 	output            *tensor.Mat // (vocab, dim); == tokEmb when tied
 
-	ropeFreqs []float32 // (RopeDim/2) GGUF rope_freqs divisors (Llama 3 scaling); nil if absent
+	ropeFreqs []float32 // (RopeDim/2) GGUF rope_freqs divisors (Llama 3 scaling; Gemma 4's global layers); nil if absent
+
+	// Gemma 4's per-layer inputs (nil without them): each token's
+	// (layers·per_layer) row of perLayerEmb, and the projection of its
+	// scaled embedding by perLayerProj, normalised per layer by
+	// perLayerNorm (see gemma4.go).
+	perLayerEmb  *tensor.Mat // (vocab, layers·per_layer)
+	perLayerProj *tensor.Mat // (layers·per_layer, dim)
+	perLayerNorm []float32   // (per_layer)
 }
 
 type layerWeights struct {
@@ -46,6 +54,23 @@ type layerWeights struct {
 	// e is the e-th (rows, cols) slab).
 	router                  *tensor.Mat   // (experts, dim), float32 in llama.cpp's files
 	expGate, expUp, expDown []*tensor.Mat // (experts) × (expert_hidden, dim), (expert_hidden, dim), (dim, expert_hidden)
+	// gpt-oss's biases (nil otherwise): router (experts), and per expert
+	// gate and up (experts, expert_hidden) and down (experts, dim).
+	routerB                    []float32
+	expGateB, expUpB, expDownB []float32
+
+	sinks []float32 // (heads) attention sink logits (gpt-oss); nil if none
+
+	// g4 is a Gemma 4 MoE layer's extra weights (gemma4.go); its dense FFN
+	// is wGate/wUp/wDown and its experts router/expGate/expUp/expDown.
+	g4 *gemma4MoE
+
+	// Gemma 4 (nil without): the per-layer input gate (per_layer, dim),
+	// its projection back (dim, per_layer) and the norm after it; the
+	// layer's output scale (1 value).
+	plGate, plProj *tensor.Mat
+	plPostNorm     []float32
+	outScale       []float32
 }
 
 // checkMat verifies a matrix's shape and that its type is computable.
@@ -57,7 +82,7 @@ func checkMat(name string, m *tensor.Mat, rows, cols int) error {
 		return fmt.Errorf("model: tensor %s has shape (%d, %d), want (%d, %d)", name, m.Rows, m.Cols, rows, cols)
 	}
 	if !tensor.Computable(m.Type) {
-		return fmt.Errorf("model: tensor %s has unsupported type %s", name, m.Type)
+		return fmt.Errorf("model: tensor %s has unsupported type %s (supported: %s)", name, m.Type, tensor.SupportedTypes())
 	}
 	if rb, err := m.Type.RowBytes(cols); err != nil || len(m.Data) != rows*rb {
 		return fmt.Errorf("model: tensor %s has %d bytes, want %d (%s)", name, len(m.Data), rows*rb, m.Type)
@@ -82,7 +107,7 @@ func checkVec(name string, v []float32, n int, required bool) error {
 // Loaders name tensors in their own convention before this; it catches
 // whatever they let through (and llama2.c, which has no names).
 func (w *weights) check(c *Config) error {
-	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
+	dim := c.Dim
 	if err := checkMat("token_embd", w.tokEmb, c.Vocab, dim); err != nil {
 		return err
 	}
@@ -104,6 +129,7 @@ func (w *weights) check(c *Config) error {
 	for i := range w.layers {
 		l := &w.layers[i]
 		p := fmt.Sprintf("blk.%d.", i)
+		qd, kvd, hid, hd := c.LayerQDim(i), c.LayerKVDim(i), c.LayerHidden(i), c.LayerHeadDim(i)
 		errs := []error{
 			checkVec(p+"attn_norm", l.attnNorm, dim, true),
 			checkVec(p+"attn_norm.bias", l.attnNormB, dim, gpt2),
@@ -111,12 +137,19 @@ func (w *weights) check(c *Config) error {
 			checkVec(p+"ffn_norm.bias", l.ffnNormB, dim, gpt2),
 			checkMat(p+"attn_output", l.wo, dim, qd),
 			checkVec(p+"attn_output.bias", l.bo, dim, false),
-			checkVec(p+"attn_q_norm", l.qNorm, c.HeadDim, c.QKNorm),
-			checkVec(p+"attn_k_norm", l.kNorm, c.HeadDim, c.QKNorm),
+			checkVec(p+"attn_q_norm", l.qNorm, hd, c.QKNorm),
+			checkVec(p+"attn_k_norm", l.kNorm, hd, c.QKNorm && c.OwnsKV(i)),
+			checkVec(p+"attn_sinks", l.sinks, c.Heads, c.AttnSinks),
 			checkVec(p+"post_attention_norm", l.attnPostNorm, dim, c.PostNorms),
 			checkVec(p+"post_ffw_norm", l.ffnPostNorm, dim, c.PostNorms),
 		}
-		if c.Experts > 0 {
+		if l.g4 != nil {
+			errs = append(errs, checkVec(p+"ffn_gate_inp.scale", l.g4.routerScale, dim, true), checkVec(p+"pre_ffw_norm_2", l.g4.preNorm2, dim, true),
+				checkVec(p+"post_ffw_norm_1", l.g4.postNorm1, dim, true), checkVec(p+"post_ffw_norm_2", l.g4.postNorm2, dim, true),
+				checkVec(p+"ffn_down_exps.scale", l.g4.downScale, c.Experts, false),
+				checkMat(p+"ffn_up", l.wUp, hid, dim), checkMat(p+"ffn_down", l.wDown, dim, hid))
+		}
+		if c.Experts > 0 && (l.router != nil || c.Arch != ArchGemma4) {
 			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim))
 			if len(l.expGate) != c.Experts || len(l.expUp) != c.Experts || len(l.expDown) != c.Experts {
 				errs = append(errs, fmt.Errorf("model: layer %d has %d/%d/%d expert matrices, want %d", i, len(l.expGate), len(l.expUp), len(l.expDown), c.Experts))
@@ -127,18 +160,24 @@ func (w *weights) check(c *Config) error {
 						checkMat(p+"ffn_down_exps", l.expDown[e], dim, eh))
 				}
 			}
-		} else {
+		} else if l.g4 == nil {
 			errs = append(errs, checkMat(p+"ffn_up", l.wUp, hid, dim), checkVec(p+"ffn_up.bias", l.bUp, hid, false),
 				checkMat(p+"ffn_down", l.wDown, dim, hid), checkVec(p+"ffn_down.bias", l.bDown, dim, false))
 		}
-		if l.wqkv != nil {
+		if !c.OwnsKV(i) {
+			errs = append(errs, checkMat(p+"attn_q", l.wq, qd, dim), checkVec(p+"attn_q.bias", l.bq, qd, false))
+		} else if l.wqkv != nil {
 			errs = append(errs, checkMat(p+"attn_qkv", l.wqkv, qd+2*kvd, dim), checkVec(p+"attn_qkv.bias", l.bqkv, qd+2*kvd, false))
 		} else {
+			wv := l.wv
+			if wv == nil && c.Arch == ArchGemma4 {
+				wv = l.wk // the values are the keys' projection (forward.go copies them)
+			}
 			errs = append(errs,
-				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", l.wv, kvd, dim),
+				checkMat(p+"attn_q", l.wq, qd, dim), checkMat(p+"attn_k", l.wk, kvd, dim), checkMat(p+"attn_v", wv, kvd, dim),
 				checkVec(p+"attn_q.bias", l.bq, qd, false), checkVec(p+"attn_k.bias", l.bk, kvd, false), checkVec(p+"attn_v.bias", l.bv, kvd, false))
 		}
-		if !gpt2 && c.Experts == 0 {
+		if !gpt2 && (c.Experts == 0 || c.Arch == ArchGemma4) {
 			errs = append(errs, checkMat(p+"ffn_gate", l.wGate, hid, dim))
 		}
 		for _, err := range errs {
@@ -155,6 +194,28 @@ func (w *weights) check(c *Config) error {
 	}
 	if err := checkMat("output", w.output, c.Vocab, dim); err != nil {
 		return err
+	}
+	if c.PerLayerDim > 0 {
+		pl := c.PerLayerDim
+		if err := checkMat("per_layer_token_embd", w.perLayerEmb, c.Vocab, c.Layers*pl); err != nil {
+			return err
+		}
+		if err := checkMat("per_layer_model_proj", w.perLayerProj, c.Layers*pl, dim); err != nil {
+			return err
+		}
+		if err := checkVec("per_layer_proj_norm", w.perLayerNorm, pl, true); err != nil {
+			return err
+		}
+		for i := range w.layers {
+			l := &w.layers[i]
+			p := fmt.Sprintf("blk.%d.", i)
+			for _, err := range []error{checkMat(p+"inp_gate", l.plGate, pl, dim), checkMat(p+"proj", l.plProj, dim, pl),
+				checkVec(p+"post_norm", l.plPostNorm, dim, true)} {
+				if err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if w.ropeFreqs != nil && len(w.ropeFreqs) != c.RopeDim/2 {
 		return fmt.Errorf("model: tensor rope_freqs has %d elements, want %d", len(w.ropeFreqs), c.RopeDim/2)

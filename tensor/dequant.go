@@ -373,6 +373,14 @@ func dequantRow(dst []float32, t DType, src []byte) bool {
 		dequantQ6_K(dst, src)
 	case Q8_K:
 		dequantQ8_K(dst, src)
+	case IQ4_NL:
+		dequantIQ4_NL(dst, src)
+	case IQ4_XS:
+		dequantIQ4_XS(dst, src)
+	case IQ3_S:
+		dequantIQ3_S(dst, src)
+	case MXFP4:
+		dequantMXFP4(dst, src)
 	default:
 		return false
 	}

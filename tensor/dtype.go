@@ -30,6 +30,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // DType is a weight element type. The numeric values are GGUF's ggml_type
@@ -51,12 +52,18 @@ const (
 	Q5_K DType = 13
 	Q6_K DType = 14
 	Q8_K DType = 15
-	I8   DType = 24
-	I16  DType = 25
-	I32  DType = 26
-	I64  DType = 27
-	F64  DType = 28
-	BF16 DType = 30
+	// IQ4_NL, IQ3_S, IQ4_XS: llama.cpp's non-linear "i-quants"; MXFP4: the
+	// OCP microscaling 4-bit float format (see dequant_iq.go).
+	IQ4_NL DType = 20
+	IQ3_S  DType = 21
+	IQ4_XS DType = 23
+	I8     DType = 24
+	I16    DType = 25
+	I32    DType = 26
+	I64    DType = 27
+	F64    DType = 28
+	BF16   DType = 30
+	MXFP4  DType = 39
 )
 
 // typeInfo: a block of blockSize elements takes blockBytes bytes.
@@ -89,6 +96,11 @@ var types = [...]typeInfo{
 	Q5_K: {"Q5_K", 256, 2 + 2 + 12 + 256/8 + 256/2},
 	Q6_K: {"Q6_K", 256, 256/2 + 256/4 + 256/16 + 2},
 	Q8_K: {"Q8_K", 256, 4 + 256 + 256/16*2},
+	// i-quants and MXFP4 (dequant_iq.go)
+	IQ4_NL: {"IQ4_NL", 32, 2 + 16},
+	IQ4_XS: {"IQ4_XS", 256, 2 + 2 + 256/64 + 256/2},
+	IQ3_S:  {"IQ3_S", 256, 2 + 256/4 + 256/32 + 256/8 + 256/64},
+	MXFP4:  {"MXFP4", 32, 1 + 16},
 }
 
 // Known reports whether t is a type this package can size.
@@ -101,11 +113,43 @@ func (t DType) info() typeInfo {
 	return typeInfo{}
 }
 
+// String is the type's ggml name (also for the ggml types this package
+// does not implement, e.g. IQ2_XXS), else "type(N)".
 func (t DType) String() string {
 	if ti := t.info(); ti.blockSize != 0 {
 		return ti.name
 	}
+	if int(t) < len(ggmlNames) && ggmlNames[t] != "" {
+		return ggmlNames[t]
+	}
 	return fmt.Sprintf("type(%d)", uint32(t))
+}
+
+// ggmlNames names every ggml_type id (ggml.h), implemented or not, so an
+// unsupported tensor type is reported by name.
+var ggmlNames = [...]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 4: "Q4_2", 5: "Q4_3", 6: "Q5_0", 7: "Q5_1",
+	8: "Q8_0", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K",
+	15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL",
+	21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64",
+	28: "F64", 29: "IQ1_M", 30: "BF16", 31: "Q4_0_4_4", 32: "Q4_0_4_8", 33: "Q4_0_8_8",
+	34: "TQ1_0", 35: "TQ2_0", 36: "IQ4_NL_4_4", 37: "IQ4_NL_4_8", 38: "IQ4_NL_8_8",
+	39: "MXFP4", 40: "NVFP4", 41: "Q1_0", 42: "Q2_0",
+}
+
+// IsGGML reports whether t is a ggml type id, implemented here or not.
+func (t DType) IsGGML() bool { return int(t) < len(ggmlNames) && ggmlNames[t] != "" }
+
+// SupportedTypes lists, in id order, the weight types MatMul and
+// DequantizeRow support (Computable), for error messages.
+func SupportedTypes() string {
+	var names []string
+	for t := range DType(len(types)) {
+		if Computable(t) {
+			names = append(names, t.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // BlockSize is the number of elements in one block (1 for plain types).

@@ -10,11 +10,11 @@ import (
 // has no quantized dot product (plain float types included).
 func actsFormat(wt DType) (f DType, ok bool) {
 	switch wt {
-	case Q4_0, Q5_0, Q8_0:
+	case Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4:
 		return Q8_0, true
 	case Q4_1, Q5_1:
 		return Q8_1, true
-	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K:
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S:
 		return Q8_K, true
 	}
 	return 0, false

@@ -4,7 +4,8 @@ import "unsafe"
 
 // dotQRows sets dst[i] = dotQ(wt, row i, a, off) for the len(dst) weight
 // rows of n elements each, row i starting at w[i*stride]. Types with an
-// AVX2 kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) run the
+// AVX2 kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; IQ4_NL,
+// MXFP4, IQ4_XS in rowdot_iq_amd64.s) run the
 // whole row loop in one assembly call; the others, and machines without
 // AVX2, use the reference dotQ. Bounds are checked here, once.
 func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs, off int) {
@@ -58,12 +59,14 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 		qdotQ5_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q6_K:
 		qdotQ6_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+	default:
+		qdotIQ(wt, pd, rows, pw, st, pq, pdd, aux, nb)
 	}
 }
 
 // hasQdotKernel reports whether weight type wt has an assembly kernel on
 // this machine.
-func hasQdotKernel(wt DType) bool { return hasSIMD && qdotType(wt) }
+func hasQdotKernel(wt DType) bool { return hasSIMD && qdotType(wt) || hasIQKernel(wt) }
 
 // qdotType reports whether wt is one of the types with integer-dot
 // kernels (on some machines). MatMul's choice of path depends on this, not
@@ -105,6 +108,12 @@ func qBlock(t DType) (bs, bb int) {
 		return 256, 176
 	case Q6_K:
 		return 256, 210
+	case IQ4_NL:
+		return 32, 18
+	case MXFP4:
+		return 32, 17
+	case IQ4_XS:
+		return 256, 136
 	}
 	return t.BlockSize(), t.blockBytes()
 }

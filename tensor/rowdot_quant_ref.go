@@ -52,6 +52,14 @@ func dotQ(wt DType, w []byte, a *quantizedActs, off int) float32 {
 		return dotQ5_K(w, a.Q[off:], a.D[off/qkK:], a.BSums[off/16:])
 	case Q6_K:
 		return dotQ6_K(w, a.Q[off:], a.D[off/qkK:])
+	case IQ4_NL:
+		return dotIQ4_NL(w, a.Q[off:], a.D[off/32:])
+	case MXFP4:
+		return dotMXFP4(w, a.Q[off:], a.D[off/32:])
+	case IQ4_XS:
+		return dotIQ4_XS(w, a.Q[off:], a.D[off/qkK:])
+	case IQ3_S:
+		return dotIQ3_S(w, a.Q[off:], a.D[off/qkK:])
 	}
 	panic("unreachable")
 }

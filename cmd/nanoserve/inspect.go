@@ -69,6 +69,17 @@ type inspectConfig struct {
 	Experts         int     `json:"experts,omitempty"`
 	ExpertsUsed     int     `json:"experts_used,omitempty"`
 	ExpertHiddenDim int     `json:"expert_hidden_dim,omitempty"`
+
+	// Per-layer variations (issue 31).
+	NoRopeLayers   []int `json:"no_rope_layers,omitempty"`   // layers without RoPE (SmolLM3)
+	HeadDimSWA     int   `json:"head_dim_swa,omitempty"`     // head dim of the windowed layers (Gemma 4)
+	KVHeadsSWA     int   `json:"kv_heads_swa,omitempty"`     // KV heads of the windowed layers (Gemma 4 31B)
+	FFNLengths     []int `json:"ffn_lengths,omitempty"`      // FFN width per layer
+	KVCacheLayers  int   `json:"kv_cache_layers"`            // layers that own a KV cache (KV bytes count only these)
+	SharedKVLayers []int `json:"shared_kv_layers,omitempty"` // layers reading another layer's cache
+	KVSources      []int `json:"kv_sources,omitempty"`       // the cache layer each of SharedKVLayers reads
+	PerLayerInput  int   `json:"per_layer_input,omitempty"`  // Gemma 4's per-layer input width
+	AttnSinks      bool  `json:"attention_sinks,omitempty"`  // gpt-oss
 }
 
 type inspectFile struct {
@@ -150,6 +161,17 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 		Params: m.ParamCount(), TensorCount: len(m.Tensors), TensorTypes: map[string]int{},
 		KVBytesPerTok: m.KVBytesPerToken(tensor.F16), KVBytesByType: kvBytesByType(m), EOG: m.Gen.EOG,
 		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
+	}
+	ic := &info.Config
+	ic.KVHeadsSWA = c.KVHeadsSWA
+	ic.HeadDimSWA, ic.FFNLengths, ic.KVCacheLayers, ic.PerLayerInput, ic.AttnSinks = c.HeadDimSWA, c.FFNLengths, c.CacheLayers(), c.PerLayerDim, c.AttnSinks
+	for l := range c.Layers {
+		if c.RopeDim > 0 && c.LayerRopeDim(l) == 0 {
+			ic.NoRopeLayers = append(ic.NoRopeLayers, l)
+		}
+		if !c.OwnsKV(l) {
+			ic.SharedKVLayers, ic.KVSources = append(ic.SharedKVLayers, l), append(ic.KVSources, c.KVSource(l))
+		}
 	}
 	if c.SWALayers != nil {
 		for l, w := range c.SWALayers {
@@ -280,6 +302,21 @@ func printInspect(w io.Writer, in *inspectInfo) {
 	if c.FinalSoftcap != 0 {
 		blocks = append(blocks, fmt.Sprintf("final soft-cap %g", c.FinalSoftcap))
 	}
+	if c.AttnSinks {
+		blocks = append(blocks, "attention sinks")
+	}
+	if c.NoRopeLayers != nil {
+		blocks = append(blocks, fmt.Sprintf("no RoPE on layers %v", c.NoRopeLayers))
+	}
+	if c.HeadDimSWA != 0 {
+		blocks = append(blocks, fmt.Sprintf("head dim %d on windowed layers", c.HeadDimSWA))
+	}
+	if c.KVHeadsSWA != 0 {
+		blocks = append(blocks, fmt.Sprintf("%d kv heads on windowed layers", c.KVHeadsSWA))
+	}
+	if c.PerLayerInput != 0 {
+		blocks = append(blocks, fmt.Sprintf("per-layer inputs %d wide", c.PerLayerInput))
+	}
 	fmt.Fprintf(w, "blocks:         %s FFN, attention scale %.4g", c.FFNActivation, c.AttnScale)
 	if len(blocks) > 0 {
 		fmt.Fprintf(w, ", %s", strings.Join(blocks, ", "))
@@ -301,6 +338,9 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		if f.SHA256 != "" {
 			fmt.Fprintf(w, "sha256:         %s  %s\n", f.SHA256, f.Path)
 		}
+	}
+	if c.SharedKVLayers != nil {
+		fmt.Fprintf(w, "shared kv:      layers %v read the caches of layers %v (%d of %d layers own a cache)\n", c.SharedKVLayers, c.KVSources, c.KVCacheLayers, c.Layers)
 	}
 	fmt.Fprintf(w, "kv cache:       %d bytes per token (f16)", in.KVBytesPerTok)
 	for _, t := range []string{"f32", "q8_0"} {

@@ -50,4 +50,23 @@ func TestInspectArchs(t *testing.T) {
 	if !strings.Contains(text, "experts:        8, 2 used per token, expert ffn 64") {
 		t.Errorf("qwen3moe text:\n%s", text)
 	}
+	// Issue 31: Gemma 4's shared-KV layers own no cache, so the KV bytes
+	// count 3 of its 6 layers; SmolLM3's RoPE-less layer; gpt-oss's sinks.
+	g4, text := load("gemma4")
+	if c := g4.Config; c.KVCacheLayers != 3 || !slices.Equal(c.SharedKVLayers, []int{3, 4, 5}) || !slices.Equal(c.KVSources, []int{1, 1, 2}) ||
+		c.HeadDimSWA != 16 || c.PerLayerInput != 8 || !slices.Equal(c.FFNLengths, []int{64, 64, 64, 128, 128, 128}) || g4.KVBytesPerTok != 768 {
+		t.Errorf("gemma4: %+v, kv bytes %d", c, g4.KVBytesPerTok)
+	}
+	if !strings.Contains(text, "shared kv:      layers [3 4 5] read the caches of layers [1 1 2] (3 of 6 layers own a cache)") ||
+		!strings.Contains(text, "kv cache:       768 bytes per token (f16)") {
+		t.Errorf("gemma4 text:\n%s", text)
+	}
+	sm, text := load("smollm3")
+	if !slices.Equal(sm.Config.NoRopeLayers, []int{3}) || !strings.Contains(text, "no RoPE on layers [3]") {
+		t.Errorf("smollm3: %+v\n%s", sm.Config, text)
+	}
+	oss, text := load("gpt-oss")
+	if !oss.Config.AttnSinks || oss.Config.FFNActivation != "moe-swiglu-oai" || oss.Config.RopeScaling != "yarn" || !strings.Contains(text, "attention sinks") {
+		t.Errorf("gpt-oss: %+v\n%s", oss.Config, text)
+	}
 }

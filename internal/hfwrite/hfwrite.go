@@ -39,13 +39,14 @@ import (
 	"strings"
 
 	"nanoserve/gguf"
+	"nanoserve/llamacpp"
 	"nanoserve/safetensors"
 	"nanoserve/tensor"
 )
 
 // FromGGUF writes dir/config.json and dir/model.safetensors from the GGUF
 // file at path (architectures llama with or without experts, qwen2, qwen3,
-// qwen3moe, gemma2, gemma3, phi3).
+// qwen3moe, gemma2, gemma3, phi3, smollm3, gpt-oss).
 func FromGGUF(path, dir string) error {
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -118,12 +119,34 @@ func FromGGUF(path, dir string) error {
 			cfg["partial_rotary_factor"] = float64(rd*heads) / float64(dim)
 		}
 		cfg["sliding_window"] = nil
+	case "smollm3": // SmolLM3Config: RoPE on every layer but each 4th
+		class = "SmolLM3ForCausalLM"
+		nr := make([]int, u("block_count"))
+		for l := range nr {
+			if (l+1)%4 != 0 {
+				nr[l] = 1
+			}
+		}
+		cfg["no_rope_layers"], cfg["no_rope_layer_interval"], cfg["use_sliding_window"] = nr, 4, false
+	case "gpt-oss":
+		class, modelType = "GptOssForCausalLM", "gpt_oss"
+		gptOssConfig(cfg, u, fl, experts)
 	default:
 		return fmt.Errorf("hfwrite: architecture %q", arch)
 	}
 	cfg["architectures"], cfg["model_type"] = []string{class}, modelType
 	var ts []safetensors.Tensor
+	if arch == "gpt-oss" {
+		fused, err := gptOssExperts(f, u("block_count"))
+		if err != nil {
+			return err
+		}
+		ts = append(ts, fused...)
+	}
 	for _, t := range f.Tensors {
+		if arch == "gpt-oss" && strings.Contains(t.Name, "_exps.") {
+			continue // written fused above
+		}
 		out, err := convertTensor(arch, &t, heads, kvHeads, hd)
 		if err != nil {
 			return err
@@ -178,7 +201,7 @@ func convertTensor(arch string, t *gguf.TensorInfo, heads, kvHeads, hd int) ([]s
 		for i := range v {
 			v[i]--
 		}
-	case arch == "llama" && (strings.HasSuffix(t.Name, "attn_q.weight") || strings.HasSuffix(t.Name, "attn_k.weight")):
+	case llamacpp.PermutesQK(arch) && (strings.HasSuffix(t.Name, "attn_q.weight") || strings.HasSuffix(t.Name, "attn_k.weight")):
 		h := heads
 		if strings.HasSuffix(t.Name, "attn_k.weight") {
 			h = kvHeads
@@ -264,11 +287,16 @@ func hfName(arch, name string) (string, error) {
 		}
 	case "ffn_down.weight":
 		hf = "mlp.down_proj.weight"
-	case "ffn_gate_inp.weight":
+	case "ffn_gate_inp.weight", "ffn_gate_inp.bias":
 		hf = "mlp.gate.weight"
-		if arch == "llama" {
+		switch arch {
+		case "llama":
 			hf = "block_sparse_moe.gate.weight"
+		case "gpt-oss":
+			hf = "mlp.router." + strings.TrimPrefix(suffix, "ffn_gate_inp.")
 		}
+	case "attn_sinks.weight":
+		hf = "self_attn.sinks"
 	case "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight":
 		kind := strings.TrimSuffix(strings.TrimPrefix(suffix, "ffn_"), "_exps.weight")
 		if arch == "llama" {
