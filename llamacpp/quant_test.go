@@ -111,7 +111,7 @@ func TestTensorTypeLlamaq(t *testing.T) {
 		"q3_k_m": {"attn_output": tensor.Q4_K, "attn_v": tensor.Q5_K, "ffn_down": tensor.Q4_K},
 		"q3_k_l": {"attn_output": tensor.Q5_K, "attn_v": tensor.Q5_K, "ffn_down": tensor.Q5_K},
 		"iq4_nl": {}, "iq4_xs": {}, "iq3_s": {},
-		"iq3_m": {"attn_output": tensor.Q4_K, "attn_v": tensor.Q4_K},
+		"iq3_m":  {"attn_output": tensor.Q4_K, "attn_v": tensor.Q4_K},
 		"q5_k_s": {}, "q5_k_m": {"attn_v@1": tensor.Q6_K, "ffn_down@1": tensor.Q6_K},
 		"q6_k": {}, "q4_1": {},
 	}
