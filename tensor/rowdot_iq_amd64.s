@@ -256,3 +256,101 @@ xsloop:
 
 	FOLD8(Y0, X0)
 	ROWEND(xsrow)
+
+// ---------------------------------------------------------------- IQ3_S
+
+// Shift counts 8−g (grid bit 8 from bit g of qh), the bit of each byte
+// within its sign byte, and the sign-byte broadcast pattern.
+DATA iq3sShift<>+0(SB)/8, $0x0000000700000008
+DATA iq3sShift<>+8(SB)/8, $0x0000000500000006
+DATA iq3sShift<>+16(SB)/8, $0x0000000300000004
+DATA iq3sShift<>+24(SB)/8, $0x0000000100000002
+GLOBL iq3sShift<>(SB), RODATA|NOPTR, $32
+
+DATA bitsel<>+0(SB)/8, $0x8040201008040201
+DATA bitsel<>+8(SB)/8, $0x8040201008040201
+DATA bitsel<>+16(SB)/8, $0x8040201008040201
+DATA bitsel<>+24(SB)/8, $0x8040201008040201
+GLOBL bitsel<>(SB), RODATA|NOPTR, $32
+
+DATA signshuf<>+0(SB)/8, $0x0000000000000000
+DATA signshuf<>+8(SB)/8, $0x0101010101010101
+DATA signshuf<>+16(SB)/8, $0x0202020202020202
+DATA signshuf<>+24(SB)/8, $0x0303030303030303
+GLOBL signshuf<>(SB), RODATA|NOPTR, $32
+
+// S3SUB adds sub-block ib of the IQ3_S super-block at SI (activations at
+// DI, the grid at BX) to the int32 lanes Y1. The eight 9-bit grid indices
+// (qs byte | bit g of qh<<8) gather the 32 magnitudes in element order;
+// the 32 sign bits become 0xFF bytes that negate the activations
+// ((a XOR m) − m); the int16-pair sums are weighted by the odd scale 1+2s
+// (s: nibble sh of scales byte sc).
+#define S3SUB(ib, sc, sh) \
+	VPMOVZXBD    (2+8*ib)(SI), Y2; \
+	MOVBLZX      (66+ib)(SI), AX; \
+	VMOVD        AX, X3; \
+	VPBROADCASTD X3, Y3; \
+	VPSLLVD      Y15, Y3, Y3; \
+	VPAND        Y14, Y3, Y3; \
+	VPOR         Y3, Y2, Y2; \
+	VPCMPEQD     Y4, Y4, Y4; \
+	VPGATHERDD   Y4, (BX)(Y2*4), Y5; \
+	VPBROADCASTD (74+4*ib)(SI), Y3; \
+	VPSHUFB      Y13, Y3, Y3; \
+	VPAND        Y12, Y3, Y3; \
+	VPCMPEQB     Y12, Y3, Y3; \
+	VMOVDQU      (32*ib)(DI), Y2; \
+	VPXOR        Y3, Y2, Y2; \
+	VPSUBB       Y3, Y2, Y2; \
+	VPMADDUBSW   Y2, Y5, Y5; \
+	MOVBLZX      sc(SI), AX; \
+	SHRL         $sh, AX; \
+	ANDL         $15, AX; \
+	LEAL         1(AX)(AX*1), AX; \
+	VMOVD        AX, X4; \
+	VPBROADCASTW X4, Y4; \
+	VPMADDWD     Y4, Y5, Y5; \
+	VPADDD       Y5, Y1, Y1
+
+// func qdotIQ3_SSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: &iq3sGrid[0].
+TEXT ·qdotIQ3_SSIMD(SB), NOSPLIT, $0-64
+	MOVQ    dst+0(FP), R8
+	MOVQ    w+16(FP), R10
+	VMOVDQU iq3sShift<>(SB), Y15
+	BCAST32($0x00000100, Y14, X14)
+	VMOVDQU signshuf<>(SB), Y13
+	VMOVDQU bitsel<>(SB), Y12
+
+s3row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $32
+
+s3loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VPXOR Y1, Y1, Y1
+	S3SUB(0, 106, 0)
+	S3SUB(1, 106, 4)
+	S3SUB(2, 107, 0)
+	S3SUB(3, 107, 4)
+	S3SUB(4, 108, 0)
+	S3SUB(5, 108, 4)
+	S3SUB(6, 109, 0)
+	S3SUB(7, 109, 4)
+	VMOVDQA      Y1, Y2
+	VPBROADCASTW 0(SI), X4
+	VCVTPH2PS    X4, Y4
+	VBROADCASTSS (DX), Y5
+	VMULPS       Y5, Y4, Y4
+	ACCLANES
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  s3loop
+
+	FOLD8(Y0, X0)
+	ROWEND(s3row)
