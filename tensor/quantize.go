@@ -34,7 +34,8 @@ func qsqrt(f float32) float32 { return float32(math.Sqrt(float64(f))) }
 // QuantizeRow encodes src into dst in format t (one row, or many rows laid
 // end to end). len(src) must be a multiple of t's block size and len(dst)
 // exactly t.RowBytes(len(src)). Supported: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, and the plain F32, F16, BF16.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, IQ3_S, MXFP4, and the
+// plain F32, F16, BF16.
 func QuantizeRow(dst []byte, t DType, src []float32) error {
 	q, ok := quantizers[t]
 	if !ok {
