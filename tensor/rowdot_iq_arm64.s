@@ -101,3 +101,62 @@ mxblock:
 	BNE mxblock
 	IQ_ROW_END(mxrow)
 	RET
+
+// XSSUB adds sub-block ib of the IQ4_XS super-block (codes at R7,
+// post-incremented; scales_h in R13, scales_l in R14) to the int32 lanes
+// V18 (0-3), V19 (4-7): SDOT lanes times the scale ls−32 (MLA by element).
+#define XSSUB(ib) \
+	UBFXW $(4*ib), R14, $4, R19 \
+	UBFXW $(2*ib), R13, $2, R20 \
+	ORRW R20<<4, R19, R19 \
+	SUBW $32, R19, R19 \
+	VMOV R19, V7.S[0] \
+	VLD1.P 16(R7), [V0.B16] \
+	VLD1.P 32(R8), [V2.B16, V3.B16] \
+	VAND V30.B16, V0.B16, V1.B16 \
+	VUSHR $4, V0.B16, V0.B16 \
+	VTBL V1.B16, [V31.B16], V1.B16 \
+	VTBL V0.B16, [V31.B16], V0.B16 \
+	VEOR V5.B16, V5.B16, V5.B16 \
+	VEOR V6.B16, V6.B16, V6.B16 \
+	WORD $0x4e829425 /* sdot v5.4s, v1.16b, v2.16b */ \
+	WORD $0x4e839406 /* sdot v6.4s, v0.16b, v3.16b */ \
+	WORD $0x6f8700b2 /* mla v18.4s, v5.4s, v7.s[0] */ \
+	WORD $0x6f8700d3 /* mla v19.4s, v6.4s, v7.s[0] */
+
+// func qdotIQ4_XSSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: the level table (kIQ4NL).
+TEXT ·qdotIQ4_XSSDOT(SB), NOSPLIT, $0-64
+	IQ_ARGS
+	VLD1 (R12), [V31.B16]
+xsrow:
+	IQ_ROW_START
+xsblock:
+	MOVHU (R7), R11
+	MOVHU 2(R7), R13
+	MOVWU 4(R7), R14
+	ADD $8, R7, R7
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	XSSUB(0)
+	XSSUB(1)
+	XSSUB(2)
+	XSSUB(3)
+	XSSUB(4)
+	XSSUB(5)
+	XSSUB(6)
+	XSSUB(7)
+	FMOVS R11, F5
+	FMOVS.P 4(R9), F4
+	WORD $0x1ee240a5 // fcvt s5, h5
+	WORD $0x1e250884 // fmul s4, s4, s5
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4f849252 // fmul v18.4s, v18.4s, v4.s[0]
+	WORD $0x4f849273 // fmul v19.4s, v19.4s, v4.s[0]
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x4e33d631 // fadd v17.4s, v17.4s, v19.4s
+	SUBS $1, R10, R10
+	BNE xsblock
+	IQ_ROW_END(xsrow)
+	RET
