@@ -73,9 +73,12 @@ if [ -d ../shared/checks ]; then
   python3 ../shared/checks/gguf_goldens.py
   # The newer architectures (issues 12, 31): every one listed is implemented.
   python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3,smollm3,gpt-oss,gemma4
+  # One model in every quantization type llama-quantize makes without an
+  # importance matrix (issue 31): F16 exact, the rest load, run, prompt ids equal.
+  python3 ../shared/checks/gguf_quants.py
 else
   echo "== shared acceptance checks: SKIPPED (no ../shared)"
-  skipped_groups+=("shared acceptance checks (goldens, tokenizers, llamacpp_vocab, gguf_goldens): ../shared not found")
+  skipped_groups+=("shared acceptance checks (goldens, tokenizers, llamacpp_vocab, gguf_goldens, gguf_quants): ../shared not found")
 fi
 echo "== summary"
 echo "tests: $passed passed, $failed failed, $skipped skipped (go test; the race, bad-input, arm64 and shared runs above stop this script on failure)"

@@ -249,6 +249,14 @@ func TestLookupErrors(t *testing.T) {
 	if _, err := ParseMix("q9_9"); err == nil {
 		t.Error("unknown type accepted")
 	}
+	// The formats of issue 31: MXFP4 on every matrix (a bench-only mix),
+	// IQ4_XS and IQ3_S as llama-quantize mixes them.
+	for name, want := range map[string][2]tensor.DType{"MXFP4": {tensor.MXFP4, tensor.Q6_K}, "iq4_xs": {tensor.IQ4_XS, tensor.Q6_K}, "iq3_s": {tensor.IQ3_S, tensor.Q6_K}} {
+		m := mustMix(t, name)
+		if q, o := m.TensorType("attn_q", 0, 2, 256, false), m.TensorType("output", -1, 2, 256, true); q != want[0] || o != want[1] {
+			t.Errorf("%s: attn_q %s, output %s; want %s, %s", name, q, o, want[0], want[1])
+		}
+	}
 	for _, n := range []string{"tinyllama", "SmolLM2-135M", "gpt2", "110m"} {
 		if _, err := LookupShape(n); err != nil {
 			t.Error(err)

@@ -122,7 +122,13 @@ type Mix struct {
 }
 
 // ParseMix looks up a weight type name (case-insensitive, "-" or "_").
+// Besides llama.cpp's file types, "mxfp4" is every matrix MXFP4 (the
+// output Q6_K), what mxfp4_moe gives a model's experts, to measure the
+// format on dense shapes.
 func ParseMix(name string) (Mix, error) {
+	if strings.EqualFold(name, "mxfp4") {
+		return Mix{llamacpp.FileType{Name: "mxfp4", ID: 38, Base: tensor.MXFP4}}, nil
+	}
 	f, ok := llamacpp.ParseFileType(name)
 	if !ok {
 		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(llamacpp.FileTypeNames(), ", "))

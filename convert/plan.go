@@ -74,10 +74,12 @@ type tensorStats struct {
 	nAttnV    int // attn_v (and fused attn_qkv) weights
 	nFfnDown  int
 	experts   int // expert_count (from the 3-D ffn_*_exps tensors)
+	gqa       int // query heads per KV head (0: unknown)
 }
 
-func statsOf(ts []*srcTensor) tensorStats {
-	var s tensorStats
+func statsOf(src *source) tensorStats {
+	ts := src.tensors
+	s := tensorStats{gqa: gqaOf(src)}
 	for _, t := range ts {
 		switch {
 		case t.name == "output.weight":
@@ -92,6 +94,39 @@ func statsOf(ts []*srcTensor) tensorStats {
 		}
 	}
 	return s
+}
+
+// gqaOf is the source model's query heads per KV head (n_gqa), 0 if
+// unknown or not uniform.
+func gqaOf(src *source) int {
+	if src.m != nil {
+		if c := &src.m.Config; c.KVHeads > 0 {
+			return c.Heads / c.KVHeads
+		}
+		return 0
+	}
+	var arch string
+	for _, kv := range src.kv {
+		if kv.Key == "general.architecture" {
+			arch, _ = kv.Value.Str()
+		}
+	}
+	var heads, kvHeads uint64
+	for _, kv := range src.kv {
+		switch kv.Key {
+		case arch + ".attention.head_count":
+			heads, _ = kv.Value.Uint()
+		case arch + ".attention.head_count_kv":
+			kvHeads, _ = kv.Value.Uint()
+		}
+	}
+	if kvHeads == 0 {
+		kvHeads = heads // llama.cpp: head_count_kv defaults to head_count
+	}
+	if kvHeads == 0 {
+		return 0
+	}
+	return int(heads / kvHeads)
 }
 
 // floatType is the encoding of a matrix that is not quantized.
@@ -119,7 +154,8 @@ func (p *plan) typeOf(t *srcTensor, st tensorStats) tensor.DType {
 	}
 	kind, layer := llamacpp.KindOf(t.name)
 	k := llamacpp.TensorKind{Name: kind, Layer: layer, Cols: t.cols(), Experts: st.experts,
-		Output: t.name == "output.weight" || (!st.hasOutput && t.name == "token_embd.weight")}
+		Output:  t.name == "output.weight" || (!st.hasOutput && t.name == "token_embd.weight"),
+		Stacked: len(t.dims) == 3 && t.dims[2] > 1, GQA: st.gqa}
 	switch {
 	case kind == "attn_v" || kind == "attn_qkv":
 		k.Layers = st.nAttnV
@@ -170,7 +206,7 @@ func (p *plan) fileTypeID(types map[string]tensor.DType, ts []*srcTensor, srcID 
 // build assembles the GGUF writer: metadata, then every tensor in source
 // order with its output encoding.
 func (p *plan) build(src *source) (*gguf.Writer, error) {
-	st := statsOf(src.tensors)
+	st := statsOf(src)
 	types := map[string]tensor.DType{}
 	for _, t := range src.tensors {
 		types[t.name] = p.typeOf(t, st)

@@ -14,7 +14,8 @@ import (
 // invariantFixtures are the GGUF files of ../shared/testdata/gguf the
 // batch-invariance test runs: F16 and every quantized variant (Q8_0, the
 // Q5_0/Q5_1/Q8_0 mixes of llama_gqa's K-quant files, Q4_K + Q5_K + Q6_K
-// in llama_k's).
+// in llama_k's), and llamaq's llama-quantize types with their own kernels
+// (Q2_K + Q3_K, IQ4_NL, IQ4_XS, IQ3_S + Q4_K; testdata/gguf-quants).
 var invariantFixtures = []string{
 	"llama_gqa/llama_gqa-F16.gguf",
 	"llama_gqa/llama_gqa-Q8_0.gguf",
@@ -22,6 +23,10 @@ var invariantFixtures = []string{
 	"llama_gqa/llama_gqa-Q4_K_S.gguf",
 	"llama_k/llama_k-Q4_K_M.gguf",
 	"llama_k/llama_k-Q4_K_S.gguf",
+	"../gguf-quants/Q2_K/llamaq-Q2_K.gguf",
+	"../gguf-quants/IQ4_NL/llamaq-IQ4_NL.gguf",
+	"../gguf-quants/IQ4_XS/llamaq-IQ4_XS.gguf",
+	"../gguf-quants/IQ3_M/llamaq-IQ3_M.gguf",
 }
 
 // TestBatchInvariant: a token's logits are bit-identical whatever else is

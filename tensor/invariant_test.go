@@ -43,7 +43,7 @@ func qgRandRows(t testing.TB, rng *rand.Rand, ty DType, rows, cols int) ([]byte,
 // invariantTypes are the weight types whose batch invariance MatMul
 // guarantees (every type it multiplies, in fact; these are the ones model
 // files use).
-var invariantTypes = []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4}
+var invariantTypes = []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, IQ3_S}
 
 // TestMatMulBatchInvariant is batch invariance at the kernel level: for
 // every weight type, each token of an M-token MatMul (M from 1 to 257,

@@ -23,10 +23,10 @@ import (
 //	                 kernels' instead: one 16-lane accumulator (lane l:
 //	                 columns ≡ l mod 16; a last 8 columns masked into
 //	                 lanes 0-7), folded v_l + v_(l+8), then as above
-//	Q4_0 … Q6_K      x quantized per token and block to 8 bits
-//	(actsFormat)     (quantizeActs), then the integer row dot of dotQRows
-//	                 (per-block int32 sums, the kernel's float steps in
-//	                 block order)
+//	Q4_0 … Q6_K,     x quantized per token and block to 8 bits
+//	IQ4_NL, IQ4_XS,  (quantizeActs), then the integer row dot of dotQRows
+//	IQ3_S, MXFP4     (per-block int32 sums, the kernel's float steps in
+//	(actsFormat)     block order; the table formats' in rowdot_iq_ref.go)
 //	other types      the row dequantized to float32 (dequantFast), then
 //	                 dot4's F32 arithmetic
 //

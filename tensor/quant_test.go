@@ -8,16 +8,16 @@ import (
 	"testing"
 )
 
-var quantTypes = []DType{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4}
+var quantTypes = []DType{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4, IQ3_S}
 
-var dotTypes = []DType{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4}
+var dotTypes = []DType{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ3_S}
 
 // roundTripBound: largest relative RMSE of QuantizeRow→DequantizeRow on
 // Gaussian data (≈1.2× measured).
 var roundTripBound = map[DType]float64{
 	Q8_0: 0.0065, Q8_K: 0.0085, Q6_K: 0.021, Q5_K: 0.043, Q5_1: 0.045,
 	Q5_0: 0.052, Q4_K: 0.085, Q4_1: 0.090, Q4_0: 0.110, Q3_K: 0.21, Q2_K: 0.40,
-	IQ4_NL: 0.092, IQ4_XS: 0.093, MXFP4: 0.135,
+	IQ4_NL: 0.092, IQ4_XS: 0.093, MXFP4: 0.135, IQ3_S: 0.20,
 }
 
 func qGauss(r *rand.Rand, n int, std float64) []float32 {

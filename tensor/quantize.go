@@ -19,8 +19,12 @@ const groupMaxEps = 1e-15
 // nearestInt rounds to the nearest integer, ties to even, the way ggml does:
 // adding 1.5·2²³ leaves the rounded integer in the low mantissa bits. Valid
 // for |f| ≤ 2²²−1; larger inputs give a meaningless (but safe) value.
+//
+// The explicit float32(f) rounds f first: a product passed in (iscale·x)
+// must not fuse with the addition into one FMA, which arm64 would do
+// after inlining and which rounds differently from ggml.
 func nearestInt(f float32) int32 {
-	v := f + 12582912
+	v := float32(f) + 12582912
 	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
@@ -34,7 +38,8 @@ func qsqrt(f float32) float32 { return float32(math.Sqrt(float64(f))) }
 // QuantizeRow encodes src into dst in format t (one row, or many rows laid
 // end to end). len(src) must be a multiple of t's block size and len(dst)
 // exactly t.RowBytes(len(src)). Supported: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, and the plain F32, F16, BF16.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, IQ3_S, MXFP4, and the
+// plain F32, F16, BF16.
 func QuantizeRow(dst []byte, t DType, src []float32) error {
 	q, ok := quantizers[t]
 	if !ok {
@@ -360,7 +365,7 @@ func makeQKX2Quants(nmax int32, x, w []float32, L, Laux []uint8, rmin, rdelta fl
 			l := max(0, min(nmax, nearestInt(iscale*(x[i]-lo))))
 			Laux[i] = uint8(l)
 			fl := float32(l)
-			wl := w[i] * fl
+			wl := float32(w[i] * fl)
 			sumL += wl
 			sumL2 += float32(wl * fl)
 			sumXL += float32(wl * x[i])

@@ -17,6 +17,7 @@ func init() {
 // bestIndexInt8 is the index of the level of the sorted table lv nearest
 // to x (the upper one on ties), by bisection as ggml's best_index_int8.
 func bestIndexInt8(lv *[16]int8, x float32) int {
+	x = float32(x) // a product passed in must not fuse with the subtractions below
 	if x <= float32(lv[0]) {
 		return 0
 	}
@@ -162,9 +163,9 @@ func quantizeIQ4_XS(dst []byte, src []float32) {
 // bestIndexFP4 is the code whose level times e is nearest to x (the first
 // on ties, so +0 before −0), as ggml's best_index_mxfp4.
 func bestIndexFP4(x, e float32) uint8 {
-	best, bestErr := 0, qabs(float32(kFP4[0])*e-x)
+	best, bestErr := 0, qabs(float32(float32(kFP4[0])*e)-x)
 	for i := 1; i < 16; i++ {
-		if err := qabs(float32(kFP4[i])*e - x); err < bestErr {
+		if err := qabs(float32(float32(kFP4[i])*e) - x); err < bestErr {
 			best, bestErr = i, err
 		}
 	}

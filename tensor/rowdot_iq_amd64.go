@@ -2,8 +2,9 @@ package tensor
 
 import "unsafe"
 
-// The table formats' row dots of rowdot_iq_amd64.s; see dotQRows and
-// rowdot_iq_ref.go for the arithmetic they share with the reference.
+// The row dots of rowdot_iq_amd64.s — the table formats and Q2_K, Q3_K;
+// see dotQRows and rowdot_iq_ref.go for the lane arithmetic they share,
+// bit for bit, with the Go reference.
 
 //go:noescape
 func qdotIQ4_NLSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
@@ -14,11 +15,20 @@ func qdotMXFP4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *
 //go:noescape
 func qdotIQ4_XSSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
+//go:noescape
+func qdotIQ3_SSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ2_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ3_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
 // hasIQKernel reports whether weight type wt has an assembly kernel of
-// rowdot_iq_amd64.s on this machine.
+// rowdot_iq_amd64.s on this machine (the table formats, Q2_K, Q3_K).
 func hasIQKernel(wt DType) bool {
 	switch wt {
-	case IQ4_NL, MXFP4, IQ4_XS:
+	case IQ4_NL, MXFP4, IQ4_XS, IQ3_S, Q2_K, Q3_K:
 		return hasSIMD
 	}
 	return false
@@ -33,6 +43,12 @@ func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, 
 		qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 	case IQ4_XS:
 		qdotIQ4_XSSIMD(dst, rows, w, stride, q, d, aux, nb)
+	case IQ3_S:
+		qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+	case Q2_K:
+		qdotQ2_KSIMD(dst, rows, w, stride, q, d, aux, nb)
+	case Q3_K:
+		qdotQ3_KSIMD(dst, rows, w, stride, q, d, aux, nb)
 	default:
 		panic("tensor: no table-format kernel for " + wt.String())
 	}

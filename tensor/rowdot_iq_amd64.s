@@ -256,3 +256,312 @@ xsloop:
 
 	FOLD8(Y0, X0)
 	ROWEND(xsrow)
+
+// ---------------------------------------------------------------- IQ3_S
+
+// Shift counts 8−g (grid bit 8 from bit g of qh), the bit of each byte
+// within its sign byte, and the sign-byte broadcast pattern.
+DATA iq3sShift<>+0(SB)/8, $0x0000000700000008
+DATA iq3sShift<>+8(SB)/8, $0x0000000500000006
+DATA iq3sShift<>+16(SB)/8, $0x0000000300000004
+DATA iq3sShift<>+24(SB)/8, $0x0000000100000002
+GLOBL iq3sShift<>(SB), RODATA|NOPTR, $32
+
+DATA bitsel<>+0(SB)/8, $0x8040201008040201
+DATA bitsel<>+8(SB)/8, $0x8040201008040201
+DATA bitsel<>+16(SB)/8, $0x8040201008040201
+DATA bitsel<>+24(SB)/8, $0x8040201008040201
+GLOBL bitsel<>(SB), RODATA|NOPTR, $32
+
+DATA signshuf<>+0(SB)/8, $0x0000000000000000
+DATA signshuf<>+8(SB)/8, $0x0101010101010101
+DATA signshuf<>+16(SB)/8, $0x0202020202020202
+DATA signshuf<>+24(SB)/8, $0x0303030303030303
+GLOBL signshuf<>(SB), RODATA|NOPTR, $32
+
+// S3SUB adds sub-block ib of the IQ3_S super-block at SI (activations at
+// DI, the grid at BX) to the int32 lanes Y1. The eight 9-bit grid indices
+// (qs byte | bit g of qh<<8) gather the 32 magnitudes in element order;
+// the 32 sign bits become 0xFF bytes that negate the activations
+// ((a XOR m) − m); the int16-pair sums are weighted by the odd scale 1+2s
+// (s: nibble sh of scales byte sc).
+#define S3SUB(ib, sc, sh) \
+	VPMOVZXBD    (2+8*ib)(SI), Y2; \
+	MOVBLZX      (66+ib)(SI), AX; \
+	VMOVD        AX, X3; \
+	VPBROADCASTD X3, Y3; \
+	VPSLLVD      Y15, Y3, Y3; \
+	VPAND        Y14, Y3, Y3; \
+	VPOR         Y3, Y2, Y2; \
+	VPCMPEQD     Y4, Y4, Y4; \
+	VPGATHERDD   Y4, (BX)(Y2*4), Y5; \
+	VPBROADCASTD (74+4*ib)(SI), Y3; \
+	VPSHUFB      Y13, Y3, Y3; \
+	VPAND        Y12, Y3, Y3; \
+	VPCMPEQB     Y12, Y3, Y3; \
+	VMOVDQU      (32*ib)(DI), Y2; \
+	VPXOR        Y3, Y2, Y2; \
+	VPSUBB       Y3, Y2, Y2; \
+	VPMADDUBSW   Y2, Y5, Y5; \
+	MOVBLZX      sc(SI), AX; \
+	SHRL         $sh, AX; \
+	ANDL         $15, AX; \
+	LEAL         1(AX)(AX*1), AX; \
+	VMOVD        AX, X4; \
+	VPBROADCASTW X4, Y4; \
+	VPMADDWD     Y4, Y5, Y5; \
+	VPADDD       Y5, Y1, Y1
+
+// func qdotIQ3_SSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: &iq3sGrid[0].
+TEXT ·qdotIQ3_SSIMD(SB), NOSPLIT, $0-64
+	MOVQ    dst+0(FP), R8
+	MOVQ    w+16(FP), R10
+	VMOVDQU iq3sShift<>(SB), Y15
+	BCAST32($0x00000100, Y14, X14)
+	VMOVDQU signshuf<>(SB), Y13
+	VMOVDQU bitsel<>(SB), Y12
+
+s3row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $32
+
+s3loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VPXOR Y1, Y1, Y1
+	S3SUB(0, 106, 0)
+	S3SUB(1, 106, 4)
+	S3SUB(2, 107, 0)
+	S3SUB(3, 107, 4)
+	S3SUB(4, 108, 0)
+	S3SUB(5, 108, 4)
+	S3SUB(6, 109, 0)
+	S3SUB(7, 109, 4)
+	VMOVDQA      Y1, Y2
+	VPBROADCASTW 0(SI), X4
+	VCVTPH2PS    X4, Y4
+	VBROADCASTSS (DX), Y5
+	VMULPS       Y5, Y4, Y4
+	ACCLANES
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  s3loop
+
+	FOLD8(Y0, X0)
+	ROWEND(s3row)
+
+// ---------------------------------------------------------------- Q2_K, Q3_K
+
+// The K-quants of 2 and 3 bits take the same lane arithmetic (see dotQ2_K
+// in rowdot_quant_ref.go). A super-block is eight chunks of 32 elements,
+// chunk c holding bits 2(c%4) of the 32 bytes qs[32(c/4)…]: shifted and
+// masked, they are the chunk's levels in element order. The 16 sub-block
+// scales are widened to words with the even ones in the low 128-bit half
+// and the odd ones in the high half (evenodd), so VPSHUFB by wbc+32c puts
+// sub-block 2c's scale in every word of the low half and 2c+1's in the high
+// half: VPMADDWD weights each chunk's int16 pairs by their sub-block scale.
+
+DATA evenodd<>+0(SB)/8, $0x0e0c0a0806040200
+DATA evenodd<>+8(SB)/8, $0x0f0d0b0907050301
+GLOBL evenodd<>(SB), RODATA|NOPTR, $16
+
+DATA bits8<>+0(SB)/8, $0x8040201008040201
+GLOBL bits8<>(SB), RODATA|NOPTR, $8
+
+#define WBC(c, pat) \
+	DATA wbc<>+(32*c)(SB)/8, $pat; \
+	DATA wbc<>+(32*c+8)(SB)/8, $pat; \
+	DATA wbc<>+(32*c+16)(SB)/8, $pat; \
+	DATA wbc<>+(32*c+24)(SB)/8, $pat
+
+WBC(0, 0x0100010001000100)
+WBC(1, 0x0302030203020302)
+WBC(2, 0x0504050405040504)
+WBC(3, 0x0706070607060706)
+WBC(4, 0x0908090809080908)
+WBC(5, 0x0b0a0b0a0b0a0b0a)
+WBC(6, 0x0d0c0d0c0d0c0d0c)
+WBC(7, 0x0f0e0f0e0f0e0f0e)
+GLOBL wbc<>(SB), RODATA|NOPTR, $256
+
+// Q2CHUNK adds chunk c (qs half n, shift sh) to the int32 lanes Y1; Y7 =
+// the scale words, Y12 = 0x03 bytes.
+#define Q2CHUNK(c, n, sh) \
+	VMOVDQU    (16+32*n)(SI), Y2; \
+	VPSRLW     $sh, Y2, Y2; \
+	VPAND      Y12, Y2, Y2; \
+	VPMADDUBSW (32*c)(DI), Y2, Y2; \
+	VPSHUFB    wbc<>+(32*c)(SB), Y7, Y3; \
+	VPMADDWD   Y3, Y2, Y2; \
+	VPADDD     Y2, Y1, Y1
+
+// func qdotQ2_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: the Q8_K bsums.
+TEXT ·qdotQ2_KSIMD(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	BCAST32($0x03030303, Y12, X12)
+	BCAST32($0x000f000f, Y11, X11)
+
+q2row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS X10, X10, X10
+
+	PCALIGN $32
+
+q2loop:
+	PREFETCHT0 2048(SI)
+	VMOVDQU    0(SI), X6
+	VPSHUFB    evenodd<>(SB), X6, X6
+	VPMOVZXBW  X6, Y7
+	VPAND      Y11, Y7, Y7
+	// m ← m + dmin·Σ_j (scale_j>>4)·bsum_j
+	VPMOVZXBW    0(SI), Y8
+	VPSRLW       $4, Y8, Y8
+	VPMADDWD     (BX), Y8, Y8
+	VEXTRACTI128 $1, Y8, X9
+	VPADDD       X9, X8, X8
+	VPSHUFD      $0x4e, X8, X9
+	VPADDD       X9, X8, X8
+	VPSHUFD      $0xb1, X8, X9
+	VPADDD       X9, X8, X8
+	VCVTDQ2PS    X8, X8
+	VPBROADCASTW 82(SI), X4
+	VCVTPH2PS    X4, X4
+	VMULSS       (DX), X4, X4
+	VMULSS       X4, X8, X8
+	VADDSS       X8, X10, X10
+	VPXOR        Y1, Y1, Y1
+	Q2CHUNK(0, 0, 0)
+	Q2CHUNK(1, 0, 2)
+	Q2CHUNK(2, 0, 4)
+	Q2CHUNK(3, 0, 6)
+	Q2CHUNK(4, 1, 0)
+	Q2CHUNK(5, 1, 2)
+	Q2CHUNK(6, 1, 4)
+	Q2CHUNK(7, 1, 6)
+	VMOVDQA      Y1, Y2
+	VPBROADCASTW 80(SI), X4
+	VCVTPH2PS    X4, Y4
+	VBROADCASTSS (DX), Y5
+	VMULPS       Y5, Y4, Y4
+	ACCLANES
+	ADDQ $84, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q2loop
+
+	FOLD8(Y0, X0)
+	VSUBSS X10, X0, X0
+	ROWEND(q2row)
+
+// Q3CHUNK adds chunk c (qs half n, shift sh) to Y1: levels v = q − 4 where
+// bit c of hmask (Y9) is clear, signed, by the sign trick. Y13 = 0x04
+// bytes, Y14 = 0.
+#define Q3CHUNK(c, n, sh) \
+	VMOVDQU      (32+32*n)(SI), Y2; \
+	VPSRLW       $sh, Y2, Y2; \
+	VPAND        Y12, Y2, Y2; \
+	VPBROADCASTB bits8<>+c(SB), Y4; \
+	VPAND        Y9, Y4, Y4; \
+	VPCMPEQB     Y14, Y4, Y4; \
+	VPAND        Y13, Y4, Y4; \
+	VPSUBB       Y4, Y2, Y2; \
+	VMOVDQU      (32*c)(DI), Y3; \
+	VPSIGNB      Y2, Y3, Y3; \
+	VPABSB       Y2, Y2; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPSHUFB      wbc<>+(32*c)(SB), Y7, Y3; \
+	VPMADDWD     Y3, Y2, Y2; \
+	VPADDD       Y2, Y1, Y1
+
+// func qdotQ3_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotQ3_KSIMD(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	BCAST32($0x03030303, Y12, X12)
+	BCAST32($0x04040404, Y13, X13)
+	BCAST32($0x20202020, Y11, X11)
+	VPXOR Y14, Y14, Y14
+
+q3row:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $32
+
+q3loop:
+	PREFETCHT0 2048(SI)
+	// The sixteen 6-bit scales (q3Scales), four bytes at a time: low
+	// nibbles from bytes 0-7, top bits from bytes 8-11.
+	MOVL    96(SI), AX
+	MOVL    100(SI), R9
+	MOVL    104(SI), R11
+	MOVL    AX, R12
+	ANDL    $0x0f0f0f0f, R12
+	MOVL    R11, R13
+	ANDL    $0x03030303, R13
+	SHLL    $4, R13
+	ORL     R13, R12
+	VMOVD   R12, X6
+	MOVL    R9, R12
+	ANDL    $0x0f0f0f0f, R12
+	MOVL    R11, R13
+	SHRL    $2, R13
+	ANDL    $0x03030303, R13
+	SHLL    $4, R13
+	ORL     R13, R12
+	VPINSRD $1, R12, X6, X6
+	MOVL    AX, R12
+	SHRL    $4, R12
+	ANDL    $0x0f0f0f0f, R12
+	MOVL    R11, R13
+	SHRL    $4, R13
+	ANDL    $0x03030303, R13
+	SHLL    $4, R13
+	ORL     R13, R12
+	VPINSRD $2, R12, X6, X6
+	MOVL    R9, R12
+	SHRL    $4, R12
+	ANDL    $0x0f0f0f0f, R12
+	MOVL    R11, R13
+	SHRL    $6, R13
+	ANDL    $0x03030303, R13
+	SHLL    $4, R13
+	ORL     R13, R12
+	VPINSRD $3, R12, X6, X6
+	VPSUBB  X11, X6, X6
+	VPSHUFB evenodd<>(SB), X6, X6
+	VPMOVSXBW X6, Y7
+	VMOVDQU 0(SI), Y9
+	VPXOR   Y1, Y1, Y1
+	Q3CHUNK(0, 0, 0)
+	Q3CHUNK(1, 0, 2)
+	Q3CHUNK(2, 0, 4)
+	Q3CHUNK(3, 0, 6)
+	Q3CHUNK(4, 1, 0)
+	Q3CHUNK(5, 1, 2)
+	Q3CHUNK(6, 1, 4)
+	Q3CHUNK(7, 1, 6)
+	VMOVDQA      Y1, Y2
+	VPBROADCASTW 108(SI), X4
+	VCVTPH2PS    X4, Y4
+	VBROADCASTSS (DX), Y5
+	VMULPS       Y5, Y4, Y4
+	ACCLANES
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q3loop
+
+	FOLD8(Y0, X0)
+	ROWEND(q3row)

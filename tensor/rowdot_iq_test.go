@@ -15,6 +15,10 @@ import (
 // iqTypes are the table formats of dequant_iq.go.
 var iqTypes = []DType{IQ4_NL, IQ4_XS, IQ3_S, MXFP4}
 
+// laneTypes share the lane arithmetic of rowdot_iq_ref.go: the table
+// formats and Q2_K, Q3_K.
+var laneTypes = append([]DType{Q2_K, Q3_K}, iqTypes...)
+
 // iqRandRow returns a row of cols elements of type ty: quantized Gaussian
 // values (scale std) when ty has a quantizer and !raw, else random bytes
 // with sane scales (fp16 d in [2^-10, 2^-6), MXFP4 e in 110..130), which
@@ -45,7 +49,11 @@ func iqRandRow(t testing.TB, rng *rand.Rand, ty DType, cols int, std float64, ra
 			continue
 		}
 		h := F32ToF16(float32(math.Ldexp(1+rng.Float64(), -10+rng.IntN(4))))
-		w[b], w[b+1] = byte(h), byte(h>>8)
+		off := map[DType]int{Q2_K: 80, Q3_K: 108}[ty] // the fp16 d, where not first
+		w[b+off], w[b+off+1] = byte(h), byte(h>>8)
+		if ty == Q2_K {
+			w[b+82], w[b+83] = byte(h), byte(h>>8)
+		}
 	}
 	return w
 }
@@ -56,7 +64,7 @@ func iqRandRow(t testing.TB, rng *rand.Rand, ty DType, cols int, std float64, ra
 // call at a stride, and activations at an offset.
 func TestIQRowDotsBitwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 4))
-	for _, ty := range iqTypes {
+	for _, ty := range laneTypes {
 		if !hasIQKernel(ty) {
 			t.Logf("%s: no assembly kernel here, the reference runs", ty)
 			continue
@@ -247,9 +255,9 @@ func TestQuantRealIQ(t *testing.T) {
 	dir := filepath.Join(shared, "testdata", "gguf-quants")
 	orig := f16Originals(t, filepath.Join(dir, "F16", "llamaq-F16.gguf"))
 	files := map[string]map[string][]float32{}
-	qs := []string{"IQ4_NL", "IQ4_XS", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L"}
-	if CanQuantize(IQ3_S) {
-		qs = append(qs, "IQ3_S", "IQ3_M")
+	qs := []string{"IQ4_NL", "IQ4_XS", "IQ3_S", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ3_M"}
+	if testing.Short() { // (the arm64 suite under qemu): one file per quantizer
+		qs = qs[:5]
 	}
 	for _, q := range qs {
 		files[filepath.Join(dir, q, "llamaq-"+q+".gguf")] = orig

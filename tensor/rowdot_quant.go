@@ -5,7 +5,7 @@ import "unsafe"
 // dotQRows sets dst[i] = dotQ(wt, row i, a, off) for the len(dst) weight
 // rows of n elements each, row i starting at w[i*stride]. Types with an
 // AVX2 kernel (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; IQ4_NL,
-// MXFP4, IQ4_XS in rowdot_iq_amd64.s) run the
+// MXFP4, IQ4_XS, IQ3_S, Q2_K, Q3_K in rowdot_iq_amd64.s) run the
 // whole row loop in one assembly call; the others, and machines without
 // AVX2, use the reference dotQ. Bounds are checked here, once.
 func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs, off int) {
@@ -114,6 +114,10 @@ func qBlock(t DType) (bs, bb int) {
 		return 32, 17
 	case IQ4_XS:
 		return 256, 136
+	case IQ3_S, Q3_K:
+		return 256, 110
+	case Q2_K:
+		return 256, 84
 	}
 	return t.BlockSize(), t.blockBytes()
 }

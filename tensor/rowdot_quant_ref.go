@@ -149,8 +149,17 @@ func minSumK4(scales []byte, bsums []int16) int32 {
 	return s
 }
 
+// dotQ2_K and dotQ3_K take the table formats' lane arithmetic
+// (rowdot_iq_ref.go; their AVX2 kernels are in rowdot_iq_amd64.s): lane l
+// sums, over the super-block's eight 32-element chunks, the exact
+// sub-block-scaled integer products of elements 4l..4l+3, then
+// acc_l ← acc_l + float32(s·float32(P_l)) with s = float32(da·d), folded by
+// fold8. Q2_K's min term is one more scalar accumulator,
+// m ← m + float32(dmin·float32(Σ_j m_j·bsum_j)), subtracted at the end.
+
 func dotQ2_K(w []byte, q []int8, d []float32, bsums []int16) float32 {
-	var sum float32
+	var acc [8]float32
+	var macc float32
 	for b := 0; b < len(w)/84; b++ {
 		blk := w[84*b : 84*b+84]
 		scales, qs := blk[0:16], blk[16:80]
@@ -160,62 +169,48 @@ func dotQ2_K(w []byte, q []int8, d []float32, bsums []int16) float32 {
 		for j := range 16 {
 			summs += int32(bs[j]) * int32(scales[j]>>4)
 		}
-		var isum int32
-		is, k := 0, 0
-		for n := 0; n < 2; n++ {
-			qq := qs[32*n : 32*n+32]
-			for shift := uint(0); shift < 8; shift += 2 {
-				for half := 0; half < 2; half++ {
-					var s int32
-					for l := half * 16; l < half*16+16; l++ {
-						s += int32(qq[l]>>shift&3) * int32(y[k])
-						k++
-					}
-					isum += int32(scales[is]&0xF) * s
-					is++
-				}
+		var lane [8]int32
+		for c := range 8 { // chunk c: elements 32c..32c+31, bits 2(c%4) of qs[32(c/4)+l]
+			qq, yy, sh := qs[32*(c/4):32*(c/4)+32], y[32*c:32*c+32], uint(2*(c%4))
+			for l := range 32 {
+				lane[l/4] += int32(scales[2*c+l/16]&0xF) * int32(qq[l]>>sh&3) * int32(yy[l])
 			}
 		}
 		dall := d[b] * f16At(blk[80:])
 		dmin := d[b] * f16At(blk[82:])
-		sum += float32(dall*float32(isum)) - float32(dmin*float32(summs))
+		for l, p := range lane {
+			acc[l] += float32(dall * float32(p))
+		}
+		macc += float32(dmin * float32(summs))
 	}
-	return sum
+	return fold8(&acc) - macc
 }
 
 func dotQ3_K(w []byte, q []int8, d []float32) float32 {
-	var sum float32
+	var acc [8]float32
 	var sc [16]int8
 	for b := 0; b < len(w)/110; b++ {
 		blk := w[110*b : 110*b+110]
 		hm, qs := blk[0:32], blk[32:96]
 		q3Scales(&sc, blk[96:108])
 		y := q[qkK*b : qkK*b+qkK]
-		var isum int32
-		is, k := 0, 0
-		m := uint8(1)
-		for n := 0; n < 2; n++ {
-			qq := qs[32*n : 32*n+32]
-			for shift := uint(0); shift < 8; shift += 2 {
-				for half := 0; half < 2; half++ {
-					var s int32
-					for l := half * 16; l < half*16+16; l++ {
-						v := int32(qq[l] >> shift & 3)
-						if hm[l]&m == 0 {
-							v -= 4
-						}
-						s += v * int32(y[k])
-						k++
-					}
-					isum += int32(sc[is]) * s
-					is++
+		var lane [8]int32
+		for c := range 8 { // chunk c as Q2_K's; high bit c of hm[l], clear: −4
+			qq, yy, sh := qs[32*(c/4):32*(c/4)+32], y[32*c:32*c+32], uint(2*(c%4))
+			for l := range 32 {
+				v := int32(qq[l] >> sh & 3)
+				if hm[l]>>c&1 == 0 {
+					v -= 4
 				}
-				m <<= 1
+				lane[l/4] += int32(sc[2*c+l/16]) * v * int32(yy[l])
 			}
 		}
-		sum += float32(d[b]*f16At(blk[108:])) * float32(isum)
+		s := d[b] * f16At(blk[108:])
+		for l, p := range lane {
+			acc[l] += float32(s * float32(p))
+		}
 	}
-	return sum
+	return fold8(&acc)
 }
 
 func dotQ4_K(w []byte, q []int8, d []float32, bsums []int16) float32 {

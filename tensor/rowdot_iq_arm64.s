@@ -1,0 +1,162 @@
+// NEON (SDOT) row dots of IQ4_NL and MXFP4 against Q8_0 activations, bit
+// for bit the lane arithmetic of rowdot_iq_ref.go: per block, TBL looks the
+// 32 codes up in the level table (V31), two SDOTs give the eight int32
+// lanes (elements 4l..4l+3), which are converted, multiplied by s = dw·da
+// (FMUL by element) and added (FADD, never fused) into V16 (lanes 0-3) and
+// V17 (lanes 4-7); FADDP thrice folds ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
+// Instructions Go's assembler does not know are WORD encodings, the
+// instruction in the comment.
+//
+// Arguments as the amd64 kernels; for IQ4_NL aux is the level table
+// (kIQ4NL), for MXFP4 the 2^(e−128) table (e8m0HalfTab), its levels in
+// fp4LevelsARM.
+
+#include "textflag.h"
+
+DATA fp4LevelsARM<>+0(SB)/8, $0x0c08060403020100
+DATA fp4LevelsARM<>+8(SB)/8, $0xf4f8fafcfdfeff00
+GLOBL fp4LevelsARM<>(SB), RODATA|NOPTR, $16
+
+#define IQ_ARGS \
+	MOVD dst+0(FP), R0 \
+	MOVD rows+8(FP), R1 \
+	MOVD w+16(FP), R2 \
+	MOVD stride+24(FP), R3 \
+	MOVD q+32(FP), R4 \
+	MOVD d+40(FP), R5 \
+	MOVD aux+48(FP), R12 \
+	MOVD nb+56(FP), R6 \
+	VMOVI $15, V30.B16
+
+#define IQ_ROW_START \
+	MOVD R2, R7 \
+	MOVD R4, R8 \
+	MOVD R5, R9 \
+	MOVD R6, R10 \
+	VEOR V16.B16, V16.B16, V16.B16 \
+	VEOR V17.B16, V17.B16, V17.B16
+
+// IQ_LANES: the 16 code bytes at R7 (post-incremented) against 32
+// activations at R8; F4 = s. Lanes into V16, V17.
+#define IQ_LANES \
+	VLD1.P 16(R7), [V0.B16] \
+	VLD1.P 32(R8), [V2.B16, V3.B16] \
+	VAND V30.B16, V0.B16, V1.B16 \
+	VUSHR $4, V0.B16, V0.B16 \
+	VTBL V1.B16, [V31.B16], V1.B16 \
+	VTBL V0.B16, [V31.B16], V0.B16 \
+	VEOR V5.B16, V5.B16, V5.B16 \
+	VEOR V6.B16, V6.B16, V6.B16 \
+	WORD $0x4e829425 /* sdot v5.4s, v1.16b, v2.16b */ \
+	WORD $0x4e839406 /* sdot v6.4s, v0.16b, v3.16b */ \
+	WORD $0x4e21d8a5 /* scvtf v5.4s, v5.4s */ \
+	WORD $0x4e21d8c6 /* scvtf v6.4s, v6.4s */ \
+	WORD $0x4f8490a5 /* fmul v5.4s, v5.4s, v4.s[0] */ \
+	WORD $0x4f8490c6 /* fmul v6.4s, v6.4s, v4.s[0] */ \
+	WORD $0x4e25d610 /* fadd v16.4s, v16.4s, v5.4s */ \
+	WORD $0x4e26d631 /* fadd v17.4s, v17.4s, v6.4s */
+
+#define IQ_ROW_END(label) \
+	WORD $0x6e31d610 /* faddp v16.4s, v16.4s, v17.4s */ \
+	WORD $0x6e30d610 /* faddp v16.4s, v16.4s, v16.4s */ \
+	WORD $0x7e30da10 /* faddp s16, v16.2s */ \
+	FMOVS.P F16, 4(R0) \
+	ADD R3, R2, R2 \
+	SUBS $1, R1, R1 \
+	BNE label
+
+// func qdotIQ4_NLSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotIQ4_NLSDOT(SB), NOSPLIT, $0-64
+	IQ_ARGS
+	VLD1 (R12), [V31.B16]
+nlrow:
+	IQ_ROW_START
+nlblock:
+	MOVHU.P 2(R7), R11
+	FMOVS R11, F5
+	FMOVS.P 4(R9), F4
+	WORD $0x1ee240a5 // fcvt s5, h5
+	WORD $0x1e250884 // fmul s4, s4, s5
+	IQ_LANES
+	SUBS $1, R10, R10
+	BNE nlblock
+	IQ_ROW_END(nlrow)
+	RET
+
+// func qdotMXFP4SDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotMXFP4SDOT(SB), NOSPLIT, $0-64
+	IQ_ARGS
+	MOVD $fp4LevelsARM<>(SB), R13
+	VLD1 (R13), [V31.B16]
+mxrow:
+	IQ_ROW_START
+mxblock:
+	MOVBU.P 1(R7), R11
+	MOVWU (R12)(R11<<2), R11
+	FMOVS R11, F5
+	FMOVS.P 4(R9), F4
+	WORD $0x1e250884 // fmul s4, s4, s5
+	IQ_LANES
+	SUBS $1, R10, R10
+	BNE mxblock
+	IQ_ROW_END(mxrow)
+	RET
+
+// XSSUB adds sub-block ib of the IQ4_XS super-block (codes at R7,
+// post-incremented; scales_h in R13, scales_l in R14) to the int32 lanes
+// V18 (0-3), V19 (4-7): SDOT lanes times the scale ls−32 (MLA by element).
+#define XSSUB(ib) \
+	UBFXW $(4*ib), R14, $4, R19 \
+	UBFXW $(2*ib), R13, $2, R20 \
+	ORRW R20<<4, R19, R19 \
+	SUBW $32, R19, R19 \
+	VMOV R19, V7.S[0] \
+	VLD1.P 16(R7), [V0.B16] \
+	VLD1.P 32(R8), [V2.B16, V3.B16] \
+	VAND V30.B16, V0.B16, V1.B16 \
+	VUSHR $4, V0.B16, V0.B16 \
+	VTBL V1.B16, [V31.B16], V1.B16 \
+	VTBL V0.B16, [V31.B16], V0.B16 \
+	VEOR V5.B16, V5.B16, V5.B16 \
+	VEOR V6.B16, V6.B16, V6.B16 \
+	WORD $0x4e829425 /* sdot v5.4s, v1.16b, v2.16b */ \
+	WORD $0x4e839406 /* sdot v6.4s, v0.16b, v3.16b */ \
+	WORD $0x6f8700b2 /* mla v18.4s, v5.4s, v7.s[0] */ \
+	WORD $0x6f8700d3 /* mla v19.4s, v6.4s, v7.s[0] */
+
+// func qdotIQ4_XSSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: the level table (kIQ4NL).
+TEXT ·qdotIQ4_XSSDOT(SB), NOSPLIT, $0-64
+	IQ_ARGS
+	VLD1 (R12), [V31.B16]
+xsrow:
+	IQ_ROW_START
+xsblock:
+	MOVHU (R7), R11
+	MOVHU 2(R7), R13
+	MOVWU 4(R7), R14
+	ADD $8, R7, R7
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	XSSUB(0)
+	XSSUB(1)
+	XSSUB(2)
+	XSSUB(3)
+	XSSUB(4)
+	XSSUB(5)
+	XSSUB(6)
+	XSSUB(7)
+	FMOVS R11, F5
+	FMOVS.P 4(R9), F4
+	WORD $0x1ee240a5 // fcvt s5, h5
+	WORD $0x1e250884 // fmul s4, s4, s5
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4f849252 // fmul v18.4s, v18.4s, v4.s[0]
+	WORD $0x4f849273 // fmul v19.4s, v19.4s, v4.s[0]
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x4e33d631 // fadd v17.4s, v17.4s, v19.4s
+	SUBS $1, R10, R10
+	BNE xsblock
+	IQ_ROW_END(xsrow)
+	RET
