@@ -58,7 +58,7 @@ func fuzzWalk(t *testing.T, c *Constraint, v *Vocab) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	mask := make([]uint64, v.MaskWords())
 	for m.Remaining() > 0 && !m.Ended() {
-		n := m.Mask(mask)
+		n := mustMask(t, m, mask)
 		if n == 0 {
 			t.Fatalf("empty mask with %d tokens left", m.Remaining())
 		}
