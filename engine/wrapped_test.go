@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -37,7 +38,7 @@ func TestWrappedConstraint(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := validatorFor(t, schema)
-	c, err := e.Constraint(ConstraintWrapped, string(spec))
+	c, err := e.Constraint(context.Background(), ConstraintWrapped, string(spec))
 	if err != nil {
 		t.Fatal(err)
 	}

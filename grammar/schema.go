@@ -190,11 +190,20 @@ func (c *schemaCompiler) resolve(r, path string) (any, error) {
 	cur := c.root
 	for _, tok := range strings.Split(r[2:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		o, ok := cur.(*obj)
-		if !ok {
-			return nil, serr(path, "$ref", "reference %q does not resolve", r)
-		}
-		if cur, ok = o.get(tok); !ok {
+		switch x := cur.(type) {
+		case *obj:
+			v, ok := x.get(tok)
+			if !ok {
+				return nil, serr(path, "$ref", "reference %q does not resolve", r)
+			}
+			cur = v
+		case []any: // an array element: a decimal index (RFC 6901)
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != tok {
+				return nil, serr(path, "$ref", "reference %q does not resolve", r)
+			}
+			cur = x[i]
+		default:
 			return nil, serr(path, "$ref", "reference %q does not resolve", r)
 		}
 	}

@@ -274,6 +274,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 			cr.Messages = append(cr.Messages, wireMessage{Role: "system", Content: sys})
 		}
 		cr.Messages = append(cr.Messages, wireMessage{Role: "user", Content: user})
+		cr.ctx = r.Context()
 		j, e = s.chatJob(&cr)
 	} else {
 		var cr completionRequest
@@ -289,6 +290,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		if req.Suffix != "" {
 			cr.Suffix = &req.Suffix // fill in the middle between prompt and suffix (infill.go)
 		}
+		cr.ctx = r.Context()
 		j, e = s.completionJob(&cr)
 	}
 	if e != nil {
@@ -334,6 +336,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cr.Messages = msgs
+	cr.ctx = r.Context()
 	j, e := s.chatJob(&cr)
 	if e != nil {
 		writeError(w, e)

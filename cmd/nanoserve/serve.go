@@ -71,6 +71,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	healthStall := fs.Duration("health-stall", 5*time.Minute, "/health answers 503 when the engine loop has not stepped for this long (longer than your slowest step)")
 	var cors stringList
 	fs.Var(&cors, "cors-origin", "allow browser calls from this origin (repeatable; \"*\": any; default: CORS off)")
+	registerGrammarFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
 		fs.PrintDefaults()
