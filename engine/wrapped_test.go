@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
