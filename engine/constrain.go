@@ -147,6 +147,10 @@ type GrammarOptions struct {
 
 const defaultGrammarCacheBytes = 256 << 20
 
+// compileStarted, when set (tests), is called by Constraint once a compile
+// holds its slot.
+var compileStarted func(ctx context.Context)
+
 // grammarCache holds compiled constraints by content hash, least recently
 // used first out once their bytes pass the bound, and the compile slots.
 type grammarCache struct {
@@ -263,6 +267,9 @@ func (e *Engine) Constraint(ctx context.Context, kind, spec string) (*grammar.Co
 		return nil, fmt.Errorf("engine: waiting to compile the constraint: %w", context.Cause(ctx))
 	}
 	defer func() { <-e.grams.sem }()
+	if compileStarted != nil {
+		compileStarted(ctx)
+	}
 	b := grammar.NewBudget(ctx, opts.Limits)
 	var g *grammar.Grammar
 	switch kind {

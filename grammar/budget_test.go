@@ -82,14 +82,25 @@ func bigRequired(n int) []byte {
 	return []byte(b.String())
 }
 
+// fanOut is a chain of definitions each inlining the previous one twice
+// through allOf: 2^depth compiles unless each subschema is compiled once.
+func fanOut(depth int) []byte {
+	defs := []string{`"d0":{"type":"integer"}`}
+	for i := 1; i <= depth; i++ {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"a":{"allOf":[{"$ref":"#/$defs/d%d"}]},"b":{"allOf":[{"$ref":"#/$defs/d%d"}]}}}`, i, i-1, i-1))
+	}
+	return []byte(fmt.Sprintf(`{"$defs":{%s},"allOf":[{"$ref":"#/$defs/d%d"}]}`, strings.Join(defs, ","), depth))
+}
+
 func deepArrays(n int) []byte {
 	return []byte(strings.Repeat(`{"type":"array","items":`, n) + `{"type":"integer"}` + strings.Repeat("}", n))
 }
 
 // TestLargeInputsWithinBudget: issue 29's expensive compiles (100k
 // choices, 100k GBNF alternatives, an enum of 100k values, 10k required
-// properties; before: 18-52 s each) and deep nesting (190 arrays: the items
-// expression was written twice per level, 2^190) compile within the
+// properties; before: 18-52 s each), deep nesting (190 arrays: the items
+// expression was written twice per level, 2^190) and a chain of allOf
+// inlinings (each subschema compiled once, not 2^40 times) compile within the
 // default limits with work linear in the input, and a generation over
 // them keeps few live stacks (the alternatives are left-factored).
 func TestLargeInputsWithinBudget(t *testing.T) {
@@ -110,6 +121,7 @@ func TestLargeInputsWithinBudget(t *testing.T) {
 		{"enum", func(b *Budget) (*Grammar, error) { return b.FromJSONSchema(bigEnum(n)) }, `"value-12345"`, 200, n},
 		{"required", func(b *Budget) (*Grammar, error) { return b.FromJSONSchema(bigRequired(n / 10)) }, "", 400, n / 10},
 		{"deep arrays", func(b *Budget) (*Grammar, error) { return b.FromJSONSchema(deepArrays(190)) }, strings.Repeat("[", 190) + "1" + strings.Repeat("]", 190), 2000, 190},
+		{"allOf fan-out", func(b *Budget) (*Grammar, error) { return b.FromJSONSchema(fanOut(40)) }, `{"a": {"b": ` + strings.Repeat(`{"a": `, 38) + "7" + strings.Repeat("}", 40), 2000, 40},
 	}
 	for _, tc := range cases {
 		b := NewBudget(context.Background(), Limits{})

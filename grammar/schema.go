@@ -83,6 +83,18 @@ type schemaCompiler struct {
 	// inlining holds the references allOf is inlining on the current
 	// path: one met again is a cycle that would inline forever.
 	inlining map[string]bool
+	// memo holds the expression compiled for each schema object of the
+	// document: allOf inlines a referenced schema's keywords, so the same
+	// subschemas come back wherever it is inlined; the second time they
+	// become a named rule that every later use references, so the work
+	// and the grammar stay linear in the document (two inlinings per
+	// level of a chain of definitions were 2^depth compiles).
+	memo map[*obj]*memoExpr
+}
+
+type memoExpr struct {
+	e     expr
+	named bool
 }
 
 // FromJSONSchema compiles a JSON Schema (JSON text) into a grammar whose
@@ -102,7 +114,7 @@ func (b *Budget) FromJSONSchema(schema []byte) (*Grammar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grammar: json schema is not valid JSON: %v", err)
 	}
-	c := &schemaCompiler{b: b, g: &Grammar{root: "root"}, root: root, refs: map[string]string{}, base: map[string]bool{}, inlining: map[string]bool{}}
+	c := &schemaCompiler{b: b, g: &Grammar{root: "root"}, root: root, refs: map[string]string{}, base: map[string]bool{}, inlining: map[string]bool{}, memo: map[*obj]*memoExpr{}}
 	e, err := c.schema(root, "")
 	if err != nil {
 		return nil, err
@@ -236,6 +248,10 @@ func (c *schemaCompiler) schema(s any, path string) (expr, error) {
 	if err := c.b.step(1); err != nil {
 		return nil, err
 	}
+	// What one schema builds: its expressions, a rule or two, the paths.
+	if err := c.b.alloc(1, 8*exprBytes); err != nil {
+		return nil, err
+	}
 	if c.depth > 200 {
 		return nil, serr(path, "", "nested too deeply")
 	}
@@ -246,7 +262,21 @@ func (c *schemaCompiler) schema(s any, path string) (expr, error) {
 		}
 		return c.baseRule("value"), nil
 	case *obj:
-		return c.object(s, path)
+		if m, ok := c.memo[s]; ok {
+			if !m.named {
+				e, err := c.share(m.e)
+				if err != nil {
+					return nil, err
+				}
+				m.e, m.named = e, true
+			}
+			return m.e, nil
+		}
+		e, err := c.object(s, path)
+		if err == nil && c.memo != nil {
+			c.memo[s] = &memoExpr{e: e}
+		}
+		return e, err
 	}
 	return nil, serr(path, "", "a schema must be an object or a boolean, got %s", jsonType(s))
 }
