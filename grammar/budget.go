@@ -17,22 +17,26 @@ import (
 //     the record or slice allocated);
 //   - Steps: units of work (an expression or schema visited, a fixed-point
 //     update, a stack advanced over a byte, a trie edge followed), the
-//     CPU-time proxy: a step is tens of nanoseconds, never a clock reading,
-//     so the same input ends at the same point on any machine.
+//     CPU-time proxy, never a clock reading, so the same input ends at the
+//     same point on any machine. A mask computation (the first masks of a
+//     compile, each later Mask or Accept) may take maskStepsFactor times
+//     Steps: its step (one stack over one byte) is that much cheaper than
+//     a compile's, and a real schema's first walk over a 151k vocabulary
+//     takes up to ~12M of them.
 //
 // Exceeding one is a *LimitError naming it, checked where the count grows,
 // so no input runs past its budget by more than one step. Compilation (front
 // end to a Constraint with its first masks computed) draws on one Budget,
 // which also carries the request's context: cancelling it stops the
 // compile at its next check. After compilation each Mask or Accept call
-// gets Steps again for itself, and the Constraint's caches stay within
-// Bytes (they restart past it).
+// gets maskStepsFactor × Steps for itself, and the Constraint's caches
+// stay within Bytes (they restart past it).
 
 // Limits bound one compilation; a zero field takes DefaultLimits' value.
 type Limits struct {
 	Nodes int64 // grammar nodes created
 	Bytes int64 // bytes allocated for them
-	Steps int64 // work steps (per compile, and per Mask/Accept call)
+	Steps int64 // work steps per compile (a mask computation: maskStepsFactor × Steps)
 }
 
 // DefaultLimits fits every real schema and grammar with a wide margin (the
@@ -82,6 +86,9 @@ type Budget struct {
 	stage               string
 	err                 error
 }
+
+// maskStepsFactor scales Limits.Steps for one mask computation.
+const maskStepsFactor = 10
 
 // ctxEvery is how many steps pass between polls of the context.
 const ctxEvery = 1 << 14

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAllOfCycleRefused: a cycle through allOf inlines forever without
@@ -298,5 +300,32 @@ func TestDefaultLimitsFitRealSchemas(t *testing.T) {
 	t.Logf("most used by a generated schema: %d nodes, %d KiB, %d steps (defaults %d, %d MiB, %d)", most.Nodes, most.Bytes>>10, most.Steps, d.Nodes, d.Bytes>>20, d.Steps)
 	if most.Nodes*20 > d.Nodes || most.Bytes*20 > d.Bytes || most.Steps*20 > d.Steps {
 		t.Errorf("a generated schema uses more than 5%% of a default limit")
+	}
+}
+
+// TestNullableNestingBounded: nested optional repetitions (each level
+// nullable, 10^4 deep) make the first expansion explore every way of
+// skipping them: it stops at the default limits with a *LimitError and a
+// bounded heap instead of running on (the bad-input check found it
+// hanging for over a minute while it grew).
+func TestNullableNestingBounded(t *testing.T) {
+	v, _ := byteVocab()
+	g, err := ParseGBNF(`root ::= (((("a"{0,10000}){0,10000}){0,10000}){0,10000})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err = Compile(g, v)
+	runtime.ReadMemStats(&after)
+	var le *LimitError
+	if !errors.As(err, &le) {
+		t.Fatalf("got %v, want a *LimitError", err)
+	}
+	t.Logf("%v in %v; heap in use %d MiB → %d MiB", err, time.Since(start), before.HeapInuse>>20, after.HeapInuse>>20)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > DefaultLimits().Bytes*2 {
+		t.Errorf("the heap grew %d MiB", grew>>20)
 	}
 }

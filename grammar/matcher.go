@@ -21,7 +21,8 @@ type node struct {
 	succ   []*node // stacks after matching the top terminal; nil until computed
 	done   bool    // succ computed
 	mask   *nodeMask
-	mark   uint32  // dedup epoch
+	mark   uint32  // dedup epoch (step)
+	added  uint32  // dedup epoch (expand)
 	term   byteSet // the top terminal's bytes (empty for pos < 0 and control tokens)
 	tok    int32   // the top control token's id, or -1
 }
@@ -67,6 +68,7 @@ type Constraint struct {
 	boundary  *node // a local walk popped into the sentinel
 	posMasks  map[ctxKey]*posMask
 	epoch     uint32
+	outEpoch  uint32
 	cached    int // words held by node masks
 	expandVis map[nodeKey]bool
 	// The current operation's work (Mask, Accept, NewMatcher, the
@@ -75,6 +77,8 @@ type Constraint struct {
 	// results are then never cached.
 	work, workMax int64
 	over          bool
+	overNodes     bool  // over because of opNodes
+	opNodes       int64 // nodes the operation created
 }
 
 // maxCachedWords bounds the memory of cached masks (32 MiB).
@@ -122,24 +126,20 @@ func (b *Budget) Compile(g *Grammar, v *Vocab) (*Constraint, error) {
 	spare := max(b.lim.Bytes-b.bytes, 1<<20)
 	c.maxNodes = int(min(maxNodes, b.lim.Nodes, spare/2/nodeBytes))
 	c.maxWords = int(min(maxCachedWords, spare/2/8))
-	// The first masks, under what is left of the step budget.
+	// The first masks, as one mask computation.
 	b.stage = "first mask"
-	c.begin(b.lim.Steps - b.steps)
+	c.begin(c.maskSteps())
 	var st []*node
+	c.newExpansion()
 	for _, s := range p.alts[p.root] {
-		st = c.expand(s, nil, st)
+		st = c.expand1(s, nil, st)
 	}
 	for _, n := range st {
 		if n.pos >= 0 && n.tok < 0 {
 			c.maskOf(n)
 		}
 	}
-	work, over := c.work, c.over
-	c.end()
-	if over {
-		return nil, b.fail("steps", b.lim.Steps)
-	}
-	if err := b.step(work); err != nil {
+	if err := c.end(); err != nil {
 		return nil, err
 	}
 	if err := b.alloc(int64(len(c.nodes)), int64(len(c.nodes))*nodeBytes+int64(c.cached)*8); err != nil {
@@ -156,18 +156,25 @@ func (c *Constraint) Bytes() int64 {
 	return c.size + int64(len(c.nodes))*nodeBytes + int64(c.cached)*8
 }
 
+func (c *Constraint) maskSteps() int64 { return maskStepsFactor * c.lim.Steps }
+
 // begin starts an operation allowed steps work steps (c.mu held).
 func (c *Constraint) begin(steps int64) {
-	c.work, c.workMax, c.over = 0, steps, false
+	c.work, c.workMax, c.over, c.overNodes, c.opNodes = 0, steps, false, false, 0
 }
 
-// end finishes an operation: a *LimitError if it ran out of steps.
+// end finishes an operation: a *LimitError if it ran out of steps or
+// nodes.
 func (c *Constraint) end() error {
-	if c.over {
-		c.over = false
-		return &LimitError{Limit: "steps", Max: c.workMax, Stage: "mask"}
+	if !c.over {
+		return nil
 	}
-	return nil
+	c.over = false
+	stage := fmt.Sprintf("a mask computation (%d× the limit)", maskStepsFactor)
+	if c.overNodes {
+		return &LimitError{Limit: "nodes", Max: c.maxOpNodes(), Stage: "a mask computation"}
+	}
+	return &LimitError{Limit: "steps", Max: c.lim.Steps, Stage: stage}
 }
 
 // spend counts n steps of the current operation; false once exceeded.
@@ -178,6 +185,26 @@ func (c *Constraint) spend(n int) bool {
 	}
 	return !c.over
 }
+
+// maxOpNodes bounds the stacks (and expansion marks) one operation may
+// create: a quarter of Limits.Nodes, and of Limits.Bytes at nodeBytes
+// each (the rest is for the caches and the matchers' states).
+func (c *Constraint) maxOpNodes() int64 { return min(c.lim.Nodes, c.lim.Bytes/nodeBytes) / 4 }
+
+// grow counts one node created by the current operation (a stack interned,
+// a configuration marked while expanding): it costs expandSteps steps, and
+// their number is bounded by maxOpNodes, so an operation's memory is too.
+func (c *Constraint) grow() bool {
+	c.opNodes++
+	if c.opNodes > c.maxOpNodes() {
+		c.over, c.overNodes = true, true
+	}
+	return c.spend(expandSteps)
+}
+
+// expandSteps is what creating a node costs in steps: a hash-table insert
+// and an allocation, against a step's bitset test.
+const expandSteps = 16
 
 // costs computes rest[] (and each rule's minimum) as the least fixed
 // point of rest(end) = 0, rest(i) = cost(elem i) + rest(i+1), where a
@@ -331,6 +358,7 @@ func (c *Constraint) intern(pos int32, parent *node) *node {
 	if len(c.nodes) >= c.maxNodes {
 		c.nodes = map[nodeKey]*node{}
 	}
+	c.grow()
 	pm := int32(0)
 	if parent != nil {
 		pm = parent.min
@@ -347,36 +375,50 @@ func (c *Constraint) intern(pos int32, parent *node) *node {
 }
 
 // expand appends the stacks reachable from (pos, parent) whose top is a
-// terminal (or the accepting stack), descending into rule references.
+// terminal (or the accepting stack), descending into rule references: one
+// expansion (see newExpansion).
 func (c *Constraint) expand(pos int32, parent *node, out []*node) []*node {
-	clear(c.expandVis)
-	if c.expandVis == nil {
-		c.expandVis = map[nodeKey]bool{}
-	}
+	c.newExpansion()
 	return c.expand1(pos, parent, out)
+}
+
+// newExpansion starts a set of stacks: expand1 calls after it share the
+// marks of what they visited and added (a union of expansions, such as
+// the root's alternatives, is built in one pass, in time linear in what
+// it visits).
+func (c *Constraint) newExpansion() {
+	if c.expandVis == nil || len(c.expandVis) > 1024 {
+		c.expandVis = map[nodeKey]bool{} // clearing a large table costs its capacity every time
+	} else {
+		clear(c.expandVis)
+	}
+	c.outEpoch++
 }
 
 func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
 	k := nodeKey{pos, parent}
-	if !c.spend(1) || c.expandVis[k] {
+	if c.over || c.expandVis[k] {
 		return out // a nullable cycle adds nothing new
+	}
+	if !c.grow() {
+		return out
 	}
 	c.expandVis[k] = true
 	e := c.p.pos[pos]
 	switch e.kind {
 	case kEnd:
 		if parent == nil {
-			return addNode(out, c.accept)
+			return c.addNode(out, c.accept)
 		}
 		if parent == c.sentinel {
-			return addNode(out, c.boundary)
+			return c.addNode(out, c.boundary)
 		}
 		return c.expand1(parent.pos, parent.parent, out)
 	case kTerm, kTok:
 		if c.rest[pos] >= inf {
 			return out
 		}
-		return addNode(out, c.intern(pos, parent))
+		return c.addNode(out, c.intern(pos, parent))
 	default:
 		np := parent
 		if c.p.pos[pos+1].kind != kEnd { // not a tail call: push the return frame
@@ -389,10 +431,12 @@ func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
 	}
 }
 
-func addNode(out []*node, n *node) []*node {
-	if slices.Contains(out, n) {
+// addNode appends n unless the current expansion already holds it.
+func (c *Constraint) addNode(out []*node, n *node) []*node {
+	if n.added == c.outEpoch {
 		return out
 	}
+	n.added = c.outEpoch
 	return append(out, n)
 }
 
@@ -664,10 +708,11 @@ type Matcher struct {
 func (c *Constraint) NewMatcher(maxTokens int) (*Matcher, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.begin(c.lim.Steps)
+	c.begin(c.maskSteps())
 	var st []*node
+	c.newExpansion()
 	for _, s := range c.p.alts[c.p.root] {
-		st = c.expand(s, nil, st)
+		st = c.expand1(s, nil, st)
 	}
 	if err := c.end(); err != nil {
 		return nil, err
@@ -721,7 +766,7 @@ func (m *Matcher) Mask(dst []uint64) (int, error) {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.begin(c.lim.Steps)
+	c.begin(c.maskSteps())
 	n := m.mask(dst, left)
 	if err := c.end(); err != nil {
 		clear(dst)
@@ -810,7 +855,7 @@ func (m *Matcher) Accept(id int) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.begin(c.lim.Steps)
+	c.begin(c.maskSteps())
 	err := m.accept(id)
 	if e := c.end(); e != nil {
 		return e
@@ -862,7 +907,7 @@ func (m *Matcher) AcceptBytes(b []byte) error {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.begin(c.lim.Steps)
+	c.begin(c.maskSteps())
 	s := slices.Clone(m.state)
 	for i, x := range b {
 		s = c.step(s, x, nil)

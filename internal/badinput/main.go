@@ -365,7 +365,7 @@ func run(bin, modelPath string, verbose bool) error {
 	if failed > 0 || fivexx > 0 || !alive {
 		return errors.New("bad-input check failed")
 	}
-	return nil
+	return grammarBombs(bin, modelPath, dir, verbose) // grammarbomb.go
 }
 
 // check sends one case and lists what is wrong with the answer.
