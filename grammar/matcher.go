@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // inf is the cost of a position that cannot complete.
@@ -75,6 +76,7 @@ type Constraint struct {
 	// compile's first masks): steps counted in step/expand, against
 	// workMax; over is set once it is exceeded and the operation's partial
 	// results are then never cached.
+	bytes         atomic.Int64 // what Bytes reports
 	work, workMax int64
 	over          bool
 	overNodes     bool  // over because of opNodes
@@ -150,10 +152,13 @@ func (b *Budget) Compile(g *Grammar, v *Vocab) (*Constraint, error) {
 
 // Bytes estimates the memory c holds now: its program and tables, its
 // stacks and its cached masks (bounded by its Limits.Bytes).
-func (c *Constraint) Bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.size + int64(len(c.nodes))*nodeBytes + int64(c.cached)*8
+// It takes no lock (the figure is updated at the end of each operation),
+// so a cache can weigh its entries while they are in use.
+func (c *Constraint) Bytes() int64 { return c.bytes.Load() }
+
+// noteBytes refreshes the figure Bytes reports (c.mu held).
+func (c *Constraint) noteBytes() {
+	c.bytes.Store(c.size + int64(len(c.nodes))*nodeBytes + int64(c.cached)*8)
 }
 
 func (c *Constraint) maskSteps() int64 { return maskStepsFactor * c.lim.Steps }
@@ -166,6 +171,7 @@ func (c *Constraint) begin(steps int64) {
 // end finishes an operation: a *LimitError if it ran out of steps or
 // nodes.
 func (c *Constraint) end() error {
+	c.noteBytes()
 	if !c.over {
 		return nil
 	}
