@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // ToolFunction is one function a request offers: OpenAI's
@@ -78,7 +80,11 @@ func ToolCallConstraint(f ToolFormat, fns []ToolFunction, only string, parallel 
 	if f == ToolFormatLlama3 {
 		argsKey = "parameters"
 	}
-	var alts []json.RawMessage
+	type offered struct {
+		i      int
+		params []byte
+	}
+	var picked []offered
 	for i, fn := range fns {
 		if fn.Name == "" {
 			return nil, fmt.Errorf("chat: tools[%d].function.name is empty", i)
@@ -93,15 +99,36 @@ func ToolCallConstraint(f ToolFormat, fns []ToolFunction, only string, parallel 
 		if params[0] != '{' || !json.Valid(params) {
 			return nil, fmt.Errorf("chat: tools[%d].function.parameters (%s) must be a JSON Schema object", i, fn.Name)
 		}
+		picked = append(picked, offered{i, params})
+	}
+	if len(picked) == 0 {
+		return nil, fmt.Errorf("chat: tool_choice names function %q, which is not among the tools", only)
+	}
+	// Each parameters schema is its own document: its references ("#",
+	// "#/$defs/X", what Pydantic writes) point into it. Inside the call
+	// schema it sits at a known JSON pointer, so they are rebased there.
+	base := ""
+	if f == ToolFormatMistral {
+		base = "/items"
+	}
+	var alts []json.RawMessage
+	for k, o := range picked {
+		fn := fns[o.i]
+		at := base
+		if len(picked) > 1 {
+			at += fmt.Sprintf("/anyOf/%d", k)
+		}
+		at += "/properties/" + escapePointer(argsKey)
+		params, err := rebaseRefs(o.params, at)
+		if err != nil {
+			return nil, fmt.Errorf("chat: tools[%d].function.parameters (%s): %v", o.i, fn.Name, err)
+		}
 		s, err := json.Marshal(callSchema{Type: "object", Properties: callProps{fn.Name, argsKey, params},
 			Required: []string{"name", argsKey}, AdditionalProperties: false})
 		if err != nil {
-			return nil, fmt.Errorf("chat: tools[%d] (%s): %w", i, fn.Name, err)
+			return nil, fmt.Errorf("chat: tools[%d] (%s): %w", o.i, fn.Name, err)
 		}
 		alts = append(alts, s)
-	}
-	if len(alts) == 0 {
-		return nil, fmt.Errorf("chat: tool_choice names function %q, which is not among the tools", only)
 	}
 	one := alts[0]
 	if len(alts) > 1 {
@@ -186,4 +213,85 @@ func gbnfLiteral(s string) string {
 		}
 	}
 	return string(append(b, '"'))
+}
+
+// dataKeywords hold JSON values, not schemas: a "$ref" inside them is data.
+var dataKeywords = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+
+// nameMaps are keywords whose value maps names to schemas.
+var nameMaps = map[string]bool{"properties": true, "$defs": true, "definitions": true, "patternProperties": true, "dependentSchemas": true}
+
+// rebaseRefs rewrites every local reference ("$ref": "#...") in the schema
+// raw so that it resolves the same when raw sits at JSON pointer base
+// inside another document: "#/$defs/X" becomes "#"+base+"/$defs/X". Key
+// order is kept (it is the order the grammar writes properties in);
+// values under const, enum, default and examples are left alone.
+func rebaseRefs(raw []byte, base string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out []byte
+	// schema: tok starts a schema (or a list or map of them); names: tok is
+	// an object whose keys are names (properties, $defs), not keywords.
+	var value func(tok json.Token, schema, names bool) error
+	value = func(tok json.Token, schema, names bool) error {
+		switch t := tok.(type) {
+		case json.Delim:
+			open, close := byte(t), byte('}')
+			if t == '[' {
+				close = ']'
+			}
+			out = append(out, open)
+			for n := 0; dec.More(); n++ {
+				if n > 0 {
+					out = append(out, ',')
+				}
+				k := ""
+				if open == '{' {
+					kt, err := dec.Token()
+					if err != nil {
+						return err
+					}
+					k, _ = kt.(string)
+					out = append(appendJSONString(out, k), ':')
+				}
+				v, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				keyword := open == '{' && !names
+				if r, ok := v.(string); ok && schema && keyword && k == "$ref" && strings.HasPrefix(r, "#") {
+					out = appendJSONString(out, "#"+base+r[1:])
+					continue
+				}
+				if err := value(v, schema && !(keyword && dataKeywords[k]), keyword && nameMaps[k]); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			out = append(out, close)
+		case string:
+			out = appendJSONString(out, t)
+		case json.Number:
+			out = append(out, t.String()...)
+		case bool:
+			out = strconv.AppendBool(out, t)
+		case nil:
+			out = append(out, "null"...)
+		}
+		return nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if err := value(tok, true, false); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -73,7 +76,10 @@ func (g *grammarProcessor) Process(logits []float32) error {
 	if need := (len(logits) + 63) / 64; len(g.mask) != need {
 		g.mask = make([]uint64, need)
 	}
-	n := g.m.Mask(g.mask)
+	n, err := g.m.Mask(g.mask)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	accepting := g.m.Accepting()
 	for i := range logits {
 		if g.mask[i>>6]>>(i&63)&1 == 0 && !(accepting && slices.Contains(g.stop, i)) {
@@ -124,10 +130,93 @@ func (m *minTokens) Process(logits []float32) error {
 
 func (m *minTokens) Accept(int) error { m.left--; return nil }
 
-// grammarCache holds compiled constraints by content hash.
+// GrammarOptions bound structured output: what one compile may take and
+// what the compiled constraints kept for reuse may hold. Zero values pick
+// the defaults.
+type GrammarOptions struct {
+	// Limits bound one compile (and each mask computation after it); see
+	// grammar.Limits. Zero fields: grammar.DefaultLimits.
+	Limits grammar.Limits
+	// CacheBytes bounds the compiled constraints kept by content hash,
+	// their mask caches included (≤ 0: 256 MiB).
+	CacheBytes int64
+	// Compiles is how many compiles run at once (≤ 0: half the CPUs, at
+	// least 1); more wait for a turn (or their context).
+	Compiles int
+}
+
+const defaultGrammarCacheBytes = 256 << 20
+
+// compileStarted, when set (tests), is called by Constraint once a compile
+// holds its slot.
+var compileStarted func(ctx context.Context)
+
+// grammarCache holds compiled constraints by content hash, least recently
+// used first out once their bytes pass the bound, and the compile slots.
 type grammarCache struct {
-	mu sync.Mutex // protects m
-	m  map[[32]byte]*grammar.Constraint
+	once sync.Once
+	sem  chan struct{} // compile slots
+
+	mu    sync.Mutex // protects m and clock
+	m     map[[32]byte]*cachedGrammar
+	clock uint64
+}
+
+type cachedGrammar struct {
+	c    *grammar.Constraint
+	used uint64 // clock at last use
+}
+
+func (g *grammarCache) get(key [32]byte) *grammar.Constraint {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	x, ok := g.m[key]
+	if !ok {
+		return nil
+	}
+	g.clock++
+	x.used = g.clock
+	return x.c
+}
+
+// put adds c, then drops the least recently used entries until the
+// entries' current bytes fit limit (c itself stays: it is about to be
+// used, and it fits by its own Limits.Bytes).
+func (g *grammarCache) put(key [32]byte, c *grammar.Constraint, limit int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[[32]byte]*cachedGrammar{}
+	}
+	g.clock++
+	g.m[key] = &cachedGrammar{c: c, used: g.clock}
+	for {
+		total := int64(0)
+		var oldest [32]byte
+		var oldestUse uint64 = math.MaxUint64
+		for k, x := range g.m {
+			total += x.c.Bytes()
+			if k != key && x.used < oldestUse {
+				oldest, oldestUse = k, x.used
+			}
+		}
+		if total <= limit || oldestUse == math.MaxUint64 {
+			return
+		}
+		delete(g.m, oldest)
+	}
+}
+
+// CachedGrammarBytes is the memory the cached compiled constraints hold
+// now (at most GrammarOptions.CacheBytes after each compile).
+func (e *Engine) CachedGrammarBytes() int64 {
+	e.grams.mu.Lock()
+	defer e.grams.mu.Unlock()
+	total := int64(0)
+	for _, x := range e.grams.m {
+		total += x.c.Bytes()
+	}
+	return total
 }
 
 // Constraint kinds for Engine.Constraint.
@@ -148,43 +237,60 @@ type WrappedSpec struct {
 	Schema json.RawMessage
 }
 
-const maxCachedGrammars = 16 // each holds at most the grammar mask-cache bound (32 MiB)
-
 // Constraint compiles (or finds in the cache, keyed by the SHA-256 of kind
 // and spec) a constraint over the engine's vocabulary. Errors come from
-// package grammar and name what cannot be enforced.
-func (e *Engine) Constraint(kind, spec string) (*grammar.Constraint, error) {
+// package grammar and name what cannot be enforced; a compile past its
+// limits is a *grammar.LimitError naming the limit. The compile runs on
+// the caller's goroutine (never the scheduler's), in one of
+// GrammarOptions.Compiles slots, and stops when ctx is done (waiting for a
+// slot, too): the error then wraps ctx's cause.
+func (e *Engine) Constraint(ctx context.Context, kind, spec string) (*grammar.Constraint, error) {
 	key := sha256.Sum256([]byte(kind + "\x00" + spec))
-	e.grams.mu.Lock()
-	c, ok := e.grams.m[key]
-	e.grams.mu.Unlock()
-	if ok {
+	if c := e.grams.get(key); c != nil {
 		return c, nil
 	}
 	v, err := e.GrammarVocab()
 	if err != nil {
 		return nil, err
 	}
+	opts := e.opts.Grammar
+	e.grams.once.Do(func() {
+		n := opts.Compiles
+		if n <= 0 {
+			n = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		e.grams.sem = make(chan struct{}, n)
+	})
+	select {
+	case e.grams.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("engine: waiting to compile the constraint: %w", context.Cause(ctx))
+	}
+	defer func() { <-e.grams.sem }()
+	if compileStarted != nil {
+		compileStarted(ctx)
+	}
+	b := grammar.NewBudget(ctx, opts.Limits)
 	var g *grammar.Grammar
 	switch kind {
 	case ConstraintJSONSchema:
-		g, err = grammar.FromJSONSchema([]byte(spec))
+		g, err = b.FromJSONSchema([]byte(spec))
 	case ConstraintJSONObject:
 		g = grammar.JSONObject()
 	case ConstraintGBNF:
-		g, err = grammar.ParseGBNF(spec)
+		g, err = b.ParseGBNF(spec)
 	case ConstraintRegex:
-		g, err = grammar.FromRegex(spec)
+		g, err = b.FromRegex(spec)
 	case ConstraintChoice:
 		var choices []string
 		if err = json.Unmarshal([]byte(spec), &choices); err == nil {
-			g, err = grammar.FromChoices(choices)
+			g, err = b.FromChoices(choices)
 		}
 	case ConstraintWrapped:
 		var ws WrappedSpec
 		if err = json.Unmarshal([]byte(spec), &ws); err != nil {
 			err = fmt.Errorf("engine: wrapped constraint spec: %v", err)
-		} else if g, err = grammar.FromJSONSchema(ws.Schema); err == nil {
+		} else if g, err = b.FromJSONSchema(ws.Schema); err == nil {
 			g, err = grammar.Wrap(g, ws.Wrapper)
 		}
 	default:
@@ -193,14 +299,14 @@ func (e *Engine) Constraint(kind, spec string) (*grammar.Constraint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c, err = grammar.Compile(g, v); err != nil {
+	c, err := b.Compile(g, v)
+	if err != nil {
 		return nil, err
 	}
-	e.grams.mu.Lock()
-	if e.grams.m == nil || len(e.grams.m) >= maxCachedGrammars {
-		e.grams.m = map[[32]byte]*grammar.Constraint{}
+	limit := opts.CacheBytes
+	if limit <= 0 {
+		limit = defaultGrammarCacheBytes
 	}
-	e.grams.m[key] = c
-	e.grams.mu.Unlock()
+	e.grams.put(key, c, limit)
 	return c, nil
 }

@@ -21,7 +21,7 @@ const benchSchema = `{"type":"object","properties":{"id":{"type":"string","forma
 // request of the schema's shortest output plus extra tokens, unconstrained and under benchSchema (warm: the
 // constraint is compiled and its masks cached by a first run).
 func benchConstrained(b *testing.B, e *Engine, extra int) {
-	c, err := e.Constraint(ConstraintJSONSchema, benchSchema)
+	c, err := e.Constraint(context.Background(), ConstraintJSONSchema, benchSchema)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -45,7 +46,7 @@ func TestGeneratedSchemasEndToEnd(t *testing.T) {
 		for i := 0; i < n; i++ {
 			schema := string(grammar.RandomSchema(uint64(i)))
 			v := validatorFor(t, schema)
-			c, err := e.Constraint(ConstraintJSONSchema, schema)
+			c, err := e.Constraint(context.Background(), ConstraintJSONSchema, schema)
 			if err != nil {
 				t.Fatalf("schema %d %s: %v", i, schema, err)
 			}
@@ -106,7 +107,7 @@ func validatorFor(t *testing.T, schema string) *jsonschema.Schema {
 // constrained runs one request under kind/spec and returns its text.
 func constrained(t *testing.T, e *Engine, kind, spec string, pol sample.Policy) *Result {
 	t.Helper()
-	c, err := e.Constraint(kind, spec)
+	c, err := e.Constraint(context.Background(), kind, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestConstrainedOutputsValidate(t *testing.T) {
 		e := loadGGUF(t, rel)
 		for i, schema := range e2eSchemas {
 			v := validatorFor(t, schema)
-			c, err := e.Constraint(ConstraintJSONSchema, schema)
+			c, err := e.Constraint(context.Background(), ConstraintJSONSchema, schema)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +177,7 @@ func TestConstrainedOutputsValidate(t *testing.T) {
 
 func TestConstraintBudgetTooSmall(t *testing.T) {
 	e := loadGGUF(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf")
-	c, err := e.Constraint(ConstraintJSONSchema, e2eSchemas[0])
+	c, err := e.Constraint(context.Background(), ConstraintJSONSchema, e2eSchemas[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestConstraintBudgetTooSmall(t *testing.T) {
 		t.Fatalf("budget below the shortest output: %v", err)
 	}
 	// The cache returns the same compiled constraint for the same spec.
-	c2, _ := e.Constraint(ConstraintJSONSchema, e2eSchemas[0])
+	c2, _ := e.Constraint(context.Background(), ConstraintJSONSchema, e2eSchemas[0])
 	if c2 != c {
 		t.Fatal("constraint cache missed an identical schema")
 	}
@@ -193,7 +194,7 @@ func TestConstraintBudgetTooSmall(t *testing.T) {
 // min_tokens: end-of-generation is masked until N tokens.
 func TestMinTokens(t *testing.T) {
 	e := loadGGUF(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf")
-	c, _ := e.Constraint(ConstraintChoice, `["a"]`)
+	c, _ := e.Constraint(context.Background(), ConstraintChoice, `["a"]`)
 	pol := sample.Defaults()
 	pol.MaxTokens = 8
 	// Choice "a" would end after one token; min_tokens 1 changes nothing,

@@ -260,6 +260,8 @@ type Options struct {
 	// KVType is the KV cache's element type: tensor.F32 (the zero value,
 	// exact), F16 (the CLI's default, as llama.cpp's) or Q8_0.
 	KVType tensor.DType
+
+	Grammar GrammarOptions // structured output's limits (constrain.go)
 }
 
 // forwarder is what the engine needs of a model: one batched forward pass
@@ -453,6 +455,12 @@ type Request struct {
 	// and returns that sequence's logits processors, which run in order
 	// after the engine's own (token healing). See "Logits processors".
 	Processors func() []LogitsProcessor
+	// Budget, if set, is told by Submit, once the prompt is tokenized and
+	// before anything is queued, how many tokens the output may take:
+	// Policy.MaxTokens capped by the context left after the prompt. An
+	// error refuses the request (a grammar whose shortest output cannot
+	// fit; return a *RequestError to name the field).
+	Budget func(tokens int) error
 	// NoSpeculation turns speculative decoding off for this request (the
 	// output is the same either way; this only changes how it is computed).
 	NoSpeculation bool
@@ -763,6 +771,15 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*submission, error) 
 	}
 	if need := e.cache.BlocksFor(len(prompt)); need > e.cache.NumBlocks {
 		return nil, &PromptTooLongError{Tokens: len(prompt), Limit: e.cache.NumBlocks * e.cache.BlockSize, Cache: true}
+	}
+	if req.Budget != nil {
+		left := e.ctx - len(prompt)
+		if pol.MaxTokens > 0 {
+			left = min(left, pol.MaxTokens)
+		}
+		if err := req.Budget(left); err != nil {
+			return nil, err
+		}
 	}
 	var heal *healProcessor
 	if req.TokenHealing {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestWrappedConstraint(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := validatorFor(t, schema)
-	c, err := e.Constraint(ConstraintWrapped, string(spec))
+	c, err := e.Constraint(context.Background(), ConstraintWrapped, string(spec))
 	if err != nil {
 		t.Fatal(err)
 	}

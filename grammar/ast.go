@@ -178,12 +178,21 @@ func (g *Grammar) addRule(name string, e expr) error {
 }
 
 // check verifies that every referenced rule exists and the root is defined.
-func (g *Grammar) check() error {
+func (g *Grammar) check() error { return g.checkIn(nil) }
+
+// checkIn is check counting a step per expression visited against b (nil:
+// not counted).
+func (g *Grammar) checkIn(b *Budget) error {
 	if _, ok := g.rules[g.root]; !ok {
 		return fmt.Errorf("grammar: no root rule %q", g.root)
 	}
 	var walk func(e expr, in string) error
 	walk = func(e expr, in string) error {
+		if b != nil {
+			if err := b.step(1); err != nil {
+				return err
+			}
+		}
 		switch e := e.(type) {
 		case refExpr:
 			if _, ok := g.rules[e.name]; !ok {

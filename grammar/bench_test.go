@@ -49,7 +49,7 @@ func benchMask(b *testing.B, which int) {
 	}
 	var ids []int
 	for m.Remaining() > 0 && !m.Ended() {
-		n := m.Mask(mask)
+		n := mustMask(b, m, mask)
 		id := pick(mask, n, rng, score)
 		m.Accept(id)
 		ids = append(ids, id)
@@ -59,7 +59,7 @@ func benchMask(b *testing.B, which int) {
 	for i := 0; i < b.N; i++ {
 		m, _ := c.NewMatcher(400)
 		for _, id := range ids {
-			m.Mask(mask)
+			mustMask(b, m, mask)
 			if err := m.Accept(id); err != nil {
 				b.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func benchCold(b *testing.B, which int) {
 		}
 		m, _ := c.NewMatcher(400)
 		for m.Remaining() > 0 && !m.Ended() {
-			n := m.Mask(mask)
+			n := mustMask(b, m, mask)
 			m.Accept(pick(mask, n, rng, nil))
 			steps++
 		}

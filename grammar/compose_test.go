@@ -84,7 +84,7 @@ func TestWrapProperty(t *testing.T) {
 					// may open the output.
 					m, _ := c.NewMatcher(0)
 					mask := make([]uint64, tv.v.MaskWords())
-					if n := m.Mask(mask); n != 1 {
+					if n := mustMask(t, m, mask); n != 1 {
 						t.Fatalf("%s: %d tokens may start %q, want the control token alone", tv.name, n, w.Prefix)
 					}
 					byID++
@@ -147,7 +147,7 @@ func TestWrapControlToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	mask := make([]uint64, voc.MaskWords())
-	if n := m.Mask(mask); n != 1 || mask[0] != 1 {
+	if n := mustMask(t, m, mask); n != 1 || mask[0] != 1 {
 		t.Fatalf("first mask %b (%d tokens), want only the control token 0", mask[0], n)
 	}
 	if err := m.Accept(1); err == nil {
@@ -169,7 +169,7 @@ func TestWrapControlToken(t *testing.T) {
 		t.Errorf("MinTokens %d, want 5", got)
 	}
 	m, _ = c.NewMatcher(5)
-	if n := m.Mask(mask); n != 1 || mask[0] != 1 {
+	if n := mustMask(t, m, mask); n != 1 || mask[0] != 1 {
 		t.Fatalf("mask at a budget of 5: %b", mask[0])
 	}
 	if _, err := c.NewMatcher(4); err == nil {
@@ -192,7 +192,7 @@ func TestWrapControlToken(t *testing.T) {
 				t.Fatalf("Accept(%d): %v", id, err)
 			}
 		}
-		m.Mask(mask)
+		mustMask(t, m, mask)
 		if again := mask[0]&1 != 0; again != (budget == 0) || mask[0]>>8&1 == 0 {
 			t.Errorf("budget %d: mask %b after [TOOL_CALLS][1]: want end-of-generation, and the control token only without a budget", budget, mask[0])
 		}
@@ -206,7 +206,7 @@ func TestWrapControlToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ = c.NewMatcher(0)
-	if m.Mask(mask); mask[0]&0b11 != 0b11 {
+	if mustMask(t, m, mask); mask[0]&0b11 != 0b11 {
 		t.Fatalf("text vocabulary: mask %b, want [TOOL_CALLS] and [TOOL allowed", mask[0])
 	}
 	if err := m.AcceptBytes([]byte("[TOOL_CALLS] [1,1]")); err != nil || !m.Accepting() {

@@ -83,7 +83,7 @@ func walk(t testing.TB, c *Constraint, tv *testVocab, maxTokens int, rng *rand.R
 			}
 			return out
 		}
-		n := m.Mask(mask)
+		n := mustMask(t, m, mask)
 		if n == 0 {
 			t.Fatalf("empty mask after %q", out)
 		}
@@ -131,3 +131,13 @@ func pick(mask []uint64, n int, rng *rand.Rand, score []float64) int {
 }
 
 func trailing(x uint64) int { return bits.TrailingZeros64(x) }
+
+// mustMask is Mask failing the test on an error.
+func mustMask(t testing.TB, m *Matcher, mask []uint64) int {
+	t.Helper()
+	n, err := m.Mask(mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

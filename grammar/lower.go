@@ -34,9 +34,8 @@ type program struct {
 	maxRules int
 }
 
-const maxLoweredRules = 200000
-
 type lowerer struct {
+	b       *Budget
 	g       *Grammar
 	v       *Vocab // resolves control tokens; nil: they are matched as text
 	p       *program
@@ -47,19 +46,28 @@ type lowerer struct {
 	err     error
 }
 
-// lower turns g into a byte-level program and checks it for left
-// recursion (which a top-down automaton cannot run).
-func lower(g *Grammar, v *Vocab) (*program, error) {
-	l := &lowerer{g: g, v: v, p: &program{}, ruleIdx: map[string]int32{}, termIdx: map[byteSet]int32{}, classes: map[string]int32{}}
+// lower turns g into a byte-level program, left-factored, and checks it
+// for left recursion (which a top-down automaton cannot run), counting
+// rules and positions against b.
+func lower(g *Grammar, v *Vocab, b *Budget) (*program, error) {
+	b.stage = "lower"
+	l := &lowerer{b: b, g: g, v: v, p: &program{}, ruleIdx: map[string]int32{}, termIdx: map[byteSet]int32{}, classes: map[string]int32{}}
 	for _, n := range g.order {
 		l.newRule(n)
 	}
 	for _, n := range g.order {
 		r := l.ruleIdx[n]
 		l.bodies[r] = l.alternatives(g.rules[n], n)
+		l.charge(l.bodies[r])
 		if l.err != nil {
 			return nil, l.err
 		}
+	}
+	for r := 0; r < len(l.bodies) && l.err == nil; r++ {
+		l.bodies[r] = l.factor(l.bodies[r], l.p.names[r])
+	}
+	if l.err != nil {
+		return nil, l.err
 	}
 	p := l.p
 	p.root = l.ruleIdx[g.root]
@@ -75,25 +83,89 @@ func lower(g *Grammar, v *Vocab) (*program, error) {
 			p.posRule = append(p.posRule, int32(r))
 		}
 	}
+	if err := b.step(int64(len(p.pos))); err != nil {
+		return nil, err
+	}
 	if err := p.checkLeftRecursion(); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
+// factor merges the alternatives of one rule that begin with the same
+// element (left factoring: A ::= x B | x C becomes A ::= x A', A' ::= B | C),
+// recursively on the tails. The language is unchanged; what changes is the
+// automaton's width: a rule of n literals (a choice list, an enum, a GBNF
+// rule of alternatives) becomes a trie, so after any prefix only the
+// alternatives that agree with it are live stacks — at most one per
+// distinct next element — instead of all n at the first byte.
+func (l *lowerer) factor(alts [][]elem, origin string) [][]elem {
+	if len(alts) < 2 || l.err != nil {
+		return alts
+	}
+	if err := l.b.step(int64(len(alts))); err != nil {
+		l.err = err
+		return alts
+	}
+	groups := map[elem][]int{}
+	shared := false
+	for i, a := range alts {
+		if len(a) == 0 {
+			continue
+		}
+		groups[a[0]] = append(groups[a[0]], i)
+		shared = shared || len(groups[a[0]]) > 1
+	}
+	if !shared {
+		return alts
+	}
+	out := make([][]elem, 0, len(groups)+1)
+	for i, a := range alts {
+		if len(a) == 0 {
+			out = append(out, a)
+			continue
+		}
+		g := groups[a[0]]
+		switch {
+		case len(g) == 1:
+			out = append(out, a)
+		case g[0] == i:
+			tails := make([][]elem, len(g))
+			for k, j := range g {
+				tails[k] = alts[j][1:]
+			}
+			out = append(out, []elem{a[0], l.helper(origin, l.factor(tails, origin))})
+		}
+	}
+	return out
+}
+
 func (l *lowerer) newRule(name string) int32 {
+	if err := l.b.alloc(1, ruleBytes+int64(len(name))); err != nil && l.err == nil {
+		l.err = err
+	}
 	r := int32(len(l.bodies))
 	l.bodies = append(l.bodies, nil)
 	l.p.names = append(l.p.names, name)
 	l.ruleIdx[name] = r
-	if len(l.bodies) > maxLoweredRules && l.err == nil {
-		l.err = fmt.Errorf("grammar: too large (more than %d rules after expanding repetitions)", maxLoweredRules)
-	}
 	return r
+}
+
+// charge counts a rule body's positions (one per element, one end per
+// alternative).
+func (l *lowerer) charge(alts [][]elem) {
+	n := int64(0)
+	for _, a := range alts {
+		n += int64(len(a)) + 1
+	}
+	if err := l.b.alloc(n, n*elemBytes); err != nil && l.err == nil {
+		l.err = err
+	}
 }
 
 func (l *lowerer) helper(origin string, alts [][]elem) elem {
 	r := l.newRule(fmt.Sprintf("%s-%d", origin, len(l.bodies)))
+	l.charge(alts)
 	l.bodies[r] = alts
 	return elem{kind: kRef, arg: r}
 }
@@ -109,6 +181,9 @@ func (l *lowerer) term(s byteSet) elem {
 }
 
 func (l *lowerer) alternatives(e expr, origin string) [][]elem {
+	if l.err != nil {
+		return nil
+	}
 	if a, ok := e.(altExpr); ok {
 		out := make([][]elem, 0, len(a.alts))
 		for _, x := range a.alts {
@@ -122,6 +197,10 @@ func (l *lowerer) alternatives(e expr, origin string) [][]elem {
 // sequence appends the elements of e to dst.
 func (l *lowerer) sequence(e expr, origin string, dst []elem) []elem {
 	if l.err != nil {
+		return dst
+	}
+	if err := l.b.step(1); err != nil {
+		l.err = err
 		return dst
 	}
 	switch e := e.(type) {
@@ -158,6 +237,10 @@ func (l *lowerer) sequence(e expr, origin string, dst []elem) []elem {
 		dst = append(dst, l.class(e.r, origin))
 	case repExpr:
 		x := l.single(e.e, origin)
+		if err := l.b.step(int64(e.min)); err != nil {
+			l.err = err
+			return dst
+		}
 		for i := 0; i < e.min; i++ {
 			dst = append(dst, x)
 		}

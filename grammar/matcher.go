@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // inf is the cost of a position that cannot complete.
@@ -21,7 +22,8 @@ type node struct {
 	succ   []*node // stacks after matching the top terminal; nil until computed
 	done   bool    // succ computed
 	mask   *nodeMask
-	mark   uint32  // dedup epoch
+	mark   uint32  // dedup epoch (step)
+	added  uint32  // dedup epoch (expand)
 	term   byteSet // the top terminal's bytes (empty for pos < 0 and control tokens)
 	tok    int32   // the top control token's id, or -1
 }
@@ -51,6 +53,12 @@ type Constraint struct {
 	p    *program
 	v    *Vocab
 	rest []int32 // (positions) minimal cost from the position to the end of its alternative
+	rmin []int32 // (rules) minimal cost of the rule
+	lim  Limits
+	size int64 // bytes of the program and tables (without the caches)
+
+	maxNodes int // hash-consing table bound (see maxNodes)
+	maxWords int // mask cache bound, words
 
 	mu sync.Mutex
 	// mu protects the following fields and every node's succ, done, mask
@@ -61,8 +69,18 @@ type Constraint struct {
 	boundary  *node // a local walk popped into the sentinel
 	posMasks  map[ctxKey]*posMask
 	epoch     uint32
+	outEpoch  uint32
 	cached    int // words held by node masks
 	expandVis map[nodeKey]bool
+	// The current operation's work (Mask, Accept, NewMatcher, the
+	// compile's first masks): steps counted in step/expand, against
+	// workMax; over is set once it is exceeded and the operation's partial
+	// results are then never cached.
+	bytes         atomic.Int64 // what Bytes reports
+	work, workMax int64
+	over          bool
+	overNodes     bool  // over because of opNodes
+	opNodes       int64 // nodes the operation created
 }
 
 // maxCachedWords bounds the memory of cached masks (32 MiB).
@@ -78,14 +96,25 @@ const maxNodes = 1 << 20
 // shortest valid output.
 var ErrBudget = errors.New("grammar: max_tokens too small")
 
-// Compile builds a Constraint for g over v.
-func Compile(g *Grammar, v *Vocab) (*Constraint, error) {
-	p, err := lower(g, v)
+// Compile builds a Constraint for g over v under the default limits.
+func Compile(g *Grammar, v *Vocab) (*Constraint, error) { return defaultBudget().Compile(g, v) }
+
+// Compile builds a Constraint for g over v within b: lowering, the
+// shortest-completion costs and the masks of the initial configuration
+// (so that a request's first Mask, on the engine's scheduler, is a cache
+// hit rather than the most expensive walk of the generation). The
+// Constraint keeps b's limits: each later Mask or Accept call may take
+// Limits.Steps steps, and its caches stay within Limits.Bytes.
+func (b *Budget) Compile(g *Grammar, v *Vocab) (*Constraint, error) {
+	p, err := lower(g, v, b)
 	if err != nil {
 		return nil, err
 	}
-	c := &Constraint{p: p, v: v, nodes: map[nodeKey]*node{}}
-	c.costs()
+	b.stage = "compile"
+	c := &Constraint{p: p, v: v, nodes: map[nodeKey]*node{}, lim: b.lim}
+	if err := c.costs(b); err != nil {
+		return nil, err
+	}
 	c.accept = &node{pos: -1, tok: -1}
 	c.sentinel = &node{pos: -2, tok: -1}
 	c.boundary = &node{pos: -3, tok: -1}
@@ -93,62 +122,249 @@ func Compile(g *Grammar, v *Vocab) (*Constraint, error) {
 	if c.ruleMin(p.root) >= inf {
 		return nil, fmt.Errorf("grammar: root rule %q has no finite output this vocabulary can spell", p.names[p.root])
 	}
+	c.size = int64(len(p.pos))*(elemBytes+12) + int64(len(p.alts))*ruleBytes + int64(len(p.terms))*32
+	// The caches may take what the compile left of the byte budget, within
+	// the fixed bounds (past them they restart).
+	spare := max(b.lim.Bytes-b.bytes, 1<<20)
+	c.maxNodes = int(min(maxNodes, b.lim.Nodes, spare/2/nodeBytes))
+	c.maxWords = int(min(maxCachedWords, spare/2/8))
+	// The first masks, as one mask computation.
+	b.stage = "first mask"
+	c.begin(c.maskSteps())
+	var st []*node
+	c.newExpansion()
+	for _, s := range p.alts[p.root] {
+		st = c.expand1(s, nil, st)
+	}
+	for _, n := range st {
+		if n.pos >= 0 && n.tok < 0 {
+			c.maskOf(n)
+		}
+	}
+	if err := c.end(); err != nil {
+		return nil, err
+	}
+	if err := b.alloc(int64(len(c.nodes)), int64(len(c.nodes))*nodeBytes+int64(c.cached)*8); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
-// costs computes rest[] by fixed-point iteration: a terminal costs one
-// token if some byte of it is a token alone, a reference the cheapest
-// alternative of its rule.
-func (c *Constraint) costs() {
+// Bytes estimates the memory c holds now: its program and tables, its
+// stacks and its cached masks (bounded by its Limits.Bytes).
+// It takes no lock (the figure is updated at the end of each operation),
+// so a cache can weigh its entries while they are in use.
+func (c *Constraint) Bytes() int64 { return c.bytes.Load() }
+
+// noteBytes refreshes the figure Bytes reports (c.mu held).
+func (c *Constraint) noteBytes() {
+	c.bytes.Store(c.size + int64(len(c.nodes))*nodeBytes + int64(c.cached)*8)
+}
+
+func (c *Constraint) maskSteps() int64 { return maskStepsFactor * c.lim.Steps }
+
+// begin starts an operation allowed steps work steps (c.mu held).
+func (c *Constraint) begin(steps int64) {
+	c.work, c.workMax, c.over, c.overNodes, c.opNodes = 0, steps, false, false, 0
+}
+
+// end finishes an operation: a *LimitError if it ran out of steps or
+// nodes.
+func (c *Constraint) end() error {
+	c.noteBytes()
+	if !c.over {
+		return nil
+	}
+	c.over = false
+	stage := fmt.Sprintf("a mask computation (%d× the limit)", maskStepsFactor)
+	if c.overNodes {
+		return &LimitError{Limit: "nodes", Max: c.maxOpNodes(), Stage: "a mask computation"}
+	}
+	return &LimitError{Limit: "steps", Max: c.lim.Steps, Stage: stage}
+}
+
+// spend counts n steps of the current operation; false once exceeded.
+func (c *Constraint) spend(n int) bool {
+	c.work += int64(n)
+	if c.work > c.workMax {
+		c.over = true
+	}
+	return !c.over
+}
+
+// maxOpNodes bounds the stacks (and expansion marks) one operation may
+// create: a quarter of Limits.Nodes, and of Limits.Bytes at nodeBytes
+// each (the rest is for the caches and the matchers' states).
+func (c *Constraint) maxOpNodes() int64 { return min(c.lim.Nodes, c.lim.Bytes/nodeBytes) / 4 }
+
+// grow counts one node created by the current operation (a stack interned,
+// a configuration marked while expanding): it costs expandSteps steps, and
+// their number is bounded by maxOpNodes, so an operation's memory is too.
+func (c *Constraint) grow() bool {
+	c.opNodes++
+	if c.opNodes > c.maxOpNodes() {
+		c.over, c.overNodes = true, true
+	}
+	return c.spend(expandSteps)
+}
+
+// expandSteps is what creating a node costs in steps: a hash-table insert
+// and an allocation, against a step's bitset test.
+const expandSteps = 16
+
+// costs computes rest[] (and each rule's minimum) as the least fixed
+// point of rest(end) = 0, rest(i) = cost(elem i) + rest(i+1), where a
+// terminal costs one token if some byte of it is a token alone, a control
+// token one, and a reference its rule's cheapest alternative. Every such
+// function is superior (no smaller than any argument), so Knuth's
+// generalisation of Dijkstra's algorithm settles positions in increasing
+// order of cost with a heap: each position is settled once and each
+// reference re-examined once per settled rule, O(P log P) steps, where a
+// round-robin iteration needed one pass per level of rule nesting (a
+// 10k-property object chains 10k rules: 10k passes).
+func (c *Constraint) costs(b *Budget) error {
 	p := c.p
 	c.rest = make([]int32, len(p.pos))
+	c.rmin = make([]int32, len(p.alts))
 	for i := range c.rest {
 		c.rest[i] = inf
 	}
-	for changed := true; changed; {
-		changed = false
-		for i := len(p.pos) - 1; i >= 0; i-- {
-			var r int32
-			switch e := p.pos[i]; e.kind {
-			case kEnd:
-				r = 0
-			case kTerm:
-				t := p.terms[e.arg]
-				if t[0]&c.v.single[0]|t[1]&c.v.single[1]|t[2]&c.v.single[2]|t[3]&c.v.single[3] == 0 {
-					r = inf
-				} else {
-					r = sat(1 + c.rest[i+1])
-				}
-			case kTok:
-				r = sat(1 + c.rest[i+1])
-			case kRef:
-				r = sat(c.ruleMin(e.arg) + c.rest[i+1])
-			}
-			if r < c.rest[i] {
-				c.rest[i], changed = r, true
-			}
+	for r := range c.rmin {
+		c.rmin[r] = inf
+	}
+	// users[r]: the positions that reference rule r (flattened).
+	first := make([]int32, len(p.alts)+1)
+	for _, e := range p.pos {
+		if e.kind == kRef {
+			first[e.arg+1]++
 		}
 	}
+	for r := range p.alts {
+		first[r+1] += first[r]
+	}
+	users := make([]int32, first[len(p.alts)])
+	fill := slices.Clone(first[:len(p.alts)])
+	for i, e := range p.pos {
+		if e.kind == kRef {
+			users[fill[e.arg]] = int32(i)
+			fill[e.arg]++
+		}
+	}
+	if err := b.alloc(0, int64(len(p.pos))*12+int64(len(p.alts))*8); err != nil {
+		return err
+	}
+	start := func(i int32) bool { return i == 0 || p.pos[i-1].kind == kEnd }
+	var h costHeap
+	relax := func(i int32) {
+		var r int32
+		switch e := p.pos[i]; e.kind {
+		case kEnd:
+			r = 0
+		case kTerm:
+			t := p.terms[e.arg]
+			if t[0]&c.v.single[0]|t[1]&c.v.single[1]|t[2]&c.v.single[2]|t[3]&c.v.single[3] == 0 {
+				r = inf
+			} else {
+				r = sat(1 + c.rest[i+1])
+			}
+		case kTok:
+			r = sat(1 + c.rest[i+1])
+		case kRef:
+			r = sat(c.rmin[e.arg] + c.rest[i+1])
+		}
+		if r < c.rest[i] {
+			c.rest[i] = r
+			h.push(costItem{r, i})
+		}
+	}
+	for i, e := range p.pos {
+		if e.kind == kEnd {
+			relax(int32(i))
+		}
+	}
+	settled := make([]bool, len(p.pos))
+	for len(h) > 0 {
+		it := h.pop()
+		if settled[it.pos] || it.cost > c.rest[it.pos] {
+			continue
+		}
+		settled[it.pos] = true
+		if err := b.step(1); err != nil {
+			return err
+		}
+		i := it.pos
+		if start(i) {
+			if r := p.posRule[i]; c.rmin[r] == inf {
+				c.rmin[r] = it.cost // the first settled alternative is the cheapest
+				for _, u := range users[first[r]:first[r+1]] {
+					relax(u)
+				}
+				if err := b.step(int64(first[r+1] - first[r])); err != nil {
+					return err
+				}
+			}
+		} else {
+			relax(i - 1)
+		}
+	}
+	return nil
+}
+
+type costItem struct{ cost, pos int32 }
+
+// costHeap is a binary min-heap by cost.
+type costHeap []costItem
+
+func (h *costHeap) push(x costItem) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		j := (i - 1) / 2
+		if a[j].cost <= a[i].cost {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		i = j
+	}
+}
+
+func (h *costHeap) pop() costItem {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a[l].cost < a[m].cost {
+			m = l
+		}
+		if l+1 < n && a[l+1].cost < a[m].cost {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 func sat(x int32) int32 { return min(x, inf) }
 
-func (c *Constraint) ruleMin(r int32) int32 {
-	m := inf
-	for _, s := range c.p.alts[r] {
-		m = min(m, c.rest[s])
-	}
-	return m
-}
+func (c *Constraint) ruleMin(r int32) int32 { return c.rmin[r] }
 
 func (c *Constraint) intern(pos int32, parent *node) *node {
 	k := nodeKey{pos, parent}
 	if n, ok := c.nodes[k]; ok {
 		return n
 	}
-	if len(c.nodes) >= maxNodes {
+	if len(c.nodes) >= c.maxNodes {
 		c.nodes = map[nodeKey]*node{}
 	}
+	c.grow()
 	pm := int32(0)
 	if parent != nil {
 		pm = parent.min
@@ -165,36 +381,50 @@ func (c *Constraint) intern(pos int32, parent *node) *node {
 }
 
 // expand appends the stacks reachable from (pos, parent) whose top is a
-// terminal (or the accepting stack), descending into rule references.
+// terminal (or the accepting stack), descending into rule references: one
+// expansion (see newExpansion).
 func (c *Constraint) expand(pos int32, parent *node, out []*node) []*node {
-	clear(c.expandVis)
-	if c.expandVis == nil {
-		c.expandVis = map[nodeKey]bool{}
-	}
+	c.newExpansion()
 	return c.expand1(pos, parent, out)
+}
+
+// newExpansion starts a set of stacks: expand1 calls after it share the
+// marks of what they visited and added (a union of expansions, such as
+// the root's alternatives, is built in one pass, in time linear in what
+// it visits).
+func (c *Constraint) newExpansion() {
+	if c.expandVis == nil || len(c.expandVis) > 1024 {
+		c.expandVis = map[nodeKey]bool{} // clearing a large table costs its capacity every time
+	} else {
+		clear(c.expandVis)
+	}
+	c.outEpoch++
 }
 
 func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
 	k := nodeKey{pos, parent}
-	if c.expandVis[k] {
+	if c.over || c.expandVis[k] {
 		return out // a nullable cycle adds nothing new
+	}
+	if !c.grow() {
+		return out
 	}
 	c.expandVis[k] = true
 	e := c.p.pos[pos]
 	switch e.kind {
 	case kEnd:
 		if parent == nil {
-			return addNode(out, c.accept)
+			return c.addNode(out, c.accept)
 		}
 		if parent == c.sentinel {
-			return addNode(out, c.boundary)
+			return c.addNode(out, c.boundary)
 		}
 		return c.expand1(parent.pos, parent.parent, out)
 	case kTerm, kTok:
 		if c.rest[pos] >= inf {
 			return out
 		}
-		return addNode(out, c.intern(pos, parent))
+		return c.addNode(out, c.intern(pos, parent))
 	default:
 		np := parent
 		if c.p.pos[pos+1].kind != kEnd { // not a tail call: push the return frame
@@ -207,24 +437,32 @@ func (c *Constraint) expand1(pos int32, parent *node, out []*node) []*node {
 	}
 }
 
-func addNode(out []*node, n *node) []*node {
-	if slices.Contains(out, n) {
+// addNode appends n unless the current expansion already holds it.
+func (c *Constraint) addNode(out []*node, n *node) []*node {
+	if n.added == c.outEpoch {
 		return out
 	}
+	n.added = c.outEpoch
 	return append(out, n)
 }
 
 // successors returns the stacks after n's top terminal matched a byte.
 func (c *Constraint) successors(n *node) []*node {
 	if !n.done {
-		n.succ = c.expand(n.pos+1, n.parent, nil)
-		n.done = true
+		succ := c.expand(n.pos+1, n.parent, nil)
+		if c.over {
+			return nil // incomplete: the operation fails, nothing is cached
+		}
+		n.succ, n.done = succ, true
 	}
 	return n.succ
 }
 
 // step advances the stack set s over byte b into dst (deduplicated).
 func (c *Constraint) step(s []*node, b byte, dst []*node) []*node {
+	if !c.spend(len(s)) {
+		return dst
+	}
 	c.epoch++
 	for _, n := range s {
 		if !n.term.has(b) {
@@ -332,6 +570,9 @@ func (c *Constraint) posMaskOf(key ctxKey, local *node) *posMask {
 	if pm.fallback {
 		pm.sure, pm.uncertain = nil, nil
 	}
+	if c.over {
+		return pm // incomplete: not cached (the operation fails)
+	}
 	c.posMasks[key] = pm
 	c.cached += len(pm.sure) + len(pm.uncertain)/2
 	return pm
@@ -388,7 +629,10 @@ func (c *Constraint) maskOf(n *node) *nodeMask {
 
 // keep caches m as n's mask within the memory bound.
 func (c *Constraint) keep(n *node, m *nodeMask) *nodeMask {
-	if c.cached > maxCachedWords {
+	if c.over {
+		return m // incomplete: not cached (the operation fails)
+	}
+	if c.cached > c.maxWords {
 		for _, x := range c.nodes {
 			x.mask = nil
 		}
@@ -416,6 +660,10 @@ func (c *Constraint) costLists(n *node, m *nodeMask) {
 	})
 	slices.SortFunc(m.heavy, func(a, b tokCost) int { return int(b.cost - a.cost) })
 	slices.SortFunc(m.reduce, func(a, b tokCost) int { return int(a.cost - b.cost) })
+	if c.over {
+		m.heavy, m.reduce = nil, nil
+		return
+	}
 	m.lists = true
 	c.cached += len(m.heavy) + len(m.reduce)
 }
@@ -466,9 +714,14 @@ type Matcher struct {
 func (c *Constraint) NewMatcher(maxTokens int) (*Matcher, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.begin(c.maskSteps())
 	var st []*node
+	c.newExpansion()
 	for _, s := range c.p.alts[c.p.root] {
-		st = c.expand(s, nil, st)
+		st = c.expand1(s, nil, st)
+	}
+	if err := c.end(); err != nil {
+		return nil, err
 	}
 	m := &Matcher{c: c, state: st, maxTokens: maxTokens}
 	if need := m.minCost(); maxTokens > 0 && int(need) > maxTokens {
@@ -501,22 +754,36 @@ func (m *Matcher) Ended() bool { return m.ended }
 // Mask sets in dst (len Vocab.MaskWords) the bits of the tokens allowed
 // next and returns how many there are. End-of-generation ids are allowed
 // only where the grammar accepts; with a budget, a token is allowed only
-// if the shortest completion after it still fits in the tokens left.
-func (m *Matcher) Mask(dst []uint64) int {
+// if the shortest completion after it still fits in the tokens left. The
+// call may take the Constraint's Limits.Steps work steps; past them it
+// fails with a *LimitError (and dst allows nothing).
+func (m *Matcher) Mask(dst []uint64) (int, error) {
 	clear(dst)
 	if m.ended {
-		return 0
+		return 0, nil
 	}
-	c := m.c
 	left := -1 // tokens left after this one; -1 unlimited
 	if m.maxTokens > 0 {
 		left = m.maxTokens - m.n - 1
 		if left < 0 {
-			return 0
+			return 0, nil
 		}
 	}
+	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.begin(c.maskSteps())
+	n := m.mask(dst, left)
+	if err := c.end(); err != nil {
+		clear(dst)
+		return 0, err
+	}
+	return n, nil
+}
+
+// mask is Mask's body (c.mu held).
+func (m *Matcher) mask(dst []uint64, left int) int {
+	c := m.c
 	for _, n := range m.state {
 		if n.pos < 0 {
 			for _, id := range c.v.eog {
@@ -594,6 +861,18 @@ func (m *Matcher) Accept(id int) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.begin(c.maskSteps())
+	err := m.accept(id)
+	if e := c.end(); e != nil {
+		return e
+	}
+	return err
+}
+
+// accept is Accept's body for a token that spells text or is a control
+// token (c.mu held); it changes the state only on success.
+func (m *Matcher) accept(id int) error {
+	c := m.c
 	t := c.v.tokens[id]
 	if len(t) == 0 {
 		// A control token advances the stacks whose top is that token.
@@ -634,15 +913,19 @@ func (m *Matcher) AcceptBytes(b []byte) error {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.begin(c.maskSteps())
 	s := slices.Clone(m.state)
 	for i, x := range b {
 		s = c.step(s, x, nil)
 		if len(s) == 0 {
+			if err := c.end(); err != nil {
+				return err
+			}
 			return fmt.Errorf("grammar: byte %d (%q) of the text is not allowed here", i, x)
 		}
 	}
 	m.state = s
-	return nil
+	return c.end()
 }
 
 // Remaining is the number of tokens left in the budget (-1: unlimited).

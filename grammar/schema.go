@@ -30,6 +30,13 @@ import (
 // at most one space after ':' and ','; numbers under bounds carry no
 // exponent; date excludes February 29.
 
+// maxDigits bounds the integer part and the fraction of every number the
+// grammar writes, as llama.cpp's json-schema-to-grammar does (integral
+// part [0] | [1-9] [0-9]{0,15}, decimal part [0-9]{1,16}): an output
+// cannot spend its budget on one endless number, and 16 digits hold every
+// integer a float64 represents exactly.
+const maxDigits = 16
+
 var annotationKeywords = map[string]bool{
 	"title": true, "description": true, "$schema": true, "$id": true, "$comment": true,
 	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
@@ -66,22 +73,48 @@ func serr(path, kw, format string, a ...any) error {
 }
 
 type schemaCompiler struct {
+	b     *Budget
 	g     *Grammar
 	root  any
 	refs  map[string]string // $ref → rule name
 	base  map[string]bool   // shared rules added
 	n     int
 	depth int
+	// inlining holds the references allOf is inlining on the current
+	// path: one met again is a cycle that would inline forever.
+	inlining map[string]bool
+	// memo holds the expression compiled for each schema object of the
+	// document: allOf inlines a referenced schema's keywords, so the same
+	// subschemas come back wherever it is inlined; the second time they
+	// become a named rule that every later use references, so the work
+	// and the grammar stay linear in the document (two inlinings per
+	// level of a chain of definitions were 2^depth compiles).
+	memo map[*obj]*memoExpr
+}
+
+type memoExpr struct {
+	e     expr
+	named bool
 }
 
 // FromJSONSchema compiles a JSON Schema (JSON text) into a grammar whose
-// outputs are compact-ish JSON instances that validate against it.
-func FromJSONSchema(schema []byte) (*Grammar, error) {
+// outputs are compact-ish JSON instances that validate against it, under
+// the default limits.
+func FromJSONSchema(schema []byte) (*Grammar, error) { return defaultBudget().FromJSONSchema(schema) }
+
+// FromJSONSchema is FromJSONSchema within b: every schema visited, enum
+// value and merged member is a step, so references that fan out (allOf
+// inlines its members) cannot grow the work past b's limits.
+func (b *Budget) FromJSONSchema(schema []byte) (*Grammar, error) {
+	b.stage = "json schema"
+	if err := b.alloc(0, int64(len(schema))*4); err != nil { // the decoded tree
+		return nil, err
+	}
 	root, err := decodeOrdered(schema)
 	if err != nil {
 		return nil, fmt.Errorf("grammar: json schema is not valid JSON: %v", err)
 	}
-	c := &schemaCompiler{g: &Grammar{root: "root"}, root: root, refs: map[string]string{}, base: map[string]bool{}}
+	c := &schemaCompiler{b: b, g: &Grammar{root: "root"}, root: root, refs: map[string]string{}, base: map[string]bool{}, inlining: map[string]bool{}, memo: map[*obj]*memoExpr{}}
 	e, err := c.schema(root, "")
 	if err != nil {
 		return nil, err
@@ -89,13 +122,13 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 	if err := c.g.addRule("root", e); err != nil {
 		return nil, err
 	}
-	return c.g, c.g.check()
+	return c.g, c.g.checkIn(c.b)
 }
 
 // JSONObject is the grammar of any JSON object (response_format
 // json_object).
 func JSONObject() *Grammar {
-	c := &schemaCompiler{g: &Grammar{root: "root"}, refs: map[string]string{}, base: map[string]bool{}}
+	c := &schemaCompiler{b: defaultBudget(), g: &Grammar{root: "root"}, refs: map[string]string{}, base: map[string]bool{}}
 	c.g.addRule("root", c.baseRule("object"))
 	return c.g
 }
@@ -128,13 +161,29 @@ func (c *schemaCompiler) baseRule(name string) expr {
 				seq(lit("u"), alt(seq(class(cpRange{'0', '9'}, cpRange{'a', 'c'}, cpRange{'A', 'C'}, cpRange{'e', 'f'}, cpRange{'E', 'F'}), hex, hex, hex),
 					seq(class(cpRange{'d', 'd'}, cpRange{'D', 'D'}), class(cpRange{'0', '7'}), hex, hex))))))
 	case "number":
-		e = seq(c.baseRule("integer"), opt(seq(lit("."), plus(class(cpRange{'0', '9'})))),
+		e = seq(c.baseRule("integer"), opt(seq(lit("."), rep(class(cpRange{'0', '9'}), 1, maxDigits))),
 			opt(seq(class(cpRange{'e', 'e'}, cpRange{'E', 'E'}), opt(class(cpRange{'+', '+'}, cpRange{'-', '-'})), rep(class(cpRange{'0', '9'}), 1, 2))))
 	case "integer":
-		e = seq(opt(lit("-")), alt(lit("0"), seq(class(cpRange{'1', '9'}), star(class(cpRange{'0', '9'})))))
+		e = seq(opt(lit("-")), alt(lit("0"), seq(class(cpRange{'1', '9'}), rep(class(cpRange{'0', '9'}), 0, maxDigits-1))))
 	}
 	c.g.addRule(name, e)
 	return ref(name)
+}
+
+// share names e as a rule of its own when the caller uses it more than
+// once, so the expression stays a tree of linear size: without it an
+// array of arrays (items written twice, for the first element and the
+// rest) doubles per level of nesting.
+func (c *schemaCompiler) share(e expr) (expr, error) {
+	switch e.(type) {
+	case refExpr, litExpr, classExpr:
+		return e, nil
+	}
+	name := c.newName("item")
+	if err := c.g.addRule(name, e); err != nil {
+		return nil, err
+	}
+	return ref(name), nil
 }
 
 func (c *schemaCompiler) newName(prefix string) string {
@@ -153,11 +202,20 @@ func (c *schemaCompiler) resolve(r, path string) (any, error) {
 	cur := c.root
 	for _, tok := range strings.Split(r[2:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		o, ok := cur.(*obj)
-		if !ok {
-			return nil, serr(path, "$ref", "reference %q does not resolve", r)
-		}
-		if cur, ok = o.get(tok); !ok {
+		switch x := cur.(type) {
+		case *obj:
+			v, ok := x.get(tok)
+			if !ok {
+				return nil, serr(path, "$ref", "reference %q does not resolve", r)
+			}
+			cur = v
+		case []any: // an array element: a decimal index (RFC 6901)
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != tok {
+				return nil, serr(path, "$ref", "reference %q does not resolve", r)
+			}
+			cur = x[i]
+		default:
 			return nil, serr(path, "$ref", "reference %q does not resolve", r)
 		}
 	}
@@ -187,6 +245,13 @@ func (c *schemaCompiler) ref(r, path string) (expr, error) {
 func (c *schemaCompiler) schema(s any, path string) (expr, error) {
 	c.depth++
 	defer func() { c.depth-- }()
+	if err := c.b.step(1); err != nil {
+		return nil, err
+	}
+	// What one schema builds: its expressions, a rule or two, the paths.
+	if err := c.b.alloc(1, 8*exprBytes); err != nil {
+		return nil, err
+	}
 	if c.depth > 200 {
 		return nil, serr(path, "", "nested too deeply")
 	}
@@ -197,7 +262,21 @@ func (c *schemaCompiler) schema(s any, path string) (expr, error) {
 		}
 		return c.baseRule("value"), nil
 	case *obj:
-		return c.object(s, path)
+		if m, ok := c.memo[s]; ok {
+			if !m.named {
+				e, err := c.share(m.e)
+				if err != nil {
+					return nil, err
+				}
+				m.e, m.named = e, true
+			}
+			return m.e, nil
+		}
+		e, err := c.object(s, path)
+		if err == nil && c.memo != nil {
+			c.memo[s] = &memoExpr{e: e}
+		}
+		return e, err
 	}
 	return nil, serr(path, "", "a schema must be an object or a boolean, got %s", jsonType(s))
 }
@@ -227,10 +306,25 @@ func (c *schemaCompiler) object(s *obj, path string) (expr, error) {
 		return c.ref(rs, path)
 	}
 	if all, ok := s.get("allOf"); ok {
-		merged, err := c.mergeAllOf(s, all, path)
+		var inlined []string
+		merged, err := c.mergeAllOf(s, all, path, &inlined)
 		if err != nil {
 			return nil, err
 		}
+		// The merged schema holds the inlined references' keywords: while
+		// it compiles, meeting one of them again is a cycle.
+		var added []string
+		for _, r := range inlined {
+			if !c.inlining[r] {
+				c.inlining[r] = true
+				added = append(added, r)
+			}
+		}
+		defer func() {
+			for _, r := range added {
+				delete(c.inlining, r)
+			}
+		}()
 		return c.object(merged, path)
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
@@ -356,6 +450,9 @@ func typeAllows(types []string, t string) bool {
 func (c *schemaCompiler) enum(vals []any, types []string, path, kw string) (expr, error) {
 	var alts []expr
 	seen := map[string]bool{}
+	if err := c.b.step(int64(len(vals))); err != nil {
+		return nil, err
+	}
 	for _, v := range vals {
 		if !typeAllows(types, jsonType(v)) {
 			continue
@@ -603,7 +700,7 @@ func (c *schemaCompiler) numberSchema(s *obj, path string, integer bool) (expr, 
 	}
 	if !integer {
 		// Decimals I.ddd (x in [I, I+1)) and -I.ddd (x in (-I-1, -I]).
-		frac := seq(lit("."), plus(digits('0', '9')))
+		frac := seq(lit("."), rep(digits('0', '9'), 1, maxDigits))
 		var pLo, pHi *int64 // I for positive decimals
 		var nLo, nHi *int64 // I for negative decimals
 		p := func(x int64) *int64 { return &x }
@@ -698,10 +795,13 @@ func intRange(lo, hi *int64) expr {
 // natRange is the decimal numerals (no leading zeros) of [a, b], b < 0
 // meaning unbounded.
 func natRange(a, b int64) expr {
-	if b < 0 {
+	if b < 0 { // unbounded above: up to maxDigits digits
 		d := len(strconv.FormatInt(a, 10))
-		more := seq(digits('1', '9'), rep(digits('0', '9'), d, -1))
 		top := int64(math.Pow10(d)) - 1
+		if d >= maxDigits {
+			return natRange(a, top)
+		}
+		more := seq(digits('1', '9'), rep(digits('0', '9'), d, maxDigits-1))
 		return alt(natRange(a, top), more)
 	}
 	var alts []expr
@@ -800,7 +900,10 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 		val := c.baseRule("value")
 		if o, ok := addl.(*obj); ok {
 			var err error
-			if val, err = c.schema(o, path+"/additionalProperties"); err != nil {
+			if val, err = c.schema(o, path+"/additionalProperties"); err == nil {
+				val, err = c.share(val)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -812,8 +915,12 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 		req bool
 	}
 	var ps []prop
+	isRequired := map[string]bool{}
+	for _, r := range required {
+		isRequired[r] = true
+	}
 	for _, n := range names {
-		isReq := slices.Contains(required, n)
+		isReq := isRequired[n]
 		if schemas[n] == false {
 			if isReq {
 				return nil, serr(path+"/properties/"+n, "", "property %q is required but its schema is false", n)
@@ -821,6 +928,9 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 			continue
 		}
 		v, err := c.schema(schemas[n], path+"/properties/"+escapePointer(n))
+		if err == nil {
+			v, err = c.share(v) // written twice: as the first property and after a comma
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -886,6 +996,9 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 			}
 		case *obj:
 			e, err := c.schema(v, path+"/items")
+			if err == nil {
+				e, err = c.share(e)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -946,8 +1059,15 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 }
 
 // mergeAllOf merges s's allOf members (and s's other keywords) into one
-// schema when they do not conflict.
-func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string) (*obj, error) {
+// schema when they do not conflict. Members that are references are
+// inlined (their keywords merged here) and appended to *inlined. A
+// reference met again while it is being inlined — further down its own
+// member's chain, or in the schema merged from it (the caller keeps
+// *inlined in c.inlining while compiling that) — is a cycle
+// (`{"allOf":[{"$ref":"#"}]}`) that inlining would follow forever without
+// writing a byte of output, so it is refused like the left recursion it
+// is. Two members naming the same reference side by side are no cycle.
+func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string, inlined *[]string) (*obj, error) {
 	members, ok := all.([]any)
 	if !ok || len(members) == 0 {
 		return nil, serr(path, "allOf", "must be a non-empty array")
@@ -962,6 +1082,7 @@ func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string) (*obj, error) 
 	parts = append(parts, out)
 	for i, m := range members {
 		p := fmt.Sprintf("%s/allOf/%d", path, i)
+		var chain []string // references this member has inlined
 		for depth := 0; ; depth++ {
 			if b, ok := m.(bool); ok && b {
 				m = newObj()
@@ -970,23 +1091,41 @@ func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string) (*obj, error) 
 			if !ok {
 				return nil, serr(p, "allOf", "member must be a schema object")
 			}
+			if err := c.b.step(1); err != nil {
+				return nil, err
+			}
 			if r, ok := o.get("$ref"); ok && len(o.keys) == 1 && depth < 50 {
 				rs, _ := r.(string)
+				if c.inlining[rs] || slices.Contains(chain, rs) {
+					return nil, serr(p, "allOf", "$ref %q leads back into an allOf that is inlining it: the cycle makes no progress (left recursion), so the schema is refused", rs)
+				}
 				t, err := c.resolve(rs, p)
 				if err != nil {
 					return nil, err
 				}
+				chain = append(chain, rs)
 				m = t
 				continue
 			}
 			if inner, ok := o.get("allOf"); ok {
-				mo, err := c.mergeAllOf(o, inner, p)
+				var added []string
+				for _, r := range chain {
+					if !c.inlining[r] {
+						c.inlining[r] = true
+						added = append(added, r)
+					}
+				}
+				mo, err := c.mergeAllOf(o, inner, p, &chain)
+				for _, r := range added {
+					delete(c.inlining, r)
+				}
 				if err != nil {
 					return nil, err
 				}
 				o = mo
 			}
 			parts = append(parts, o)
+			*inlined = append(*inlined, chain...)
 			break
 		}
 	}
@@ -1031,7 +1170,7 @@ func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string) (*obj, error) 
 					m.set(pk, po.vals[pk])
 				}
 				for _, pk := range pn.keys {
-					if ov, ok := m.get(pk); ok && encodeJSON(ov) != encodeJSON(pn.vals[pk]) {
+					if ov, ok := m.get(pk); ok && c.enc(ov) != c.enc(pn.vals[pk]) {
 						return nil, serr(path, "allOf", "members give property %q different schemas", pk)
 					}
 					m.set(pk, pn.vals[pk])
@@ -1041,20 +1180,36 @@ func (c *schemaCompiler) mergeAllOf(s *obj, all any, path string) (*obj, error) 
 				a, _ := old.([]any)
 				b, _ := v.([]any)
 				u := slices.Clone(a)
+				has := map[any]bool{}
+				for _, x := range a {
+					if _, ok := x.(string); ok {
+						has[x] = true
+					}
+				}
 				for _, x := range b {
-					if !slices.Contains(u, x) {
+					if _, ok := x.(string); ok && !has[x] {
+						has[x] = true
 						u = append(u, x)
+					} else if !ok {
+						u = append(u, x) // not a name: objectSchema reports it
 					}
 				}
 				merged.set(k, u)
 			default:
-				if encodeJSON(old) != encodeJSON(v) {
+				if c.enc(old) != c.enc(v) {
 					return nil, serr(path, k, "allOf members disagree on %s (merging is only supported when they do not conflict)", k)
 				}
 			}
 		}
 	}
 	return merged, nil
+}
+
+// enc is encodeJSON counted against the budget (a step per 64 bytes).
+func (c *schemaCompiler) enc(v any) string {
+	j := encodeJSON(v)
+	c.b.step(int64(len(j)/64 + 1))
+	return j
 }
 
 // typesOf approximates the set of JSON types a schema can produce (nil:

@@ -13,7 +13,10 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -45,6 +48,9 @@ type constraintParams struct {
 		Grammar *string         `json:"grammar"`
 	} `json:"structured_outputs"`
 	MinTokens *int `json:"min_tokens"`
+	// ctx is the request's context: a compile stops when it is done
+	// (nil: never).
+	ctx context.Context
 	// toolCall is the constraint a forced tool call must match
 	// (tool_choice "required" or a named function; see tools.go).
 	toolCall *constraintSpec
@@ -158,10 +164,23 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 		case minTok > 0:
 			return badRequest("min_tokens", "min_tokens cannot be combined with %s", cs.field)
 		}
+		ctx := p.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
 		var err error
-		if c, err = s.eng.Constraint(cs.kind, cs.spec); err != nil {
+		if c, err = s.eng.Constraint(ctx, cs.kind, cs.spec); err != nil {
+			if e := cutError(ctx); e != nil {
+				return e
+			}
 			msg := strings.TrimPrefix(err.Error(), "grammar: ")
-			return badRequest(cs.field, "%s cannot be enforced: %s", cs.field, msg)
+			e := badRequest(cs.field, "%s cannot be enforced: %s", cs.field, msg)
+			var le *grammar.LimitError
+			if errors.As(err, &le) {
+				e.Message += fmt.Sprintf(" (the server's --grammar-max-%s raises it)", le.Limit)
+				e.Code = strp("grammar_limit_exceeded")
+			}
+			return e
 		}
 		if budget <= 0 {
 			budget = s.eng.CtxSize()
@@ -175,22 +194,39 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 	}
 	stop := slices.Clone(pol.StopTokenIDs)
 	eng := s.eng
-	procs := func() []engine.LogitsProcessor {
-		var ps []engine.LogitsProcessor
-		if minTok > 0 {
-			ps = append(ps, eng.MinTokensProcessor(minTok, stop))
-		}
-		if c != nil {
-			p, err := engine.GrammarProcessor(c, budget, stop)
-			if err != nil {
-				p = failing{err}
-			}
-			ps = append(ps, p)
-		}
-		return ps
-	}
 	for i := range j.reqs {
-		j.reqs[i].Processors = procs
+		// The grammar's token budget is the output's: max_tokens capped by
+		// the context the prompt leaves (known once the engine has
+		// tokenized it), so the mask ends the output before the context
+		// does; an output that cannot fit is refused before any work.
+		budget := pol.MaxTokens
+		if c != nil {
+			field := cs.field
+			j.reqs[i].Budget = func(left int) error {
+				budget = left
+				if need := c.MinTokens(); need > left {
+					if pol.MaxTokens > 0 && left == pol.MaxTokens {
+						return &engine.RequestError{Field: "max_tokens", Msg: fmt.Sprintf("max_tokens %d is below what the shortest output valid under %s may need (%d tokens)", left, field, need)}
+					}
+					return &engine.RequestError{Field: "max_tokens", Msg: fmt.Sprintf("the context left after the prompt (%d tokens) is below what the shortest output valid under %s may need (%d tokens)", left, field, need)}
+				}
+				return nil
+			}
+		}
+		j.reqs[i].Processors = func() []engine.LogitsProcessor {
+			var ps []engine.LogitsProcessor
+			if minTok > 0 {
+				ps = append(ps, eng.MinTokensProcessor(minTok, stop))
+			}
+			if c != nil {
+				p, err := engine.GrammarProcessor(c, budget, stop)
+				if err != nil {
+					p = failing{err}
+				}
+				ps = append(ps, p)
+			}
+			return ps
+		}
 	}
 	return nil
 }

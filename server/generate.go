@@ -42,6 +42,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	cr.ctx = r.Context()
 	j, e := s.completionJob(&cr)
 	if e != nil {
 		writeError(w, e)
@@ -121,6 +122,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	cr.ctx = r.Context()
 	j, e := s.chatJob(&cr)
 	if e != nil {
 		writeError(w, e)

@@ -293,6 +293,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 			cr.Messages = append(cr.Messages, wireMessage{Role: "system", Content: sys})
 		}
 		cr.Messages = append(cr.Messages, wireMessage{Role: "user", Content: user})
+		cr.ctx = r.Context()
 		j, e = s.chatJob(&cr)
 	} else {
 		var cr completionRequest
@@ -308,6 +309,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		if req.Suffix != "" {
 			cr.Suffix = &req.Suffix // fill in the middle between prompt and suffix (infill.go)
 		}
+		cr.ctx = r.Context()
 		j, e = s.completionJob(&cr)
 	}
 	if e != nil {
@@ -353,6 +355,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cr.Messages = msgs
+	cr.ctx = r.Context()
 	j, e := s.chatJob(&cr)
 	if e != nil {
 		writeError(w, e)

@@ -245,7 +245,7 @@ func constrainRequest(eng *engine.Engine, req *engine.Request, schemaPath, gramm
 	if err != nil {
 		return err
 	}
-	c, err := eng.Constraint(kind, string(spec))
+	c, err := eng.Constraint(context.Background(), kind, string(spec))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

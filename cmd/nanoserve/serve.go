@@ -79,6 +79,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	var allowedHosts stringList
 	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
 		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
+	registerGrammarFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
 		fs.PrintDefaults()

@@ -220,6 +220,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		return fail(err)
 	}
 	eo.CtxSize, eo.CacheTokens, eo.Spec = plan.ctx, plan.cacheTokens, spec
+	eo.Grammar = grammarOptions
 	eng, err := engine.New(m, eo)
 	if err != nil {
 		closeDraft()

@@ -366,7 +366,7 @@ func run(bin, modelPath string, verbose bool) error {
 	if failed > 0 || fivexx > 0 || !alive || afailed > 0 || a5xx > 0 || ahangs > 0 || an == 0 {
 		return errors.New("bad-input check failed")
 	}
-	return nil
+	return grammarBombs(bin, modelPath, dir, verbose) // grammarbomb.go
 }
 
 // check sends one case and lists what is wrong with the answer.
