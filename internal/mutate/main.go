@@ -28,11 +28,12 @@
 // (the worktree's tracked and untracked, non-ignored files, or with -rev
 // a commit's tree) lives in one fixed directory beside a link to shared/,
 // so the test data is found and the build cache (-trimpath) is reused from
-// one mutant to the next. Each mutant is built first (go test -run '^$': a mutant
-// that does not compile is reported, not counted as killed), then its
-// packages' tests run once under the timeout (a timeout counts as killed:
-// the mutant hangs). Run it with the machine otherwise quiet, one mutant
-// at a time (-p 1 by default).
+// one mutant to the next. The unmutated tree's tests must pass first
+// (-baseline=false skips that). Each mutant is built untimed (go test -run
+// '^$': a mutant that does not compile is reported, not counted as
+// killed), then its packages' tests run once under the timeout (a timeout
+// counts as killed: the mutant hangs). Run it with the machine otherwise
+// quiet, one mutant at a time (-p 1 by default).
 package main
 
 import (
@@ -46,6 +47,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,14 +68,15 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutant test timeout (a timeout counts as killed)")
 	par := flag.Int("p", 1, "go test -p (packages built and tested in parallel)")
 	rev := flag.String("rev", "", "test the tree of this commit instead of the worktree")
+	baseline := flag.Bool("baseline", true, "first check that the unmutated tree passes")
 	flag.Parse()
-	if err := run(*list, *only, *scratch, *rev, *timeout, *par); err != nil {
+	if err := run(*list, *only, *scratch, *rev, *baseline, *timeout, *par); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(list, only, scratch, rev string, timeout time.Duration, par int) error {
+func run(list, only, scratch, rev string, baseline bool, timeout time.Duration, par int) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -89,6 +92,26 @@ func run(list, only, scratch, rev string, timeout time.Duration, par int) error 
 	tree, err := copyTree(root, scratch, rev)
 	if err != nil {
 		return err
+	}
+	if baseline {
+		// The unmutated tree must pass, or every mutant would look killed.
+		var pkgs []string
+		for _, m := range ms {
+			if only == "" || strings.Contains(m.name, only) {
+				for _, p := range m.pkgs {
+					if !slices.Contains(pkgs, p) {
+						pkgs = append(pkgs, p)
+					}
+				}
+			}
+		}
+		cmd := exec.Command("go", append([]string{"test", "-count=1", "-trimpath", fmt.Sprintf("-p=%d", par)}, pkgs...)...)
+		cmd.Dir = tree
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("the unmutated tree fails its tests (%s): %s", failing(out), out)
+		}
+		fmt.Printf("baseline: %s pass unmutated\n", strings.Join(pkgs, " "))
 	}
 	var killed, survived, broken int
 	fmt.Printf("%-34s %-9s %8s  %s\n", "mutant", "result", "seconds", "failing tests")
