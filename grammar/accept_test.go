@@ -30,7 +30,8 @@ func TestAcceptEOSOnlyWhenComplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := con.NewMatcher(0)
+		const budget = 64
+		m, err := con.NewMatcher(budget)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +46,8 @@ func TestAcceptEOSOnlyWhenComplete(t *testing.T) {
 				if err := m.Accept(eos); err == nil {
 					t.Fatalf("%s: EOS accepted after %q, an incomplete output", c.name, c.text[:i])
 				}
-				if m.Ended() || m.Remaining() != -1 {
-					t.Fatalf("%s: a refused EOS changed the matcher (ended %v)", c.name, m.Ended())
+				if m.Ended() || m.Remaining() != budget-i {
+					t.Fatalf("%s: a refused EOS changed the matcher (ended %v, %d tokens left)", c.name, m.Ended(), m.Remaining())
 				}
 			}
 			if i < len(c.text) {
