@@ -17,8 +17,11 @@ package server
 //
 // The prompt is llamacpp.InfillPrompt with llama-server's budget: n_batch
 // is the engine's batch size, capped at the context minus room for the
-// middle (min(n_predict, ctx/2)) so the middle always has positions; the
-// prefix keeps its end, the suffix its start, the extra context its end.
+// middle (min(n_predict, ctx/2); ctx/2 without a bound) so the middle
+// always has positions; the extra context gets ctx − n_batch − 2·n_predict
+// (n_predict -1 counting as half the room, so the extra context never
+// takes the middle's room either); the prefix keeps its end, the suffix
+// its start, the extra context its end.
 // All text — prefix, suffix, extra and prompt — is tokenized with
 // special-token parsing off (llama-server parses special text in prompt;
 // here it is user text like the rest), so no request can spell a FIM
@@ -128,7 +131,17 @@ func (s *Server) infillIDs(in llamacpp.InfillInput, nPredict int) ([]int, error)
 	// one step in chunks, so the step budget (MaxBatchTokens) does not
 	// bound it.
 	batch := max(min(s.infillB, ctx-room-2), 4)
-	return llamacpp.InfillPrompt(s.tok, in, llamacpp.InfillBudget{Batch: batch, Predict: np, Ctx: ctx}, s.spmInfill)
+	// The extra context gets llama-server's ctx − n_batch − 2·n_predict.
+	// The FIM part takes at most n_batch+2 tokens, so the middle keeps its
+	// room when 2·n_predict ≥ room+2: true of any n_predict ≥ 2, and
+	// without a bound (n_predict -1, where llama-server's budget would
+	// fill the context and leave the middle no position) n_predict counts
+	// as half the room plus one.
+	pred := np
+	if np <= 0 {
+		pred = (room+1)/2 + 1
+	}
+	return llamacpp.InfillPrompt(s.tok, in, llamacpp.InfillBudget{Batch: batch, Predict: pred, Ctx: ctx}, s.spmInfill)
 }
 
 func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
