@@ -39,8 +39,10 @@ func scrapeFamilies(t *testing.T, url string) []string {
 		t.Fatalf("the Prometheus text parser refuses the scrape: %v", err)
 	}
 	var out []string
+	runtime := map[string]bool{}
 	for name, f := range fams {
 		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			runtime[name] = true
 			continue
 		}
 		labels := map[string]bool{}
@@ -59,6 +61,11 @@ func scrapeFamilies(t *testing.T, url string) []string {
 		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s", name, strings.ToLower(f.GetType().String()), strings.Join(names, ","))))
 	}
 	slices.Sort(out)
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_start_time_seconds"} {
+		if !runtime[name] {
+			t.Errorf("%s: no %s (the Go and process collectors)", url, name)
+		}
+	}
 	return out
 }
 

@@ -682,7 +682,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	var params strings.Builder
 	d := s.defaults
-	fmt.Fprintf(&params, "temperature %s\ntop_k %d\ntop_p %s", num(float64(d.Temperature)), d.TopK, num(float64(d.TopP)))
+	fmt.Fprintf(&params, "temperature %s\ntop_k %d\ntop_p %s", strconv.FormatFloat(float64(d.Temperature), 'g', -1, 64), d.TopK, strconv.FormatFloat(float64(d.TopP), 'g', -1, 64))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"modelfile":    "",
 		"parameters":   params.String(),
