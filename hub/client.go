@@ -37,6 +37,27 @@ var (
 // which is closed when the file is done.
 type Progress func(file string, size, have int64) io.WriteCloser
 
+// Transfer is one file's download as a context's progress sink
+// (WithProgress) sees it: Digest is "sha256:HEX" for LFS files (the hub's
+// content hash) or "sha1:HEX" (the git blob id), Size the file's length (-1
+// if unknown), Have the bytes already on disk from an earlier attempt.
+type Transfer struct {
+	File       string
+	Digest     string
+	Size, Have int64
+}
+
+type progressKey struct{}
+
+// WithProgress returns ctx carrying a progress sink for the pulls made with
+// it, beside the Client's own Progress: f is called when a file's transfer
+// starts, the bytes received are written to what it returns, which is
+// closed when the transfer ends (a resumed transfer calls f again with
+// Have where the broken one stopped).
+func WithProgress(ctx context.Context, f func(Transfer) io.WriteCloser) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
 // Client talks to one hub endpoint and fills one cache.
 type Client struct {
 	Endpoint string       // e.g. DefaultEndpoint, no trailing slash
@@ -516,7 +537,16 @@ func (c *Client) transfer(ctx context.Context, u, what string, f *os.File, meta 
 	if c.Progress != nil {
 		p := c.Progress(what, meta.size, have)
 		defer p.Close()
-		w = io.MultiWriter(f, p)
+		w = io.MultiWriter(w, p)
+	}
+	if pf, _ := ctx.Value(progressKey{}).(func(Transfer) io.WriteCloser); pf != nil {
+		digest := "sha1:" + meta.etag
+		if len(meta.etag) == 64 {
+			digest = "sha256:" + meta.etag
+		}
+		p := pf(Transfer{File: what, Digest: digest, Size: meta.size, Have: have})
+		defer p.Close()
+		w = io.MultiWriter(w, p)
 	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return fmt.Errorf("hub: %s: transfer broken at byte %d: %w", what, mustSize(f), err)

@@ -20,48 +20,51 @@ package server
 // per verification = accepted_tokens / drafts.
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"nanoserve/engine"
 )
 
-// writeSpec writes the speculative-decoding families (nothing when the
-// engine does not speculate); model labels the vllm:* series.
-func writeSpec(b *strings.Builder, model string, st engine.Stats) {
+// specMetrics are the speculative-decoding series (none when the engine
+// does not speculate); model labels the vllm:* ones.
+func specMetrics(model string, st engine.Stats) []prometheus.Metric {
 	if st.SpecAcceptedPerPos == nil {
-		return
+		return nil
 	}
-	ml := "model_name=" + strconv.Quote(model)
-	for _, set := range []struct{ prefix, labels string }{
-		{"nanoserve_spec_", ""},
-		{"vllm:spec_decode_num_", ml},
-		{"llamacpp:spec_decode_num_", ""},
+	var out []prometheus.Metric
+	for _, set := range []struct {
+		prefix string
+		vllm   bool
+	}{
+		{"nanoserve_spec_", false},
+		{"vllm:spec_decode_num_", true},
+		{"llamacpp:spec_decode_num_", false},
 	} {
-		one := func(name, help string, v int64) {
-			n := set.prefix + name
+		var labels, values []string
+		if set.vllm {
+			labels, values = []string{"model_name"}, []string{model}
+		}
+		name := func(n string) string {
 			if set.prefix == "nanoserve_spec_" {
-				n = set.prefix + strings.TrimPrefix(name, "num_")
+				return set.prefix + strings.TrimPrefix(n, "num_")
 			}
-			family(b, n, "counter", help)
-			if set.labels != "" {
-				fmt.Fprintf(b, "%s{%s} %d\n", n, set.labels, v)
-			} else {
-				fmt.Fprintf(b, "%s %d\n", n, v)
-			}
+			return set.prefix + n
+		}
+		one := func(n, help string, v int64) {
+			out = append(out, prometheus.MustNewConstMetric(prometheus.NewDesc(name(n), help, labels, nil),
+				prometheus.CounterValue, float64(v), values...))
 		}
 		one("drafts_total", "Speculative verification steps (one sequence, one step, at least one proposed token).", st.SpecDrafts)
 		one("draft_tokens_total", "Proposed (draft) tokens verified.", st.SpecDraftTokens)
 		one("accepted_tokens_total", "Proposed tokens accepted by the target model.", st.SpecAcceptedTokens)
-		n := set.prefix + "accepted_tokens_per_pos_total"
-		family(b, n, "counter", "Accepted proposed tokens by position in the proposal (0: first).")
-		inner := ""
-		if set.labels != "" {
-			inner = set.labels + ","
-		}
+		perPos := prometheus.NewDesc(name("accepted_tokens_per_pos_total"),
+			"Accepted proposed tokens by position in the proposal (0: first).", append(labels, "position"), nil)
 		for i, v := range st.SpecAcceptedPerPos {
-			fmt.Fprintf(b, "%s{%sposition=\"%d\"} %d\n", n, inner, i, v)
+			out = append(out, prometheus.MustNewConstMetric(perPos, prometheus.CounterValue, float64(v), append(values, strconv.Itoa(i))...))
 		}
 	}
+	return out
 }

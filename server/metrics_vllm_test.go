@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/common/expfmt"
+
 	"nanoserve/engine"
 )
 
@@ -135,10 +137,18 @@ func TestVLLMMetricsUnderLoad(t *testing.T) {
 // the KV usage is the used fraction of all blocks.
 func TestVLLMReasonsAndUsage(t *testing.T) {
 	m := newMetrics()
-	m.finished[engine.FinishCancelled] = 2
-	m.finished[engine.FinishStop] = 3
+	m.finished.WithLabelValues(engine.FinishCancelled).Add(2)
+	m.finished.WithLabelValues(engine.FinishStop).Add(3)
+	fams, err := m.gather("x", engine.Stats{KVBlocksUsed: 3, KVBlocksTotal: 12, KVBlockSize: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b strings.Builder
-	m.writeVLLM(&b, "x", engine.Stats{KVBlocksUsed: 3, KVBlocksTotal: 12, KVBlockSize: 16})
+	for _, f := range fams {
+		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := parseMetrics(t, b.String())
 	for series, want := range map[string]float64{
 		`vllm:request_success_total{model_name="x",finished_reason="abort"}`:         2,

@@ -50,6 +50,7 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
+	"nanoserve/hub"
 )
 
 // ollamaVersion is the Ollama API version /api/version reports (clients
@@ -685,7 +686,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	var params strings.Builder
 	d := s.defaults
-	fmt.Fprintf(&params, "temperature %s\ntop_k %d\ntop_p %s", num(float64(d.Temperature)), d.TopK, num(float64(d.TopP)))
+	fmt.Fprintf(&params, "temperature %s\ntop_k %d\ntop_p %s", strconv.FormatFloat(float64(d.Temperature), 'g', -1, 64), d.TopK, strconv.FormatFloat(float64(d.TopP), 'g', -1, 64))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"modelfile":    "",
 		"parameters":   params.String(),
@@ -803,7 +804,8 @@ func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 }
 
 // pullModel downloads a hub model through RouterOptions.Pull and serves
-// it: NDJSON status lines ({"status": "pulling NAME"}, then "success") or,
+// it: NDJSON status lines ({"status": "pulling NAME"}, per-file progress
+// with digest, total and completed (pull_progress.go), then "success") or,
 // with stream false, the last one alone.
 func (s *Server) pullModel(w http.ResponseWriter, r *http.Request, name string, stream bool) {
 	if stream {
@@ -812,7 +814,11 @@ func (s *Server) pullModel(w http.ResponseWriter, r *http.Request, name string, 
 		w.Write(append(marshal(map[string]string{"status": "pulling " + name}), '\n'))
 		http.NewResponseController(w).Flush()
 	}
-	spec, err := s.router.pull(r.Context(), name)
+	ctx := r.Context()
+	if stream {
+		ctx = hub.WithProgress(ctx, (&pullStream{w: w}).file)
+	}
+	spec, err := s.router.pull(ctx, name)
 	if err == nil {
 		err = s.router.add(spec)
 	}

@@ -32,11 +32,12 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"nanoserve/engine"
 )
@@ -751,129 +752,44 @@ func (rt *router) handleReady(w http.ResponseWriter, r *http.Request) {
 // loaded model's own series labelled model_name (families merged, so each
 // has one HELP and TYPE).
 func (rt *router) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	var front bytes.Buffer
-	rt.front.m.write(&front, nil, nil)
-	rt.mu.Lock()
-	loadedN, loads, unloads := len(rt.loadedLocked()), rt.loads, rt.unloads
-	rt.mu.Unlock()
-	var b strings.Builder
-	family(&b, "nanoserve_models_loaded", "gauge", "Models loaded (multi-model server).")
-	fmt.Fprintf(&b, "nanoserve_models_loaded %d\n", loadedN)
-	family(&b, "nanoserve_model_loads_total", "counter", "Model loads.")
-	fmt.Fprintf(&b, "nanoserve_model_loads_total %d\n", loads)
-	family(&b, "nanoserve_model_unloads_total", "counter", "Model unloads (least recently used, keep_alive).")
-	fmt.Fprintf(&b, "nanoserve_model_unloads_total %d\n", unloads)
-	var fams []*expoFamily
-	index := map[string]*expoFamily{}
-	add := func(text, model string, skip func(string) bool) {
-		for _, f := range parseExposition(text) {
-			if skip(f.name) {
+	serveFamilies(w, r, func() ([]*dto.MetricFamily, error) {
+		front, err := rt.front.m.reg.Gather()
+		if err != nil {
+			return nil, err
+		}
+		fams := slices.DeleteFunc(front, func(f *dto.MetricFamily) bool { return !isPerServer(f.GetName()) })
+		rt.mu.Lock()
+		loadedN, loads, unloads := len(rt.loadedLocked()), rt.loads, rt.unloads
+		rt.mu.Unlock()
+		own := prometheus.NewRegistry()
+		own.MustRegister(constCollector(gaugeMetrics([]gauge{
+			{name: "nanoserve_models_loaded", help: "Models loaded (multi-model server).", value: float64(loadedN)},
+			{name: "nanoserve_model_loads_total", help: "Model loads.", value: float64(loads), counter: true},
+			{name: "nanoserve_model_unloads_total", help: "Model unloads (least recently used, keep_alive).", value: float64(unloads), counter: true},
+		})))
+		more, err := own.Gather()
+		if err != nil {
+			return nil, err
+		}
+		fams = append(fams, more...)
+		for _, m := range rt.front.listModels() {
+			if m.srv == nil {
 				continue
 			}
-			g := index[f.name]
-			if g == nil {
-				g = &expoFamily{name: f.name, meta: f.meta}
-				index[f.name] = g
-				fams = append(fams, g)
+			mf, err := m.srv.gatherModel()
+			if err != nil {
+				return nil, err
 			}
-			for _, l := range f.samples {
-				g.samples = append(g.samples, withLabel(l, "model_name", model))
-			}
-		}
-	}
-	perServer := func(n string) bool { return n == "nanoserve_requests_total" || n == "nanoserve_requests_in_flight" }
-	add(front.String(), "", func(n string) bool { return !perServer(n) })
-	add(b.String(), "", func(string) bool { return false })
-	for _, m := range rt.front.listModels() {
-		if m.srv == nil {
-			continue
-		}
-		var mb bufferWriter
-		m.srv.handleMetrics(&mb, r)
-		add(mb.buf.String(), m.names[0], perServer)
-	}
-	var out strings.Builder
-	for _, f := range fams {
-		for _, l := range f.meta {
-			out.WriteString(l + "\n")
-		}
-		for _, l := range f.samples {
-			out.WriteString(l + "\n")
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	io.WriteString(w, out.String())
-}
-
-// expoFamily is one metric family of a Prometheus text exposition.
-type expoFamily struct {
-	name    string
-	meta    []string // # HELP and # TYPE lines
-	samples []string
-}
-
-// parseExposition splits a text exposition into families: a sample
-// belongs to the family declared last.
-func parseExposition(text string) []*expoFamily {
-	var out []*expoFamily
-	var cur *expoFamily
-	for l := range strings.SplitSeq(text, "\n") {
-		if l == "" {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(l, "# "); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 2 && (f[0] == "HELP" || f[0] == "TYPE") {
-				if cur == nil || cur.name != f[1] {
-					cur = &expoFamily{name: f[1]}
-					out = append(out, cur)
+			for _, f := range mf {
+				if isPerServer(f.GetName()) {
+					continue
 				}
-				cur.meta = append(cur.meta, l)
+				for _, s := range f.Metric {
+					withModelName(s, m.names[0])
+				}
+				fams = append(fams, f)
 			}
-			continue
 		}
-		if cur == nil {
-			cur = &expoFamily{name: strings.FieldsFunc(l, func(r rune) bool { return r == '{' || r == ' ' })[0]}
-			out = append(out, cur)
-		}
-		cur.samples = append(cur.samples, l)
-	}
-	return out
+		return mergeFamilies(fams), nil
+	})
 }
-
-// withLabel adds name="value" to a sample line that lacks that label
-// (value "": the line unchanged).
-func withLabel(line, name, value string) string {
-	if value == "" {
-		return line
-	}
-	lv := name + "=" + strconv.Quote(value)
-	i := strings.IndexAny(line, "{ ")
-	if i < 0 {
-		return line
-	}
-	if line[i] == ' ' {
-		return line[:i] + "{" + lv + "}" + line[i:]
-	}
-	end := strings.Index(line[i:], "}")
-	if end >= 0 && strings.Contains(line[i:i+end], name+"=") {
-		return line
-	}
-	return line[:i+1] + lv + "," + line[i+1:]
-}
-
-// bufferWriter is an http.ResponseWriter into a buffer (a model's
-// /metrics text, read by the multi-model server's).
-type bufferWriter struct {
-	buf bytes.Buffer
-	h   http.Header
-}
-
-func (b *bufferWriter) Header() http.Header {
-	if b.h == nil {
-		b.h = http.Header{}
-	}
-	return b.h
-}
-func (b *bufferWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
-func (b *bufferWriter) WriteHeader(int)             {}

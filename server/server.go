@@ -884,16 +884,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		s.router.handleMetrics(w, r)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	extra := []gauge{
-		{name: "nanoserve_kv_cache_bytes", help: "Bytes held by the engine's KV cache.", value: float64(s.eng.CacheBytes())},
-		{name: "nanoserve_context_tokens", help: "Context length per sequence.", value: float64(s.eng.CtxSize())},
-	}
-	st := s.eng.Stats() // one snapshot for the nanoserve_engine_* and vllm:* series
-	s.m.write(w, append(extra, engineStats(st)...), func(b *strings.Builder) {
-		s.m.writeVLLM(b, s.names[0], st)
-		writeSpec(b, s.names[0], st)
-	})
+	serveFamilies(w, r, s.gatherModel)
 }
 
 // resolveModel maps the request's model field to the name responses report.

@@ -665,7 +665,7 @@ func parseMetrics(t *testing.T, text string) map[string]float64 {
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
 			f := strings.Fields(rest)
-			if len(f) != 2 || !(f[1] == "counter" || f[1] == "gauge" || f[1] == "histogram") {
+			if len(f) != 2 || !(f[1] == "counter" || f[1] == "gauge" || f[1] == "histogram" || f[1] == "summary") {
 				t.Fatalf("bad TYPE line %q", line)
 			}
 			typed[f[0]] = f[1]
@@ -689,7 +689,7 @@ func parseMetrics(t *testing.T, text string) map[string]float64 {
 		}
 		base := name
 		for _, suf := range []string{"_bucket", "_sum", "_count"} {
-			if b, ok := strings.CutSuffix(name, suf); ok && typed[b] == "histogram" {
+			if b, ok := strings.CutSuffix(name, suf); ok && (typed[b] == "histogram" || typed[b] == "summary") {
 				base = b
 			}
 		}

@@ -8,10 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/progress"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
@@ -331,6 +331,11 @@ func Run(o Options) (*Report, error) {
 		wt = make([]float32, o.Batch*T)
 	}
 	tstart := time.Now()
+	var meter *progress.Meter // the bar on a terminal, log lines elsewhere (package progress, as hub downloads)
+	if o.Progress {
+		meter = progress.New(o.Log, "train", int64(o.Steps), int64(start), progress.Options{Unit: progress.Steps, Terminal: progress.IsTerminal(o.Log)})
+		defer meter.Close()
+	}
 	smooth := math.NaN()
 	for step := start; step < o.Steps; step++ {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(step)+1))
@@ -369,16 +374,14 @@ func Run(o Options) (*Report, error) {
 		done := step + 1
 		el := time.Since(tstart).Seconds()
 		tps := float64((done-start)*o.Batch*T) / el
-		if o.Progress {
-			frac := float64(done) / float64(o.Steps)
-			bar := strings.Repeat("█", int(frac*30)) + strings.Repeat("·", 30-int(frac*30))
-			eta := time.Duration(el / float64(done-start) * float64(o.Steps-done) * float64(time.Second))
-			fmt.Fprintf(o.Log, "\r%s %d/%d loss %.4f lr %.2e %.0f tok/s eta %v   ", bar, done, o.Steps, smooth, lr, tps, eta.Round(time.Second))
+		if meter != nil {
+			meter.Status(fmt.Sprintf("loss %.4f lr %.2e %.0f tok/s", smooth, lr, tps))
+			meter.Set(int64(done))
 		}
 		if o.EvalEvery > 0 && done%o.EvalEvery == 0 && done < o.Steps {
 			hl, bpb := ev.eval(net)
-			if o.Progress {
-				fmt.Fprintln(o.Log)
+			if meter != nil {
+				meter.Break()
 			}
 			logf("step %d: train loss %.4f, held-out loss %.4f (%.4f bits/byte), %.0f tok/s", done, smooth, hl, bpb, tps)
 		}
@@ -392,15 +395,15 @@ func Run(o Options) (*Report, error) {
 			}
 		}
 		if done == o.StopAfter {
-			if o.Progress {
-				fmt.Fprintln(o.Log)
+			if meter != nil {
+				meter.Close()
 			}
 			rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
 			return rep, nil
 		}
 	}
-	if o.Progress {
-		fmt.Fprintln(o.Log)
+	if meter != nil {
+		meter.Close()
 	}
 	el := time.Since(tstart).Seconds()
 	ran := max(o.Steps-start, 0) // a checkpoint past --steps is only evaluated

@@ -17,9 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"nanoserve/hub"
+	"nanoserve/internal/progress"
 )
 
 // hubClient is the client every command uses: configured from the
@@ -31,33 +30,23 @@ func hubClient() *hub.Client {
 	return c
 }
 
-// progressBar draws one bar per file on a terminal, one line per file
-// otherwise (logs, CI).
+// progressBar meters one file's download (package progress): a bar on a
+// terminal, a log line every 10 s otherwise (logs, CI: serve and generate
+// with --model REPO:QUANT), and a last line when the file is done.
 func progressBar(file string, size, have int64) io.WriteCloser {
-	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+	term := progress.IsTerminal(os.Stderr)
+	if !term {
 		if have > 0 {
 			fmt.Fprintf(os.Stderr, "resuming %s at %s of %s\n", file, sizeMiB(have), sizeMiB(size))
 		} else {
 			fmt.Fprintf(os.Stderr, "downloading %s (%s)\n", file, sizeMiB(size))
 		}
-		return nopCloser{io.Discard}
 	}
-	bar := progressbar.NewOptions64(size,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription(file),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionShowCount(),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }),
-	)
-	bar.Set64(have)
-	return bar
+	return progress.New(os.Stderr, "downloading "+file, size, have, progress.Options{Unit: progress.Bytes, Terminal: term, Every: progressEvery})
 }
 
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
+// progressEvery is the time between two progress lines off a terminal.
+var progressEvery = 10 * time.Second
 
 // sizeMiB is n bytes in MiB, "size unknown" for -1.
 func sizeMiB(n int64) string {

@@ -230,3 +230,47 @@ func TestResolveModelPaths(t *testing.T) {
 		t.Errorf("unknown repo: %v", err)
 	}
 }
+
+// TestDownloadProgressLines: --model REPO:QUANT pulled with stderr not a
+// terminal logs the download as it goes (amounts, percentage, rate, ETA)
+// and a closing line, through package progress.
+func TestDownloadProgressLines(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 8<<10) // 128 KiB
+	h := fakehub.New()
+	defer h.Close()
+	h.Add("org/p-GGUF", &fakehub.Repo{Commit: strings.Repeat("c3", 20), Files: map[string]fakehub.File{"p-Q8_0.gguf": {Data: data, LFS: true}}})
+	h.Slow(3 * time.Millisecond)
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldErr, oldEvery := os.Stderr, progressEvery
+	os.Stderr, progressEvery = errFile, 10*time.Millisecond
+	_, _, err = resolveModel("org/p-GGUF:Q8_0", "main")
+	os.Stderr, progressEvery = oldErr, oldEvery
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(errFile.Name())
+	log := string(b)
+	var during, end int
+	for l := range strings.SplitSeq(log, "\n") {
+		if !strings.HasPrefix(l, "downloading ") || !strings.Contains(l, "p-Q8_0.gguf: ") {
+			continue
+		}
+		switch {
+		case strings.Contains(l, " MiB of 0.1 MiB (") && strings.Contains(l, "MiB/s, eta "):
+			during++
+		case strings.Contains(l, ": 0.1 MiB in ") && strings.HasSuffix(l, "MiB/s"):
+			end++
+		}
+	}
+	if during == 0 || end != 1 {
+		t.Errorf("%d progress lines, %d closing lines, want ≥ 1 and 1:\n%s", during, end, log)
+	}
+}
