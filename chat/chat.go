@@ -91,7 +91,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"nanoserve/chat/internal/jinja"
+	"nanoserve/chat/internal/tmpl"
 )
 
 // ErrNoTemplate is returned when a model ships no chat template.
@@ -100,13 +100,13 @@ var ErrNoTemplate = errors.New("chat: model has no chat template; pass --chat-te
 // ErrTemplateLimit is matched (errors.Is) by a render or parse that exceeded
 // one of the interpreter's limits (recursion depth, steps, output size,
 // allocation, nesting): the template, not the request, is at fault.
-var ErrTemplateLimit = jinja.ErrLimit
+var ErrTemplateLimit = tmpl.ErrLimit
 
 // Limits bound the work of one render; see Options.Limits.
-type Limits = jinja.Limits
+type Limits = tmpl.Limits
 
 // DefaultLimits are the limits a render has when Options.Limits is zero.
-var DefaultLimits = jinja.DefaultLimits
+var DefaultLimits = tmpl.DefaultLimits
 
 // RaiseError is the error a template produces by calling raise_exception.
 type RaiseError struct {
@@ -199,7 +199,7 @@ type Options struct {
 
 // Template is a compiled chat template. It is safe for concurrent use.
 type Template struct {
-	t   *jinja.Template
+	t   *tmpl.Template
 	src string
 }
 
@@ -210,12 +210,13 @@ func (t *Template) ToolFormat() ToolFormat { return DetectToolFormat(t.src) }
 // Source is the template's text.
 func (t *Template) Source() string { return t.src }
 
-// Parse compiles a chat template once, to be rendered many times.
+// Parse compiles a chat template once, to be rendered many times. A syntax
+// error says where (line, column), in what construct, and what was expected.
 func Parse(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, ErrNoTemplate
 	}
-	t, err := compile(renameTojson(normalizeNewlines(src)))
+	t, err := tmpl.Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat: parse template: %w", err)
 	}
@@ -243,26 +244,6 @@ func CheckSource(src string) error {
 	return nil
 }
 
-// normalizeNewlines applies two Jinja2 lexer defaults the engine lacks:
-// every "\r\n" or "\r" in the source becomes "\n" (newline_sequence), and a
-// single newline ending the source is dropped (keep_trailing_newline=False).
-func normalizeNewlines(src string) string {
-	if strings.IndexByte(src, '\r') >= 0 {
-		src = strings.ReplaceAll(src, "\r\n", "\n")
-		src = strings.ReplaceAll(src, "\r", "\n")
-	}
-	return strings.TrimSuffix(src, "\n")
-}
-
-func compile(src string) (t *jinja.Template, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("template engine panicked: %v", r)
-		}
-	}()
-	return jinja.Compile(src)
-}
-
 // Render renders one conversation into prompt text.
 func Render(src string, msgs []Message, opt Options) (string, error) {
 	t, err := Parse(src)
@@ -274,12 +255,12 @@ func Render(src string, msgs []Message, opt Options) (string, error) {
 
 // Render renders one conversation into prompt text.
 func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
-	vars := make(map[string]jinja.Value, 12+len(opt.Extra))
+	vars := make(map[string]tmpl.Value, 12+len(opt.Extra))
 	if opt.BOS != "" {
-		vars["bos_token"] = jinja.NewString(opt.BOS)
+		vars["bos_token"] = tmpl.String(opt.BOS)
 	}
 	if opt.EOS != "" {
-		vars["eos_token"] = jinja.NewString(opt.EOS)
+		vars["eos_token"] = tmpl.String(opt.EOS)
 	}
 	for k, v := range opt.Extra {
 		val, err := toValue(v)
@@ -288,7 +269,7 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars[k] = val
 	}
-	list := make([]jinja.Value, len(msgs))
+	list := make([]tmpl.Value, len(msgs))
 	for i, m := range msgs {
 		v, err := messageValue(m)
 		if err != nil {
@@ -296,8 +277,8 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		list[i] = v
 	}
-	vars["messages"] = jinja.NewList(list)
-	vars["tools"] = jinja.None()
+	vars["messages"] = tmpl.NewList(list)
+	vars["tools"] = tmpl.None()
 	if opt.Tools != nil {
 		v, err := toValue(opt.Tools)
 		if err != nil {
@@ -305,7 +286,7 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars["tools"] = v
 	}
-	vars["documents"] = jinja.None()
+	vars["documents"] = tmpl.None()
 	if opt.Documents != nil {
 		v, err := toValue(opt.Documents)
 		if err != nil {
@@ -313,41 +294,31 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars["documents"] = v
 	}
-	vars["add_generation_prompt"] = jinja.NewBool(opt.AddGenerationPrompt)
-
-	var raised *RaiseError
-	vars["raise_exception"] = jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	vars["add_generation_prompt"] = tmpl.Bool(opt.AddGenerationPrompt)
+	vars["raise_exception"] = tmpl.NewFunc("raise_exception", func(c *tmpl.Call) (tmpl.Value, error) {
 		msg := ""
-		if len(args) > 0 {
-			msg = args[0].String()
-			if args[0].IsString() {
-				msg = args[0].AsString()
+		if len(c.Args) > 0 {
+			msg = tmpl.Repr(c.Args[0])
+			if c.Args[0].IsString() {
+				msg = c.Args[0].Str()
 			}
 		}
-		raised = &RaiseError{Message: msg}
-		return jinja.Undefined(), raised
+		return tmpl.Undefined(), &RaiseError{Message: msg}
 	})
 	now := opt.Now
 	if now == nil {
 		now = time.Now
 	}
-	vars["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) == 0 || !args[0].IsString() {
-			return jinja.Undefined(), errors.New("strftime_now: expected a format string")
+	vars["strftime_now"] = tmpl.NewFunc("strftime_now", func(c *tmpl.Call) (tmpl.Value, error) {
+		if len(c.Args) == 0 || !c.Args[0].IsString() {
+			return tmpl.Undefined(), errors.New("strftime_now: expected a format string")
 		}
-		return jinja.NewString(strftime(args[0].AsString(), now())), nil
+		return tmpl.String(strftime(c.Args[0].Str(), now())), nil
 	})
-	vars[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
-	vars["range"] = jinja.NewCallable("range", safeRange)
-
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("chat: render: template engine panicked: %v", r)
-		}
-	}()
-	out, err = t.t.RenderValuesLimits(vars, opt.Limits)
+	out, err = t.t.Render(vars, opt.Limits)
 	if err != nil {
-		if raised != nil {
+		var raised *RaiseError
+		if errors.As(err, &raised) {
 			return "", raised
 		}
 		return "", fmt.Errorf("chat: render: %w", err)
@@ -363,55 +334,6 @@ func (t *Template) Probe(opt Options) error {
 	opt.AddGenerationPrompt = true
 	_, err := t.Render([]Message{{Role: "user", Content: "Hello"}, {Role: "assistant", Content: "Hi."}, {Role: "user", Content: "How are you?"}}, opt)
 	return err
-}
-
-// maxRange is Jinja2's sandbox limit on range() length (MAX_RANGE); the
-// engine's own range has none, so range(10**9) would exhaust memory.
-const maxRange = 100000
-
-// safeRange is Python's range(stop) / range(start, stop[, step]) with the
-// sandbox's length limit.
-func safeRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) < 1 || len(args) > 3 {
-		return jinja.Undefined(), fmt.Errorf("range: expected 1 to 3 arguments, got %d", len(args))
-	}
-	n := make([]int64, len(args))
-	for i, a := range args {
-		switch {
-		case a.IsInt():
-			n[i] = a.AsInt()
-		case a.IsBool():
-			if a.AsBool() {
-				n[i] = 1
-			}
-		default:
-			return jinja.Undefined(), fmt.Errorf("range: argument %d is not an integer", i+1)
-		}
-	}
-	start, stop, step := int64(0), n[0], int64(1)
-	if len(n) >= 2 {
-		start, stop = n[0], n[1]
-	}
-	if len(n) == 3 {
-		step = n[2]
-	}
-	if step == 0 {
-		return jinja.Undefined(), errors.New("range: step must not be zero")
-	}
-	var count int64
-	if step > 0 && stop > start {
-		count = (stop - start + step - 1) / step
-	} else if step < 0 && stop < start {
-		count = (start - stop - step - 1) / -step
-	}
-	if count < 0 || count > maxRange {
-		return jinja.Undefined(), fmt.Errorf("range: %d items is more than the sandbox allows (%d)", count, maxRange)
-	}
-	items := make([]jinja.Value, count)
-	for i := range items {
-		items[i] = jinja.NewInt(start + int64(i)*step)
-	}
-	return jinja.NewList(items), nil
 }
 
 // StartsWithBOS reports whether rendered prompt text already begins with the
