@@ -82,6 +82,9 @@ type macroDef struct {
 	body     []node
 	pos      int
 	src      string
+	// The body mentions varargs / kwargs: as in Jinja2, only then does the
+	// macro accept extra positional / keyword arguments.
+	usesVarargs, usesKwargs bool
 }
 
 // Expressions.

@@ -39,6 +39,7 @@ type renderer struct {
 	alloc int64
 	depth int
 	out   *strings.Builder
+	free  []*Call // reusable argument lists
 }
 
 type flow uint8
@@ -424,11 +425,15 @@ func (r *renderer) runLoop(n *forNode, sc *scope, seq Value, depth int) error {
 		return nil
 	}
 	ls := &loopState{items: items, depth: depth, fn: n, sc: sc}
-	inner.vars["loop"] = Value{kind: kLoop, ref: ls}
+	loopVar := Value{kind: kLoop, ref: ls}
 	for i, it := range items {
 		if err := r.step(n.pos); err != nil {
 			return err
 		}
+		// Each iteration starts from the enclosing scope: a {% set %} in
+		// the body is seen by the rest of that iteration only (Jinja2).
+		clear(inner.vars)
+		inner.vars["loop"] = loopVar
 		ls.i = i
 		if err := bind(it); err != nil {
 			return err
@@ -646,6 +651,15 @@ func (r *renderer) getAttr(pos int, x Value, name string) (Value, error) {
 		if v, ok := r.loopAttr(x.ref.(*loopState), name); ok {
 			return v, nil
 		}
+	case KList:
+		if isMethod(x, name) {
+			return boundMethod(x, name), nil
+		}
+		for i, f := range x.List().Fields {
+			if f == name {
+				return x.List().Items[i], nil
+			}
+		}
 	default:
 		if isMethod(x, name) {
 			return boundMethod(x, name), nil
@@ -847,17 +861,23 @@ func isASCII(s string) bool {
 
 // Calls.
 
+// evalArgs evaluates a call's arguments into a Call from the renderer's
+// free list; the caller returns it with putCall once the callee is done
+// (no callee keeps a *Call or its slices).
 func (r *renderer) evalArgs(args []expr, kwargs []kwExpr, sc *scope) (*Call, error) {
-	c := &Call{r: r}
-	if len(args) > 0 {
-		c.Args = make([]Value, len(args))
-		for i, a := range args {
-			v, err := r.eval(a, sc)
-			if err != nil {
-				return nil, err
-			}
-			c.Args[i] = v
+	var c *Call
+	if n := len(r.free); n > 0 {
+		c = r.free[n-1]
+		r.free = r.free[:n-1]
+	} else {
+		c = &Call{r: r}
+	}
+	for _, a := range args {
+		v, err := r.eval(a, sc)
+		if err != nil {
+			return nil, err
 		}
+		c.Args = append(c.Args, v)
 	}
 	for _, kw := range kwargs {
 		v, err := r.eval(kw.e, sc)
@@ -867,6 +887,13 @@ func (r *renderer) evalArgs(args []expr, kwargs []kwExpr, sc *scope) (*Call, err
 		c.Kwargs = append(c.Kwargs, Kwarg{kw.name, v})
 	}
 	return c, nil
+}
+
+func (r *renderer) putCall(c *Call) {
+	clear(c.Args)
+	clear(c.Kwargs)
+	c.Args, c.Kwargs, c.self = c.Args[:0], c.Kwargs[:0], Value{}
+	r.free = append(r.free, c)
 }
 
 // callExpr evaluates a call; caller is the {% call %} block's body, if any.
@@ -886,6 +913,7 @@ func (r *renderer) callExpr(e *callExpr, sc *scope, caller *Value) (Value, error
 			}
 			c.self = x
 			v, err := callMethod(c, x, a.name)
+			r.putCall(c)
 			if err != nil {
 				return Value{}, r.wrap(e.pos, "method '"+a.name+"'", err)
 			}
@@ -904,7 +932,9 @@ func (r *renderer) callExpr(e *callExpr, sc *scope, caller *Value) (Value, error
 	if caller != nil {
 		c.Kwargs = append(c.Kwargs, Kwarg{"caller", *caller})
 	}
-	return r.call(e.pos, fn, c)
+	v, err := r.call(e.pos, fn, c)
+	r.putCall(c)
+	return v, err
 }
 
 func (r *renderer) call(pos int, fn Value, c *Call) (Value, error) {
@@ -934,32 +964,37 @@ func (r *renderer) callMacro(pos int, f *Func, c *Call) (Value, error) {
 	if r.depth > r.lim.MaxDepth {
 		return Value{}, r.limitErr(pos, "call depth", int64(r.lim.MaxDepth))
 	}
-	sc := newScope(f.scope)
+	sc := &scope{vars: make(map[string]Value, len(m.params)+2), parent: f.scope}
 	var extra []Value
 	for i, a := range c.Args {
 		if i < len(m.params) {
 			sc.vars[m.params[i]] = a
-		} else {
+		} else if m.usesVarargs {
 			extra = append(extra, a)
+		} else {
+			return Value{}, r.fail(pos, "call", "macro '%s' takes not more than %d argument(s)", m.name, len(m.params))
 		}
 	}
-	kw := NewDict()
+	var kw *Dict
 	for _, k := range c.Kwargs {
-		found := k.Name == "caller"
+		known := false
 		for _, p := range m.params {
 			if p == k.Name {
-				found = true
+				known = true
 			}
 		}
-		if k.Name == "caller" {
+		switch {
+		case known:
+			sc.vars[k.Name] = k.Value
+		case k.Name == "caller":
 			sc.vars["caller"] = k.Value
-		}
-		if found {
-			if k.Name != "caller" {
-				sc.vars[k.Name] = k.Value
+		case m.usesKwargs:
+			if kw == nil {
+				kw = &Dict{}
 			}
-		} else {
-			kw.Dict().SetStr(k.Name, k.Value)
+			kw.SetStr(k.Name, k.Value)
+		default:
+			return Value{}, r.fail(pos, "call", "macro '%s' takes no keyword argument '%s'", m.name, k.Name)
 		}
 	}
 	for i, p := range m.params {
@@ -976,8 +1011,15 @@ func (r *renderer) callMacro(pos int, f *Func, c *Call) (Value, error) {
 			sc.vars[p] = undefinedNamed(fmt.Sprintf("parameter '%s' was not provided", p))
 		}
 	}
-	sc.vars["varargs"] = newTuple(extra)
-	sc.vars["kwargs"] = kw
+	if m.usesVarargs {
+		sc.vars["varargs"] = newTuple(extra)
+	}
+	if m.usesKwargs {
+		if kw == nil {
+			kw = &Dict{}
+		}
+		sc.vars["kwargs"] = Value{kind: KDict, ref: kw}
+	}
 	s, err := r.capture(m.body, sc)
 	if err != nil {
 		return Value{}, err

@@ -81,6 +81,7 @@ func (r *renderer) applyFilter(f *filterExpr, x Value, sc *scope) (Value, error)
 		return Value{}, err
 	}
 	v, err := fn(r, f.pos, x, c)
+	r.putCall(c)
 	if err != nil {
 		return Value{}, r.wrap(f.pos, "filter '"+f.name+"'", err)
 	}
@@ -499,7 +500,17 @@ func fAttr(r *renderer, pos int, x Value, c *Call) (Value, error) {
 	if !ok || name.kind != KString {
 		return Value{}, errors.New("attr needs an attribute name")
 	}
-	return r.getAttr(pos, x, name.s)
+	// attr() is getattr only: methods, not dict items.
+	if x.kind == KUndefined {
+		return Value{}, undefinedErr(x)
+	}
+	if isMethod(x, name.s) {
+		return boundMethod(x, name.s), nil
+	}
+	if x.kind == KSpace || x.kind == kLoop || x.kind == KList {
+		return r.getAttr(pos, x, name.s)
+	}
+	return undefinedNamed(fmt.Sprintf("'%s' has no attribute '%s'", objName(x), name.s)), nil
 }
 
 func fMap(r *renderer, pos int, x Value, c *Call) (Value, error) {
@@ -898,7 +909,7 @@ func fGroupby(r *renderer, pos int, x Value, c *Call) (Value, error) {
 			g.Items = append(g.Items, it)
 			continue
 		}
-		out = append(out, newTuple([]Value{k, NewList([]Value{it})}))
+		out = append(out, Value{kind: KList, ref: &List{Items: []Value{k, NewList([]Value{it})}, Tuple: true, Fields: []string{"grouper", "list"}}})
 	}
 	return NewList(out), r.charge(pos, int64(len(items))*3*slotBytes)
 }

@@ -681,15 +681,10 @@ func dictMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 			}
 			return Value{}, fmt.Errorf("KeyError: %s", pyStr(k))
 		}
-		dk, _ := keyOf(k)
-		i := d.idx[dk]
+		i := d.find(k)
 		d.keys = append(d.keys[:i:i], d.keys[i+1:]...)
 		d.vals = append(d.vals[:i:i], d.vals[i+1:]...)
-		d.idx = map[dictKey]int{}
-		for j, kk := range d.keys {
-			kd, _ := keyOf(kk)
-			d.idx[kd] = j
-		}
+		d.reindex()
 		return v, nil
 	case "clear":
 		*d = Dict{}

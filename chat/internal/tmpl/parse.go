@@ -35,7 +35,8 @@ type parser struct {
 	// soft is true directly inside an {% if %} (not inside a loop, macro or
 	// block nested in it): as in Jinja2, an unknown filter or test there is
 	// an error only when evaluated; elsewhere it is a parse error.
-	soft bool
+	soft   bool
+	macros []*macroDef // macros being parsed, innermost last
 }
 
 // Template is a parsed template, safe for concurrent renders.
@@ -463,7 +464,9 @@ func (p *parser) macroStmt(pos int) (node, error) {
 	}
 	saved := p.loops
 	p.loops = 0
+	p.macros = append(p.macros, def)
 	def.body, _, err = p.body([]string{"endmacro"})
+	p.macros = p.macros[:len(p.macros)-1]
 	p.loops = saved
 	if err != nil {
 		return nil, err
@@ -495,7 +498,9 @@ func (p *parser) callStmt(pos int) (node, error) {
 	}
 	saved := p.loops
 	p.loops = 0
+	p.macros = append(p.macros, def)
 	def.body, _, err = p.body([]string{"endcall"})
+	p.macros = p.macros[:len(p.macros)-1]
 	p.loops = saved
 	if err != nil {
 		return nil, err
@@ -790,6 +795,14 @@ func (p *parser) primary() (expr, error) {
 			return &constExpr{base{t.pos}, Bool(false)}, nil
 		case "none", "None":
 			return &constExpr{base{t.pos}, None()}, nil
+		}
+		if n := len(p.macros); n > 0 {
+			switch t.val {
+			case "varargs":
+				p.macros[n-1].usesVarargs = true
+			case "kwargs":
+				p.macros[n-1].usesKwargs = true
+			}
 		}
 		return &nameExpr{base{t.pos}, t.val}, nil
 	case tString:

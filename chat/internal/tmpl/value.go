@@ -43,6 +43,9 @@ type List struct {
 	Items []Value
 	Tuple bool
 	Iter  string // KIter: the Python type name ("generator", "list_reverseiterator")
+	// Fields name a named tuple's items (groupby's grouper and list), which
+	// are then attributes too.
+	Fields []string
 }
 
 func newIter(typ string, items []Value) Value {
@@ -213,17 +216,34 @@ func (d *Dict) Len() int { return len(d.keys) }
 // Keys returns the keys in insertion order (not a copy).
 func (d *Dict) Keys() []Value { return d.keys }
 
-// Get looks a key up.
+// Get looks a key up. Small dicts (most in chat templates) are searched
+// linearly; the index map is built once a dict outgrows smallDict.
 func (d *Dict) Get(k Value) (Value, bool) {
+	if i := d.find(k); i >= 0 {
+		return d.vals[i], true
+	}
+	return Value{}, false
+}
+
+const smallDict = 8
+
+func (d *Dict) find(k Value) int {
 	dk, ok := keyOf(k)
-	if !ok || d.idx == nil {
-		return Value{}, false
-	}
-	i, ok := d.idx[dk]
 	if !ok {
-		return Value{}, false
+		return -1
 	}
-	return d.vals[i], true
+	if d.idx == nil {
+		for i, kk := range d.keys {
+			if kd, _ := keyOf(kk); kd == dk {
+				return i
+			}
+		}
+		return -1
+	}
+	if i, ok := d.idx[dk]; ok {
+		return i
+	}
+	return -1
 }
 
 // GetStr looks a string key up.
@@ -235,17 +255,35 @@ func (d *Dict) Set(k, v Value) bool {
 	if !ok {
 		return false
 	}
-	if d.idx == nil {
-		d.idx = map[dictKey]int{}
-	}
-	if i, ok := d.idx[dk]; ok {
+	if i := d.find(k); i >= 0 {
 		d.vals[i] = v
 		return true
 	}
-	d.idx[dk] = len(d.keys)
+	if d.idx == nil && len(d.keys) >= smallDict {
+		d.idx = make(map[dictKey]int, 2*smallDict)
+		for i, kk := range d.keys {
+			kd, _ := keyOf(kk)
+			d.idx[kd] = i
+		}
+	}
+	if d.idx != nil {
+		d.idx[dk] = len(d.keys)
+	}
 	d.keys = append(d.keys, k)
 	d.vals = append(d.vals, v)
 	return true
+}
+
+// reindex rebuilds the index after a deletion.
+func (d *Dict) reindex() {
+	if d.idx == nil {
+		return
+	}
+	d.idx = make(map[dictKey]int, len(d.keys))
+	for i, kk := range d.keys {
+		kd, _ := keyOf(kk)
+		d.idx[kd] = i
+	}
 }
 
 // SetStr sets a string key.
