@@ -33,13 +33,14 @@ func (s *scope) lookup(name string) (Value, bool) {
 }
 
 type renderer struct {
-	t     *Template
-	lim   Limits
-	steps int64
-	alloc int64
-	depth int
-	out   *strings.Builder
-	free  []*Call // reusable argument lists
+	t       *Template
+	lim     Limits
+	steps   int64
+	alloc   int64
+	depth   int
+	out     *strings.Builder
+	free    []*Call // reusable argument lists
+	callPos int     // position of the builtin call being made, for its errors
 }
 
 type flow uint8
@@ -83,7 +84,13 @@ func (t *Template) Render(vars map[string]Value, lim Limits) (out string, err er
 
 // Budget checks.
 
+// noPos stands for "the position of the call being made" in builtins.
+const noPos = -1
+
 func (r *renderer) limitErr(pos int, what string, limit int64) error {
+	if pos == noPos {
+		pos = r.callPos
+	}
 	le := &LimitError{What: what, Limit: limit}
 	e := newError(r.t.src, pos, "", le.Error())
 	e.Err = le
@@ -98,12 +105,17 @@ func (r *renderer) step(pos int) error {
 	return nil
 }
 
-// charge accounts for building a string of n bytes (or a list of slots
-// counted as bytes).
+// charge accounts for building a string of n bytes: no one string may
+// exceed MaxOutput, and all together not MaxAlloc.
 func (r *renderer) charge(pos int, n int64) error {
 	if n > r.lim.MaxOutput {
 		return r.limitErr(pos, "output size", r.lim.MaxOutput)
 	}
+	return r.chargeSlots(pos, n)
+}
+
+// chargeSlots accounts for n bytes of list or dict slots (MaxAlloc only).
+func (r *renderer) chargeSlots(pos int, n int64) error {
 	r.alloc += n
 	if r.alloc > r.lim.MaxAlloc {
 		return r.limitErr(pos, "allocation", r.lim.MaxAlloc)
@@ -289,7 +301,7 @@ func (r *renderer) capture(nodes []node, sc *scope) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := r.charge(0, int64(b.Len())); err != nil {
+	if err := r.charge(noPos, int64(b.Len())); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -346,7 +358,7 @@ func (r *renderer) iterate(pos int, v Value) ([]Value, error) {
 	case KDict:
 		return append([]Value(nil), v.Dict().keys...), nil
 	case KString:
-		if err := r.charge(pos, int64(len(v.s))*slotBytes); err != nil {
+		if err := r.chargeSlots(pos, int64(len(v.s))*slotBytes); err != nil {
 			return nil, err
 		}
 		out := make([]Value, 0, len(v.s))
@@ -519,7 +531,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		}
 		return undefinedNamed("'" + e.name + "' is undefined"), nil
 	case *listExpr:
-		if err := r.charge(e.pos, int64(len(e.items))*slotBytes); err != nil {
+		if err := r.chargeSlots(e.pos, int64(len(e.items))*slotBytes); err != nil {
 			return Value{}, err
 		}
 		items := make([]Value, len(e.items))
@@ -535,7 +547,7 @@ func (r *renderer) eval(e expr, sc *scope) (Value, error) {
 		}
 		return NewList(items), nil
 	case *dictExpr:
-		if err := r.charge(e.pos, int64(len(e.keys))*2*slotBytes); err != nil {
+		if err := r.chargeSlots(e.pos, int64(len(e.keys))*2*slotBytes); err != nil {
 			return Value{}, err
 		}
 		d := NewDict()
@@ -781,7 +793,7 @@ func (r *renderer) evalSlice(e *sliceExpr, sc *scope) (Value, error) {
 		n = int64(len(runes))
 	}
 	idx := sliceIndices(n, bounds[0], bounds[1], step)
-	if err := r.charge(e.pos, int64(len(idx))*slotBytes); err != nil {
+	if err := r.chargeSlots(e.pos, int64(len(idx))*slotBytes); err != nil {
 		return Value{}, err
 	}
 	if x.kind == KList {
@@ -912,6 +924,7 @@ func (r *renderer) callExpr(e *callExpr, sc *scope, caller *Value) (Value, error
 				return Value{}, err
 			}
 			c.self = x
+			r.callPos = e.pos
 			v, err := callMethod(c, x, a.name)
 			r.putCall(c)
 			if err != nil {
@@ -950,6 +963,7 @@ func (r *renderer) call(pos int, fn Value, c *Call) (Value, error) {
 	}
 	c.r = r
 	c.self = f.self
+	r.callPos = pos
 	v, err := f.Fn(c)
 	if err != nil {
 		return Value{}, r.wrap(pos, f.Name+"()", err)
@@ -1157,7 +1171,7 @@ func (r *renderer) arith(pos int, op string, a, b Value) (Value, error) {
 			return String(a.s + b.s), nil
 		case a.kind == KList && b.kind == KList && a.List().Tuple == b.List().Tuple:
 			x, y := a.List().Items, b.List().Items
-			if err := r.charge(pos, int64(len(x)+len(y))*slotBytes); err != nil {
+			if err := r.chargeSlots(pos, int64(len(x)+len(y))*slotBytes); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, 0, len(x)+len(y))
@@ -1183,7 +1197,7 @@ func (r *renderer) arith(pos int, op string, a, b Value) (Value, error) {
 			if n > 0 && int64(len(items)) > r.lim.MaxAlloc/slotBytes/n {
 				return Value{}, r.limitErr(pos, "allocation", r.lim.MaxAlloc)
 			}
-			if err := r.charge(pos, int64(len(items))*n*slotBytes); err != nil {
+			if err := r.chargeSlots(pos, int64(len(items))*n*slotBytes); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, 0, int64(len(items))*n)

@@ -80,6 +80,7 @@ func (r *renderer) applyFilter(f *filterExpr, x Value, sc *scope) (Value, error)
 	if err != nil {
 		return Value{}, err
 	}
+	r.callPos = f.pos
 	v, err := fn(r, f.pos, x, c)
 	r.putCall(c)
 	if err != nil {
@@ -208,7 +209,7 @@ func fList(r *renderer, pos int, x Value, c *Call) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	if err := r.charge(pos, int64(len(items))*slotBytes); err != nil {
+	if err := r.chargeSlots(pos, int64(len(items))*slotBytes); err != nil {
 		return Value{}, err
 	}
 	return NewList(append([]Value(nil), items...)), nil
@@ -229,7 +230,7 @@ func fItems(r *renderer, pos int, x Value, c *Call) (Value, error) {
 }
 
 func dictItems(r *renderer, pos int, d *Dict) (Value, error) {
-	if err := r.charge(pos, int64(d.Len())*3*slotBytes); err != nil {
+	if err := r.chargeSlots(pos, int64(d.Len())*3*slotBytes); err != nil {
 		return Value{}, err
 	}
 	out := make([]Value, d.Len())
@@ -419,7 +420,7 @@ func fSort(r *renderer, pos int, x Value, c *Call) (Value, error) {
 	if !ok {
 		return Value{}, errors.New("sort: items are not comparable")
 	}
-	return NewList(sorted), r.charge(pos, int64(len(sorted))*slotBytes)
+	return NewList(sorted), r.chargeSlots(pos, int64(len(sorted))*slotBytes)
 }
 
 func fUnique(r *renderer, pos int, x Value, c *Call) (Value, error) {
@@ -449,7 +450,7 @@ func fUnique(r *renderer, pos int, x Value, c *Call) (Value, error) {
 		}
 		out = append(out, it)
 	}
-	return newIter("generator", out), r.charge(pos, int64(len(out))*slotBytes)
+	return newIter("generator", out), r.chargeSlots(pos, int64(len(out))*slotBytes)
 }
 
 func fReverse(r *renderer, pos int, x Value, c *Call) (Value, error) {
@@ -469,9 +470,9 @@ func fReverse(r *renderer, pos int, x Value, c *Call) (Value, error) {
 		out[len(items)-1-i] = it
 	}
 	if x.kind == KList {
-		return newIter("list_reverseiterator", out), r.charge(pos, int64(len(out))*slotBytes)
+		return newIter("list_reverseiterator", out), r.chargeSlots(pos, int64(len(out))*slotBytes)
 	}
-	return NewList(out), r.charge(pos, int64(len(out))*slotBytes)
+	return NewList(out), r.chargeSlots(pos, int64(len(out))*slotBytes)
 }
 
 // attrPath resolves a filter's attribute="a.b.0" argument on v.
@@ -521,7 +522,7 @@ func fMap(r *renderer, pos int, x Value, c *Call) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	if err := r.charge(pos, int64(len(items))*slotBytes); err != nil {
+	if err := r.chargeSlots(pos, int64(len(items))*slotBytes); err != nil {
 		return Value{}, err
 	}
 	out := make([]Value, len(items))
@@ -612,7 +613,7 @@ func fSelect(keep, byAttr bool) filterFn {
 				out = append(out, it)
 			}
 		}
-		return newIter("generator", out), r.charge(pos, int64(len(out))*slotBytes)
+		return newIter("generator", out), r.chargeSlots(pos, int64(len(out))*slotBytes)
 	}
 }
 
@@ -911,7 +912,7 @@ func fGroupby(r *renderer, pos int, x Value, c *Call) (Value, error) {
 		}
 		out = append(out, Value{kind: KList, ref: &List{Items: []Value{k, NewList([]Value{it})}, Tuple: true, Fields: []string{"grouper", "list"}}})
 	}
-	return NewList(out), r.charge(pos, int64(len(items))*3*slotBytes)
+	return NewList(out), r.chargeSlots(pos, int64(len(items))*3*slotBytes)
 }
 
 func fTojson(r *renderer, pos int, x Value, c *Call) (Value, error) {

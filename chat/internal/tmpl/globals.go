@@ -48,7 +48,7 @@ func gRange(c *Call) (Value, error) {
 	if count < 0 || count > maxRange {
 		return Value{}, fmt.Errorf("range too big: %d items, the sandbox allows %d", count, maxRange)
 	}
-	if err := c.r.charge(0, count*slotBytes); err != nil {
+	if err := c.r.chargeSlots(noPos, count*slotBytes); err != nil {
 		return Value{}, err
 	}
 	items := make([]Value, count)
@@ -82,7 +82,7 @@ func gDict(c *Call) (Value, error) {
 	for _, kw := range c.Kwargs {
 		d.Dict().SetStr(kw.Name, kw.Value)
 	}
-	return d, c.r.charge(0, int64(d.Dict().Len())*2*slotBytes)
+	return d, c.r.chargeSlots(noPos, int64(d.Dict().Len())*2*slotBytes)
 }
 
 // gNamespace is namespace(dict?, **kw): an object whose attributes

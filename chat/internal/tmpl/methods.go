@@ -99,7 +99,7 @@ func callMethod(c *Call, x Value, name string) (Value, error) {
 
 func strMethod(r *renderer, c *Call, s, name string) (Value, error) {
 	built := func(out string) (Value, error) {
-		return String(out), r.charge(0, int64(len(out)))
+		return String(out), r.charge(noPos, int64(len(out)))
 	}
 	switch name {
 	case "startswith", "endswith":
@@ -169,7 +169,7 @@ func strMethod(r *renderer, c *Call, s, name string) (Value, error) {
 				parts = rsplitN(s, sep, int(maxsplit))
 			}
 		}
-		if err := r.charge(0, int64(len(parts))*slotBytes+int64(len(s))); err != nil {
+		if err := r.chargeSlots(noPos, int64(len(parts))*slotBytes+int64(len(s))); err != nil {
 			return Value{}, err
 		}
 		out := make([]Value, len(parts))
@@ -183,7 +183,7 @@ func strMethod(r *renderer, c *Call, s, name string) (Value, error) {
 		for i, p := range parts {
 			out[i] = String(p)
 		}
-		return NewList(out), r.charge(0, int64(len(parts))*slotBytes+int64(len(s)))
+		return NewList(out), r.chargeSlots(noPos, int64(len(parts))*slotBytes+int64(len(s)))
 	case "replace":
 		old, ok1, err := argStr(c, 0, "")
 		if err != nil {
@@ -264,7 +264,7 @@ func strMethod(r *renderer, c *Call, s, name string) (Value, error) {
 			total += int64(len(it.s))
 		}
 		if total > r.lim.MaxOutput {
-			return Value{}, r.limitErr(0, "output size", r.lim.MaxOutput)
+			return Value{}, r.limitErr(noPos, "output size", r.lim.MaxOutput)
 		}
 		return built(strings.Join(parts, s))
 	case "format":
@@ -297,7 +297,7 @@ func strMethod(r *renderer, c *Call, s, name string) (Value, error) {
 			return String(s), nil
 		}
 		if w > r.lim.MaxOutput {
-			return Value{}, r.limitErr(0, "output size", r.lim.MaxOutput)
+			return Value{}, r.limitErr(noPos, "output size", r.lim.MaxOutput)
 		}
 		sign := ""
 		if s != "" && (s[0] == '-' || s[0] == '+') {
@@ -611,7 +611,7 @@ func dictMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 	case "items":
 		return dictItems(r, 0, d)
 	case "keys", "values":
-		if err := r.charge(0, int64(d.Len())*slotBytes); err != nil {
+		if err := r.chargeSlots(noPos, int64(d.Len())*slotBytes); err != nil {
 			return Value{}, err
 		}
 		src := d.keys
@@ -632,7 +632,7 @@ func dictMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		}
 		return None(), nil
 	case "copy":
-		if err := r.charge(0, int64(d.Len())*2*slotBytes); err != nil {
+		if err := r.chargeSlots(noPos, int64(d.Len())*2*slotBytes); err != nil {
 			return Value{}, err
 		}
 		n := NewDict()
@@ -652,7 +652,7 @@ func dictMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		for _, kw := range c.Kwargs {
 			d.SetStr(kw.Name, kw.Value)
 		}
-		return None(), r.charge(0, int64(d.Len())*2*slotBytes)
+		return None(), r.chargeSlots(noPos, int64(d.Len())*2*slotBytes)
 	case "setdefault":
 		k, ok := c.Arg(0, "")
 		if !ok {
@@ -668,7 +668,7 @@ func dictMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		if !d.Set(k, def) {
 			return Value{}, fmt.Errorf("unhashable type: '%s'", typeName(k))
 		}
-		return def, r.charge(0, 2*slotBytes)
+		return def, r.chargeSlots(noPos, 2*slotBytes)
 	case "pop":
 		k, ok := c.Arg(0, "")
 		if !ok {
@@ -715,7 +715,7 @@ func listMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		}
 		return Int(n), nil
 	case "copy":
-		if err := r.charge(0, int64(len(l.Items))*slotBytes); err != nil {
+		if err := r.chargeSlots(noPos, int64(len(l.Items))*slotBytes); err != nil {
 			return Value{}, err
 		}
 		return NewList(append([]Value(nil), l.Items...)), nil
@@ -729,7 +729,7 @@ func listMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		if !ok {
 			return Value{}, errors.New("append() takes exactly one argument")
 		}
-		if err := r.charge(0, slotBytes); err != nil {
+		if err := r.chargeSlots(noPos, slotBytes); err != nil {
 			return Value{}, err
 		}
 		l.Items = append(l.Items, v)
@@ -743,7 +743,7 @@ func listMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if err := r.charge(0, int64(len(items))*slotBytes); err != nil {
+		if err := r.chargeSlots(noPos, int64(len(items))*slotBytes); err != nil {
 			return Value{}, err
 		}
 		l.Items = append(l.Items, items...)
@@ -759,7 +759,7 @@ func listMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 			i = max(i+n, 0)
 		}
 		i = min(i, n)
-		if err := r.charge(0, slotBytes); err != nil {
+		if err := r.chargeSlots(noPos, slotBytes); err != nil {
 			return Value{}, err
 		}
 		l.Items = append(l.Items, Value{})

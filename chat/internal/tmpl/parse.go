@@ -1,6 +1,7 @@
 package tmpl
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -46,7 +47,12 @@ type Template struct {
 }
 
 // Parse parses a template source.
-func Parse(src string) (*Template, error) {
+func Parse(src string) (t *Template, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, fmt.Errorf("internal error (please report): %v", p)
+		}
+	}()
 	src = normalizeSource(src)
 	toks, err := lex(src)
 	if err != nil {
