@@ -14,20 +14,18 @@
 // from what that produces tokenizes differently from what the model was
 // trained on. This package reproduces that environment in Go:
 //
-//   - Jinja semantics from github.com/ardanlabs/jinja v1.8.0, a pure-Go engine
-//     built for chat templates, with Jinja2's trim_blocks=True and
-//     lstrip_blocks=True (block tags eat the newline after them and the
-//     indentation before them). It is forked into chat/internal/jinja to add
-//     render limits (see below); a check of the template before rendering
-//     cannot bound a recursion or a loop whose length depends on the data.
+//   - Jinja semantics from chat/internal/tmpl, an interpreter written here
+//     for chat templates (lexer, parser, evaluator; see its package doc),
+//     with Jinja2's trim_blocks=True and lstrip_blocks=True (block tags eat
+//     the newline after them and the indentation before them), the
+//     loopcontrols extension and Hugging Face's {% generation %} block.
 //   - Globals raise_exception(msg) (rendering fails with *RaiseError carrying
 //     msg) and strftime_now(fmt) (Python strftime of Options.Now, local time
 //     by default, so tests can pin the date).
 //   - Filter tojson as Hugging Face defines it: json.dumps(x,
 //     ensure_ascii=False, indent=None, separators=None, sort_keys=False) —
 //     non-ASCII kept raw, ", " and ": " separators (",", ": " with indent),
-//     keys in insertion order, Python float repr (1.0 stays "1.0"). See
-//     rewrite.go for how it replaces the engine's own tojson.
+//     keys in insertion order, Python float repr (1.0 stays "1.0").
 //   - Variables: messages, tools and documents (None when not given),
 //     add_generation_prompt, bos_token and eos_token (only when non-empty, as
 //     HF passes only the special tokens that are set), plus Options.Extra,
@@ -38,42 +36,33 @@
 //     `'tool_calls' in message` behave as they do on the Python dicts. Values
 //     built from JSON (json.RawMessage) keep their key order, as Python does.
 //
-// The parity test renders every conversation in testdata/cases.json through
-// the real templates of Llama-3, Llama-3.2, Qwen2.5, Qwen3, SmolLM2 and
-// Mistral-v0.3 and compares byte for byte with goldens that
-// testdata/render_golden.py produced with Python Jinja2 in HF's environment.
-//
-// Also patched over the engine: Jinja2's lexer defaults (CRLF/CR in the
-// source become "\n"; one trailing newline of the source is dropped), and
-// range() is capped at 100000 items as in Jinja2's sandbox.
+// The parity test (TestGolden) renders every conversation in
+// testdata/cases.json — system or not, multi-turn, tools, assistant tool
+// calls and tool results, non-ASCII, reasoning content — through the real
+// templates of Llama-3, Llama-3.2, Qwen2.5, Qwen3, SmolLM2, Mistral-v0.3 and
+// the 70 of llama.cpp's collection (testdata/templates/llamacpp: Qwen3/3.5,
+// DeepSeek V3–V4, Llama 3.x, Gemma 2/4, gpt-oss, Kimi, GLM, Mistral, Granite,
+// Phi, SmolLM3, LFM2, Nemotron, ...) and compares byte for byte with goldens
+// that testdata/render_golden.py produced with Python Jinja2 in HF's
+// environment.
 //
 // Limits. A template is data from a model file, and a render is a program
-// run: a macro that calls itself overflows the Go stack, which is fatal (not
-// a panic recover can catch), and a loop cannot be stopped from outside. So
-// the interpreter itself counts, per render: nested macro/caller() calls
-// (Limits.MaxDepth), nodes plus expressions plus loop iterations (MaxSteps),
-// the size of the output and of any one string (MaxOutput, checked before a
-// repetition, replace, indent, join or tojson builds its result, so one that
-// would print a list holding one large string a million times is refused),
-// and the bytes of strings and list slots produced (MaxAlloc). Compile bounds
-// block and expression nesting. Exceeding any fails with an error matching
-// ErrTemplateLimit; Template.Probe renders a sample conversation so that a
-// caller can warn at load time.
+// run: a macro that calls itself would overflow the Go stack, which is fatal
+// (not a panic recover can catch), and a loop cannot be stopped from outside.
+// So the interpreter counts, per render: nested macro/caller() calls
+// (Limits.MaxDepth), statements plus expressions plus loop iterations
+// (MaxSteps), the size of the output and of any one string (MaxOutput,
+// checked before a repetition, replace, indent, join, print or tojson
+// builds its result), and the bytes of strings and list slots produced
+// (MaxAlloc); parsing bounds block and expression nesting. Exceeding any
+// fails with an error matching ErrTemplateLimit; Template.Probe renders a
+// sample conversation so that a caller can warn at load time. range() is
+// capped at 100000 items as in Jinja2's sandbox.
 //
-// Known differences from Jinja2 that no tested template hits (engine
-// limitations, kept here so they are not rediscovered the hard way): a
-// float printed directly ({{ 1.0 }}, or inside a printed list/dict) shows
-// as Go's %g ("1") where Python prints "1.0" — through tojson it is exact;
-// printed lists/dicts always quote strings with '...'; exponent literals
-// (1e20) do not parse; undefined.attr and undefined + "x" render instead of
-// failing; a few malformed tags ("{% if %}", "{% set x = %}") parse;
-// {% filter tojson %} and
-// map('tojson') use the engine's tojson. trim_blocks / lstrip_blocks reach
-// past expressions: in "{% endif %}{{ x }}\n{% endfor %}" the engine drops
-// the newline after {{ x }} (Jinja2 keeps it, since trim_blocks only eats a
-// newline directly after a block tag); templates that use "{{- ... }}" and
-// "{%- ... %}" throughout, as the tested ones do, are unaffected. Engine
-// panics are recovered into errors.
+// Known difference from Jinja2's ImmutableSandboxedEnvironment: list and dict
+// mutators (append, pop, update...) work here, where the sandbox refuses
+// them with SecurityError (the goldens count these cases apart). A printed
+// generator or bound method shows no memory address.
 //
 // BOS. Many templates write the BOS text themselves ({{ bos_token }}), while
 // the engine's tokenizer may also be configured to prepend BOS; doing both

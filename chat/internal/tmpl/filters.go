@@ -782,8 +782,8 @@ func (r *renderer) pad(pos int, s string, w int64, how string) (Value, error) {
 	var left int64
 	switch how {
 	case "center":
-		left = total / 2
-		if total%2 == 1 && n%2 == 1 {
+		left = total / 2 // CPython: the odd space goes left when width is odd
+		if total%2 == 1 && w%2 == 1 {
 			left++
 		}
 	case "rjust":

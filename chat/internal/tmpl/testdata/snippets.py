@@ -53,6 +53,10 @@ SNIPPETS = [
     "{% for i in l -%}\n  {{ i }}\n{%- endfor %}",
     "a\r\nb\rc\n",
     "{% if t %}\n\n{% endif %}x",
+    "  {% if t %}x{% endif %}",
+    "{% if t %}\n  {% if t %}y{% endif %}{% endif %}",
+    "{{ 'a' }}\n  {% if t %}y{% endif %}|{{ 'b' }}  {% if t %}z{% endif %}",
+    "[{{ 'abc'|center(6) }}][{{ 'ab'|center(5) }}][{{ 'ab'.center(7) }}][{{ 'abc'.center(8) }}][{{ 'a'.center(4) }}]",
     # literals and printing
     "{{ 1 }} {{ 1.0 }} {{ 1.5e3 }} {{ 1e20 }} {{ 0.1 + 0.2 }} {{ -0.0 }} {{ 1_000 }}",
     "{{ none }} {{ true }} {{ False }} {{ z }} {{ [] }} {{ {} }} {{ () }} {{ (1,) }} {{ (1, 'a') }}",
