@@ -26,9 +26,12 @@
 //     ensure_ascii=False, indent=None, separators=None, sort_keys=False) —
 //     non-ASCII kept raw, ", " and ": " separators (",", ": " with indent),
 //     keys in insertion order, Python float repr (1.0 stays "1.0").
-//   - Variables: messages, tools and documents (None when not given),
-//     add_generation_prompt, bos_token and eos_token (only when non-empty, as
-//     HF passes only the special tokens that are set), plus Options.Extra,
+//   - Variables: messages, tools and documents (undefined when not given, as
+//     llama.cpp renders; transformers passes None, on which some templates
+//     — Hermes, Command-R tool_use — fail without tools),
+//     add_generation_prompt, bos_token and eos_token (always strings, "" for
+//     a model without one, as llama.cpp passes them — so `bos_token + x`
+//     works for every model), plus Options.Extra,
 //     where callers put the other special tokens (pad_token, unk_token...,
 //     see Config.Vars) and template switches such as enable_thinking.
 //   - Message dicts carry role and content always, and tool_calls,
@@ -170,10 +173,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 
 // Options are the non-message inputs of a render.
 type Options struct {
-	BOS, EOS            string // bos_token / eos_token; "" leaves the variable undefined
+	BOS, EOS            string // bos_token / eos_token texts ("" for a model without one)
 	AddGenerationPrompt bool   // end with the opener of an assistant turn
-	Tools               []any  // tool schemas (JSON-able); nil renders as tools=None
-	Documents           []any  // RAG documents (JSON-able); nil renders as documents=None
+	Tools               []any  // tool schemas (JSON-able); nil leaves tools undefined
+	Documents           []any  // RAG documents (JSON-able); nil leaves documents undefined
 	// Extra variables: other special tokens (see Config.Vars) and template
 	// switches such as enable_thinking. Values are JSON-able.
 	Extra map[string]any
@@ -245,12 +248,8 @@ func Render(src string, msgs []Message, opt Options) (string, error) {
 // Render renders one conversation into prompt text.
 func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 	vars := make(map[string]tmpl.Value, 12+len(opt.Extra))
-	if opt.BOS != "" {
-		vars["bos_token"] = tmpl.String(opt.BOS)
-	}
-	if opt.EOS != "" {
-		vars["eos_token"] = tmpl.String(opt.EOS)
-	}
+	vars["bos_token"] = tmpl.String(opt.BOS)
+	vars["eos_token"] = tmpl.String(opt.EOS)
 	for k, v := range opt.Extra {
 		val, err := toValue(v)
 		if err != nil {
@@ -267,7 +266,6 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		list[i] = v
 	}
 	vars["messages"] = tmpl.NewList(list)
-	vars["tools"] = tmpl.None()
 	if opt.Tools != nil {
 		v, err := toValue(opt.Tools)
 		if err != nil {
@@ -275,7 +273,6 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars["tools"] = v
 	}
-	vars["documents"] = tmpl.None()
 	if opt.Documents != nil {
 		v, err := toValue(opt.Documents)
 		if err != nil {

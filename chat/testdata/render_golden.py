@@ -9,8 +9,11 @@ Environment (as in transformers' chat-template utilities):
                                          separators=separators, sort_keys=sort_keys)
   globals["raise_exception"] raises TemplateError(message)
   globals["strftime_now"]   formats a FIXED clock (cases.json "now") so goldens are stable
-Variables: messages, tools (None when absent), documents (None),
-add_generation_prompt, then the special tokens (bos_token/eos_token only when set),
+Variables: messages, tools (only when the case has tools; transformers would
+pass None, on which a few templates fail), documents (never),
+add_generation_prompt, then the special tokens (bos_token/eos_token always,
+"" when the model has none, as llama.cpp and nanoserve pass them; the others
+only when set),
 the template's "vars" and the case's "vars".
 
 Usage: python3 chat/testdata/render_golden.py [SHARED_DIR]
@@ -82,14 +85,15 @@ def load_template(spec, shared):
             t = token_text(cfg.get(key))
             if t is not None:
                 variables[key] = t
+            elif key in ("bos_token", "eos_token"):
+                variables[key] = ""
         if cfg.get("additional_special_tokens"):
             variables["additional_special_tokens"] = [token_text(t) for t in cfg["additional_special_tokens"]]
     else:
         with open(os.path.join(HERE, spec["file"]), encoding="utf-8") as f:
             src = f.read()
         for key, field in (("bos_token", "bos"), ("eos_token", "eos")):
-            if spec.get(field) is not None:
-                variables[key] = spec[field]
+            variables[key] = spec.get(field) or ""
     variables.update(spec.get("vars", {}))
     return src, variables
 
@@ -156,11 +160,11 @@ def main():
         for case in spec["cases"]:
             kwargs = dict(tvars)
             kwargs.update(case.get("vars", {}))
+            if case.get("tools") is not None:
+                kwargs["tools"] = case["tools"]
             try:
                 out = tmpl.render(
                     messages=hf_messages(case),
-                    tools=case.get("tools"),
-                    documents=None,
                     add_generation_prompt=case["add_generation_prompt"],
                     **kwargs,
                 )
