@@ -102,7 +102,10 @@ func strFilter(fn func(string) string) filterFn {
 		if err := r.charge(pos, int64(len(out))); err != nil {
 			return Value{}, err
 		}
-		return Value{kind: KString, s: out, n: x.n & 1 * b2i(x.kind == KString)}, nil
+		if x.isMarkup() {
+			return markup(out), nil // Markup's methods keep it Markup
+		}
+		return String(out), nil
 	}
 }
 
@@ -1061,11 +1064,4 @@ func percentFormat(format string, arg Value) (string, error) {
 		return "", errors.New("not all arguments converted during string formatting")
 	}
 	return b.String(), nil
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
