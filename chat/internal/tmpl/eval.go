@@ -16,16 +16,74 @@ import (
 // at the point of excess, with the template position of the construct that
 // caused it.
 
+// scope is one level of variables. Most hold a few names (a macro's
+// parameters, a loop's target and `loop`), so they are a pair of slices
+// searched linearly; a scope that grows past smallScope, and the render's
+// variables, use a map.
 type scope struct {
-	vars   map[string]Value
+	vars   []binding
+	m      map[string]Value
 	parent *scope
 }
 
-func newScope(parent *scope) *scope { return &scope{vars: map[string]Value{}, parent: parent} }
+type binding struct {
+	name string
+	v    Value
+}
+
+const smallScope = 12
+
+func newScope(parent *scope) *scope { return &scope{parent: parent} }
+
+func (s *scope) get(name string) (Value, bool) {
+	if s.m != nil {
+		v, ok := s.m[name]
+		return v, ok
+	}
+	for i := range s.vars {
+		if s.vars[i].name == name {
+			return s.vars[i].v, true
+		}
+	}
+	return Value{}, false
+}
+
+func (s *scope) set(name string, v Value) {
+	if s.m != nil {
+		s.m[name] = v
+		return
+	}
+	for i := range s.vars {
+		if s.vars[i].name == name {
+			s.vars[i].v = v
+			return
+		}
+	}
+	if len(s.vars) >= smallScope {
+		s.m = make(map[string]Value, 2*smallScope)
+		for _, b := range s.vars {
+			s.m[b.name] = b.v
+		}
+		s.m[name] = v
+		s.vars = nil
+		return
+	}
+	s.vars = append(s.vars, binding{name, v})
+}
+
+// reset empties the scope for reuse (a loop's next iteration).
+func (s *scope) reset() {
+	if s.m != nil {
+		clear(s.m)
+		return
+	}
+	clear(s.vars)
+	s.vars = s.vars[:0]
+}
 
 func (s *scope) lookup(name string) (Value, bool) {
 	for ; s != nil; s = s.parent {
-		if v, ok := s.vars[name]; ok {
+		if v, ok := s.get(name); ok {
 			return v, true
 		}
 	}
@@ -69,8 +127,11 @@ func (t *Template) Render(vars map[string]Value, lim Limits) (out string, err er
 	}
 	var b strings.Builder
 	r := &renderer{t: t, lim: lim, out: &b}
-	globals := &scope{vars: builtinGlobals}
-	sc := newScope(&scope{vars: vars, parent: globals})
+	globals := &scope{m: builtinGlobals}
+	if vars == nil {
+		vars = map[string]Value{}
+	}
+	sc := newScope(&scope{m: vars, parent: globals})
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("internal error (please report): %v", p)
@@ -235,7 +296,7 @@ func (r *renderer) exec(nodes []node, sc *scope) (flow, error) {
 				return flowNormal, err
 			}
 		case *macroNode:
-			sc.vars[n.def.name] = Value{kind: KFunc, ref: &Func{Name: n.def.name, mac: n.def, scope: sc}}
+			sc.set(n.def.name, Value{kind: KFunc, ref: &Func{Name: n.def.name, mac: n.def, scope: sc}})
 		case *callBlockNode:
 			caller := Value{kind: KFunc, ref: &Func{Name: "caller", mac: n.caller, scope: sc}}
 			v, err := r.callExpr(n.call, sc, &caller)
@@ -275,7 +336,7 @@ func (r *renderer) exec(nodes []node, sc *scope) (flow, error) {
 					if err != nil {
 						return flowNormal, err
 					}
-					inner.vars[name] = v
+					inner.set(name, v)
 				}
 			}
 			f, err := r.exec(n.body, inner)
@@ -317,7 +378,7 @@ func (r *renderer) assign(pos int, sc *scope, targets []string, attr string, v V
 		return nil
 	}
 	if len(targets) == 1 {
-		sc.vars[targets[0]] = v
+		sc.set(targets[0], v)
 		return nil
 	}
 	items, err := r.unpack(pos, "{% set %}", v, len(targets))
@@ -325,7 +386,7 @@ func (r *renderer) assign(pos int, sc *scope, targets []string, attr string, v V
 		return err
 	}
 	for i, t := range targets {
-		sc.vars[t] = items[i]
+		sc.set(t, items[i])
 	}
 	return nil
 }
@@ -398,7 +459,7 @@ func (r *renderer) runLoop(n *forNode, sc *scope, seq Value, depth int) error {
 	inner := newScope(sc)
 	bind := func(v Value) error {
 		if len(n.targets) == 1 {
-			inner.vars[n.targets[0]] = v
+			inner.set(n.targets[0], v)
 			return nil
 		}
 		parts, err := r.unpack(n.pos, "{% for %}", v, len(n.targets))
@@ -406,7 +467,7 @@ func (r *renderer) runLoop(n *forNode, sc *scope, seq Value, depth int) error {
 			return err
 		}
 		for i, t := range n.targets {
-			inner.vars[t] = parts[i]
+			inner.set(t, parts[i])
 		}
 		return nil
 	}
@@ -444,8 +505,8 @@ func (r *renderer) runLoop(n *forNode, sc *scope, seq Value, depth int) error {
 		}
 		// Each iteration starts from the enclosing scope: a {% set %} in
 		// the body is seen by the rest of that iteration only (Jinja2).
-		clear(inner.vars)
-		inner.vars["loop"] = loopVar
+		inner.reset()
+		inner.set("loop", loopVar)
 		ls.i = i
 		if err := bind(it); err != nil {
 			return err
@@ -978,11 +1039,11 @@ func (r *renderer) callMacro(pos int, f *Func, c *Call) (Value, error) {
 	if r.depth > r.lim.MaxDepth {
 		return Value{}, r.limitErr(pos, "call depth", int64(r.lim.MaxDepth))
 	}
-	sc := &scope{vars: make(map[string]Value, len(m.params)+2), parent: f.scope}
+	sc := &scope{vars: make([]binding, 0, len(m.params)+1), parent: f.scope}
 	var extra []Value
 	for i, a := range c.Args {
 		if i < len(m.params) {
-			sc.vars[m.params[i]] = a
+			sc.set(m.params[i], a)
 		} else if m.usesVarargs {
 			extra = append(extra, a)
 		} else {
@@ -999,9 +1060,9 @@ func (r *renderer) callMacro(pos int, f *Func, c *Call) (Value, error) {
 		}
 		switch {
 		case known:
-			sc.vars[k.Name] = k.Value
+			sc.set(k.Name, k.Value)
 		case k.Name == "caller":
-			sc.vars["caller"] = k.Value
+			sc.set("caller", k.Value)
 		case m.usesKwargs:
 			if kw == nil {
 				kw = &Dict{}
@@ -1012,7 +1073,7 @@ func (r *renderer) callMacro(pos int, f *Func, c *Call) (Value, error) {
 		}
 	}
 	for i, p := range m.params {
-		if _, ok := sc.vars[p]; ok {
+		if _, ok := sc.get(p); ok {
 			continue
 		}
 		if m.defaults[i] != nil {
@@ -1020,19 +1081,19 @@ func (r *renderer) callMacro(pos int, f *Func, c *Call) (Value, error) {
 			if err != nil {
 				return Value{}, err
 			}
-			sc.vars[p] = v
+			sc.set(p, v)
 		} else {
-			sc.vars[p] = undefinedNamed(fmt.Sprintf("parameter '%s' was not provided", p))
+			sc.set(p, undefinedNamed(fmt.Sprintf("parameter '%s' was not provided", p)))
 		}
 	}
 	if m.usesVarargs {
-		sc.vars["varargs"] = newTuple(extra)
+		sc.set("varargs", newTuple(extra))
 	}
 	if m.usesKwargs {
 		if kw == nil {
 			kw = &Dict{}
 		}
-		sc.vars["kwargs"] = Value{kind: KDict, ref: kw}
+		sc.set("kwargs", Value{kind: KDict, ref: kw})
 	}
 	s, err := r.capture(m.body, sc)
 	if err != nil {
