@@ -522,6 +522,31 @@ func (r *renderer) runLoop(n *forNode, sc *scope, seq Value, depth int) error {
 	return nil
 }
 
+// recurse is loop(items) in a {% for ... recursive %}: the loop body run
+// over items one level deeper, its output returned as a string.
+func (r *renderer) recurse(pos int, ls *loopState, c *Call) (Value, error) {
+	if !ls.fn.recursive {
+		return Value{}, r.fail(pos, "loop()", "the loop is not recursive; write {%% for ... recursive %%} to call loop(items)")
+	}
+	if len(c.Args) != 1 || len(c.Kwargs) > 0 {
+		return Value{}, r.fail(pos, "loop()", "expected one argument, the items of the next level")
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	if r.depth > r.lim.MaxDepth {
+		return Value{}, r.limitErr(pos, "call depth", int64(r.lim.MaxDepth))
+	}
+	saved := r.out
+	var b strings.Builder
+	r.out = &b
+	err := r.runLoop(ls.fn, ls.sc, c.Args[0], ls.depth+1)
+	r.out = saved
+	if err != nil {
+		return Value{}, err
+	}
+	return String(b.String()), r.charge(pos, int64(b.Len()))
+}
+
 // kLoop is the kind of the loop variable (internal; prints as a dict would).
 const kLoop Kind = 100
 
@@ -1012,6 +1037,9 @@ func (r *renderer) callExpr(e *callExpr, sc *scope, caller *Value) (Value, error
 }
 
 func (r *renderer) call(pos int, fn Value, c *Call) (Value, error) {
+	if fn.kind == kLoop {
+		return r.recurse(pos, fn.ref.(*loopState), c)
+	}
 	if fn.kind != KFunc {
 		if fn.kind == KUndefined {
 			return Value{}, r.fail(pos, "call", "%s", undefMsg(fn))

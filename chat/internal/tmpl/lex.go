@@ -108,7 +108,8 @@ func nextOpen(s string, i int) int {
 	}
 }
 
-func isSpace(r rune) bool { return unicode.IsSpace(r) }
+// isSpace is Python's str.isspace, which Jinja2's whitespace control uses.
+func isSpace(r rune) bool { return pyIsSpace(r) }
 
 func isBlank(s string) bool {
 	for _, r := range s {

@@ -122,6 +122,9 @@ SNIPPETS = [
     "{% for m in msgs %}{{ m.role }}{% if not loop.last %},{% endif %}{% endfor %}",
     "{% for i in l %}{{ i }}{% endfor %}{{ i }}",
     "{{ loop }}",
+    "{% for x in [1, [2, [3]], 4] recursive %}{% if x is iterable %}({{ loop(x) }}){% else %}{{ x }}@{{ loop.depth }}{% endif %}{% endfor %}",
+    "{% for x in l %}{{ loop(l) }}{% endfor %}",
+    "a \u3000{%- if t %}b{% endif %}",
     # set, namespace, with
     "{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set c = [1, 2] %}{{ c }}",
     "{% set ns = namespace(x=0, y='a') %}{% for i in l %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}{{ ns.y }}",
