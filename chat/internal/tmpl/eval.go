@@ -1402,7 +1402,7 @@ func (r *renderer) str(pos int, v Value) (string, error) {
 	case KUndefined:
 		return "", nil
 	case KList, KDict, KSpace:
-		if n := reprSize(v, r.lim.MaxOutput, 0); n > r.lim.MaxOutput {
+		if n := reprSize(v, r.lim.MaxOutput, nil); n > r.lim.MaxOutput {
 			return "", r.limitErr(pos, "output size", r.lim.MaxOutput)
 		} else if err := r.charge(pos, n); err != nil {
 			return "", err
@@ -1412,25 +1412,36 @@ func (r *renderer) str(pos int, v Value) (string, error) {
 }
 
 // reprSize estimates (from above, roughly) the length of repr(v), stopping
-// once it passes limit.
-func reprSize(v Value, limit int64, depth int) int64 {
+// once it passes limit; path as in writeRepr.
+func reprSize(v Value, limit int64, path []any) int64 {
+	if len(path) > maxCompareDepth {
+		return limit + 1
+	}
 	switch v.kind {
 	case KString:
 		return int64(len(v.s))*2 + 2
 	case KList:
+		if onPath(path, v.ref) {
+			return 5
+		}
+		path = append(path, v.ref)
 		n := int64(2)
 		for _, it := range v.List().Items {
-			n += 2 + reprSize(it, limit-n, depth+1)
+			n += 2 + reprSize(it, limit-n, path)
 			if n > limit {
 				return n
 			}
 		}
 		return n
 	case KDict, KSpace:
+		if onPath(path, v.ref) {
+			return 5
+		}
+		path = append(path, v.ref)
 		d := v.Dict()
 		n := int64(14)
 		for i := range d.keys {
-			n += 4 + reprSize(d.keys[i], limit-n, depth+1) + reprSize(d.vals[i], limit-n, depth+1)
+			n += 4 + reprSize(d.keys[i], limit-n, path) + reprSize(d.vals[i], limit-n, path)
 			if n > limit {
 				return n
 			}

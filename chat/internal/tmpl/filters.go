@@ -919,7 +919,7 @@ func fGroupby(r *renderer, pos int, x Value, c *Call) (Value, error) {
 }
 
 func fTojson(r *renderer, pos int, x Value, c *Call) (Value, error) {
-	if n := reprSize(x, r.lim.MaxOutput, 0); n > r.lim.MaxOutput {
+	if n := reprSize(x, r.lim.MaxOutput, nil); n > r.lim.MaxOutput {
 		return Value{}, r.limitErr(pos, "output size", r.lim.MaxOutput)
 	}
 	s, err := toJSON(x, c)
@@ -1036,7 +1036,7 @@ func percentFormat(format string, arg Value) (string, error) {
 			b.WriteString(fmt.Sprintf("%"+spec+"s", pyStr(v)))
 		case 'r':
 			var rb strings.Builder
-			writeRepr(&rb, v, 0)
+			writeRepr(&rb, v, nil)
 			b.WriteString(fmt.Sprintf("%"+spec+"s", rb.String()))
 		case 'd', 'i':
 			if !v.isNumber() {

@@ -47,7 +47,7 @@ func toJSON(x Value, c *Call) (string, error) {
 		o.sortKeys = v.Truth()
 	}
 	var b strings.Builder
-	if err := writeJSON(&b, x, &o, 0); err != nil {
+	if err := writeJSON(&b, x, &o, nil); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -72,9 +72,18 @@ func (o *jsonOpts) newline(b *strings.Builder, depth int) {
 	}
 }
 
-func writeJSON(b *strings.Builder, v Value, o *jsonOpts, depth int) error {
+// writeJSON writes v; path holds the containers being written (depth is
+// its length), so that a container inside itself fails as in Python.
+func writeJSON(b *strings.Builder, v Value, o *jsonOpts, path []any) error {
+	depth := len(path)
 	if depth > 1000 {
 		return errors.New("tojson: nested too deeply")
+	}
+	if (v.kind == KList || v.kind == KDict) && onPath(path, v.ref) {
+		return errors.New("tojson: Circular reference detected")
+	}
+	if v.kind == KList || v.kind == KDict {
+		path = append(path, v.ref)
 	}
 	switch v.kind {
 	case KNone:
@@ -103,7 +112,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOpts, depth int) error {
 				b.WriteString(o.itemSep)
 			}
 			o.newline(b, depth+1)
-			if err := writeJSON(b, it, o, depth+1); err != nil {
+			if err := writeJSON(b, it, o, path); err != nil {
 				return err
 			}
 		}
@@ -152,7 +161,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOpts, depth int) error {
 			}
 			writeJSONString(b, ks, o.ensureASCII)
 			b.WriteString(o.keySep)
-			if err := writeJSON(b, d.vals[i], o, depth+1); err != nil {
+			if err := writeJSON(b, d.vals[i], o, path); err != nil {
 				return err
 			}
 		}

@@ -507,7 +507,7 @@ func strFormat(r *renderer, f string, c *Call) (string, error) {
 		var s string
 		if conv == 'r' {
 			var rb strings.Builder
-			writeRepr(&rb, v, 0)
+			writeRepr(&rb, v, nil)
 			s = rb.String()
 		} else {
 			var err error

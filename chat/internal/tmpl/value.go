@@ -294,7 +294,26 @@ func (d *Dict) At(i int) (Value, Value) { return d.keys[i], d.vals[i] }
 
 // Equality and ordering, as Python's == and <.
 
+// maxCompareDepth bounds the recursion of ==, < and printing through
+// nested lists and dicts: with list.append a template can build a list that
+// contains itself, which would otherwise recurse until the stack overflows.
+const maxCompareDepth = 200
+
+// maxCompareNodes bounds the work of one comparison: lists built by
+// repetition share their items, so a few thousand slots can stand for a
+// billion-element tree. Past it, values compare unequal (and unordered).
+const maxCompareNodes = 1 << 20
+
 func equal(a, b Value) bool {
+	n := maxCompareNodes
+	return equalAt(a, b, 0, &n)
+}
+
+func equalAt(a, b Value, depth int, budget *int) bool {
+	*budget--
+	if depth > maxCompareDepth || *budget < 0 {
+		return false
+	}
 	if a.isNumber() && b.isNumber() {
 		if a.kind == KFloat || b.kind == KFloat {
 			return a.number() == b.number()
@@ -310,24 +329,30 @@ func equal(a, b Value) bool {
 	case KString:
 		return a.s == b.s
 	case KList:
+		if a.ref == b.ref {
+			return true // identity first, as Python compares container items
+		}
 		x, y := a.List().Items, b.List().Items
 		if len(x) != len(y) || a.List().Tuple != b.List().Tuple {
 			return false
 		}
 		for i := range x {
-			if !equal(x[i], y[i]) {
+			if !equalAt(x[i], y[i], depth+1, budget) {
 				return false
 			}
 		}
 		return true
 	case KDict:
+		if a.ref == b.ref {
+			return true
+		}
 		x, y := a.Dict(), b.Dict()
 		if x.Len() != y.Len() {
 			return false
 		}
 		for i, k := range x.keys {
 			w, ok := y.Get(k)
-			if !ok || !equal(x.vals[i], w) {
+			if !ok || !equalAt(x.vals[i], w, depth+1, budget) {
 				return false
 			}
 		}
@@ -339,6 +364,15 @@ func equal(a, b Value) bool {
 // compare returns -1, 0, 1 for a < b, ==, >; ok false when Python would
 // raise TypeError ('<' not supported).
 func compare(a, b Value) (int, bool) {
+	n := maxCompareNodes
+	return compareAt(a, b, 0, &n)
+}
+
+func compareAt(a, b Value, depth int, budget *int) (int, bool) {
+	*budget--
+	if depth > maxCompareDepth || *budget < 0 {
+		return 0, false
+	}
 	switch {
 	case a.isNumber() && b.isNumber():
 		if a.kind != KFloat && b.kind != KFloat {
@@ -357,10 +391,10 @@ func compare(a, b Value) (int, bool) {
 	case a.kind == KList && b.kind == KList:
 		x, y := a.List().Items, b.List().Items
 		for i := 0; i < len(x) && i < len(y); i++ {
-			if equal(x[i], y[i]) {
+			if equalAt(x[i], y[i], depth+1, budget) {
 				continue
 			}
-			return compare(x[i], y[i])
+			return compareAt(x[i], y[i], depth+1, budget)
 		}
 		return cmp3(int64(len(x)), int64(len(y))), true
 	}
@@ -418,12 +452,30 @@ func pyStr(v Value) string {
 		return v.s
 	}
 	var b strings.Builder
-	writeRepr(&b, v, 0)
+	writeRepr(&b, v, nil)
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v Value, depth int) {
-	if depth > 100 {
+// maxReprBytes stops a repr early: callers that print check the size first
+// (reprSize), but error messages and %-formatting print directly.
+const maxReprBytes = 16<<20 + 1
+
+// onPath reports whether the container ref is being printed already (a
+// list that contains itself, possible through list.append).
+func onPath(path []any, ref any) bool {
+	for _, p := range path {
+		if p == ref {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRepr writes Python's repr(v); path holds the containers being
+// written, so that a container inside itself prints as [...] or {...}, as
+// in Python.
+func writeRepr(b *strings.Builder, v Value, path []any) {
+	if len(path) > maxCompareDepth || b.Len() > maxReprBytes {
 		b.WriteString("...")
 		return
 	}
@@ -450,42 +502,45 @@ func writeRepr(b *strings.Builder, v Value, depth int) {
 		if l.Tuple {
 			open, close = "(", ")"
 		}
+		if onPath(path, v.ref) {
+			b.WriteString(open + "..." + close)
+			return
+		}
+		path = append(path, v.ref)
 		b.WriteString(open)
 		for i, it := range l.Items {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, it, depth+1)
+			writeRepr(b, it, path)
 		}
 		if l.Tuple && len(l.Items) == 1 {
 			b.WriteByte(',')
 		}
 		b.WriteString(close)
-	case KDict:
+	case KDict, KSpace:
+		if onPath(path, v.ref) {
+			b.WriteString("{...}")
+			return
+		}
+		path = append(path, v.ref)
 		d := v.Dict()
+		if v.kind == KSpace {
+			b.WriteString("<Namespace ")
+		}
 		b.WriteByte('{')
 		for i := range d.keys {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, d.keys[i], depth+1)
+			writeRepr(b, d.keys[i], path)
 			b.WriteString(": ")
-			writeRepr(b, d.vals[i], depth+1)
+			writeRepr(b, d.vals[i], path)
 		}
 		b.WriteByte('}')
-	case KSpace:
-		b.WriteString("<Namespace ")
-		d := v.Dict()
-		b.WriteByte('{')
-		for i := range d.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, d.keys[i], depth+1)
-			b.WriteString(": ")
-			writeRepr(b, d.vals[i], depth+1)
+		if v.kind == KSpace {
+			b.WriteByte('>')
 		}
-		b.WriteString("}>")
 	case KFunc:
 		b.WriteString("<function " + v.func_().Name + ">")
 	case KIter:

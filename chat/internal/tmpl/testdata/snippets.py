@@ -136,6 +136,7 @@ SNIPPETS = [
     "{% set d2 = {'k': 'v'} %}{{ d2.k }}",
     "{% set x = 5 %}{% set y = x ~ '' %}{{ y|length }}",
     "{% set l2 = [] %}{{ l2.append(1) }}",
+    "{% set l2 = [] %}{{ l2.append(l2) }}{{ l2 == l2 }}{{ l2 }}{{ l2|tojson }}",
     "{{ d.update({'z': 1}) }}",
     # macros and call blocks
     "{% macro m(a, b='B', c=none) %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ m(1) }}|{{ m(1, 2) }}|{{ m(1, c=3) }}|{{ m(a=0) }}",
