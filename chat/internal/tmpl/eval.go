@@ -99,6 +99,7 @@ type renderer struct {
 	out     *strings.Builder
 	free    []*Call // reusable argument lists
 	callPos int     // position of the builtin call being made, for its errors
+	overPos int     // position of the step that ran the step budget out
 }
 
 type flow uint8
@@ -140,6 +141,11 @@ func (t *Template) Render(vars map[string]Value, lim Limits) (out string, err er
 	if _, err := r.exec(t.body, sc); err != nil {
 		return "", err
 	}
+	if r.steps > r.lim.MaxSteps {
+		// A comparison ran out of budget (it then answers "unequal") after
+		// the last step check: the render is not to be trusted.
+		return "", r.limitErr(r.overPos, "steps", r.lim.MaxSteps)
+	}
 	return b.String(), nil
 }
 
@@ -160,6 +166,7 @@ func (r *renderer) limitErr(pos int, what string, limit int64) error {
 
 func (r *renderer) step(pos int) error {
 	r.steps++
+	r.overPos = pos
 	if r.steps > r.lim.MaxSteps {
 		return r.limitErr(pos, "steps", r.lim.MaxSteps)
 	}
@@ -217,6 +224,24 @@ func undefMsg(v Value) string {
 		return v.s
 	}
 	return "a value is undefined"
+}
+
+// equal and compare are == and < charged to the step budget: one step per
+// node visited, so no comparison of shared, repeated structures outlasts it.
+func (r *renderer) equal(a, b Value) bool {
+	budget := max(int(r.lim.MaxSteps-r.steps), 0)
+	start := budget
+	eq := equalAt(a, b, 0, &budget)
+	r.steps += int64(start - budget)
+	return eq
+}
+
+func (r *renderer) compare(a, b Value) (int, bool) {
+	budget := max(int(r.lim.MaxSteps-r.steps), 0)
+	start := budget
+	c, ok := compareAt(a, b, 0, &budget)
+	r.steps += int64(start - budget)
+	return c, ok
 }
 
 // Statements.
@@ -592,7 +617,7 @@ func (r *renderer) loopAttr(ls *loopState, name string) (Value, bool) {
 	case "changed":
 		return NewFunc("loop.changed", func(c *Call) (Value, error) {
 			cur := newTuple(append([]Value(nil), c.Args...))
-			if ls.last != nil && equal(*ls.last, cur) {
+			if ls.last != nil && r.equal(*ls.last, cur) {
 				return Bool(false), nil
 			}
 			ls.last = &cur
@@ -1155,17 +1180,20 @@ func (r *renderer) evalBinary(e *binaryExpr, sc *scope) (Value, error) {
 	}
 	switch e.op {
 	case "==":
-		return Bool(equal(a, b)), nil
+		return Bool(r.equal(a, b)), nil
 	case "!=":
-		return Bool(!equal(a, b)), nil
+		return Bool(!r.equal(a, b)), nil
 	case "<", "<=", ">", ">=":
 		for _, x := range []Value{a, b} {
 			if x.kind == KUndefined {
 				return Value{}, r.fail(e.pos, "comparison", "%s", undefMsg(x))
 			}
 		}
-		c, ok := compare(a, b)
+		c, ok := r.compare(a, b)
 		if !ok {
+			if err := r.step(e.pos); err != nil {
+				return Value{}, err
+			}
 			return Value{}, r.fail(e.pos, "comparison", "'%s' not supported between instances of '%s' and '%s'", e.op, typeName(a), typeName(b))
 		}
 		switch e.op {
@@ -1213,7 +1241,7 @@ func (r *renderer) contains(pos int, container, x Value) (bool, error) {
 		return strings.Contains(container.s, x.s), nil
 	case KList:
 		for _, it := range container.List().Items {
-			if equal(it, x) {
+			if r.equal(it, x) {
 				return true, nil
 			}
 		}

@@ -400,7 +400,7 @@ func fDictsort(r *renderer, pos int, x Value, c *Call) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	sorted, ok := sortValues(pairs.List().Items, func(p Value) Value { return p.List().Items[idx] }, rev.Truth(), !cs.Truth())
+	sorted, ok := sortValues(r, pairs.List().Items, func(p Value) Value { return p.List().Items[idx] }, rev.Truth(), !cs.Truth())
 	if !ok {
 		return Value{}, errors.New("dictsort: keys are not comparable")
 	}
@@ -419,7 +419,7 @@ func fSort(r *renderer, pos int, x Value, c *Call) (Value, error) {
 	if hasAttr && attr.kind != KNone {
 		key = func(v Value) Value { k, _ := r.attrPath(pos, v, attr); return k }
 	}
-	sorted, ok := sortValues(items, key, rev.Truth(), !cs.Truth())
+	sorted, ok := sortValues(r, items, key, rev.Truth(), !cs.Truth())
 	if !ok {
 		return Value{}, errors.New("sort: items are not comparable")
 	}
@@ -642,7 +642,7 @@ func fMinMax(sign int) filterFn {
 		}
 		best := items[0]
 		for _, it := range items[1:] {
-			c, ok := compare(key(it), key(best))
+			c, ok := r.compare(key(it), key(best))
 			if !ok {
 				return Value{}, errors.New("items are not comparable")
 			}
@@ -901,14 +901,14 @@ func fGroupby(r *renderer, pos int, x Value, c *Call) (Value, error) {
 		return Value{}, errors.New("groupby needs an attribute")
 	}
 	key := func(v Value) Value { k, _ := r.attrPath(pos, v, attr); return k }
-	sorted, good := sortValues(items, key, false, false)
+	sorted, good := sortValues(r, items, key, false, false)
 	if !good {
 		return Value{}, errors.New("groupby: keys are not comparable")
 	}
 	var out []Value
 	for _, it := range sorted {
 		k := key(it)
-		if n := len(out); n > 0 && equal(out[n-1].List().Items[0], k) {
+		if n := len(out); n > 0 && r.equal(out[n-1].List().Items[0], k) {
 			g := out[n-1].List().Items[1].List()
 			g.Items = append(g.Items, it)
 			continue
@@ -952,12 +952,11 @@ func jinjaTitle(s string) string {
 
 // pyCapitalize is str.capitalize: first character upper, rest lower.
 func pyCapitalize(s string) string {
-	for i, ch := range s {
-		if i == 0 {
-			return strings.ToUpper(string(ch)) + strings.ToLower(s[len(string(ch)):])
-		}
+	if s == "" {
+		return s
 	}
-	return s
+	_, n := decodeRune(s) // n, not len(string(r)): an invalid byte is 1 long
+	return strings.ToUpper(s[:n]) + strings.ToLower(s[n:])
 }
 
 // pyTitle is str.title: a letter after a non-letter is upper, others lower.

@@ -703,7 +703,7 @@ func listMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 		}
 		n := int64(0)
 		for i, it := range l.Items {
-			if equal(it, v) {
+			if r.equal(it, v) {
 				if name == "index" {
 					return Int(int64(i)), nil
 				}
@@ -784,7 +784,7 @@ func listMethod(r *renderer, c *Call, x Value, name string) (Value, error) {
 	case "remove":
 		v, _ := c.Arg(0, "")
 		for i, it := range l.Items {
-			if equal(it, v) {
+			if r.equal(it, v) {
 				l.Items = append(l.Items[:i:i], l.Items[i+1:]...)
 				return None(), nil
 			}

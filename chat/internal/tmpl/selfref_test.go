@@ -1,6 +1,9 @@
 package tmpl
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // A list that contains itself (list.append is allowed here) is compared,
 // printed and serialized without recursing without end (before the checks,
@@ -26,5 +29,18 @@ func TestSelfContainingList(t *testing.T) {
 		if _, err := tm.Render(nil, Limits{}); err != nil {
 			t.Logf("%s: %v", src, err)
 		}
+	}
+}
+
+// Comparing repeated (shared) structures is charged to the step budget:
+// [x] * 1000 three levels deep is a billion leaves in a few thousand slots.
+func TestComparisonsAreCharged(t *testing.T) {
+	src := `{% set a = [[[1] * 1000] * 1000] * 1000 %}{% set b = [[[1] * 1000] * 1000] * 1000 %}{{ b in [a] * 1000 }}`
+	tm, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.Render(nil, Limits{MaxSteps: 100_000}); !errors.Is(err, ErrLimit) {
+		t.Errorf("err = %v, want the step limit", err)
 	}
 }

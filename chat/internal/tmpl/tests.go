@@ -22,13 +22,13 @@ func init() {
 			}
 			switch op {
 			case "==":
-				return equal(x, args[0]), nil
+				return r.equal(x, args[0]), nil
 			case "!=":
-				return !equal(x, args[0]), nil
+				return !r.equal(x, args[0]), nil
 			case "in":
 				return r.contains(0, args[0], x)
 			}
-			c, ok := compare(x, args[0])
+			c, ok := r.compare(x, args[0])
 			if !ok {
 				return false, fmt.Errorf("'%s' not supported between instances of '%s' and '%s'", op, typeName(x), typeName(args[0]))
 			}
@@ -100,7 +100,7 @@ func init() {
 			case KList, KDict, KSpace, KFunc, KIter:
 				return x.ref == y.ref, nil
 			}
-			return equal(x, y), nil
+			return r.equal(x, y), nil
 		},
 		"filter": func(r *renderer, x Value, args []Value) (bool, error) {
 			_, ok := filters[x.s]

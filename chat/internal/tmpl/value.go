@@ -299,9 +299,11 @@ func (d *Dict) At(i int) (Value, Value) { return d.keys[i], d.vals[i] }
 // contains itself, which would otherwise recurse until the stack overflows.
 const maxCompareDepth = 200
 
-// maxCompareNodes bounds the work of one comparison: lists built by
-// repetition share their items, so a few thousand slots can stand for a
-// billion-element tree. Past it, values compare unequal (and unordered).
+// maxCompareNodes bounds the work of a comparison made outside a render.
+// Lists built by repetition share their items, so a few thousand slots can
+// stand for a billion-element tree: a render's comparisons are charged to
+// its step budget instead (renderer.equal). Past the budget, values compare
+// unequal (and unordered), and the render fails at its next step.
 const maxCompareNodes = 1 << 20
 
 func equal(a, b Value) bool {
@@ -621,7 +623,7 @@ func pyFloat(f float64) string {
 
 // sortValues sorts a copy of items by Python's ordering; ok false when two
 // items are not comparable.
-func sortValues(items []Value, key func(Value) Value, reverse bool, fold bool) ([]Value, bool) {
+func sortValues(r *renderer, items []Value, key func(Value) Value, reverse bool, fold bool) ([]Value, bool) {
 	out := append([]Value(nil), items...)
 	ok := true
 	k := func(v Value) Value {
@@ -638,7 +640,7 @@ func sortValues(items []Value, key func(Value) Value, reverse bool, fold bool) (
 		if reverse {
 			a, b = b, a
 		}
-		c, good := compare(a, b)
+		c, good := r.compare(a, b)
 		if !good {
 			ok = false
 		}
