@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -77,4 +78,20 @@ func nest(s string, n int) string {
 		out += s
 	}
 	return out
+}
+
+// An operator, filter or attribute chain (a+b+c..., x|f|f..., x.a.a...) is a
+// tree as deep as it is long, and the evaluator recurses on it: long chains
+// count as nesting. (Before, a 2 MB "1+1+...+1" overflowed the Go stack at
+// render.)
+func TestChainsAreNesting(t *testing.T) {
+	for _, link := range []string{" + 1", "|string", ".a", " or x", " ~ 'a'", " == 1", "[0]"} {
+		src := "{{ x" + strings.Repeat(link, 1000) + " }}"
+		if _, err := Parse(src); !errors.Is(err, ErrLimit) {
+			t.Errorf("%.30q...: err = %v, want the nesting limit", src, err)
+		}
+		if _, err := Parse("{{ x" + strings.Repeat(link, 150) + " }}"); err != nil {
+			t.Errorf("150 links of %q: %v", link, err)
+		}
+	}
 }

@@ -140,6 +140,14 @@ func (p *parser) enter(pos int) error {
 
 func (p *parser) leave() { p.depth-- }
 
+// chain counts one more link of an operator or postfix chain: a+b+c is a
+// left-deep tree, so its length is nesting for the evaluator's recursion.
+// The caller undoes its links with p.depth -= *links when the chain ends.
+func (p *parser) chain(links *int, pos int) error {
+	*links++
+	return p.enter(pos)
+}
+
 // body parses statements until one of the end tags in ends (consumed up to
 // and including its name; the caller reads the rest of that tag) or the end
 // of the template (only when ends is nil). It returns the end tag's name.
@@ -650,9 +658,14 @@ func (p *parser) cond() (expr, error) {
 }
 
 func (p *parser) or() (expr, error) {
+	links := 0
+	defer func() { p.depth -= links }()
 	a, err := p.and()
 	for err == nil && p.isName("or") {
 		t := p.next()
+		if err = p.chain(&links, t.pos); err != nil {
+			break
+		}
 		var b expr
 		if b, err = p.and(); err == nil {
 			a = &binaryExpr{base{t.pos}, "or", a, b}
@@ -662,9 +675,14 @@ func (p *parser) or() (expr, error) {
 }
 
 func (p *parser) and() (expr, error) {
+	links := 0
+	defer func() { p.depth -= links }()
 	a, err := p.not()
 	for err == nil && p.isName("and") {
 		t := p.next()
+		if err = p.chain(&links, t.pos); err != nil {
+			break
+		}
 		var b expr
 		if b, err = p.not(); err == nil {
 			a = &binaryExpr{base{t.pos}, "and", a, b}
@@ -690,6 +708,8 @@ func (p *parser) not() (expr, error) {
 }
 
 func (p *parser) compare() (expr, error) {
+	links := 0
+	defer func() { p.depth -= links }()
 	a, err := p.math1()
 	if err != nil {
 		return nil, err
@@ -711,6 +731,9 @@ func (p *parser) compare() (expr, error) {
 		default:
 			return a, nil
 		}
+		if err := p.chain(&links, t.pos); err != nil {
+			return nil, err
+		}
 		b, err := p.math1()
 		if err != nil {
 			return nil, err
@@ -721,6 +744,8 @@ func (p *parser) compare() (expr, error) {
 
 // binaryLevel parses one left-associative level.
 func (p *parser) binaryLevel(ops []string, sub func() (expr, error)) (expr, error) {
+	links := 0
+	defer func() { p.depth -= links }()
 	a, err := sub()
 	if err != nil {
 		return nil, err
@@ -738,6 +763,9 @@ func (p *parser) binaryLevel(ops []string, sub func() (expr, error)) (expr, erro
 		}
 		if !found {
 			return a, nil
+		}
+		if err := p.chain(&links, t.pos); err != nil {
+			return nil, err
 		}
 		p.next()
 		b, err := sub()
@@ -892,10 +920,15 @@ func (p *parser) primary() (expr, error) {
 }
 
 func (p *parser) postfix(e expr) (expr, error) {
+	links := 0
+	defer func() { p.depth -= links }()
 	for {
 		t := p.cur()
-		if t.kind != tOp {
+		if t.kind != tOp || t.val != "." && t.val != "[" && t.val != "(" {
 			return e, nil
+		}
+		if err := p.chain(&links, t.pos); err != nil {
+			return nil, err
 		}
 		switch t.val {
 		case ".":
@@ -1029,7 +1062,14 @@ func (p *parser) filter(x expr) (*filterExpr, error) {
 }
 
 func (p *parser) filters(e expr) (expr, error) {
+	links := 0
+	defer func() { p.depth -= links }()
 	for {
+		if p.isOp("|") || p.isName("is") || p.isOp("(") {
+			if err := p.chain(&links, p.cur().pos); err != nil {
+				return nil, err
+			}
+		}
 		switch {
 		case p.isOp("|"):
 			p.next()
