@@ -14,23 +14,24 @@
 // from what that produces tokenizes differently from what the model was
 // trained on. This package reproduces that environment in Go:
 //
-//   - Jinja semantics from github.com/ardanlabs/jinja v1.8.0, a pure-Go engine
-//     built for chat templates, with Jinja2's trim_blocks=True and
-//     lstrip_blocks=True (block tags eat the newline after them and the
-//     indentation before them). It is forked into chat/internal/jinja to add
-//     render limits (see below); a check of the template before rendering
-//     cannot bound a recursion or a loop whose length depends on the data.
+//   - Jinja semantics from chat/internal/tmpl, an interpreter written here
+//     for chat templates (lexer, parser, evaluator; see its package doc),
+//     with Jinja2's trim_blocks=True and lstrip_blocks=True (block tags eat
+//     the newline after them and the indentation before them), the
+//     loopcontrols extension and Hugging Face's {% generation %} block.
 //   - Globals raise_exception(msg) (rendering fails with *RaiseError carrying
 //     msg) and strftime_now(fmt) (Python strftime of Options.Now, local time
 //     by default, so tests can pin the date).
 //   - Filter tojson as Hugging Face defines it: json.dumps(x,
 //     ensure_ascii=False, indent=None, separators=None, sort_keys=False) —
 //     non-ASCII kept raw, ", " and ": " separators (",", ": " with indent),
-//     keys in insertion order, Python float repr (1.0 stays "1.0"). See
-//     rewrite.go for how it replaces the engine's own tojson.
-//   - Variables: messages, tools and documents (None when not given),
-//     add_generation_prompt, bos_token and eos_token (only when non-empty, as
-//     HF passes only the special tokens that are set), plus Options.Extra,
+//     keys in insertion order, Python float repr (1.0 stays "1.0").
+//   - Variables: messages, tools and documents (undefined when not given, as
+//     llama.cpp renders; transformers passes None, on which some templates
+//     — Hermes, Command-R tool_use — fail without tools),
+//     add_generation_prompt, bos_token and eos_token (always strings, "" for
+//     a model without one, as llama.cpp passes them — so `bos_token + x`
+//     works for every model), plus Options.Extra,
 //     where callers put the other special tokens (pad_token, unk_token...,
 //     see Config.Vars) and template switches such as enable_thinking.
 //   - Message dicts carry role and content always, and tool_calls,
@@ -38,42 +39,33 @@
 //     `'tool_calls' in message` behave as they do on the Python dicts. Values
 //     built from JSON (json.RawMessage) keep their key order, as Python does.
 //
-// The parity test renders every conversation in testdata/cases.json through
-// the real templates of Llama-3, Llama-3.2, Qwen2.5, Qwen3, SmolLM2 and
-// Mistral-v0.3 and compares byte for byte with goldens that
-// testdata/render_golden.py produced with Python Jinja2 in HF's environment.
-//
-// Also patched over the engine: Jinja2's lexer defaults (CRLF/CR in the
-// source become "\n"; one trailing newline of the source is dropped), and
-// range() is capped at 100000 items as in Jinja2's sandbox.
+// The parity test (TestGolden) renders every conversation in
+// testdata/cases.json — system or not, multi-turn, tools, assistant tool
+// calls and tool results, non-ASCII, reasoning content — through the real
+// templates of Llama-3, Llama-3.2, Qwen2.5, Qwen3, SmolLM2, Mistral-v0.3 and
+// the 70 of llama.cpp's collection (testdata/templates/llamacpp: Qwen3/3.5,
+// DeepSeek V3–V4, Llama 3.x, Gemma 2/4, gpt-oss, Kimi, GLM, Mistral, Granite,
+// Phi, SmolLM3, LFM2, Nemotron, ...) and compares byte for byte with goldens
+// that testdata/render_golden.py produced with Python Jinja2 in HF's
+// environment.
 //
 // Limits. A template is data from a model file, and a render is a program
-// run: a macro that calls itself overflows the Go stack, which is fatal (not
-// a panic recover can catch), and a loop cannot be stopped from outside. So
-// the interpreter itself counts, per render: nested macro/caller() calls
-// (Limits.MaxDepth), nodes plus expressions plus loop iterations (MaxSteps),
-// the size of the output and of any one string (MaxOutput, checked before a
-// repetition, replace, indent, join or tojson builds its result, so one that
-// would print a list holding one large string a million times is refused),
-// and the bytes of strings and list slots produced (MaxAlloc). Compile bounds
-// block and expression nesting. Exceeding any fails with an error matching
-// ErrTemplateLimit; Template.Probe renders a sample conversation so that a
-// caller can warn at load time.
+// run: a macro that calls itself would overflow the Go stack, which is fatal
+// (not a panic recover can catch), and a loop cannot be stopped from outside.
+// So the interpreter counts, per render: nested macro/caller() calls
+// (Limits.MaxDepth), statements plus expressions plus loop iterations
+// (MaxSteps), the size of the output and of any one string (MaxOutput,
+// checked before a repetition, replace, indent, join, print or tojson
+// builds its result), and the bytes of strings and list slots produced
+// (MaxAlloc); parsing bounds block and expression nesting. Exceeding any
+// fails with an error matching ErrTemplateLimit; Template.Probe renders a
+// sample conversation so that a caller can warn at load time. range() is
+// capped at 100000 items as in Jinja2's sandbox.
 //
-// Known differences from Jinja2 that no tested template hits (engine
-// limitations, kept here so they are not rediscovered the hard way): a
-// float printed directly ({{ 1.0 }}, or inside a printed list/dict) shows
-// as Go's %g ("1") where Python prints "1.0" — through tojson it is exact;
-// printed lists/dicts always quote strings with '...'; exponent literals
-// (1e20) do not parse; undefined.attr and undefined + "x" render instead of
-// failing; a few malformed tags ("{% if %}", "{% set x = %}") parse;
-// {% filter tojson %} and
-// map('tojson') use the engine's tojson. trim_blocks / lstrip_blocks reach
-// past expressions: in "{% endif %}{{ x }}\n{% endfor %}" the engine drops
-// the newline after {{ x }} (Jinja2 keeps it, since trim_blocks only eats a
-// newline directly after a block tag); templates that use "{{- ... }}" and
-// "{%- ... %}" throughout, as the tested ones do, are unaffected. Engine
-// panics are recovered into errors.
+// Known difference from Jinja2's ImmutableSandboxedEnvironment: list and dict
+// mutators (append, pop, update...) work here, where the sandbox refuses
+// them with SecurityError (the goldens count these cases apart). A printed
+// generator or bound method shows no memory address.
 //
 // BOS. Many templates write the BOS text themselves ({{ bos_token }}), while
 // the engine's tokenizer may also be configured to prepend BOS; doing both
@@ -91,7 +83,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"nanoserve/chat/internal/jinja"
+	"nanoserve/chat/internal/tmpl"
 )
 
 // ErrNoTemplate is returned when a model ships no chat template.
@@ -100,13 +92,13 @@ var ErrNoTemplate = errors.New("chat: model has no chat template; pass --chat-te
 // ErrTemplateLimit is matched (errors.Is) by a render or parse that exceeded
 // one of the interpreter's limits (recursion depth, steps, output size,
 // allocation, nesting): the template, not the request, is at fault.
-var ErrTemplateLimit = jinja.ErrLimit
+var ErrTemplateLimit = tmpl.ErrLimit
 
 // Limits bound the work of one render; see Options.Limits.
-type Limits = jinja.Limits
+type Limits = tmpl.Limits
 
 // DefaultLimits are the limits a render has when Options.Limits is zero.
-var DefaultLimits = jinja.DefaultLimits
+var DefaultLimits = tmpl.DefaultLimits
 
 // RaiseError is the error a template produces by calling raise_exception.
 type RaiseError struct {
@@ -181,10 +173,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 
 // Options are the non-message inputs of a render.
 type Options struct {
-	BOS, EOS            string // bos_token / eos_token; "" leaves the variable undefined
+	BOS, EOS            string // bos_token / eos_token texts ("" for a model without one)
 	AddGenerationPrompt bool   // end with the opener of an assistant turn
-	Tools               []any  // tool schemas (JSON-able); nil renders as tools=None
-	Documents           []any  // RAG documents (JSON-able); nil renders as documents=None
+	Tools               []any  // tool schemas (JSON-able); nil leaves tools undefined
+	Documents           []any  // RAG documents (JSON-able); nil leaves documents undefined
 	// Extra variables: other special tokens (see Config.Vars) and template
 	// switches such as enable_thinking. Values are JSON-able.
 	Extra map[string]any
@@ -199,7 +191,7 @@ type Options struct {
 
 // Template is a compiled chat template. It is safe for concurrent use.
 type Template struct {
-	t   *jinja.Template
+	t   *tmpl.Template
 	src string
 }
 
@@ -210,12 +202,13 @@ func (t *Template) ToolFormat() ToolFormat { return DetectToolFormat(t.src) }
 // Source is the template's text.
 func (t *Template) Source() string { return t.src }
 
-// Parse compiles a chat template once, to be rendered many times.
+// Parse compiles a chat template once, to be rendered many times. A syntax
+// error says where (line, column), in what construct, and what was expected.
 func Parse(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, ErrNoTemplate
 	}
-	t, err := compile(renameTojson(normalizeNewlines(src)))
+	t, err := tmpl.Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat: parse template: %w", err)
 	}
@@ -243,26 +236,6 @@ func CheckSource(src string) error {
 	return nil
 }
 
-// normalizeNewlines applies two Jinja2 lexer defaults the engine lacks:
-// every "\r\n" or "\r" in the source becomes "\n" (newline_sequence), and a
-// single newline ending the source is dropped (keep_trailing_newline=False).
-func normalizeNewlines(src string) string {
-	if strings.IndexByte(src, '\r') >= 0 {
-		src = strings.ReplaceAll(src, "\r\n", "\n")
-		src = strings.ReplaceAll(src, "\r", "\n")
-	}
-	return strings.TrimSuffix(src, "\n")
-}
-
-func compile(src string) (t *jinja.Template, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("template engine panicked: %v", r)
-		}
-	}()
-	return jinja.Compile(src)
-}
-
 // Render renders one conversation into prompt text.
 func Render(src string, msgs []Message, opt Options) (string, error) {
 	t, err := Parse(src)
@@ -274,13 +247,9 @@ func Render(src string, msgs []Message, opt Options) (string, error) {
 
 // Render renders one conversation into prompt text.
 func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
-	vars := make(map[string]jinja.Value, 12+len(opt.Extra))
-	if opt.BOS != "" {
-		vars["bos_token"] = jinja.NewString(opt.BOS)
-	}
-	if opt.EOS != "" {
-		vars["eos_token"] = jinja.NewString(opt.EOS)
-	}
+	vars := make(map[string]tmpl.Value, 12+len(opt.Extra))
+	vars["bos_token"] = tmpl.String(opt.BOS)
+	vars["eos_token"] = tmpl.String(opt.EOS)
 	for k, v := range opt.Extra {
 		val, err := toValue(v)
 		if err != nil {
@@ -288,7 +257,7 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars[k] = val
 	}
-	list := make([]jinja.Value, len(msgs))
+	list := make([]tmpl.Value, len(msgs))
 	for i, m := range msgs {
 		v, err := messageValue(m)
 		if err != nil {
@@ -296,8 +265,7 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		list[i] = v
 	}
-	vars["messages"] = jinja.NewList(list)
-	vars["tools"] = jinja.None()
+	vars["messages"] = tmpl.NewList(list)
 	if opt.Tools != nil {
 		v, err := toValue(opt.Tools)
 		if err != nil {
@@ -305,7 +273,6 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars["tools"] = v
 	}
-	vars["documents"] = jinja.None()
 	if opt.Documents != nil {
 		v, err := toValue(opt.Documents)
 		if err != nil {
@@ -313,41 +280,31 @@ func (t *Template) Render(msgs []Message, opt Options) (out string, err error) {
 		}
 		vars["documents"] = v
 	}
-	vars["add_generation_prompt"] = jinja.NewBool(opt.AddGenerationPrompt)
-
-	var raised *RaiseError
-	vars["raise_exception"] = jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	vars["add_generation_prompt"] = tmpl.Bool(opt.AddGenerationPrompt)
+	vars["raise_exception"] = tmpl.NewFunc("raise_exception", func(c *tmpl.Call) (tmpl.Value, error) {
 		msg := ""
-		if len(args) > 0 {
-			msg = args[0].String()
-			if args[0].IsString() {
-				msg = args[0].AsString()
+		if len(c.Args) > 0 {
+			msg = tmpl.Repr(c.Args[0])
+			if c.Args[0].IsString() {
+				msg = c.Args[0].Str()
 			}
 		}
-		raised = &RaiseError{Message: msg}
-		return jinja.Undefined(), raised
+		return tmpl.Undefined(), &RaiseError{Message: msg}
 	})
 	now := opt.Now
 	if now == nil {
 		now = time.Now
 	}
-	vars["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) == 0 || !args[0].IsString() {
-			return jinja.Undefined(), errors.New("strftime_now: expected a format string")
+	vars["strftime_now"] = tmpl.NewFunc("strftime_now", func(c *tmpl.Call) (tmpl.Value, error) {
+		if len(c.Args) == 0 || !c.Args[0].IsString() {
+			return tmpl.Undefined(), errors.New("strftime_now: expected a format string")
 		}
-		return jinja.NewString(strftime(args[0].AsString(), now())), nil
+		return tmpl.String(strftime(c.Args[0].Str(), now())), nil
 	})
-	vars[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
-	vars["range"] = jinja.NewCallable("range", safeRange)
-
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("chat: render: template engine panicked: %v", r)
-		}
-	}()
-	out, err = t.t.RenderValuesLimits(vars, opt.Limits)
+	out, err = t.t.Render(vars, opt.Limits)
 	if err != nil {
-		if raised != nil {
+		var raised *RaiseError
+		if errors.As(err, &raised) {
 			return "", raised
 		}
 		return "", fmt.Errorf("chat: render: %w", err)
@@ -363,55 +320,6 @@ func (t *Template) Probe(opt Options) error {
 	opt.AddGenerationPrompt = true
 	_, err := t.Render([]Message{{Role: "user", Content: "Hello"}, {Role: "assistant", Content: "Hi."}, {Role: "user", Content: "How are you?"}}, opt)
 	return err
-}
-
-// maxRange is Jinja2's sandbox limit on range() length (MAX_RANGE); the
-// engine's own range has none, so range(10**9) would exhaust memory.
-const maxRange = 100000
-
-// safeRange is Python's range(stop) / range(start, stop[, step]) with the
-// sandbox's length limit.
-func safeRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) < 1 || len(args) > 3 {
-		return jinja.Undefined(), fmt.Errorf("range: expected 1 to 3 arguments, got %d", len(args))
-	}
-	n := make([]int64, len(args))
-	for i, a := range args {
-		switch {
-		case a.IsInt():
-			n[i] = a.AsInt()
-		case a.IsBool():
-			if a.AsBool() {
-				n[i] = 1
-			}
-		default:
-			return jinja.Undefined(), fmt.Errorf("range: argument %d is not an integer", i+1)
-		}
-	}
-	start, stop, step := int64(0), n[0], int64(1)
-	if len(n) >= 2 {
-		start, stop = n[0], n[1]
-	}
-	if len(n) == 3 {
-		step = n[2]
-	}
-	if step == 0 {
-		return jinja.Undefined(), errors.New("range: step must not be zero")
-	}
-	var count int64
-	if step > 0 && stop > start {
-		count = (stop - start + step - 1) / step
-	} else if step < 0 && stop < start {
-		count = (start - stop - step - 1) / -step
-	}
-	if count < 0 || count > maxRange {
-		return jinja.Undefined(), fmt.Errorf("range: %d items is more than the sandbox allows (%d)", count, maxRange)
-	}
-	items := make([]jinja.Value, count)
-	for i := range items {
-		items[i] = jinja.NewInt(start + int64(i)*step)
-	}
-	return jinja.NewList(items), nil
 }
 
 // StartsWithBOS reports whether rendered prompt text already begins with the

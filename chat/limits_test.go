@@ -9,7 +9,7 @@ import (
 )
 
 // hostileTemplates each exceed one render or parse limit. Before the limits
-// (chat/internal/jinja/limits.go) the first killed the process with "fatal
+// (now in chat/internal/tmpl) the first killed the process with "fatal
 // error: stack overflow", and the others ran for minutes or allocated
 // gigabytes.
 var hostileTemplates = map[string]string{

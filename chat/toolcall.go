@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"strings"
 
-	"nanoserve/chat/internal/jinja"
+	"nanoserve/chat/internal/tmpl"
 )
 
 // ToolFormat names how a model family writes tool calls in its output.
@@ -191,32 +191,32 @@ func OpenAIToolCall(raw json.RawMessage, f ToolFormat) (any, error) {
 	if err != nil || !v.IsDict() {
 		return nil, errors.New("chat: a tool call must be a JSON object")
 	}
-	call := v.AsDict()
-	fn, ok := call.Get("function")
+	call := v.Dict()
+	fn, ok := call.GetStr("function")
 	if !ok || !fn.IsDict() {
 		return nil, errors.New("chat: a tool call needs a \"function\" object")
 	}
-	name, ok := fn.AsDict().Get("name")
-	if !ok || !name.IsString() || name.AsString() == "" {
+	name, ok := fn.Dict().GetStr("name")
+	if !ok || !name.IsString() || name.Str() == "" {
 		return nil, errors.New("chat: a tool call's function needs a non-empty string \"name\"")
 	}
-	if args, ok := fn.AsDict().Get("arguments"); !ok || args.IsNone() {
-		fn.AsDict().Set("arguments", jinja.NewDict()) // absent or null: no arguments
+	if args, ok := fn.Dict().GetStr("arguments"); !ok || args.IsNone() {
+		fn.Dict().SetStr("arguments", tmpl.NewDict()) // absent or null: no arguments
 	} else if args.IsString() {
-		text := strings.TrimSpace(args.AsString())
+		text := strings.TrimSpace(args.Str())
 		if text == "" {
 			text = "{}"
 		}
 		obj, err := decodeOrdered([]byte(text))
 		if err != nil || !obj.IsDict() {
-			return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.AsString())
+			return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.Str())
 		}
-		fn.AsDict().Set("arguments", obj)
+		fn.Dict().SetStr("arguments", obj)
 	} else if !args.IsDict() {
-		return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.AsString())
+		return nil, fmt.Errorf("chat: tool call %q: function.arguments must be a JSON object encoded as a string", name.Str())
 	}
-	if id, ok := call.Get("id"); ok && id.IsString() {
-		call.Set("id", jinja.NewString(f.TemplateID(id.AsString())))
+	if id, ok := call.GetStr("id"); ok && id.IsString() {
+		call.SetStr("id", tmpl.String(f.TemplateID(id.Str())))
 	}
 	return v, nil
 }

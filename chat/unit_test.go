@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"nanoserve/chat/internal/jinja"
 )
 
 func TestRaiseException(t *testing.T) {
@@ -135,6 +133,9 @@ func TestStartsWithBOS(t *testing.T) {
 		"smollm2": true, // bos_token is <|im_start|>, which the text starts with anyway
 	}
 	for _, spec := range cf.Templates {
+		if _, ok := want[spec.Name]; !ok {
+			continue // the llama.cpp collection: golden-tested, BOS texts are placeholders
+		}
 		tmpl, opt := loadTemplate(t, spec)
 		opt.Now = fixedNow(t, cf.Now)
 		out, err := tmpl.Render(msgs, opt)
@@ -179,34 +180,31 @@ func TestTojsonMatchesPython(t *testing.T) {
 		1.5e300: "1.5e+300", 3.14159: "3.14159", 100.0: "100.0", 1e15: "1000000000000000.0",
 	}
 	for f, want := range floats {
-		if got := jsonFloat(f); got != want {
-			t.Errorf("float %v: got %s want %s", f, got, want)
+		got, err := Render(`{{ x|tojson }}`, nil, Options{Extra: map[string]any{"x": f}})
+		if err != nil || got != want {
+			t.Errorf("float %v: got %q, %v; want %s", f, got, err, want)
 		}
 	}
-	v, err := decodeOrdered([]byte(`{"b": [1, 2.0, {"z": null, "a": true}], "a": "é\u2028\u0001\u007f\"\\/\n😀", "e": [], "f": {}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sep := jinja.NewList([]jinja.Value{jinja.NewString(","), jinja.NewString(":")})
+	v := json.RawMessage(`{"b": [1, 2.0, {"z": null, "a": true}], "a": "é\u2028\u0001\u007f\"\\/\n😀", "e": [], "f": {}}`)
 	for _, c := range []struct {
-		kw   map[string]jinja.Value
+		args string
 		want string
 	}{
-		{nil, "{\"b\": [1, 2.0, {\"z\": null, \"a\": true}], \"a\": \"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\", \"e\": [], \"f\": {}}"},
-		{map[string]jinja.Value{"ensure_ascii": jinja.NewBool(true)}, `{"b": [1, 2.0, {"z": null, "a": true}], "a": "\u00e9\u2028\u0001\u007f\"\\/\n\ud83d\ude00", "e": [], "f": {}}`},
-		{map[string]jinja.Value{"indent": jinja.NewInt(2)}, "{\n  \"b\": [\n    1,\n    2.0,\n    {\n      \"z\": null,\n      \"a\": true\n    }\n  ],\n  \"a\": \"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\",\n  \"e\": [],\n  \"f\": {}\n}"},
-		{map[string]jinja.Value{"separators": sep, "sort_keys": jinja.NewBool(true)}, "{\"a\":\"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\",\"b\":[1,2.0,{\"a\":true,\"z\":null}],\"e\":[],\"f\":{}}"},
-		{map[string]jinja.Value{"indent": jinja.NewInt(0)}, "{\n\"b\": [\n1,\n2.0,\n{\n\"z\": null,\n\"a\": true\n}\n],\n\"a\": \"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\",\n\"e\": [],\n\"f\": {}\n}"},
+		{"", "{\"b\": [1, 2.0, {\"z\": null, \"a\": true}], \"a\": \"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\", \"e\": [], \"f\": {}}"},
+		{"(ensure_ascii=true)", `{"b": [1, 2.0, {"z": null, "a": true}], "a": "\u00e9\u2028\u0001\u007f\"\\/\n\ud83d\ude00", "e": [], "f": {}}`},
+		{"(indent=2)", "{\n  \"b\": [\n    1,\n    2.0,\n    {\n      \"z\": null,\n      \"a\": true\n    }\n  ],\n  \"a\": \"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\",\n  \"e\": [],\n  \"f\": {}\n}"},
+		{"(separators=(',', ':'), sort_keys=true)", "{\"a\":\"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\",\"b\":[1,2.0,{\"a\":true,\"z\":null}],\"e\":[],\"f\":{}}"},
+		{"(indent=0)", "{\n\"b\": [\n1,\n2.0,\n{\n\"z\": null,\n\"a\": true\n}\n],\n\"a\": \"é\u2028\\u0001\u007f\\\"\\\\/\\n😀\",\n\"e\": [],\n\"f\": {}\n}"},
 	} {
-		got, err := tojsonFilter([]jinja.Value{v}, c.kw)
+		got, err := Render(`{{ x|tojson`+c.args+` }}`, nil, Options{Extra: map[string]any{"x": v}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.AsString() != c.want {
-			t.Errorf("tojson %v:\n got %q\nwant %q", c.kw, got.AsString(), c.want)
+		if got != c.want {
+			t.Errorf("tojson%s:\n got %q\nwant %q", c.args, got, c.want)
 		}
 	}
-	if _, err := tojsonFilter([]jinja.Value{jinja.Undefined()}, nil); err == nil {
+	if _, err := Render(`{{ nothing|tojson }}`, nil, Options{}); err == nil {
 		t.Error("tojson of undefined must fail")
 	}
 }
@@ -229,24 +227,6 @@ func TestStrftimeMatchesPython(t *testing.T) {
 	} {
 		if got := strftime(c.fmt, c.t); got != c.want {
 			t.Errorf("strftime(%q): got %q want %q", c.fmt, got, c.want)
-		}
-	}
-}
-
-func TestRenameTojson(t *testing.T) {
-	cases := [][2]string{
-		{`{{ x | tojson }}`, `{{ x | ` + tojsonName + ` }}`},
-		{`{{ x|tojson(indent=4) }}`, `{{ x|` + tojsonName + `(indent=4) }}`},
-		{`{%- set o = f|tojson -%}`, `{%- set o = f|` + tojsonName + ` -%}`},
-		{`{{ '| tojson' }} | tojson text`, `{{ '| tojson' }} | tojson text`}, // string literal and plain text
-		{`{# x|tojson #}{{ tojson }}`, `{# x|tojson #}{{ tojson }}`},         // comment, bare name
-		{`{% raw %}{{ x|tojson }}{% endraw %}{{ y|tojson }}`, `{% raw %}{{ x|tojson }}{% endraw %}{{ y|` + tojsonName + ` }}`},
-		{`{{ x|tojsonish }}{{ "a\"|tojson" }}`, `{{ x|tojsonish }}{{ "a\"|tojson" }}`},
-		{`{{ x|tojson`, `{{ x|tojson`}, // unterminated: left for the parser to reject
-	}
-	for _, c := range cases {
-		if got := renameTojson(c[0]); got != c[1] {
-			t.Errorf("renameTojson(%q)\n got %q\nwant %q", c[0], got, c[1])
 		}
 	}
 }

@@ -117,6 +117,9 @@ type wireMessage struct {
 	ToolCalls    json.RawMessage `json:"tool_calls"`
 	ToolCallID   string          `json:"tool_call_id"`
 	FunctionCall json.RawMessage `json:"function_call"` // deprecated form of tool_calls
+	// ReasoningContent is an assistant turn's thinking, which reasoning
+	// models' templates render (or deliberately drop) in history.
+	ReasoningContent *string `json:"reasoning_content"`
 }
 
 // decodeJSON reads a request body of at most Options.MaxBodyBytes into v
@@ -492,6 +495,9 @@ func chatMessages(in []wireMessage, format chat.ToolFormat) ([]chat.Message, *ap
 			return nil, badRequest(field+".role", "%s.role %q is not supported (system, developer, user, assistant, tool)", field, m.Role)
 		}
 		msg := chat.Message{Role: role, Name: m.Name}
+		if m.ReasoningContent != nil {
+			msg.Extra = map[string]any{"reasoning_content": *m.ReasoningContent}
+		}
 		if role != "assistant" && (!isNull(m.ToolCalls) || !isNull(m.FunctionCall)) {
 			return nil, badRequest(field+".tool_calls", "%s: only assistant messages carry tool calls", field)
 		}

@@ -90,6 +90,14 @@ func TestApplyTemplate(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &got) != nil || got.Prompt != want || !strings.Contains(want, "Be brief.") {
 		t.Errorf("apply-template: %d %s, want %q", code, body, want)
 	}
+	// reasoning_content reaches the template as a message field.
+	ts2 := newTestServer(t, func(o *Options) {
+		o.Template, _ = chat.Parse(`{% for m in messages %}[{{ m.reasoning_content }}]{{ m.content }}{% endfor %}`)
+	})
+	code, _, body = ts2.post(t, "/apply-template", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_content":"think"}]}`)
+	if code != 200 || !strings.Contains(string(body), `[]q[think]a`) {
+		t.Errorf("reasoning_content: %d %s", code, body)
+	}
 	if code, _, body := ts.post(t, "/apply-template", `{"messages":[{"role":"wizard","content":"x"}]}`); code != 400 || !strings.Contains(string(body), "messages[0].role") {
 		t.Errorf("bad role: %d %s", code, body)
 	}

@@ -4,13 +4,16 @@ transformers' apply_chat_template does, and write chat/testdata/golden/<template
 
 Environment (as in transformers' chat-template utilities):
   ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                extensions=[jinja2.ext.loopcontrols])
+                                extensions=[jinja2.ext.loopcontrols, Generation])
   filters["tojson"]         = json.dumps(x, ensure_ascii=False, indent=indent,
                                          separators=separators, sort_keys=sort_keys)
   globals["raise_exception"] raises TemplateError(message)
   globals["strftime_now"]   formats a FIXED clock (cases.json "now") so goldens are stable
-Variables: messages, tools (None when absent), documents (None),
-add_generation_prompt, then the special tokens (bos_token/eos_token only when set),
+Variables: messages, tools (only when the case has tools; transformers would
+pass None, on which a few templates fail), documents (never),
+add_generation_prompt, then the special tokens (bos_token/eos_token always,
+"" when the model has none, as llama.cpp and nanoserve pass them; the others
+only when set),
 the template's "vars" and the case's "vars".
 
 Usage: python3 chat/testdata/render_golden.py [SHARED_DIR]
@@ -32,6 +35,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 class Raised(TemplateError):
     """What raise_exception throws, so the golden can tell it apart."""
+
+
+class Generation(jinja2.ext.Extension):
+    """{% generation %}...{% endgeneration %}: transformers registers an
+    extension for this tag (to mark assistant tokens for training masks);
+    rendering passes the body through unchanged, which is all this does."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_render", []), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
 
 
 def find_shared():
@@ -66,14 +85,15 @@ def load_template(spec, shared):
             t = token_text(cfg.get(key))
             if t is not None:
                 variables[key] = t
+            elif key in ("bos_token", "eos_token"):
+                variables[key] = ""
         if cfg.get("additional_special_tokens"):
             variables["additional_special_tokens"] = [token_text(t) for t in cfg["additional_special_tokens"]]
     else:
         with open(os.path.join(HERE, spec["file"]), encoding="utf-8") as f:
             src = f.read()
         for key, field in (("bos_token", "bos"), ("eos_token", "eos")):
-            if spec.get(field) is not None:
-                variables[key] = spec[field]
+            variables[key] = spec.get(field) or ""
     variables.update(spec.get("vars", {}))
     return src, variables
 
@@ -88,7 +108,7 @@ def make_env(now):
     def strftime_now(fmt):
         return now.strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols, Generation])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -120,16 +140,31 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     for tspec in spec["templates"]:
         src, tvars = load_template(tspec, shared)
-        tmpl = env.from_string(src)
+        path = os.path.join(outdir, tspec["name"] + ".json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            tmpl = env.from_string(src)
+        except TemplateError as e:  # e.g. a filter Jinja2 does not have
+            golden = {
+                "template": tspec["name"],
+                "generator": "render_golden.py, jinja2 " + jinja2.__version__,
+                "parse_error": "%s: %s" % (type(e).__name__, e),
+                "results": [],
+            }
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(golden, f, ensure_ascii=False, indent=1)
+                f.write("\n")
+            print("wrote", os.path.relpath(path, HERE), "parse error")
+            continue
         results = []
         for case in spec["cases"]:
             kwargs = dict(tvars)
             kwargs.update(case.get("vars", {}))
+            if case.get("tools") is not None:
+                kwargs["tools"] = case["tools"]
             try:
                 out = tmpl.render(
                     messages=hf_messages(case),
-                    tools=case.get("tools"),
-                    documents=None,
                     add_generation_prompt=case["add_generation_prompt"],
                     **kwargs,
                 )
@@ -143,7 +178,6 @@ def main():
             "generator": "render_golden.py, jinja2 " + jinja2.__version__,
             "results": results,
         }
-        path = os.path.join(outdir, tspec["name"] + ".json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(golden, f, ensure_ascii=False, indent=1)
             f.write("\n")
