@@ -108,6 +108,20 @@
 // FinishError. DraftProcessor is the optional extension for speculative
 // decoding: masking k proposed tokens' rows at once without advancing.
 //
+// # Control tokens
+//
+// Control tokens are never text unless Request.Special asks for them (as
+// llama.cpp prints them only with --special): the output stage decodes
+// with them skipped, so an end-of-generation id kept by IgnoreEOS or a
+// chat marker adds nothing to Result.Text. A model with FIM tokens could
+// still draw a FIM marker in a left-to-right request and end or derail the
+// text with it, so the engine masks those it cannot mean (a processor
+// after token healing's, as a forbidden token): left to right, all of
+// them (prefix, suffix, middle, pad, repository, file separator); in a
+// FIM request (Request.FIM) the prefix, suffix, middle and repository
+// markers, leaving the tokens that end a middle (end of text, pad, file
+// separator).
+//
 // # Speculative decoding
 //
 // With Options.Spec a Proposer guesses how a decoding sequence goes on:
@@ -456,6 +470,15 @@ type Request struct {
 	// NoSpeculation turns speculative decoding off for this request (the
 	// output is the same either way; this only changes how it is computed).
 	NoSpeculation bool
+	// Special renders control tokens (end-of-generation ids kept by
+	// IgnoreEOS, FIM markers, ...) as their text in the output, as
+	// llama.cpp's --special; off, they are never text. See "Control tokens".
+	Special bool
+	// FIM says the prompt is a fill-in-the-middle layout (prefix, suffix,
+	// middle markers): the model may end the middle with the FIM pad or
+	// file separator. Off (left to right), every FIM marker is masked from
+	// sampling. See "Control tokens".
+	FIM bool
 }
 
 // Token is one generated token as it lands.
@@ -724,10 +747,13 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 			healed = h.text
 			c.res.Healed = healed
 		}
+		if m := fimMask(e.tok, e.vocab, req.FIM); m != nil {
+			c.procs = append(c.procs, m)
+		}
 		if req.Processors != nil {
 			c.procs = append(c.procs, req.Processors()...)
 		}
-		c.out = newOutput(e.tok, &p, e.eog, prompt, healed, e.ctx)
+		c.out = newOutput(e.tok, &p, e.eog, prompt, healed, e.ctx, req.Special)
 		choices[i] = c
 	}
 	s := &seq{ctx: ctx, tokens: append(make([]int, 0, len(prefill)+64), prefill...), nPrompt: len(prefill),

@@ -229,7 +229,8 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 	if err != nil {
 		return nil, noFIM("", err)
 	}
-	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: ir.TokenHealing != nil && *ir.TokenHealing}
+	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: ir.TokenHealing != nil && *ir.TokenHealing,
+		FIM: true, Special: showSpecial(&ir.commonParams)}
 	j.settings = map[string]any{"n_predict": nPredict, "n_indent": j.nIndent, "t_max_predict_ms": ir.TMaxPredictMs,
 		"temperature": pol.Temperature, "top_k": pol.TopK, "top_p": pol.TopP, "min_p": pol.MinP,
 		"repeat_penalty": pol.RepetitionPenalty, "stop": pol.Stop, "stream": j.stream, "spm_infill": s.spmInfill}

@@ -15,6 +15,7 @@ import (
 
 // policyFlags are the sampling flags of generate and chat.
 type policyFlags struct {
+	special                                bool // control tokens as text (not part of the policy: Request.Special)
 	temperature, topP, minP, repeatPenalty float64
 	presence, frequency                    float64
 	topK, repeatLastN, maxTokens, logprobs int
@@ -38,6 +39,7 @@ func (pf *policyFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.ignoreEOS, "ignore-eos", false, "do not stop at end-of-generation tokens")
 	fs.Var(&pf.stop, "stop", "stop string (repeatable); never emitted")
 	fs.IntVar(&pf.logprobs, "logprobs", -1, "report log-probabilities with N alternatives per token (-1: off)")
+	fs.BoolVar(&pf.special, "special", false, "print control tokens (end of text, FIM markers, ...) as text; off, they are never shown")
 }
 
 // policy builds the declared sampling policy, starting from the model's
@@ -165,7 +167,7 @@ func runGenerate(args []string) error {
 	if !flagSet(fs, "token-healing") && mf.model == "" {
 		heal = true // the built-in model is for autocomplete: prompts end mid-token
 	}
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal}
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.special}
 	if err := constrainRequest(eng, &req, *schemaPath, *grammarPath); err != nil {
 		return err
 	}
