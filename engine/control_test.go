@@ -70,3 +70,27 @@ func TestControlTokensNeverText(t *testing.T) {
 		t.Errorf("special: text %q, want %q", res.Text, want)
 	}
 }
+
+// TestEmptyPromptStartsDocument: an empty prompt is the token that starts
+// a document (the built-in model adds no BOS to prompts; its BOS is the
+// <|endoftext|> that separates its training documents), and generation
+// from it works.
+func TestEmptyPromptStartsDocument(t *testing.T) {
+	e := builtin(t)
+	ids, err := e.Encode(&Request{Prompt: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || e.Tokenizer().Token(ids[0]) != "<|endoftext|>" {
+		t.Fatalf("empty prompt = %v, want [<|endoftext|>]", ids)
+	}
+	pol := sample.Greedy()
+	pol.MaxTokens = 8
+	res, err := e.Generate(context.Background(), Request{Prompt: "", Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.IDs) == 0 || res.Text == "" {
+		t.Errorf("empty prompt generated %v %q", res.IDs, res.Text)
+	}
+}

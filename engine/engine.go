@@ -611,6 +611,19 @@ func (s *Session) Tokens() int {
 	return len(s.ids)
 }
 
+// StartOfDocument is the token an empty prompt becomes: BOS if the
+// vocabulary has one (whether or not the model adds it to prompts), else
+// the end-of-text token that separates documents.
+func (e *Engine) StartOfDocument() (int, bool) {
+	if id, ok := e.tok.BOS(); ok && id < e.vocab {
+		return id, true
+	}
+	if id, ok := e.tok.EOS(); ok && id < e.vocab {
+		return id, true
+	}
+	return 0, false
+}
+
 // Encode tokenizes a request's prompt as the engine will.
 func (e *Engine) Encode(req *Request) ([]int, error) {
 	if req.PromptIDs != nil {
@@ -636,7 +649,13 @@ func (e *Engine) Encode(req *Request) ([]int, error) {
 	}
 	ids = append(ids, e.tok.Encode(req.Prompt, req.ParseSpecial)...)
 	if len(ids) == 0 {
-		return nil, &RequestError{"prompt", "empty prompt and the model adds no BOS token"}
+		// An empty prompt starts a document: BOS where the model has one,
+		// else its end-of-text token, which separates training documents
+		// (GPT-2 style; the built-in model's BOS is its <|endoftext|>).
+		if id, ok := e.StartOfDocument(); ok {
+			return []int{id}, nil
+		}
+		return nil, &RequestError{"prompt", "empty prompt and the model has neither a BOS nor an end-of-text token to start a document with"}
 	}
 	return ids, nil
 }

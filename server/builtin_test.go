@@ -82,3 +82,17 @@ func TestControlTokensNotText(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyPromptCompletion: "prompt": "" starts a document, as the CLI's
+// generate "" does.
+func TestEmptyPromptCompletion(t *testing.T) {
+	ts := newBuiltinServer(t)
+	code, _, b := ts.post(t, "/v1/completions", `{"prompt":"","max_tokens":4,"temperature":0}`)
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	r := decode[completionResponse](t, b)
+	if r.Usage == nil || r.Usage.PromptTokens != 1 || r.Choices[0].Text == "" {
+		t.Errorf("empty prompt: %s", b)
+	}
+}

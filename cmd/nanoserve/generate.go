@@ -126,7 +126,7 @@ func runGenerate(args []string) error {
 	schemaPath := fs.String("json-schema", "", "constrain the output to JSON valid under this JSON Schema file")
 	grammarPath := fs.String("grammar", "", "constrain the output to this GBNF grammar file (llama.cpp's format, start rule root)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT means BOS only)")
+		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT starts a document: BOS, else end-of-text)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
