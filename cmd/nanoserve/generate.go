@@ -152,6 +152,11 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
+	var block *blockStop
+	if mf.model == "" {
+		builtinPolicy(fs, &pol) // the built-in completion model's policy
+		block = newBlockStop(prompt)
+	}
 	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
 	if err != nil {
 		return err
@@ -184,6 +189,11 @@ func runGenerate(args []string) error {
 		if res.IDs == nil {
 			out.IDs = []int{}
 		}
+		if block != nil {
+			if text, done := block.cut(res.Text); done {
+				out.Text, out.FinishReason = text, engine.FinishStop // the prompt's block ended
+			}
+		}
 		if res.Err != nil {
 			out.Error = res.Err.Error()
 		}
@@ -201,7 +211,14 @@ func runGenerate(args []string) error {
 			if err != nil {
 				return err
 			}
-			os.Stdout.WriteString(tok.Text)
+			text, done := tok.Text, false
+			if block != nil {
+				text, done = block.cut(text)
+			}
+			os.Stdout.WriteString(text)
+			if done {
+				break // the block the prompt opened is closed (cancels the rest)
+			}
 		}
 		os.Stdout.WriteString("\n")
 		if *verbose {
