@@ -97,7 +97,10 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		}
 		prompts[0].ids = ids
 	}
-	healing := cr.TokenHealing != nil && *cr.TokenHealing
+	healing := s.heal
+	if cr.TokenHealing != nil {
+		healing = *cr.TokenHealing
+	}
 	special := cr.ParseSpecial == nil || *cr.ParseSpecial
 	fim := cr.Suffix != nil && *cr.Suffix != ""
 	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}

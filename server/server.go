@@ -148,6 +148,10 @@ type Options struct {
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
+	// TokenHealing is the token_healing default of /v1/completions,
+	// /infill and Ollama's /api/generate for a request that does not say
+	// (serve turns it on for the built-in completion model, as generate).
+	TokenHealing bool
 	// APIKey, if set, is required as "Authorization: Bearer KEY" on /v1/.
 	APIKey string
 	// MaxBodyBytes limits a request body (≤ 0: 4 MiB).
@@ -232,6 +236,7 @@ type Server struct {
 	// requests with tools other than tool_choice "none" are a 400).
 	toolFormat chat.ToolFormat
 	spmInfill  bool // FIM prompts suffix first (infill.go)
+	heal       bool // token healing unless a request says (Options.TokenHealing)
 	infillB    int  // llama-server's n_batch for /infill (infill.go)
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
@@ -293,6 +298,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s.toolFormat = opts.ToolFormat
 	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
+	s.heal = opts.TokenHealing
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
 		s.infillB = 2048

@@ -7,29 +7,53 @@ import (
 )
 
 // The built-in model is a code-completion model: without --model,
-// generate uses its completion policy for every flag the command line
-// does not set — greedy decoding (the model's best guess, the same every
-// run), a repetition penalty of 1.2 over the last 64 tokens (greedy alone
-// loops: "func main() {" repeats one comment line, "package main" writes
-// "inin…"; 1.1 does not break either loop, 1.2 does), at most 128 tokens —
-// and stops at the end of the block the prompt opened (blockStop).
+// generate (and serve, for requests that do not say) uses its completion
+// policy for every flag the command line does not set: greedy decoding
+// with a frequency penalty of 0.6 over the output (not the prompt, so
+// copying the prompt's identifiers costs nothing), at most 128 tokens
+// (generate), stopping at the end of the block the prompt opened
+// (blockStop). Greedy alone loops ("func main() {" repeats one comment
+// line, "package main" writes "inin…"); the frequency penalty breaks both.
+// Measured on 200 held-out Go lines (defaultmodel/testdata/heldout.json,
+// cut after the indentation of every statement-starting line, the
+// completion's first line put in place of the true one; token healing on):
+//
+//	| policy                         | file parses | line exact | line similarity |
+//	|--------------------------------|-------------|------------|-----------------|
+//	| greedy, frequency penalty 0.6  | 0.655       | 0.035      | 0.304           |
+//	| greedy, frequency penalty 0.3  | 0.655       | 0.035      | 0.305           |
+//	| greedy, presence penalty 0.6   | 0.645       | 0.035      | 0.301           |
+//	| greedy                         | 0.635       | 0.035      | 0.300           |
+//	| greedy, repetition penalty 1.1 | 0.615       | 0.035      | 0.305           |
+//	| greedy, repetition penalty 1.2 | 0.615       | 0.030      | 0.278           |
+//	| T = 0.2, repetition penalty 1.2| 0.615       | 0.030      | 0.279           |
+//	| T = 1                          | 0.485       | 0.000      | 0.178           |
+//
+// (repetition penalties over the last 64 tokens; 0.3 leaves the "inin"
+// loop, 0.6 breaks it. Differences of 0.02 are 4 cases of 200.)
 const (
-	builtinRepeatPenalty = 1.2
-	builtinRepeatLastN   = 64
-	builtinMaxTokens     = 128
+	builtinFrequencyPenalty = 0.6
+	builtinMaxTokens        = 128
 )
+
+// builtinDefaults is the built-in model's completion policy over
+// sample.Defaults (no token limit: callers choose theirs).
+func builtinDefaults() sample.Policy {
+	p := sample.Defaults()
+	p.Temperature = 0
+	p.FrequencyPenalty = builtinFrequencyPenalty
+	return p
+}
 
 // builtinPolicy applies the built-in model's completion policy to p for
 // the flags of fs the user did not set.
 func builtinPolicy(fs *flag.FlagSet, p *sample.Policy) {
+	d := builtinDefaults()
 	if !flagSet(fs, "temperature") {
-		p.Temperature = 0
+		p.Temperature = d.Temperature
 	}
-	if !flagSet(fs, "repeat-penalty") {
-		p.RepetitionPenalty = builtinRepeatPenalty
-	}
-	if !flagSet(fs, "repeat-last-n") {
-		p.RepeatLastN = builtinRepeatLastN
+	if !flagSet(fs, "frequency-penalty") {
+		p.FrequencyPenalty = d.FrequencyPenalty
 	}
 	if !flagSet(fs, "max-tokens") {
 		p.MaxTokens = builtinMaxTokens
