@@ -94,3 +94,23 @@ func TestEmptyPromptStartsDocument(t *testing.T) {
 		t.Errorf("empty prompt generated %v %q", res.IDs, res.Text)
 	}
 }
+
+// TestNonEmpty: with Request.NonEmpty an end-of-text token the logits
+// favour above all (+100) cannot end the output before it has visible
+// text; it ends right after.
+func TestNonEmpty(t *testing.T) {
+	e := builtin(t)
+	eos, _ := e.Tokenizer().EOS()
+	for _, non := range []bool{false, true} {
+		pol := sample.Greedy()
+		pol.MaxTokens = 20
+		pol.LogitBias = map[int]float32{eos: 100}
+		res, err := e.Generate(context.Background(), Request{Prompt: "if err != nil {", Policy: pol, TokenHealing: true, NonEmpty: non})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if visible := strings.TrimSpace(res.Text) != ""; visible != non || res.FinishReason != FinishStop {
+			t.Errorf("NonEmpty %v: text %q (%s)", non, res.Text, res.FinishReason)
+		}
+	}
+}

@@ -474,6 +474,11 @@ type Request struct {
 	// IgnoreEOS, FIM markers, ...) as their text in the output, as
 	// llama.cpp's --special; off, they are never text. See "Control tokens".
 	Special bool
+	// NonEmpty masks the end-of-generation tokens until the output has
+	// visible (non-space) text, so a completion is never empty (token
+	// healing's re-drawn prompt text does not count). A completion model's
+	// CLI and server set it: an end right after the prompt shows nothing.
+	NonEmpty bool
 	// FIM says the prompt is a fill-in-the-middle layout (prefix, suffix,
 	// middle markers): the model may end the middle with the FIM pad or
 	// file separator. Off (left to right), every FIM marker is masked from
@@ -768,6 +773,9 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		}
 		if m := fimMask(e.tok, e.vocab, req.FIM); m != nil {
 			c.procs = append(c.procs, m)
+		}
+		if req.NonEmpty && !p.IgnoreEOS {
+			c.procs = append(c.procs, &nonEmptyProcessor{tok: e.tok, eog: e.eog, vocab: e.vocab, healed: healed})
 		}
 		if req.Processors != nil {
 			c.procs = append(c.procs, req.Processors()...)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"nanoserve/tokenizer"
@@ -148,3 +149,40 @@ func (m *maskProcessor) Process(logits []float32) error {
 
 // Accept has nothing to track.
 func (m *maskProcessor) Accept(int) error { return nil }
+
+// nonEmptyProcessor masks the end-of-generation tokens until a token with
+// visible text is accepted (Request.NonEmpty).
+type nonEmptyProcessor struct {
+	tok    *tokenizer.Tokenizer
+	eog    []int
+	vocab  int
+	healed string // token healing's removed text: the first token's text after it counts
+	n      int    // tokens accepted
+	seen   bool   // visible text accepted
+}
+
+// Process forbids ending before visible text.
+func (p *nonEmptyProcessor) Process(logits []float32) error {
+	if p.seen {
+		return nil
+	}
+	for _, id := range p.eog {
+		if id >= 0 && id < p.vocab {
+			logits[id] = float32(math.Inf(-1))
+		}
+	}
+	return nil
+}
+
+// Accept notes whether id adds visible text.
+func (p *nonEmptyProcessor) Accept(id int) error {
+	text := p.tok.Piece(id)
+	if p.n == 0 && p.healed != "" {
+		text = strings.TrimPrefix(text, p.healed)
+	}
+	p.n++
+	if p.tok.TokenType(id) != tokenizer.TypeControl && strings.TrimSpace(text) != "" {
+		p.seen = true
+	}
+	return nil
+}

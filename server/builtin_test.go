@@ -2,12 +2,18 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
+	"nanoserve/sample"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
@@ -22,7 +28,7 @@ var (
 
 // newBuiltinServer serves the built-in Go model (the test skips in a
 // build without it).
-func newBuiltinServer(t testing.TB) *testServer {
+func newBuiltinServer(t testing.TB, mod ...func(*Options)) *testServer {
 	t.Helper()
 	builtinOnce.Do(func() {
 		p, err := defaultmodel.Path()
@@ -43,7 +49,11 @@ func newBuiltinServer(t testing.TB) *testServer {
 	if builtinErr != nil {
 		t.Fatal(builtinErr)
 	}
-	s, err := New(builtinEng, Options{ModelNames: []string{"nanoserve-go"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := Options{ModelNames: []string{"nanoserve-go"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mod {
+		m(&opts)
+	}
+	s, err := New(builtinEng, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,4 +105,105 @@ func TestEmptyPromptCompletion(t *testing.T) {
 	if r.Usage == nil || r.Usage.PromptTokens != 1 || r.Choices[0].Text == "" {
 		t.Errorf("empty prompt: %s", b)
 	}
+}
+
+// builtinServing is how serve serves the built-in model
+// (cmd/nanoserve/serve_models.go): greedy with frequency penalty 0.6,
+// token healing and non-empty completions by default.
+func builtinServing(o *Options) {
+	d := sample.Defaults()
+	d.Temperature, d.FrequencyPenalty = 0, 0.6
+	o.Defaults, o.TokenHealing, o.NonEmpty = &d, true, true
+}
+
+// goDepth is the brace depth of Go source (outside strings, runes and //
+// comments, roughly).
+func goDepth(src string) int {
+	depth, quote, line, prev := 0, rune(0), false, rune(0)
+	for _, r := range src {
+		switch {
+		case line:
+			line = r != '\n'
+		case quote != 0:
+			if r == quote && prev != '\\' || r == '\n' && quote != '`' {
+				quote = 0
+			}
+		case r == '"' || r == '\'' || r == '`':
+			quote = r
+		case r == '/' && prev == '/':
+			line = true
+		case r == '{':
+			depth++
+		case r == '}':
+			depth--
+		}
+		prev = r
+	}
+	return depth
+}
+
+// checkCompletion asserts the issue's proof of one completion of prompt:
+// non-empty, no control-token text, valid UTF-8; it returns whether it
+// parses as Go in a function body once the braces left open are closed.
+func checkCompletion(t *testing.T, what, prompt, out string) bool {
+	t.Helper()
+	if strings.TrimSpace(out) == "" {
+		t.Errorf("%s: empty completion %q", what, out)
+	}
+	if m := regexp.MustCompile(`<\|[a-z_]+\|>`).FindString(out); m != "" {
+		t.Errorf("%s: control token %s in %q", what, m, out)
+	}
+	if !utf8.ValidString(out) {
+		t.Errorf("%s: invalid UTF-8 in %q", what, out)
+	}
+	src := "package p; func _() {" + prompt + out
+	src += "\n" + strings.Repeat("}\n", max(goDepth(src), 0))
+	_, err := parser.ParseFile(token.NewFileSet(), "", src, 0)
+	return err == nil
+}
+
+// TestFirstRunServer: the README's prompt through /v1/completions,
+// /infill and Ollama's /api/generate on the built-in model as serve
+// serves it, with 50 seeds, by default (greedy: must parse) and at T = 1.
+func TestFirstRunServer(t *testing.T) {
+	ts := newBuiltinServer(t, builtinServing)
+	const prompt = "if err != nil {"
+	runs := 50
+	if testing.Short() {
+		runs = 5
+	}
+	parsed := map[string]int{}
+	for seed := range runs {
+		for _, temp := range []string{"", `,"temperature":1`} {
+			kind := "default"
+			if temp != "" {
+				kind = "T=1"
+			}
+			outs := map[string]string{}
+			code, _, b := ts.post(t, "/v1/completions", fmt.Sprintf(`{"prompt":%q,"max_tokens":48,"seed":%d%s}`, prompt, seed, temp))
+			if code != 200 {
+				t.Fatalf("completions: %d %s", code, b)
+			}
+			outs["/v1/completions"] = decode[completionResponse](t, b).Choices[0].Text
+			code, _, b = ts.post(t, "/infill", fmt.Sprintf(`{"input_prefix":%q,"input_suffix":"\n}\n","n_predict":48,"seed":%d%s}`, "func f() error {\n\t"+prompt, seed, temp))
+			if code != 200 {
+				t.Fatalf("infill: %d %s", code, b)
+			}
+			outs["/infill"] = decode[infillWire](t, b).Content
+			ot := strings.Replace(temp, `,"temperature":1`, `"temperature":1,`, 1)
+			code, _, b = ts.post(t, "/api/generate", fmt.Sprintf(`{"model":"nanoserve-go","prompt":%q,"stream":false,"options":{%s"seed":%d,"num_predict":48}}`, prompt, ot, seed))
+			if code != 200 {
+				t.Fatalf("api/generate: %d %s", code, b)
+			}
+			outs["/api/generate"] = decode[ollamaGenerateResponse](t, b).Response
+			for ep, out := range outs {
+				if checkCompletion(t, fmt.Sprintf("%s %s seed %d", ep, kind, seed), prompt, out) {
+					parsed[ep+" "+kind]++
+				} else if kind == "default" && ep != "/infill" {
+					t.Errorf("%s %s seed %d: %q does not parse", ep, kind, seed, out)
+				}
+			}
+		}
+	}
+	t.Logf("parsing completions of %d: %v", runs, parsed)
 }

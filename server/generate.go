@@ -106,7 +106,7 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
 	for _, p := range prompts {
 		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n,
-			NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams), FIM: fim})
+			NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams), FIM: fim, NonEmpty: s.nonEmpty && !fim})
 	}
 	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
 		return nil, e

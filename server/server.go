@@ -152,6 +152,10 @@ type Options struct {
 	// /infill and Ollama's /api/generate for a request that does not say
 	// (serve turns it on for the built-in completion model, as generate).
 	TokenHealing bool
+	// NonEmpty: a completion (/v1/completions, Ollama's /api/generate)
+	// cannot end before it has visible text (engine.Request.NonEmpty;
+	// serve sets it for the built-in completion model, as generate).
+	NonEmpty bool
 	// APIKey, if set, is required as "Authorization: Bearer KEY" on /v1/.
 	APIKey string
 	// MaxBodyBytes limits a request body (≤ 0: 4 MiB).
@@ -237,6 +241,7 @@ type Server struct {
 	toolFormat chat.ToolFormat
 	spmInfill  bool // FIM prompts suffix first (infill.go)
 	heal       bool // token healing unless a request says (Options.TokenHealing)
+	nonEmpty   bool // completions never empty (Options.NonEmpty)
 	infillB    int  // llama-server's n_batch for /infill (infill.go)
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
@@ -298,7 +303,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s.toolFormat = opts.ToolFormat
 	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
-	s.heal = opts.TokenHealing
+	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
 		s.infillB = 2048

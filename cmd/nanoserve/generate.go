@@ -172,7 +172,7 @@ func runGenerate(args []string) error {
 	if !flagSet(fs, "token-healing") && mf.model == "" {
 		heal = true // the built-in model is for autocomplete: prompts end mid-token
 	}
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.special}
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.special, NonEmpty: block != nil}
 	if err := constrainRequest(eng, &req, *schemaPath, *grammarPath); err != nil {
 		return err
 	}
