@@ -108,6 +108,20 @@
 // FinishError. DraftProcessor is the optional extension for speculative
 // decoding: masking k proposed tokens' rows at once without advancing.
 //
+// # Control tokens
+//
+// Control tokens are never text unless Request.Special asks for them (as
+// llama.cpp prints them only with --special): the output stage decodes
+// with them skipped, so an end-of-generation id kept by IgnoreEOS or a
+// chat marker adds nothing to Result.Text. A model with FIM tokens could
+// still draw a FIM marker in a left-to-right request and end or derail the
+// text with it, so the engine masks those it cannot mean (a processor
+// after token healing's, as a forbidden token): left to right, all of
+// them (prefix, suffix, middle, pad, repository, file separator); in a
+// FIM request (Request.FIM) the prefix, suffix, middle and repository
+// markers, leaving the tokens that end a middle (end of text, pad, file
+// separator).
+//
 // # Speculative decoding
 //
 // With Options.Spec a Proposer guesses how a decoding sequence goes on:
@@ -464,6 +478,20 @@ type Request struct {
 	// NoSpeculation turns speculative decoding off for this request (the
 	// output is the same either way; this only changes how it is computed).
 	NoSpeculation bool
+	// Special renders control tokens (end-of-generation ids kept by
+	// IgnoreEOS, FIM markers, ...) as their text in the output, as
+	// llama.cpp's --special; off, they are never text. See "Control tokens".
+	Special bool
+	// NonEmpty masks the end-of-generation tokens until the output has
+	// visible (non-space) text, so a completion is never empty (token
+	// healing's re-drawn prompt text does not count). A completion model's
+	// CLI and server set it: an end right after the prompt shows nothing.
+	NonEmpty bool
+	// FIM says the prompt is a fill-in-the-middle layout (prefix, suffix,
+	// middle markers): the model may end the middle with the FIM pad or
+	// file separator. Off (left to right), every FIM marker is masked from
+	// sampling. See "Control tokens".
+	FIM bool
 }
 
 // Token is one generated token as it lands.
@@ -596,6 +624,19 @@ func (s *Session) Tokens() int {
 	return len(s.ids)
 }
 
+// StartOfDocument is the token an empty prompt becomes: BOS if the
+// vocabulary has one (whether or not the model adds it to prompts), else
+// the end-of-text token that separates documents.
+func (e *Engine) StartOfDocument() (int, bool) {
+	if id, ok := e.tok.BOS(); ok && id < e.vocab {
+		return id, true
+	}
+	if id, ok := e.tok.EOS(); ok && id < e.vocab {
+		return id, true
+	}
+	return 0, false
+}
+
 // Encode tokenizes a request's prompt as the engine will.
 func (e *Engine) Encode(req *Request) ([]int, error) {
 	if req.PromptIDs != nil {
@@ -621,7 +662,13 @@ func (e *Engine) Encode(req *Request) ([]int, error) {
 	}
 	ids = append(ids, e.tok.Encode(req.Prompt, req.ParseSpecial)...)
 	if len(ids) == 0 {
-		return nil, &RequestError{"prompt", "empty prompt and the model adds no BOS token"}
+		// An empty prompt starts a document: BOS where the model has one,
+		// else its end-of-text token, which separates training documents
+		// (GPT-2 style; the built-in model's BOS is its <|endoftext|>).
+		if id, ok := e.StartOfDocument(); ok {
+			return []int{id}, nil
+		}
+		return nil, &RequestError{"prompt", "empty prompt and the model has neither a BOS nor an end-of-text token to start a document with"}
 	}
 	return ids, nil
 }
@@ -821,10 +868,16 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*submission, error) 
 			healed = h.text
 			c.res.Healed = healed
 		}
+		if m := fimMask(e.tok, e.vocab, req.FIM); m != nil {
+			c.procs = append(c.procs, m)
+		}
+		if req.NonEmpty && !p.IgnoreEOS {
+			c.procs = append(c.procs, &nonEmptyProcessor{tok: e.tok, eog: e.eog, vocab: e.vocab, healed: healed})
+		}
 		if req.Processors != nil {
 			c.procs = append(c.procs, req.Processors()...)
 		}
-		c.out = newOutput(e.tok, &p, e.eog, prompt, healed, e.ctx)
+		c.out = newOutput(e.tok, &p, e.eog, prompt, healed, e.ctx, req.Special)
 		choices[i] = c
 	}
 	s := &seq{ctx: ctx, tokens: append(make([]int, 0, len(prefill)+64), prefill...), nPrompt: len(prefill),

@@ -30,11 +30,15 @@ type piece struct {
 
 // newOutput prepares the output stage of a sequence whose prompt is
 // prompt (as tokenized, before healing removed anything).
-func newOutput(tok *tokenizer.Tokenizer, pol *sample.Policy, eog []int, prompt []int, healed string, ctxLen int) *output {
+func newOutput(tok *tokenizer.Tokenizer, pol *sample.Policy, eog []int, prompt []int, healed string, ctxLen int, special bool) *output {
+	mode := tokenizer.SpecialSkip // control tokens are never text unless asked for
+	if special {
+		mode = tokenizer.SpecialRender
+	}
 	o := &output{
 		stopIDs: map[int]bool{},
 		// Generated text continues the prompt's: keep the first piece's space.
-		dec:       tok.NewDecoderWith(tokenizer.DecodeOptions{Continuation: tok.Decode(prompt) != ""}),
+		dec:       tok.NewDecoderWith(tokenizer.DecodeOptions{Special: mode, Continuation: tok.Decode(prompt) != ""}),
 		stop:      sample.NewStopMatcher(pol.Stop),
 		healed:    healed,
 		maxTokens: pol.MaxTokens,

@@ -25,7 +25,7 @@ func TestOutputStage(t *testing.T) {
 	}
 	prompt := append([]int{1}, tok.Encode("Once", false)...) // text: the output continues it
 	run := func(pol sample.Policy, healed string, ctxLen int, toks []int) (text string, last piece, n int) {
-		o := newOutput(tok, &pol, []int{2}, prompt, healed, ctxLen)
+		o := newOutput(tok, &pol, []int{2}, prompt, healed, ctxLen, false)
 		for i, id := range toks {
 			last = o.accept(id, len(prompt)+i)
 			text += last.text

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"nanoserve/tokenizer"
@@ -110,3 +111,78 @@ func (h *healProcessor) Process(logits []float32) error {
 
 // Accept ends the healing after the first token.
 func (h *healProcessor) Accept(int) error { h.done = true; return nil }
+
+// maskProcessor forbids a fixed set of tokens at every draw (the FIM
+// markers a request cannot mean; see "Control tokens").
+type maskProcessor struct {
+	ids []int // ascending, each < vocab
+}
+
+// fimMask returns the processor that masks the FIM markers of tok a
+// request may not draw (fim: a FIM layout, where the tokens that end a
+// middle stay allowed), or nil when the model has none.
+func fimMask(tok *tokenizer.Tokenizer, vocab int, fim bool) *maskProcessor {
+	f := tok.FIM()
+	ids := []tokenizer.OptID{f.Pre, f.Suf, f.Mid, f.Rep}
+	if !fim {
+		ids = append(ids, f.Pad, f.Sep)
+	}
+	m := &maskProcessor{}
+	for _, o := range ids {
+		if o.OK && o.ID >= 0 && o.ID < vocab {
+			m.ids = append(m.ids, o.ID)
+		}
+	}
+	if len(m.ids) == 0 {
+		return nil
+	}
+	return m
+}
+
+// Process sets the masked tokens' logits to -Inf.
+func (m *maskProcessor) Process(logits []float32) error {
+	for _, id := range m.ids {
+		logits[id] = float32(math.Inf(-1))
+	}
+	return nil
+}
+
+// Accept has nothing to track.
+func (m *maskProcessor) Accept(int) error { return nil }
+
+// nonEmptyProcessor masks the end-of-generation tokens until a token with
+// visible text is accepted (Request.NonEmpty).
+type nonEmptyProcessor struct {
+	tok    *tokenizer.Tokenizer
+	eog    []int
+	vocab  int
+	healed string // token healing's removed text: the first token's text after it counts
+	n      int    // tokens accepted
+	seen   bool   // visible text accepted
+}
+
+// Process forbids ending before visible text.
+func (p *nonEmptyProcessor) Process(logits []float32) error {
+	if p.seen {
+		return nil
+	}
+	for _, id := range p.eog {
+		if id >= 0 && id < p.vocab {
+			logits[id] = float32(math.Inf(-1))
+		}
+	}
+	return nil
+}
+
+// Accept notes whether id adds visible text.
+func (p *nonEmptyProcessor) Accept(id int) error {
+	text := p.tok.Piece(id)
+	if p.n == 0 && p.healed != "" {
+		text = strings.TrimPrefix(text, p.healed)
+	}
+	p.n++
+	if p.tok.TokenType(id) != tokenizer.TypeControl && strings.TrimSpace(text) != "" {
+		p.seen = true
+	}
+	return nil
+}

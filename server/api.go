@@ -80,6 +80,10 @@ type commonParams struct {
 	// Speculative (nanoserve extension, default true): false turns the
 	// server's speculative decoding off for this request.
 	Speculative *bool `json:"speculative"`
+	// Special (nanoserve extension, default false): render control tokens
+	// (FIM markers, end-of-text, ...) as text, as llama.cpp's --special;
+	// off, they are never part of the output.
+	Special *bool `json:"special"`
 	constraintParams
 }
 

@@ -98,18 +98,25 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		}
 		prompts[0].ids = ids
 	}
-	healing := cr.TokenHealing != nil && *cr.TokenHealing
+	healing := s.heal
+	if cr.TokenHealing != nil {
+		healing = *cr.TokenHealing
+	}
 	special := cr.ParseSpecial == nil || *cr.ParseSpecial
+	fim := cr.Suffix != nil && *cr.Suffix != ""
 	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
 	for _, p := range prompts {
 		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n,
-			NoSpeculation: noSpeculation(&cr.commonParams)})
+			NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams), FIM: fim, NonEmpty: s.nonEmpty && !fim})
 	}
 	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
 		return nil, e
 	}
 	return j, nil
 }
+
+// showSpecial reports whether the request asks for control tokens as text.
+func showSpecial(p *commonParams) bool { return p.Special != nil && *p.Special }
 
 func includeUsage(p *commonParams) bool {
 	return p.StreamOptions != nil && p.StreamOptions.IncludeUsage != nil && *p.StreamOptions.IncludeUsage
@@ -185,7 +192,7 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
 	}
 	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices(),
-		NoSpeculation: noSpeculation(&cr.commonParams)}},
+		NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams)}},
 		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}
 	if tools != nil {
 		cr.constraintParams.toolCall = tools.forced

@@ -242,7 +242,8 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 	if err != nil {
 		return nil, noFIM("", err)
 	}
-	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: ir.TokenHealing != nil && *ir.TokenHealing}
+	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: healOr(ir.TokenHealing, s.heal),
+		FIM: true, Special: showSpecial(&ir.commonParams)}
 	j.settings = map[string]any{"n_predict": nPredict, "n_indent": j.nIndent, "t_max_predict_ms": ir.TMaxPredictMs,
 		"temperature": pol.Temperature, "top_k": pol.TopK, "top_p": pol.TopP, "min_p": pol.MinP,
 		"repeat_penalty": pol.RepetitionPenalty, "stop": pol.Stop, "stream": j.stream, "spm_infill": s.spmInfill}
@@ -518,4 +519,12 @@ func (s *Server) fimPrompt(prefix, suffix string, maxTokens int) ([]int, *apiErr
 		return nil, badRequest("suffix", "%v", err)
 	}
 	return ids, nil
+}
+
+// healOr is a request's token_healing, or def when it does not say.
+func healOr(req *bool, def bool) bool {
+	if req != nil {
+		return *req
+	}
+	return def
 }

@@ -83,7 +83,8 @@ type ollamaCommon struct {
 	Options   *ollamaOptions  `json:"options"`
 	Stream    *bool           `json:"stream"`
 	KeepAlive json.RawMessage `json:"keep_alive"`
-	Think     json.RawMessage `json:"think"` // accepted; the models here do not think
+	Think     json.RawMessage `json:"think"`   // accepted; the models here do not think
+	Special   *bool           `json:"special"` // nanoserve extension: control tokens as text
 }
 
 type ollamaGenerateRequest struct {
@@ -150,6 +151,7 @@ func createdAt() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 // params maps the Ollama fields onto our request parameters.
 func (c *ollamaCommon) params(p *commonParams, maxTokens int) *apiError {
 	p.Model = c.Model
+	p.Special = c.Special
 	if o := c.Options; o != nil {
 		p.Temperature, p.TopK, p.TopP, p.MinP, p.Seed = o.Temperature, o.TopK, o.TopP, o.MinP, o.Seed
 		p.RepetitionPenalty, p.PresencePenalty, p.FrequencyPenalty = o.RepeatPenalty, o.PresencePenalty, o.FrequencyPenalty

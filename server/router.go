@@ -443,6 +443,7 @@ func (rt *router) open(spec ModelSpec) (srv *Server, lm *LoadedModel, err error)
 	w := rt.opts
 	w.ModelNames = spec.Names
 	w.Template, w.TemplateOptions, w.ToolFormat, w.Defaults, w.Manifest = o.Template, o.TemplateOptions, o.ToolFormat, o.Defaults, o.Manifest
+	w.TokenHealing, w.NonEmpty = o.TokenHealing, o.NonEmpty
 	srv, err = New(lm.Engine, w)
 	if err != nil {
 		lm.Close()

@@ -159,6 +159,14 @@ type Options struct {
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
+	// TokenHealing is the token_healing default of /v1/completions,
+	// /infill and Ollama's /api/generate for a request that does not say
+	// (serve turns it on for the built-in completion model, as generate).
+	TokenHealing bool
+	// NonEmpty: a completion (/v1/completions, Ollama's /api/generate)
+	// cannot end before it has visible text (engine.Request.NonEmpty;
+	// serve sets it for the built-in completion model, as generate).
+	NonEmpty bool
 	// APIKey, if set, is required on every path but /health, /ready and
 	// /metrics (the routes the route table marks public), as
 	// "Authorization: Bearer KEY" or "X-Api-Key: KEY".
@@ -256,6 +264,8 @@ type Server struct {
 	// requests with tools other than tool_choice "none" are a 400).
 	toolFormat chat.ToolFormat
 	spmInfill  bool // FIM prompts suffix first (infill.go)
+	heal       bool // token healing unless a request says (Options.TokenHealing)
+	nonEmpty   bool // completions never empty (Options.NonEmpty)
 	infillB    int  // llama-server's n_batch for /infill (infill.go)
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
@@ -345,6 +355,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s.toolFormat = opts.ToolFormat
 	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
+	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
 		s.infillB = 2048

@@ -371,7 +371,7 @@ func RecordFIMEval(path, table string) error {
 	if err := w.AddFile(f, KeyFIMEval); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	if err := w.AddKV(KeyFIMEval, gguf.String(table)); err != nil {
+	if err := w.AddKV(KeyFIMEval, gguf.String(portable(table))); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	if err := w.WriteFile(path); err != nil {

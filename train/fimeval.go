@@ -216,9 +216,21 @@ func (g *Greedy) Close() { g.M.Close() }
 
 // Generate continues prompt greedily: at most max tokens, until an
 // end-of-generation token or until done says the text is complete. A
-// prompt longer than the context minus max keeps its end.
+// prompt longer than the context minus max keeps its end. The prefix,
+// suffix, middle and repository markers are never chosen (no layout lets
+// a model write them), and control tokens are not text.
 func (g *Greedy) Generate(prompt []int, maxTok int, done func(string) bool) (string, error) {
 	ctx := g.M.ContextLen
+	f := g.Tok.FIM()
+	never := map[int]bool{}
+	for _, o := range []tokenizer.OptID{f.Pre, f.Suf, f.Mid, f.Rep} {
+		if o.OK {
+			never[o.ID] = true
+		}
+	}
+	text := func(ids []int) string {
+		return g.Tok.DecodeWith(ids, tokenizer.DecodeOptions{Special: tokenizer.SpecialSkip})
+	}
 	if keep := ctx - maxTok; len(prompt) > keep {
 		prompt = prompt[len(prompt)-keep:]
 	}
@@ -239,9 +251,9 @@ func (g *Greedy) Generate(prompt []int, maxTok int, done func(string) bool) (str
 			return "", err
 		}
 		row := lg[len(lg)-g.M.Vocab:]
-		best := 0
+		best := -1
 		for j, v := range row {
-			if v > row[best] {
+			if !never[j] && (best < 0 || v > row[best]) {
 				best = j
 			}
 		}
@@ -249,13 +261,13 @@ func (g *Greedy) Generate(prompt []int, maxTok int, done func(string) bool) (str
 			break
 		}
 		ids = append(ids, best)
-		if done(g.Tok.Decode(ids)) {
+		if done(text(ids)) {
 			break
 		}
 		b = model.Batch{Tokens: []int{best}, Pos: []int{pos}, Seq: []*kvcache.Seq{s}, Output: []bool{true}}
 		pos++
 	}
-	return g.Tok.Decode(ids), nil
+	return text(ids), nil
 }
 
 // clip keeps the end of the prefix and the start of the suffix.

@@ -426,13 +426,13 @@ func Run(o Options) (*Report, error) {
 		return rep, nil
 	}
 	man := Manifest{
-		Corpus: corpus.Desc, CorpusSHA256: corpus.SHA256, Steps: max(o.Steps, start), Seed: o.Seed,
+		Corpus: portable(corpus.Desc), CorpusSHA256: corpus.SHA256, Steps: max(o.Steps, start), Seed: o.Seed,
 		Tokens: int64(max(o.Steps, start)) * int64(o.Batch*T), TrainLoss: smooth, HeldOutLoss: rep.HeldOutLoss,
-		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: o.Command,
+		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: portable(o.Command),
 		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)%s",
 			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip, fimDesc(o)),
 		FIMRate:       o.FIMRate,
-		InitFrom:      initDesc,
+		InitFrom:      portable(initDesc),
 		TokenizerDesc: fmt.Sprintf("byte-level BPE, %d tokens, pre-tokenizer %s, trained on ≤ %d bytes of the train split", len(vocab.Tokens), vocab.Pre, o.BPEBytes),
 	}
 	if o.FIMRate > 0 {

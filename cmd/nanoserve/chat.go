@@ -98,6 +98,7 @@ func runChat(args []string) error {
 		return err
 	}
 	c := newChatSession(eng, tmpl, pol)
+	c.special = pf.special
 	defer c.close()
 	if *system != "" {
 		if err := c.setSystem(*system); err != nil {
@@ -134,6 +135,7 @@ type chatSession struct {
 	sess    *engine.Session
 	tmpl    *chat.Prompter
 	policy  sample.Policy
+	special bool // control tokens as text (--special)
 	system  string
 	history []chat.Message // user and assistant turns (the system prompt is kept apart)
 }
@@ -189,6 +191,7 @@ func (c *chatSession) request(user string) (engine.Request, error) {
 		NoBOS:        skipBOS,
 		Policy:       c.policy,
 		Session:      c.sess,
+		Special:      c.special,
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 // policyFlags are the sampling flags of generate and chat.
 type policyFlags struct {
+	special                                bool // control tokens as text (not part of the policy: Request.Special)
 	temperature, topP, minP, repeatPenalty float64
 	presence, frequency                    float64
 	topK, repeatLastN, maxTokens, logprobs int
@@ -38,6 +39,7 @@ func (pf *policyFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.ignoreEOS, "ignore-eos", false, "do not stop at end-of-generation tokens")
 	fs.Var(&pf.stop, "stop", "stop string (repeatable); never emitted")
 	fs.IntVar(&pf.logprobs, "logprobs", -1, "report log-probabilities with N alternatives per token (-1: off)")
+	fs.BoolVar(&pf.special, "special", false, "print control tokens (end of text, FIM markers, ...) as text; off, they are never shown")
 }
 
 // policy builds the declared sampling policy, starting from the model's
@@ -124,7 +126,7 @@ func runGenerate(args []string) error {
 	schemaPath := fs.String("json-schema", "", "constrain the output to JSON valid under this JSON Schema file")
 	grammarPath := fs.String("grammar", "", "constrain the output to this GBNF grammar file (llama.cpp's format, start rule root)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT means BOS only)")
+		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT starts a document: BOS, else end-of-text)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -150,6 +152,11 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
+	var block *blockStop
+	if mf.model == "" {
+		builtinPolicy(fs, &pol) // the built-in completion model's policy
+		block = newBlockStop(prompt)
+	}
 	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
 	if err != nil {
 		return err
@@ -165,7 +172,7 @@ func runGenerate(args []string) error {
 	if !flagSet(fs, "token-healing") && mf.model == "" {
 		heal = true // the built-in model is for autocomplete: prompts end mid-token
 	}
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal}
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.special, NonEmpty: block != nil}
 	if err := constrainRequest(eng, &req, *schemaPath, *grammarPath); err != nil {
 		return err
 	}
@@ -181,6 +188,11 @@ func runGenerate(args []string) error {
 			PrefillTokS: res.Timings.PrefillTokS, DecodeTokS: res.Timings.DecodeTokS, Usage: res.Usage, Policy: pol}
 		if res.IDs == nil {
 			out.IDs = []int{}
+		}
+		if block != nil {
+			if text, done := block.cut(res.Text); done {
+				out.Text, out.FinishReason = text, engine.FinishStop // the prompt's block ended
+			}
 		}
 		if res.Err != nil {
 			out.Error = res.Err.Error()
@@ -199,7 +211,14 @@ func runGenerate(args []string) error {
 			if err != nil {
 				return err
 			}
-			os.Stdout.WriteString(tok.Text)
+			text, done := tok.Text, false
+			if block != nil {
+				text, done = block.cut(text)
+			}
+			os.Stdout.WriteString(text)
+			if done {
+				break // the block the prompt opened is closed (cancels the rest)
+			}
 		}
 		os.Stdout.WriteString("\n")
 		if *verbose {

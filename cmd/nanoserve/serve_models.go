@@ -195,6 +195,12 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		return fail(errors.New("the model has no tokenizer (pass one with --tokenizer)"))
 	}
 	opts := server.Options{ToolFormat: tf}
+	if bp, err := builtinModelPath(); err == nil && me.path == bp {
+		// The built-in completion model: its policy and token healing
+		// by default, as generate (builtin_policy.go).
+		d := builtinDefaults()
+		opts.Defaults, opts.TokenHealing, opts.NonEmpty = &d, true, true
+	}
 	tmpl, err := loadChatTemplate(tmplPath, m, me.path)
 	if tmpl, err = serveTemplate(tmpl, err, tmplPath != "", log.With("model", me.names[0])); err != nil {
 		return fail(err)
