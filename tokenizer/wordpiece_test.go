@@ -186,6 +186,24 @@ func TestLlamaCppTypeFixes(t *testing.T) {
 	if !slices.Equal(g.Types, []TokenType{TypeNormal, TypeControl, TypeNormal}) {
 		t.Errorf("gemma types %v", g.Types)
 	}
+
+	// Solar-Open: <|calls|> and <|flush|> (no <|return|>) also make <|end|>
+	// a separator that does not end generation.
+	so := Vocab{Tokens: []string{"<|end|>", "<|calls|>", "<|flush|>", "x"},
+		Types: []TokenType{TypeControl, TypeControl, TypeControl, TypeNormal}, EOG: []int{0, 2}}
+	LlamaCppTypeFixes(&so)
+	if so.Types[0] != TypeUserDefined || !slices.Equal(so.EOG, []int{2}) {
+		t.Errorf("solar-open <|end|>: types %v, EOG %v", so.Types, so.EOG)
+	}
+
+	// A vocabulary with <|tool_response> but no </s>: nothing else changes
+	// (token 0 in particular keeps its type and still ends generation).
+	nt := Vocab{Tokens: []string{"<eos>", "<|tool_response>", "x"},
+		Types: []TokenType{TypeControl, TypeControl, TypeNormal}, EOG: []int{0}}
+	LlamaCppTypeFixes(&nt)
+	if !slices.Equal(nt.Types, []TokenType{TypeControl, TypeControl, TypeNormal}) || !slices.Equal(nt.EOG, []int{0}) {
+		t.Errorf("no </s>: types %v, EOG %v", nt.Types, nt.EOG)
+	}
 }
 
 // TestRStrip: a parsed special token listed in Vocab.RStrip takes the ASCII
