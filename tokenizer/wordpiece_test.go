@@ -10,7 +10,7 @@ import (
 // ("▁" word starts, continuations bare).
 func wpVocab() Vocab {
 	toks := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁hello", "▁world", "▁un", "aff", "able", "▁,", "▁!",
-		"▁$", "▁中", "▁文", "▁cafe", "▁a", "b", "▁ab", "▁i", "▁istanbul", "▁ᄀ", "▁[", "▁]", "▁cls", "▁x", "▁y"}
+		"▁$", "▁中", "▁文", "▁cafe", "▁a", "b", "▁ab", "▁i", "▁istanbul", "▁ᄀ", "▁[", "▁]", "▁cls", "▁x", "▁y", "▁一"}
 	types := make([]TokenType, len(toks))
 	for i := range types {
 		types[i] = TypeNormal
@@ -38,6 +38,7 @@ func TestWordPiece(t *testing.T) {
 		{"Café", []string{"▁cafe"}},             // é -> e (first of its decomposition), lowercased
 		{"cafe\u0301", []string{"▁cafe"}},       // combining mark dropped
 		{"中文", []string{"▁中", "▁文"}},            // CJK ideographs are words of their own
+		{"一x", []string{"▁一", "▁x"}},            // U+4E00, the first ideograph, too
 		{"x$y", []string{"▁x", "▁$", "▁y"}},     // ASCII symbols split
 		{"a\x00b\u200bb", []string{"▁ab", "b"}}, // NUL and format characters dropped, not separators
 		{"a\u3000b", []string{"▁a", "[UNK]"}},   // Unicode whitespace separates ("▁b" is no token)
