@@ -329,3 +329,40 @@ func TestNullableNestingBounded(t *testing.T) {
 		t.Errorf("the heap grew %d MiB", grew>>20)
 	}
 }
+
+// TestLimitsInclusive: a compile that uses exactly its limits succeeds (a
+// limit is the most allowed, not a bound never reached), one less fails;
+// zero or negative limits mean the defaults.
+func TestLimitsInclusive(t *testing.T) {
+	v, _ := byteVocab()
+	src := bigGBNF(200)
+	compile := func(l Limits) (Limits, error) {
+		b := NewBudget(context.Background(), l)
+		g, err := b.ParseGBNF(src)
+		if err == nil {
+			_, err = b.Compile(g, v)
+		}
+		return b.Used(), err
+	}
+	used, err := compile(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := compile(used); err != nil {
+		t.Errorf("limits equal to the use %+v: %v", used, err)
+	}
+	for _, l := range []Limits{
+		{Nodes: used.Nodes - 1, Bytes: used.Bytes, Steps: used.Steps},
+		{Nodes: used.Nodes, Bytes: used.Bytes - 1, Steps: used.Steps},
+		{Nodes: used.Nodes, Bytes: used.Bytes, Steps: used.Steps - 1},
+	} {
+		if _, err := compile(l); err == nil {
+			t.Errorf("limits %+v one below the use %+v: no error", l, used)
+		}
+	}
+	for _, l := range []Limits{{}, {Nodes: -1, Bytes: -1, Steps: -1}} {
+		if got := NewBudget(nil, l).Limits(); got != DefaultLimits() {
+			t.Errorf("limits %+v: got %+v, want the defaults %+v", l, got, DefaultLimits())
+		}
+	}
+}

@@ -50,6 +50,7 @@ func TestOriginAndHost(t *testing.T) {
 		{"https://evil.example:8443", 403},
 		{"null", 403},
 		{"http://localhost.evil.example", 403},
+		{"http://evillocalhost", 403}, // not a name under .localhost
 		{"http://127.0.0.1.nip.io", 403},
 		{"file://", 403},
 		{"http://localhost:3000", 200},
@@ -90,6 +91,7 @@ func TestOriginAndHost(t *testing.T) {
 		{"attacker.example" + port, 403},
 		{"attacker.example", 403},
 		{"localhost.attacker.example", 403},
+		{"attackerlocalhost", 403}, // not a name under .localhost
 		{"xcorp.example", 403},
 		{"my.host.attacker.example", 403},
 		{"10.1.2.3" + port, 403},

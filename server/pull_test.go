@@ -146,4 +146,16 @@ func TestPullFileEnds(t *testing.T) {
 	if got := rec.Body.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
+
+	// Size unknown (-1): the total is as far as the transfer got, never 0
+	// below a nonzero completed (a client's bar would read over 100%).
+	rec = httptest.NewRecorder()
+	f = (&pullStream{w: rec}).file(hub.Transfer{File: "f", Digest: "sha256:" + strings.Repeat("0b", 32), Size: -1})
+	f.Write(make([]byte, 30))
+	f.Close()
+	want = `{"status":"pulling 0b0b0b0b0b0b","digest":"sha256:` + strings.Repeat("0b", 32) + `","total":0,"completed":0}` + "\n" +
+		`{"status":"pulling 0b0b0b0b0b0b","digest":"sha256:` + strings.Repeat("0b", 32) + `","total":30,"completed":30}` + "\n"
+	if got := rec.Body.String(); got != want {
+		t.Errorf("size unknown: got\n%s\nwant\n%s", got, want)
+	}
 }

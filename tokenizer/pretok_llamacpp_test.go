@@ -35,6 +35,10 @@ func TestLlamaCppPreTokenizerCases(t *testing.T) {
 		// loses its space to the CJK stage, which skips whitespace.
 		{"deepseek-coder", "中文\u3000字", []string{"中文", "\u3000", "字"}},
 		{"deepseek-coder", "नमस्ते", []string{"नमस", "\u094d", "त", "\u0947"}},
+		// The CJK class's ends are inclusive: U+9FA5 (its last ideograph) is
+		// in, U+9FA6 is out; U+0800 and U+D7FF are in, U+07FF is not.
+		{"deepseek-coder", "x\u9fa5\u9fa6", []string{"x", "\u9fa5", "\u9fa6"}},
+		{"deepseek-coder", "\u07ff\u0800", []string{"\u07ff", "\u0800"}},
 		// deepseek-llm: its own letter class (ASCII, Latin, Greek, Cyrillic,
 		// ...), its punctuation class (which holds ASCII letters too: :-~),
 		// trailing whitespace of each piece, CJK runs (U+0800–U+9FA5 holds

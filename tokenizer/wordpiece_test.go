@@ -10,7 +10,7 @@ import (
 // ("▁" word starts, continuations bare).
 func wpVocab() Vocab {
 	toks := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁hello", "▁world", "▁un", "aff", "able", "▁,", "▁!",
-		"▁$", "▁中", "▁文", "▁cafe", "▁a", "b", "▁ab", "▁i", "▁istanbul", "▁ᄀ", "▁[", "▁]", "▁cls", "▁x", "▁y"}
+		"▁$", "▁中", "▁文", "▁cafe", "▁a", "b", "▁ab", "▁i", "▁istanbul", "▁ᄀ", "▁[", "▁]", "▁cls", "▁x", "▁y", "▁一"}
 	types := make([]TokenType, len(toks))
 	for i := range types {
 		types[i] = TypeNormal
@@ -38,6 +38,7 @@ func TestWordPiece(t *testing.T) {
 		{"Café", []string{"▁cafe"}},             // é -> e (first of its decomposition), lowercased
 		{"cafe\u0301", []string{"▁cafe"}},       // combining mark dropped
 		{"中文", []string{"▁中", "▁文"}},            // CJK ideographs are words of their own
+		{"一x", []string{"▁一", "▁x"}},            // U+4E00, the first ideograph, too
 		{"x$y", []string{"▁x", "▁$", "▁y"}},     // ASCII symbols split
 		{"a\x00b\u200bb", []string{"▁ab", "b"}}, // NUL and format characters dropped, not separators
 		{"a\u3000b", []string{"▁a", "[UNK]"}},   // Unicode whitespace separates ("▁b" is no token)
@@ -185,6 +186,24 @@ func TestLlamaCppTypeFixes(t *testing.T) {
 	LlamaCppTypeFixes(&g)
 	if !slices.Equal(g.Types, []TokenType{TypeNormal, TypeControl, TypeNormal}) {
 		t.Errorf("gemma types %v", g.Types)
+	}
+
+	// Solar-Open: <|calls|> and <|flush|> (no <|return|>) also make <|end|>
+	// a separator that does not end generation.
+	so := Vocab{Tokens: []string{"<|end|>", "<|calls|>", "<|flush|>", "x"},
+		Types: []TokenType{TypeControl, TypeControl, TypeControl, TypeNormal}, EOG: []int{0, 2}}
+	LlamaCppTypeFixes(&so)
+	if so.Types[0] != TypeUserDefined || !slices.Equal(so.EOG, []int{2}) {
+		t.Errorf("solar-open <|end|>: types %v, EOG %v", so.Types, so.EOG)
+	}
+
+	// A vocabulary with <|tool_response> but no </s>: nothing else changes
+	// (token 0 in particular keeps its type and still ends generation).
+	nt := Vocab{Tokens: []string{"<eos>", "<|tool_response>", "x"},
+		Types: []TokenType{TypeControl, TypeControl, TypeNormal}, EOG: []int{0}}
+	LlamaCppTypeFixes(&nt)
+	if !slices.Equal(nt.Types, []TokenType{TypeControl, TypeControl, TypeNormal}) || !slices.Equal(nt.EOG, []int{0}) {
+		t.Errorf("no </s>: types %v, EOG %v", nt.Types, nt.EOG)
 	}
 }
 

@@ -18,7 +18,7 @@
 //	=== name
 //	file: path/in/the/module.go
 //	pkg: ./package/ [./other/]   (the packages whose tests run)
-//	run: TestA|TestB             (optional: go test -run)
+//	run: TestA|TestB             (optional: go test -run, also for the baseline)
 //	--- old
 //	text, verbatim (tabs and all), as many lines as needed
 //	+++ new
@@ -95,21 +95,33 @@ func run(list, only, scratch, rev string, baseline bool, timeout time.Duration, 
 	}
 	if baseline {
 		// The unmutated tree must pass, or every mutant would look killed.
+		// A package runs the tests its mutants name (run:), all of them
+		// if one of its mutants names none.
 		var pkgs []string
+		runs := map[string][]string{}
 		for _, m := range ms {
 			if only == "" || strings.Contains(m.name, only) {
 				for _, p := range m.pkgs {
 					if !slices.Contains(pkgs, p) {
 						pkgs = append(pkgs, p)
 					}
+					if r := runs[p]; !slices.Contains(r, m.run) {
+						runs[p] = append(r, m.run)
+					}
 				}
 			}
 		}
-		cmd := exec.Command("go", append([]string{"test", "-count=1", "-trimpath", fmt.Sprintf("-p=%d", par)}, pkgs...)...)
-		cmd.Dir = tree
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("the unmutated tree fails its tests (%s): %s", failing(out), out)
+		for _, p := range pkgs {
+			args := []string{"test", "-count=1", "-trimpath", fmt.Sprintf("-p=%d", par)}
+			if r := runs[p]; !slices.Contains(r, "") {
+				args = append(args, "-run", strings.Join(r, "|"))
+			}
+			cmd := exec.Command("go", append(args, p)...)
+			cmd.Dir = tree
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("the unmutated tree fails its tests (%s %s): %s", p, failing(out), out)
+			}
 		}
 		fmt.Printf("baseline: %s pass unmutated\n", strings.Join(pkgs, " "))
 	}
