@@ -62,6 +62,11 @@ type Arch struct {
 	// NoWindow: llama.cpp ignores attention.sliding_window (phi3: "Phi SWA
 	// is currently disabled", src/models/phi3.cpp).
 	NoWindow bool
+	// Hybrid: some layers are recurrent token mixers with a per-sequence
+	// state (qwen35: gated delta nets, attention.recurrent_layers or
+	// full_attention_interval, ssm.* keys; lfm2: short convolutions where
+	// the attention.head_count_kv array is 0, shortconv.l_cache).
+	Hybrid bool
 }
 
 // Archs are the architectures nanoserve runs, by general.architecture.
@@ -75,6 +80,8 @@ var Archs = map[string]*Arch{
 	"gemma2":   {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
 	"gemma3":   {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
 	"phi3":     {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
+	"qwen35":   {Name: "qwen35", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true}, // src/models/qwen35.cpp, delta-net-base.cpp (IMROPE: NEOX pairs for text)
+	"lfm2":     {Name: "lfm2", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},   // src/models/lfm2.cpp (no SWA in lfm2 1.x files)
 }
 
 // Lookup returns the architecture named name, or an error listing the

@@ -122,8 +122,11 @@ func (m *Model) validate(b *Batch, c *kvcache.Cache) (nOut, maxPos int, err erro
 	if c == nil {
 		return 0, 0, fmt.Errorf("%w: nil cache", ErrBatch)
 	}
-	if c.Layers != m.Layers || c.KVDim != m.KVDim() {
-		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.Layers, m.KVDim())
+	if c.Layers != m.KVLayers() || c.KVDim != m.KVDim() {
+		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.KVLayers(), m.KVDim())
+	}
+	if err := m.validateStates(b, c); err != nil {
+		return 0, 0, err
 	}
 	if err := m.CheckKVType(c.Type); err != nil {
 		return 0, 0, fmt.Errorf("%w: %v", ErrBatch, err)
@@ -202,7 +205,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 	m.ensure(n, maxPos)
 	ws := &m.ws
 	cfg := &m.Config
-	dim, qd, kvd, hid := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HiddenDim
+	dim, qd, kvd := cfg.Dim, cfg.QDim(), cfg.KVDim()
 	pool := m.pool
 	w := &m.w
 
@@ -230,12 +233,24 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		}
 	}
 
+	m.startStates(b, c)
 	for l := range w.layers {
 		lw := &w.layers[l]
-		// Attention block.
+		// Attention block (or a hybrid model's recurrent mixer).
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.attnNorm, lw.attnNormB)
+		if lw.rec != nil {
+			m.recurrentMixer(b, c, lw, n)
+			addTo(ws.x[:n*dim], ws.xb[:n*dim])
+			m.ffn(lw, n)
+			continue
+		}
+		kl := lw.kvLayer
 		q, k, v := ws.q[:n*qd], ws.k[:n*kvd], ws.v[:n*kvd]
-		if lw.wqkv != nil {
+		if cfg.AttnGate {
+			m.gatedQuery(lw, q, n)
+			pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
+			pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+		} else if lw.wqkv != nil {
 			wd := qd + 2*kvd
 			qkv := ws.qkv[:n*wd]
 			pool.MatMul(qkv, lw.wqkv, ws.xb[:n*dim], n)
@@ -264,17 +279,31 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			m.ropeAll(lw, q, k, n)
 		}
 		for i := range n {
-			c.Store(l, ws.slots[i], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd])
+			c.Store(kl, ws.slots[i], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd])
 		}
-		m.attention(b, c, l, n)
+		m.attention(b, c, kl, n)
+		if cfg.AttnGate {
+			m.applyAttnGate(ws.att[:n*qd])
+		}
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
 		addBias(ws.xb[:n*dim], lw.bo, n)
 		if lw.attnPostNorm != nil {
 			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.attnPostNorm, nil)
 		}
 		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+		m.ffn(lw, n)
+	}
+	return m.head(b, nOut, n)
+}
 
-		// Feed-forward block.
+// ffn runs layer lw's feed-forward block on the residual stream ws.x (n
+// rows): x += FFN(norm(x)).
+func (m *Model) ffn(lw *layerWeights, n int) {
+	ws := &m.ws
+	cfg := &m.Config
+	dim, hid := cfg.Dim, cfg.HiddenDim
+	pool := m.pool
+	{
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.ffnNorm, lw.ffnNormB)
 		hb := ws.hb[:n*hid]
 		switch {
@@ -303,7 +332,16 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		}
 		addTo(ws.x[:n*dim], ws.xb[:n*dim])
 	}
+}
 
+// head runs the final norm and the output head over the batch's output
+// tokens and advances each sequence's Len.
+func (m *Model) head(b *Batch, nOut, n int) ([]float32, error) {
+	ws := &m.ws
+	cfg := &m.Config
+	dim := cfg.Dim
+	pool := m.pool
+	w := &m.w
 	// Final norm and output head over the output tokens only.
 	ws.outIdx = ws.outIdx[:0]
 	for i := range n {

@@ -209,7 +209,16 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	c.Layers = g.uint(llamacpp.KeyBlockCount, 0, true)
 	c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
-	c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
+	if isArr, err := readKVHeadsArray(g, c); err != nil {
+		return nil, err
+	} else if !isArr {
+		c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
+	}
+	if arch.Hybrid {
+		if err := readHybridGGUF(g, c); err != nil {
+			return nil, err
+		}
+	}
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -303,7 +312,11 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		return nil, err
 	}
 
-	if err := m.buildWeights(arch, g); err != nil {
+	build := m.buildWeights
+	if arch.Hybrid {
+		build = func(_ *llamacpp.Arch, g weightReader) error { return m.buildHybridWeights(g) }
+	}
+	if err := build(arch, g); err != nil {
 		return nil, err
 	}
 	w := &m.w

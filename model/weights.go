@@ -46,6 +46,13 @@ type layerWeights struct {
 	// e is the e-th (rows, cols) slab).
 	router                  *tensor.Mat   // (experts, dim), float32 in llama.cpp's files
 	expGate, expUp, expDown []*tensor.Mat // (experts) × (expert_hidden, dim), (expert_hidden, dim), (dim, expert_hidden)
+
+	// Hybrid models (hybrid.go): rec is the recurrent mixer of a
+	// Config.Recurrent layer (nil for attention layers); kvLayer is an
+	// attention layer's layer in the cache (its index among the attention
+	// layers; l itself when every layer attends).
+	rec     *recWeights
+	kvLayer int
 }
 
 // checkMat verifies a matrix's shape and that its type is computable.
@@ -82,6 +89,9 @@ func checkVec(name string, v []float32, n int, required bool) error {
 // Loaders name tensors in their own convention before this; it catches
 // whatever they let through (and llama2.c, which has no names).
 func (w *weights) check(c *Config) error {
+	if c.IsHybrid() {
+		return w.checkHybrid(c)
+	}
 	dim, qd, kvd, hid := c.Dim, c.QDim(), c.KVDim(), c.HiddenDim
 	if err := checkMat("token_embd", w.tokEmb, c.Vocab, dim); err != nil {
 		return err
@@ -176,7 +186,7 @@ func (w *weights) fuseQKV() {
 	for l := range w.layers {
 		lw := &w.layers[l]
 		q, k, v := lw.wq, lw.wk, lw.wv
-		if lw.wqkv != nil || q == nil || k == nil || v == nil || q.Type != k.Type || q.Type != v.Type || q.Cols != k.Cols || q.Cols != v.Cols {
+		if lw.wqkv != nil || q == nil || k == nil || lw.rec != nil || v == nil || q.Type != k.Type || q.Type != v.Type || q.Cols != k.Cols || q.Cols != v.Cols {
 			continue
 		}
 		nq, nk := len(q.Data), len(k.Data)

@@ -1,0 +1,130 @@
+package kvcache
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Recurrent state beside the blocks (hybrid models: Qwen3.5's gated delta
+// net, LFM2's short convolutions).
+//
+// A hybrid model's linear layers keep, per sequence, a fixed-size state
+// instead of one K/V row per position: the last d_conv−1 inputs of each
+// causal convolution and, for a delta-net layer, a (v_heads, d_v, d_k)
+// matrix. All of one sequence's recurrent layers live in one slot of
+// StateFloats() float32 values, from a pool of StateSlots() slots that the
+// cache allocates together with its blocks, so both count under one
+// memory budget (Bytes).
+//
+// A slot belongs to at most one Seq. Reserve gives a sequence without one
+// a zeroed slot (failing with ErrOutOfBlocks, and changing nothing, when
+// none is free), Release returns it, Fork copies the source's state into a
+// slot of its own for the new sequence. A state summarises every position
+// before Seq.Len and cannot be rewound: Truncate below Len forgets all
+// positions (the state is zeroed, the blocks released, Len 0, so the caller
+// recomputes them), and Match attaches no cached prefix (a prefix's blocks
+// would need the state as of their last position, which is not kept). The
+// model zeroes a state itself when a sequence restarts at position 0.
+
+// EnableStates gives the cache a pool of slots recurrent-state slots of
+// floats float32 values each (per sequence, all recurrent layers). Call it
+// once, before any sequence uses the cache.
+func (c *Cache) EnableStates(floats, slots int) error {
+	if floats <= 0 || slots <= 0 {
+		return fmt.Errorf("kvcache: invalid recurrent state pool: %d floats × %d slots", floats, slots)
+	}
+	if c.stFloats != 0 {
+		return fmt.Errorf("kvcache: recurrent states already enabled")
+	}
+	c.stFloats = floats
+	c.stData = make([]float32, floats*slots)
+	c.stFree = make([]int32, slots)
+	for i := range c.stFree {
+		c.stFree[i] = int32(slots - 1 - i) // pop order 0, 1, 2, ...
+	}
+	return nil
+}
+
+// StateFloats is the float32 values of one sequence's recurrent state; 0
+// when the cache holds none (a pure attention model).
+func (c *Cache) StateFloats() int { return c.stFloats }
+
+// StateSlots is the number of recurrent-state slots (sequences that can
+// hold a state at once).
+func (c *Cache) StateSlots() int {
+	if c.stFloats == 0 {
+		return 0
+	}
+	return len(c.stData) / c.stFloats
+}
+
+// FreeStates is the number of unused state slots.
+func (c *Cache) FreeStates() int { return len(c.stFree) }
+
+// StateBytes is the memory of the state pool.
+func (c *Cache) StateBytes() int64 { return int64(len(c.stData)) * 4 }
+
+// HasState reports whether s holds a state slot.
+func (c *Cache) HasState(s *Seq) bool { return s.state > 0 }
+
+// NeedsState reports whether s would need a state slot that no one has
+// free: the cache holds states, s has none and the pool is empty.
+func (c *Cache) NeedsState(s *Seq) bool {
+	return c.stFloats > 0 && s.state == 0 && len(c.stFree) == 0
+}
+
+// State returns s's recurrent state (StateFloats values), nil when s holds
+// no slot.
+func (c *Cache) State(s *Seq) []float32 {
+	if s.state <= 0 || c.stFloats == 0 {
+		return nil
+	}
+	o := int(s.state-1) * c.stFloats
+	return c.stData[o : o+c.stFloats : o+c.stFloats]
+}
+
+// takeState gives s a zeroed slot; the caller checked one is free.
+func (c *Cache) takeState(s *Seq) {
+	n := len(c.stFree)
+	slot := c.stFree[n-1]
+	c.stFree = c.stFree[:n-1]
+	s.state = slot + 1
+	clear(c.State(s))
+}
+
+// dropState returns s's slot to the pool.
+func (c *Cache) dropState(s *Seq) {
+	if s.state > 0 {
+		c.stFree = append(c.stFree, s.state-1)
+		s.state = 0
+	}
+}
+
+// checkStates verifies the slot free list (no slot twice, all in range).
+func (c *Cache) checkStates() error {
+	slots := c.StateSlots()
+	seen := make([]bool, slots)
+	for _, s := range c.stFree {
+		if s < 0 || int(s) >= slots || seen[s] {
+			return fmt.Errorf("kvcache: state slot %d twice on the free list or out of range", s)
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+// UsedStates lists the slots in use, sorted (for tests: after every
+// sequence ended, none).
+func (c *Cache) UsedStates() []int {
+	free := make([]bool, c.StateSlots())
+	for _, s := range c.stFree {
+		free[s] = true
+	}
+	var used []int
+	for i, f := range free {
+		if !f {
+			used = append(used, i)
+		}
+	}
+	return slices.Clip(used)
+}
