@@ -62,7 +62,7 @@ if [ -d ../shared/checks ]; then
   python3 ../shared/checks/tokenizers.py
   python3 ../shared/checks/gguf_goldens.py
   # The newer architectures (issue 12): every one listed is implemented.
-  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3
+  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3,qwen35,lfm2
 else
   echo "== shared acceptance checks: SKIPPED (no ../shared)"
   skipped_groups+=("shared acceptance checks (goldens, tokenizers, gguf_goldens): ../shared not found")

@@ -133,6 +133,14 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 	for l := range w.layers {
 		lw := &w.layers[l]
 		h := refNorm(cfg, x, lw.attnNorm, lw.attnNormB)
+		if cfg.IsHybrid() {
+			o := m.refHybridMixer(lw, h, L, rnd)
+			for i := range x {
+				x[i] += o[i]
+			}
+			x = m.refFFN(lw, x, L, rnd)
+			continue
+		}
 		var q, k, v []float64 // (L, q_dim), (L, kv_dim), (L, kv_dim)
 		if lw.wqkv != nil {
 			qkv := rnd.matMul(lw.wqkv, h, L, lw.bqkv)
@@ -223,7 +231,18 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		for i := range x {
 			x[i] += o[i]
 		}
-		h = refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
+		x = m.refFFN(lw, x, L, rnd)
+	}
+	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
+}
+
+// refFFN adds layer lw's feed-forward block to the residual stream x (L
+// rows) and returns x.
+func (m *Model) refFFN(lw *layerWeights, x []float64, L int, rnd refRounding) []float64 {
+	cfg := &m.Config
+	var o []float64
+	{
+		h := refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
 		if lw.router != nil {
 			o = refMoE(cfg, lw, h, L, rnd)
 		} else {
@@ -253,7 +272,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			x[i] += o[i]
 		}
 	}
-	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
+	return x
 }
 
 // gelu is refGELU, or ggml's F16 table lookup with gelu16.

@@ -1,0 +1,232 @@
+package model
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"nanoserve/kvcache"
+	"nanoserve/tensor"
+)
+
+// hybridModels are the gguf-archs fixtures of the hybrid architectures.
+var hybridModels = []string{"qwen35", "lfm2"}
+
+// TestHybridGoldens: for each hybrid fixture, the prompts' ids, the greedy
+// ids, every top-10 logprob within 0.1 of llama.cpp's (F16 KV cache, as
+// the goldens were made) and the chosen id's within 0.04 of the golden's
+// independent float64 forward pass, with the prompt fed at once and in
+// chunks of 7 (the recurrent state carried across Forward calls).
+func TestHybridGoldens(t *testing.T) {
+	for _, name := range hybridModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			if !m.IsHybrid() || m.KVLayers() != 1 {
+				t.Fatalf("loaded as hybrid %v with %d attention layers, want 1", m.IsHybrid(), m.KVLayers())
+			}
+			for _, chunk := range []int{0, 7} {
+				checkLcppGoldenKV(t, m, g, 0.1, chunk == 0, true, chunk, tensor.F16)
+			}
+			checkRefF64(t, m, g, 0.04, tensor.F16)
+		})
+	}
+}
+
+// TestHybridParity: the cached forward (one token at a time, and in chunks
+// of 5) equals the float64 full recompute (ForwardRef, whose recurrent
+// mixers are written from the equations), and two sequences batched
+// together equal each alone.
+func TestHybridParity(t *testing.T) {
+	for _, name := range hybridModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			p := g.Prompts[0]
+			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+			checkCacheParity(t, m, toks, 5e-4)
+			checkBatched(t, m, toks, g.Prompts[1].PromptIDs[:30], 0)
+		})
+	}
+}
+
+// TestHybridChunkInvariant: a sequence's logits are bit for bit the same
+// whatever its prompt's split into Forward calls and whatever else shares
+// the batch (batch invariance of the recurrent mixers).
+func TestHybridChunkInvariant(t *testing.T) {
+	for _, name := range hybridModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			toks := g.Prompts[0].PromptIDs
+			ref := runSeq(t, m, toks, 1)
+			for _, chunk := range []int{0, 3, 16, 64} {
+				if got := runSeq(t, m, toks, chunk); !slices.Equal(got, ref) {
+					d, at := maxAbsDiff(got, ref)
+					t.Errorf("chunk %d: logits differ from one token at a time by %g at %d", chunk, d, at)
+				}
+			}
+		})
+	}
+}
+
+// TestHybridStates: the cache's state pool — a restart at position 0
+// zeroes the state (the same logits as a fresh sequence), a rewind to
+// another position is refused, Truncate below Len forgets everything,
+// Match attaches nothing, Fork copies the state, Release returns the slot.
+func TestHybridStates(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	m := mustLoad(t, path, Options{Threads: 2})
+	toks := g.Prompts[0].PromptIDs[:20]
+	c, err := m.NewCacheSeqs(256, tensor.F32, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StateBytes() != 2*m.StateBytes() || c.Bytes() <= c.StateBytes() {
+		t.Fatalf("state bytes %d, want 2 × %d inside Bytes %d", c.StateBytes(), m.StateBytes(), c.Bytes())
+	}
+	run := func(s *kvcache.Seq, from int, ts []int) []float32 {
+		t.Helper()
+		b := Batch{}
+		for i, tok := range ts {
+			b.Tokens, b.Pos, b.Seq = append(b.Tokens, tok), append(b.Pos, from+i), append(b.Seq, s)
+		}
+		lg, err := m.Forward(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Clone(lg)
+	}
+	a := &kvcache.Seq{}
+	if err := c.Reserve(a, 64); err != nil {
+		t.Fatal(err)
+	}
+	want := run(a, 0, toks)
+	if got := run(a, 0, toks); !slices.Equal(got, want) { // restart at 0
+		t.Error("a restart at position 0 did not start from a zero state")
+	}
+	if _, err := m.Forward(Batch{Tokens: toks[:1], Pos: []int{5}, Seq: []*kvcache.Seq{a}}, c); err == nil {
+		t.Error("a rewind to position 5 of 20 was accepted")
+	}
+	// Fork: the copy continues exactly as the original.
+	f := &kvcache.Seq{}
+	c.Fork(f, a)
+	if f.Len != a.Len || !c.HasState(f) {
+		t.Fatalf("fork: Len %d, state %v", f.Len, c.HasState(f))
+	}
+	c.Truncate(f, f.Len)
+	if err := c.Reserve(f, 8); err != nil {
+		t.Fatal(err)
+	}
+	c.Truncate(a, a.Len)
+	next := []int{toks[3], toks[4]}
+	if x, y := run(f, 20, next), run(a, 20, next); !slices.Equal(x, y) {
+		t.Error("the fork's logits differ from the original's")
+	}
+	// No third slot: Reserve fails and changes nothing, Fork leaves it empty.
+	e := &kvcache.Seq{}
+	if err := c.Reserve(e, 4); err == nil || len(e.Blocks) != 0 {
+		t.Errorf("Reserve without a free state slot: %v, %d blocks", err, len(e.Blocks))
+	}
+	c.Fork(e, a)
+	if e.Len != 0 || len(e.Blocks) != 0 || c.HasState(e) {
+		t.Errorf("Fork without a free slot: Len %d, %d blocks", e.Len, len(e.Blocks))
+	}
+	// Truncate below Len forgets every position; Match finds nothing.
+	c.Commit(a, append(slices.Clone(toks), next...))
+	if n := c.Truncate(a, 10); n != 0 || a.Len != 0 || len(a.Blocks) != 0 {
+		t.Errorf("Truncate(10) kept %d positions, %d blocks", n, len(a.Blocks))
+	}
+	c.Release(a)
+	c.Release(f)
+	s := &kvcache.Seq{}
+	if n := c.Match(s, toks, len(toks)); n != 0 {
+		t.Errorf("Match attached %d positions to a hybrid sequence", n)
+	}
+	if c.FreeStates() != 2 || len(c.UsedStates()) != 0 {
+		t.Errorf("after releasing everything: %d free states, used %v", c.FreeStates(), c.UsedStates())
+	}
+	if err := c.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDeltaRuleChunked: the chunked (WY) form of the gated delta rule
+// equals the recurrent form and the float64 reference, output by output
+// and in the final state, for chunk sizes that do and do not divide the
+// sequence, from a non-zero initial state.
+func TestDeltaRuleChunked(t *testing.T) {
+	const L, d = 37, 16
+	rng := newTestRand(7)
+	q, k, v := make([]float64, L*d), make([]float64, L*d), make([]float64, L*d)
+	g, b := make([]float64, L), make([]float64, L)
+	for i := range q {
+		q[i], k[i], v[i] = rng.norm(), rng.norm(), rng.norm()
+	}
+	for t := range L {
+		refL2Norm(q[t*d:(t+1)*d], 1e-6)
+		refL2Norm(k[t*d:(t+1)*d], 1e-6)
+		g[t] = -0.05 - 0.5*rng.unif()
+		b[t] = rng.unif()
+	}
+	S0 := make([]float64, d*d)
+	for i := range S0 {
+		S0[i] = 0.1 * rng.norm()
+	}
+	Sref := slices.Clone(S0)
+	ref := deltaRuleRef64(q, k, v, g, b, Sref, L, d)
+
+	// float32 recurrent form (the forward's deltaStep).
+	f32 := func(x []float64) []float32 {
+		o := make([]float32, len(x))
+		for i, e := range x {
+			o[i] = float32(e)
+		}
+		return o
+	}
+	S := f32(S0)
+	rec := make([]float32, L*d)
+	q32, k32, v32 := f32(q), f32(k), f32(v)
+	for t := range L {
+		deltaStep(rec[t*d:(t+1)*d], S, q32[t*d:(t+1)*d], k32[t*d:(t+1)*d], v32[t*d:(t+1)*d], float32(math.Exp(g[t])), float32(b[t]))
+	}
+	worst := 0.0
+	for i := range ref {
+		worst = max(worst, math.Abs(float64(rec[i])-ref[i]))
+	}
+	if worst > 1e-5 {
+		t.Errorf("recurrent float32 vs float64: %g", worst)
+	}
+	for _, cs := range []int{1, 4, 8, 37, 64} {
+		Sc := slices.Clone(S0)
+		got := deltaRuleChunked(q, k, v, g, b, Sc, L, d, cs)
+		w := 0.0
+		for i := range ref {
+			w = max(w, math.Abs(got[i]-ref[i]))
+		}
+		ws := 0.0
+		for i := range Sref {
+			ws = max(ws, math.Abs(Sc[i]-Sref[i]))
+		}
+		if w > 1e-10 || ws > 1e-10 {
+			t.Errorf("chunk %d: outputs differ by %g, final state by %g", cs, w, ws)
+		}
+	}
+}
+
+// testRand is a small deterministic generator for the tests.
+type testRand struct{ s uint64 }
+
+func newTestRand(seed uint64) *testRand { return &testRand{seed*2654435761 + 1} }
+
+func (r *testRand) unif() float64 {
+	r.s ^= r.s << 13
+	r.s ^= r.s >> 7
+	r.s ^= r.s << 17
+	return float64(r.s>>11) / (1 << 53)
+}
+
+func (r *testRand) norm() float64 {
+	u1, u2 := r.unif(), r.unif()
+	return math.Sqrt(-2*math.Log(u1+1e-300)) * math.Cos(2*math.Pi*u2)
+}
