@@ -331,7 +331,15 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	if _, err := resolveSpec(&o.Spec); err != nil {
 		return nil, err
 	}
-	cache, err := m.NewCacheType(o.CacheTokens, o.KVType)
+	if m.IsHybrid() {
+		// A recurrent state cannot be rewound and no snapshots are kept
+		// (kvcache/state.go): a prefix hit or a rejected proposal would
+		// recompute the whole sequence, so both are off for hybrid models.
+		o.NoPrefixCache = true
+		o.Spec.Mode, o.Spec.Proposer = SpecOff, nil
+	}
+	// One recurrent-state slot per running sequence (hybrid models only).
+	cache, err := m.NewCacheSeqs(o.CacheTokens, o.KVType, o.MaxSeqs)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +388,7 @@ func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *
 		e.stats.SpecAcceptedPerPos = make([]int64, e.spec.K)
 	}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
+	e.stats.StateSlotsTotal, e.stats.StateBytes = cache.StateSlots(), 4*int64(cache.StateFloats())
 	e.beat.Store(time.Now().UnixNano())
 	go e.loop()
 	return e
@@ -517,6 +526,11 @@ type Stats struct {
 	KVBlocksCached int `json:"kv_blocks_cached"` // unused but holding a reusable prefix (evictable)
 	KVBlocksTotal  int `json:"kv_blocks_total"`
 	KVBlockSize    int `json:"kv_block_size"` // positions per block
+	// Hybrid models: recurrent-state slots (one per sequence holding a
+	// state, StateBytes each, inside the KV cache's memory); 0 otherwise.
+	StateSlotsUsed  int   `json:"state_slots_used,omitempty"`
+	StateSlotsTotal int   `json:"state_slots_total,omitempty"`
+	StateBytes      int64 `json:"state_bytes,omitempty"` // of one slot
 
 	Requests          int64 `json:"requests"`            // accepted requests
 	Rejected          int64 `json:"rejected"`            // ErrOverloaded answers

@@ -292,7 +292,7 @@ func (sc *scheduler) admit(p *plan, s *seq) bool {
 		c.Release(s.kv) // a session's rewind may have left no positions
 		cached = c.Match(s.kv, s.tokens, limit)
 	}
-	for c.BlocksFor(len(s.tokens))-len(s.kv.Blocks) > c.FreeBlocks() {
+	for c.BlocksFor(len(s.tokens))-len(s.kv.Blocks) > c.FreeBlocks() || c.NeedsState(s.kv) {
 		switch {
 		case sc.stealSessions():
 		case len(sc.running) > 0: // wait for running sequences to finish

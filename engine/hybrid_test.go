@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"nanoserve/internal/testshared"
+	"nanoserve/sample"
+)
+
+// The engine on hybrid models (recurrent state per sequence beside the KV
+// blocks, kvcache/state.go): every test compares ids and logprobs with ==
+// against the same request run alone on a fresh engine (cold: hybrids
+// have no prefix cache), and checks that every state slot comes back.
+
+type hybridGolden struct {
+	GGUFFile string `json:"gguf_file"`
+	Prompts  []struct {
+		Prompt       string `json:"prompt"`
+		GeneratedIDs []int  `json:"generated_ids"`
+	} `json:"prompts"`
+}
+
+func loadHybrid(t *testing.T, name string) (hybridGolden, string) {
+	t.Helper()
+	var g hybridGolden
+	raw, err := os.ReadFile(testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-F16.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g, "testdata/gguf-archs/" + name + "/" + g.GGUFFile
+}
+
+// greedyLP is greedy decoding of n tokens with the top-5 logprobs.
+func greedyLP(n int) sample.Policy {
+	p := withMax(sample.Greedy(), n)
+	p.IgnoreEOS = true
+	k := 5
+	p.Logprobs = &k
+	return p
+}
+
+// aloneCold runs each request by itself on a fresh engine.
+func aloneCold(t *testing.T, rel string, reqs []Request) []*Result {
+	t.Helper()
+	e := ggufEngine(t, rel, Options{})
+	out := make([]*Result, len(reqs))
+	for i, r := range reqs {
+		out[i] = generate(t, e, r)
+	}
+	return out
+}
+
+// sameResultLogprobs requires bit-identical logprobs request by request.
+func sameResultLogprobs(t *testing.T, what string, got, want []*Result) {
+	t.Helper()
+	for i := range want {
+		if err := logprobDiff(got[i], want[i]); err != nil {
+			t.Errorf("%s: request %d: %v", what, i, err)
+		}
+	}
+}
+
+// statesReturned checks, on the idle engine, that no state slot and no
+// block is held and the cache's bookkeeping holds.
+func statesReturned(t *testing.T, e *Engine) Stats {
+	t.Helper()
+	st := settled(t, e)
+	var used []int
+	e.whenIdle(func() { used = e.cache.UsedStates() })
+	if len(used) != 0 || st.StateSlotsUsed != 0 || st.KVBlocksUsed != 0 {
+		t.Errorf("state slots %v (%d used of %d), %d blocks still held", used, st.StateSlotsUsed, st.StateSlotsTotal, st.KVBlocksUsed)
+	}
+	if st.StateSlotsTotal == 0 || st.StateBytes == 0 {
+		t.Errorf("no state pool reported: %+v", st)
+	}
+	return st
+}
+
+// TestHybridChunkedPrefill: the goldens' prompts, all at once, with the
+// prefill split into chunks of 1, 7 and 32 tokens: ids are llama.cpp's and
+// logprobs bit-identical to each request alone (state carried across
+// chunks, decodes and prefill chunks mixed in one step).
+func TestHybridChunkedPrefill(t *testing.T) {
+	for _, name := range []string{"qwen35", "lfm2"} {
+		t.Run(name, func(t *testing.T) {
+			g, rel := loadHybrid(t, name)
+			var reqs []Request
+			for _, p := range g.Prompts {
+				reqs = append(reqs, Request{Prompt: p.Prompt, Policy: greedyLP(len(p.GeneratedIDs))})
+			}
+			want := aloneCold(t, rel, reqs)
+			for i, r := range want {
+				if !slices.Equal(r.IDs, g.Prompts[i].GeneratedIDs) {
+					t.Errorf("alone, prompt %d: %v, llama.cpp %v", i, r.IDs, g.Prompts[i].GeneratedIDs)
+				}
+			}
+			for _, chunk := range []int{1, 7, 32} {
+				e := ggufEngine(t, rel, Options{PrefillChunk: chunk})
+				got := concurrently(t, e, reqs)
+				what := fmt.Sprintf("chunk %d", chunk)
+				sameTokens(t, what, got, want)
+				sameResultLogprobs(t, what, got, want)
+				st := statesReturned(t, e)
+				if st.Steps == 0 || float64(st.StepSeqs)/float64(st.Steps) < 2 {
+					t.Errorf("%s: mean sequences per step %d/%d: not batched", what, st.StepSeqs, st.Steps)
+				}
+			}
+		})
+	}
+}
+
+// TestHybridPreemption: 16 concurrent requests through a cache far too
+// small for them (preemption drops a sequence's state with its blocks and
+// it recomputes from position 0) give each request's lone ids and
+// logprobs; every state slot comes back.
+func TestHybridPreemption(t *testing.T) {
+	g, rel := loadHybrid(t, "qwen35")
+	var reqs []Request
+	for i := range 16 {
+		reqs = append(reqs, Request{Prompt: fmt.Sprintf("%s %d", g.Prompts[i%len(g.Prompts)].Prompt, i), Policy: greedyLP(6 + i)})
+	}
+	want := aloneCold(t, rel, reqs)
+	e := ggufEngine(t, rel, Options{MaxSeqs: 16, CtxSize: 192, CacheTokens: 400, PrefillChunk: 48})
+	got := concurrently(t, e, reqs)
+	sameTokens(t, "under preemption", got, want)
+	sameResultLogprobs(t, "under preemption", got, want)
+	st := statesReturned(t, e)
+	if st.Preemptions == 0 {
+		t.Errorf("no preemption: %+v", st)
+	}
+	t.Logf("%d preemptions, %d state slots of %d bytes", st.Preemptions, st.StateSlotsTotal, st.StateBytes)
+}
+
+// TestHybridNChoices: n = 3 prefills the prompt once and forks the state:
+// each choice equals a lone request with its seed.
+func TestHybridNChoices(t *testing.T) {
+	g, rel := loadHybrid(t, "qwen35")
+	pol := withMax(seeded(sample.Defaults(), 900), 20)
+	pol.Temperature, pol.TopP, pol.IgnoreEOS = 1.1, 0.95, true
+	k := 3
+	pol.Logprobs = &k
+	var lone []Request
+	for i := range 3 {
+		lone = append(lone, Request{Prompt: g.Prompts[1].Prompt, Policy: withMax(seeded(pol, 900+uint64(i)), 20)})
+	}
+	want := aloneCold(t, rel, lone)
+	e := ggufEngine(t, rel, Options{})
+	st, err := e.Submit(context.Background(), Request{Prompt: g.Prompts[1].Prompt, Policy: pol, N: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.Results()
+	sameTokens(t, "n = 3", got, want)
+	sameResultLogprobs(t, "n = 3", got, want)
+	s := statesReturned(t, e)
+	if n := len(got[0].PromptIDs); s.PrefixQueryTokens != int64(n) || s.PromptTokens > int64(n)+8 {
+		t.Logf("prompt tokens computed %d for a %d-token prompt", s.PromptTokens, n)
+	}
+}
+
+// TestHybridCancel: requests left or cancelled mid-stream, and one
+// cancelled in the queue, return every state slot and block.
+func TestHybridCancel(t *testing.T) {
+	g, rel := loadHybrid(t, "lfm2")
+	e := ggufEngine(t, rel, Options{MaxSeqs: 2, CtxSize: 1024})
+	pol := greedyLP(500)
+	var wg sync.WaitGroup
+	results := make([]*Result, 6)
+	for i := range results {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := 0
+			for _, err := range e.GenerateStream(ctx, Request{Prompt: fmt.Sprintf("%s %d", g.Prompts[i%4].Prompt, i), Policy: pol}, &results[i]) {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n++
+				if i%2 == 0 && n == 3 {
+					break
+				}
+				if i%2 == 1 && n == 2 {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r == nil || r.FinishReason != FinishCancelled {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r, err := e.Generate(ctx, Request{Prompt: "queued", Policy: pol}); err != nil || r.FinishReason != FinishCancelled {
+		t.Errorf("cancelled in the queue: %+v %v", r, err)
+	}
+	statesReturned(t, e)
+}
+
+// TestHybridNoSpecNoPrefix: speculation and the prefix cache are off for
+// hybrid models (a recurrent state cannot be rewound and no snapshots are
+// kept), whatever the options ask.
+func TestHybridNoSpecNoPrefix(t *testing.T) {
+	g, rel := loadHybrid(t, "qwen35")
+	e := ggufEngine(t, rel, Options{Spec: SpecOptions{Mode: SpecNgram}})
+	if e.proposer != nil || !e.Options().NoPrefixCache {
+		t.Fatalf("hybrid engine: proposer %v, prefix cache off %v", e.proposer, e.Options().NoPrefixCache)
+	}
+	r := Request{Prompt: g.Prompts[0].Prompt, Policy: greedyLP(len(g.Prompts[0].GeneratedIDs))}
+	for range 2 {
+		if res := generate(t, e, r); !slices.Equal(res.IDs, g.Prompts[0].GeneratedIDs) {
+			t.Errorf("ids %v, llama.cpp %v", res.IDs, g.Prompts[0].GeneratedIDs)
+		}
+	}
+	if st := statesReturned(t, e); st.PrefixHitTokens != 0 {
+		t.Errorf("%d prefix-hit tokens on a hybrid", st.PrefixHitTokens)
+	}
+}
+
+// TestHybridSessions: a session's next turn that extends its history
+// continues the recurrent state (its cached tokens are reused) and equals
+// a fresh run; a diverging turn recomputes everything; idle sessions'
+// states are taken back when a new request needs a slot.
+func TestHybridSessions(t *testing.T) {
+	g, rel := loadHybrid(t, "qwen35")
+	e := ggufEngine(t, rel, Options{MaxSeqs: 2})
+	fresh := ggufEngine(t, rel, Options{})
+	pol := greedyLP(10)
+	a, b := e.NewSession(), e.NewSession()
+	defer a.Close()
+	defer b.Close()
+	res1 := generate(t, e, Request{Prompt: g.Prompts[0].Prompt, Policy: pol, Session: a})
+	p2 := slices.Concat(res1.PromptIDs, res1.IDs, e.tok.Encode(" and then", false))
+	res2 := generate(t, e, Request{PromptIDs: p2, Policy: pol, Session: a})
+	if want := len(res1.PromptIDs) + len(res1.IDs) - 1; res2.Usage.CachedTokens != want {
+		t.Errorf("turn 2 reused %d cached tokens, want %d", res2.Usage.CachedTokens, want)
+	}
+	ref := generate(t, fresh, Request{PromptIDs: p2, Policy: pol})
+	sameTokens(t, "turn 2", []*Result{res2}, []*Result{ref})
+	sameResultLogprobs(t, "turn 2", []*Result{res2}, []*Result{ref})
+	res3 := generate(t, e, Request{Prompt: g.Prompts[2].Prompt, Policy: pol, Session: a})
+	ref3 := generate(t, fresh, Request{Prompt: g.Prompts[2].Prompt, Policy: pol})
+	if res3.Usage.CachedTokens != 0 {
+		t.Errorf("diverging turn reused %d tokens of a recurrent state", res3.Usage.CachedTokens)
+	}
+	sameResultLogprobs(t, "diverging turn", []*Result{res3}, []*Result{ref3})
+	generate(t, e, Request{Prompt: g.Prompts[1].Prompt, Policy: pol, Session: b})
+	// Both slots are held by idle sessions: a new request takes one back.
+	if r := generate(t, e, Request{Prompt: g.Prompts[3].Prompt, Policy: pol}); r.FinishReason != FinishLength {
+		t.Errorf("request beside two idle sessions: %s %v", r.FinishReason, r.Err)
+	}
+	a.Close()
+	b.Close()
+	statesReturned(t, e)
+}
