@@ -332,11 +332,12 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if m.IsHybrid() {
-		// A recurrent state cannot be rewound and no snapshots are kept
-		// (kvcache/state.go): a prefix hit or a rejected proposal would
-		// recompute the whole sequence, so both are off for hybrid models.
+		// A recurrent state cannot be rewound to a cached prefix (no
+		// snapshots are kept at block boundaries, kvcache/state.go): a
+		// prefix hit would recompute the whole sequence, so the prefix
+		// cache is off for hybrid models. Speculation keeps a snapshot
+		// per verification instead (scheduler.draft).
 		o.NoPrefixCache = true
-		o.Spec.Mode, o.Spec.Proposer = SpecOff, nil
 	}
 	// One recurrent-state slot per running sequence (hybrid models only).
 	cache, err := m.NewCacheSeqs(o.CacheTokens, o.KVType, o.MaxSeqs)

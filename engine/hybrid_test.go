@@ -209,14 +209,14 @@ func TestHybridCancel(t *testing.T) {
 	statesReturned(t, e)
 }
 
-// TestHybridNoSpecNoPrefix: speculation and the prefix cache are off for
-// hybrid models (a recurrent state cannot be rewound and no snapshots are
-// kept), whatever the options ask.
-func TestHybridNoSpecNoPrefix(t *testing.T) {
+// TestHybridNoPrefix: the prefix cache is off for hybrid models (a
+// recurrent state cannot be rewound to a cached prefix), whatever the
+// options ask; a repeated request recomputes and gives the same ids.
+func TestHybridNoPrefix(t *testing.T) {
 	g, rel := loadHybrid(t, "qwen35")
-	e := ggufEngine(t, rel, Options{Spec: SpecOptions{Mode: SpecNgram}})
-	if e.proposer != nil || !e.Options().NoPrefixCache {
-		t.Fatalf("hybrid engine: proposer %v, prefix cache off %v", e.proposer, e.Options().NoPrefixCache)
+	e := ggufEngine(t, rel, Options{})
+	if !e.Options().NoPrefixCache {
+		t.Fatal("hybrid engine with the prefix cache on")
 	}
 	r := Request{Prompt: g.Prompts[0].Prompt, Policy: greedyLP(len(g.Prompts[0].GeneratedIDs))}
 	for range 2 {
@@ -226,6 +226,40 @@ func TestHybridNoSpecNoPrefix(t *testing.T) {
 	}
 	if st := statesReturned(t, e); st.PrefixHitTokens != 0 {
 		t.Errorf("%d prefix-hit tokens on a hybrid", st.PrefixHitTokens)
+	}
+}
+
+// TestHybridSpec: speculative decoding on a hybrid model with proposals
+// that are often wrong (a rejection restores the state snapshot taken
+// before verification and recomputes the accepted tokens) gives, for
+// concurrent requests, each lone plain run's ids and logprobs; snapshots
+// come back to the pool.
+func TestHybridSpec(t *testing.T) {
+	for _, name := range []string{"qwen35", "lfm2"} {
+		t.Run(name, func(t *testing.T) {
+			g, rel := loadHybrid(t, name)
+			var reqs []Request
+			for _, p := range g.Prompts {
+				reqs = append(reqs, Request{Prompt: p.Prompt, Policy: greedyLP(len(p.GeneratedIDs))})
+			}
+			want := aloneCold(t, rel, reqs)
+			or := &oracle{full: fullSeqs(want), every: 3, salt: 1, vocab: 32000}
+			e := ggufEngine(t, rel, Options{Spec: SpecOptions{Proposer: or, K: 4, Fixed: true}})
+			got := concurrently(t, e, reqs)
+			sameTokens(t, "speculative", got, want)
+			sameResultLogprobs(t, "speculative", got, want)
+			st := statesReturned(t, e)
+			if st.SpecDraftTokens == 0 || st.SpecAcceptedTokens == 0 || st.SpecAcceptedTokens == st.SpecDraftTokens {
+				t.Errorf("proposals %d, accepted %d: want both accepted and rejected ones", st.SpecDraftTokens, st.SpecAcceptedTokens)
+			}
+			// A rejection recomputes the accepted tokens only (from the
+			// snapshot), not the whole sequence.
+			if bound := st.PromptTokens + st.GeneratedTokens + 2*st.SpecDraftTokens + st.SpecDrafts; st.StepTokens > bound {
+				t.Errorf("%d tokens computed, more than %d: rejections recompute from scratch", st.StepTokens, bound)
+			}
+			t.Logf("%s: %d drafts, %d proposed, %d accepted, %d tokens computed for %d prompt + %d generated", name,
+				st.SpecDrafts, st.SpecDraftTokens, st.SpecAcceptedTokens, st.StepTokens, st.PromptTokens, st.GeneratedTokens)
+		})
 	}
 }
 

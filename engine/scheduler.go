@@ -188,6 +188,13 @@ func (sc *scheduler) draft(s *seq, room int) {
 	if len(s.draft) > 0 && sc.cache.Reserve(s.kv, 1+len(s.draft)) != nil {
 		s.draft = s.draft[:0]
 	}
+	// A hybrid model's recurrent state cannot be rewound: keep a copy of
+	// it as of the verified token, which a rejection restores (commit's
+	// Truncate; the accepted tokens are then recomputed). No free state
+	// slot for the copy: no proposal.
+	if len(s.draft) > 0 && sc.cache.StateFloats() > 0 && !sc.cache.Snapshot(s.kv) {
+		s.draft = s.draft[:0]
+	}
 }
 
 // dropDraft forgets s's proposals and any K/V written for them.
@@ -199,6 +206,7 @@ func (sc *scheduler) dropDraft(s *seq) {
 	if s.kv.Len > len(s.tokens) {
 		sc.cache.Truncate(s.kv, len(s.tokens))
 	}
+	sc.cache.DropSnapshot(s.kv)
 }
 
 // rows is the number of logits rows s gets back when it is in plan.out.

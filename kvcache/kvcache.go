@@ -152,6 +152,10 @@ type Seq struct {
 	Len    int
 	hashes []uint64 // chained hash of Blocks[i] for each committed full block
 	state  int32    // recurrent-state slot + 1 (state.go); 0: none
+	// snap is a snapshot of the state (slot + 1; 0: none) as of position
+	// snapLen (state.go).
+	snap    int32
+	snapLen int
 }
 
 // New allocates a float32 cache for layers × kvDim with capacity for
@@ -327,6 +331,7 @@ func (c *Cache) Release(s *Seq) {
 		c.deref(s.Blocks[i])
 	}
 	s.Blocks, s.Len, s.hashes = s.Blocks[:0], 0, s.hashes[:0]
+	c.DropSnapshot(s)
 	c.dropState(s)
 }
 
@@ -416,15 +421,18 @@ func (c *Cache) sameTokens(b int, blk []int) bool {
 func (c *Cache) Truncate(s *Seq, n int) int {
 	n = max(0, min(n, s.Len))
 	if c.stFloats > 0 && n < s.Len {
-		// A recurrent state cannot be rewound (state.go): forget every
-		// position; s keeps its (zeroed) slot.
-		for i := len(s.Blocks) - 1; i >= 0; i-- {
-			c.deref(s.Blocks[i])
+		// A recurrent state cannot be rewound (state.go): back to the
+		// snapshot when there is one at or before n (the caller
+		// recomputes the positions after it), else forget every position
+		// (s keeps its zeroed slot).
+		if s.snap == 0 || s.snapLen > n {
+			c.forgetAll(s)
+			return 0
 		}
-		s.Blocks, s.Len, s.hashes = s.Blocks[:0], 0, s.hashes[:0]
-		clear(c.State(s))
-		return 0
+		copy(c.State(s), c.slot(s.snap))
+		n = s.snapLen
 	}
+	c.DropSnapshot(s)
 	keep := c.BlocksFor(n)
 	for i := len(s.Blocks) - 1; i >= keep; i-- {
 		c.deref(s.Blocks[i])
@@ -436,6 +444,10 @@ func (c *Cache) Truncate(s *Seq, n int) int {
 		b := s.Blocks[keep-1]
 		if c.reg[b] || c.ref[b] > 1 {
 			if c.FreeBlocks() == 0 {
+				if c.stFloats > 0 { // the state is as of n: no shorter length is right
+					c.forgetAll(s)
+					return 0
+				}
 				c.deref(b)
 				s.Blocks = s.Blocks[:keep-1]
 				s.Len = (keep - 1) * c.BlockSize

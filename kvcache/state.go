@@ -20,11 +20,13 @@ import (
 // a zeroed slot (failing with ErrOutOfBlocks, and changing nothing, when
 // none is free), Release returns it, Fork copies the source's state into a
 // slot of its own for the new sequence. A state summarises every position
-// before Seq.Len and cannot be rewound: Truncate below Len forgets all
-// positions (the state is zeroed, the blocks released, Len 0, so the caller
-// recomputes them), and Match attaches no cached prefix (a prefix's blocks
-// would need the state as of their last position, which is not kept). The
-// model zeroes a state itself when a sequence restarts at position 0.
+// before Seq.Len and cannot be rewound: Truncate below Len goes back to the
+// sequence's snapshot when it has one at or before the new length
+// (Snapshot, below: speculative decoding), else forgets all positions (the
+// state is zeroed, the blocks released, Len 0, so the caller recomputes
+// them); Match attaches no cached prefix (a prefix's blocks would need the
+// state as of their last position, which is not kept). The model zeroes a
+// state itself when a sequence restarts at position 0.
 
 // EnableStates gives the cache a pool of slots recurrent-state slots of
 // floats float32 values each (per sequence, all recurrent layers). Call it
@@ -127,4 +129,54 @@ func (c *Cache) UsedStates() []int {
 		}
 	}
 	return slices.Clip(used)
+}
+
+// Snapshots (speculative decoding): Snapshot copies s's state, as of
+// position s.Len, into a second slot from the same pool; a later
+// Truncate(s, n) with s.Len > n ≥ that position restores it and keeps the
+// positions up to it (the caller recomputes the rest), instead of
+// forgetting everything. Any Truncate or Release drops the snapshot, as
+// does DropSnapshot.
+
+// Snapshot records s's state at s.Len; false (nothing changes) when the
+// cache holds no states, s has none, or no slot is free.
+func (c *Cache) Snapshot(s *Seq) bool {
+	if c.stFloats == 0 || s.state == 0 {
+		return false
+	}
+	if s.snap == 0 {
+		if len(c.stFree) == 0 {
+			return false
+		}
+		n := len(c.stFree)
+		s.snap = c.stFree[n-1] + 1
+		c.stFree = c.stFree[:n-1]
+	}
+	copy(c.slot(s.snap), c.State(s))
+	s.snapLen = s.Len
+	return true
+}
+
+// DropSnapshot returns s's snapshot slot, if any.
+func (c *Cache) DropSnapshot(s *Seq) {
+	if s.snap > 0 {
+		c.stFree = append(c.stFree, s.snap-1)
+		s.snap, s.snapLen = 0, 0
+	}
+}
+
+// slot is the values of slot id−1.
+func (c *Cache) slot(id int32) []float32 {
+	o := int(id-1) * c.stFloats
+	return c.stData[o : o+c.stFloats : o+c.stFloats]
+}
+
+// forgetAll releases s's blocks and zeroes its state: Len 0, the slot kept.
+func (c *Cache) forgetAll(s *Seq) {
+	for i := len(s.Blocks) - 1; i >= 0; i-- {
+		c.deref(s.Blocks[i])
+	}
+	s.Blocks, s.Len, s.hashes = s.Blocks[:0], 0, s.hashes[:0]
+	c.DropSnapshot(s)
+	clear(c.State(s))
 }
