@@ -15,8 +15,8 @@ import (
 
 // The engine on hybrid models (recurrent state per sequence beside the KV
 // blocks, kvcache/state.go): every test compares ids and logprobs with ==
-// against the same request run alone on a fresh engine (cold: hybrids
-// have no prefix cache), and checks that every state slot comes back.
+// against the same request run alone and cold (a fresh engine without the
+// prefix cache), and checks that every state slot comes back.
 
 type hybridGolden struct {
 	GGUFFile string `json:"gguf_file"`
@@ -48,10 +48,11 @@ func greedyLP(n int) sample.Policy {
 	return p
 }
 
-// aloneCold runs each request by itself on a fresh engine.
+// aloneCold runs each request by itself on a fresh engine without the
+// prefix cache.
 func aloneCold(t *testing.T, rel string, reqs []Request) []*Result {
 	t.Helper()
-	e := ggufEngine(t, rel, Options{})
+	e := ggufEngine(t, rel, Options{NoPrefixCache: true})
 	out := make([]*Result, len(reqs))
 	for i, r := range reqs {
 		out[i] = generate(t, e, r)
@@ -69,15 +70,17 @@ func sameResultLogprobs(t *testing.T, what string, got, want []*Result) {
 	}
 }
 
-// statesReturned checks, on the idle engine, that no state slot and no
-// block is held and the cache's bookkeeping holds.
+// statesReturned checks, on the idle engine, that no state slot (other
+// than saved prefix states, a cache) and no block is held and the cache's
+// bookkeeping holds.
 func statesReturned(t *testing.T, e *Engine) Stats {
 	t.Helper()
 	st := settled(t, e)
 	var used []int
-	e.whenIdle(func() { used = e.cache.UsedStates() })
-	if len(used) != 0 || st.StateSlotsUsed != 0 || st.KVBlocksUsed != 0 {
-		t.Errorf("state slots %v (%d used of %d), %d blocks still held", used, st.StateSlotsUsed, st.StateSlotsTotal, st.KVBlocksUsed)
+	var saved int
+	e.whenIdle(func() { used, saved = e.cache.UsedStates(), e.cache.SavedStates() })
+	if len(used) != saved || st.StateSlotsUsed != saved || st.KVBlocksUsed != 0 {
+		t.Errorf("state slots %v (%d used of %d, %d saved prefix states), %d blocks still held", used, st.StateSlotsUsed, st.StateSlotsTotal, saved, st.KVBlocksUsed)
 	}
 	if st.StateSlotsTotal == 0 || st.StateBytes == 0 {
 		t.Errorf("no state pool reported: %+v", st)
@@ -209,23 +212,40 @@ func TestHybridCancel(t *testing.T) {
 	statesReturned(t, e)
 }
 
-// TestHybridNoPrefix: the prefix cache is off for hybrid models (a
-// recurrent state cannot be rewound to a cached prefix), whatever the
-// options ask; a repeated request recomputes and gives the same ids.
-func TestHybridNoPrefix(t *testing.T) {
-	g, rel := loadHybrid(t, "qwen35")
-	e := ggufEngine(t, rel, Options{})
-	if !e.Options().NoPrefixCache {
-		t.Fatal("hybrid engine with the prefix cache on")
-	}
-	r := Request{Prompt: g.Prompts[0].Prompt, Policy: greedyLP(len(g.Prompts[0].GeneratedIDs))}
-	for range 2 {
-		if res := generate(t, e, r); !slices.Equal(res.IDs, g.Prompts[0].GeneratedIDs) {
-			t.Errorf("ids %v, llama.cpp %v", res.IDs, g.Prompts[0].GeneratedIDs)
-		}
-	}
-	if st := statesReturned(t, e); st.PrefixHitTokens != 0 {
-		t.Errorf("%d prefix-hit tokens on a hybrid", st.PrefixHitTokens)
+// TestHybridPrefixCache: a prompt's recurrent state is saved at block
+// boundaries (every StateSnapshotEvery positions and its last one); later
+// requests sharing a prefix resume from the last saved state inside it and
+// give bit for bit the ids and logprobs of a cold run.
+func TestHybridPrefixCache(t *testing.T) {
+	for _, name := range []string{"qwen35", "lfm2"} {
+		t.Run(name, func(t *testing.T) {
+			g, rel := loadHybrid(t, name)
+			e := ggufEngine(t, rel, Options{StateSnapshotEvery: 32})
+			base := g.Prompts[3].Prompt // the longest
+			first := generate(t, e, Request{Prompt: base, Policy: greedyLP(8)})
+			ids := first.PromptIDs
+			reqs := []Request{
+				{Prompt: base, Policy: greedyLP(8)},                                                    // the same prompt
+				{PromptIDs: slices.Concat(ids[:56], ids[60:70]), Policy: greedyLP(8)},                  // shares 56 (3 blocks): resumes at 32
+				{PromptIDs: slices.Concat(ids, e.tok.Encode(" and then", false)), Policy: greedyLP(8)}, // extends it
+			}
+			want := aloneCold(t, rel, reqs)
+			var got []*Result
+			for _, r := range reqs {
+				got = append(got, generate(t, e, r))
+			}
+			sameTokens(t, "prefix hit", got, want)
+			sameResultLogprobs(t, "prefix hit", got, want)
+			last := (len(ids) - 1) / 16 * 16
+			for i, wantHit := range []int{last, 32, last} {
+				if got[i].Usage.CachedTokens != wantHit {
+					t.Errorf("request %d reused %d positions, want %d", i, got[i].Usage.CachedTokens, wantHit)
+				}
+			}
+			st := statesReturned(t, e)
+			t.Logf("%s: %d saved prefix states of %d bytes; prefix hits %d of %d prompt tokens", name,
+				st.StateSlotsUsed, st.StateBytes, st.PrefixHitTokens, st.PrefixQueryTokens)
+		})
 	}
 }
 

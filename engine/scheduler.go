@@ -56,7 +56,11 @@ type scheduler struct {
 	maxSeqs  int // running sequences
 	chunk    int // prompt tokens one sequence feeds per step
 	noPrefix bool
-	ctx      int // positions per sequence
+	// stateEvery (hybrid models with the prefix cache; else 0): save the
+	// recurrent state at prompt positions that are multiples of it, and
+	// at the prompt's last block boundary (stateStop).
+	stateEvery int
+	ctx        int // positions per sequence
 	// propose, if set, returns the tokens to propose for decoding
 	// sequence s, at most room of them (s.draft[:0] reused); see spec.go.
 	propose func(s *seq, room int) []int
@@ -72,8 +76,37 @@ type scheduler struct {
 }
 
 func newScheduler(c *kvcache.Cache, o Options) *scheduler {
-	return &scheduler{cache: c, maxBatch: o.MaxBatchTokens, maxSeqs: o.MaxSeqs, chunk: o.PrefillChunk,
+	sc := &scheduler{cache: c, maxBatch: o.MaxBatchTokens, maxSeqs: o.MaxSeqs, chunk: o.PrefillChunk,
 		noPrefix: o.NoPrefixCache, ctx: o.CtxSize, idleSess: map[*Session]struct{}{}}
+	if c.StateFloats() > 0 && !o.NoPrefixCache {
+		bs := c.BlockSize
+		sc.stateEvery = (max(o.StateSnapshotEvery, 1) + bs - 1) / bs * bs
+	}
+	return sc
+}
+
+// stateBoundary reports whether position p of s is where its recurrent
+// state is saved (a hybrid model's prefix cache): a block boundary inside
+// the prompt that is a multiple of stateEvery or the prompt's last one.
+func (sc *scheduler) stateBoundary(s *seq, p int) bool {
+	bs := sc.cache.BlockSize
+	last := (s.nPrompt - 1) / bs * bs
+	return sc.stateEvery > 0 && p > 0 && p%bs == 0 && p <= last && (p%sc.stateEvery == 0 || p == last)
+}
+
+// stateStop shortens s's next n tokens so that the step ends at the first
+// state boundary it would cross (the state is saved after that step).
+func (sc *scheduler) stateStop(s *seq, n int) int {
+	if sc.stateEvery == 0 {
+		return n
+	}
+	p0 := s.kv.Len
+	for p := (p0/sc.cache.BlockSize + 1) * sc.cache.BlockSize; p < p0+n; p += sc.cache.BlockSize {
+		if sc.stateBoundary(s, p) {
+			return p - p0
+		}
+	}
+	return n
 }
 
 // plan is one step: the batch to run and what happened while planning.
@@ -140,7 +173,7 @@ func (sc *scheduler) plan() *plan {
 			s.cow = false
 		}
 		later := len(sc.running) - 1 - i
-		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget-later)
+		n := sc.stateStop(s, min(len(s.tokens)-s.kv.Len, sc.chunk, budget-later))
 		if len(s.tokens)-s.kv.Len == 1 && sc.propose != nil && len(s.forks) == 0 {
 			sc.draft(s, budget-later-1)
 		}
@@ -160,7 +193,7 @@ func (sc *scheduler) plan() *plan {
 		}
 		sc.waiting = sc.waiting[1:]
 		sc.running = append(sc.running, s)
-		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget)
+		n := sc.stateStop(s, min(len(s.tokens)-s.kv.Len, sc.chunk, budget))
 		if err := sc.cache.Reserve(s.kv, n); err != nil { // admit checked the blocks
 			sc.end(p, s, FinishError, err)
 			continue
@@ -439,6 +472,9 @@ func (sc *scheduler) commit(p *plan, r stepResult) []*seq {
 	for _, s := range p.seqs {
 		if !sc.noPrefix {
 			sc.cache.Commit(s.kv, s.tokens)
+			if sc.stateBoundary(s, s.kv.Len) {
+				sc.cache.SaveState(s.kv)
+			}
 		}
 		s.n = 0
 	}

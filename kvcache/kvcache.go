@@ -143,6 +143,8 @@ type Cache struct {
 	stFloats int
 	stData   []float32
 	stFree   []int32
+	stSaved  map[uint64]int32 // saved prefix states by the hash of the block they end (state.go)
+	stLRU    []uint64         // their hashes, least recently used first
 }
 
 // Seq is one sequence's block table. Len counts positions written so far;
@@ -378,8 +380,11 @@ func (c *Cache) Commit(s *Seq, tokens []int) {
 // s.Len to the positions reused and returns it. Matched blocks gain a
 // reference (a cached one becomes used again).
 func (c *Cache) Match(s *Seq, tokens []int, limit int) int {
-	if len(s.Blocks) != 0 || c.stFloats > 0 { // no state snapshots: hybrids recompute (state.go)
+	if len(s.Blocks) != 0 {
 		return s.Len
+	}
+	if c.stFloats > 0 {
+		return c.matchStates(s, tokens, limit)
 	}
 	bs := c.BlockSize
 	limit = min(limit, len(tokens))
@@ -473,7 +478,7 @@ func (c *Cache) Fork(dst, src *Seq) {
 	if c.stFloats > 0 {
 		// dst needs a state of its own, a copy of src's; without a free
 		// slot it stays empty and recomputes its positions.
-		if len(c.stFree) == 0 || src.state == 0 {
+		if c.freeSlots() == 0 || src.state == 0 {
 			return
 		}
 		c.takeState(dst)

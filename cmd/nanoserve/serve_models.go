@@ -203,6 +203,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
 	}
 	kv.bytesPerToken, kv.modelCtx, kv.stateBytes = m.KVBytesPerToken(mf.kv), m.ContextLen, m.StateBytes()
+	kv.stateSlots = engine.StateSlots(kv.maxSeqs)
 	plan, err := planKVCache(kv)
 	if err != nil {
 		return fail(err)
