@@ -71,17 +71,18 @@ type Arch struct {
 
 // Archs are the architectures nanoserve runs, by general.architecture.
 var Archs = map[string]*Arch{
-	"llama":    {Name: "llama", MoE: true},                     // src/models/llama.cpp (Mixtral files are llama with experts)
-	"mistral":  {Name: "mistral"},                              // older converters
-	"qwen2":    {Name: "qwen2", RopeNeox: true, QKVBias: true}, // src/models/qwen2.cpp
-	"gpt2":     {Name: "gpt2", FusedQKV: true},                 // src/models/gpt2.cpp
-	"qwen3":    {Name: "qwen3", RopeNeox: true, QKNorm: true},  // src/models/qwen3.cpp
-	"qwen3moe": {Name: "qwen3moe", RopeNeox: true, QKNorm: true, MoE: true},
-	"gemma2":   {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
-	"gemma3":   {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
-	"phi3":     {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
-	"qwen35":   {Name: "qwen35", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true}, // src/models/qwen35.cpp, delta-net-base.cpp (IMROPE: NEOX pairs for text)
-	"lfm2":     {Name: "lfm2", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},   // src/models/lfm2.cpp (no SWA in lfm2 1.x files)
+	"llama":     {Name: "llama", MoE: true},                     // src/models/llama.cpp (Mixtral files are llama with experts)
+	"mistral":   {Name: "mistral"},                              // older converters
+	"qwen2":     {Name: "qwen2", RopeNeox: true, QKVBias: true}, // src/models/qwen2.cpp
+	"gpt2":      {Name: "gpt2", FusedQKV: true},                 // src/models/gpt2.cpp
+	"qwen3":     {Name: "qwen3", RopeNeox: true, QKNorm: true},  // src/models/qwen3.cpp
+	"qwen3moe":  {Name: "qwen3moe", RopeNeox: true, QKNorm: true, MoE: true},
+	"gemma2":    {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
+	"gemma3":    {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
+	"phi3":      {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
+	"qwen35":    {Name: "qwen35", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},               // src/models/qwen35.cpp, delta-net-base.cpp (IMROPE: NEOX pairs for text)
+	"lfm2":      {Name: "lfm2", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                 // src/models/lfm2.cpp (no SWA in lfm2 1.x files)
+	"qwen35moe": {Name: "qwen35moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true}, // src/models/qwen35moe.cpp
 }
 
 // Lookup returns the architecture named name, or an error listing the

@@ -308,7 +308,11 @@ func (m *Model) ffn(lw *layerWeights, n int) {
 		hb := ws.hb[:n*hid]
 		switch {
 		case lw.router != nil:
+			sh := m.sharedExpert(lw, n) // before moeFFN overwrites its input; nil without one
 			m.moeFFN(lw, n)
+			if sh != nil {
+				addTo(ws.xb[:n*dim], sh)
+			}
 		case lw.wGate != nil:
 			hb2 := ws.hb2[:n*hid]
 			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)

@@ -84,6 +84,10 @@ type hybridWork struct {
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
 	qk    []float32 // (2·n_k·d) one token's normalised q and k
+
+	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up
+	sh       []float32 // (n, dim) shared expert's output
+	shGate   []float32 // (n) its gate logit
 }
 
 // IsHybrid reports whether some layers are recurrent.
@@ -156,7 +160,10 @@ func (c *Config) validateHybrid() error {
 func readHybridGGUF(g *ggufLoader, c *Config) error {
 	f := g.f
 	switch c.Arch {
-	case ArchQwen35:
+	case ArchQwen35, ArchQwen35MoE:
+		if c.Arch == ArchQwen35MoE {
+			c.SharedExpertHiddenDim = g.uint("expert_shared_feed_forward_length", 0, false)
+		}
 		c.ConvKernel = g.uint("ssm.conv_kernel", 0, true)
 		c.SSMHeadDim = g.uint("ssm.state_size", 0, true)
 		c.SSMKHeads = g.uint("ssm.group_count", 0, true)
@@ -292,14 +299,30 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 			l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
 			l.wo = g.mat(wt(llamacpp.AttnOut), dim, qd, true)
 		}
-		if c.Arch == ArchQwen35 {
+		if c.AttnGate { // qwen35, qwen35moe
 			l.ffnNorm = g.vec(wt(llamacpp.AttnPostNorm), dim, true) // the FFN's input norm
 		} else {
 			l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
 		}
-		l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
-		l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
-		l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
+		if c.Experts > 0 {
+			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
+			eh := c.ExpertHiddenDim
+			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
+			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
+			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
+			if sh := c.SharedExpertHiddenDim; sh > 0 {
+				l.shGate = g.mat(wt("ffn_gate_shexp"), sh, dim, true)
+				l.shUp = g.mat(wt("ffn_up_shexp"), sh, dim, true)
+				l.shDown = g.mat(wt("ffn_down_shexp"), dim, sh, true)
+				if v := g.vec(wt("ffn_gate_inp_shexp"), dim, true); v != nil {
+					l.shGateInp = &tensor.Mat{Type: tensor.F32, Rows: 1, Cols: dim, Data: tensor.F32Bytes(v)}
+				}
+			}
+		} else {
+			l.wGate = g.mat(wt(llamacpp.FFNGate), hid, dim, true)
+			l.wUp = g.mat(wt(llamacpp.FFNUp), hid, dim, true)
+			l.wDown = g.mat(wt(llamacpp.FFNDown), dim, hid, true)
+		}
 		if err := g.error(); err != nil {
 			return err
 		}
@@ -332,9 +355,19 @@ func (w *weights) checkHybrid(c *Config) error {
 		errs := []error{
 			checkVec(p+"attn_norm", l.attnNorm, dim, true),
 			checkVec(p+"ffn_norm", l.ffnNorm, dim, true),
-			checkMat(p+"ffn_gate", l.wGate, hid, dim),
-			checkMat(p+"ffn_up", l.wUp, hid, dim),
-			checkMat(p+"ffn_down", l.wDown, dim, hid),
+		}
+		if c.Experts > 0 {
+			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim))
+			if len(l.expGate) != c.Experts || len(l.expUp) != c.Experts || len(l.expDown) != c.Experts {
+				return fmt.Errorf("model: layer %d has %d/%d/%d expert matrices, want %d", i, len(l.expGate), len(l.expUp), len(l.expDown), c.Experts)
+			}
+			if sh := c.SharedExpertHiddenDim; sh > 0 {
+				errs = append(errs, checkMat(p+"ffn_gate_shexp", l.shGate, sh, dim), checkMat(p+"ffn_up_shexp", l.shUp, sh, dim),
+					checkMat(p+"ffn_down_shexp", l.shDown, dim, sh), checkMat(p+"ffn_gate_inp_shexp", l.shGateInp, 1, dim))
+			}
+		} else {
+			errs = append(errs, checkMat(p+"ffn_gate", l.wGate, hid, dim), checkMat(p+"ffn_up", l.wUp, hid, dim),
+				checkMat(p+"ffn_down", l.wDown, dim, hid))
 		}
 		if c.recurrent(i) != (l.rec != nil) {
 			return fmt.Errorf("model: layer %d: recurrent weights do not match the layer pattern", i)
@@ -491,4 +524,32 @@ func (m *Model) applyAttnGate(att []float32) {
 	for i, g := range m.hw.gate[:len(att)] {
 		att[i] *= sigmoid(g)
 	}
+}
+
+// sharedExpert runs layer lw's shared expert (qwen35moe) on the n rows of
+// ws.xb: σ(w·x)·SwiGLU(x), returned (n, dim) in the workspace; nil when
+// the layer has none.
+func (m *Model) sharedExpert(lw *layerWeights, n int) []float32 {
+	if lw.shUp == nil {
+		return nil
+	}
+	hw := &m.hw
+	dim, sh := m.Dim, m.SharedExpertHiddenDim
+	x := m.ws.xb[:n*dim]
+	hw.shG = grow(hw.shG, n*sh)
+	hw.shU = grow(hw.shU, n*sh)
+	hw.sh = grow(hw.sh, n*dim)
+	hw.shGate = grow(hw.shGate, n)
+	m.pool.MatMul(hw.shG, lw.shGate, x, n)
+	m.pool.MatMul(hw.shU, lw.shUp, x, n)
+	m.pool.MatMul(hw.shGate, lw.shGateInp, x, n)
+	m.elementwise(jobSwiGLU, hw.shG, hw.shU, sh)
+	m.pool.MatMul(hw.sh, lw.shDown, hw.shG, n)
+	for i := range n {
+		g := sigmoid(hw.shGate[i])
+		for j := range dim {
+			hw.sh[i*dim+j] *= g
+		}
+	}
+	return hw.sh
 }

@@ -225,3 +225,23 @@ func (m *Model) refHybridAttention(lw *layerWeights, h []float64, L int, rnd ref
 	}
 	return rnd.matMul(lw.wo, att, L, nil)
 }
+
+// refSharedExpert is σ(w·x)·SwiGLU(x) of layer lw's shared expert over the
+// L rows of h.
+func refSharedExpert(lw *layerWeights, h []float64, L int, rnd refRounding) []float64 {
+	g := rnd.matMul(lw.shGate, h, L, nil)
+	u := rnd.matMul(lw.shUp, h, L, nil)
+	for i, v := range g {
+		g[i] = v / (1 + math.Exp(-v)) * u[i]
+	}
+	o := rnd.matMul(lw.shDown, g, L, nil)
+	gate := rnd.matMul(lw.shGateInp, h, L, nil)
+	dim := len(o) / L
+	for t := range L {
+		s := 1 / (1 + math.Exp(-gate[t]))
+		for j := range dim {
+			o[t*dim+j] *= s
+		}
+	}
+	return o
+}

@@ -207,7 +207,7 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	c.ContextLen = g.uint(llamacpp.KeyContextLength, 0, true)
 	c.Dim = g.uint(llamacpp.KeyEmbeddingLength, 0, true)
 	c.Layers = g.uint(llamacpp.KeyBlockCount, 0, true)
-	c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
+	c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, !(arch.Hybrid && arch.MoE)) // qwen35moe: experts only
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
 	if isArr, err := readKVHeadsArray(g, c); err != nil {
 		return nil, err
@@ -295,6 +295,9 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		if c.Experts > 0 {
 			c.ExpertsUsed = g.uint(llamacpp.KeyExpertUsedCount, 0, true)
 			c.ExpertHiddenDim = g.uint(llamacpp.KeyExpertFFLength, c.HiddenDim, false)
+		}
+		if c.HiddenDim == 0 {
+			c.HiddenDim = c.ExpertHiddenDim // qwen35moe: no dense FFN width
 		}
 	}
 	if g.err != nil {

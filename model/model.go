@@ -84,13 +84,14 @@ const (
 	ArchQwen2 = "qwen2" // Llama with Q/K/V biases
 	ArchGPT2  = "gpt2"  // learned positions, LayerNorm, GELU, fused QKV
 
-	ArchQwen3    = "qwen3"    // QK-norm, head_dim ≠ dim/heads
-	ArchQwen3MoE = "qwen3moe" // Qwen3 with a mixture-of-experts FFN
-	ArchGemma2   = "gemma2"   // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
-	ArchGemma3   = "gemma3"   // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
-	ArchPhi3     = "phi3"     // fused QKV and gate/up, long-context RoPE factors
-	ArchQwen35   = "qwen35"   // hybrid: gated delta-net layers and gated full attention (hybrid.go)
-	ArchLFM2     = "lfm2"     // hybrid: gated short convolutions and GQA attention (hybrid.go)
+	ArchQwen3     = "qwen3"     // QK-norm, head_dim ≠ dim/heads
+	ArchQwen3MoE  = "qwen3moe"  // Qwen3 with a mixture-of-experts FFN
+	ArchGemma2    = "gemma2"    // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
+	ArchGemma3    = "gemma3"    // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
+	ArchPhi3      = "phi3"      // fused QKV and gate/up, long-context RoPE factors
+	ArchQwen35    = "qwen35"    // hybrid: gated delta-net layers and gated full attention (hybrid.go)
+	ArchLFM2      = "lfm2"      // hybrid: gated short convolutions and GQA attention (hybrid.go)
+	ArchQwen35MoE = "qwen35moe" // qwen35 with a mixture of experts and a gated shared expert (hybrid.go)
 )
 
 // ErrUnknownArch is returned (wrapped, naming it) for an architecture this
@@ -139,6 +140,10 @@ type Config struct {
 	Experts         int     // mixture of experts: experts per layer; 0: dense FFN
 	ExpertsUsed     int     // experts chosen per token (top-k of the router's softmax, renormalised)
 	ExpertHiddenDim int     // inner width of one expert's FFN
+	// SharedExpertHiddenDim (qwen35moe): inner width of the shared expert,
+	// a SwiGLU FFN every token runs beside its chosen experts, its output
+	// scaled by σ(w·x); 0: none.
+	SharedExpertHiddenDim int
 
 	// Hybrid models (hybrid.go): Recurrent[l] marks the layers whose token
 	// mixer is recurrent (a gated delta net or a short convolution) instead

@@ -245,6 +245,12 @@ func (m *Model) refFFN(lw *layerWeights, x []float64, L int, rnd refRounding) []
 		h := refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
 		if lw.router != nil {
 			o = refMoE(cfg, lw, h, L, rnd)
+			if lw.shUp != nil {
+				sh := refSharedExpert(lw, h, L, rnd)
+				for i := range o {
+					o[i] += sh[i]
+				}
+			}
 		} else {
 			var a []float64 // (L, hidden)
 			if lw.wGate != nil {

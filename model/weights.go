@@ -53,6 +53,10 @@ type layerWeights struct {
 	// layers; l itself when every layer attends).
 	rec     *recWeights
 	kvLayer int
+
+	// Shared expert (qwen35moe; nil without): SwiGLU matrices and the
+	// (1, dim) gate whose sigmoid scales its output.
+	shGate, shUp, shDown, shGateInp *tensor.Mat // (sh_hidden, dim), (sh_hidden, dim), (dim, sh_hidden), (1, dim)
 }
 
 // checkMat verifies a matrix's shape and that its type is computable.
