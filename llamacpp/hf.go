@@ -28,6 +28,8 @@ var HFArchs = map[string]string{
 	"Gemma3ForCausalLM":   "gemma3",   // conversion/gemma.py @ModelBase.register("Gemma3ForCausalLM", …)
 	"Phi3ForCausalLM":     "phi3",     // conversion/phi.py @ModelBase.register("Phi3ForCausalLM", …)
 	"GPT2LMHeadModel":     "gpt2",     // conversion/gpt2.py
+	"Lfm2ForCausalLM":     "lfm2",     // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
+	"LFM2ForCausalLM":     "lfm2",     // idem
 }
 
 // hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
@@ -40,6 +42,8 @@ type hfEntry struct {
 }
 
 var gemmas = []string{"gemma2", "gemma3"}
+
+var lfm2 = []string{"lfm2"}
 
 // hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
 // comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
@@ -78,6 +82,20 @@ var hfNames = []*hfEntry{
 	// FFN_UP "model.layers.{bid}.mlp.gate_up_proj # phi3": (2·ffn, dim),
 	// gate rows first (Phi3MLP: gate, up = gate_up.chunk(2)), kept as is.
 	{hf: "model.layers.{bid}.mlp.gate_up_proj.weight", gguf: "blk.{bid}.ffn_up.weight", archs: []string{"phi3"}},
+	// LFM2 (tensor_mapping.py "# lfm2" entries; conversion/lfm2.py
+	// squeezes conv.conv's (dim, 1, L) to (dim, L), which the reader does).
+	{hf: "model.embedding_norm.weight", gguf: "token_embd_norm.weight", archs: lfm2},                           // OUTPUT_NORM_LFM2 "model.embedding_norm"
+	{hf: "model.layers.{bid}.operator_norm.weight", gguf: "blk.{bid}.attn_norm.weight", archs: lfm2},           // ATTN_NORM "operator_norm # lfm2"
+	{hf: "model.layers.{bid}.ffn_norm.weight", gguf: "blk.{bid}.ffn_norm.weight", archs: lfm2},                 // FFN_NORM
+	{hf: "model.layers.{bid}.self_attn.out_proj.weight", gguf: "blk.{bid}.attn_output.weight", archs: lfm2},    // ATTN_OUT "self_attn.out_proj # lfm2"
+	{hf: "model.layers.{bid}.self_attn.q_layernorm.weight", gguf: "blk.{bid}.attn_q_norm.weight", archs: lfm2}, // ATTN_Q_NORM
+	{hf: "model.layers.{bid}.self_attn.k_layernorm.weight", gguf: "blk.{bid}.attn_k_norm.weight", archs: lfm2}, // ATTN_K_NORM
+	{hf: "model.layers.{bid}.conv.in_proj.weight", gguf: "blk.{bid}.shortconv.in_proj.weight", archs: lfm2},    // SHORTCONV_INPROJ
+	{hf: "model.layers.{bid}.conv.out_proj.weight", gguf: "blk.{bid}.shortconv.out_proj.weight", archs: lfm2},  // SHORTCONV_OUTPROJ
+	{hf: "model.layers.{bid}.conv.conv.weight", gguf: "blk.{bid}.shortconv.conv.weight", archs: lfm2},          // SHORTCONV_CONV
+	{hf: "model.layers.{bid}.feed_forward.w1.weight", gguf: "blk.{bid}.ffn_gate.weight", archs: lfm2},          // FFN_GATE "feed_forward.w1"
+	{hf: "model.layers.{bid}.feed_forward.w3.weight", gguf: "blk.{bid}.ffn_up.weight", archs: lfm2},            // FFN_UP "feed_forward.w3"
+	{hf: "model.layers.{bid}.feed_forward.w2.weight", gguf: "blk.{bid}.ffn_down.weight", archs: lfm2},          // FFN_DOWN "feed_forward.w2"
 	// Routers: FFN_GATE_INP "block_sparse_moe.gate # mixtral",
 	// "mlp.gate # qwen2moe".
 	{hf: "model.layers.{bid}.block_sparse_moe.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"llama"}},

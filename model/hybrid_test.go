@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/hfwrite"
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
 )
@@ -340,5 +341,31 @@ func TestQwen35MoE(t *testing.T) {
 	ref := runSeq(t, m, toks, 1)
 	if got := runSeq(t, m, toks, 16); !slices.Equal(got, ref) {
 		t.Error("chunks of 16 differ from one token at a time")
+	}
+}
+
+// TestLFM2HF: the lfm2 fixture as a Hugging Face checkpoint (written by
+// hfwrite from transformers' names: operator_norm, conv.conv as a
+// (dim, 1, L) Conv1d kernel, feed_forward.w1/w3/w2, embedding_norm,
+// layer_types) loads with the GGUF's config and gives its logits bit for
+// bit.
+func TestLFM2HF(t *testing.T) {
+	g, path := archPath(t, "lfm2", "F16")
+	dir := filepath.Join(t.TempDir(), "lfm2")
+	if err := hfwrite.LFM2FromGGUF(path, dir); err != nil {
+		t.Fatal(err)
+	}
+	mg := mustLoad(t, path, Options{Threads: 2})
+	mh := mustLoad(t, dir, Options{Threads: 2})
+	a, b := mg.Config, mh.Config
+	if a.Arch != b.Arch || a.HiddenDim != b.HiddenDim || a.KVHeads != b.KVHeads || a.ConvKernel != b.ConvKernel ||
+		!slices.Equal(a.Recurrent, b.Recurrent) || a.NormEps != b.NormEps || a.RopeTheta != b.RopeTheta || a.Tied != b.Tied || a.RopeDim != b.RopeDim {
+		t.Fatalf("configs differ:\n gguf %+v\n   hf %+v", a, b)
+	}
+	p := g.Prompts[0]
+	toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+	if lg, lh := runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0); !slices.Equal(lg, lh) {
+		d, at := maxAbsDiff(lg, lh)
+		t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
 	}
 }

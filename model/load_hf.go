@@ -82,6 +82,15 @@ type hfConfig struct {
 	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 	OrigMaxPosition     int      `json:"original_max_position_embeddings"`
 
+	// LFM2 (Lfm2Config): layer_types "conv" / "full_attention".
+	NormEps               *float64 `json:"norm_eps"`
+	ConvLCache            int      `json:"conv_L_cache"`
+	ConvBias              bool     `json:"conv_bias"`
+	BlockFFDim            int      `json:"block_ff_dim"`
+	BlockMultipleOf       int      `json:"block_multiple_of"`
+	BlockFFNDimMultiplier *float64 `json:"block_ffn_dim_multiplier"`
+	BlockAutoAdjustFFDim  bool     `json:"block_auto_adjust_ff_dim"`
+
 	// GPT-2
 	NEmbd            int      `json:"n_embd"`
 	NLayer           int      `json:"n_layer"`
@@ -276,6 +285,11 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 	if arch.NoWindow {
 		c.SlidingWindow = 0 // as llama.cpp runs Phi-3 (src/models/phi3.cpp)
 	}
+	if arch.Name == "lfm2" {
+		if err := hc.fillLFM2(c); err != nil {
+			return err
+		}
+	}
 	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
 		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
 	}
@@ -329,7 +343,11 @@ func (h *hfLoader) mat(name string, rows, cols int, required bool) *tensor.Mat {
 		h.fail(err)
 		return nil
 	}
-	if len(t.Shape) != 2 || t.Shape[0] != rows || t.Shape[1] != cols {
+	shape := t.Shape
+	if len(shape) == 3 && shape[1] == 1 { // a Conv1d kernel (out, 1, width): squeezed, same bytes
+		shape = []int{shape[0], shape[2]}
+	}
+	if len(shape) != 2 || shape[0] != rows || shape[1] != cols {
 		h.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d] (config.json)", name, t.Shape, rows, cols))
 		return nil
 	}
@@ -450,7 +468,11 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arc
 	if err != nil {
 		return err
 	}
-	if err := m.buildWeights(arch, r); err != nil {
+	build := m.buildWeights
+	if arch.Hybrid {
+		build = func(_ *llamacpp.Arch, r weightReader) error { return m.buildHybridWeights(r) }
+	}
+	if err := build(arch, r); err != nil {
 		return err
 	}
 	if rs := hc.RopeScaling; rs != nil && len(rs.LongFactor) > 0 {
@@ -697,4 +719,44 @@ func parseChatTemplate(raw json.RawMessage) string {
 		}
 	}
 	return list[0].Template
+}
+
+// fillLFM2 reads an Lfm2Config: the conv / attention layer pattern, the
+// convolution width, and the FFN width as llama.cpp's converter derives it
+// (conversion/lfm2.py _add_feed_forward_length: with
+// block_auto_adjust_ff_dim, 2/3 of block_ff_dim, times the multiplier,
+// rounded up to block_multiple_of).
+func (hc *hfConfig) fillLFM2(c *Config) error {
+	if len(hc.LayerTypes) != c.Layers {
+		return fmt.Errorf("model: config.json: layer_types has %d entries for %d layers", len(hc.LayerTypes), c.Layers)
+	}
+	if hc.ConvBias {
+		return fmt.Errorf("model: config.json: conv_bias true is not supported (llama.cpp's lfm2 graph has no conv bias)")
+	}
+	c.Recurrent = make([]bool, c.Layers)
+	for l, t := range hc.LayerTypes {
+		c.Recurrent[l] = t == "conv"
+	}
+	c.ConvKernel = cmp.Or(hc.ConvLCache, 3)
+	if hc.NormEps != nil {
+		c.NormEps = float32(*hc.NormEps)
+	}
+	ff := cmp.Or(hc.BlockFFDim, hc.IntermediateSize)
+	if hc.BlockAutoAdjustFFDim {
+		ff = 2 * ff / 3
+		if m := hc.BlockFFNDimMultiplier; m != nil {
+			ff = int(*m * float64(ff))
+		}
+		if mo := hc.BlockMultipleOf; mo > 0 {
+			ff = mo * ((ff + mo - 1) / mo)
+		}
+	}
+	c.HiddenDim = ff
+	if hc.TieWordEmbeddings == nil {
+		c.Tied = true // Lfm2Config ties by default
+	}
+	if hc.RopeTheta == nil {
+		c.RopeTheta = 1e6 // Lfm2Config's default
+	}
+	return nil
 }
