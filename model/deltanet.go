@@ -29,51 +29,44 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	hw.alpha = grow(hw.alpha, n*nv)
 	hw.o = grow(hw.o, n*vd)
 	hw.row = grow(hw.row, ch)
-	hw.qk = grow(hw.qk, 2*nk*d)
 	m.pool.MatMul(hw.mix, r.wqkv, h, n)
 	m.pool.MatMul(hw.z, r.wz, h, n)
 	m.pool.MatMul(hw.beta, r.wBeta, h, n)
 	m.pool.MatMul(hw.alpha, r.wAlpha, h, n)
 	convLen := (dc - 1) * ch
 	scale := float32(1 / math.Sqrt(float64(d)))
+	// Phase 1, token by token in batch order: the causal convolution
+	// (which advances each sequence's window), SiLU, and the L2-normalised
+	// q and k of every key head (q also by 1/√d), in place in hw.mix.
 	for i := range n {
-		st := c.State(b.Seq[i])[r.stateOff : r.stateOff+cfg.layerStateFloats()]
+		st := c.State(b.Seq[i])[r.stateOff : r.stateOff+convLen]
 		x := hw.mix[i*ch : (i+1)*ch]
-		causalConv(hw.row, x, st[:convLen], r.conv, ch, dc)
+		causalConv(hw.row, x, st, r.conv, ch, dc)
 		for j, v := range hw.row {
-			hw.row[j] = silu(v)
+			x[j] = silu(v)
 		}
-		// q and k of every key head, L2-normalised, q also by 1/√d.
-		qk := hw.qk
 		for kh := range 2 * nk {
-			src := hw.row[kh*d : (kh+1)*d]
-			dst := qk[kh*d : (kh+1)*d]
-			l2Norm(dst, src, cfg.NormEps)
+			qk := x[kh*d : (kh+1)*d]
+			l2Norm(qk, qk, cfg.NormEps)
 			if kh < nk {
-				for j := range dst {
-					dst[j] *= scale
+				for j := range qk {
+					qk[j] *= scale
 				}
 			}
 		}
-		out := hw.o[i*vd : (i+1)*vd]
-		for vh := range nv {
-			kh := vh % nk // value head vh reads key head vh mod n_k (tiled)
-			g := softplus(hw.alpha[i*nv+vh]+r.dtBias[vh]) * r.a[vh]
-			beta := sigmoid(hw.beta[i*nv+vh])
-			S := st[convLen+vh*d*d : convLen+(vh+1)*d*d]
-			deltaStep(out[vh*d:(vh+1)*d], S, qk[kh*d:(kh+1)*d], qk[(nk+kh)*d:(nk+kh+1)*d],
-				hw.row[2*nk*d+vh*d:2*nk*d+(vh+1)*d], float32(math.Exp(float64(g))), beta)
-		}
-		// Gated RMSNorm per value head: RMSNorm(o_h)·SiLU(z_h).
-		z := hw.z[i*vd : (i+1)*vd]
-		for vh := range nv {
-			o := out[vh*d : (vh+1)*d]
-			rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
-			for j := range o {
-				o[j] *= silu(z[vh*d+j])
-			}
-		}
 	}
+	// Phase 2: the delta rule and the gated norm, value head by value
+	// head (each head's state is its own, so heads run in parallel; within
+	// a head the tokens go in batch order, the same arithmetic whatever the
+	// split: batch invariant).
+	j := &hw.job
+	j.m, j.b, j.c, j.r, j.n = m, b, c, r, n
+	if work := n * nv * d * d; m.pool.Threads() > 1 && nv > 1 && work >= parRowsMin {
+		m.pool.For(nv, 1, j)
+	} else {
+		j.Range(0, nv, 0)
+	}
+	j.b, j.c, j.r = nil, nil, nil
 	m.pool.MatMul(h, r.wOut, hw.o[:n*vd], n)
 }
 
@@ -109,5 +102,42 @@ func l2Norm(o, x []float32, eps float32) {
 	s := float32(1 / math.Sqrt(float64(ss+eps)))
 	for i, v := range x {
 		o[i] = v * s
+	}
+}
+
+// deltaJob runs value heads [lo, hi) of a delta-net layer over the batch
+// (phase 2 of deltaNetMixer), a tensor.RangeJob kept in the workspace.
+type deltaJob struct {
+	m *Model
+	b *Batch
+	c *kvcache.Cache
+	r *recWeights
+	n int
+}
+
+func (j *deltaJob) Range(lo, hi, _ int) {
+	m, r := j.m, j.r
+	cfg := &m.Config
+	hw := &m.hw
+	d, nk, nv := cfg.SSMHeadDim, cfg.SSMKHeads, cfg.SSMVHeads
+	ch, vd := cfg.ConvChannels(), nv*d
+	convLen := (cfg.ConvKernel - 1) * ch
+	for vh := lo; vh < hi; vh++ {
+		kh := vh % nk // value head vh reads key head vh mod n_k (tiled)
+		for i := range j.n {
+			st := j.c.State(j.b.Seq[i])[r.stateOff:]
+			x := hw.mix[i*ch : (i+1)*ch]
+			g := softplus(hw.alpha[i*nv+vh]+r.dtBias[vh]) * r.a[vh]
+			beta := sigmoid(hw.beta[i*nv+vh])
+			o := hw.o[i*vd+vh*d : i*vd+(vh+1)*d]
+			deltaStep(o, st[convLen+vh*d*d:convLen+(vh+1)*d*d], x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d],
+				x[2*nk*d+vh*d:2*nk*d+(vh+1)*d], float32(math.Exp(float64(g))), beta)
+			// Gated RMSNorm: RMSNorm(o_h)·SiLU(z_h).
+			rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
+			z := hw.z[i*vd+vh*d : i*vd+(vh+1)*d]
+			for t := range o {
+				o[t] *= silu(z[t])
+			}
+		}
 	}
 }

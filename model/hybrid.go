@@ -75,7 +75,7 @@ type recWeights struct {
 
 // hybridWork holds the recurrent mixers' activations; grown on demand.
 type hybridWork struct {
-	mix   []float32 // (n, channels) conv input, then SiLU(conv) output
+	mix   []float32 // (n, channels) conv input, then SiLU(conv) output (q, k L2-normalised)
 	z     []float32 // (n, v_dim)
 	beta  []float32 // (n, n_v)
 	alpha []float32 // (n, n_v)
@@ -83,7 +83,8 @@ type hybridWork struct {
 	qg    []float32 // (n, 2·q_dim) Qwen3.5 attention [query ‖ gate] per head
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
-	qk    []float32 // (2·n_k·d) one token's normalised q and k
+
+	job deltaJob // deltaNetMixer's head-parallel phase
 
 	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up
 	sh       []float32 // (n, dim) shared expert's output
