@@ -28,8 +28,12 @@ var HFArchs = map[string]string{
 	"Gemma3ForCausalLM":   "gemma3",   // conversion/gemma.py @ModelBase.register("Gemma3ForCausalLM", …)
 	"Phi3ForCausalLM":     "phi3",     // conversion/phi.py @ModelBase.register("Phi3ForCausalLM", …)
 	"GPT2LMHeadModel":     "gpt2",     // conversion/gpt2.py
-	"Lfm2ForCausalLM":     "lfm2",     // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
-	"LFM2ForCausalLM":     "lfm2",     // idem
+	"Qwen3_5ForCausalLM":  "qwen35",   // conversion/qwen.py @ModelBase.register("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM")
+	// The vision-language checkpoint's text model: config.json text_config,
+	// tensors under model.language_model. (the loader reads those).
+	"Qwen3_5ForConditionalGeneration": "qwen35",
+	"Lfm2ForCausalLM":                 "lfm2", // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
+	"LFM2ForCausalLM":                 "lfm2", // idem
 }
 
 // hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
@@ -44,6 +48,8 @@ type hfEntry struct {
 var gemmas = []string{"gemma2", "gemma3"}
 
 var lfm2 = []string{"lfm2"}
+
+var qwen35 = []string{"qwen35"}
 
 // hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
 // comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
@@ -72,16 +78,31 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.post_attention_norm.weight", archs: gemmas},
 	{hf: "model.layers.{bid}.pre_feedforward_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight", archs: gemmas},
 	{hf: "model.layers.{bid}.post_feedforward_layernorm.weight", gguf: "blk.{bid}.post_ffw_norm.weight", archs: gemmas},
-	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight"}, // FFN_NORM (llama-hf)
-	{hf: "model.layers.{bid}.mlp.gate_proj.weight", gguf: "blk.{bid}.ffn_gate.weight"},            // FFN_GATE (llama-hf)
-	{hf: "model.layers.{bid}.mlp.up_proj.weight", gguf: "blk.{bid}.ffn_up.weight"},                // FFN_UP (llama-hf)
-	{hf: "model.layers.{bid}.mlp.down_proj.weight", gguf: "blk.{bid}.ffn_down.weight"},            // FFN_DOWN (llama-hf)
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.post_attention_norm.weight", archs: qwen35}, // Qwen3.5: the FFN input norm under this name
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight"},                           // FFN_NORM (llama-hf)
+	{hf: "model.layers.{bid}.mlp.gate_proj.weight", gguf: "blk.{bid}.ffn_gate.weight"},                                      // FFN_GATE (llama-hf)
+	{hf: "model.layers.{bid}.mlp.up_proj.weight", gguf: "blk.{bid}.ffn_up.weight"},                                          // FFN_UP (llama-hf)
+	{hf: "model.layers.{bid}.mlp.down_proj.weight", gguf: "blk.{bid}.ffn_down.weight"},                                      // FFN_DOWN (llama-hf)
 	{hf: "model.layers.{bid}.mlp.gate_proj.bias", gguf: "blk.{bid}.ffn_gate.bias"},
 	{hf: "model.layers.{bid}.mlp.up_proj.bias", gguf: "blk.{bid}.ffn_up.bias"},
 	{hf: "model.layers.{bid}.mlp.down_proj.bias", gguf: "blk.{bid}.ffn_down.bias"},
 	// FFN_UP "model.layers.{bid}.mlp.gate_up_proj # phi3": (2·ffn, dim),
 	// gate rows first (Phi3MLP: gate, up = gate_up.chunk(2)), kept as is.
 	{hf: "model.layers.{bid}.mlp.gate_up_proj.weight", gguf: "blk.{bid}.ffn_up.weight", archs: []string{"phi3"}},
+	// Qwen3.5 (tensor_mapping.py "# qwen3next" entries): the linear
+	// attention's projections and state parameters; post_attention_layernorm
+	// is the FFN input norm, which llama.cpp names post_attention_norm.
+	// Value transforms in the model's loader (conversion/qwen.py
+	// Qwen3NextModel.modify_tensors and _LinearAttentionVReorderBase).
+	{hf: "model.layers.{bid}.linear_attn.in_proj_qkv.weight", gguf: "blk.{bid}.attn_qkv.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.in_proj_z.weight", gguf: "blk.{bid}.attn_gate.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.in_proj_b.weight", gguf: "blk.{bid}.ssm_beta.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.in_proj_a.weight", gguf: "blk.{bid}.ssm_alpha.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.conv1d.weight", gguf: "blk.{bid}.ssm_conv1d.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.dt_bias", gguf: "blk.{bid}.ssm_dt.bias", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.A_log", gguf: "blk.{bid}.ssm_a", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.norm.weight", gguf: "blk.{bid}.ssm_norm.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.out_proj.weight", gguf: "blk.{bid}.ssm_out.weight", archs: qwen35},
 	// LFM2 (tensor_mapping.py "# lfm2" entries; conversion/lfm2.py
 	// squeezes conv.conv's (dim, 1, L) to (dim, L), which the reader does).
 	{hf: "model.embedding_norm.weight", gguf: "token_embd_norm.weight", archs: lfm2},                           // OUTPUT_NORM_LFM2 "model.embedding_norm"
@@ -236,6 +257,12 @@ func GGUFToHF(arch, gguf string, xid int) (string, bool) {
 // included, so llama.cpp multiplies by the stored value.
 func NormShift(arch, gguf string) float32 {
 	if slices.Contains(gemmas, arch) && strings.HasSuffix(gguf, "norm.weight") {
+		return 1
+	}
+	// Qwen3.5's RMSNorms multiply by 1 + weight, except the delta net's
+	// gated norm (Qwen3NextModel.modify_tensors adds 1 to every
+	// norm.weight but linear_attn.norm.weight).
+	if arch == "qwen35" && strings.HasSuffix(gguf, "norm.weight") && !strings.HasSuffix(gguf, "ssm_norm.weight") {
 		return 1
 	}
 	return 0

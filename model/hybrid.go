@@ -288,6 +288,11 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 					tensor.DequantizeRow(r.conv[j*dc:(j+1)*dc], k.Type, k.Row(j))
 				}
 			}
+			if c.Format == "hf" && c.SSMVHeads > 0 && g.error() == nil {
+				if err := c.hfDeltaNet(r); err != nil {
+					g.fail(err)
+				}
+			}
 		} else {
 			qrows := qd
 			if c.AttnGate {

@@ -369,3 +369,32 @@ func TestLFM2HF(t *testing.T) {
 		t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
 	}
 }
+
+// TestQwen35HF: the qwen35 fixture as a Hugging Face checkpoint (hfwrite:
+// transformers' names, 1 + w norms, A_log, value heads grouped by key
+// head), plain and in the vision-language layout (text_config,
+// model.language_model.), loads with the GGUF's config and gives its
+// logits (within float32 rounding of the norm and A_log round trips).
+func TestQwen35HF(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	mg := mustLoad(t, path, Options{Threads: 2})
+	p := g.Prompts[0]
+	toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+	lg := runSeq(t, mg, toks, 0)
+	for _, vl := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint("qwen35-", vl))
+		if err := hfwrite.Qwen35FromGGUF(path, dir, vl); err != nil {
+			t.Fatal(err)
+		}
+		mh := mustLoad(t, dir, Options{Threads: 2})
+		a, b := mg.Config, mh.Config
+		if a.Arch != b.Arch || a.HiddenDim != b.HiddenDim || a.KVHeads != b.KVHeads || a.HeadDim != b.HeadDim || a.ConvKernel != b.ConvKernel ||
+			a.SSMKHeads != b.SSMKHeads || a.SSMVHeads != b.SSMVHeads || a.SSMHeadDim != b.SSMHeadDim || !slices.Equal(a.Recurrent, b.Recurrent) ||
+			a.NormEps != b.NormEps || a.RopeTheta != b.RopeTheta || a.RopeDim != b.RopeDim || a.Tied != b.Tied || !b.AttnGate || !b.QKNorm {
+			t.Fatalf("vl %v: configs differ:\n gguf %+v\n   hf %+v", vl, a, b)
+		}
+		if d, at := maxAbsDiff(lg, runSeq(t, mh, toks, 0)); d > 1e-4 {
+			t.Errorf("vl %v: Hugging Face logits differ from the GGUF's by %g at %d", vl, d, at)
+		}
+	}
+}

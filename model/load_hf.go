@@ -82,6 +82,22 @@ type hfConfig struct {
 	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 	OrigMaxPosition     int      `json:"original_max_position_embeddings"`
 
+	// Qwen3.5 (Qwen3_5TextConfig): the linear attention's shapes, the
+	// layer pattern (layer_types "linear_attention" / "full_attention", or
+	// full_attention_interval), rope_parameters; a vision-language
+	// checkpoint nests all of it in text_config.
+	LinearConvKernelDim   int  `json:"linear_conv_kernel_dim"`
+	LinearKeyHeadDim      int  `json:"linear_key_head_dim"`
+	LinearValueHeadDim    int  `json:"linear_value_head_dim"`
+	LinearNumKeyHeads     int  `json:"linear_num_key_heads"`
+	LinearNumValueHeads   int  `json:"linear_num_value_heads"`
+	FullAttentionInterval *int `json:"full_attention_interval"`
+	RopeParameters        *struct {
+		RopeTheta           *float64 `json:"rope_theta"`
+		PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
+	} `json:"rope_parameters"`
+	TextConfig json.RawMessage `json:"text_config"`
+
 	// LFM2 (Lfm2Config): layer_types "conv" / "full_attention".
 	NormEps               *float64 `json:"norm_eps"`
 	ConvLCache            int      `json:"conv_L_cache"`
@@ -108,6 +124,11 @@ func loadHF(dir string, ctx int) (*Model, error) {
 	var hc hfConfig
 	if err := json.Unmarshal(raw, &hc); err != nil {
 		return nil, fmt.Errorf("model: %s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	if len(hc.TextConfig) > 0 { // a vision-language checkpoint: its language model's settings
+		if err := json.Unmarshal(hc.TextConfig, &hc); err != nil {
+			return nil, fmt.Errorf("model: %s: text_config: %w", filepath.Join(dir, "config.json"), err)
+		}
 	}
 	m := &Model{}
 	c := &m.Config
@@ -290,6 +311,11 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 			return err
 		}
 	}
+	if arch.Name == "qwen35" {
+		if err := hc.fillQwen35(c); err != nil {
+			return err
+		}
+	}
 	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
 		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
 	}
@@ -323,6 +349,9 @@ func (h *hfLoader) fail(err error) {
 
 func (h *hfLoader) get(name string, required bool) *safetensors.Tensor {
 	t, ok := h.st.Tensor(name)
+	if rest, isModel := strings.CutPrefix(name, "model."); !ok && isModel {
+		t, ok = h.st.Tensor(lmPrefix + rest) // a vision-language checkpoint's language model
+	}
 	if !ok && required {
 		h.fail(fmt.Errorf("model: missing tensor %s", name))
 	}
@@ -519,7 +548,11 @@ type hfReader struct {
 func newHFReader(st *safetensors.File, arch string) (*hfReader, error) {
 	r := &hfReader{hfLoader: hfLoader{st: st}, arch: arch, names: map[string][]string{}}
 	for _, t := range st.Tensors {
-		n, ok := llamacpp.HFToGGUF(arch, t.Name)
+		hn := t.Name
+		if rest, ok := strings.CutPrefix(hn, lmPrefix); ok {
+			hn = "model." + rest
+		}
+		n, ok := llamacpp.HFToGGUF(arch, hn)
 		if !ok {
 			continue // buffers and tensors llama.cpp does not use
 		}
