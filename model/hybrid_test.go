@@ -398,3 +398,73 @@ func TestQwen35HF(t *testing.T) {
 		}
 	}
 }
+
+// rewriteGGUF writes a copy of the GGUF at path with metadata key edits
+// (a nil value drops the key) and without the tensor drop ("" keeps all).
+func rewriteGGUF(t *testing.T, path string, kv map[string]*gguf.Value, drop string) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, e := range f.KV {
+		v := e.Value
+		if nv, ok := kv[e.Key]; ok {
+			if nv == nil {
+				continue
+			}
+			v = *nv
+		}
+		if err := w.AddKV(e.Key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		if ti.Name == drop {
+			continue
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHybridBadFiles: inconsistent hybrid hyperparameters and missing
+// recurrent tensors are load errors naming the problem, never a panic.
+func TestHybridBadFiles(t *testing.T) {
+	_, q := archPath(t, "qwen35", "F16")
+	_, l := archPath(t, "lfm2", "F16")
+	u32 := func(x uint32) *gguf.Value { v := gguf.Uint32(x); return &v }
+	flags := func(b ...bool) *gguf.Value {
+		v := gguf.NewArray(b)
+		return &v
+	}
+	for _, c := range []struct {
+		name, path string
+		kv         map[string]*gguf.Value
+		drop, want string
+	}{
+		{"inner size", q, map[string]*gguf.Value{"qwen35.ssm.inner_size": u32(48)}, "", "inner_size"},
+		{"value heads not a multiple of key heads", q, map[string]*gguf.Value{"qwen35.ssm.time_step_rank": u32(3), "qwen35.ssm.inner_size": u32(48)}, "", "multiple"},
+		{"conv width", q, map[string]*gguf.Value{"qwen35.ssm.conv_kernel": u32(1)}, "", "convolution width"},
+		{"no attention layer", q, map[string]*gguf.Value{"qwen35.attention.recurrent_layers": flags(true, true, true, true)}, "", "attention layer"},
+		{"pattern length", q, map[string]*gguf.Value{"qwen35.attention.recurrent_layers": flags(true, false)}, "", "recurrent_layers"},
+		{"missing ssm_a", q, nil, "blk.1.ssm_a", "blk.1.ssm_a"},
+		{"missing conv", l, nil, "blk.0.shortconv.conv.weight", "shortconv.conv"},
+		{"missing l_cache", l, map[string]*gguf.Value{"lfm2.shortconv.l_cache": nil}, "", "l_cache"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(rewriteGGUF(t, c.path, c.kv, c.drop), Options{Threads: 1})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "model: ") {
+				t.Errorf("err %v, want a model: error mentioning %q", err, c.want)
+			}
+		})
+	}
+}
