@@ -179,11 +179,21 @@ func readHybridGGUF(g *ggufLoader, c *Config) error {
 		if c.Layers > 1<<16 {
 			return fmt.Errorf("model: block_count %d is too large", c.Layers)
 		}
+		// Multi-token-prediction blocks (nextn_predict_layers) follow the
+		// trunk in block_count; the forward pass runs the trunk only
+		// (llama.cpp's n_layer() = n_layer_all − n_layer_nextn).
+		all := c.Layers
+		if nextn := g.uint("nextn_predict_layers", 0, false); nextn > 0 {
+			if nextn >= all {
+				return fmt.Errorf("model: nextn_predict_layers %d leaves no layer of block_count %d", nextn, all)
+			}
+			c.Layers = all - nextn
+		}
 		c.Recurrent = make([]bool, c.Layers)
 		if v, ok := f.Get(f.Arch() + ".attention.recurrent_layers"); ok {
 			a, ok := v.Array()
-			if !ok || a.Len() != c.Layers {
-				return fmt.Errorf("model: %s.attention.recurrent_layers is not %d per-layer flags", f.Arch(), c.Layers)
+			if !ok || a.Len() != all {
+				return fmt.Errorf("model: %s.attention.recurrent_layers is not %d per-layer flags", f.Arch(), all)
 			}
 			for i := range c.Recurrent {
 				b, ok := a.Index(i).Bool()

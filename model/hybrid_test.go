@@ -468,3 +468,38 @@ func TestHybridBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestQwen35NextN: a file whose block_count includes a multi-token
+// prediction block (nextn_predict_layers, recurrent_layers over all
+// blocks; its tensors are not read) runs the trunk: the fixture's logits.
+func TestQwen35NextN(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	flags := gguf.NewArray([]bool{true, true, true, false, false})
+	five, one := gguf.Uint32(5), gguf.Uint32(1)
+	nextn := rewriteGGUF(t, path, map[string]*gguf.Value{"qwen35.block_count": &five, "qwen35.attention.recurrent_layers": &flags}, "")
+	// rewriteGGUF only edits keys; add nextn_predict_layers by a second pass.
+	f, err := gguf.Open(nextn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	if err := w.AddFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddKV("qwen35.nextn_predict_layers", one); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "nextn.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	m, m0 := mustLoad(t, out, Options{Threads: 2}), mustLoad(t, path, Options{Threads: 2})
+	if m.Layers != 4 || !slices.Equal(m.Recurrent, m0.Recurrent) {
+		t.Fatalf("layers %d, pattern %v", m.Layers, m.Recurrent)
+	}
+	toks := g.Prompts[0].PromptIDs
+	if !slices.Equal(runSeq(t, m, toks, 0), runSeq(t, m0, toks, 0)) {
+		t.Error("logits differ from the file without the extra block")
+	}
+}
