@@ -16,7 +16,8 @@ import (
 // cache allocates together with its blocks, so both count under one
 // memory budget (Bytes).
 //
-// A slot belongs to at most one Seq. Reserve gives a sequence without one
+// A slot belongs to at most one Seq (or holds a snapshot or a saved prefix
+// state, below). Reserve gives a sequence without one
 // a zeroed slot (failing with ErrOutOfBlocks, and changing nothing, when
 // none is free), Release returns it, Fork copies the source's state into a
 // slot of its own for the new sequence. A state summarises every position
