@@ -71,8 +71,8 @@ if [ -d ../shared/checks ]; then
   # llama.cpp's own tokenizer tests: every vocabulary, every case (issue 31).
   python3 ../shared/checks/llamacpp_vocab.py
   python3 ../shared/checks/gguf_goldens.py
-  # The newer architectures (issues 12, 31): every one listed is implemented.
-  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3,smollm3,gpt-oss,gemma4
+  # The newer architectures (issues 12, 30, 31): every one listed is implemented.
+  python3 ../shared/checks/gguf_goldens.py ../shared/testdata/gguf-archs --only qwen3,qwen3moe,mixtral,gemma2,gemma3,phi3,llama3,smollm3,gpt-oss,gemma4,qwen35,lfm2
   # One model in every quantization type llama-quantize makes without an
   # importance matrix (issue 31): F16 exact, the rest load, run, prompt ids equal.
   python3 ../shared/checks/gguf_quants.py

@@ -372,6 +372,7 @@ func (e *Engine) snapshot() {
 	e.nWaiting = len(e.sch.waiting)
 	e.stats.KVBlocksUsed = e.cache.UsedBlocks()
 	e.stats.KVBlocksCached = e.cache.CachedBlocks()
+	e.stats.StateSlotsUsed = e.cache.StateSlots() - e.cache.FreeStates()
 	e.stats.Preemptions = e.sch.preemptions
 	e.stats.PrefixQueryTokens = e.sch.prefixQuery
 	e.stats.PrefixHitTokens = e.sch.prefixHit

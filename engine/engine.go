@@ -270,6 +270,11 @@ type Options struct {
 	MaxQueue       int  // requests waiting for admission before ErrOverloaded (≤ 0: 256)
 	NoPrefixCache  bool // never reuse other requests' cached blocks
 	Spec           SpecOptions
+	// StateSnapshotEvery (hybrid models with the prefix cache): a prompt's
+	// recurrent state is saved at every multiple of this many positions
+	// (rounded up to whole blocks) and at its last block boundary, for
+	// later requests that share the prefix to resume from (≤ 0: 256).
+	StateSnapshotEvery int
 
 	// KVType is the KV cache's element type: tensor.F32 (the zero value,
 	// exact), F16 (the CLI's default, as llama.cpp's) or Q8_0.
@@ -347,7 +352,9 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	if _, err := resolveSpec(&o.Spec); err != nil {
 		return nil, err
 	}
-	cache, err := m.NewCacheType(o.CacheTokens, o.KVType)
+	// Hybrid models: recurrent-state slots for the running sequences and
+	// as many again for snapshots (speculation, saved prefix states).
+	cache, err := m.NewCacheSeqs(o.CacheTokens, o.KVType, StateSlots(o.MaxSeqs))
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +368,12 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	e.m = m
 	return e, nil
 }
+
+// StateSlots is the number of recurrent-state slots a hybrid model's
+// engine allocates for maxSeqs running sequences (each StateBytes, inside
+// the KV cache's memory): one per sequence and one per sequence for its
+// snapshot (speculation) or for saved prefix states.
+func StateSlots(maxSeqs int) int { return 2 * maxSeqs }
 
 // resolve fills in opts' defaults for a context of ctx positions.
 func resolve(o Options, ctx int) Options {
@@ -377,6 +390,9 @@ func resolve(o Options, ctx int) Options {
 	}
 	if o.MaxQueue <= 0 {
 		o.MaxQueue = 256
+	}
+	if o.StateSnapshotEvery <= 0 {
+		o.StateSnapshotEvery = 256
 	}
 	// Any one sequence fits the pool alone, so a request that passes the
 	// context check can always run to its end.
@@ -396,6 +412,7 @@ func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *
 		e.stats.SpecAcceptedPerPos = make([]int64, e.spec.K)
 	}
 	e.stats.KVBlocksTotal, e.stats.KVBlockSize = cache.NumBlocks, cache.BlockSize
+	e.stats.StateSlotsTotal, e.stats.StateBytes = cache.StateSlots(), 4*int64(cache.StateFloats())
 	e.beat.Store(time.Now().UnixNano())
 	go e.loop()
 	return e
@@ -553,6 +570,11 @@ type Stats struct {
 	KVBlocksCached int `json:"kv_blocks_cached"` // unused but holding a reusable prefix (evictable)
 	KVBlocksTotal  int `json:"kv_blocks_total"`
 	KVBlockSize    int `json:"kv_block_size"` // positions per block
+	// Hybrid models: recurrent-state slots (one per sequence holding a
+	// state, StateBytes each, inside the KV cache's memory); 0 otherwise.
+	StateSlotsUsed  int   `json:"state_slots_used,omitempty"`
+	StateSlotsTotal int   `json:"state_slots_total,omitempty"`
+	StateBytes      int64 `json:"state_bytes,omitempty"` // of one slot
 
 	Requests          int64 `json:"requests"`            // accepted requests
 	Rejected          int64 `json:"rejected"`            // ErrOverloaded answers

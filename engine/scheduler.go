@@ -56,7 +56,11 @@ type scheduler struct {
 	maxSeqs  int // running sequences
 	chunk    int // prompt tokens one sequence feeds per step
 	noPrefix bool
-	ctx      int // positions per sequence
+	// stateEvery (hybrid models with the prefix cache; else 0): save the
+	// recurrent state at prompt positions that are multiples of it, and
+	// at the prompt's last block boundary (stateStop).
+	stateEvery int
+	ctx        int // positions per sequence
 	// propose, if set, returns the tokens to propose for decoding
 	// sequence s, at most room of them (s.draft[:0] reused); see spec.go.
 	propose func(s *seq, room int) []int
@@ -72,8 +76,37 @@ type scheduler struct {
 }
 
 func newScheduler(c *kvcache.Cache, o Options) *scheduler {
-	return &scheduler{cache: c, maxBatch: o.MaxBatchTokens, maxSeqs: o.MaxSeqs, chunk: o.PrefillChunk,
+	sc := &scheduler{cache: c, maxBatch: o.MaxBatchTokens, maxSeqs: o.MaxSeqs, chunk: o.PrefillChunk,
 		noPrefix: o.NoPrefixCache, ctx: o.CtxSize, idleSess: map[*Session]struct{}{}}
+	if c.StateFloats() > 0 && !o.NoPrefixCache {
+		bs := c.BlockSize
+		sc.stateEvery = (max(o.StateSnapshotEvery, 1) + bs - 1) / bs * bs
+	}
+	return sc
+}
+
+// stateBoundary reports whether position p of s is where its recurrent
+// state is saved (a hybrid model's prefix cache): a block boundary inside
+// the prompt that is a multiple of stateEvery or the prompt's last one.
+func (sc *scheduler) stateBoundary(s *seq, p int) bool {
+	bs := sc.cache.BlockSize
+	last := (s.nPrompt - 1) / bs * bs
+	return sc.stateEvery > 0 && p > 0 && p%bs == 0 && p <= last && (p%sc.stateEvery == 0 || p == last)
+}
+
+// stateStop shortens s's next n tokens so that the step ends at the first
+// state boundary it would cross (the state is saved after that step).
+func (sc *scheduler) stateStop(s *seq, n int) int {
+	if sc.stateEvery == 0 {
+		return n
+	}
+	p0 := s.kv.Len
+	for p := (p0/sc.cache.BlockSize + 1) * sc.cache.BlockSize; p < p0+n; p += sc.cache.BlockSize {
+		if sc.stateBoundary(s, p) {
+			return p - p0
+		}
+	}
+	return n
 }
 
 // plan is one step: the batch to run and what happened while planning.
@@ -140,7 +173,7 @@ func (sc *scheduler) plan() *plan {
 			s.cow = false
 		}
 		later := len(sc.running) - 1 - i
-		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget-later)
+		n := sc.stateStop(s, min(len(s.tokens)-s.kv.Len, sc.chunk, budget-later))
 		if len(s.tokens)-s.kv.Len == 1 && sc.propose != nil && len(s.forks) == 0 {
 			sc.draft(s, budget-later-1)
 		}
@@ -160,7 +193,7 @@ func (sc *scheduler) plan() *plan {
 		}
 		sc.waiting = sc.waiting[1:]
 		sc.running = append(sc.running, s)
-		n := min(len(s.tokens)-s.kv.Len, sc.chunk, budget)
+		n := sc.stateStop(s, min(len(s.tokens)-s.kv.Len, sc.chunk, budget))
 		if err := sc.cache.Reserve(s.kv, n); err != nil { // admit checked the blocks
 			sc.end(p, s, FinishError, err)
 			continue
@@ -188,6 +221,13 @@ func (sc *scheduler) draft(s *seq, room int) {
 	if len(s.draft) > 0 && sc.cache.Reserve(s.kv, 1+len(s.draft)) != nil {
 		s.draft = s.draft[:0]
 	}
+	// A hybrid model's recurrent state cannot be rewound: keep a copy of
+	// it as of the verified token, which a rejection restores (commit's
+	// Truncate; the accepted tokens are then recomputed). No free state
+	// slot for the copy: no proposal.
+	if len(s.draft) > 0 && sc.cache.StateFloats() > 0 && !sc.cache.Snapshot(s.kv) {
+		s.draft = s.draft[:0]
+	}
 }
 
 // dropDraft forgets s's proposals and any K/V written for them.
@@ -199,6 +239,7 @@ func (sc *scheduler) dropDraft(s *seq) {
 	if s.kv.Len > len(s.tokens) {
 		sc.cache.Truncate(s.kv, len(s.tokens))
 	}
+	sc.cache.DropSnapshot(s.kv)
 }
 
 // rows is the number of logits rows s gets back when it is in plan.out.
@@ -292,7 +333,7 @@ func (sc *scheduler) admit(p *plan, s *seq) bool {
 		c.Release(s.kv) // a session's rewind may have left no positions
 		cached = c.Match(s.kv, s.tokens, limit)
 	}
-	for c.BlocksFor(len(s.tokens))-len(s.kv.Blocks) > c.FreeBlocks() {
+	for c.BlocksFor(len(s.tokens))-len(s.kv.Blocks) > c.FreeBlocks() || c.NeedsState(s.kv) {
 		switch {
 		case sc.stealSessions():
 		case len(sc.running) > 0: // wait for running sequences to finish
@@ -431,6 +472,9 @@ func (sc *scheduler) commit(p *plan, r stepResult) []*seq {
 	for _, s := range p.seqs {
 		if !sc.noPrefix {
 			sc.cache.Commit(s.kv, s.tokens)
+			if sc.stateBoundary(s, s.kv.Len) {
+				sc.cache.SaveState(s.kv)
+			}
 		}
 		s.n = 0
 	}

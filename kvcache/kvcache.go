@@ -137,6 +137,14 @@ type Cache struct {
 	prev   []int32  // (NumBlocks+1) LRU list of cached blocks; index
 	next   []int32  // NumBlocks is the sentinel (next = oldest)
 	nCache int      // blocks in the LRU list
+
+	// Recurrent states (state.go): stData holds (slots, stFloats); stFree
+	// is the stack of unused slots. stFloats 0: none.
+	stFloats int
+	stData   []float32
+	stFree   []int32
+	stSaved  map[uint64]int32 // saved prefix states by the hash of the block they end (state.go)
+	stLRU    []uint64         // their hashes, least recently used first
 }
 
 // Seq is one sequence's block table. Len counts positions written so far;
@@ -145,6 +153,11 @@ type Seq struct {
 	Blocks []int
 	Len    int
 	hashes []uint64 // chained hash of Blocks[i] for each committed full block
+	state  int32    // recurrent-state slot + 1 (state.go); 0: none
+	// snap is a snapshot of the state (slot + 1; 0: none) as of position
+	// snapLen (state.go).
+	snap    int32
+	snapLen int
 }
 
 // New allocates a float32 cache for layers × kvDim with capacity for
@@ -205,7 +218,9 @@ func ForTokensType(t tensor.DType, layers, kvDim, capacity int) (*Cache, error) 
 }
 
 // Bytes is the memory held by K and V.
-func (c *Cache) Bytes() int64 { return int64(2*c.Layers*c.NumBlocks*c.BlockSize) * int64(c.RowBytes) }
+func (c *Cache) Bytes() int64 {
+	return int64(2*c.Layers*c.NumBlocks*c.BlockSize)*int64(c.RowBytes) + c.StateBytes()
+}
 
 // Store encodes k and v (kv_dim each) into row slot of layer l.
 func (c *Cache) Store(l, slot int, k, v []float32) {
@@ -279,11 +294,14 @@ func (c *Cache) Capacity(s *Seq) int { return len(s.Blocks) * c.BlockSize }
 // ceil((Len+n)/BlockSize) blocks in all. On failure nothing changes.
 func (c *Cache) Reserve(s *Seq, n int) error {
 	need := c.BlocksFor(s.Len+n) - len(s.Blocks)
-	if need <= 0 {
-		return nil
+	if c.NeedsState(s) {
+		return fmt.Errorf("%w: no free recurrent-state slot of %d", ErrOutOfBlocks, c.StateSlots())
 	}
 	if need > c.FreeBlocks() {
 		return fmt.Errorf("%w: need %d, have %d free of %d", ErrOutOfBlocks, need, c.FreeBlocks(), c.NumBlocks)
+	}
+	if c.stFloats > 0 && s.state == 0 {
+		c.takeState(s)
 	}
 	for range need {
 		s.Blocks = append(s.Blocks, c.alloc())
@@ -315,6 +333,8 @@ func (c *Cache) Release(s *Seq) {
 		c.deref(s.Blocks[i])
 	}
 	s.Blocks, s.Len, s.hashes = s.Blocks[:0], 0, s.hashes[:0]
+	c.DropSnapshot(s)
+	c.dropState(s)
 }
 
 func (c *Cache) deref(b int) {
@@ -363,6 +383,9 @@ func (c *Cache) Match(s *Seq, tokens []int, limit int) int {
 	if len(s.Blocks) != 0 {
 		return s.Len
 	}
+	if c.stFloats > 0 {
+		return c.matchStates(s, tokens, limit)
+	}
 	bs := c.BlockSize
 	limit = min(limit, len(tokens))
 	var par uint64
@@ -402,6 +425,19 @@ func (c *Cache) sameTokens(b int, blk []int) bool {
 // available for the copy, the kept length drops to the block boundary.
 func (c *Cache) Truncate(s *Seq, n int) int {
 	n = max(0, min(n, s.Len))
+	if c.stFloats > 0 && n < s.Len {
+		// A recurrent state cannot be rewound (state.go): back to the
+		// snapshot when there is one at or before n (the caller
+		// recomputes the positions after it), else forget every position
+		// (s keeps its zeroed slot).
+		if s.snap == 0 || s.snapLen > n {
+			c.forgetAll(s)
+			return 0
+		}
+		copy(c.State(s), c.slot(s.snap))
+		n = s.snapLen
+	}
+	c.DropSnapshot(s)
 	keep := c.BlocksFor(n)
 	for i := len(s.Blocks) - 1; i >= keep; i-- {
 		c.deref(s.Blocks[i])
@@ -413,6 +449,10 @@ func (c *Cache) Truncate(s *Seq, n int) int {
 		b := s.Blocks[keep-1]
 		if c.reg[b] || c.ref[b] > 1 {
 			if c.FreeBlocks() == 0 {
+				if c.stFloats > 0 { // the state is as of n: no shorter length is right
+					c.forgetAll(s)
+					return 0
+				}
 				c.deref(b)
 				s.Blocks = s.Blocks[:keep-1]
 				s.Len = (keep - 1) * c.BlockSize
@@ -435,6 +475,15 @@ func (c *Cache) Truncate(s *Seq, n int) int {
 // (copy-on-write); full shared blocks are never written again.
 func (c *Cache) Fork(dst, src *Seq) {
 	c.Release(dst)
+	if c.stFloats > 0 {
+		// dst needs a state of its own, a copy of src's; without a free
+		// slot it stays empty and recomputes its positions.
+		if c.freeSlots() == 0 || src.state == 0 {
+			return
+		}
+		c.takeState(dst)
+		copy(c.State(dst), c.State(src))
+	}
 	n := c.BlocksFor(src.Len)
 	for _, b := range src.Blocks[:n] {
 		c.ref[b]++
@@ -462,6 +511,9 @@ func (c *Cache) Row(l int, s *Seq, pos int) (k, v []float32) {
 // points at registered blocks under their own hash. It costs O(NumBlocks)
 // and is meant for tests and debugging.
 func (c *Cache) Check() error {
+	if err := c.checkStates(); err != nil {
+		return err
+	}
 	where := make([]byte, c.NumBlocks) // 'f' free stack, 'c' LRU list
 	for _, b := range c.free {
 		if b < 0 || b >= c.NumBlocks || where[b] != 0 {

@@ -30,6 +30,12 @@ var HFArchs = map[string]string{
 	"SmolLM3ForCausalLM":  "smollm3",  // conversion/llama.py SmolLM3Model(LlamaModel): Llama's names, Q/K permuted
 	"GptOssForCausalLM":   "gpt-oss",  // conversion/gpt_oss.py GptOssModel (the unquantized form; see GptOssFused)
 	"GPT2LMHeadModel":     "gpt2",     // conversion/gpt2.py
+	"Qwen3_5ForCausalLM":  "qwen35",   // conversion/qwen.py @ModelBase.register("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM")
+	// The vision-language checkpoint's text model: config.json text_config,
+	// tensors under model.language_model. (the loader reads those).
+	"Qwen3_5ForConditionalGeneration": "qwen35",
+	"Lfm2ForCausalLM":                 "lfm2", // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
+	"LFM2ForCausalLM":                 "lfm2", // idem
 }
 
 // hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
@@ -53,6 +59,10 @@ var gptOSS = []string{"gpt-oss"}
 // conversion/gpt_oss.py splits and transposes them into ffn_gate_exps,
 // ffn_up_exps and ffn_down_exps; the model loader does the same.
 const GptOssGateUp = "ffn_gate_up_exps"
+
+var lfm2 = []string{"lfm2"}
+
+var qwen35 = []string{"qwen35"}
 
 // hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
 // comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
@@ -101,16 +111,45 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.post_attention_norm.weight", archs: gemmas},
 	{hf: "model.layers.{bid}.pre_feedforward_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight", archs: gemmas},
 	{hf: "model.layers.{bid}.post_feedforward_layernorm.weight", gguf: "blk.{bid}.post_ffw_norm.weight", archs: gemmas},
-	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight"}, // FFN_NORM (llama-hf)
-	{hf: "model.layers.{bid}.mlp.gate_proj.weight", gguf: "blk.{bid}.ffn_gate.weight"},            // FFN_GATE (llama-hf)
-	{hf: "model.layers.{bid}.mlp.up_proj.weight", gguf: "blk.{bid}.ffn_up.weight"},                // FFN_UP (llama-hf)
-	{hf: "model.layers.{bid}.mlp.down_proj.weight", gguf: "blk.{bid}.ffn_down.weight"},            // FFN_DOWN (llama-hf)
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.post_attention_norm.weight", archs: qwen35}, // Qwen3.5: the FFN input norm under this name
+	{hf: "model.layers.{bid}.post_attention_layernorm.weight", gguf: "blk.{bid}.ffn_norm.weight"},                           // FFN_NORM (llama-hf)
+	{hf: "model.layers.{bid}.mlp.gate_proj.weight", gguf: "blk.{bid}.ffn_gate.weight"},                                      // FFN_GATE (llama-hf)
+	{hf: "model.layers.{bid}.mlp.up_proj.weight", gguf: "blk.{bid}.ffn_up.weight"},                                          // FFN_UP (llama-hf)
+	{hf: "model.layers.{bid}.mlp.down_proj.weight", gguf: "blk.{bid}.ffn_down.weight"},                                      // FFN_DOWN (llama-hf)
 	{hf: "model.layers.{bid}.mlp.gate_proj.bias", gguf: "blk.{bid}.ffn_gate.bias"},
 	{hf: "model.layers.{bid}.mlp.up_proj.bias", gguf: "blk.{bid}.ffn_up.bias"},
 	{hf: "model.layers.{bid}.mlp.down_proj.bias", gguf: "blk.{bid}.ffn_down.bias"},
 	// FFN_UP "model.layers.{bid}.mlp.gate_up_proj # phi3": (2·ffn, dim),
 	// gate rows first (Phi3MLP: gate, up = gate_up.chunk(2)), kept as is.
 	{hf: "model.layers.{bid}.mlp.gate_up_proj.weight", gguf: "blk.{bid}.ffn_up.weight", archs: []string{"phi3"}},
+	// Qwen3.5 (tensor_mapping.py "# qwen3next" entries): the linear
+	// attention's projections and state parameters; post_attention_layernorm
+	// is the FFN input norm, which llama.cpp names post_attention_norm.
+	// Value transforms in the model's loader (conversion/qwen.py
+	// Qwen3NextModel.modify_tensors and _LinearAttentionVReorderBase).
+	{hf: "model.layers.{bid}.linear_attn.in_proj_qkv.weight", gguf: "blk.{bid}.attn_qkv.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.in_proj_z.weight", gguf: "blk.{bid}.attn_gate.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.in_proj_b.weight", gguf: "blk.{bid}.ssm_beta.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.in_proj_a.weight", gguf: "blk.{bid}.ssm_alpha.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.conv1d.weight", gguf: "blk.{bid}.ssm_conv1d.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.dt_bias", gguf: "blk.{bid}.ssm_dt.bias", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.A_log", gguf: "blk.{bid}.ssm_a", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.norm.weight", gguf: "blk.{bid}.ssm_norm.weight", archs: qwen35},
+	{hf: "model.layers.{bid}.linear_attn.out_proj.weight", gguf: "blk.{bid}.ssm_out.weight", archs: qwen35},
+	// LFM2 (tensor_mapping.py "# lfm2" entries; conversion/lfm2.py
+	// squeezes conv.conv's (dim, 1, L) to (dim, L), which the reader does).
+	{hf: "model.embedding_norm.weight", gguf: "token_embd_norm.weight", archs: lfm2},                           // OUTPUT_NORM_LFM2 "model.embedding_norm"
+	{hf: "model.layers.{bid}.operator_norm.weight", gguf: "blk.{bid}.attn_norm.weight", archs: lfm2},           // ATTN_NORM "operator_norm # lfm2"
+	{hf: "model.layers.{bid}.ffn_norm.weight", gguf: "blk.{bid}.ffn_norm.weight", archs: lfm2},                 // FFN_NORM
+	{hf: "model.layers.{bid}.self_attn.out_proj.weight", gguf: "blk.{bid}.attn_output.weight", archs: lfm2},    // ATTN_OUT "self_attn.out_proj # lfm2"
+	{hf: "model.layers.{bid}.self_attn.q_layernorm.weight", gguf: "blk.{bid}.attn_q_norm.weight", archs: lfm2}, // ATTN_Q_NORM
+	{hf: "model.layers.{bid}.self_attn.k_layernorm.weight", gguf: "blk.{bid}.attn_k_norm.weight", archs: lfm2}, // ATTN_K_NORM
+	{hf: "model.layers.{bid}.conv.in_proj.weight", gguf: "blk.{bid}.shortconv.in_proj.weight", archs: lfm2},    // SHORTCONV_INPROJ
+	{hf: "model.layers.{bid}.conv.out_proj.weight", gguf: "blk.{bid}.shortconv.out_proj.weight", archs: lfm2},  // SHORTCONV_OUTPROJ
+	{hf: "model.layers.{bid}.conv.conv.weight", gguf: "blk.{bid}.shortconv.conv.weight", archs: lfm2},          // SHORTCONV_CONV
+	{hf: "model.layers.{bid}.feed_forward.w1.weight", gguf: "blk.{bid}.ffn_gate.weight", archs: lfm2},          // FFN_GATE "feed_forward.w1"
+	{hf: "model.layers.{bid}.feed_forward.w3.weight", gguf: "blk.{bid}.ffn_up.weight", archs: lfm2},            // FFN_UP "feed_forward.w3"
+	{hf: "model.layers.{bid}.feed_forward.w2.weight", gguf: "blk.{bid}.ffn_down.weight", archs: lfm2},          // FFN_DOWN "feed_forward.w2"
 	// Routers: FFN_GATE_INP "block_sparse_moe.gate # mixtral",
 	// "mlp.gate # qwen2moe".
 	{hf: "model.layers.{bid}.block_sparse_moe.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"llama"}},
@@ -251,6 +290,12 @@ func GGUFToHF(arch, gguf string, xid int) (string, bool) {
 // included, so llama.cpp multiplies by the stored value.
 func NormShift(arch, gguf string) float32 {
 	if slices.Contains(gemmas, arch) && strings.HasSuffix(gguf, "norm.weight") {
+		return 1
+	}
+	// Qwen3.5's RMSNorms multiply by 1 + weight, except the delta net's
+	// gated norm (Qwen3NextModel.modify_tensors adds 1 to every
+	// norm.weight but linear_attn.norm.weight).
+	if arch == "qwen35" && strings.HasSuffix(gguf, "norm.weight") && !strings.HasSuffix(gguf, "ssm_norm.weight") {
 		return 1
 	}
 	return 0

@@ -85,8 +85,9 @@ const attnTile = 16
 // model has attention sinks (gpt-oss): the sink joins the softmax's
 // denominator, Σ_p e^(s_p) + e^(sink), and contributes no value.
 //
-// Layer l reads cache layer KVSource(l) (itself, or for a shared-KV layer
-// the owner it shares) with its own head width.
+// Layer l reads the cache layer of model layer KVSource(l) (itself, or for
+// a shared-KV layer the owner it shares; its kvLayer numbers the owners,
+// skipping a hybrid model's recurrent layers) with its own head width.
 func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
 	hd, qd := m.LayerHeadDim(l), m.LayerQDim(l)
 	group := m.Heads / m.LayerKVHeads(l)
@@ -97,7 +98,7 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 	tw := attnTile * m.maxHeadDim()
 	tile := scores[len(scores)-tw:] // Q8_0 scratch (forward.go sizes it)
 	scores = scores[:len(scores)-tw]
-	cl := m.KVSource(l)
+	cl := m.w.layers[m.KVSource(l)].kvLayer
 	kr, vr := layerRows(c, cl, tile), layerRows(c, cl, tile)
 	if c.Type == tensor.F32 {
 		vr.f = c.V[cl]

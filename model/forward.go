@@ -142,6 +142,9 @@ func (m *Model) validate(b *Batch, c *kvcache.Cache) (nOut, maxPos int, err erro
 	if c.Layers != m.CacheLayers() || c.KVDim != m.CacheKVDim() {
 		return 0, 0, fmt.Errorf("%w: cache holds %d layers × %d, model needs %d × %d", ErrBatch, c.Layers, c.KVDim, m.CacheLayers(), m.CacheKVDim())
 	}
+	if err := m.validateStates(b, c); err != nil {
+		return 0, 0, err
+	}
 	if err := m.CheckKVType(c.Type); err != nil {
 		return 0, 0, fmt.Errorf("%w: %v", ErrBatch, err)
 	}
@@ -250,13 +253,24 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		m.perLayerInputs(b, n)
 	}
 
+	m.startStates(b, c)
 	for l := range w.layers {
 		lw := &w.layers[l]
-		qd, kvd, hid := cfg.LayerQDim(l), cfg.LayerKVDim(l), cfg.LayerHidden(l)
-		// Attention block.
+		qd, kvd := cfg.LayerQDim(l), cfg.LayerKVDim(l)
+		// Attention block (or a hybrid model's recurrent mixer).
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.attnNorm, lw.attnNormB)
+		if lw.rec != nil {
+			m.recurrentMixer(b, c, lw, n)
+			addTo(ws.x[:n*dim], ws.xb[:n*dim])
+			m.ffn(l, lw, n)
+			continue
+		}
 		q, k, v := ws.q[:n*qd], ws.k[:n*kvd], ws.v[:n*kvd]
-		if lw.wqkv != nil {
+		if cfg.AttnGate {
+			m.gatedQuery(lw, q, n)
+			pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
+			pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+		} else if lw.wqkv != nil {
 			wd := qd + 2*kvd
 			qkv := ws.qkv[:n*wd]
 			pool.MatMul(qkv, lw.wqkv, ws.xb[:n*dim], n)
@@ -291,7 +305,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			m.ropeAll(l, lw, q, k, n)
 		}
 		if cfg.OwnsKV(l) {
-			ck := c.KVDim
+			ck, kl := c.KVDim, lw.kvLayer
 			for i := range n {
 				kr, vr := k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd]
 				if kvd < ck { // a narrower layer: its values, then zeros
@@ -299,25 +313,44 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 					copy(ws.kpad[ck:ck+kvd], vr)
 					kr, vr = ws.kpad[:ck], ws.kpad[ck:]
 				}
-				c.Store(l, ws.slots[i], kr, vr)
+				c.Store(kl, ws.slots[i], kr, vr)
 			}
 		}
 		m.attention(b, c, l, n)
+		if cfg.AttnGate {
+			m.applyAttnGate(ws.att[:n*qd])
+		}
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
 		addBias(ws.xb[:n*dim], lw.bo, n)
 		if lw.attnPostNorm != nil {
 			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.attnPostNorm, nil)
 		}
 		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+		m.ffn(l, lw, n)
+	}
+	return m.head(b, nOut, n)
+}
 
-		// Feed-forward block.
+// ffn runs layer l's feed-forward block (weights lw) on the residual
+// stream ws.x (n rows): x += FFN(norm(x)), then Gemma 4's per-layer input
+// block and output scale.
+func (m *Model) ffn(l int, lw *layerWeights, n int) {
+	ws := &m.ws
+	cfg := &m.Config
+	dim, hid := cfg.Dim, cfg.LayerHidden(l)
+	pool := m.pool
+	{
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.ffnNorm, lw.ffnNormB)
 		hb := ws.hb[:n*hid]
 		switch {
 		case lw.g4 != nil:
 			m.gemma4FFN(l, lw, n)
 		case lw.router != nil:
+			sh := m.sharedExpert(lw, n) // before moeFFN overwrites its input; nil without one
 			m.moeFFN(lw, n)
+			if sh != nil {
+				addTo(ws.xb[:n*dim], sh)
+			}
 		case lw.wGate != nil:
 			hb2 := ws.hb2[:n*hid]
 			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
@@ -350,7 +383,16 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			}
 		}
 	}
+}
 
+// head runs the final norm and the output head over the batch's output
+// tokens and advances each sequence's Len.
+func (m *Model) head(b *Batch, nOut, n int) ([]float32, error) {
+	ws := &m.ws
+	cfg := &m.Config
+	dim := cfg.Dim
+	pool := m.pool
+	w := &m.w
 	// Final norm and output head over the output tokens only.
 	ws.outIdx = ws.outIdx[:0]
 	for i := range n {

@@ -16,8 +16,8 @@ import "fmt"
 //     a layer computes only its queries and attends over the K/V the last
 //     cache-owning layer of the same kind (windowed or global) stored.
 //
-// The KV cache therefore holds CacheLayers() layers (the first ones, the
-// owners) of rows CacheKVDim() wide (the widest owner's KVHeads·head_dim);
+// The KV cache therefore holds CacheLayers() layers (the owners, in
+// order; a hybrid model's recurrent layers own none either) of rows CacheKVDim() wide (the widest owner's KVHeads·head_dim);
 // a narrower layer uses the first KVHeads·LayerHeadDim(l) values of each
 // row. KVBytesPerToken counts exactly that.
 
@@ -70,23 +70,40 @@ func (c *Config) maxGroup() int {
 	return g
 }
 
-// CacheLayers is the number of layers that own a KV cache: all but the
-// last SharedKVLayers.
-func (c *Config) CacheLayers() int { return c.Layers - c.SharedKVLayers }
+// CacheLayers is the number of layers that own a KV cache (OwnsKV).
+func (c *Config) CacheLayers() int {
+	n := 0
+	for l := range c.Layers {
+		if c.OwnsKV(l) {
+			n++
+		}
+	}
+	return n
+}
 
-// OwnsKV reports whether layer l writes its own K and V.
-func (c *Config) OwnsKV(l int) bool { return l < c.CacheLayers() }
+// OwnsKV reports whether layer l writes its own K and V: an attention
+// layer (not a hybrid model's recurrent one) before the last
+// SharedKVLayers. The owners are numbered in order in the cache (the
+// layer's kvLayer).
+func (c *Config) OwnsKV(l int) bool {
+	return l < c.Layers-c.SharedKVLayers && !c.recurrent(l)
+}
 
-// KVSource is the cache layer layer l attends over: l itself when it owns
-// a cache, else the last owner of the same kind (windowed or global) —
-// llama.cpp's n_layer_kv_from_start − (1 or 2) for Gemma 3n/4 files, whose
-// last two owners are one windowed and one global layer.
+// SharesKV reports whether layer l attends over another layer's cache (a
+// shared-KV layer: neither an owner nor recurrent).
+func (c *Config) SharesKV(l int) bool { return !c.OwnsKV(l) && !c.recurrent(l) }
+
+// KVSource is the model layer whose cache attention layer l attends over:
+// l itself when it owns a cache, else the last owner of the same kind
+// (windowed or global) — llama.cpp's n_layer_kv_from_start − (1 or 2) for
+// Gemma 3n/4 files, whose last two owners are one windowed and one global
+// layer; -1 if there is none.
 func (c *Config) KVSource(l int) int {
 	if c.OwnsKV(l) {
 		return l
 	}
-	for s := c.CacheLayers() - 1; s >= 0; s-- {
-		if c.Windowed(s) == c.Windowed(l) {
+	for s := c.Layers - c.SharedKVLayers - 1; s >= 0; s-- {
+		if c.OwnsKV(s) && c.Windowed(s) == c.Windowed(l) {
 			return s
 		}
 	}
@@ -97,8 +114,10 @@ func (c *Config) KVSource(l int) int {
 // KVHeads·head_dim.
 func (c *Config) CacheKVDim() int {
 	w := 0
-	for l := range c.CacheLayers() {
-		w = max(w, c.LayerKVDim(l))
+	for l := range c.Layers {
+		if c.OwnsKV(l) {
+			w = max(w, c.LayerKVDim(l))
+		}
 	}
 	return w
 }
@@ -158,7 +177,7 @@ func (c *Config) validateLayers() error {
 		if c.LayerHidden(l) <= 0 {
 			return fmt.Errorf("model: layer %d: invalid feed-forward length %d", l, c.LayerHidden(l))
 		}
-		if c.KVSource(l) < 0 {
+		if !c.recurrent(l) && c.KVSource(l) < 0 {
 			return fmt.Errorf("model: shared-KV layer %d has no earlier %s layer owning a cache", l, map[bool]string{true: "windowed", false: "global"}[c.Windowed(l)])
 		}
 	}

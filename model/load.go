@@ -194,7 +194,10 @@ func (m *Model) init() error {
 		return fmt.Errorf("%w: the tokenizer has %d tokens but the model's embedding has %d rows (ids %d..%d would be out of range); is this the model's own tokenizer?",
 			ErrVocabMismatch, m.Tokenizer.Size(), m.Vocab, m.Vocab, m.Tokenizer.Size()-1)
 	}
-	m.w.fuseQKV()
+	if !m.AttnGate { // Qwen3.5's attn_q holds query and gate rows: kept apart
+		m.w.fuseQKV()
+	}
+	m.w.setKVLayers(&m.Config)
 	m.invFreq = ropeFreqs(&m.Config, m.w.ropeFreqs)
 	if (m.RopeThetaSWA > 0 || m.RopeDimSWA > 0) && m.SlidingWindow > 0 {
 		// The windowed layers' own base (and, Gemma 4, rotated width),

@@ -215,18 +215,28 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			c.HiddenDim = max(c.HiddenDim, int(v))
 		}
 	} else {
-		c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, true)
+		c.HiddenDim = g.uint(llamacpp.KeyFeedForwardLength, 0, !(arch.Hybrid && arch.MoE)) // qwen35moe: experts only
 	}
 	c.Heads = g.uint(llamacpp.KeyHeadCount, 0, true)
 	// Gemma 4's converter may write one KV head count per layer (the
 	// 31B has other counts on its global layers): resolved per layer
-	// kind once the windowed layers are known (kvHeadsByKind).
+	// kind once the windowed layers are known (kvHeadsByKind). A hybrid
+	// model's array marks its recurrent layers with 0 (readKVHeadsArray).
 	kvArr, kvErr := f.Int32s(f.Arch() + "." + llamacpp.KeyHeadCountKV)
 	if kvErr == nil && arch.Gemma4 && len(kvArr) > 0 {
 		c.KVHeads = int(kvArr[0])
 	} else {
 		kvArr = nil
-		c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
+		if isArr, err := readKVHeadsArray(g, c); err != nil {
+			return nil, err
+		} else if !isArr {
+			c.KVHeads = g.uint(llamacpp.KeyHeadCountKV, c.Heads, false)
+		}
+	}
+	if arch.Hybrid {
+		if err := readHybridGGUF(g, c); err != nil {
+			return nil, err
+		}
 	}
 	if g.err != nil {
 		return nil, g.err
@@ -329,6 +339,9 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			c.ExpertsUsed = g.uint(llamacpp.KeyExpertUsedCount, 0, true)
 			c.ExpertHiddenDim = g.uint(llamacpp.KeyExpertFFLength, c.HiddenDim, false)
 		}
+		if c.HiddenDim == 0 {
+			c.HiddenDim = c.ExpertHiddenDim // qwen35moe: no dense FFN width
+		}
 	}
 	if g.err != nil {
 		return nil, g.err
@@ -345,7 +358,11 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		return nil, err
 	}
 
-	if err := m.buildWeights(arch, g); err != nil {
+	build := m.buildWeights
+	if arch.Hybrid {
+		build = func(_ *llamacpp.Arch, g weightReader) error { return m.buildHybridWeights(g) }
+	}
+	if err := build(arch, g); err != nil {
 		return nil, err
 	}
 	w := &m.w

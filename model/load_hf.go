@@ -91,6 +91,31 @@ type hfConfig struct {
 	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 	OrigMaxPosition     int      `json:"original_max_position_embeddings"`
 
+	// Qwen3.5 (Qwen3_5TextConfig): the linear attention's shapes, the
+	// layer pattern (layer_types "linear_attention" / "full_attention", or
+	// full_attention_interval), rope_parameters; a vision-language
+	// checkpoint nests all of it in text_config.
+	LinearConvKernelDim   int  `json:"linear_conv_kernel_dim"`
+	LinearKeyHeadDim      int  `json:"linear_key_head_dim"`
+	LinearValueHeadDim    int  `json:"linear_value_head_dim"`
+	LinearNumKeyHeads     int  `json:"linear_num_key_heads"`
+	LinearNumValueHeads   int  `json:"linear_num_value_heads"`
+	FullAttentionInterval *int `json:"full_attention_interval"`
+	RopeParameters        *struct {
+		RopeTheta           *float64 `json:"rope_theta"`
+		PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
+	} `json:"rope_parameters"`
+	TextConfig json.RawMessage `json:"text_config"`
+
+	// LFM2 (Lfm2Config): layer_types "conv" / "full_attention".
+	NormEps               *float64 `json:"norm_eps"`
+	ConvLCache            int      `json:"conv_L_cache"`
+	ConvBias              bool     `json:"conv_bias"`
+	BlockFFDim            int      `json:"block_ff_dim"`
+	BlockMultipleOf       int      `json:"block_multiple_of"`
+	BlockFFNDimMultiplier *float64 `json:"block_ffn_dim_multiplier"`
+	BlockAutoAdjustFFDim  bool     `json:"block_auto_adjust_ff_dim"`
+
 	// GPT-2
 	NEmbd            int      `json:"n_embd"`
 	NLayer           int      `json:"n_layer"`
@@ -108,6 +133,11 @@ func loadHF(dir string, ctx int) (*Model, error) {
 	var hc hfConfig
 	if err := json.Unmarshal(raw, &hc); err != nil {
 		return nil, fmt.Errorf("model: %s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	if len(hc.TextConfig) > 0 { // a vision-language checkpoint: its language model's settings
+		if err := json.Unmarshal(hc.TextConfig, &hc); err != nil {
+			return nil, fmt.Errorf("model: %s: text_config: %w", filepath.Join(dir, "config.json"), err)
+		}
 	}
 	m := &Model{}
 	c := &m.Config
@@ -300,6 +330,16 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 	if arch.NoWindow {
 		c.SlidingWindow = 0 // as llama.cpp runs Phi-3 (src/models/phi3.cpp)
 	}
+	if arch.Name == "lfm2" {
+		if err := hc.fillLFM2(c); err != nil {
+			return err
+		}
+	}
+	if arch.Name == "qwen35" {
+		if err := hc.fillQwen35(c); err != nil {
+			return err
+		}
+	}
 	if arch.Name == "phi3" && hc.PartialRotaryFactor != nil {
 		c.RopeDim = int(*hc.PartialRotaryFactor*float64(c.Dim)) / c.Heads
 	}
@@ -387,6 +427,9 @@ func (h *hfLoader) fail(err error) {
 
 func (h *hfLoader) get(name string, required bool) *safetensors.Tensor {
 	t, ok := h.st.Tensor(name)
+	if rest, isModel := strings.CutPrefix(name, "model."); !ok && isModel {
+		t, ok = h.st.Tensor(lmPrefix + rest) // a vision-language checkpoint's language model
+	}
 	if !ok && required {
 		h.fail(fmt.Errorf("model: missing tensor %s", name))
 	}
@@ -407,7 +450,11 @@ func (h *hfLoader) mat(name string, rows, cols int, required bool) *tensor.Mat {
 		h.fail(err)
 		return nil
 	}
-	if len(t.Shape) != 2 || t.Shape[0] != rows || t.Shape[1] != cols {
+	shape := t.Shape
+	if len(shape) == 3 && shape[1] == 1 { // a Conv1d kernel (out, 1, width): squeezed, same bytes
+		shape = []int{shape[0], shape[2]}
+	}
+	if len(shape) != 2 || shape[0] != rows || shape[1] != cols {
 		h.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d] (config.json)", name, t.Shape, rows, cols))
 		return nil
 	}
@@ -528,7 +575,11 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arc
 	if err != nil {
 		return err
 	}
-	if err := m.buildWeights(arch, r); err != nil {
+	build := m.buildWeights
+	if arch.Hybrid {
+		build = func(_ *llamacpp.Arch, r weightReader) error { return m.buildHybridWeights(r) }
+	}
+	if err := build(arch, r); err != nil {
 		return err
 	}
 	if rs := hc.RopeScaling; rs != nil && len(rs.LongFactor) > 0 {
@@ -575,7 +626,11 @@ type hfReader struct {
 func newHFReader(st *safetensors.File, arch string) (*hfReader, error) {
 	r := &hfReader{hfLoader: hfLoader{st: st}, arch: arch, names: map[string][]string{}}
 	for _, t := range st.Tensors {
-		n, ok := llamacpp.HFToGGUF(arch, t.Name)
+		hn := t.Name
+		if rest, ok := strings.CutPrefix(hn, lmPrefix); ok {
+			hn = "model." + rest
+		}
+		n, ok := llamacpp.HFToGGUF(arch, hn)
 		if !ok {
 			continue // buffers and tensors llama.cpp does not use
 		}
@@ -964,4 +1019,44 @@ func mxfp4FromHF(dst, src []byte) {
 	for m := range 16 {
 		dst[m] = nib(m) | nib(m+16)<<4
 	}
+}
+
+// fillLFM2 reads an Lfm2Config: the conv / attention layer pattern, the
+// convolution width, and the FFN width as llama.cpp's converter derives it
+// (conversion/lfm2.py _add_feed_forward_length: with
+// block_auto_adjust_ff_dim, 2/3 of block_ff_dim, times the multiplier,
+// rounded up to block_multiple_of).
+func (hc *hfConfig) fillLFM2(c *Config) error {
+	if len(hc.LayerTypes) != c.Layers {
+		return fmt.Errorf("model: config.json: layer_types has %d entries for %d layers", len(hc.LayerTypes), c.Layers)
+	}
+	if hc.ConvBias {
+		return fmt.Errorf("model: config.json: conv_bias true is not supported (llama.cpp's lfm2 graph has no conv bias)")
+	}
+	c.Recurrent = make([]bool, c.Layers)
+	for l, t := range hc.LayerTypes {
+		c.Recurrent[l] = t == "conv"
+	}
+	c.ConvKernel = cmp.Or(hc.ConvLCache, 3)
+	if hc.NormEps != nil {
+		c.NormEps = float32(*hc.NormEps)
+	}
+	ff := cmp.Or(hc.BlockFFDim, hc.IntermediateSize)
+	if hc.BlockAutoAdjustFFDim {
+		ff = 2 * ff / 3
+		if m := hc.BlockFFNDimMultiplier; m != nil {
+			ff = int(*m * float64(ff))
+		}
+		if mo := hc.BlockMultipleOf; mo > 0 {
+			ff = mo * ((ff + mo - 1) / mo)
+		}
+	}
+	c.HiddenDim = ff
+	if hc.TieWordEmbeddings == nil {
+		c.Tied = true // Lfm2Config ties by default
+	}
+	if hc.RopeTheta == nil {
+		c.RopeTheta = 1e6 // Lfm2Config's default
+	}
+	return nil
 }

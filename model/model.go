@@ -88,14 +88,17 @@ const (
 	ArchQwen2 = "qwen2" // Llama with Q/K/V biases
 	ArchGPT2  = "gpt2"  // learned positions, LayerNorm, GELU, fused QKV
 
-	ArchQwen3    = "qwen3"    // QK-norm, head_dim ≠ dim/heads
-	ArchQwen3MoE = "qwen3moe" // Qwen3 with a mixture-of-experts FFN
-	ArchGemma2   = "gemma2"   // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
-	ArchGemma3   = "gemma3"   // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
-	ArchPhi3     = "phi3"     // fused QKV and gate/up, long-context RoPE factors
-	ArchSmolLM3  = "smollm3"  // Llama blocks, no RoPE in every 4th layer
-	ArchGPTOSS   = "gpt-oss"  // attention sinks, YaRN, biased MoE with clamped SwiGLU
-	ArchGemma4   = "gemma4"   // per-layer inputs, shared KV layers, per-layer head dims
+	ArchQwen3     = "qwen3"     // QK-norm, head_dim ≠ dim/heads
+	ArchQwen3MoE  = "qwen3moe"  // Qwen3 with a mixture-of-experts FFN
+	ArchGemma2    = "gemma2"    // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
+	ArchGemma3    = "gemma3"    // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
+	ArchPhi3      = "phi3"      // fused QKV and gate/up, long-context RoPE factors
+	ArchSmolLM3   = "smollm3"   // Llama blocks, no RoPE in every 4th layer
+	ArchGPTOSS    = "gpt-oss"   // attention sinks, YaRN, biased MoE with clamped SwiGLU
+	ArchGemma4    = "gemma4"    // per-layer inputs, shared KV layers, per-layer head dims
+	ArchQwen35    = "qwen35"    // hybrid: gated delta-net layers and gated full attention (hybrid.go)
+	ArchLFM2      = "lfm2"      // hybrid: gated short convolutions and GQA attention (hybrid.go)
+	ArchQwen35MoE = "qwen35moe" // qwen35 with a mixture of experts and a gated shared expert (hybrid.go)
 )
 
 // ErrUnknownArch is returned (wrapped, naming it) for an architecture this
@@ -144,6 +147,25 @@ type Config struct {
 	Experts         int     // mixture of experts: experts per layer; 0: dense FFN
 	ExpertsUsed     int     // experts chosen per token (top-k of the router's softmax, renormalised)
 	ExpertHiddenDim int     // inner width of one expert's FFN
+	// SharedExpertHiddenDim (qwen35moe): inner width of the shared expert,
+	// a SwiGLU FFN every token runs beside its chosen experts, its output
+	// scaled by σ(w·x); 0: none.
+	SharedExpertHiddenDim int
+
+	// Hybrid models (hybrid.go): Recurrent[l] marks the layers whose token
+	// mixer is recurrent (a gated delta net or a short convolution) instead
+	// of attention; nil: every layer attends. Only attention layers have
+	// K/V in the cache (CacheLayers); the recurrent ones keep a per-sequence
+	// state (StateFloats).
+	Recurrent  []bool
+	ConvKernel int // causal convolution width d_conv (ssm.conv_kernel, shortconv.l_cache)
+	// Gated delta net (qwen35): SSMKHeads key heads and SSMVHeads value
+	// heads (a multiple; value head h reads key head h mod SSMKHeads), each
+	// SSMHeadDim wide. 0: the recurrent layers are short convolutions.
+	SSMKHeads, SSMVHeads, SSMHeadDim int
+	// AttnGate (qwen35): attn_q yields [query ‖ gate] per head and the
+	// attention output is multiplied by σ(gate) before attn_output.
+	AttnGate bool
 
 	// Per-layer variations (zero values: off; see layers.go).
 	NoRopeStep     int   // layer l has no RoPE when (l+1) % NoRopeStep == 0 (SmolLM3: 4)
@@ -254,6 +276,9 @@ func (c *Config) validate() error {
 	if c.RopeDim > 0 && !(c.RopeTheta > 0) {
 		return fmt.Errorf("model: invalid rope theta %g", c.RopeTheta)
 	}
+	if err := c.validateHybrid(); err != nil {
+		return err
+	}
 	if c.Arch == ArchGPT2 && c.Dim != c.QDim() {
 		return fmt.Errorf("model: gpt2 needs heads·head_dim = dim, have %d·%d != %d", c.Heads, c.HeadDim, c.Dim)
 	}
@@ -296,7 +321,8 @@ type Model struct {
 	mu  sync.Mutex // serialises Forward (ws and moe are shared)
 	ws  workspace
 	moe moeWork
-	job parJob // the For job of attention, norms, RoPE, activations; reused
+	hw  hybridWork // recurrent mixers' activations (hybrid.go)
+	job parJob     // the For job of attention, norms, RoPE, activations; reused
 }
 
 // Close releases the file mappings and the worker
@@ -374,7 +400,33 @@ func (m *Model) NewCacheType(ctxSize int, t tensor.DType) (*kvcache.Cache, error
 	if err := m.CheckKVType(t); err != nil {
 		return nil, err
 	}
-	return kvcache.ForTokensType(t, m.CacheLayers(), m.CacheKVDim(), ctxSize)
+	return m.NewCacheSeqs(ctxSize, t, DefaultStateSlots)
+}
+
+// DefaultStateSlots is the number of recurrent-state slots NewCacheType
+// gives a hybrid model's cache (sequences holding a state at once).
+const DefaultStateSlots = 16
+
+// NewCacheSeqs is NewCacheType with, for a hybrid model, seqs
+// recurrent-state slots (StateBytes each) beside the blocks; other models
+// ignore seqs.
+func (m *Model) NewCacheSeqs(ctxSize int, t tensor.DType, seqs int) (*kvcache.Cache, error) {
+	if ctxSize <= 0 {
+		ctxSize = m.ContextLen
+	}
+	if err := m.CheckKVType(t); err != nil {
+		return nil, err
+	}
+	c, err := kvcache.ForTokensType(t, m.CacheLayers(), m.CacheKVDim(), ctxSize)
+	if err != nil {
+		return nil, err
+	}
+	if f := m.StateFloats(); f > 0 {
+		if err := c.EnableStates(f, max(seqs, 1)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // ParamCount is the number of weight elements in the files.

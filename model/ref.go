@@ -142,6 +142,14 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		lw := &w.layers[l]
 		hd, qd, kvd := cfg.LayerHeadDim(l), cfg.LayerQDim(l), cfg.LayerKVDim(l)
 		h := refNorm(cfg, x, lw.attnNorm, lw.attnNormB)
+		if cfg.IsHybrid() {
+			o := m.refHybridMixer(lw, h, L, rnd)
+			for i := range x {
+				x[i] += o[i]
+			}
+			x = m.refFFN(l, lw, x, perLayer, L, rnd)
+			continue
+		}
 		var q, k, v []float64 // (L, q_dim), (L, kv_dim), (L, kv_dim)
 		if lw.wqkv != nil {
 			qkv := rnd.matMul(lw.wqkv, h, L, lw.bqkv)
@@ -258,11 +266,29 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		for i := range x {
 			x[i] += o[i]
 		}
-		h = refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
+		x = m.refFFN(l, lw, x, perLayer, L, rnd)
+	}
+	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
+}
+
+// refFFN adds layer l's feed-forward block (weights lw) to the residual
+// stream x (L rows), then Gemma 4's per-layer input block (perLayer: (L,
+// layers, per_layer), nil without) and output scale, and returns x.
+func (m *Model) refFFN(l int, lw *layerWeights, x, perLayer []float64, L int, rnd refRounding) []float64 {
+	cfg := &m.Config
+	var o []float64
+	{
+		h := refNorm(cfg, x, lw.ffnNorm, lw.ffnNormB)
 		if lw.g4 != nil {
 			o = refGemma4FFN(cfg, lw, x, h, L, rnd)
 		} else if lw.router != nil {
 			o = refMoE(cfg, lw, h, L, rnd)
+			if lw.shUp != nil {
+				sh := refSharedExpert(lw, h, L, rnd)
+				for i := range o {
+					o[i] += sh[i]
+				}
+			}
 		} else {
 			var a []float64 // (L, hidden)
 			if lw.wGate != nil {
@@ -298,7 +324,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			}
 		}
 	}
-	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
+	return x
 }
 
 // gelu is refGELU, or ggml's F16 table lookup with gelu16.

@@ -71,6 +71,17 @@ type layerWeights struct {
 	plGate, plProj *tensor.Mat
 	plPostNorm     []float32
 	outScale       []float32
+
+	// Hybrid models (hybrid.go): rec is the recurrent mixer of a
+	// Config.Recurrent layer (nil for attention layers). kvLayer is a
+	// cache-owning layer's layer in the cache (its index among the owners,
+	// Config.OwnsKV: l itself when every layer attends and owns its cache).
+	rec     *recWeights
+	kvLayer int
+
+	// Shared expert (qwen35moe; nil without): SwiGLU matrices and the
+	// (1, dim) gate whose sigmoid scales its output.
+	shGate, shUp, shDown, shGateInp *tensor.Mat // (sh_hidden, dim), (sh_hidden, dim), (dim, sh_hidden), (1, dim)
 }
 
 // checkMat verifies a matrix's shape and that its type is computable.
@@ -107,6 +118,9 @@ func checkVec(name string, v []float32, n int, required bool) error {
 // Loaders name tensors in their own convention before this; it catches
 // whatever they let through (and llama2.c, which has no names).
 func (w *weights) check(c *Config) error {
+	if c.IsHybrid() {
+		return w.checkHybrid(c)
+	}
 	dim := c.Dim
 	if err := checkMat("token_embd", w.tokEmb, c.Vocab, dim); err != nil {
 		return err
@@ -237,7 +251,7 @@ func (w *weights) fuseQKV() {
 	for l := range w.layers {
 		lw := &w.layers[l]
 		q, k, v := lw.wq, lw.wk, lw.wv
-		if lw.wqkv != nil || q == nil || k == nil || v == nil || q.Type != k.Type || q.Type != v.Type || q.Cols != k.Cols || q.Cols != v.Cols {
+		if lw.wqkv != nil || q == nil || k == nil || lw.rec != nil || v == nil || q.Type != k.Type || q.Type != v.Type || q.Cols != k.Cols || q.Cols != v.Cols {
 			continue
 		}
 		nq, nk := len(q.Data), len(k.Data)

@@ -45,16 +45,20 @@ import (
 // Manifest describes a served model: what /v1/models, /api/tags and
 // /api/show report.
 type Manifest struct {
-	Architecture   string    `json:"architecture"`
-	Format         string    `json:"format"`       // gguf, hf or llama2c
-	Quantization   string    `json:"quantization"` // a GGUF's general.file_type as llama-quantize names it (Q4_K_M, Q8_0, F16), else the weight matrices' most common type
-	Parameters     int64     `json:"parameters"`
-	ContextLength  int       `json:"context_length"` // positions the model was trained for
-	Tokenizer      string    `json:"tokenizer"`      // kind and vocabulary size
-	WeightsSHA256  string    `json:"weights_sha256"` // one file: its sha256; several: of their sha256s in load order
-	TemplateSHA256 string    `json:"template_sha256,omitempty"`
-	SizeBytes      int64     `json:"size_bytes"` // of the weight files
-	ModifiedAt     time.Time `json:"modified_at"`
+	Architecture   string `json:"architecture"`
+	Format         string `json:"format"`       // gguf, hf or llama2c
+	Quantization   string `json:"quantization"` // a GGUF's general.file_type as llama-quantize names it (Q4_K_M, Q8_0, F16), else the weight matrices' most common type
+	Parameters     int64  `json:"parameters"`
+	ContextLength  int    `json:"context_length"` // positions the model was trained for
+	Tokenizer      string `json:"tokenizer"`      // kind and vocabulary size
+	WeightsSHA256  string `json:"weights_sha256"` // one file: its sha256; several: of their sha256s in load order
+	TemplateSHA256 string `json:"template_sha256,omitempty"`
+	SizeBytes      int64  `json:"size_bytes"` // of the weight files
+	// RecurrentStateBytes is one sequence's recurrent state (hybrid models:
+	// Qwen3.5, LFM2), held beside its KV blocks under --kv-cache-memory; 0
+	// for attention-only models.
+	RecurrentStateBytes int64     `json:"recurrent_state_bytes,omitempty"`
+	ModifiedAt          time.Time `json:"modified_at"`
 }
 
 // ModelSpec is one model a multi-model server may serve.

@@ -29,11 +29,14 @@ type inspectInfo struct {
 	Files         []inspectFile    `json:"files"`
 	KVBytesPerTok int64            `json:"kv_bytes_per_token"` // F16, the default --kv-cache-type
 	KVBytesByType map[string]int64 `json:"kv_bytes_per_token_by_type"`
-	Tokenizer     *inspectTok      `json:"tokenizer"`
-	EOG           []int            `json:"eog_ids"`
-	ChatTemplate  bool             `json:"chat_template"`
-	ChatTmplBytes int              `json:"chat_template_bytes"`
-	Training      *train.Manifest  `json:"training,omitempty"` // for models nanoserve trained
+	// Hybrid models: the recurrent layers and one sequence's state.
+	RecurrentLayers []int           `json:"recurrent_layers,omitempty"`
+	StateBytes      int64           `json:"recurrent_state_bytes,omitempty"`
+	Tokenizer       *inspectTok     `json:"tokenizer"`
+	EOG             []int           `json:"eog_ids"`
+	ChatTemplate    bool            `json:"chat_template"`
+	ChatTmplBytes   int             `json:"chat_template_bytes"`
+	Training        *train.Manifest `json:"training,omitempty"` // for models nanoserve trained
 }
 
 type inspectConfig struct {
@@ -159,7 +162,7 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 			AttnScale: c.AttentionScale(), AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap,
 			Experts: c.Experts, ExpertsUsed: c.ExpertsUsed, ExpertHiddenDim: c.ExpertHiddenDim},
 		Params: m.ParamCount(), TensorCount: len(m.Tensors), TensorTypes: map[string]int{},
-		KVBytesPerTok: m.KVBytesPerToken(tensor.F16), KVBytesByType: kvBytesByType(m), EOG: m.Gen.EOG,
+		KVBytesPerTok: m.KVBytesPerToken(tensor.F16), KVBytesByType: kvBytesByType(m), EOG: m.Gen.EOG, StateBytes: m.StateBytes(),
 		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
 	}
 	ic := &info.Config
@@ -169,8 +172,13 @@ func describe(path string, m *model.Model, hash bool) (*inspectInfo, error) {
 		if c.RopeDim > 0 && c.LayerRopeDim(l) == 0 {
 			ic.NoRopeLayers = append(ic.NoRopeLayers, l)
 		}
-		if !c.OwnsKV(l) {
+		if c.SharesKV(l) {
 			ic.SharedKVLayers, ic.KVSources = append(ic.SharedKVLayers, l), append(ic.KVSources, c.KVSource(l))
+		}
+	}
+	for l, r := range c.Recurrent {
+		if r {
+			info.RecurrentLayers = append(info.RecurrentLayers, l)
 		}
 	}
 	if c.SWALayers != nil {
@@ -349,6 +357,9 @@ func printInspect(w io.Writer, in *inspectInfo) {
 		}
 	}
 	fmt.Fprintln(w)
+	if in.StateBytes > 0 {
+		fmt.Fprintf(w, "recurrent:      layers %v, %d bytes of state per sequence (beside the kv cache, same budget)\n", in.RecurrentLayers, in.StateBytes)
+	}
 	if t := in.Tokenizer; t != nil {
 		fmt.Fprintf(w, "tokenizer:      %s, %d tokens, add BOS %v\n", t.Kind, t.Size, t.AddBOS)
 		for _, s := range t.Special {

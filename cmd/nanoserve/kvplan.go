@@ -4,7 +4,9 @@ package main
 // decides how many positions the shared cache holds, and so how long a
 // context fits.
 //
-//	budget tokens  T = memory / bytes per token      (bytes per token: 2·layers·kv_dim·element size)
+//	budget tokens  T = (memory − states) / bytes per token   (bytes per token: 2·attention layers·kv_dim·element size)
+//	states           = engine.StateSlots(max_seqs) · state bytes   (hybrid models: 2·max_seqs recurrent
+//	                   states: one per running sequence, one per sequence for snapshots and saved prefixes)
 //	context        C = --ctx, or the model's trained length
 //	cache tokens     = min(max_seqs·C, T)             (--kv-cache-tokens overrides T)
 //
@@ -28,6 +30,8 @@ type kvInputs struct {
 	memory        int64 // KV cache byte budget (--kv-cache-memory)
 	memoryFlag    string
 	bytesPerToken int64 // K and V of one position, all layers
+	stateBytes    int64 // one sequence's recurrent state (hybrid models; 0 otherwise)
+	stateSlots    int   // recurrent states the engine allocates (engine.StateSlots)
 	modelCtx      int   // the model's trained context length
 	ctx           int   // --ctx; 0: the model's
 	maxSeqs       int   // batch slots (resolved, > 0)
@@ -47,8 +51,17 @@ const minShrunkCtx = 16
 // planKVCache applies the rule (see the file comment).
 func planKVCache(in kvInputs) (kvPlan, error) {
 	bpt := max(in.bytesPerToken, 1)
-	budget := int(min(in.memory/bpt, math.MaxInt32))
+	states := int64(in.stateSlots) * in.stateBytes
+	if in.tokens <= 0 && states >= in.memory {
+		return kvPlan{}, fmt.Errorf("--kv-cache-memory %s (%s) does not even hold %d recurrent states (%d bytes each, for %d sequences); "+
+			"raise it or lower --max-seqs", in.memoryFlag, mib(in.memory), in.stateSlots, in.stateBytes, in.maxSeqs)
+	}
+	budget := int(min((in.memory-states)/bpt, math.MaxInt32))
 	what := fmt.Sprintf("--kv-cache-memory %s (%s, room for %d tokens at %d bytes per token)", in.memoryFlag, mib(in.memory), budget, bpt)
+	if states > 0 {
+		what = fmt.Sprintf("--kv-cache-memory %s (%s less %s for %d recurrent states, room for %d tokens at %d bytes per token)",
+			in.memoryFlag, mib(in.memory), mib(states), in.stateSlots, budget, bpt)
+	}
 	if in.tokens > 0 {
 		budget = in.tokens
 		what = fmt.Sprintf("--kv-cache-tokens %d", in.tokens)

@@ -208,7 +208,8 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 	if tmpl != nil {
 		opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
 	}
-	kv.bytesPerToken, kv.modelCtx = m.KVBytesPerToken(mf.kv), m.ContextLen
+	kv.bytesPerToken, kv.modelCtx, kv.stateBytes = m.KVBytesPerToken(mf.kv), m.ContextLen, m.StateBytes()
+	kv.stateSlots = engine.StateSlots(kv.maxSeqs)
 	plan, err := planKVCache(kv)
 	if err != nil {
 		return fail(err)
@@ -261,7 +262,8 @@ func describeServed(mf *modelFlags, me servedEntry, tmplPath string) (*server.Ma
 // computed.
 func manifest(m *model.Model, tmpl *chat.Template) (*server.Manifest, error) {
 	man := &server.Manifest{Architecture: m.Arch, Format: m.Format, Parameters: m.ParamCount(), ContextLength: m.ContextLen,
-		Tokenizer: fmt.Sprintf("%s (%d tokens)", m.Tokenizer.Kind(), m.Tokenizer.Size())}
+		RecurrentStateBytes: m.StateBytes(),
+		Tokenizer:           fmt.Sprintf("%s (%d tokens)", m.Tokenizer.Kind(), m.Tokenizer.Size())}
 	counts := map[string]int{}
 	for _, t := range m.Tensors {
 		if len(t.Shape) == 2 {

@@ -38,6 +38,11 @@ func TestPlanKVCache(t *testing.T) {
 			kvInputs{memory: 1 << 20, bytesPerToken: 1 << 20, modelCtx: 512, maxSeqs: 16, tokens: 3000}, 512, 3000, false, ""},
 		{"--kv-cache-tokens below an explicit --ctx",
 			kvInputs{memory: 2 * GiB, bytesPerToken: 1, modelCtx: 512, ctx: 512, maxSeqs: 16, tokens: 100}, 0, 0, false, "--kv-cache-tokens 100"},
+		{"hybrid: the recurrent states of max-seqs sequences come off the budget first",
+			kvInputs{memory: 2 * GiB, bytesPerToken: 1 << 20, stateBytes: 32 << 20, stateSlots: 32, modelCtx: 4096, maxSeqs: 16}, 1024, 1024, true, ""},
+		{"hybrid: no room for the states themselves",
+			kvInputs{memory: 1 * GiB, memoryFlag: "1GiB", bytesPerToken: 1 << 20, stateBytes: 32 << 20, stateSlots: 32, modelCtx: 4096, maxSeqs: 16}, 0, 0, false,
+			"does not even hold 32 recurrent states"},
 		{"too little memory for any context",
 			kvInputs{memory: 10 << 20, bytesPerToken: 1 << 20, modelCtx: 512, maxSeqs: 16}, 0, 0, false, "cannot hold even 16 tokens"},
 	} {

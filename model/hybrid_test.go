@@ -1,0 +1,505 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"nanoserve/gguf"
+	"nanoserve/internal/hfwrite"
+	"nanoserve/kvcache"
+	"nanoserve/tensor"
+)
+
+// hybridModels are the gguf-archs fixtures of the hybrid architectures.
+var hybridModels = []string{"qwen35", "lfm2"}
+
+// TestHybridGoldens: for each hybrid fixture, the prompts' ids, the greedy
+// ids, every top-10 logprob within 0.1 of llama.cpp's (F16 KV cache, as
+// the goldens were made) and the chosen id's within 0.04 of the golden's
+// independent float64 forward pass, with the prompt fed at once and in
+// chunks of 7 (the recurrent state carried across Forward calls).
+func TestHybridGoldens(t *testing.T) {
+	for _, name := range hybridModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			if !m.IsHybrid() || m.CacheLayers() != 1 {
+				t.Fatalf("loaded as hybrid %v with %d attention layers, want 1", m.IsHybrid(), m.CacheLayers())
+			}
+			for _, chunk := range []int{0, 7} {
+				checkLcppGoldenKV(t, m, g, 0.1, chunk == 0, true, chunk, tensor.F16)
+			}
+			checkRefF64(t, m, g, 0.04, tensor.F16)
+		})
+	}
+}
+
+// TestHybridParity: the cached forward (one token at a time, and in chunks
+// of 5) equals the float64 full recompute (ForwardRef, whose recurrent
+// mixers are written from the equations), and two sequences batched
+// together equal each alone.
+func TestHybridParity(t *testing.T) {
+	for _, name := range hybridModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			p := g.Prompts[0]
+			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+			checkCacheParity(t, m, toks, 5e-4)
+			checkBatched(t, m, toks, g.Prompts[1].PromptIDs[:30], 0)
+		})
+	}
+}
+
+// TestHybridChunkInvariant: a sequence's logits are bit for bit the same
+// whatever its prompt's split into Forward calls and whatever else shares
+// the batch (batch invariance of the recurrent mixers).
+func TestHybridChunkInvariant(t *testing.T) {
+	for _, name := range hybridModels {
+		t.Run(name, func(t *testing.T) {
+			g, path := archPath(t, name, "F16")
+			m := mustLoad(t, path, Options{Threads: 2})
+			toks := g.Prompts[0].PromptIDs
+			ref := runSeq(t, m, toks, 1)
+			for _, chunk := range []int{0, 3, 16, 64} {
+				if got := runSeq(t, m, toks, chunk); !slices.Equal(got, ref) {
+					d, at := maxAbsDiff(got, ref)
+					t.Errorf("chunk %d: logits differ from one token at a time by %g at %d", chunk, d, at)
+				}
+			}
+		})
+	}
+}
+
+// TestHybridStates: the cache's state pool — a restart at position 0
+// zeroes the state (the same logits as a fresh sequence), a rewind to
+// another position is refused, Truncate below Len forgets everything,
+// Match attaches nothing, Fork copies the state, Release returns the slot.
+func TestHybridStates(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	m := mustLoad(t, path, Options{Threads: 2})
+	toks := g.Prompts[0].PromptIDs[:20]
+	c, err := m.NewCacheSeqs(256, tensor.F32, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StateBytes() != 2*m.StateBytes() || c.Bytes() <= c.StateBytes() {
+		t.Fatalf("state bytes %d, want 2 × %d inside Bytes %d", c.StateBytes(), m.StateBytes(), c.Bytes())
+	}
+	run := func(s *kvcache.Seq, from int, ts []int) []float32 {
+		t.Helper()
+		b := Batch{}
+		for i, tok := range ts {
+			b.Tokens, b.Pos, b.Seq = append(b.Tokens, tok), append(b.Pos, from+i), append(b.Seq, s)
+		}
+		lg, err := m.Forward(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Clone(lg)
+	}
+	a := &kvcache.Seq{}
+	if err := c.Reserve(a, 64); err != nil {
+		t.Fatal(err)
+	}
+	want := run(a, 0, toks)
+	if got := run(a, 0, toks); !slices.Equal(got, want) { // restart at 0
+		t.Error("a restart at position 0 did not start from a zero state")
+	}
+	if _, err := m.Forward(Batch{Tokens: toks[:1], Pos: []int{5}, Seq: []*kvcache.Seq{a}}, c); err == nil {
+		t.Error("a rewind to position 5 of 20 was accepted")
+	}
+	// Fork: the copy continues exactly as the original.
+	f := &kvcache.Seq{}
+	c.Fork(f, a)
+	if f.Len != a.Len || !c.HasState(f) {
+		t.Fatalf("fork: Len %d, state %v", f.Len, c.HasState(f))
+	}
+	c.Truncate(f, f.Len)
+	if err := c.Reserve(f, 8); err != nil {
+		t.Fatal(err)
+	}
+	c.Truncate(a, a.Len)
+	next := []int{toks[3], toks[4]}
+	if x, y := run(f, 20, next), run(a, 20, next); !slices.Equal(x, y) {
+		t.Error("the fork's logits differ from the original's")
+	}
+	// No third slot: Reserve fails and changes nothing, Fork leaves it empty.
+	e := &kvcache.Seq{}
+	if err := c.Reserve(e, 4); err == nil || len(e.Blocks) != 0 {
+		t.Errorf("Reserve without a free state slot: %v, %d blocks", err, len(e.Blocks))
+	}
+	c.Fork(e, a)
+	if e.Len != 0 || len(e.Blocks) != 0 || c.HasState(e) {
+		t.Errorf("Fork without a free slot: Len %d, %d blocks", e.Len, len(e.Blocks))
+	}
+	// Truncate below Len forgets every position; Match finds nothing.
+	c.Commit(a, append(slices.Clone(toks), next...))
+	if n := c.Truncate(a, 10); n != 0 || a.Len != 0 || len(a.Blocks) != 0 {
+		t.Errorf("Truncate(10) kept %d positions, %d blocks", n, len(a.Blocks))
+	}
+	c.Release(a)
+	c.Release(f)
+	s := &kvcache.Seq{}
+	if n := c.Match(s, toks, len(toks)); n != 0 {
+		t.Errorf("Match attached %d positions to a hybrid sequence", n)
+	}
+	if c.FreeStates() != 2 || len(c.UsedStates()) != 0 {
+		t.Errorf("after releasing everything: %d free states, used %v", c.FreeStates(), c.UsedStates())
+	}
+	if err := c.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDeltaRuleChunked: the chunked (WY) form of the gated delta rule
+// equals the recurrent form and the float64 reference, output by output
+// and in the final state, for chunk sizes that do and do not divide the
+// sequence, from a non-zero initial state.
+func TestDeltaRuleChunked(t *testing.T) {
+	const L, d = 37, 16
+	rng := newTestRand(7)
+	q, k, v := make([]float64, L*d), make([]float64, L*d), make([]float64, L*d)
+	g, b := make([]float64, L), make([]float64, L)
+	for i := range q {
+		q[i], k[i], v[i] = rng.norm(), rng.norm(), rng.norm()
+	}
+	for t := range L {
+		refL2Norm(q[t*d:(t+1)*d], 1e-6)
+		refL2Norm(k[t*d:(t+1)*d], 1e-6)
+		g[t] = -0.05 - 0.5*rng.unif()
+		b[t] = rng.unif()
+	}
+	S0 := make([]float64, d*d)
+	for i := range S0 {
+		S0[i] = 0.1 * rng.norm()
+	}
+	Sref := slices.Clone(S0)
+	ref := deltaRuleRef64(q, k, v, g, b, Sref, L, d)
+
+	// float32 recurrent form (the forward's deltaStep).
+	f32 := func(x []float64) []float32 {
+		o := make([]float32, len(x))
+		for i, e := range x {
+			o[i] = float32(e)
+		}
+		return o
+	}
+	S := f32(S0)
+	rec := make([]float32, L*d)
+	q32, k32, v32 := f32(q), f32(k), f32(v)
+	for t := range L {
+		deltaStep(rec[t*d:(t+1)*d], S, q32[t*d:(t+1)*d], k32[t*d:(t+1)*d], v32[t*d:(t+1)*d], float32(math.Exp(g[t])), float32(b[t]))
+	}
+	worst := 0.0
+	for i := range ref {
+		worst = max(worst, math.Abs(float64(rec[i])-ref[i]))
+	}
+	if worst > 1e-5 {
+		t.Errorf("recurrent float32 vs float64: %g", worst)
+	}
+	for _, cs := range []int{1, 4, 8, 37, 64} {
+		Sc := slices.Clone(S0)
+		got := deltaRuleChunked(q, k, v, g, b, Sc, L, d, cs)
+		w := 0.0
+		for i := range ref {
+			w = max(w, math.Abs(got[i]-ref[i]))
+		}
+		ws := 0.0
+		for i := range Sref {
+			ws = max(ws, math.Abs(Sc[i]-Sref[i]))
+		}
+		if w > 1e-10 || ws > 1e-10 {
+			t.Errorf("chunk %d: outputs differ by %g, final state by %g", cs, w, ws)
+		}
+	}
+}
+
+// testRand is a small deterministic generator for the tests.
+type testRand struct{ s uint64 }
+
+func newTestRand(seed uint64) *testRand { return &testRand{seed*2654435761 + 1} }
+
+func (r *testRand) unif() float64 {
+	r.s ^= r.s << 13
+	r.s ^= r.s >> 7
+	r.s ^= r.s << 17
+	return float64(r.s>>11) / (1 << 53)
+}
+
+func (r *testRand) norm() float64 {
+	u1, u2 := r.unif(), r.unif()
+	return math.Sqrt(-2*math.Log(u1+1e-300)) * math.Cos(2*math.Pi*u2)
+}
+
+// qwen35MoEFixture writes a qwen35moe GGUF made from the qwen35 fixture:
+// the same metadata under qwen35moe.*, the same attention and delta-net
+// weights, and in place of each dense FFN a mixture of 4 experts (2 used,
+// width 32) with a shared expert (width 48) and its gate, random F16
+// (router and gates F32), as llama.cpp's converter names them.
+func qwen35MoEFixture(t *testing.T) string {
+	t.Helper()
+	_, path := archPath(t, "qwen35", "F16")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KV {
+		key, v := kv.Key, kv.Value
+		switch {
+		case key == "general.architecture":
+			v = gguf.String("qwen35moe")
+		case key == "qwen35.feed_forward_length":
+			continue
+		case strings.HasPrefix(key, "qwen35."):
+			key = "qwen35moe." + strings.TrimPrefix(key, "qwen35.")
+		}
+		if err := w.AddKV(key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const E, used, eh, sh = 4, 2, 32, 48
+	for k, v := range map[string]uint32{"expert_count": E, "expert_used_count": used, "expert_feed_forward_length": eh, "expert_shared_feed_forward_length": sh} {
+		if err := w.AddKV("qwen35moe."+k, gguf.Uint32(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := newTestRand(35)
+	f16 := func(n int, scale float64) []byte {
+		b := make([]byte, 2*n)
+		for i := range n {
+			binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(scale*rng.norm())))
+		}
+		return b
+	}
+	f32 := func(n int, scale float64) []byte {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(scale * rng.norm())
+		}
+		return tensor.F32Bytes(v)
+	}
+	const dim = 64
+	for _, ti := range f.Tensors {
+		if strings.Contains(ti.Name, ".ffn_gate.") || strings.Contains(ti.Name, ".ffn_up.") || strings.Contains(ti.Name, ".ffn_down.") {
+			continue
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l := range 4 {
+		p := fmt.Sprintf("blk.%d.", l)
+		for _, x := range []struct {
+			name string
+			t    tensor.DType
+			dims []uint64
+			data []byte
+		}{
+			{"ffn_gate_inp.weight", tensor.F32, []uint64{dim, E}, f32(dim*E, 0.3)},
+			{"ffn_gate_exps.weight", tensor.F16, []uint64{dim, eh, E}, f16(dim*eh*E, 0.15)},
+			{"ffn_up_exps.weight", tensor.F16, []uint64{dim, eh, E}, f16(dim*eh*E, 0.15)},
+			{"ffn_down_exps.weight", tensor.F16, []uint64{eh, dim, E}, f16(eh*dim*E, 0.15)},
+			{"ffn_gate_inp_shexp.weight", tensor.F32, []uint64{dim}, f32(dim, 0.3)},
+			{"ffn_gate_shexp.weight", tensor.F16, []uint64{dim, sh}, f16(dim*sh, 0.15)},
+			{"ffn_up_shexp.weight", tensor.F16, []uint64{dim, sh}, f16(dim*sh, 0.15)},
+			{"ffn_down_shexp.weight", tensor.F16, []uint64{sh, dim}, f16(sh*dim, 0.15)},
+		} {
+			if err := w.AddTensor(p+x.name, x.t, x.dims, x.data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out := filepath.Join(t.TempDir(), "qwen35moe-F16.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestQwen35MoE: a qwen35moe file (experts and a gated shared expert
+// beside the delta nets) loads with its shapes, and its cached forward
+// (token by token, in chunks) equals the float64 reference, bit for bit
+// whatever the chunking and batching. No llama.cpp golden exists for this
+// architecture here (the fixture is made from qwen35's by the test).
+func TestQwen35MoE(t *testing.T) {
+	m := mustLoad(t, qwen35MoEFixture(t), Options{Threads: 2})
+	if m.Arch != ArchQwen35MoE || m.Experts != 4 || m.ExpertsUsed != 2 || m.ExpertHiddenDim != 32 || m.SharedExpertHiddenDim != 48 || !m.IsHybrid() {
+		t.Fatalf("config %+v", m.Config)
+	}
+	g, _ := archPath(t, "qwen35", "F16")
+	toks := append(slices.Clone(g.Prompts[0].PromptIDs), g.Prompts[0].GeneratedIDs...)
+	checkCacheParity(t, m, toks, 5e-4)
+	checkBatched(t, m, toks, g.Prompts[1].PromptIDs[:30], 0)
+	ref := runSeq(t, m, toks, 1)
+	if got := runSeq(t, m, toks, 16); !slices.Equal(got, ref) {
+		t.Error("chunks of 16 differ from one token at a time")
+	}
+}
+
+// TestLFM2HF: the lfm2 fixture as a Hugging Face checkpoint (written by
+// hfwrite from transformers' names: operator_norm, conv.conv as a
+// (dim, 1, L) Conv1d kernel, feed_forward.w1/w3/w2, embedding_norm,
+// layer_types) loads with the GGUF's config and gives its logits bit for
+// bit.
+func TestLFM2HF(t *testing.T) {
+	g, path := archPath(t, "lfm2", "F16")
+	dir := filepath.Join(t.TempDir(), "lfm2")
+	if err := hfwrite.LFM2FromGGUF(path, dir); err != nil {
+		t.Fatal(err)
+	}
+	mg := mustLoad(t, path, Options{Threads: 2})
+	mh := mustLoad(t, dir, Options{Threads: 2})
+	a, b := mg.Config, mh.Config
+	if a.Arch != b.Arch || a.HiddenDim != b.HiddenDim || a.KVHeads != b.KVHeads || a.ConvKernel != b.ConvKernel ||
+		!slices.Equal(a.Recurrent, b.Recurrent) || a.NormEps != b.NormEps || a.RopeTheta != b.RopeTheta || a.Tied != b.Tied || a.RopeDim != b.RopeDim {
+		t.Fatalf("configs differ:\n gguf %+v\n   hf %+v", a, b)
+	}
+	p := g.Prompts[0]
+	toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+	if lg, lh := runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0); !slices.Equal(lg, lh) {
+		d, at := maxAbsDiff(lg, lh)
+		t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
+	}
+}
+
+// TestQwen35HF: the qwen35 fixture as a Hugging Face checkpoint (hfwrite:
+// transformers' names, 1 + w norms, A_log, value heads grouped by key
+// head), plain and in the vision-language layout (text_config,
+// model.language_model.), loads with the GGUF's config and gives its
+// logits (within float32 rounding of the norm and A_log round trips).
+func TestQwen35HF(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	mg := mustLoad(t, path, Options{Threads: 2})
+	p := g.Prompts[0]
+	toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+	lg := runSeq(t, mg, toks, 0)
+	for _, vl := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint("qwen35-", vl))
+		if err := hfwrite.Qwen35FromGGUF(path, dir, vl); err != nil {
+			t.Fatal(err)
+		}
+		mh := mustLoad(t, dir, Options{Threads: 2})
+		a, b := mg.Config, mh.Config
+		if a.Arch != b.Arch || a.HiddenDim != b.HiddenDim || a.KVHeads != b.KVHeads || a.HeadDim != b.HeadDim || a.ConvKernel != b.ConvKernel ||
+			a.SSMKHeads != b.SSMKHeads || a.SSMVHeads != b.SSMVHeads || a.SSMHeadDim != b.SSMHeadDim || !slices.Equal(a.Recurrent, b.Recurrent) ||
+			a.NormEps != b.NormEps || a.RopeTheta != b.RopeTheta || a.RopeDim != b.RopeDim || a.Tied != b.Tied || !b.AttnGate || !b.QKNorm {
+			t.Fatalf("vl %v: configs differ:\n gguf %+v\n   hf %+v", vl, a, b)
+		}
+		if d, at := maxAbsDiff(lg, runSeq(t, mh, toks, 0)); d > 1e-4 {
+			t.Errorf("vl %v: Hugging Face logits differ from the GGUF's by %g at %d", vl, d, at)
+		}
+	}
+}
+
+// rewriteGGUF writes a copy of the GGUF at path with metadata key edits
+// (a nil value drops the key) and without the tensor drop ("" keeps all).
+func rewriteGGUF(t *testing.T, path string, kv map[string]*gguf.Value, drop string) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, e := range f.KV {
+		v := e.Value
+		if nv, ok := kv[e.Key]; ok {
+			if nv == nil {
+				continue
+			}
+			v = *nv
+		}
+		if err := w.AddKV(e.Key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		if ti.Name == drop {
+			continue
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHybridBadFiles: inconsistent hybrid hyperparameters and missing
+// recurrent tensors are load errors naming the problem, never a panic.
+func TestHybridBadFiles(t *testing.T) {
+	_, q := archPath(t, "qwen35", "F16")
+	_, l := archPath(t, "lfm2", "F16")
+	u32 := func(x uint32) *gguf.Value { v := gguf.Uint32(x); return &v }
+	flags := func(b ...bool) *gguf.Value {
+		v := gguf.NewArray(b)
+		return &v
+	}
+	for _, c := range []struct {
+		name, path string
+		kv         map[string]*gguf.Value
+		drop, want string
+	}{
+		{"inner size", q, map[string]*gguf.Value{"qwen35.ssm.inner_size": u32(48)}, "", "inner_size"},
+		{"value heads not a multiple of key heads", q, map[string]*gguf.Value{"qwen35.ssm.time_step_rank": u32(3), "qwen35.ssm.inner_size": u32(48)}, "", "multiple"},
+		{"conv width", q, map[string]*gguf.Value{"qwen35.ssm.conv_kernel": u32(1)}, "", "convolution width"},
+		{"no attention layer", q, map[string]*gguf.Value{"qwen35.attention.recurrent_layers": flags(true, true, true, true)}, "", "attention layer"},
+		{"pattern length", q, map[string]*gguf.Value{"qwen35.attention.recurrent_layers": flags(true, false)}, "", "recurrent_layers"},
+		{"missing ssm_a", q, nil, "blk.1.ssm_a", "blk.1.ssm_a"},
+		{"missing conv", l, nil, "blk.0.shortconv.conv.weight", "shortconv.conv"},
+		{"missing l_cache", l, map[string]*gguf.Value{"lfm2.shortconv.l_cache": nil}, "", "l_cache"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(rewriteGGUF(t, c.path, c.kv, c.drop), Options{Threads: 1})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "model: ") {
+				t.Errorf("err %v, want a model: error mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestQwen35NextN: a file whose block_count includes a multi-token
+// prediction block (nextn_predict_layers, recurrent_layers over all
+// blocks; its tensors are not read) runs the trunk: the fixture's logits.
+func TestQwen35NextN(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	flags := gguf.NewArray([]bool{true, true, true, false, false})
+	five, one := gguf.Uint32(5), gguf.Uint32(1)
+	nextn := rewriteGGUF(t, path, map[string]*gguf.Value{"qwen35.block_count": &five, "qwen35.attention.recurrent_layers": &flags}, "")
+	// rewriteGGUF only edits keys; add nextn_predict_layers by a second pass.
+	f, err := gguf.Open(nextn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	if err := w.AddFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddKV("qwen35.nextn_predict_layers", one); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "nextn.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	m, m0 := mustLoad(t, out, Options{Threads: 2}), mustLoad(t, path, Options{Threads: 2})
+	if m.Layers != 4 || !slices.Equal(m.Recurrent, m0.Recurrent) {
+		t.Fatalf("layers %d, pattern %v", m.Layers, m.Recurrent)
+	}
+	toks := g.Prompts[0].PromptIDs
+	if !slices.Equal(runSeq(t, m, toks, 0), runSeq(t, m0, toks, 0)) {
+		t.Error("logits differ from the file without the extra block")
+	}
+}
