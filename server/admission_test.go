@@ -90,8 +90,30 @@ func TestAdmissionWholeOrNothing(t *testing.T) {
 	}
 
 	prompts := func(n int) string { return `{"prompt":["a"` + strings.Repeat(`,"a"`, n-1) + `],"max_tokens":1}` }
-	// 3 waiting + 6 > 8: refused whole.
-	code, _, b := ts.post(t, "/v1/completions", prompts(6))
+	// 3 waiting + 6 > 8: refused whole. A request admitted in part would
+	// wait behind the held step: answer within 20 s or fail (not hang).
+	type answer struct {
+		code int
+		b    []byte
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(ts.url+"/v1/completions", "application/json", strings.NewReader(prompts(6)))
+		if err != nil {
+			answered <- answer{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, b}
+	}()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("6 prompts with 3 of 8 waiting: no answer in 20 s (admitted in part and queued?), want 429 at once")
+	}
+	code, b := a.code, a.b
 	if code != http.StatusTooManyRequests {
 		t.Fatalf("6 prompts with 3 of 8 waiting: %d %s, want 429", code, b)
 	}
