@@ -98,16 +98,23 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 		}
 		prompts[0].ids = ids
 	}
-	healing := s.heal
+	fim := cr.Suffix != nil && *cr.Suffix != ""
+	// The server's completion defaults (the built-in model: token healing,
+	// no empty output) yield to an output constraint, which decides the
+	// first token and where the output ends; an explicit token_healing
+	// with a constraint is still refused (applyConstraints).
+	healing, nonEmpty := s.heal, s.nonEmpty && !fim
+	if cs, _ := cr.constraintParams.constraint(); cs != nil {
+		healing, nonEmpty = false, false
+	}
 	if cr.TokenHealing != nil {
 		healing = *cr.TokenHealing
 	}
 	special := cr.ParseSpecial == nil || *cr.ParseSpecial
-	fim := cr.Suffix != nil && *cr.Suffix != ""
 	j := &job{model: model, n: cr.choices(), stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp}
 	for _, p := range prompts {
 		j.reqs = append(j.reqs, engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: special, Policy: pol, TokenHealing: healing, N: j.n,
-			NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams), FIM: fim, NonEmpty: s.nonEmpty && !fim})
+			NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams), FIM: fim, NonEmpty: nonEmpty})
 	}
 	if e := s.applyConstraints(&cr.constraintParams, j); e != nil {
 		return nil, e
