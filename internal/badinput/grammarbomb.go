@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,41 +99,12 @@ func bombs() []bomb {
 // grammarBombs runs the section against its own server; it returns an
 // error when a case failed or the memory bounds were passed.
 func grammarBombs(bin, modelPath, dir string, verbose bool) error {
-	port, err := freePort()
+	srv, err := startServe(bin, modelPath, dir, "serve-bombs.log", "--chat-template", filepath.Join(dir, "template.jinja"), "--threads", "1")
 	if err != nil {
 		return err
 	}
-	args := []string{"serve", "--port", strconv.Itoa(port), "--chat-template", filepath.Join(dir, "template.jinja"), "--threads", "1"}
-	if modelPath != "" {
-		args = append(args, "--model", modelPath)
-	}
-	logPath := filepath.Join(dir, "serve-bombs.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	}()
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitReady(base, exited); err != nil {
-		tail, _ := os.ReadFile(logPath)
-		return fmt.Errorf("%v\nserver log:\n%s", err, tail)
-	}
-	pid := cmd.Process.Pid
+	defer srv.stop()
+	base, pid, exited, logPath := srv.base, srv.pid, srv.exited, srv.logPath
 	// Warm the model (a first request) so RSS before counts its weights.
 	post(base, "/v1/completions", `{"prompt":"x","max_tokens":2}`, bombDeadline)
 	rss0 := procKB(pid, "VmRSS")

@@ -281,41 +281,13 @@ func run(bin, modelPath string, verbose bool) error {
 	if err := os.WriteFile(tmpl, []byte(template), 0o644); err != nil {
 		return err
 	}
-	port, err := freePort()
+	srv, err := startServe(bin, modelPath, dir, "serve.log", "--api-key", apiKey, "--chat-template", tmpl,
+		"--max-body", "65536", "--body-timeout", "2s", "--read-header-timeout", "2s", "--threads", "1")
 	if err != nil {
 		return err
 	}
-	args := []string{"serve", "--port", strconv.Itoa(port), "--api-key", apiKey, "--chat-template", tmpl,
-		"--max-body", "65536", "--body-timeout", "2s", "--read-header-timeout", "2s", "--threads", "1"}
-	if modelPath != "" {
-		args = append(args, "--model", modelPath)
-	}
-	logPath := filepath.Join(dir, "serve.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	}()
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitReady(base, exited); err != nil {
-		tail, _ := os.ReadFile(logPath)
-		return fmt.Errorf("%v\nserver log:\n%s", err, tail)
-	}
+	defer srv.stop()
+	base, exited, logPath := srv.base, srv.exited, srv.logPath
 
 	cs := cases()
 	var failed, fivexx int
@@ -490,6 +462,57 @@ func sendRaw(addr, raw string) (int, []byte, error) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode, bytes.TrimSpace(b), nil
+}
+
+// served is a `nanoserve serve` child process on a free loopback port.
+type served struct {
+	base    string       // http://127.0.0.1:PORT
+	pid     int          // the child's pid (for its RSS)
+	logPath string       // its stdout and stderr
+	exited  <-chan error // receives when the child exits
+	stop    func()       // SIGINT, then SIGKILL after 10 s; closes the log
+}
+
+// startServe runs bin serve --port P args... (and --model modelPath when
+// set) with its output in dir/logName, and waits until /ready answers.
+func startServe(bin, modelPath, dir, logName string, args ...string) (*served, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"serve", "--port", strconv.Itoa(port)}, args...)
+	if modelPath != "" {
+		args = append(args, "--model", modelPath)
+	}
+	logPath := filepath.Join(dir, logName)
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	srv := &served{base: "http://127.0.0.1:" + strconv.Itoa(port), pid: cmd.Process.Pid, logPath: logPath, exited: exited}
+	srv.stop = func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+		logf.Close()
+	}
+	if err := waitReady(srv.base, exited); err != nil {
+		srv.stop()
+		tail, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("%v\nserver log:\n%s", err, tail)
+	}
+	return srv, nil
 }
 
 func freePort() (int, error) {
