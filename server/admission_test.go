@@ -3,17 +3,13 @@ package server
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"nanoserve/engine"
-	"nanoserve/internal/testshared"
-	"nanoserve/model"
 )
 
 // gateProcessor blocks the engine's scheduler loop in its first Process
@@ -40,25 +36,10 @@ func (g gateProcessor) Accept(int) error { return nil }
 // queue holds what it held before, a request of more prompts than the
 // queue can ever hold is a 400, and the next request is admitted.
 func TestAdmissionWholeOrNothing(t *testing.T) {
-	dir := testshared.Dir(t)
-	m, err := model.Load(dir+"/models/llama2c/aidreams260K.bin",
-		model.Options{Tokenizer: dir + "/models/llama2c/aidreams-tok512.bin", Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const maxQueue = 8
-	eng, err := engine.New(m, engine.Options{MaxSeqs: 1, MaxQueue: maxQueue})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(); m.Close() })
-	s, err := New(eng, Options{ModelNames: []string{"m"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	ts := &testServer{Server: s, url: hs.URL}
+	ts := newEngineServer(t, engine.Options{MaxSeqs: 1, MaxQueue: maxQueue},
+		func(o *Options) { o.ModelNames, o.Template = []string{"m"}, nil })
+	eng := ts.eng
 	waiting := func() float64 { return metricValue(t, ts, `vllm:num_requests_waiting{model_name="m"}`) }
 
 	// Hold the scheduler in a step; three more requests wait behind it.

@@ -3,9 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,35 +10,13 @@ import (
 	"nanoserve/chat"
 	"nanoserve/engine"
 	"nanoserve/grammar"
-	"nanoserve/internal/testshared"
-	"nanoserve/model"
 )
 
 // limitedServer serves its own aidreams260K engine whose grammar limits
 // are lim.
 func limitedServer(t *testing.T, lim grammar.Limits) *testServer {
 	t.Helper()
-	dir := testshared.Dir(t)
-	m, err := model.Load(dir+"/models/llama2c/aidreams260K.bin", model.Options{Tokenizer: dir + "/models/llama2c/aidreams-tok512.bin", Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(m, engine.Options{Grammar: engine.GrammarOptions{Limits: lim}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	tmpl, err := chat.Parse(testTemplate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(eng, Options{ModelNames: []string{testModel}, Template: tmpl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newEngineServer(t, engine.Options{Grammar: engine.GrammarOptions{Limits: lim}}, nil)
 }
 
 // TestGrammarBombs: issue 29's hostile constraints through every dialect

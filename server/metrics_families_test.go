@@ -3,10 +3,7 @@ package server
 import (
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -16,8 +13,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"nanoserve/engine"
-	"nanoserve/internal/testshared"
-	nsmodel "nanoserve/model"
 )
 
 var updateFamilies = flag.Bool("update-families", false, "rewrite testdata/metrics_families.golden from the current /metrics")
@@ -87,25 +82,7 @@ func TestMetricFamiliesGolden(t *testing.T) {
 	ts.post(t, "/v1/completions", `{"prompt":"Once","top_p":7}`)
 	section("server", ts.url)
 
-	dir := testshared.Dir(t)
-	m, err := nsmodel.Load(dir+"/models/llama2c/aidreams260K.bin",
-		nsmodel.Options{Tokenizer: dir + "/models/llama2c/aidreams-tok512.bin", Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	eng, err := engine.New(m, engine.Options{Spec: engine.SpecOptions{Mode: engine.SpecNgram, K: 2, Fixed: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	s, err := New(eng, Options{ModelNames: []string{testModel}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	spec := &testServer{Server: s, url: hs.URL}
+	spec := newEngineServer(t, engine.Options{Spec: engine.SpecOptions{Mode: engine.SpecNgram, K: 2, Fixed: true}}, nil)
 	spec.post(t, "/v1/completions", `{"prompt":"Once","max_tokens":3,"temperature":0}`)
 	section("speculating server", spec.url)
 

@@ -2,14 +2,9 @@ package server
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 
 	"nanoserve/engine"
-	"nanoserve/internal/testshared"
-	"nanoserve/model"
 )
 
 // A server whose engine speculates (prompt lookup, k fixed at 4): the
@@ -17,25 +12,7 @@ import (
 // agree and count what the requests did; "speculative": false gives the
 // same text and leaves the counters alone.
 func TestSpecMetricsAndOffSwitch(t *testing.T) {
-	dir := testshared.Dir(t)
-	m, err := model.Load(dir+"/models/llama2c/aidreams260K.bin",
-		model.Options{Tokenizer: dir + "/models/llama2c/aidreams-tok512.bin", Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	eng, err := engine.New(m, engine.Options{Spec: engine.SpecOptions{Mode: engine.SpecNgram, K: 4, Fixed: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	s, err := New(eng, Options{ModelNames: []string{testModel}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	ts := &testServer{Server: s, url: hs.URL}
+	ts := newEngineServer(t, engine.Options{Spec: engine.SpecOptions{Mode: engine.SpecNgram, K: 4, Fixed: true}}, nil)
 
 	prompt := "Echoes of the night"
 	complete := func(extra string) string {

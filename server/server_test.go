@@ -82,6 +82,41 @@ func newTestServer(t testing.TB, mod func(*Options)) *testServer {
 	return &testServer{Server: s, url: hs.URL}
 }
 
+// newEngineServer is newTestServer on an engine of its own, built with eo
+// (speculation, a small queue, grammar limits: what the shared engine
+// cannot have), over a fresh copy of the test model; both close with t.
+func newEngineServer(t testing.TB, eo engine.Options, mod func(*Options)) *testServer {
+	t.Helper()
+	dir := testshared.Dir(t)
+	m, err := model.Load(dir+"/models/llama2c/aidreams260K.bin",
+		model.Options{Tokenizer: dir + "/models/llama2c/aidreams-tok512.bin", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	eng, err := engine.New(m, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	tmpl, err := chat.Parse(testTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{ModelNames: []string{testModel, "alias"}, Template: tmpl,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&opts)
+	}
+	s, err := New(eng, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return &testServer{Server: s, url: hs.URL}
+}
+
 // post sends a JSON body and returns the status, headers and body.
 func (ts *testServer) post(t *testing.T, path, body string) (int, http.Header, []byte) {
 	t.Helper()
