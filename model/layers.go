@@ -113,45 +113,26 @@ func (c *Config) KVSource(l int) int {
 // CacheKVDim is the width of a KV cache row: the widest owner's
 // KVHeads·head_dim.
 func (c *Config) CacheKVDim() int {
-	w := 0
-	for l := range c.Layers {
+	return c.widest(func(l int) int {
 		if c.OwnsKV(l) {
-			w = max(w, c.LayerKVDim(l))
+			return c.LayerKVDim(l)
 		}
-	}
-	return w
+		return 0
+	})
 }
 
-// maxQDim, maxKVDim and maxHidden are the widest layer's (workspace sizes).
-func (c *Config) maxQDim() int {
-	w := 0
-	for l := range c.Layers {
-		w = max(w, c.LayerQDim(l))
-	}
-	return w
-}
+// maxQDim, maxKVDim, maxHidden and maxRopeDim are the widest layer's
+// (workspace sizes; maxRopeDim: the widest rotation).
+func (c *Config) maxQDim() int    { return c.widest(c.LayerQDim) }
+func (c *Config) maxKVDim() int   { return c.widest(c.LayerKVDim) }
+func (c *Config) maxHidden() int  { return c.widest(c.LayerHidden) }
+func (c *Config) maxRopeDim() int { return c.widest(c.LayerRopeDim) }
 
-func (c *Config) maxKVDim() int {
+// widest is the largest f(l) over the layers (0 without layers).
+func (c *Config) widest(f func(l int) int) int {
 	w := 0
 	for l := range c.Layers {
-		w = max(w, c.LayerKVDim(l))
-	}
-	return w
-}
-
-func (c *Config) maxHidden() int {
-	w := 0
-	for l := range c.Layers {
-		w = max(w, c.LayerHidden(l))
-	}
-	return w
-}
-
-// maxRopeDim is the widest rotation of any layer.
-func (c *Config) maxRopeDim() int {
-	w := 0
-	for l := range c.Layers {
-		w = max(w, c.LayerRopeDim(l))
+		w = max(w, f(l))
 	}
 	return w
 }
