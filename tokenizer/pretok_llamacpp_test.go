@@ -1,8 +1,6 @@
 package tokenizer
 
 import (
-	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,10 +13,7 @@ var llamaCppPres = []string{"falcon", "deepseek-coder", "deepseek-llm", "qwen35"
 // TestLlamaCppPreTokenizerCases pins behaviours read from llama.cpp's
 // expressions and its collapsed-category matching.
 func TestLlamaCppPreTokenizerCases(t *testing.T) {
-	cases := []struct {
-		pre, in string
-		want    []string
-	}{
+	cases := []splitCase{
 		// falcon: every ASCII punctuation or symbol (backtick too) and
 		// non-ASCII punctuation runs together first; then GPT-2; then ASCII
 		// digit triples.
@@ -59,15 +54,7 @@ func TestLlamaCppPreTokenizerCases(t *testing.T) {
 		// gemma4: lines and newline runs.
 		{"gemma4", "a b\n\nc\n", []string{"a b", "\n\n", "c", "\n"}},
 	}
-	for _, c := range cases {
-		p, err := newPreTokenizer(c.pre)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := splitAll(p, c.in); !slices.Equal(got, c.want) {
-			t.Errorf("%s %q: got %q, want %q", c.pre, c.in, got, c.want)
-		}
-	}
+	checkSplits(t, cases)
 }
 
 // TestLlamaCppPreTokenizerReference compares with the splits of
@@ -75,31 +62,11 @@ func TestLlamaCppPreTokenizerCases(t *testing.T) {
 // with llama.cpp's class semantics; that script reproduces every case of
 // llama.cpp's own tokenizer tests for these vocabularies).
 func TestLlamaCppPreTokenizerReference(t *testing.T) {
-	data, err := os.ReadFile("testdata/pretok_llamacpp_splits.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		Cases  []string
-		Splits map[string][][]string
-	}
-	if err := json.Unmarshal(data, &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := readSplits(t, "testdata/pretok_llamacpp_splits.json")
 	if len(ref.Splits) != len(llamaCppPres) || len(ref.Cases) < 300 {
 		t.Fatalf("reference has %d pre-tokenizers, %d cases", len(ref.Splits), len(ref.Cases))
 	}
-	for name, want := range ref.Splits {
-		p, err := newPreTokenizer(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, in := range ref.Cases {
-			if got := splitAll(p, in); !slices.Equal(got, want[i]) {
-				t.Errorf("%s %q: got %q, want %q", name, in, got, want[i])
-			}
-		}
-	}
+	ref.check(t)
 }
 
 // deepSeekLetterClass is deepseek-llm's letter class as its tokenizer.json

@@ -15,13 +15,65 @@ func splitAll(p *preTokenizer, s string) []string {
 	return out
 }
 
+// splitCase is an input and the pieces a pre-tokenizer cuts it into.
+type splitCase struct {
+	pre, in string
+	want    []string
+}
+
+func checkSplits(t *testing.T, cases []splitCase) {
+	t.Helper()
+	for _, c := range cases {
+		p, err := newPreTokenizer(c.pre)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := splitAll(p, c.in); !slices.Equal(got, c.want) {
+			t.Errorf("%s %q: got %q, want %q", c.pre, c.in, got, c.want)
+		}
+	}
+}
+
+// splitRef is a reference file of splits: Cases, and per pre-tokenizer
+// name the pieces of each case.
+type splitRef struct {
+	Cases  []string
+	Splits map[string][][]string
+}
+
+func readSplits(t *testing.T, path string) splitRef {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref splitRef
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// check compares every pre-tokenizer's pieces of every case.
+func (ref splitRef) check(t *testing.T) {
+	t.Helper()
+	for name, want := range ref.Splits {
+		p, err := newPreTokenizer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range ref.Cases {
+			if got := splitAll(p, in); !slices.Equal(got, want[i]) {
+				t.Errorf("%s %q: got %q, want %q", name, in, got, want[i])
+			}
+		}
+	}
+}
+
 // TestPreTokenizerCases pins the behaviours the hand-written matchers must
 // reproduce from the regexes.
 func TestPreTokenizerCases(t *testing.T) {
-	cases := []struct {
-		pre, in string
-		want    []string
-	}{
+	cases := []splitCase{
 		// Contractions: case-insensitive for Llama-3/Qwen, not for GPT-2.
 		{"llama-bpe", "I'M DON'T we'Ll they'VE", []string{"I", "'M", " DON", "'T", " we", "'Ll", " they", "'VE"}},
 		{"gpt2", "I'M don't", []string{"I", "'", "M", " don", "'t"}},
@@ -61,46 +113,18 @@ func TestPreTokenizerCases(t *testing.T) {
 		{"llama-bpe", "a\xffb", []string{"a", "\xffb"}},
 		{"gpt2", "a\xffb", []string{"a", "\xff", "b"}},
 	}
-	for _, c := range cases {
-		p, err := newPreTokenizer(c.pre)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := splitAll(p, c.in); !slices.Equal(got, c.want) {
-			t.Errorf("%s %q: got %q, want %q", c.pre, c.in, got, c.want)
-		}
-	}
+	checkSplits(t, cases)
 }
 
 // TestPreTokenizerReference compares with splits made by Python's regex
 // module from the original expressions (testdata/pretok_splits.json: curated
 // tricky strings and random strings over a tricky alphabet).
 func TestPreTokenizerReference(t *testing.T) {
-	data, err := os.ReadFile("testdata/pretok_splits.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		Cases  []string
-		Splits map[string][][]string
-	}
-	if err := json.Unmarshal(data, &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := readSplits(t, "testdata/pretok_splits.json")
 	if len(ref.Splits) != 5 {
 		t.Fatalf("reference has %d pre-tokenizers", len(ref.Splits))
 	}
-	for name, want := range ref.Splits {
-		p, err := newPreTokenizer(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, in := range ref.Cases {
-			if got := splitAll(p, in); !slices.Equal(got, want[i]) {
-				t.Errorf("%s %q: got %q, want %q", name, in, got, want[i])
-			}
-		}
-	}
+	ref.check(t)
 }
 
 // TestPreTokenizerCovers: pieces are non-empty and concatenate to the
