@@ -18,36 +18,7 @@
 // VPMADDWD by ones (or by the sub-block's scale) sums four per lane.
 
 #include "textflag.h"
-
-#define ROWSTART \
-	MOVQ R10, SI; \
-	MOVQ q+32(FP), DI; \
-	MOVQ d+40(FP), DX; \
-	MOVQ aux+48(FP), BX; \
-	MOVQ nb+56(FP), CX
-
-#define ROWEND(label) \
-	VMOVSS X0, (R8); \
-	ADDQ   $4, R8; \
-	ADDQ   stride+24(FP), R10; \
-	DECQ   rows+8(FP); \
-	JNZ    label; \
-	VZEROUPPER; \
-	RET
-
-// FOLD8 folds Y (X its low half) into X's low float as
-// ((y0+y1)+(y2+y3)) + ((y4+y5)+(y6+y7)); X9 is clobbered.
-#define FOLD8(Y, X) \
-	VEXTRACTF128 $1, Y, X9; \
-	VHADDPS      X9, X, X; \
-	VHADDPS      X, X, X; \
-	VMOVSHDUP    X, X9; \
-	VADDSS       X9, X, X
-
-#define BCAST32(val, reg, xreg) \
-	MOVL         val, AX; \
-	VMOVD        AX, xreg; \
-	VPBROADCASTD xreg, reg
+#include "rowdot_amd64.h"
 
 // LEVELS32 turns the 16 code bytes at off(SI) into the 32 levels of the
 // block in Y2 (X3 clobbered). Y15 = 0x0F bytes, Y13 = the level table.

@@ -28,6 +28,7 @@
 // blocks. The row count and stride stay in the argument slots.
 
 #include "textflag.h"
+#include "rowdot_amd64.h"
 
 // HSUM folds Y0 into X0's low float.
 #define HSUM \
@@ -35,25 +36,6 @@
 	VADDPS       X1, X0, X0; \
 	VHADDPS      X0, X0, X0; \
 	VHADDPS      X0, X0, X0
-
-// ROWSTART points the walkers at the start of the current row.
-#define ROWSTART \
-	MOVQ R10, SI; \
-	MOVQ q+32(FP), DI; \
-	MOVQ d+40(FP), DX; \
-	MOVQ aux+48(FP), BX; \
-	MOVQ nb+56(FP), CX
-
-// ROWEND stores X0's low float as this row's result and moves to the next
-// row, jumping to label if any are left.
-#define ROWEND(label) \
-	VMOVSS X0, (R8); \
-	ADDQ   $4, R8; \
-	ADDQ   stride+24(FP), R10; \
-	DECQ   rows+8(FP); \
-	JNZ    label; \
-	VZEROUPPER; \
-	RET
 
 // X4SETUP, X4ROWSTART and X4ROWEND serve the multi-token kernels at the
 // end of the file (defined here, before any TEXT, for go vet).
@@ -99,16 +81,6 @@
 	JNZ          label; \
 	VZEROUPPER; \
 	RET
-
-// FOLD8 folds the 8-lane accumulator Y (X its low half) into X's low
-// float as ((y0+y1)+(y2+y3)) + ((y4+y5)+(y6+y7)) — the order in which the
-// multi-token kernels (qdotQ8_0x4SIMD) fold theirs. X9 is clobbered.
-#define FOLD8(Y, X) \
-	VEXTRACTF128 $1, Y, X9; \
-	VHADDPS      X9, X, X; \
-	VHADDPS      X, X, X; \
-	VMOVSHDUP    X, X9; \
-	VADDSS       X9, X, X
 
 // X4ZF zeroes the four tokens' float accumulators of the multi-token
 // K-quant kernels (8 lanes each, at 0, 32, 64, 96(SP)) and the int32
@@ -168,11 +140,6 @@
 	MOVQ    88(AX), AX; \
 	VMOVSS  X0, (R8)(AX*1); \
 	X4NEXTROW(label)
-
-#define BCAST32(val, reg, xreg) \
-	MOVL         val, AX; \
-	VMOVD        AX, xreg; \
-	VPBROADCASTD xreg, reg
 
 // Bit expansion constants (see the header).
 DATA bitshuf<>+0(SB)/8, $0x0000000000000000
