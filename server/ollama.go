@@ -49,7 +49,6 @@ import (
 	"time"
 
 	"nanoserve/chat"
-	"nanoserve/engine"
 	"nanoserve/hub"
 )
 
@@ -321,7 +320,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.ollamaRun(w, r, j, req.Stream == nil || *req.Stream, false)
+	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream})
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
@@ -366,7 +365,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.ollamaRun(w, r, j, req.Stream == nil || *req.Stream, true)
+	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream, chat: true})
 }
 
 // ollamaMessages turns Ollama's messages into the OpenAI ones chatJob
@@ -406,135 +405,6 @@ func ollamaMessages(in []ollamaMessage) ([]wireMessage, *apiError) {
 		out = append(out, w)
 	}
 	return out, nil
-}
-
-// ollamaRun admits and runs a one-choice job, answering with NDJSON lines
-// (stream) or one JSON object.
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *job, stream, isChat bool) {
-	release, ok := s.admit(w)
-	if !ok {
-		return
-	}
-	defer release()
-	st, err := s.eng.Submit(r.Context(), j.reqs[0])
-	if err != nil {
-		writeError(w, s.startError(r.Context(), err, j))
-		return
-	}
-	tools := j.tools.parse()
-	line := func(text string, done *ollamaDone, calls []ollamaToolCall) any {
-		if isChat {
-			resp := ollamaChatResponse{Model: j.model, CreatedAt: createdAt(), Message: ollamaMessage{Role: "assistant", Content: text, ToolCalls: calls}}
-			if done != nil {
-				resp.Done, resp.ollamaDone = true, *done
-			}
-			return resp
-		}
-		resp := ollamaGenerateResponse{Model: j.model, CreatedAt: createdAt(), Response: text}
-		if done != nil {
-			resp.Done, resp.ollamaDone = true, *done
-		}
-		return resp
-	}
-	started, failed := false, false
-	send := func(v any) bool {
-		if failed {
-			return false
-		}
-		if !started {
-			started = true
-			w.Header().Set("Content-Type", "application/x-ndjson")
-			w.WriteHeader(http.StatusOK)
-		}
-		if _, err := w.Write(append(marshal(v), '\n')); err != nil {
-			failed = true
-			return false
-		}
-		if http.NewResponseController(w).Flush() != nil {
-			failed = true
-		}
-		return !failed
-	}
-	var first, last time.Time
-	for t := range st.Tokens() {
-		now := time.Now()
-		if first.IsZero() {
-			first = now
-			s.m.observe(&s.m.ttft, now.Sub(j.start))
-		} else if !t.Stop {
-			s.m.observe(&s.m.itl, now.Sub(last))
-		}
-		last = now
-		if s.onToken != nil {
-			s.onToken()
-		}
-		if r.Context().Err() != nil {
-			break
-		}
-		if stream && !tools && t.Text != "" && !send(line(t.Text, nil, nil)) {
-			break // the client is gone: leaving the stream cancels the generation
-		}
-	}
-	res := st.Results()[0]
-	s.m.generation(res.FinishReason, res.Usage.PromptTokens, res.Usage.CompletionTokens, time.Since(j.start))
-	if s.onDone != nil {
-		s.onDone()
-	}
-	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
-		e := cutError(r.Context())
-		if e == nil && res.FinishReason == engine.FinishCancelled {
-			return // the client went away
-		}
-		if e == nil {
-			s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
-			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})}
-		}
-		if started {
-			send(ollamaError{e.Message})
-		} else {
-			writeError(w, e)
-		}
-		return
-	}
-	text := ""
-	var calls []ollamaToolCall
-	if !stream || tools {
-		text = res.Text
-	}
-	if tools {
-		content, cs := chat.ParseToolCalls(j.tools.format, res.Text, nil)
-		text = content
-		for k, c := range cs {
-			if !j.tools.keep(k) {
-				break
-			}
-			var tc ollamaToolCall
-			tc.Function.Name = c.Name
-			tc.Function.Arguments = json.RawMessage(c.Arguments)
-			if !json.Valid(tc.Function.Arguments) {
-				tc.Function.Arguments, _ = json.Marshal(c.Arguments)
-			}
-			calls = append(calls, tc)
-		}
-	}
-	load := loadDuration(r.Context()) // spent before the handler started j.start
-	done := &ollamaDone{DoneReason: "stop", TotalDuration: int64(time.Since(j.start) + load), LoadDuration: int64(load),
-		PromptEvalCount: res.Usage.PromptTokens, EvalCount: res.Usage.CompletionTokens}
-	if res.FinishReason == engine.FinishLength {
-		done.DoneReason = "length"
-	}
-	if !first.IsZero() {
-		done.PromptEvalDuration = int64(first.Sub(j.start))
-		done.EvalDuration = int64(last.Sub(first))
-	}
-	if stream {
-		if tools && (text != "" || len(calls) > 0) {
-			send(line(text, nil, calls))
-		}
-		send(line("", done, nil))
-		return
-	}
-	writeJSON(w, http.StatusOK, line(text, done, calls))
 }
 
 // loadKey is the request context key of the time the router spent loading

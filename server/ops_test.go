@@ -48,7 +48,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 // is a 504.
 func TestRequestTimeout(t *testing.T) {
 	ts := newTestServer(t, func(o *Options) { o.RequestTimeout = 100 * time.Millisecond })
-	ts.onToken = func() { time.Sleep(10 * time.Millisecond) }
+	ts.gen = paced{ts.gen, func() { time.Sleep(10 * time.Millisecond) }}
 	body := `{"prompt":"Once","max_tokens":100,"ignore_eos":true,"temperature":0%s}`
 	code, _, b := ts.post(t, "/v1/completions", strings.Replace(body, "%s", `,"stream":true`, 1))
 	if code != 200 || !bytes.Contains(b, []byte(`"code":"request_timeout"`)) || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) {
@@ -69,7 +69,7 @@ func TestDrainTimeoutEndsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.onToken = func() { time.Sleep(20 * time.Millisecond) } // 100 tokens: 2 s, far past the drain
+	s.gen = paced{s.gen, func() { time.Sleep(20 * time.Millisecond) }} // 100 tokens: 2 s, far past the drain
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -211,7 +211,7 @@ func testUnloadInFlight(t *testing.T, opts RouterOptions, wantA string) {
 			}
 			aSrv.Store(s)
 			var once sync.Once
-			s.onToken = func() { once.Do(func() { close(started); <-gate }) }
+			s.gen = paced{s.gen, func() { once.Do(func() { close(started); <-gate }) }}
 		})
 	var release sync.Once
 	open := func() { release.Do(func() { close(gate) }) }

@@ -123,7 +123,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -268,14 +267,9 @@ type Server struct {
 	nonEmpty   bool // completions never empty (Options.NonEmpty)
 	infillB    int  // llama-server's n_batch for /infill (infill.go)
 
-	// Test hooks: hook runs at the start of every routed handler, onToken
-	// after each token a generation yields; gen, when set, stands in for
-	// the engine with a scripted reply to a one-choice request (to test how
-	// replies are read, e.g. tool calls, without a model that writes them).
-	hook    func(r *http.Request)
-	onToken func()
-	onDone  func() // after a generation's results are counted
-	gen     func(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result)
+	// gen is what jobs are submitted to: the engine (tests put a fake in
+	// its place through the generator interface).
+	gen generator
 }
 
 // route is one path's handlers by method.
@@ -366,6 +360,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			s.toolFormat = opts.Template.ToolFormat()
 		}
 	}
+	s.gen = engineGen{eng}
 	s.defaults = eng.Defaults()
 	if opts.Defaults != nil {
 		s.defaults = *opts.Defaults
@@ -524,9 +519,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(sw, r, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
 			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\""})
 		return
-	}
-	if s.hook != nil {
-		s.hook(r)
 	}
 	h(sw, r)
 }
