@@ -345,4 +345,3 @@ func (o *responder) completionLogprobs(i int, toks []engine.Token) *completionLo
 	}
 	return out
 }
-
