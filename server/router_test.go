@@ -63,7 +63,7 @@ func newTestRouter(t testing.TB, opts RouterOptions, hook func(name string, s *S
 	s.router.newServer = hook
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() { hs.Close(); s.Close() })
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // alone is model name's greedy answer to prompt from a server of that

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +58,26 @@ func sharedEngine(t testing.TB) *engine.Engine {
 }
 
 type testServer struct {
-	*Server
-	url string
+	*Server // the first model's handler (nil until it is loaded)
+	front   *Front
+	url     string
+}
+
+// newTS is the test server of a front served at url.
+func newTS(f *Front, url string) *testServer {
+	return &testServer{Server: firstModel(f), front: f, url: url}
+}
+
+// firstModel is the handler of a front's first model, nil when it is not
+// loaded.
+func firstModel(f *Front) *Server {
+	rt := f.router
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if sl := rt.slots[0]; sl != nil {
+		return sl.srv
+	}
+	return nil
 }
 
 func newTestServer(t testing.TB, mod func(*Options)) *testServer {
@@ -79,7 +98,7 @@ func newTestServer(t testing.TB, mod func(*Options)) *testServer {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // newEngineServer is newTestServer on an engine of its own, built with eo
@@ -114,7 +133,7 @@ func newEngineServer(t testing.TB, eo engine.Options, mod func(*Options)) *testS
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // post sends a JSON body and returns the status, headers and body.
@@ -724,6 +743,20 @@ func parseMetrics(t *testing.T, text string) map[string]float64 {
 			t.Fatalf("sample %q has no TYPE line", line)
 		}
 		out[series] = v
+		// A model's series carry its model_name (a server is a table of
+		// models): tests of one model also read them without it.
+		if i := strings.Index(labels, `model_name="`); hasLabels && i >= 0 {
+			j := strings.IndexByte(labels[i+len(`model_name="`):], '"') + i + len(`model_name="`) + 1
+			rest := strings.TrimPrefix(labels[:i]+labels[j:], ",")
+			rest = strings.Replace(rest, ",}", "}", 1)
+			plain := name
+			if rest != "}" {
+				plain += "{" + rest
+			}
+			if _, dup := out[plain]; !dup {
+				out[plain] = v
+			}
+		}
 	}
 	return out
 }
@@ -791,8 +824,10 @@ func TestModelsAndHealth(t *testing.T) {
 		Object string      `json:"object"`
 		Data   []modelCard `json:"data"`
 	}
-	if err := json.Unmarshal(b, &list); err != nil || list.Object != "list" || len(list.Data) != 2 ||
-		list.Data[0].ID != testModel || list.Data[1].ID != "alias" || list.Data[0].MaxModelLen != 128 || list.Data[0].Object != "model" {
+	// One card a model, its other names as aliases (a server of one
+	// model lists it as a server of several does).
+	if err := json.Unmarshal(b, &list); err != nil || list.Object != "list" || len(list.Data) != 1 ||
+		list.Data[0].ID != testModel || !slices.Equal(list.Data[0].Aliases, []string{"alias"}) || list.Data[0].MaxModelLen != 128 || list.Data[0].Object != "model" {
 		t.Fatalf("models: %s", b)
 	}
 	resp, err = http.Get(ts.url + "/v1/models/alias")
@@ -801,7 +836,7 @@ func TestModelsAndHealth(t *testing.T) {
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if c := decode[modelCard](t, b); resp.StatusCode != 200 || c.ID != "alias" {
+	if c := decode[modelCard](t, b); resp.StatusCode != 200 || c.ID != testModel {
 		t.Fatalf("model card: %d %s", resp.StatusCode, b)
 	}
 	resp, err = http.Get(ts.url + "/health")
@@ -822,7 +857,8 @@ func TestGracefulShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.gen = paced{s.gen, func() { time.Sleep(3 * time.Millisecond) }}
+	m := firstModel(s)
+	m.gen = paced{m.gen, func() { time.Sleep(3 * time.Millisecond) }}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,7 @@ func qwenToolServer(t *testing.T, mod func(*Options)) *testServer {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // script makes the server's generator yield the replies in turn (each
