@@ -546,8 +546,8 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		caps = append(caps, "tools")
 	}
 	caps = append(caps, "embedding")
-	m := s.eng.Model()
-	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.ParamCount(),
+	m := s.eng.ModelInfo()
+	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.Params,
 		m.Arch + ".context_length": m.ContextLen, m.Arch + ".embedding_length": m.Dim, m.Arch + ".block_count": m.Layers,
 		m.Arch + ".attention.head_count": m.Heads, m.Arch + ".attention.head_count_kv": m.KVHeads,
 		"tokenizer.ggml.model": s.tok.Kind(), "nanoserve.context_length": s.eng.CtxSize()}

@@ -130,7 +130,6 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
-	"nanoserve/llamacpp"
 	"nanoserve/sample"
 	"nanoserve/tokenizer"
 )
@@ -297,7 +296,7 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
-	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
+	s.spmInfill = eng.SuffixFirst(opts.SPMInfill)
 	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
