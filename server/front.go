@@ -31,13 +31,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"nanoserve/host"
 )
 
 // Front is the server: the one http.Handler over a table of models (one
 // model is a table of one). New makes it over one engine, NewRouter over
 // models loaded on demand.
 type Front struct {
-	router      *router // the model table
+	models      *host.Table[*Server] // the model table
+	pull        func(ctx context.Context, name string) (ModelSpec, error)
+	pullRef     func(name string) (string, error)
 	apiKey      string
 	metricsAuth bool // /metrics needs the key
 	maxBody     int64
@@ -288,17 +292,18 @@ func (f *Front) routed(w http.ResponseWriter, r *http.Request, h func(*Server, h
 		return
 	}
 	t0 := time.Now()
-	s, release, e := f.modelFor(r.Context(), name)
+	lease, e := f.modelFor(r.Context(), name)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	defer release()
+	defer lease.Release()
 	ctx := context.WithValue(r.Context(), loadKey{}, time.Since(t0))
+	ctx = context.WithValue(ctx, leaseKey{}, lease)
 	ctx = context.WithValue(ctx, bodyKey{}, body)
 	r = r.WithContext(ctx)
 	r.Body = http.NoBody
-	h(s, w, r)
+	h(lease.Value(), w, r)
 }
 
 // topFields decodes a body's top-level fields once: the model it names

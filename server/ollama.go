@@ -226,16 +226,6 @@ func keepAlive(raw json.RawMessage) (d time.Duration, ok bool, e *apiError) {
 	return d, true, nil
 }
 
-// applyKeepAlive passes keep_alive to the router (a server of one engine
-// keeps its model).
-func (s *Server) applyKeepAlive(raw json.RawMessage) (time.Duration, bool, *apiError) {
-	d, ok, e := keepAlive(raw)
-	if e == nil && ok && s.keepAlive != nil {
-		s.keepAlive(d)
-	}
-	return d, ok, e
-}
-
 func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollamaGenerateRequest
@@ -260,7 +250,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	d, hasKA, e := s.applyKeepAlive(req.KeepAlive)
+	d, hasKA, e := s.applyKeepAlive(r.Context(), req.KeepAlive)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -334,7 +324,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, _, e := s.applyKeepAlive(req.KeepAlive); e != nil {
+	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -431,7 +421,7 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, _, e := s.applyKeepAlive(req.KeepAlive); e != nil {
+	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -467,7 +457,7 @@ func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) 
 		writeError(w, badRequest("prompt", "prompt is required"))
 		return
 	}
-	if _, _, e := s.applyKeepAlive(req.KeepAlive); e != nil {
+	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
 	}

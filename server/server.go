@@ -130,6 +130,7 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
+	"nanoserve/host"
 	"nanoserve/sample"
 	"nanoserve/tokenizer"
 )
@@ -231,11 +232,7 @@ type Server struct {
 	created  int64
 	m        *metrics // the model's own series (generations, latencies, engine)
 
-	// manifest describes this model (nil: unknown); keepAlive, set by the
-	// router, tells it how long the model should stay loaded after a
-	// request (Ollama's keep_alive; 0: unload when idle).
-	manifest  *Manifest
-	keepAlive func(d time.Duration)
+	manifest *Manifest // describes this model (nil: unknown)
 
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
@@ -257,13 +254,13 @@ func New(eng *engine.Engine, opts Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LoadedModel{Engine: eng, Options: opts, Close: func() {}, srv: s}
+	lm := &LoadedModel{Engine: eng, Options: modelOptions(opts), Close: func() {}}
 	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Preload: true,
 		Load: func() (*LoadedModel, error) { return lm, nil }}}})
 	if err != nil {
 		return nil, err
 	}
-	f.router.loaded(0, s, lm)
+	f.models.Put(0, s, lm)
 	return f, nil
 }
 
@@ -391,13 +388,7 @@ func (s *Server) resolveModel(name string) (string, *apiError) {
 // matchName reports whether a request's model field names a model that
 // answers to names: one of them exactly, or one with Ollama's default tag
 // (":latest").
-func matchName(names []string, name string) bool {
-	if slices.Contains(names, name) {
-		return true
-	}
-	base, ok := strings.CutSuffix(name, ":latest")
-	return ok && base != "" && slices.Contains(names, base)
-}
+func matchName(names []string, name string) bool { return host.MatchName(names, name) }
 
 func (s *Server) unknownModel(name string) *apiError {
 	return unknownModel(name, s.names)

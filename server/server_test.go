@@ -71,13 +71,7 @@ func newTS(f *Front, url string) *testServer {
 // firstModel is the handler of a front's first model, nil when it is not
 // loaded.
 func firstModel(f *Front) *Server {
-	rt := f.router
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if sl := rt.slots[0]; sl != nil {
-		return sl.srv
-	}
-	return nil
+	return f.models.Entries()[0].Value
 }
 
 func newTestServer(t testing.TB, mod func(*Options)) *testServer {

@@ -6,27 +6,19 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"nanoserve/chat"
 	"nanoserve/engine"
-	"nanoserve/gguf"
+	"nanoserve/host"
 	"nanoserve/hub"
-	"nanoserve/llamacpp"
-	"nanoserve/model"
 	"nanoserve/server"
 )
 
@@ -194,7 +186,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 	if m.Tokenizer == nil {
 		return fail(errors.New("the model has no tokenizer (pass one with --tokenizer)"))
 	}
-	opts := server.Options{ToolFormat: tf}
+	opts := host.ModelOptions{ToolFormat: tf}
 	if bp, err := builtinModelPath(); err == nil && me.path == bp {
 		// The built-in completion model: its policy and token healing
 		// by default, as generate (builtin_policy.go).
@@ -217,7 +209,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 	if plan.warning != "" {
 		log.Warn(plan.warning, "model", me.names[0])
 	}
-	man, err := manifest(m, opts.Template)
+	man, err := host.NewManifest(m, opts.Template)
 	if err != nil {
 		return fail(err)
 	}
@@ -254,100 +246,5 @@ func describeServed(mf *modelFlags, me servedEntry, tmplPath string) (*server.Ma
 	if p, err := loadChatTemplate(tmplPath, m, me.path); err == nil {
 		tmpl = p.Template
 	}
-	return manifest(m, tmpl)
-}
-
-// manifest describes a loaded model. The weights' sha256 is read from the
-// Hugging Face cache's blob name when the file is a cached LFS blob, else
-// computed.
-func manifest(m *model.Model, tmpl *chat.Template) (*server.Manifest, error) {
-	man := &server.Manifest{Architecture: m.Arch, Format: m.Format, Parameters: m.ParamCount(), ContextLength: m.ContextLen,
-		RecurrentStateBytes: m.StateBytes(),
-		Tokenizer:           fmt.Sprintf("%s (%d tokens)", m.Tokenizer.Kind(), m.Tokenizer.Size())}
-	counts := map[string]int{}
-	for _, t := range m.Tensors {
-		if len(t.Shape) == 2 {
-			counts[t.Type.String()]++
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(counts)) {
-		if counts[k] > counts[man.Quantization] {
-			man.Quantization = k
-		}
-	}
-	if ft, ok := ggufFileType(m); ok { // a K-quant mix is named as llama-quantize named it
-		man.Quantization = strings.ToUpper(ft.Name)
-	}
-	var sums []string
-	for _, f := range m.Files {
-		st, err := os.Stat(f)
-		if err != nil {
-			return nil, err
-		}
-		man.SizeBytes += st.Size()
-		if t := st.ModTime(); t.After(man.ModifiedAt) {
-			man.ModifiedAt = t
-		}
-		sum, err := fileSHA256(f)
-		if err != nil {
-			return nil, err
-		}
-		sums = append(sums, sum)
-	}
-	switch len(sums) {
-	case 0:
-	case 1:
-		man.WeightsSHA256 = sums[0]
-	default:
-		h := sha256.Sum256([]byte(strings.Join(sums, "\n")))
-		man.WeightsSHA256 = hex.EncodeToString(h[:])
-	}
-	if man.ModifiedAt.IsZero() {
-		man.ModifiedAt = time.Unix(0, 0)
-	}
-	if tmpl != nil {
-		h := sha256.Sum256([]byte(tmpl.Source()))
-		man.TemplateSHA256 = hex.EncodeToString(h[:])
-	}
-	return man, nil
-}
-
-var blobName = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// fileSHA256 is a file's sha256: its name when it is a Hugging Face cache
-// blob (the hub verified it on download), else computed.
-func fileSHA256(path string) (string, error) {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		if b := filepath.Base(real); blobName.MatchString(b) && filepath.Base(filepath.Dir(real)) == "blobs" {
-			return b, nil
-		}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// ggufFileType is a GGUF model's general.file_type, when the file names
-// one nanoserve knows.
-func ggufFileType(m *model.Model) (llamacpp.FileType, bool) {
-	if m.Format != "gguf" || len(m.Files) == 0 {
-		return llamacpp.FileType{}, false
-	}
-	f, err := gguf.Open(m.Files[0])
-	if err != nil {
-		return llamacpp.FileType{}, false
-	}
-	defer f.Close()
-	id, err := f.Uint("general.file_type")
-	if err != nil || id > math.MaxUint32 {
-		return llamacpp.FileType{}, false
-	}
-	return llamacpp.FileTypeByID(uint32(id))
+	return host.NewManifest(m, tmpl)
 }
