@@ -2,6 +2,13 @@
 // that vLLM, Ollama and llama.cpp's server offer, so any OpenAI client
 // library (or curl) can drive an engine.
 //
+// Shape: Front (front.go) is the one http.Handler, a ServeMux over the
+// route table, answering the server-wide routes over the model table
+// (front_models.go; package host keeps the models) and running every
+// other route on the model the request names (Server, one per model).
+// Each generating API is a decoder and a sink over one pipeline
+// (pipeline.go).
+//
 // Endpoints:
 //
 //	POST /v1/completions       complete prompts (string, [string...], token ids or [[ids]...]);
