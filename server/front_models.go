@@ -228,12 +228,9 @@ func (f *Front) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
-	if name == "" {
-		writeError(w, badRequest("model", "model is required"))
+	name, e := ollamaName(req.Model, req.Name)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	if _, ok := f.lookupAny(name); ok {

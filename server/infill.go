@@ -128,7 +128,7 @@ func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.run(r.Context(), &job{model: j.model, reqs: []engine.Request{j.req}, n: 1, stream: j.stream, logprobs: -1, start: start},
-		&infillSink{infillOut: infillOut{s: s, w: w, j: j}, cut: indentCut{n: j.nIndent}})
+		&infillSink{infillOut: infillOut{frames: frames{w: w}, s: s, j: j}, cut: indentCut{n: j.nIndent}})
 }
 
 func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
@@ -397,11 +397,9 @@ func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, i
 
 // infillOut writes one /infill response.
 type infillOut struct {
-	s       *Server
-	w       http.ResponseWriter
-	j       *infillJob
-	started bool
-	failed  bool
+	frames
+	s *Server
+	j *infillJob
 }
 
 // shape applies response_fields (nil: the whole object).
@@ -435,27 +433,10 @@ func (o *infillOut) shape(v any) any {
 }
 
 func (o *infillOut) send(v any) bool {
-	if o.failed {
-		return false
+	if !o.failed {
+		o.start(sseHeaders...)
 	}
-	if !o.started {
-		o.started = true
-		h := o.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		o.w.WriteHeader(http.StatusOK)
-	}
-	b := append([]byte("data: "), marshal(o.shape(v))...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
-	}
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
+	return o.sse(o.shape(v))
 }
 
 // partial streams one piece of the middle with the ids of the tokens

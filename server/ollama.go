@@ -309,7 +309,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream})
+	s.run(r.Context(), j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream})
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
@@ -354,7 +354,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream, chat: true})
+	s.run(r.Context(), j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream, chat: true})
 }
 
 // ollamaMessages turns Ollama's messages into the OpenAI ones chatJob
@@ -470,6 +470,18 @@ func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, http.StatusOK, map[string]any{"embedding": resp.Data[0].Embedding})
 }
 
+// ollamaName is the model a request names: model, or the older name;
+// neither is a 400.
+func ollamaName(model, name string) (string, *apiError) {
+	if model == "" {
+		model = name
+	}
+	if model == "" {
+		return "", badRequest("model", "model is required")
+	}
+	return model, nil
+}
+
 // ollamaDetails is Ollama's model details object.
 type ollamaDetails struct {
 	Format            string   `json:"format"`
@@ -519,12 +531,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
-	if name == "" {
-		writeError(w, badRequest("model", "model is required"))
+	name, e := ollamaName(req.Model, req.Name)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	if _, e := s.resolveModel(name); e != nil {

@@ -5,7 +5,6 @@ package server
 // chat.completion.chunk chunks, usage, [DONE]); see the package comment.
 
 import (
-	"io"
 	"math"
 	"net/http"
 	"time"
@@ -16,7 +15,7 @@ import (
 )
 
 func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *responder {
-	out := &responder{s: s, w: w, j: j, id: newID("cmpl-"), created: time.Now().Unix(),
+	out := &responder{frames: frames{w: w}, s: s, j: j, id: newID("cmpl-"), created: time.Now().Unix(),
 		pending: map[int][]engine.Token{}, offset: map[int]int{}}
 	if j.chat {
 		out.id = newID("chatcmpl-")
@@ -29,13 +28,11 @@ func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *r
 
 // responder writes one job's response.
 type responder struct {
+	frames
 	s       *Server
-	w       http.ResponseWriter
 	j       *job
 	id      string
 	created int64
-	started bool                     // SSE headers written
-	failed  bool                     // a write failed (client gone)
 	pending map[int][]engine.Token   // by choice index: tokens whose text has not shown yet (for logprobs)
 	offset  map[int]int              // by choice index: completions text_offset of the next token
 	calls   map[int]*chat.ToolStream // by choice index: reads tool calls out of a streamed chat reply (nil: no tools)
@@ -49,42 +46,15 @@ func (o *responder) startStream() bool {
 	if o.started {
 		return !o.failed
 	}
-	o.started = true
-	h := o.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	o.w.WriteHeader(http.StatusOK)
+	o.start(append(sseHeaders, "Connection", "keep-alive")...)
 	if o.j.chat {
 		empty := ""
 		for i := range o.choices() {
-			if !o.send(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
+			if !o.sse(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
 				return false
 			}
 		}
 		return true
-	}
-	return o.flush()
-}
-
-func (o *responder) flush() bool {
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
-}
-
-// send writes one SSE event "data: JSON\n\n" and flushes it.
-func (o *responder) send(v any) bool {
-	if o.failed {
-		return false
-	}
-	b := append([]byte("data: "), marshal(v)...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
 	}
 	return o.flush()
 }
@@ -116,9 +86,9 @@ func (o *responder) Delta(i int, d delta) bool {
 	}
 	if o.j.chat {
 		text := d.Text
-		return o.send(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
+		return o.sse(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
 	}
-	return o.send(o.completionChunk(i, d.Text, o.completionLogprobs(i, lps), nil))
+	return o.sse(o.completionChunk(i, d.Text, o.completionLogprobs(i, lps), nil))
 }
 
 // End writes the stream's end or the whole response.
@@ -171,7 +141,7 @@ func (o *responder) end(out *outcome) {
 				writeError(o.w, e)
 				return
 			}
-			o.send(errorBody(e))
+			o.sse(errorBody(e))
 			o.sendDone()
 		}
 		return
@@ -180,7 +150,7 @@ func (o *responder) end(out *outcome) {
 		return
 	}
 	if msg := out.Failure; msg != "" {
-		o.send(errorBody(&apiError{status: 500, Type: "server_error", Message: msg}))
+		o.sse(errorBody(&apiError{status: 500, Type: "server_error", Message: msg}))
 		o.sendDone()
 		return
 	}
@@ -199,32 +169,26 @@ func (o *responder) end(out *outcome) {
 			if len(lps) > 0 {
 				clp = o.chatLogprobs(lps)
 			}
-			o.send(o.chatChunk(i, &chatMessage{}, clp, &reason))
+			o.sse(o.chatChunk(i, &chatMessage{}, clp, &reason))
 		} else {
 			var tlp *completionLogprobs
 			if len(lps) > 0 {
 				tlp = o.completionLogprobs(i, lps)
 			}
-			o.send(o.completionChunk(i, "", tlp, &reason))
+			o.sse(o.completionChunk(i, "", tlp, &reason))
 		}
 	}
 	if o.j.includeUsage {
 		if o.j.chat {
-			o.send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
+			o.sse(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
 		} else {
-			o.send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u})
+			o.sse(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u})
 		}
 	}
 	o.sendDone()
 }
 
-func (o *responder) sendDone() {
-	if !o.failed {
-		if _, err := io.WriteString(o.w, "data: [DONE]\n\n"); err == nil {
-			o.flush()
-		}
-	}
-}
+func (o *responder) sendDone() { o.write([]byte("data: [DONE]\n\n")) }
 
 // whole writes the non-streamed response.
 func (o *responder) whole(out *outcome) {
