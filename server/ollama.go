@@ -51,6 +51,7 @@ import (
 	"nanoserve/chat"
 	"nanoserve/engine"
 	"nanoserve/hub"
+	"nanoserve/llamacpp"
 )
 
 // ollamaVersion is the Ollama API version /api/version reports (clients
@@ -677,6 +678,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		caps = append(caps, "tools")
 	}
 	caps = append(caps, "embedding")
+	if llamacpp.CheckFIM(s.tok) == nil {
+		caps = append(caps, "insert") // Ollama's name for fill in the middle (suffix; here also /infill)
+	}
 	m := s.eng.Model()
 	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.ParamCount(),
 		m.Arch + ".context_length": m.ContextLen, m.Arch + ".embedding_length": m.Dim, m.Arch + ".block_count": m.Layers,

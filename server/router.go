@@ -208,6 +208,7 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		cors:              o.CORSOrigins,
 		allowedHosts:      o.AllowedHosts,
 		now:               time.Now,
+		webui:             o.WebUI,
 	}
 	if front.maxBody <= 0 {
 		front.maxBody = 4 << 20
@@ -237,7 +238,7 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 
 // frontPaths are the paths a multi-model server answers itself.
 var frontPaths = map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/v1/models": true, modelPath: true,
-	"/api/tags": true, "/api/ps": true, "/api/version": true, "/api/pull": true}
+	"/api/tags": true, "/api/ps": true, "/api/version": true, "/api/pull": true, "/": true, uiPath: true}
 
 // ModelFor returns the server of the model a request's model field names
 // ("": the first model), loading the model if it is not loaded, and a

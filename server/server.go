@@ -222,6 +222,9 @@ type Options struct {
 	// the prefix and suffix share the prompt; ≤ 0: 2048), always within
 	// the context less the room for the middle.
 	InfillBatch int
+	// WebUI, if set, answers GET / and GET /ui/... (the chat page,
+	// package webui) without the API key; nil: those paths are 404s.
+	WebUI http.Handler
 }
 
 // Server serves one engine over HTTP. It is an http.Handler.
@@ -263,10 +266,11 @@ type Server struct {
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
 	toolFormat chat.ToolFormat
-	spmInfill  bool // FIM prompts suffix first (infill.go)
-	heal       bool // token healing unless a request says (Options.TokenHealing)
-	nonEmpty   bool // completions never empty (Options.NonEmpty)
-	infillB    int  // llama-server's n_batch for /infill (infill.go)
+	spmInfill  bool         // FIM prompts suffix first (infill.go)
+	heal       bool         // token healing unless a request says (Options.TokenHealing)
+	nonEmpty   bool         // completions never empty (Options.NonEmpty)
+	infillB    int          // llama-server's n_batch for /infill (infill.go)
+	webui      http.Handler // Options.WebUI (nil: no page at /)
 
 	// Test hooks: hook runs at the start of every routed handler, onToken
 	// after each token a generation yields; gen, when set, stands in for
@@ -310,6 +314,10 @@ func (s *Server) needsKey(rt route) bool {
 // under /v1/models/ (the rest of the path is the model's name).
 const modelPath = "/v1/models/{id}"
 
+// uiPath is the route table's entry for the web page's files: every path
+// under /ui/ (Options.WebUI answers them, and "/").
+const uiPath = "/ui/{file}"
+
 // New makes a server for eng.
 func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s := &Server{
@@ -332,6 +340,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		allowedHosts:      opts.AllowedHosts,
 		now:               time.Now,
 		manifest:          opts.Manifest,
+		webui:             opts.WebUI,
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
@@ -390,7 +399,7 @@ func (s *Server) routes() map[string]route {
 	get := func(endpoint string, a access, h http.HandlerFunc) route {
 		return route{endpoint, a, map[string]http.HandlerFunc{http.MethodGet: h}}
 	}
-	return map[string]route{
+	table := map[string]route{
 		"/v1/completions":      post("completions", s.handleCompletions),
 		"/v1/chat/completions": post("chat_completions", s.handleChat),
 		"/v1/embeddings":       post("embeddings", s.handleEmbeddings),
@@ -413,6 +422,11 @@ func (s *Server) routes() map[string]route {
 		"/api/version":         get("ollama_version", needsKey, s.handleOllamaVersion),
 		"/api/pull":            post("ollama_pull", s.handleOllamaPull),
 	}
+	if s.webui != nil { // the chat page: public, its API calls carry the key
+		table["/"] = get("webui", public, s.webui.ServeHTTP)
+		table[uiPath] = get("webui", public, s.webui.ServeHTTP)
+	}
+	return table
 }
 
 // Route is one entry of the route table as a client sees it.
@@ -429,7 +443,7 @@ const ModelPath = modelPath
 // answers (a multi-model server answers the same), with its methods and
 // whether it needs the API key: what tests and the bad-input check walk.
 func Routes(opts Options) []Route {
-	s := &Server{metricsAuth: opts.MetricsAuth}
+	s := &Server{metricsAuth: opts.MetricsAuth, webui: opts.WebUI}
 	var out []Route
 	for path, rt := range s.routes() {
 		r := Route{Path: path, Public: !s.needsKey(rt)}
@@ -452,6 +466,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, ok := s.mux[path]
 	if !ok && strings.HasPrefix(path, "/v1/models/") {
 		rt, ok = s.mux[modelPath]
+	}
+	if !ok && strings.HasPrefix(path, "/ui/") {
+		rt, ok = s.mux[uiPath]
 	}
 	endpoint := "other"
 	if ok {
@@ -571,7 +588,8 @@ func requestID(h string) string {
 //
 //   - a request with an Origin header that is neither a loopback origin
 //     (http or https, host localhost, *.localhost or a loopback address,
-//     any port) nor listed in Options.CORSOrigins ("*": any). A page on any
+//     any port), nor the request's own (sameOrigin: a page this server
+//     served), nor listed in Options.CORSOrigins ("*": any). A page on any
 //     site can make the browser POST a text/plain body cross-origin without
 //     a preflight; the browser then hides the answer, but the request would
 //     run. Requests without an Origin (curl, SDKs, servers) are unaffected.
@@ -585,7 +603,7 @@ func requestID(h string) string {
 //     cannot know: a Kubernetes service, a LAN name) is not checked, as
 //     Ollama checks only when bound to loopback.
 func (s *Server) checkOrigin(r *http.Request) *apiError {
-	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(s.cors, "*") && !slices.Contains(s.cors, origin) && !loopbackOrigin(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(s.cors, "*") && !slices.Contains(s.cors, origin) && !loopbackOrigin(origin) && !sameOrigin(origin, r.Host) {
 		return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("origin_not_allowed"),
 			Message: fmt.Sprintf("origin %q is not allowed: browser requests are accepted from loopback origins and those listed with --cors-origin", origin)}
 	}
@@ -624,6 +642,16 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// sameOrigin reports whether an Origin header names the server the request
+// reached (http or https, the host and port of its Host header): a page
+// this server served, such as the chat page (Options.WebUI) opened at a
+// LAN address, calling its own API. A DNS-rebound name is same-origin too,
+// so on a loopback connection the Host check after it still refuses one.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Path == "" && u.User == nil && host != "" && strings.EqualFold(u.Host, host)
 }
 
 // loopbackOrigin reports whether an Origin header names a page served from
