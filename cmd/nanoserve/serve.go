@@ -25,6 +25,7 @@ import (
 	"nanoserve/hub"
 	"nanoserve/kvcache"
 	"nanoserve/server"
+	"nanoserve/webui"
 )
 
 func runServe(args []string) error {
@@ -79,9 +80,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	var allowedHosts stringList
 	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
 		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
+	noWebUI := fs.Bool("no-webui", false, "do not serve the web chat page at / (and its files under /ui/)")
 	registerGrammarFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics\nand a chat page at / (--no-webui turns it off).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -206,6 +208,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
+	if !*noWebUI {
+		opts.WebUI = webui.Handler()
+	}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: pullRef})
 	if err != nil {
@@ -229,7 +234,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		served[i] = me.names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
+		"webui", webUIURL(ln.Addr(), *noWebUI), "models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
@@ -249,6 +254,14 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// webUIURL is the chat page's address to log ("off" with --no-webui).
+func webUIURL(a net.Addr, off bool) string {
+	if off {
+		return "off"
+	}
+	return "http://" + a.String() + "/"
 }
 
 // splitList splits each comma-separated value of a repeatable flag.

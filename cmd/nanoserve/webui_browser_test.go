@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"nanoserve/internal/testshared"
+)
+
+// chromiumPath finds a Chromium (or Chrome) binary: $NANOSERVE_CHROMIUM, or
+// Debian's chromium on PATH. Without one the test skips, and fails in CI
+// (.ci/run installs Debian's chromium and sets NANOSERVE_CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("NANOSERVE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	const why = "no chromium on PATH (apt-get install chromium, or set NANOSERVE_CHROMIUM): the web UI browser test needs it"
+	if os.Getenv("NANOSERVE_CI") != "" {
+		t.Fatal("CI: " + why)
+	}
+	t.Skip(why)
+	return ""
+}
+
+// startServe runs serve with args on a free loopback port and returns its
+// base URL; the server stops when the test ends.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, cancel, append(args, "--port", "0", "--threads", "1", "--max-seqs", "2"), func(a net.Addr) { addrc <- a })
+	}()
+	select {
+	case a := <-addrc:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+		return "http://" + a.String()
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	return ""
+}
+
+// httpGet returns a GET's status, header and body, with key as the bearer
+// token when not empty.
+func httpGet(t *testing.T, u, key string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestServeWebUIRoutes: the page and its files are public with --api-key
+// (the API behind it is not), carry the page's Content-Security-Policy, and
+// --no-webui turns them off (404) while the API still answers.
+func TestServeWebUIRoutes(t *testing.T) {
+	builtin, err := builtinModelPath()
+	if err != nil {
+		t.Skip("no built-in model in this build: " + err.Error())
+	}
+	base := startServe(t, "--model", builtin, "--api-key", "k1")
+	for _, p := range []string{"/", "/ui/app.js", "/ui/markdown.js", "/ui/app.css"} {
+		code, h, body := httpGet(t, base+p, "")
+		if code != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "connect-src 'self'") || body == "" {
+			t.Errorf("GET %s without a key: %d, CSP %q, %d bytes", p, code, h.Get("Content-Security-Policy"), len(body))
+		}
+	}
+	if code, _, _ := httpGet(t, base+"/ui/nope.js", ""); code != 404 {
+		t.Errorf("GET /ui/nope.js: %d, want 404", code)
+	}
+	if code, _, _ := httpGet(t, base+"/v1/models", ""); code != 401 {
+		t.Errorf("GET /v1/models without a key: %d, want 401", code)
+	}
+	off := startServe(t, "--model", builtin, "--no-webui")
+	for _, p := range []string{"/", "/ui/app.js"} {
+		if code, _, _ := httpGet(t, off+p, ""); code != 404 {
+			t.Errorf("--no-webui: GET %s: %d, want 404", p, code)
+		}
+	}
+	if code, _, body := httpGet(t, off+"/v1/models", ""); code != 200 {
+		t.Errorf("--no-webui: GET /v1/models: %d %s", code, body)
+	}
+}
+
+// TestWebUIBrowser drives the chat page in headless Chromium (over the
+// DevTools protocol) against a live `serve --api-key` of two models: the
+// qwen2 test model (a chat template; random weights that never end a reply
+// early) and the built-in model (no chat template, FIM tokens). It loads
+// /, gives the key when asked, sends a message and sees the reply's text
+// arrive while it streams, stops it, regenerates a short reply with its
+// time to first token and tokens/s, switches to the built-in model and
+// gets a completion, fills in the middle, reloads and finds the
+// conversation, checks the Markdown renderer builds no element from text
+// (no <img>, no script run), and that the page asked for the key once (one
+// 401) and made no request to any other host. A screenshot of the
+// conversation is written to $NANOSERVE_WEBUI_SHOTS (or the test's
+// artifact directory: go test -artifacts -outputdir DIR).
+func TestWebUIBrowser(t *testing.T) {
+	chromium := chromiumPath(t)
+	builtin, err := builtinModelPath()
+	if err != nil {
+		t.Skip("no built-in model in this build: " + err.Error())
+	}
+	chatModel := testshared.Path(t, "testdata/gguf/qwen2/qwen2-F16.gguf")
+	const key = "webui-test-key"
+	base := startServe(t, "--model", chatModel, "--model", builtin, "--api-key", key)
+	baseURL, _ := url.Parse(base)
+	builtinName := filepath.Base(builtin)
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-component-update", true))...)
+	defer cancelAlloc()
+	// Every request the page makes, and every response's status.
+	var mu sync.Mutex
+	var requests []string
+	statuses := map[string][]int64{}
+	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithListener(func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			requests = append(requests, ev.Request.Method+" "+ev.Request.URL)
+		case *network.EventResponseReceived:
+			u, _ := url.Parse(ev.Response.URL)
+			if u != nil {
+				statuses[u.Path] = append(statuses[u.Path], ev.Response.Status)
+			}
+		}
+	}))
+	defer cancelCtx()
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute) // the browser's whole life
+	defer cancel()
+
+	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// until polls a JavaScript expression until it is true.
+	until := func(what, expr string, timeout time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for {
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				status, _ := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#status")))
+				t.Fatalf("%s: not true within %v: %s (status line %q)", what, timeout, expr, status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	const last = `[...document.querySelectorAll('#messages .msg.assistant')].pop()`
+	const lastText = `(` + last + `?.querySelector('.content')?.textContent || '')`
+	const streaming = `!document.getElementById('stop').disabled`
+	selectModel := func(name string) {
+		t.Helper()
+		if !evalJS[bool](t, ctx, fmt.Sprintf(`(() => { const m = document.getElementById('model'); m.value = %q; m.dispatchEvent(new Event('change')); return m.value === %[1]q })()`, name)) {
+			t.Fatalf("model %q is not in the list", name)
+		}
+	}
+
+	// Load: the page is public; its first API call gets a 401 and the key
+	// dialog.
+	run("load /", chromedp.Navigate(base+"/"))
+	until("the key dialog", `document.getElementById('key-dialog').open`, 20*time.Second)
+	run("give the key", chromedp.SendKeys(chromedp.CSS("#api-key"), key), chromedp.Click(chromedp.CSS("#key-ok")))
+	until("the model list", `document.querySelectorAll('#model option').length === 2`, 30*time.Second)
+
+	// A chat reply streams (text visible while the Stop button is live,
+	// then more of it), and Stop ends it.
+	selectModel("qwen2-F16.gguf")
+	until("the chat model described", `document.getElementById('model-kind').textContent === 'chat'`, 30*time.Second)
+	run("send a message", chromedp.SendKeys(chromedp.CSS("#input"), "Hello **world** <img src=x onerror=\"window.pwned=1\"> `code`"),
+		chromedp.SendKeys(chromedp.CSS("#input"), kb.Enter))
+	// (Each wait also ends when the reply does, so a page that shows the
+	// text only at the end fails at once.)
+	until("the first streamed text", lastText+`.length > 0 || !(`+streaming+`)`, 60*time.Second)
+	n1 := evalJS[int](t, ctx, lastText+`.length`)
+	if n1 == 0 || !evalJS[bool](t, ctx, streaming) {
+		t.Fatalf("no text arrived while the reply streamed (%d characters)", n1)
+	}
+	until("more streamed text", lastText+`.length > `+fmt.Sprint(n1)+` || !(`+streaming+`)`, 60*time.Second)
+	if !evalJS[bool](t, ctx, streaming) {
+		t.Fatal("the reply ended before more text was seen arriving: it did not stream, or it is too short to stop")
+	}
+	run("stop", chromedp.Click(chromedp.CSS("#stop")))
+	until("the stopped reply", `!(`+streaming+`) && `+last+`.querySelector('.stats')?.textContent.includes('stopped')`, 10*time.Second)
+	n2 := evalJS[int](t, ctx, lastText+`.length`)
+	time.Sleep(300 * time.Millisecond)
+	n3 := evalJS[int](t, ctx, lastText+`.length`)
+	if n3 != n2 {
+		t.Errorf("the reply grew after Stop: %d then %d characters", n2, n3)
+	}
+
+	// Regenerate a short reply: it replaces the stopped one, and tells its
+	// time to first token and speed.
+	run("max tokens", chromedp.Click(chromedp.CSS("#settings summary")), chromedp.SendKeys(chromedp.CSS("#max-tokens"), "12"))
+	evalJS[bool](t, ctx, `document.getElementById('max-tokens').dispatchEvent(new Event('change'))`)
+	run("regenerate", chromedp.Click(chromedp.CSS("#regenerate")))
+	until("the regenerated reply", `!(`+streaming+`) && /tokens\/s/.test(`+last+`.querySelector('.stats')?.textContent || '')`, 60*time.Second)
+	stats := evalJS[string](t, ctx, last+`.querySelector('.stats').textContent`)
+	replies := evalJS[int](t, ctx, `document.querySelectorAll('#messages .msg.assistant').length`)
+	if !strings.Contains(stats, "first token") || !strings.Contains(stats, "12 tokens") || strings.Contains(stats, "stopped") || replies != 1 {
+		t.Errorf("after regenerate: %d replies, stats %q", replies, stats)
+	}
+
+	// Switch to the built-in model: no chat template, so the page completes
+	// the conversation's text with /v1/completions.
+	selectModel(builtinName)
+	until("the built-in model described", `document.getElementById('model-kind').textContent.startsWith('completion')`, 30*time.Second)
+	run("send to the built-in model", chromedp.SendKeys(chromedp.CSS("#input"), "func main() {"), chromedp.Click(chromedp.CSS("#send")))
+	until("the built-in model's reply", `document.querySelectorAll('#messages .msg.assistant').length === 2 && !(`+streaming+`) && `+
+		last+`.querySelector('.stats') && `+lastText+`.length > 0`, 60*time.Second)
+	who := evalJS[string](t, ctx, last+`.querySelector('.who').textContent`)
+	if !strings.Contains(who, builtinName) {
+		t.Errorf("the second reply is from %q, want %s", who, builtinName)
+	}
+
+	// Fill in the middle with the built-in model (it has FIM tokens).
+	run("FIM tab", chromedp.Click(chromedp.CSS("#tab-fim")))
+	run("FIM input", chromedp.SendKeys(chromedp.CSS("#fim-prefix"), "func add(a, b int) int {\n\treturn "),
+		chromedp.SendKeys(chromedp.CSS("#fim-suffix"), "\n}\n"), chromedp.Click(chromedp.CSS("#fim-run")))
+	until("the filled middle", `document.getElementById('status').textContent.startsWith('Filled') && document.querySelector('#fim-out mark').textContent.length > 0`, 60*time.Second)
+	run("chat tab", chromedp.Click(chromedp.CSS("#tab-chat")))
+
+	// Reload: the conversation is still there, and the key is not asked
+	// again.
+	run("reload", chromedp.Reload())
+	until("the conversation after reload", `document.querySelectorAll('#messages .msg').length === 4 && document.querySelector('#messages .msg.user .content').textContent.includes('Hello') && document.querySelectorAll('#model option').length === 2`, 30*time.Second)
+	if evalJS[bool](t, ctx, `document.getElementById('key-dialog').open`) {
+		t.Error("the key dialog opened again after reload")
+	}
+
+	// Markdown is rendered from text: the user's message shows "<img" as
+	// text, ran no script, and built <strong> and <code> elements.
+	type mdView struct {
+		Strong, Code string
+		Imgs         int
+		Pwned        bool
+		HasTag       bool
+	}
+	md := evalJS[mdView](t, ctx, `(() => { const c = document.querySelector('#messages .msg.user .content'); return {
+		Strong: c.querySelector('strong')?.textContent || '', Code: c.querySelector('code')?.textContent || '',
+		Imgs: document.querySelectorAll('#messages img').length, Pwned: !!window.pwned, HasTag: c.textContent.includes('<img src=x') } })()`)
+	if md.Strong != "world" || md.Code != "code" || md.Imgs != 0 || md.Pwned || !md.HasTag {
+		t.Errorf("the user's message rendered as %+v", md)
+	}
+	// The renderer on its own: blocks, and nothing but safe links.
+	for _, c := range []struct{ in, want string }{
+		{"```go\nx := 1\n```", `<div class="codeblock"><div class="codebar"><span>go</span><button type="button" class="copy" aria-label="Copy go block">Copy</button></div><pre tabindex="0"><code class="language-go">x := 1</code></pre></div>`},
+		{"```\nunclosed", `<div class="codeblock"><div class="codebar"><span>code</span><button type="button" class="copy" aria-label="Copy code block">Copy</button></div><pre tabindex="0"><code>unclosed</code></pre></div>`},
+		{"# Title\n- a\n- *b*", `<h3 class="md-h1">Title</h3><ul><li>a</li><li><em>b</em></li></ul>`},
+		{"<script>alert(1)</script>", `<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>`},
+		{"[x](javascript:alert(1)) [y](https://example.com/a)", `<p>[x](javascript:alert(1)) <a href="https://example.com/a" rel="noopener noreferrer" target="_blank">y</a></p>`},
+		{"![cat](https://example.com/c.png)", `<p><a href="https://example.com/c.png" rel="noopener noreferrer" target="_blank">image: cat</a></p>`},
+	} {
+		got := evalJS[string](t, ctx, fmt.Sprintf(`(() => { const d = document.createElement('div'); d.appendChild(renderMarkdown(%q)); return d.innerHTML })()`, c.in))
+		if got != c.want {
+			t.Errorf("renderMarkdown(%q) =\n%s\nwant\n%s", c.in, got, c.want)
+		}
+	}
+
+	// The screenshot of the conversation.
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("NANOSERVE_WEBUI_SHOTS")
+	if dir == "" {
+		dir = t.ArtifactDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "webui-conversation.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the conversation: %s (%d bytes)", shot, len(png))
+
+	// Asked for the key once: one 401 in the whole session, and the page
+	// itself loaded without a key. Every request went to this server.
+	mu.Lock()
+	defer mu.Unlock()
+	var unauthorized []string
+	for path, codes := range statuses {
+		for _, c := range codes {
+			if c == 401 {
+				unauthorized = append(unauthorized, path)
+			}
+		}
+	}
+	if len(unauthorized) != 1 {
+		t.Errorf("401 answers: %v, want exactly one (the key asked for once)", unauthorized)
+	}
+	if c := statuses["/"]; len(c) == 0 || c[0] != 200 {
+		t.Errorf("GET / answered %v, want 200 without a key", c)
+	}
+	var chats, completions, infills int
+	for _, r := range requests {
+		method, raw, _ := strings.Cut(r, " ")
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "data" && u.Host != baseURL.Host {
+			t.Errorf("a request to another host: %s", r)
+		}
+		switch {
+		case method == "POST" && u.Path == "/v1/chat/completions":
+			chats++
+		case method == "POST" && u.Path == "/v1/completions":
+			completions++
+		case method == "POST" && u.Path == "/infill":
+			infills++
+		}
+	}
+	if chats != 2 || completions != 1 || infills != 1 {
+		t.Errorf("API calls: %d chat, %d completions, %d infill; want 2, 1, 1 (requests %v)", chats, completions, infills, requests)
+	}
+}
+
+// evalJS evaluates a JavaScript expression in the page of ctx and decodes
+// its value, failing the test on an error.
+func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
