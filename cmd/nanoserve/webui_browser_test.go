@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"nanoserve/internal/testshared"
+	"nanoserve/webui"
 )
 
 // chromiumPath finds a Chromium (or Chrome) binary: $NANOSERVE_CHROMIUM, or
@@ -143,56 +148,8 @@ func TestWebUIBrowser(t *testing.T) {
 	baseURL, _ := url.Parse(base)
 	builtinName := filepath.Base(builtin)
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-component-update", true))...)
-	defer cancelAlloc()
-	// Every request the page makes, and every response's status.
-	var mu sync.Mutex
-	var requests []string
-	statuses := map[string][]int64{}
-	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithListener(func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, ev.Request.Method+" "+ev.Request.URL)
-		case *network.EventResponseReceived:
-			u, _ := url.Parse(ev.Response.URL)
-			if u != nil {
-				statuses[u.Path] = append(statuses[u.Path], ev.Response.Status)
-			}
-		}
-	}))
-	defer cancelCtx()
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute) // the browser's whole life
-	defer cancel()
-
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// until polls a JavaScript expression until it is true.
-	until := func(what, expr string, timeout time.Duration) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for {
-			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				status, _ := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#status")))
-				t.Fatalf("%s: not true within %v: %s (status line %q)", what, timeout, expr, status)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	b := newBrowser(t, chromium)
+	ctx, run, until := b.ctx, b.run, b.until
 	const last = `[...document.querySelectorAll('#messages .msg.assistant')].pop()`
 	const lastText = `(` + last + `?.querySelector('.content')?.textContent || '')`
 	const streaming = `!document.getElementById('stop').disabled`
@@ -324,8 +281,7 @@ func TestWebUIBrowser(t *testing.T) {
 
 	// Asked for the key once: one 401 in the whole session, and the page
 	// itself loaded without a key. Every request went to this server.
-	mu.Lock()
-	defer mu.Unlock()
+	requests, statuses := b.seen()
 	var unauthorized []string
 	for path, codes := range statuses {
 		for _, c := range codes {
@@ -370,4 +326,185 @@ func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
 	return v
+}
+
+// browser is a headless Chromium tab for a test, with what its page
+// requested (method and URL) and the statuses it got by path.
+type browser struct {
+	t        *testing.T
+	ctx      context.Context
+	mu       sync.Mutex
+	requests []string
+	statuses map[string][]int64
+}
+
+// newBrowser starts Chromium (a fresh profile) for t; it stops when t ends.
+func newBrowser(t *testing.T, chromium string) *browser {
+	b := &browser{t: t, statuses: map[string][]int64{}}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-component-update", true))...)
+	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithListener(func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			b.requests = append(b.requests, ev.Request.Method+" "+ev.Request.URL)
+		case *network.EventResponseReceived:
+			if u, err := url.Parse(ev.Response.URL); err == nil {
+				b.statuses[u.Path] = append(b.statuses[u.Path], ev.Response.Status)
+			}
+		}
+	}))
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute) // the browser's whole life
+	t.Cleanup(func() { cancel(); cancelCtx(); cancelAlloc() })
+	b.ctx = ctx
+	return b
+}
+
+// seen returns the requests the page made and the statuses by path.
+func (b *browser) seen() ([]string, map[string][]int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.requests), maps.Clone(b.statuses)
+}
+
+// run runs actions, failing the test on an error.
+func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// until polls a JavaScript expression until it is true.
+func (b *browser) until(what, expr string, timeout time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		if err != nil {
+			b.t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			status, _ := chromedp.Run(b.ctx, chromedp.TextContent(chromedp.CSS("#status")))
+			b.t.Fatalf("%s: not true within %v: %s (status line %q)", what, timeout, expr, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWebUIReasoningAndTools drives the chat page in headless Chromium
+// against a scripted API (the page's files from package webui, the
+// endpoints written here) whose reply streams reasoning_content, a tool
+// call in pieces and an answer: the reasoning shows folded apart from the
+// answer, the call as a call with its arguments; the system prompt and the
+// sampling settings reach the request; the next turn sends the call back in
+// the history, and an API error shows as an error. Every form control has a
+// label and every button a name.
+func TestWebUIReasoningAndTools(t *testing.T) {
+	chromium := chromiumPath(t)
+	var mu sync.Mutex
+	var bodies []map[string]any
+	mux := http.NewServeMux()
+	page := webui.Handler()
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET /ui/", page)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"scripted","object":"model"}]}`)
+	})
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"template":"{{ messages }}","capabilities":["completion","tools"]}`)
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		mu.Lock()
+		bodies = append(bodies, body)
+		n := len(bodies)
+		mu.Unlock()
+		if n > 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"scripted failure","type":"invalid_request_error"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{
+			`{"role":"assistant","content":""}`,
+			`{"reasoning_content":"Let me think "}`,
+			`{"reasoning_content":"about the weather."}`,
+			`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`,
+			`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}`,
+			`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`,
+			`{"content":"Checking."}`,
+		} {
+			fmt.Fprintf(w, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+			w.(http.Flusher).Flush()
+			time.Sleep(10 * time.Millisecond)
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n")
+		io.WriteString(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":14,\"total_tokens\":23}}\n\ndata: [DONE]\n\n")
+	})
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	b := newBrowser(t, chromium)
+	ctx := b.ctx
+	b.run("load /", chromedp.Navigate(ts.URL+"/"))
+	b.until("the model list", `document.getElementById('model').value === 'scripted' && document.getElementById('model-kind').textContent === 'chat'`, 20*time.Second)
+	if !evalJS[bool](t, ctx, `[...document.querySelectorAll('input, select, textarea')].every(e => e.labels.length > 0)`) {
+		t.Error("a form control has no label")
+	}
+	if !evalJS[bool](t, ctx, `[...document.querySelectorAll('button')].every(e => (e.getAttribute('aria-label') || e.textContent).trim() !== '')`) {
+		t.Error("a button has no name")
+	}
+	b.run("settings", chromedp.Click(chromedp.CSS("#settings summary")),
+		chromedp.SendKeys(chromedp.CSS("#system"), "Be brief."), chromedp.SendKeys(chromedp.CSS("#temperature"), "0.3"),
+		chromedp.SendKeys(chromedp.CSS("#top-p"), "0.9"), chromedp.SendKeys(chromedp.CSS("#max-tokens"), "20"))
+	b.run("send", chromedp.SendKeys(chromedp.CSS("#input"), "Weather in Paris?"), chromedp.Click(chromedp.CSS("#send")))
+	const last = `[...document.querySelectorAll('#messages .msg.assistant')].pop()`
+	b.until("the reply", `document.getElementById('stop').disabled && `+last+`?.querySelector('.stats')`, 20*time.Second)
+	type view struct {
+		ReasoningOpen        bool
+		Summary, Reasoning   string
+		Content, Call, Stats string
+	}
+	v := evalJS[view](t, ctx, `(() => { const m = `+last+`, d = m.querySelector('details.reasoning'); return {
+		ReasoningOpen: d.open, Summary: d.querySelector('summary').textContent, Reasoning: d.querySelector('.reasoning-text').textContent,
+		Content: m.querySelector('.content').textContent, Call: m.querySelector('.toolcall code').textContent,
+		Stats: m.querySelector('.stats').textContent } })()`)
+	if v.ReasoningOpen || v.Summary != "Reasoning" || v.Reasoning != "Let me think about the weather." || v.Content != "Checking." ||
+		v.Call != "get_weather({\n  \"city\": \"Paris\"\n})" || !strings.Contains(v.Stats, "14 tokens") || !strings.Contains(v.Stats, "tool_calls") {
+		t.Errorf("the reply shows %+v", v)
+	}
+
+	b.run("second turn", chromedp.SendKeys(chromedp.CSS("#input"), "And tomorrow?"), chromedp.Click(chromedp.CSS("#send")))
+	b.until("the error", `document.getElementById('stop').disabled && `+last+`?.querySelector('.error')`, 20*time.Second)
+	if e := evalJS[string](t, ctx, last+`.querySelector('.error').textContent`); e != "Error: scripted failure" {
+		t.Errorf("the failed reply shows %q", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 2 {
+		t.Fatalf("%d chat requests, want 2", len(bodies))
+	}
+	first, _ := json.Marshal(bodies[0])
+	for _, want := range []string{`"model":"scripted"`, `"stream":true`, `"temperature":0.3`, `"top_p":0.9`, `"max_tokens":20`,
+		`"stream_options":{"include_usage":true}`, `{"content":"Be brief.","role":"system"}`, `{"content":"Weather in Paris?","role":"user"}`} {
+		if !strings.Contains(string(first), want) {
+			t.Errorf("the first request lacks %s: %s", want, first)
+		}
+	}
+	second, _ := json.Marshal(bodies[1]["messages"])
+	if !strings.Contains(string(second), `"tool_calls":[{"function":{"arguments":"{\"city\": \"Paris\"}","name":"get_weather"},"id":"call_1","type":"function"}]`) ||
+		!strings.Contains(string(second), `{"content":"And tomorrow?","role":"user"}`) {
+		t.Errorf("the second request's history: %s", second)
+	}
 }
