@@ -490,10 +490,16 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 	if e := evalJS[string](t, ctx, last+`.querySelector('.error').textContent`); e != "Error: scripted failure" {
 		t.Errorf("the failed reply shows %q", e)
 	}
+	// The failed reply is not sent back as a turn.
+	b.run("third turn", chromedp.SendKeys(chromedp.CSS("#input"), "Hello?"), chromedp.Click(chromedp.CSS("#send")))
+	b.until("the second error", `document.querySelectorAll('#messages .msg.assistant .error').length === 2 && document.getElementById('stop').disabled`, 20*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(bodies) != 2 {
-		t.Fatalf("%d chat requests, want 2", len(bodies))
+	if len(bodies) != 3 {
+		t.Fatalf("%d chat requests, want 3", len(bodies))
+	}
+	if third, _ := json.Marshal(bodies[2]["messages"]); strings.Count(string(third), `"role":`) != 5 || strings.Contains(string(third), `{"content":"","role":"assistant"}`) {
+		t.Errorf("the third request's history (system, user, assistant, user, user): %s", third)
 	}
 	first, _ := json.Marshal(bodies[0])
 	for _, want := range []string{`"model":"scripted"`, `"stream":true`, `"temperature":0.3`, `"top_p":0.9`, `"max_tokens":20`,

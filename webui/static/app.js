@@ -368,7 +368,8 @@
     busy = ctrl;
     updateButtons();
     setStatus("Generating…");
-    const history = conv.messages.slice(0, -1);
+    // A reply that failed before any text is not part of the conversation.
+    const history = conv.messages.slice(0, -1).filter((m) => !(m.error && !m.content && !m.tool_calls));
     const system = els.system.value;
     let path, body;
     if (info.chat) {
