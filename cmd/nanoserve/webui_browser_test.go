@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -485,6 +487,25 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 		t.Errorf("the reply shows %+v", v)
 	}
 
+	// Contrast: every visible text at least 4.5:1 (WCAG AA) on its
+	// background, in the light and the dark scheme.
+	for _, scheme := range []string{"light", "dark"} {
+		b.run("scheme "+scheme, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+			return err
+		}))
+		if low := evalJS[[]string](t, ctx, contrastJS); len(low) > 0 {
+			t.Errorf("%s scheme: text under 4.5:1 contrast: %v", scheme, low)
+		}
+	}
+	// Keyboard: Tab from the message box reaches Send; Enter in it sends
+	// (the main test), Escape stops (below).
+	b.run("tab", chromedp.Focus(chromedp.CSS("#input")), chromedp.KeyEvent(kb.Tab))
+	if id := evalJS[string](t, ctx, `document.activeElement.id`); id != "send" {
+		t.Errorf("Tab from the message box focuses %q, want send", id)
+	}
+
 	b.run("second turn", chromedp.SendKeys(chromedp.CSS("#input"), "And tomorrow?"), chromedp.Click(chromedp.CSS("#send")))
 	b.until("the error", `document.getElementById('stop').disabled && `+last+`?.querySelector('.error')`, 20*time.Second)
 	if e := evalJS[string](t, ctx, last+`.querySelector('.error').textContent`); e != "Error: scripted failure" {
@@ -514,3 +535,21 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 		t.Errorf("the second request's history: %s", second)
 	}
 }
+
+// contrastJS lists the visible text elements whose colour has under 4.5:1
+// contrast (WCAG 2's relative luminance) with the first opaque background
+// behind them; disabled controls are exempt, as WCAG exempts them.
+const contrastJS = `(() => {
+	const parse = (c) => { const p = c.match(/[\d.]+/g).map(Number); return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 }; };
+	const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+	const lum = (c) => 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
+	const back = (el) => { for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor); if (c.a > 0.5) return c; } return { r: 255, g: 255, b: 255 }; };
+	const low = [];
+	for (const el of document.querySelectorAll('h1, h2, label, p, summary, span, a, code, li, button, select, textarea, input, .content, .reasoning-text')) {
+		if (!el.getClientRects().length || el.disabled || !el.textContent.trim() && !el.matches('input, textarea, select')) continue;
+		const f = lum(parse(getComputedStyle(el).color)), g = lum(back(el));
+		const ratio = (Math.max(f, g) + 0.05) / (Math.min(f, g) + 0.05);
+		if (ratio < 4.5) low.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + el.className : '') + ' ' + ratio.toFixed(2));
+	}
+	return low;
+})()`
