@@ -26,6 +26,8 @@
 //	                           per-output-token histograms, in-flight gauges, engine stats;
 //	                           and vLLM's names (vllm:num_requests_waiting, vllm:kv_cache_usage_perc,
 //	                           …, each labelled model_name) for vLLM-aware routers: metrics_vllm.go
+//	GET  /, /ui/NAME           the chat page and its files (Options.WebUI, package webui;
+//	                           public: its API calls carry the key)
 //
 // Request fields follow the OpenAI API plus vLLM's sampling extras: model,
 // prompt / messages, max_tokens (max_completion_tokens), temperature, top_p,

@@ -499,8 +499,8 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 			t.Errorf("%s scheme: text under 4.5:1 contrast: %v", scheme, low)
 		}
 	}
-	// Keyboard: Tab from the message box reaches Send; Enter in it sends
-	// (the main test), Escape stops (below).
+	// Keyboard: Tab from the message box reaches Send (Enter in it sends:
+	// TestWebUIBrowser).
 	b.run("tab", chromedp.Focus(chromedp.CSS("#input")), chromedp.KeyEvent(kb.Tab))
 	if id := evalJS[string](t, ctx, `document.activeElement.id`); id != "send" {
 		t.Errorf("Tab from the message box focuses %q, want send", id)
