@@ -469,7 +469,11 @@
 
   function send() {
     const text = els.input.value;
-    if (busy || !text.trim() || !els.model.value) return;
+    if (!els.model.value && !busy) {
+      loadModels(); // the list failed (no key given, server down): try again
+      return;
+    }
+    if (busy || !text.trim()) return;
     if (!current) newConversation();
     if (!current.messages.length || current.title === "New conversation") current.title = text.trim().slice(0, 48);
     current.model = els.model.value;

@@ -193,6 +193,8 @@
           copy.addEventListener("click", () => {
             if (global.navigator && navigator.clipboard) {
               navigator.clipboard.writeText(body).then(() => { copy.textContent = "Copied"; }, () => { copy.textContent = "Copy failed"; });
+            } else {
+              copy.textContent = "Copy needs https or localhost"; // the Clipboard API exists only in secure contexts
             }
           });
           bar.append(lang, copy);
