@@ -165,14 +165,14 @@ func TestWebUIBrowser(t *testing.T) {
 	// Load: the page is public; its first API call gets a 401 and the key
 	// dialog.
 	run("load /", chromedp.Navigate(base+"/"))
-	until("the key dialog", `document.getElementById('key-dialog').open`, 20*time.Second)
+	until("the key dialog", `document.getElementById('key-dialog').open`, 60*time.Second)
 	run("give the key", chromedp.SendKeys(chromedp.CSS("#api-key"), key), chromedp.Click(chromedp.CSS("#key-ok")))
-	until("the model list", `document.querySelectorAll('#model option').length === 2`, 30*time.Second)
+	until("the model list", `document.querySelectorAll('#model option').length === 2`, 60*time.Second)
 
 	// A chat reply streams (text visible while the Stop button is live,
 	// then more of it), and Stop ends it.
 	selectModel("qwen2-F16.gguf")
-	until("the chat model described", `document.getElementById('model-kind').textContent === 'chat'`, 30*time.Second)
+	until("the chat model described", `document.getElementById('model-kind').textContent === 'chat'`, 60*time.Second)
 	run("send a message", chromedp.SendKeys(chromedp.CSS("#input"), "Hello **world** <img src=x onerror=\"window.pwned=1\"> `code`"),
 		chromedp.SendKeys(chromedp.CSS("#input"), kb.Enter))
 	// (Each wait also ends when the reply does, so a page that shows the
@@ -196,7 +196,7 @@ func TestWebUIBrowser(t *testing.T) {
 	if !evalJS[bool](t, ctx, `(() => { if (!(`+streaming+`)) return false; document.getElementById('stop').click(); return true })()`) {
 		t.Fatal("the reply ended before more text was seen arriving: it did not stream, or it is too short to stop")
 	}
-	until("the stopped reply", `!(`+streaming+`) && `+last+`.querySelector('.stats')?.textContent.includes('stopped')`, 10*time.Second)
+	until("the stopped reply", `!(`+streaming+`) && `+last+`.querySelector('.stats')?.textContent.includes('stopped')`, 30*time.Second)
 	n2 := evalJS[int](t, ctx, lastText+`.length`)
 	time.Sleep(300 * time.Millisecond)
 	n3 := evalJS[int](t, ctx, lastText+`.length`)
@@ -219,7 +219,7 @@ func TestWebUIBrowser(t *testing.T) {
 	// Switch to the built-in model: no chat template, so the page completes
 	// the conversation's text with /v1/completions.
 	selectModel(builtinName)
-	until("the built-in model described", `document.getElementById('model-kind').textContent.startsWith('completion')`, 30*time.Second)
+	until("the built-in model described", `document.getElementById('model-kind').textContent.startsWith('completion')`, 60*time.Second)
 	run("send to the built-in model", chromedp.SendKeys(chromedp.CSS("#input"), "func main() {"), chromedp.Click(chromedp.CSS("#send")))
 	until("the built-in model's reply", `document.querySelectorAll('#messages .msg.assistant').length === 2 && !(`+streaming+`) && `+
 		last+`.querySelector('.stats') && `+lastText+`.length > 0`, 60*time.Second)
@@ -238,7 +238,7 @@ func TestWebUIBrowser(t *testing.T) {
 	// Reload: the conversation is still there, and the key is not asked
 	// again.
 	run("reload", chromedp.Reload())
-	until("the conversation after reload", `document.querySelectorAll('#messages .msg').length === 4 && document.querySelector('#messages .msg.user .content').textContent.includes('Hello') && document.querySelectorAll('#model option').length === 2`, 30*time.Second)
+	until("the conversation after reload", `document.querySelectorAll('#messages .msg').length === 4 && document.querySelector('#messages .msg.user .content').textContent.includes('Hello') && document.querySelectorAll('#model option').length === 2`, 60*time.Second)
 	if evalJS[bool](t, ctx, `document.getElementById('key-dialog').open`) {
 		t.Error("the key dialog opened again after reload")
 	}
@@ -469,7 +469,7 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 	b := newBrowser(t, chromium)
 	ctx := b.ctx
 	b.run("load /", chromedp.Navigate(ts.URL+"/"))
-	b.until("the model list", `document.getElementById('model').value === 'scripted' && document.getElementById('model-kind').textContent === 'chat'`, 20*time.Second)
+	b.until("the model list", `document.getElementById('model').value === 'scripted' && document.getElementById('model-kind').textContent === 'chat'`, 60*time.Second)
 	if !evalJS[bool](t, ctx, `[...document.querySelectorAll('input, select, textarea')].every(e => e.labels.length > 0)`) {
 		t.Error("a form control has no label")
 	}
@@ -481,7 +481,7 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#top-p"), "0.9"), chromedp.SendKeys(chromedp.CSS("#max-tokens"), "20"))
 	b.run("send", chromedp.SendKeys(chromedp.CSS("#input"), "Weather in Paris?"), chromedp.Click(chromedp.CSS("#send")))
 	const last = `[...document.querySelectorAll('#messages .msg.assistant')].pop()`
-	b.until("the reply", `document.getElementById('stop').disabled && `+last+`?.querySelector('.stats')`, 20*time.Second)
+	b.until("the reply", `document.getElementById('stop').disabled && `+last+`?.querySelector('.stats')`, 60*time.Second)
 	type view struct {
 		ReasoningOpen        bool
 		Summary, Reasoning   string
@@ -516,13 +516,13 @@ func TestWebUIReasoningAndTools(t *testing.T) {
 	}
 
 	b.run("second turn", chromedp.SendKeys(chromedp.CSS("#input"), "And tomorrow?"), chromedp.Click(chromedp.CSS("#send")))
-	b.until("the error", `document.getElementById('stop').disabled && `+last+`?.querySelector('.error')`, 20*time.Second)
+	b.until("the error", `document.getElementById('stop').disabled && `+last+`?.querySelector('.error')`, 60*time.Second)
 	if e := evalJS[string](t, ctx, last+`.querySelector('.error').textContent`); e != "Error: scripted failure" {
 		t.Errorf("the failed reply shows %q", e)
 	}
 	// The failed reply is not sent back as a turn.
 	b.run("third turn", chromedp.SendKeys(chromedp.CSS("#input"), "Hello?"), chromedp.Click(chromedp.CSS("#send")))
-	b.until("the second error", `document.querySelectorAll('#messages .msg.assistant .error').length === 2 && document.getElementById('stop').disabled`, 20*time.Second)
+	b.until("the second error", `document.querySelectorAll('#messages .msg.assistant .error').length === 2 && document.getElementById('stop').disabled`, 60*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(bodies) != 3 {
