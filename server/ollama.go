@@ -49,7 +49,6 @@ import (
 	"time"
 
 	"nanoserve/chat"
-	"nanoserve/llamacpp"
 )
 
 // ollamaVersion is the Ollama API version /api/version reports (clients
@@ -546,10 +545,10 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 	if s.toolFormat != chat.ToolFormatNone {
 		caps = append(caps, "tools")
 	}
-	caps = append(caps, "embedding")
-	if llamacpp.CheckFIM(s.tok) == nil {
+	if s.tok.FIM().OK() { // prefix, suffix and middle tokens: what /infill needs
 		caps = append(caps, "insert") // Ollama's name for fill in the middle (suffix; here also /infill)
 	}
+	caps = append(caps, "embedding")
 	m := s.eng.Model()
 	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.ParamCount(),
 		m.Arch + ".context_length": m.ContextLen, m.Arch + ".embedding_length": m.Dim, m.Arch + ".block_count": m.Layers,
