@@ -210,6 +210,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	if !*noWebUI {
 		opts.WebUI = webui.Handler()
+		log.Info("a chat page is served at / (--no-webui turns it off)")
 	}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: pullRef})
@@ -234,7 +235,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		served[i] = me.names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"webui", webUIURL(ln.Addr(), *noWebUI), "models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
+		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
 
 	if listening != nil {
 		listening(ln.Addr())
@@ -254,14 +255,6 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// webUIURL is the chat page's address to log ("off" with --no-webui).
-func webUIURL(a net.Addr, off bool) string {
-	if off {
-		return "off"
-	}
-	return "http://" + a.String() + "/"
 }
 
 // splitList splits each comma-separated value of a repeatable flag.
