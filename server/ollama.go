@@ -544,6 +544,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 	if s.toolFormat != chat.ToolFormatNone {
 		caps = append(caps, "tools")
 	}
+	if s.tok.FIM().OK() { // prefix, suffix and middle tokens: what /infill needs
+		caps = append(caps, "insert") // Ollama's name for fill in the middle (suffix; here also /infill)
+	}
 	caps = append(caps, "embedding")
 	m := s.eng.ModelInfo()
 	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.Params,

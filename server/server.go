@@ -33,6 +33,8 @@
 //	                           per-output-token histograms, in-flight gauges, engine stats;
 //	                           and vLLM's names (vllm:num_requests_waiting, vllm:kv_cache_usage_perc,
 //	                           …, each labelled model_name) for vLLM-aware routers: metrics_vllm.go
+//	GET  /, /ui/NAME           the chat page and its files (Options.WebUI, package webui;
+//	                           public: its API calls carry the key)
 //
 // Request fields follow the OpenAI API plus vLLM's sampling extras: model,
 // prompt / messages, max_tokens (max_completion_tokens), temperature, top_p,
@@ -222,6 +224,9 @@ type Options struct {
 	// the prefix and suffix share the prompt; ≤ 0: 2048), always within
 	// the context less the room for the middle.
 	InfillBatch int
+	// WebUI, if set, answers GET / and GET /ui/... (the chat page,
+	// package webui) without the API key; nil: those paths are 404s.
+	WebUI http.Handler
 }
 
 // Server is one model's handler: its engine, tokenizer, chat template,

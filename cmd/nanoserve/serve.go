@@ -26,6 +26,7 @@ import (
 	"nanoserve/hub"
 	"nanoserve/kvcache"
 	"nanoserve/server"
+	"nanoserve/webui"
 )
 
 func runServe(args []string) error {
@@ -80,9 +81,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	var allowedHosts stringList
 	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
 		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
+	noWebUI := fs.Bool("no-webui", false, "do not serve the web chat page at / (and its files under /ui/)")
 	registerGrammarFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics\nand a chat page at / (--no-webui turns it off).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -182,6 +184,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
+	if !*noWebUI {
+		opts.WebUI = webui.Handler()
+		log.Info("a chat page is served at / (--no-webui turns it off)")
+	}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: ml.pull, PullRef: hubPullRef})
 	if err != nil {
