@@ -14,6 +14,10 @@ type ReplyConfig struct {
 	// ToolFormatNone: none). Harmony replies carry their own calls.
 	Tools ToolFormat
 	NewID func() string // call ids (nil: NewToolCallID(Tools))
+	// Continue is the part of a final assistant message the reply
+	// continues (PromptContinue's resolved part): the reply starts inside
+	// the reasoning or inside the answer, mid-text, whatever Prompt says.
+	Continue Continuation
 }
 
 // Reply is a whole reply, parsed.
@@ -80,10 +84,22 @@ func NewReplyStream(cfg ReplyConfig) *ReplyStream {
 	switch {
 	case syn.Harmony:
 		r.harm = &harmonySplitter{extract: cfg.Format.extracts(), newID: newID}
+		switch cfg.Continue {
+		case ContinueReasoning:
+			r.harm.state, r.harm.kind = hBody, kReasoning
+		case ContinueContent:
+			r.harm.state, r.harm.kind, r.harm.answered = hBody, kContent, true
+		}
 		return r
 	case syn.Reasons():
 		open, opening := syn.opensIn(cfg.Prompt)
 		r.tags = newThinkSplitter(syn, open, cfg.Format.extracts())
+		switch cfg.Continue {
+		case ContinueReasoning:
+			r.tags.state, r.tags.lead, opening = stThink, false, ""
+		case ContinueContent:
+			r.tags.state, r.tags.lead, opening = stAnswer, false, ""
+		}
 		r.tags.raw = r.raw
 		if !cfg.Format.extracts() || r.raw {
 			r.tags.prefix = opening // none: the opened tag shows in the content
