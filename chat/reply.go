@@ -64,7 +64,11 @@ type ReplyStream struct {
 	harm  *harmonySplitter // harmony
 	tools *ToolStream      // content → content + calls
 	raw   bool             // deepseek-legacy: content is the raw text
+	calls int              // calls emitted
 }
+
+// Calls reports how many tool calls have been emitted so far.
+func (r *ReplyStream) Calls() int { return r.calls }
 
 // NewReplyStream starts parsing a reply.
 func NewReplyStream(cfg ReplyConfig) *ReplyStream {
@@ -136,6 +140,16 @@ func (r *ReplyStream) Finish() ReplyDelta {
 }
 
 func (r *ReplyStream) step(text string, final bool) ReplyDelta {
+	d := r.split(text, final)
+	for _, c := range d.Calls {
+		if c.Name != "" {
+			r.calls++
+		}
+	}
+	return d
+}
+
+func (r *ReplyStream) split(text string, final bool) ReplyDelta {
 	var d ReplyDelta
 	if r.harm != nil {
 		r.harm.push(text, final, &d)
