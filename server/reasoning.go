@@ -28,12 +28,21 @@ package server
 //     and by what the answer needs of max_tokens; a prompt that leaves the
 //     block to the model (Qwen3) gets it opened, so the model thinks first.
 //
-// Sinks read replies through the job: j.newReply() is a choice's
-// streaming parser (ReplyDelta: Reasoning, Content, Calls) and
-// j.parseReply(text) a whole reply, both nil-safe (no reasoning, no
-// tools: all text is content). A new API maps chat.Reply/ReplyDelta
-// into its own shape (Responses' reasoning items, Anthropic's thinking
-// blocks).
+// Sinks read replies through the job (the events a new API maps into its
+// own shape: Responses' reasoning items, Anthropic's thinking blocks):
+//
+//   - j.newReply() is a choice's streaming parser: Push(d.Text) for each
+//     delta, Finish() at End; each chat.ReplyDelta carries Reasoning,
+//     Content and Calls (chat.ToolCallDelta: the first of a call has ID and
+//     Name, the next its Arguments), in the order they happened; drop calls
+//     with !j.tools.keepCall(index) (parallel_tool_calls false);
+//   - j.parseReply(text) is a whole reply (chat.Reply: Reasoning, Content,
+//     Calls already filtered), equal to the accumulated stream;
+//   - j.finishReason(reason, calls) is "tool_calls" when the reply ended on
+//     its own with calls; j.streamsReasoning() is false for deepseek-legacy
+//     (the thinking is then streamed inside the content, as llama-server).
+//
+// With no reasoning and no tools all text is content.
 
 import (
 	"encoding/json"
@@ -71,11 +80,11 @@ func (r *replySetup) parses() bool {
 	return r != nil && (r.cfg.Syntax.Reasons() || (r.cfg.Tools != "" && r.cfg.Tools != chat.ToolFormatNone))
 }
 
-// newReply is a choice's streaming reply parser (nil: the text is content
-// as it comes).
+// newReply is a choice's streaming reply parser, never nil (a job with
+// nothing to parse gets one that passes the text through as content).
 func (j *job) newReply() *chat.ReplyStream {
 	if !j.reply.parses() {
-		return nil
+		return chat.NewReplyStream(chat.ReplyConfig{})
 	}
 	return chat.NewReplyStream(j.reply.cfg)
 }
