@@ -213,9 +213,8 @@ func (j *job) openReasoning() {
 	if promptOpens(r.cfg) {
 		return
 	}
-	open := r.cfg.Syntax.Start + "\n"
+	open := r.cfg.Syntax.OpenText()
 	if r.cfg.Syntax.Harmony {
-		open = "<|channel|>analysis<|message|>"
 		r.cfg.Continue = chat.ContinueReasoning // the reply starts in the analysis body
 	}
 	for i := range j.reqs {
@@ -251,14 +250,6 @@ func promptCloses(cfg chat.ReplyConfig) bool {
 	return i >= 0 && i > strings.LastIndex(cfg.Prompt, syn.Start) && strings.TrimSpace(cfg.Prompt[i+len(syn.End):]) == ""
 }
 
-// closeText is what ends the reasoning when the budget runs out.
-func (r *replySetup) closeText() string {
-	if r.cfg.Syntax.Harmony {
-		return "<|end|><|start|>assistant<|channel|>final<|message|>"
-	}
-	return r.cfg.Syntax.End
-}
-
 // answerProcessor is one sequence's processor for the answer: the
 // constraint c (nil: none) behind a reasoning gate when the job is gated,
 // else c's grammar processor.
@@ -273,7 +264,7 @@ func (j *job) answerProcessor(eng *engine.Engine, c *grammar.Constraint, budget 
 		}
 		return p
 	}
-	o := engine.ReasoningGateOptions{MaxTokens: budget, Budget: j.reply.budget, Close: j.reply.closeText(), StopIDs: stop}
+	o := engine.ReasoningGateOptions{MaxTokens: budget, Budget: j.reply.budget, Close: j.reply.cfg.Syntax.CloseText(), StopIDs: stop}
 	if c != nil {
 		o.Answer, o.MinAnswer = grammarFor, c.MinTokens()
 	}
