@@ -25,8 +25,9 @@ package server
 //     the thinking: the grammar starts after the reasoning block
 //     (engine.ReasoningGate), whose length is bounded by
 //     reasoning_budget_tokens / thinking_budget_tokens or --reasoning-budget
-//     and by what the answer needs of max_tokens; a prompt that leaves the
-//     block to the model (Qwen3) gets it opened, so the model thinks first.
+//     and by what the answer needs of max_tokens; a constrained reply whose
+//     prompt leaves the block to the model (Qwen3) gets it opened, so the
+//     model thinks first.
 //
 // Sinks read replies through the job (the events a new API maps into its
 // own shape: Responses' reasoning items, Anthropic's thinking blocks):
@@ -204,10 +205,11 @@ func (j *job) gated(constrained bool) bool {
 		(constrained || r.budget >= 0)
 }
 
-// openReasoning makes a gated reply start inside its reasoning block when
-// the prompt leaves the block to the model (Qwen3 thinking, gpt-oss): the
-// grammar then starts once the thinking is over, instead of at a first
-// token that might open the block.
+// openReasoning makes a constrained reply start inside its reasoning block
+// when the prompt leaves the block to the model (Qwen3 thinking, gpt-oss):
+// the grammar then starts once the thinking is over, instead of at a first
+// token that might open the block. (A budget alone opens nothing: the gate
+// counts from whatever the model starts with.)
 func (j *job) openReasoning() {
 	r := j.reply
 	if promptOpens(r.cfg) {

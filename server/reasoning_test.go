@@ -375,3 +375,26 @@ func TestReasoningForcedToolCall(t *testing.T) {
 		t.Errorf("reply %s", body)
 	}
 }
+
+// TestReasoningBudgetOnly runs the real engine with a reasoning budget and
+// no constraint: the prompt is left as the template wrote it, and when the
+// reply opens a block the gate closes it after the budget.
+func TestReasoningBudgetOnly(t *testing.T) {
+	ts := reasoningServer(t, "Qwen3.5-4B", func(o *Options) { b := 5; o.ReasoningBudget = &b })
+	status, _, body := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":20,"temperature":0}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	r, content, _ := wholeReasoning(t, body)
+	// The budget counts the block's tokens: five, then the forced </think>.
+	if n := len(ts.tok.Encode(r, false)); r == "" || n > 5 || content == "" {
+		t.Errorf("reasoning %q (%d tokens), content %q", r, n, content)
+	}
+	ts2 := reasoningServer(t, "Qwen-Qwen3-0.6B", func(o *Options) { b := 5; o.ReasoningBudget = &b })
+	sc := &script{replies: []string{"4"}}
+	ts2.gen = scripted(sc.gen)
+	ts2.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}]}`)
+	if p := sc.prompt(0); !strings.HasSuffix(p, "<|im_start|>assistant\n") {
+		t.Errorf("a budget alone changed the prompt: ends %q", tail(p, 30))
+	}
+}
