@@ -65,6 +65,7 @@ type reasoningParams struct {
 	ContinueFinalMessage  json.RawMessage            `json:"continue_final_message"`
 	ReasoningBudgetTokens *int                       `json:"reasoning_budget_tokens"`
 	ThinkingBudgetTokens  *int                       `json:"thinking_budget_tokens"`
+	AddGenerationPrompt   *bool                      `json:"add_generation_prompt"`
 }
 
 // replySetup is how a chat job's replies are read.
@@ -74,6 +75,8 @@ type replySetup struct {
 	budget   int              // reasoning tokens allowed (< 0: no cap of its own)
 	special  bool             // the markers are control tokens: render them
 	cont     chat.Continuation
+	addGen   bool // add_generation_prompt (default true)
+	prefill  bool // a trailing assistant message is continued (Options.NoPrefillAssistant off)
 }
 
 // parses reports whether replies need parsing at all.
@@ -140,7 +143,11 @@ func (s *Server) reasoningSetup(rp *reasoningParams, p *chat.Prompter, tools *to
 		return nil, badRequest("chat_template_kwargs", "%s", strings.TrimPrefix(err.Error(), "chat: "))
 	}
 	p.Options.Extra = vars
-	r := &replySetup{thinking: thinking, budget: -1, cont: chat.ParseContinuation(rp.ContinueFinalMessage)}
+	r := &replySetup{thinking: thinking, budget: -1, cont: chat.ParseContinuation(rp.ContinueFinalMessage),
+		addGen: rp.AddGenerationPrompt == nil || *rp.AddGenerationPrompt, prefill: !s.noPrefill}
+	if r.cont != chat.ContinueNone && r.addGen {
+		return nil, badRequest("add_generation_prompt", "cannot set both add_generation_prompt and continue_final_message to true (set add_generation_prompt to false)")
+	}
 	if s.reasoningBudget != nil {
 		r.budget = *s.reasoningBudget
 	}
@@ -179,8 +186,27 @@ const promptTail = 1 << 10
 
 // renderChat renders the prompt (continuing the final message when asked)
 // and completes the reply setup with it.
+//
+// As llama-server, a conversation that ends with an assistant message
+// continues it (the prefill heuristic; Options.NoPrefillAssistant turns it
+// off), and add_generation_prompt false without a continuation renders no
+// assistant opener at all.
 func (r *replySetup) render(p *chat.Prompter, msgs []chat.Message) (text string, skipBOS bool, e *apiError) {
-	text, skipBOS, cont, err := p.PromptContinue(msgs, r.cont)
+	if n := len(msgs); r.cont == chat.ContinueNone && r.prefill && n > 0 && msgs[n-1].Role == "assistant" {
+		if n > 1 && msgs[n-2].Role == "assistant" {
+			return "", false, badRequest("messages", "cannot have 2 or more assistant messages at the end of the list")
+		}
+		r.cont, r.addGen = chat.ContinueAuto, false
+	}
+	var cont chat.Continuation
+	var err error
+	if r.cont == chat.ContinueNone && !r.addGen {
+		opts := p.Options
+		text, err = p.Template.Render(msgs, opts)
+		skipBOS = chat.StartsWithBOS(text, opts.BOS)
+	} else {
+		text, skipBOS, cont, err = p.PromptContinue(msgs, r.cont)
+	}
 	if err != nil {
 		var re *chat.RaiseError
 		switch {

@@ -157,6 +157,10 @@ type Options struct {
 	// llama-server's --reasoning-budget); a request's
 	// reasoning_budget_tokens overrides it.
 	ReasoningBudget *int
+	// NoPrefillAssistant: a chat ending with an assistant message gets a
+	// new assistant turn, instead of continuing that message
+	// (llama-server's --no-prefill-assistant; reasoning.go).
+	NoPrefillAssistant bool
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
@@ -251,6 +255,7 @@ type Server struct {
 	toolFormat      chat.ToolFormat
 	reasoningFormat chat.ReasoningFormat // Options.ReasoningFormat, resolved
 	reasoningBudget *int                 // Options.ReasoningBudget
+	noPrefill       bool                 // Options.NoPrefillAssistant
 	spmInfill       bool                 // FIM prompts suffix first (infill.go)
 	heal            bool                 // token healing unless a request says (Options.TokenHealing)
 	nonEmpty        bool                 // completions never empty (Options.NonEmpty)
@@ -307,7 +312,7 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
-	s.reasoningFormat, s.reasoningBudget = opts.ReasoningFormat, opts.ReasoningBudget
+	s.reasoningFormat, s.reasoningBudget, s.noPrefill = opts.ReasoningFormat, opts.ReasoningBudget, opts.NoPrefillAssistant
 	if s.reasoningFormat == "" {
 		s.reasoningFormat = chat.ReasoningAuto
 	}
