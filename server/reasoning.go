@@ -130,7 +130,10 @@ func (s *Server) reasoningSetup(rp *reasoningParams, p *chat.Prompter, tools *to
 		}
 		format = f
 	}
-	kwargs := make(map[string]any, len(rp.ChatTemplateKwargs))
+	kwargs := make(map[string]any, len(rp.ChatTemplateKwargs)+1)
+	if s.thinking != nil {
+		kwargs["enable_thinking"] = *s.thinking // the server's default, under the request's
+	}
 	for k, v := range rp.ChatTemplateKwargs {
 		kwargs[k] = v
 	}

@@ -428,3 +428,20 @@ func TestReasoningBudgetOnly(t *testing.T) {
 		t.Errorf("a budget alone changed the prompt: ends %q", tail(p, 30))
 	}
 }
+
+// TestReasoningOff: Options.Thinking false (serve --reasoning off) renders
+// Qwen3 with thinking off unless the request's kwargs turn it back on.
+func TestReasoningOff(t *testing.T) {
+	off := false
+	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", func(o *Options) { o.Thinking = &off })
+	sc := &script{replies: []string{"4"}}
+	ts.gen = scripted(sc.gen)
+	ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"}]}`)
+	ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"}],"chat_template_kwargs":{"enable_thinking":true}}`)
+	if p := sc.prompt(0); !strings.HasSuffix(p, "<think>\n\n</think>\n\n") {
+		t.Errorf("--reasoning off: prompt ends %q", tail(p, 30))
+	}
+	if p := sc.prompt(1); !strings.HasSuffix(p, "<|im_start|>assistant\n") {
+		t.Errorf("the request's enable_thinking true: prompt ends %q", tail(p, 30))
+	}
+}
