@@ -66,6 +66,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
+	readReasoning := reasoningFlags(fs)
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
 		"then the rest are cancelled, each stream ending with an error event and [DONE]")
@@ -100,6 +101,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	tf, err := chat.ParseToolFormat(*toolFormat)
 	if err != nil {
 		return fmt.Errorf("--tool-call-format: %w", err)
+	}
+	replies := replyFlags{tools: tf}
+	if err := readReasoning(&replies); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		name string
@@ -182,6 +187,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		specs = append(specs, ml.spec(me))
 	}
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
+		ReasoningFormat: replies.reasoning, ReasoningBudget: replies.budget, NoPrefillAssistant: replies.noPrefill, Thinking: replies.thinking,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	if !*noWebUI {
