@@ -331,13 +331,16 @@ func (c *schemaCompiler) modAutomaton(mv any, path string) (*nfa, error) {
 		return nil, serr(path, "multipleOf", "the modulus is too large to enforce")
 	}
 	a := an.Num().Int64()
+	if a*int64(k+2) > modMaxBuild {
+		return nil, serr(path, "multipleOf", "%s needs a remainder automaton of %d states; at most %d are built", mv, a*int64(k+2), modMaxBuild)
+	}
+	// Symbols: the digits 0-9, '-' (10) and '.' (11); -1 is no move.
 	type st struct {
 		j int // -1: integral part; 0..k: fraction digits read
 		r int64
 	}
 	index := map[st]int{{-1, 0}: 0}
 	order := []st{{-1, 0}}
-	out := &nfa{}
 	get := func(s st) int {
 		if i, ok := index[s]; ok {
 			return i
@@ -346,36 +349,119 @@ func (c *schemaCompiler) modAutomaton(mv any, path string) (*nfa, error) {
 		order = append(order, s)
 		return len(order) - 1
 	}
+	var next [][12]int
+	var accept []bool
 	for i := 0; i < len(order); i++ {
 		s := order[i]
-		if err := c.b.alloc(1, 12*64); err != nil {
-			return nil, err
-		}
 		if err := c.b.step(12); err != nil {
 			return nil, err
 		}
-		var ms []nfaMove
-		if s.j < 0 || s.j < k {
-			next := s.j + 1 // the integral part stays at -1
-			if s.j < 0 {
-				next = -1
-				ms = append(ms, nfaMove{[]cpRange{{'-', '-'}}, get(s)}, nfaMove{[]cpRange{{'.', '.'}}, get(st{0, s.r})})
+		var row [12]int
+		for x := range row {
+			row[x] = -1
+		}
+		switch {
+		case s.j < 0:
+			row[10], row[11] = i, get(st{0, s.r})
+			for d := range 10 {
+				row[d] = get(st{-1, (10*s.r + int64(d)) % a})
 			}
-			for d := int64(0); d <= 9; d++ {
-				ms = append(ms, nfaMove{[]cpRange{{rune('0' + d), rune('0' + d)}}, get(st{next, (10*s.r + d) % a})})
+		case s.j < k:
+			for d := range 10 {
+				row[d] = get(st{s.j + 1, (10*s.r + int64(d)) % a})
 			}
-		} else {
-			ms = append(ms, nfaMove{[]cpRange{{'0', '0'}}, i}) // past k digits: zeros only
+		default:
+			row[0] = i // past k fraction digits: zeros only
 		}
 		r := s.r
 		for x := max(s.j, 0); x < k; x++ {
 			r = 10 * r % a
 		}
-		out.moves = append(out.moves, mergeMoves(ms))
-		out.accept = append(out.accept, r == 0)
+		next = append(next, row)
+		accept = append(accept, r == 0)
+	}
+	// Moore's partition refinement merges states no input tells apart
+	// (multipleOf 1000 needs four: how many trailing zeros were read).
+	class := make([]int, len(next))
+	for i, acc := range accept {
+		if acc {
+			class[i] = 1
+		}
+	}
+	for n := 0; ; {
+		sig := map[[13]int]int{}
+		fresh := make([]int, len(next))
+		for i, row := range next {
+			if err := c.b.step(13); err != nil {
+				return nil, err
+			}
+			var key [13]int
+			key[12] = class[i]
+			for x, t := range row {
+				key[x] = -1
+				if t >= 0 {
+					key[x] = class[t]
+				}
+			}
+			id, ok := sig[key]
+			if !ok {
+				id = len(sig)
+				sig[key] = id
+			}
+			fresh[i] = id
+		}
+		class = fresh
+		if len(sig) == n {
+			break
+		}
+		n = len(sig)
+	}
+	// class numbers follow first appearance, so the start (state 0) is class 0.
+	nc := 0
+	for _, x := range class {
+		nc = max(nc, x+1)
+	}
+	if nc > modMaxStates {
+		return nil, serr(path, "multipleOf", "%s needs a remainder automaton of %d states; at most %d are enforced", mv, nc, modMaxStates)
+	}
+	out := &nfa{moves: make([][]nfaMove, nc), accept: make([]bool, nc)}
+	done := make([]bool, nc)
+	for i, row := range next {
+		ci := class[i]
+		if done[ci] {
+			continue
+		}
+		done[ci] = true
+		if err := c.b.alloc(1, 12*64); err != nil {
+			return nil, err
+		}
+		var ms []nfaMove
+		for x, t := range row {
+			if t < 0 {
+				continue
+			}
+			ch := rune('0' + x)
+			switch x {
+			case 10:
+				ch = '-'
+			case 11:
+				ch = '.'
+			}
+			ms = append(ms, nfaMove{[]cpRange{{ch, ch}}, class[t]})
+		}
+		out.moves[ci] = mergeMoves(ms)
+		out.accept[ci] = accept[i]
 	}
 	return out, nil
 }
+
+// The remainder automaton of multipleOf: built up to modMaxBuild states,
+// enforced when it minimises to at most modMaxStates (its product with the
+// number's shape, ~100 states, then stays within the default budget).
+const (
+	modMaxBuild  = 1 << 16
+	modMaxStates = 512
+)
 
 // intRange is the decimal integers in [lo, hi] (nil: unbounded), or nil if
 // there are none.
