@@ -319,7 +319,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream})
+	s.run(r.Context(), j, s.blockStops(j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream}))
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {

@@ -59,7 +59,7 @@ func TestOpenAIZodStructuredOutput(t *testing.T) {
 			Bytes: testModelBytes, Close: func() { eng.Close(); m.Close() }}, nil
 	}}
 	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{spec}}, nil)
-	if err := ts.Preload(context.Background()); err != nil {
+	if err := ts.front.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	const runs = 6

@@ -398,7 +398,7 @@ func (rt *router) open(spec ModelSpec) (srv *Server, lm *LoadedModel, err error)
 	w := rt.opts
 	w.ModelNames = spec.Names
 	w.Template, w.TemplateOptions, w.ToolFormat, w.Defaults, w.Manifest = o.Template, o.TemplateOptions, o.ToolFormat, o.Defaults, o.Manifest
-	w.TokenHealing, w.NonEmpty = o.TokenHealing, o.NonEmpty
+	w.TokenHealing, w.NonEmpty, w.BlockStop = o.TokenHealing, o.NonEmpty, o.BlockStop
 	srv = lm.srv
 	if srv == nil {
 		if srv, err = newModelServer(lm.Engine, w); err != nil {

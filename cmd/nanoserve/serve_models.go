@@ -199,7 +199,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 		// The built-in completion model: its policy and token healing
 		// by default, as generate (builtin_policy.go).
 		d := builtinDefaults()
-		opts.Defaults, opts.TokenHealing, opts.NonEmpty = &d, true, true
+		opts.Defaults, opts.TokenHealing, opts.NonEmpty, opts.BlockStop = &d, true, true, true
 	}
 	tmpl, err := loadChatTemplate(tmplPath, m, me.path)
 	if tmpl, err = serveTemplate(tmpl, err, tmplPath != "", log.With("model", me.names[0])); err != nil {
