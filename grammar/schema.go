@@ -499,6 +499,7 @@ func nonNegInt(s *obj, kw, path string) (int, bool, error) {
 }
 
 func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
+	s = dropFormatCoveredLengths(s)
 	lo, hasLo, err := nonNegInt(s, "minLength", path)
 	if err != nil {
 		return nil, err

@@ -1,5 +1,7 @@
 package grammar
 
+import "encoding/json"
+
 // String formats. Each is a regular language over code points, a subset
 // of what RFC 3339 / 5321 / 1123 / 4291 / 3986 allow, chosen so that
 // every string has a bounded length (formatMaxLen): a constrained answer
@@ -77,4 +79,85 @@ func formatExpr(f string) (expr, bool) {
 		return seq(rep(hex, 8, 8), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 12, 12)), true
 	}
 	return nil, false
+}
+
+// lenRange is the shortest and longest string (in code points) a regular
+// expression matches; hi < 0 when unbounded.
+func lenRange(e expr) (lo, hi int) {
+	switch e := e.(type) {
+	case litExpr:
+		n := len([]rune(e.s))
+		return n, n
+	case classExpr:
+		return 1, 1
+	case seqExpr:
+		for _, x := range e.items {
+			a, b := lenRange(x)
+			lo += a
+			if hi >= 0 {
+				hi = b + hi
+				if b < 0 {
+					hi = -1
+				}
+			}
+		}
+		return lo, hi
+	case altExpr:
+		lo = -1
+		for _, x := range e.alts {
+			a, b := lenRange(x)
+			if lo < 0 || a < lo {
+				lo = a
+			}
+			if hi >= 0 && (b < 0 || b > hi) {
+				hi = b
+			}
+		}
+		return max(lo, 0), hi
+	case repExpr:
+		a, b := lenRange(e.e)
+		if e.max < 0 || b < 0 {
+			return a * e.min, -1
+		}
+		return a * e.min, b * e.max
+	}
+	return 0, -1
+}
+
+// dropFormatCoveredLengths returns s without the length bounds its format
+// already implies (Pydantic's HttpUrl sends maxLength 2083 beside format
+// uri, an email field often maxLength 254): they constrain nothing, and
+// intersecting them would only multiply states.
+func dropFormatCoveredLengths(s *obj) *obj {
+	fv, _ := s.get("format")
+	f, _ := fv.(string)
+	e, ok := formatExpr(f)
+	if !ok {
+		return s
+	}
+	flo, fhi := lenRange(e)
+	covered := func(kw string) bool {
+		v, ok := s.get(kw)
+		n, isNum := v.(json.Number)
+		x, err := n.Int64()
+		if !ok || !isNum || err != nil {
+			return false
+		}
+		if kw == "minLength" {
+			return x >= 0 && x <= int64(flo)
+		}
+		return fhi >= 0 && x >= int64(fhi)
+	}
+	lo, hi := covered("minLength"), covered("maxLength")
+	if !lo && !hi {
+		return s
+	}
+	out := newObj()
+	for _, k := range s.keys {
+		if k == "minLength" && lo || k == "maxLength" && hi {
+			continue
+		}
+		out.set(k, s.vals[k])
+	}
+	return out
 }
