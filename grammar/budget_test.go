@@ -258,6 +258,8 @@ func TestNumbersBounded(t *testing.T) {
 		{`{"type":"number"}`, []string{"1.1234567890123456", "9999999999999999.5"}, []string{"1.12345678901234567", "12345678901234567"}},
 		{`{"type":"integer","minimum":5}`, []string{"5", "1234567890123456"}, []string{"12345678901234567"}},
 		{`{"type":"number","maximum":0}`, []string{"-1234567890123456", "-0.5"}, []string{"-12345678901234567"}},
+		{`{"type":"number","minimum":0.5,"multipleOf":0.5}`, []string{"1234567890123456.5", "1.5000000000000000"}, []string{"12345678901234567", "1.50000000000000000"}},
+		{`{"type":"number","exclusiveMinimum":0.25}`, []string{"1.1234567890123456", "0.2500000000000001"}, []string{"1.12345678901234567", "0.25000000000000001"}},
 	} {
 		g, err := FromJSONSchema([]byte(tc.schema))
 		if err != nil {
@@ -364,5 +366,46 @@ func TestLimitsInclusive(t *testing.T) {
 		if got := NewBudget(nil, l).Limits(); got != DefaultLimits() {
 			t.Errorf("limits %+v: got %+v, want the defaults %+v", l, got, DefaultLimits())
 		}
+	}
+}
+
+// TestNumericKeywordsBudgeted: bounds of any width and precision build a
+// grammar of O(digits) expressions, and a multipleOf whose remainder
+// automaton would be huge stops at the budget with a *LimitError, in
+// bounded time, instead of building it.
+func TestNumericKeywordsBudgeted(t *testing.T) {
+	for _, s := range []string{
+		`{"type":"number","minimum":-999999999999999.9999999999999999,"exclusiveMaximum":999999999999999.123456789}`,
+		`{"type":"number","exclusiveMinimum":0.0000000000000001,"maximum":0.0000000000000009}`,
+		`{"type":"number","minimum":-1000000,"maximum":1000000,"multipleOf":0.5}`,
+		`{"type":"integer","multipleOf":1000}`, // minimised: four states (trailing zeros)
+	} {
+		b := NewBudget(context.Background(), Limits{})
+		if _, err := b.FromJSONSchema([]byte(s)); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if u := b.Used(); u.Nodes > 20_000 || u.Steps > 500_000 {
+			t.Errorf("%s: %d nodes, %d steps", s, u.Nodes, u.Steps)
+		}
+	}
+	// Past the automaton caps: refused at once, naming the keyword.
+	for _, s := range []string{`{"type":"integer","multipleOf":999999999937}`, `{"type":"integer","multipleOf":1009}`} {
+		b := NewBudget(context.Background(), Limits{})
+		_, err := b.FromJSONSchema([]byte(s))
+		var se *SchemaError
+		if !errors.As(err, &se) || se.Keyword != "multipleOf" {
+			t.Errorf("%s: %v, want a schema error naming multipleOf", s, err)
+		}
+		if u := b.Used(); u.Steps > 1_000_000 {
+			t.Errorf("%s: %d steps before the refusal", s, u.Steps)
+		}
+	}
+	// Within the caps, the product with the number's shape is counted:
+	// a tight budget stops it with a *LimitError.
+	b := NewBudget(context.Background(), Limits{Nodes: 20_000})
+	_, err := b.FromJSONSchema([]byte(`{"type":"integer","multipleOf":499}`))
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "nodes" {
+		t.Errorf("multipleOf 499 under 20k nodes: %v, want a *LimitError", err)
 	}
 }

@@ -3,6 +3,7 @@ package grammar
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -84,18 +85,35 @@ func TestFormatsExact(t *testing.T) {
 		"time":      {"23:59:59Z", "00:00:00+05:30", "12:34:56.789-01:00"},
 		"date-time": {"2024-06-01T12:00:00Z"},
 		"uuid":      {"123e4567-e89b-12d3-a456-426614174000"},
+		"duration":  {"P3D", "P1Y2M", "PT5M", "P1DT2H3M4S", "P2W", "P0D"},
+		"email":     {"a@b.co", "first.last+tag@mail.example.org", "x_y!#@a-b.c9"},
+		"hostname":  {"localhost", "a-b.example.com", "x1.y2.z3.w4"},
+		"ipv4":      {"0.0.0.0", "192.168.1.255", "255.255.255.255", "10.0.99.1"},
+		"ipv6":      {"2001:db8:0:0:0:0:2:1", "FFFF:0:0:0:0:0:0:1"},
+		"uri":       {"https://example.com", "http://a.b/c/d.e_f~g", "https://x.y/"},
 	}
 	bad := map[string][]string{
 		"date":      {"2023-02-29", "2023-02-30", "2023-04-31", "2023-13-01", "2023-00-10", "2023-01-00", "2023-1-01"},
 		"time":      {"24:00:00Z", "12:60:00Z", "12:00:60Z", "12:00:00", "12:00:00+24:00"},
 		"date-time": {"2024-06-01 12:00:00Z", "2024-06-01T12:00Z"},
 		"uuid":      {"123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400"},
+		"duration":  {"P", "PT", "P1H", "P1D2Y", "P1.5D", "PT1D", "1D", "P1W2D"},
+		"email":     {"a@b", "a..b@c.d", ".a@b.c", "a.@b.c", "a@-b.c", "a@b-.c", "a b@c.d", "@b.c", "a@b..c", strings.Repeat("a", 21) + "@b.c"},
+		"hostname":  {"-a", "a-", "a..b", "a_b", "a.b.c.d.e", strings.Repeat("a", 33)},
+		"ipv4":      {"256.0.0.1", "01.2.3.4", "1.2.3", "1.2.3.4.5", "1.2.3.-4"},
+		"ipv6":      {"::1", "1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9", "12345::", "g:0:0:0:0:0:0:0"},
+		"uri":       {"example.com", "ftp://a.b", "http://", "http://a b", "https://a.b?q=1"},
 	}
 	for f, ss := range good {
-		c := schemaConstraint(t, fmt.Sprintf(`{"type":"string","format":%q}`, f))
+		schema := fmt.Sprintf(`{"type":"string","format":%q}`, f)
+		c := schemaConstraint(t, schema)
+		v := validator(t, []byte(schema))
 		for _, s := range ss {
 			if !matches(t, c, `"`+s+`"`) {
 				t.Errorf("%s: %q rejected", f, s)
+			}
+			if !valid(t, v, `"`+s+`"`) {
+				t.Errorf("%s: %q is not valid: the test is wrong", f, s)
 			}
 		}
 		for _, s := range bad[f] {

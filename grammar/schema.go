@@ -3,7 +3,6 @@ package grammar
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,23 +11,33 @@ import (
 // JSON Schema → grammar.
 //
 // Supported (draft 2020-12 semantics): type (a name or a list), enum,
-// const, properties, required, additionalProperties, anyOf, oneOf (when the
-// branches provably exclude each other: different types, or a required
-// property whose const/enum values differ), allOf (merged when the members
-// do not conflict), items, prefixItems, minItems, maxItems, minLength,
+// const, properties, required, additionalProperties, minProperties,
+// maxProperties, anyOf, oneOf (when the branches provably exclude each
+// other: different types, or a required property whose const/enum values
+// differ), allOf (merged when the members do not conflict), items,
+// prefixItems, minItems, maxItems, uniqueItems (see below), minLength,
 // maxLength, pattern (the FromRegex subset; unanchored as JSON Schema
-// says), format date/time/date-time/uuid, minimum/maximum/
-// exclusiveMinimum/exclusiveMaximum (integers: any integral bound;
-// numbers: integral bounds), $ref to "#", "#/$defs/…" and
-// "#/definitions/…" including recursion. Annotations are accepted and
-// change nothing. Any other keyword is an error naming it: a schema is
-// never enforced partially.
+// says), format (date, time, date-time, duration, email, hostname, ipv4,
+// ipv6, uri, uuid: schema_formats.go), minimum/maximum/exclusiveMinimum/
+// exclusiveMaximum (any decimal; the draft-4 boolean exclusive forms too)
+// and multipleOf (schema_numbers.go), $ref to "#", "#/$defs/…" and
+// "#/definitions/…" including recursion. format, pattern and the length
+// bounds combine (their languages are intersected, nfa.go). Annotations
+// are accepted and change nothing. Any other keyword is an error naming
+// it: a schema is never enforced partially.
 //
 // The grammar generates a subset of the valid instances, never more:
 // properties appear in declaration order and only declared ones (when
 // properties are declared, additionalProperties adds none); whitespace is
-// at most one space after ':' and ','; numbers under bounds carry no
-// exponent; date excludes February 29.
+// at most one space after ':' and ','; numbers under bounds or multipleOf
+// carry no exponent; formats are the bounded subsets schema_formats.go
+// lists. Where no grammar can be exact the rule is: enforce a stricter
+// subset when one keeps the outputs useful, refuse otherwise.
+// uniqueItems on an array of listed scalars (enum, const, boolean, null)
+// writes each value at most once in the listed order; on any other array
+// that may hold two or more elements it is refused. minProperties above 1
+// on an object without declared properties is refused (free keys may
+// repeat, and a repeated key is one property).
 
 // maxDigits bounds the integer part and the fraction of every number the
 // grammar writes, as llama.cpp's json-schema-to-grammar does (integral
@@ -48,7 +57,8 @@ var schemaKeywords = map[string]bool{
 	"additionalProperties": true, "anyOf": true, "oneOf": true, "allOf": true, "items": true,
 	"prefixItems": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
 	"pattern": true, "format": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
-	"exclusiveMaximum": true, "$ref": true,
+	"exclusiveMaximum": true, "$ref": true, "multipleOf": true, "minProperties": true, "maxProperties": true,
+	"uniqueItems": true,
 }
 
 // SchemaError is a schema the compiler cannot enforce; Keyword names the
@@ -489,6 +499,7 @@ func nonNegInt(s *obj, kw, path string) (int, bool, error) {
 }
 
 func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
+	s = dropFormatCoveredLengths(s)
 	lo, hasLo, err := nonNegInt(s, "minLength", path)
 	if err != nil {
 		return nil, err
@@ -503,23 +514,19 @@ func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
 	if hasHi && lo > hi {
 		return nil, serr(path, "minLength", "minLength %d > maxLength %d", lo, hi)
 	}
-	pat, hasPat := s.get("pattern")
-	fmtv, hasFmt := s.get("format")
-	if hasFmt {
-		if hasPat || hasLo || hasHi {
-			return nil, serr(path, "format", "format combined with pattern/minLength/maxLength is not supported")
-		}
-		f, _ := fmtv.(string)
+	// Each of format, pattern and the length bounds is a regular language
+	// over code points; one alone is written as it is, two or three are
+	// intersected (nfa.go).
+	var parts []expr
+	if fv, ok := s.get("format"); ok {
+		f, _ := fv.(string)
 		e, ok := formatExpr(f)
 		if !ok {
-			return nil, serr(path, "format", "format %q is not supported (date, time, date-time, uuid are)", f)
+			return nil, serr(path, "format", "format %q is not supported (date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid are)", f)
 		}
-		return seq(lit(`"`), e, lit(`"`)), nil
+		parts = append(parts, e)
 	}
-	if hasPat {
-		if hasLo || hasHi {
-			return nil, serr(path, "pattern", "pattern combined with minLength/maxLength is not supported")
-		}
+	if pat, ok := s.get("pattern"); ok {
 		ps, ok := pat.(string)
 		if !ok {
 			return nil, serr(path, "pattern", "must be a string")
@@ -536,9 +543,29 @@ func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
 		if !a.anchorEnd {
 			e = seq(e, any)
 		}
-		return seq(lit(`"`), jsonify(e), lit(`"`)), nil
+		parts = append(parts, e)
 	}
-	return seq(lit(`"`), rep(c.baseRule("char"), lo, hi), lit(`"`)), nil
+	switch {
+	case len(parts) == 0:
+		return seq(lit(`"`), rep(c.baseRule("char"), lo, hi), lit(`"`)), nil
+	case len(parts) == 1 && !hasLo && !hasHi:
+		return seq(lit(`"`), jsonify(parts[0]), lit(`"`)), nil
+	}
+	if hasLo || hasHi {
+		parts = append(parts, rep(classExpr{[]cpRange{{0, maxRune}}}, lo, hi))
+	}
+	a, err := c.intersectAll(parts)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, serr(path, "", "no string satisfies format, pattern and length bounds together")
+	}
+	e, err := c.rules(a, jsonClass)
+	if err != nil {
+		return nil, err
+	}
+	return seq(lit(`"`), e, lit(`"`)), nil
 }
 
 // jsonify maps an expression over decoded characters to one over their
@@ -597,249 +624,6 @@ func jsonClass(r []cpRange) expr {
 
 func digits(a, b rune) expr { return class(cpRange{a, b}) }
 
-func formatExpr(f string) (expr, bool) {
-	d := digits('0', '9')
-	hex := class(cpRange{'0', '9'}, cpRange{'a', 'f'})
-	date := seq(d, d, d, d, lit("-"), alt(
-		seq(alt(seq(lit("0"), class(cpRange{'1', '1'}, cpRange{'3', '3'}, cpRange{'5', '5'}, cpRange{'7', '8'})), seq(lit("1"), class(cpRange{'0', '0'}, cpRange{'2', '2'}))),
-			lit("-"), alt(seq(lit("0"), digits('1', '9')), seq(digits('1', '2'), d), seq(lit("3"), digits('0', '1')))),
-		seq(alt(seq(lit("0"), class(cpRange{'4', '4'}, cpRange{'6', '6'}, cpRange{'9', '9'})), lit("11")),
-			lit("-"), alt(seq(lit("0"), digits('1', '9')), seq(digits('1', '2'), d), lit("30"))),
-		seq(lit("02-"), alt(seq(lit("0"), digits('1', '9')), seq(lit("1"), d), seq(lit("2"), digits('0', '8'))))))
-	hour := alt(seq(digits('0', '1'), d), seq(lit("2"), digits('0', '3')))
-	min60 := seq(digits('0', '5'), d)
-	time := seq(hour, lit(":"), min60, lit(":"), min60, opt(seq(lit("."), rep(d, 1, 9))),
-		alt(lit("Z"), seq(class(cpRange{'+', '+'}, cpRange{'-', '-'}), hour, lit(":"), min60)))
-	switch f {
-	case "date":
-		return date, true
-	case "time":
-		return time, true
-	case "date-time":
-		return seq(date, lit("T"), time), true
-	case "uuid":
-		return seq(rep(hex, 8, 8), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 4, 4), lit("-"), rep(hex, 12, 12)), true
-	}
-	return nil, false
-}
-
-const maxBound = 1e15
-
-// bound reads a numeric keyword: its value, whether it is integral.
-func bound(s *obj, kw, path string) (v float64, has bool, err error) {
-	x, ok := s.get(kw)
-	if !ok {
-		return 0, false, nil
-	}
-	n, isNum := x.(json.Number)
-	if !isNum {
-		return 0, false, serr(path, kw, "must be a number")
-	}
-	f, err := n.Float64()
-	if err != nil || math.Abs(f) > maxBound {
-		return 0, false, serr(path, kw, "%s is outside the supported range ±1e15", n)
-	}
-	return f, true, nil
-}
-
-func (c *schemaCompiler) numberSchema(s *obj, path string, integer bool) (expr, error) {
-	type b struct {
-		kw   string
-		v    float64
-		has  bool
-		excl bool
-	}
-	bs := []b{{kw: "minimum"}, {kw: "exclusiveMinimum", excl: true}, {kw: "maximum"}, {kw: "exclusiveMaximum", excl: true}}
-	any := false
-	for i := range bs {
-		var err error
-		bs[i].v, bs[i].has, err = bound(s, bs[i].kw, path)
-		if err != nil {
-			return nil, err
-		}
-		if bs[i].has {
-			any = true
-			if !integer && bs[i].v != math.Trunc(bs[i].v) {
-				return nil, serr(path, bs[i].kw, "only integral bounds are supported for type number (got %v)", bs[i].v)
-			}
-		}
-	}
-	if !any {
-		if integer {
-			return c.baseRule("integer"), nil
-		}
-		return c.baseRule("number"), nil
-	}
-	// Integer bounds (inclusive) for integer-valued outputs.
-	var lo, hi *int64
-	setLo := func(x int64) {
-		if lo == nil || x > *lo {
-			lo = &x
-		}
-	}
-	setHi := func(x int64) {
-		if hi == nil || x < *hi {
-			hi = &x
-		}
-	}
-	if bs[0].has {
-		setLo(int64(math.Ceil(bs[0].v)))
-	}
-	if bs[1].has {
-		setLo(int64(math.Floor(bs[1].v)) + 1)
-	}
-	if bs[2].has {
-		setHi(int64(math.Floor(bs[2].v)))
-	}
-	if bs[3].has {
-		setHi(int64(math.Ceil(bs[3].v)) - 1)
-	}
-	var alts []expr
-	if e := intRange(lo, hi); e != nil {
-		alts = append(alts, e)
-	}
-	if !integer {
-		// Decimals I.ddd (x in [I, I+1)) and -I.ddd (x in (-I-1, -I]).
-		frac := seq(lit("."), rep(digits('0', '9'), 1, maxDigits))
-		var pLo, pHi *int64 // I for positive decimals
-		var nLo, nHi *int64 // I for negative decimals
-		p := func(x int64) *int64 { return &x }
-		pLo = p(0)
-		nLo = p(0)
-		if bs[0].has {
-			pLo = p(max(0, int64(bs[0].v)))
-			nHi = p(-int64(bs[0].v) - 1)
-		}
-		if bs[1].has {
-			pLo = p(max(*pLo, int64(bs[1].v)+1))
-			x := -int64(bs[1].v) - 1
-			if nHi == nil || x < *nHi {
-				nHi = p(x)
-			}
-		}
-		if bs[2].has {
-			pHi = p(int64(bs[2].v) - 1)
-			nLo = p(max(0, -int64(bs[2].v)))
-		}
-		if bs[3].has {
-			x := int64(bs[3].v) - 1
-			if pHi == nil || x < *pHi {
-				pHi = p(x)
-			}
-			nLo = p(max(*nLo, -int64(bs[3].v)+1))
-		}
-		if e := natRangeP(pLo, pHi); e != nil {
-			alts = append(alts, seq(e, frac))
-		}
-		if e := natRangeP(nLo, nHi); e != nil {
-			alts = append(alts, seq(lit("-"), e, frac))
-		}
-	}
-	if len(alts) == 0 {
-		return nil, serr(path, "minimum", "the bounds leave no value")
-	}
-	return alt(alts...), nil
-}
-
-func natRangeP(lo, hi *int64) expr {
-	a := int64(0)
-	if lo != nil {
-		a = max(0, *lo)
-	}
-	b := int64(-1)
-	if hi != nil {
-		if *hi < a {
-			return nil
-		}
-		b = *hi
-	}
-	return natRange(a, b)
-}
-
-// intRange is the decimal integers in [lo, hi] (nil: unbounded), or nil if
-// there are none.
-func intRange(lo, hi *int64) expr {
-	var alts []expr
-	if lo == nil || *lo < 0 { // negatives: -n for n in [a, b]
-		a := int64(1)
-		if hi != nil && *hi < 0 {
-			a = -*hi
-		}
-		b := int64(-1)
-		if lo != nil {
-			b = -*lo
-		}
-		if b < 0 || a <= b {
-			alts = append(alts, seq(lit("-"), natRange(a, b)))
-		}
-	}
-	if hi == nil || *hi >= 0 {
-		a := int64(0)
-		if lo != nil && *lo > 0 {
-			a = *lo
-		}
-		b := int64(-1)
-		if hi != nil {
-			b = *hi
-		}
-		if b < 0 || a <= b {
-			alts = append(alts, natRange(a, b))
-		}
-	}
-	if len(alts) == 0 {
-		return nil
-	}
-	return alt(alts...)
-}
-
-// natRange is the decimal numerals (no leading zeros) of [a, b], b < 0
-// meaning unbounded.
-func natRange(a, b int64) expr {
-	if b < 0 { // unbounded above: up to maxDigits digits
-		d := len(strconv.FormatInt(a, 10))
-		top := int64(math.Pow10(d)) - 1
-		if d >= maxDigits {
-			return natRange(a, top)
-		}
-		more := seq(digits('1', '9'), rep(digits('0', '9'), d, maxDigits-1))
-		return alt(natRange(a, top), more)
-	}
-	var alts []expr
-	for l := len(strconv.FormatInt(a, 10)); l <= len(strconv.FormatInt(b, 10)); l++ {
-		lo := int64(0)
-		if l > 1 {
-			lo = int64(math.Pow10(l - 1))
-		}
-		hi := int64(math.Pow10(l)) - 1
-		lo, hi = max(lo, a), min(hi, b)
-		if lo <= hi {
-			alts = append(alts, sameLen(strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)))
-		}
-	}
-	return alt(alts...)
-}
-
-// sameLen is the numerals from x to y, both of the same length.
-func sameLen(x, y string) expr {
-	if x == y {
-		return lit(x)
-	}
-	n := len(x)
-	if strings.Trim(x[1:], "0") == "" && strings.Trim(y[1:], "9") == "" {
-		return seq(digits(rune(x[0]), rune(y[0])), rep(digits('0', '9'), n-1, n-1))
-	}
-	if x[0] == y[0] {
-		return seq(lit(x[:1]), sameLen(x[1:], y[1:]))
-	}
-	nines, zeros := strings.Repeat("9", n-1), strings.Repeat("0", n-1)
-	alts := []expr{seq(lit(x[:1]), sameLen(x[1:], nines))}
-	if x[0]+1 <= y[0]-1 {
-		alts = append(alts, seq(digits(rune(x[0]+1), rune(y[0]-1)), rep(digits('0', '9'), n-1, n-1)))
-	}
-	alts = append(alts, seq(lit(y[:1]), sameLen(zeros, y[1:])))
-	return alt(alts...)
-}
-
 func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 	sp := opt(lit(" "))
 	props := newObj()
@@ -892,10 +676,29 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 			schemas[r] = true
 		}
 	}
+	minP, _, err := nonNegInt(s, "minProperties", path)
+	if err != nil {
+		return nil, err
+	}
+	maxP, hasMax, err := nonNegInt(s, "maxProperties", path)
+	if err != nil {
+		return nil, err
+	}
+	if !hasMax {
+		maxP = -1
+	}
 	if len(names) == 0 {
 		// A map: any keys, values of additionalProperties.
-		if addl == false {
+		if addl == false || maxP == 0 {
+			if minP > 0 {
+				return nil, serr(path, "minProperties", "no property may appear, so minProperties %d cannot be met", minP)
+			}
 			return lit("{}"), nil
+		}
+		if minP > 1 {
+			// Keys the model writes freely may repeat, and a repeated key is
+			// one property: no grammar over free keys can promise two.
+			return nil, serr(path, "minProperties", "%d distinct keys cannot be enforced on an object without declared properties (at most 1 is)", minP)
 		}
 		val := c.baseRule("value")
 		if o, ok := addl.(*obj); ok {
@@ -908,7 +711,14 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 			}
 		}
 		kv := seq(c.baseRule("string"), lit(":"), sp, val)
-		return seq(lit("{"), opt(seq(kv, star(seq(lit(","), sp, kv)))), lit("}")), nil
+		more := star(seq(lit(","), sp, kv))
+		if maxP > 0 {
+			more = rep(seq(lit(","), sp, kv), 0, maxP-1)
+		}
+		if minP == 1 {
+			return seq(lit("{"), kv, more, lit("}")), nil
+		}
+		return seq(lit("{"), opt(seq(kv, more)), lit("}")), nil
 	}
 	type prop struct {
 		kv  expr
@@ -936,32 +746,20 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 		}
 		ps = append(ps, prop{seq(lit(encodeJSON(n)), lit(":"), sp, v), isReq})
 	}
-	// rest(i, first): properties i.. where first says none was written.
-	base := c.newName("obj")
-	name := func(i int, first bool) string { return fmt.Sprintf("%s-%d-%v", base, i, first) }
-	for i := len(ps); i >= 0; i-- {
-		for _, first := range []bool{true, false} {
-			var e expr
-			if i == len(ps) {
-				e = seq()
-			} else {
-				var item expr = ps[i].kv
-				if !first {
-					item = seq(lit(","), sp, ps[i].kv)
-				}
-				take := seq(item, ref(name(i+1, false)))
-				if ps[i].req {
-					e = take
-				} else {
-					e = alt(take, ref(name(i+1, first)))
-				}
-			}
-			if err := c.g.addRule(name(i, first), e); err != nil {
-				return nil, err
-			}
-		}
+	var items []expr
+	var req []bool
+	for _, p := range ps {
+		items = append(items, p.kv)
+		req = append(req, p.req)
 	}
-	return seq(lit("{"), ref(name(0, true)), lit("}")), nil
+	e, err := c.subsetRules(items, req, minP, maxP, seq(lit(","), sp))
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, serr(path, "minProperties", "no object with the declared properties (%d, %d required) has between %d and %d of them (additional properties are never written beside declared ones)", len(ps), len(required), minP, maxP)
+	}
+	return seq(lit("{"), e, lit("}")), nil
 }
 
 func escapePointer(s string) string {
@@ -1023,6 +821,15 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 	}
 	if hi >= 0 && lo > hi {
 		return nil, serr(path, "minItems", "minItems %d exceeds the most elements the schema allows (%d)", lo, hi)
+	}
+	if u, ok := s.get("uniqueItems"); ok {
+		ub, isBool := u.(bool)
+		if !isBool {
+			return nil, serr(path, "uniqueItems", "must be a boolean")
+		}
+		if ub && (hi < 0 || hi > 1) {
+			return c.uniqueArray(s, len(prefix) > 0, lo, hi, path)
+		}
 	}
 	elem := func(i int) expr {
 		if i < len(prefix) {

@@ -84,6 +84,16 @@ func TestSchemaProperty(t *testing.T) {
 			missing = append(missing, k)
 		}
 	}
+	if *fullRun {
+		for _, k := range append([]string{"format+pattern", "format+maxLength"}, formatNames...) {
+			if _, isFormat := formatMaxLen[k]; isFormat {
+				k = "format:" + k
+			}
+			if cov[k] == 0 {
+				missing = append(missing, k)
+			}
+		}
+	}
 	if len(missing) > 0 {
 		t.Errorf("generator never used: %s", strings.Join(missing, ", "))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 )
 
 // RandomSchema returns the seed-th schema of a seeded JSON Schema
@@ -20,6 +21,8 @@ type schemaGen struct {
 	coverage map[string]int
 	defs     *obj
 	ndefs    int
+	seed     uint64
+	nformats uint64
 }
 
 func (g *schemaGen) o(kv ...any) *obj {
@@ -35,6 +38,12 @@ func (g *schemaGen) o(kv ...any) *obj {
 func num(x int) json.Number { return json.Number(fmt.Sprint(x)) }
 
 var propNames = []string{"id", "name", "a", "tags", "x_y", "na\"me", "é", "with space", "count", "items"}
+
+var formatNames = []string{"date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"}
+
+// zodEmailPattern is the pattern Zod 4's z.string().email() puts beside
+// format: email.
+const zodEmailPattern = `^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$`
 
 var patterns = []string{`^[a-z]{2,4}$`, `^\d{3}-\d{4}$`, `ab+c`, `^(foo|bar)[0-9]?$`, `[A-Z]`, `^\w+@\w+\.com$`, `^[^"\\]{1,3}$`, `x\.y`, `^a|b$`, `^(?:\+|-)?\d+(\.\d{1,2})?$`, `^\s*\S+$`}
 
@@ -57,7 +66,7 @@ func (g *schemaGen) annotate(o *obj) {
 
 func (g *schemaGen) schema(depth int) any {
 	r := g.rng
-	k := r.IntN(22)
+	k := r.IntN(23)
 	if depth >= 3 && k >= 12 {
 		k = r.IntN(12)
 	}
@@ -79,20 +88,50 @@ func (g *schemaGen) schema(depth int) any {
 		}
 	case 1:
 		s = g.o("type", "string", "pattern", patterns[r.IntN(len(patterns))])
-	case 2:
-		s = g.o("type", "string", "format", []string{"date", "time", "date-time", "uuid"}[r.IntN(4)])
+	case 2, 22:
+		f := formatNames[(g.seed+g.nformats)%uint64(len(formatNames))] // each seed starts elsewhere: every format is met
+		g.nformats++
+		s = g.o("type", "string", "format", f)
+		g.coverage["format:"+f]++
+		switch {
+		case f == "email" && r.IntN(2) == 0:
+			// what Zod's z.string().email() sends beside the format
+			s.set("pattern", zodEmailPattern)
+			g.coverage["format+pattern"]++
+		case f == "date-time" && r.IntN(2) == 0:
+			s.set("pattern", `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$`)
+			g.coverage["format+pattern"]++
+		case (f == "hostname" || f == "uri" || f == "email") && r.IntN(2) == 0:
+			s.set("maxLength", num(12+r.IntN(30)))
+			g.coverage["format+maxLength"]++
+		}
 	case 3, 4:
 		t := []string{"integer", "number"}[r.IntN(2)]
 		s = g.o("type", t)
 		lo := r.IntN(200) - 100
+		width := 2
+		if r.IntN(3) == 0 {
+			// a multiple of q lies in every window of 8 (q <= 3, or an
+			// integer type with q = 1.5: multiples of 3)
+			s.set("multipleOf", json.Number([]string{"0.5", "0.25", "3", "1.5", "0.1", "2"}[r.IntN(6)]))
+			g.coverage["multipleOf"]++
+			width = 8
+		}
+		// a fractional bound now and then (any type may carry one)
+		bnd := func(x int) json.Number {
+			if r.IntN(3) == 0 {
+				return json.Number(strconv.FormatFloat(float64(x)+[]float64{0.25, 0.5, -0.75}[r.IntN(3)], 'f', -1, 64))
+			}
+			return num(x)
+		}
 		if r.IntN(3) > 0 {
 			kw := []string{"minimum", "exclusiveMinimum"}[r.IntN(2)]
-			s.set(kw, num(lo))
+			s.set(kw, bnd(lo))
 			g.coverage[kw]++
 		}
 		if r.IntN(3) > 0 {
 			kw := []string{"maximum", "exclusiveMaximum"}[r.IntN(2)]
-			s.set(kw, num(lo+2+r.IntN(1000)))
+			s.set(kw, bnd(lo+width+1+r.IntN(1000)))
 			g.coverage[kw]++
 		}
 	case 5:
@@ -137,6 +176,15 @@ func (g *schemaGen) schema(depth int) any {
 			s.set("required", req)
 			g.coverage["required"]++
 		}
+		if r.IntN(3) == 0 {
+			lo := r.IntN(len(names) + 1)
+			s.set("minProperties", num(lo))
+			g.coverage["minProperties"]++
+			if r.IntN(2) == 0 {
+				s.set("maxProperties", num(max(lo, len(req))+r.IntN(2)))
+				g.coverage["maxProperties"]++
+			}
+		}
 		switch r.IntN(3) {
 		case 0:
 			s.set("additionalProperties", false)
@@ -148,8 +196,35 @@ func (g *schemaGen) schema(depth int) any {
 	case 15:
 		// a map
 		s = g.o("type", "object", "additionalProperties", g.schema(depth+1))
+		if r.IntN(2) == 0 {
+			s.set("maxProperties", num(1+r.IntN(3)))
+			g.coverage["maxProperties"]++
+			if r.IntN(2) == 0 {
+				s.set("minProperties", num(1))
+				g.coverage["minProperties"]++
+			}
+		}
 	case 16, 17:
+		if r.IntN(3) == 0 {
+			// a set of listed values (uniqueItems: each at most once, in order)
+			vals := []any{"red", "green", json.Number("3"), json.Number("3.0"), true, nil, "blue"}
+			r.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+			s = g.o("type", "array", "items", g.o("enum", vals[:2+r.IntN(4)]), "uniqueItems", true)
+			if r.IntN(2) == 0 {
+				s.set("minItems", num(1))
+				g.coverage["minItems"]++
+			}
+			if r.IntN(2) == 0 {
+				s.set("maxItems", num(2+r.IntN(2)))
+				g.coverage["maxItems"]++
+			}
+			break
+		}
 		s = g.o("type", "array")
+		if r.IntN(4) == 0 {
+			s.set("uniqueItems", false)
+			g.coverage["uniqueItems"]++
+		}
 		if r.IntN(2) == 0 {
 			var pre []any
 			for i := 0; i < 1+r.IntN(2); i++ {
@@ -221,7 +296,7 @@ func (g *schemaGen) schema(depth int) any {
 
 // genSchema returns schema i of the seeded sequence as JSON text.
 func genSchema(seed uint64, cov map[string]int) []byte {
-	g := &schemaGen{rng: rand.New(rand.NewPCG(seed, 99)), coverage: cov, defs: newObj()}
+	g := &schemaGen{rng: rand.New(rand.NewPCG(seed, 99)), coverage: cov, defs: newObj(), seed: seed}
 	s := g.schema(0)
 	root, ok := s.(*obj)
 	if !ok || g.defs.keys != nil {

@@ -81,6 +81,9 @@ type ModelOptions struct {
 	// TokenHealing and NonEmpty are the completion defaults of the
 	// built-in completion model (see server.Options).
 	TokenHealing, NonEmpty bool
+	// BlockStop: completions end at the end of the block the prompt
+	// opened (the built-in code model; see server.Options.BlockStop).
+	BlockStop bool
 	// Manifest describes the model (nil: unknown).
 	Manifest *Manifest
 }

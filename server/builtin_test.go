@@ -109,37 +109,11 @@ func TestEmptyPromptCompletion(t *testing.T) {
 
 // builtinServing is how serve serves the built-in model
 // (cmd/nanoserve/serve_models.go): greedy with frequency penalty 0.6,
-// token healing and non-empty completions by default.
+// token healing, non-empty completions that end with the prompt's block.
 func builtinServing(o *Options) {
 	d := sample.Defaults()
 	d.Temperature, d.FrequencyPenalty = 0, 0.6
-	o.Defaults, o.TokenHealing, o.NonEmpty = &d, true, true
-}
-
-// goDepth is the brace depth of Go source (outside strings, runes and //
-// comments, roughly).
-func goDepth(src string) int {
-	depth, quote, line, prev := 0, rune(0), false, rune(0)
-	for _, r := range src {
-		switch {
-		case line:
-			line = r != '\n'
-		case quote != 0:
-			if r == quote && prev != '\\' || r == '\n' && quote != '`' {
-				quote = 0
-			}
-		case r == '"' || r == '\'' || r == '`':
-			quote = r
-		case r == '/' && prev == '/':
-			line = true
-		case r == '{':
-			depth++
-		case r == '}':
-			depth--
-		}
-		prev = r
-	}
-	return depth
+	o.Defaults, o.TokenHealing, o.NonEmpty, o.BlockStop = &d, true, true, true
 }
 
 // checkCompletion asserts the issue's proof of one completion of prompt:
@@ -157,7 +131,7 @@ func checkCompletion(t *testing.T, what, prompt, out string) bool {
 		t.Errorf("%s: invalid UTF-8 in %q", what, out)
 	}
 	src := "package p; func _() {" + prompt + out
-	src += "\n" + strings.Repeat("}\n", max(goDepth(src), 0))
+	src += "\n" + strings.Repeat("}\n", max(sample.BraceDepth(src), 0))
 	_, err := parser.ParseFile(token.NewFileSet(), "", src, 0)
 	return err == nil
 }
@@ -165,6 +139,9 @@ func checkCompletion(t *testing.T, what, prompt, out string) bool {
 // TestFirstRunServer: the README's prompt through /v1/completions,
 // /infill and Ollama's /api/generate on the built-in model as serve
 // serves it, with 50 seeds, by default (greedy: must parse) and at T = 1.
+// No completion goes on past the end of the block the prompt opened
+// (as generate, and /infill's n_indent); one that closes it finishes with
+// stop (the generation ends there too), and by default every one closes it.
 func TestFirstRunServer(t *testing.T) {
 	ts := newBuiltinServer(t, builtinServing)
 	const prompt = "if err != nil {"
@@ -184,7 +161,9 @@ func TestFirstRunServer(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("completions: %d %s", code, b)
 			}
-			outs["/v1/completions"] = decode[completionResponse](t, b).Choices[0].Text
+			cr := decode[completionResponse](t, b)
+			outs["/v1/completions"] = cr.Choices[0].Text
+			finish := map[string]string{"/v1/completions": *cr.Choices[0].FinishReason}
 			code, _, b = ts.post(t, "/infill", fmt.Sprintf(`{"input_prefix":%q,"input_suffix":"\n}\n","n_predict":48,"seed":%d%s}`, "func f() error {\n\t"+prompt, seed, temp))
 			if code != 200 {
 				t.Fatalf("infill: %d %s", code, b)
@@ -195,8 +174,18 @@ func TestFirstRunServer(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("api/generate: %d %s", code, b)
 			}
-			outs["/api/generate"] = decode[ollamaGenerateResponse](t, b).Response
+			gr := decode[ollamaGenerateResponse](t, b)
+			outs["/api/generate"], finish["/api/generate"] = gr.Response, gr.DoneReason
 			for ep, out := range outs {
+				if ep != "/infill" {
+					cut, closed := sample.NewBlockStop(prompt).Cut(out)
+					if cut != out || closed && finish[ep] != "stop" || kind == "default" && !closed {
+						t.Errorf("%s %s seed %d: %q (finish %s) does not end with the prompt's block", ep, kind, seed, out, finish[ep])
+					}
+					if ep == "/v1/completions" && closed && cr.Usage.CompletionTokens >= 48 {
+						t.Errorf("%s %s seed %d: %d tokens generated for %q: the generation went on after the block", ep, kind, seed, cr.Usage.CompletionTokens, out)
+					}
+				}
 				if checkCompletion(t, fmt.Sprintf("%s %s seed %d", ep, kind, seed), prompt, out) {
 					parsed[ep+" "+kind]++
 				} else if kind == "default" && ep != "/infill" {
@@ -206,4 +195,56 @@ func TestFirstRunServer(t *testing.T) {
 		}
 	}
 	t.Logf("parsing completions of %d: %v", runs, parsed)
+}
+
+// TestBlockStopStreamed: streamed, /v1/completions and /api/generate send
+// the same text as whole answers, cut at the block's end, and say stop;
+// fill-in-the-middle and constrained requests are not cut at a block.
+func TestBlockStopStreamed(t *testing.T) {
+	ts := newBuiltinServer(t, builtinServing)
+	const prompt = "if err != nil {"
+	body := fmt.Sprintf(`{"prompt":%q,"max_tokens":48`, prompt)
+	_, _, whole := ts.post(t, "/v1/completions", body+`}`)
+	_, _, streamed := ts.post(t, "/v1/completions", body+`,"stream":true}`)
+	want := decode[completionResponse](t, whole).Choices[0].Text
+	got, finish := "", ""
+	for _, ev := range sseEvents(t, streamed) {
+		if ev == "[DONE]" {
+			continue
+		}
+		for _, c := range decode[completionResponse](t, []byte(ev)).Choices {
+			got += c.Text
+			if c.FinishReason != nil {
+				finish = *c.FinishReason
+			}
+		}
+	}
+	if got != want || finish != "stop" {
+		t.Errorf("/v1/completions streamed %q (%s), whole %q", got, finish, want)
+	}
+	if cut, closed := sample.NewBlockStop(prompt).Cut(want); !closed || cut != want {
+		t.Errorf("/v1/completions %q does not end with the block", want)
+	}
+	_, _, nd := ts.post(t, "/api/generate", fmt.Sprintf(`{"model":"nanoserve-go","prompt":%q,"options":{"num_predict":48}}`, prompt))
+	var text, reason string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(nd)), "\n") {
+		r := decode[ollamaGenerateResponse](t, []byte(line))
+		text += r.Response
+		if r.Done {
+			reason = r.DoneReason
+		}
+	}
+	if text != want || reason != "stop" {
+		t.Errorf("/api/generate streamed %q (%s), /v1/completions %q", text, reason, want)
+	}
+	// Fill-in-the-middle and constrained requests are not cut at a block.
+	inner := &ollamaSink{}
+	for _, req := range []engine.Request{{Prompt: prompt, FIM: true}, {Prompt: prompt, Budget: func(int) error { return nil }}} {
+		if got := ts.Server.blockStops(&job{reqs: []engine.Request{req}, n: 1}, inner); got != sink(inner) {
+			t.Errorf("request %+v is cut at its block", req)
+		}
+	}
+	if got := ts.Server.blockStops(&job{reqs: []engine.Request{{Prompt: prompt}}, n: 1}, inner); got == sink(inner) {
+		t.Errorf("a plain completion is not cut at its block")
+	}
 }

@@ -130,8 +130,8 @@ func choiceTexts(t *testing.T, b []byte, stream, isChat bool) []string {
 func TestStructuredOutputErrors(t *testing.T) {
 	ts := newTestServer(t, nil)
 	cases := []struct{ field, param, msg string }{
-		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":1}}}`, "response_format", `"minProperties"`},
-		{`"json_schema":{"type":"string","format":"email"}`, "json_schema", `format "email"`},
+		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":2}}}`, "response_format", `"minProperties"`},
+		{`"json_schema":{"type":"string","format":"iri"}`, "json_schema", `format "iri"`},
 		{`"guided_json":{"type":"array","uniqueItems":true}`, "guided_json", `"uniqueItems"`},
 		{`"grammar":"root ::= \"a"`, "grammar", "line 1 col 10: unterminated string literal"},
 		{`"guided_grammar":"root ::= foo"`, "guided_grammar", `undefined rule "foo"`},

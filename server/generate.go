@@ -44,7 +44,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.start = start
-	s.run(r.Context(), j, s.newResponder(w, r, j))
+	s.run(r.Context(), j, s.blockStops(j, s.newResponder(w, r, j)))
 }
 
 func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {

@@ -310,7 +310,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.run(r.Context(), j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream})
+	s.run(r.Context(), j, s.blockStops(j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream}))
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {

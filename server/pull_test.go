@@ -21,6 +21,29 @@ import (
 // file's sha256 digest, its total and a completed count that grows to the
 // total, then "success"; the model is served afterwards.
 func TestOllamaPullProgress(t *testing.T) {
+	ts, files := newPullServer(t)
+	code, _, body := ts.post(t, "/api/pull", `{"model":"hf.co/org/tiny-GGUF:Q8_0"}`)
+	if code != 200 {
+		t.Fatalf("pull: %d %s", code, body)
+	}
+	var sts []pullTestStatus
+	for line := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n") {
+		var st pullTestStatus
+		if err := json.Unmarshal([]byte(line), &st); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		sts = append(sts, st)
+	}
+	checkPullProgress(t, sts, files)
+	if code, _, b := ts.post(t, "/v1/completions", `{"model":"hf.co/org/tiny-GGUF:Q8_0","prompt":"Once","max_tokens":2}`); code != 200 {
+		t.Errorf("the pulled model: %d %s", code, b)
+	}
+}
+
+// newPullServer serves one model and pulls from a stand-in hub holding a
+// slow two-file quantization, hf.co/org/tiny-GGUF:Q8_0, with progress
+// objects written every millisecond; files are the hub's files by name.
+func newPullServer(t *testing.T) (*testServer, map[string][]byte) {
 	files := map[string][]byte{}
 	for i, n := range []int{48 << 10, 28 << 10} {
 		b := make([]byte, n)
@@ -30,7 +53,7 @@ func TestOllamaPullProgress(t *testing.T) {
 		files[fmt.Sprintf("tiny-Q8_0-%05d-of-00002.gguf", i+1)] = b
 	}
 	h := fakehub.New()
-	defer h.Close()
+	t.Cleanup(h.Close)
 	repo := &fakehub.Repo{Commit: strings.Repeat("ab", 20), Files: map[string]fakehub.File{}}
 	for name, b := range files {
 		repo.Files[name] = fakehub.File{Data: b, LFS: true}
@@ -54,31 +77,31 @@ func TestOllamaPullProgress(t *testing.T) {
 		spec.Names = []string{name}
 		return spec, nil
 	}
-	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{testSpec(t, "mha", nil)}, Pull: pull}, nil)
-	code, _, body := ts.post(t, "/api/pull", `{"model":"hf.co/org/tiny-GGUF:Q8_0"}`)
-	if code != 200 {
-		t.Fatalf("pull: %d %s", code, body)
-	}
-	type status struct {
-		Status    string
-		Digest    string
-		Total     int64
-		Completed int64
-	}
-	var last status
-	seen := map[string][]status{}
-	for line := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n") {
-		var st status
-		if err := json.Unmarshal([]byte(line), &st); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
+	return newTestRouter(t, RouterOptions{Models: []ModelSpec{testSpec(t, "mha", nil)}, Pull: pull}, nil), files
+}
+
+// pullTestStatus is one of Ollama's pull status objects.
+type pullTestStatus struct {
+	Status    string
+	Digest    string
+	Total     int64
+	Completed int64
+}
+
+// checkPullProgress checks a pull's status objects, in order: per file of
+// files, at least a start, a value strictly between and the end, all with
+// the file's digest and total, completed never decreasing and ending at
+// the total; the last object says success.
+func checkPullProgress(t *testing.T, sts []pullTestStatus, files map[string][]byte) {
+	t.Helper()
+	seen := map[string][]pullTestStatus{}
+	for _, st := range sts {
 		if st.Digest != "" {
 			seen[st.Digest] = append(seen[st.Digest], st)
 		}
-		last = st
 	}
-	if last.Status != "success" {
-		t.Errorf("last status %q, want success", last.Status)
+	if len(sts) == 0 || sts[len(sts)-1].Status != "success" {
+		t.Errorf("the last status is not success: %v", sts)
 	}
 	for name, b := range files {
 		sum := sha256.Sum256(b)
@@ -96,15 +119,12 @@ func TestOllamaPullProgress(t *testing.T) {
 		if c := sts[len(sts)-1].Completed; c != int64(len(b)) {
 			t.Errorf("%s: completed ends at %d, total %d", name, c, len(b))
 		}
-		if !slices.ContainsFunc(sts, func(st status) bool { return st.Completed > 0 && st.Completed < int64(len(b)) }) {
+		if !slices.ContainsFunc(sts, func(st pullTestStatus) bool { return st.Completed > 0 && st.Completed < int64(len(b)) }) {
 			t.Errorf("%s: no status between 0 and the total: %v", name, sts)
 		}
 	}
 	if len(seen) != len(files) {
 		t.Errorf("status objects for %d digests, want %d", len(seen), len(files))
-	}
-	if code, _, b := ts.post(t, "/v1/completions", `{"model":"hf.co/org/tiny-GGUF:Q8_0","prompt":"Once","max_tokens":2}`); code != 200 {
-		t.Errorf("the pulled model: %d %s", code, b)
 	}
 }
 

@@ -64,7 +64,7 @@ func newRouter(opts RouterOptions, onModel func(name string, s *Server)) (*Front
 		w.ModelNames = spec.Names
 		mo := lm.Options
 		w.Template, w.TemplateOptions, w.ToolFormat, w.Defaults, w.Manifest = mo.Template, mo.TemplateOptions, mo.ToolFormat, mo.Defaults, mo.Manifest
-		w.TokenHealing, w.NonEmpty = mo.TokenHealing, mo.NonEmpty
+		w.TokenHealing, w.NonEmpty, w.BlockStop = mo.TokenHealing, mo.NonEmpty, mo.BlockStop
 		s, err := newModelServer(lm.Engine, w)
 		if err == nil && onModel != nil {
 			onModel(spec.Names[0], s)
@@ -83,7 +83,7 @@ func newRouter(opts RouterOptions, onModel func(name string, s *Server)) (*Front
 // carries them.
 func modelOptions(opts Options) host.ModelOptions {
 	return host.ModelOptions{Template: opts.Template, TemplateOptions: opts.TemplateOptions, ToolFormat: opts.ToolFormat,
-		Defaults: opts.Defaults, TokenHealing: opts.TokenHealing, NonEmpty: opts.NonEmpty, Manifest: opts.Manifest}
+		Defaults: opts.Defaults, TokenHealing: opts.TokenHealing, NonEmpty: opts.NonEmpty, BlockStop: opts.BlockStop, Manifest: opts.Manifest}
 }
 
 // leaseKey is the request context key of the model lease a request holds.

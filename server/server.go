@@ -185,6 +185,10 @@ type Options struct {
 	// cannot end before it has visible text (engine.Request.NonEmpty;
 	// serve sets it for the built-in completion model, as generate).
 	NonEmpty bool
+	// BlockStop: /v1/completions and Ollama's /api/generate end at the end
+	// of the block the prompt opened (blockstop.go; serve sets it for the
+	// built-in completion model, as generate).
+	BlockStop bool
 	// APIKey, if set, is required on every path but /health, /ready and
 	// /metrics (the routes the route table marks public), as
 	// "Authorization: Bearer KEY" or "X-Api-Key: KEY".
@@ -272,6 +276,7 @@ type Server struct {
 	spmInfill       bool                 // FIM prompts suffix first (infill.go)
 	heal            bool                 // token healing unless a request says (Options.TokenHealing)
 	nonEmpty        bool                 // completions never empty (Options.NonEmpty)
+	blockStop       bool                 // completions end with their block (Options.BlockStop)
 	infillB         int                  // llama-server's n_batch for /infill (infill.go)
 
 	// gen is what jobs are submitted to: the engine (tests put a fake in
@@ -331,7 +336,7 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.reasoningFormat = chat.ReasoningAuto
 	}
 	s.spmInfill = eng.SuffixFirst(opts.SPMInfill)
-	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
+	s.heal, s.nonEmpty, s.blockStop = opts.TokenHealing, opts.NonEmpty, opts.BlockStop
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
 		s.infillB = 2048

@@ -152,10 +152,10 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	var block *blockStop
+	var block *sample.BlockStop
 	if mf.model == "" {
 		builtinPolicy(fs, &pol) // the built-in completion model's policy
-		block = newBlockStop(prompt)
+		block = sample.NewBlockStop(prompt)
 	}
 	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
 	if err != nil {
@@ -190,7 +190,7 @@ func runGenerate(args []string) error {
 			out.IDs = []int{}
 		}
 		if block != nil {
-			if text, done := block.cut(res.Text); done {
+			if text, done := block.Cut(res.Text); done {
 				out.Text, out.FinishReason = text, engine.FinishStop // the prompt's block ended
 			}
 		}
@@ -213,7 +213,7 @@ func runGenerate(args []string) error {
 			}
 			text, done := tok.Text, false
 			if block != nil {
-				text, done = block.cut(text)
+				text, done = block.Cut(text)
 			}
 			os.Stdout.WriteString(text)
 			if done {

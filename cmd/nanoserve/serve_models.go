@@ -78,7 +78,7 @@ func loadServed(mf *modelFlags, me host.Served, log *slog.Logger, tmplPath strin
 		// The built-in completion model: its policy and token healing
 		// by default, as generate (builtin_policy.go).
 		d := builtinDefaults()
-		opts.Defaults, opts.TokenHealing, opts.NonEmpty = &d, true, true
+		opts.Defaults, opts.TokenHealing, opts.NonEmpty, opts.BlockStop = &d, true, true, true
 	}
 	if m.Tokenizer != nil {
 		tmpl, err := loadChatTemplate(tmplPath, m, me.Path)

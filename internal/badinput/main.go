@@ -176,7 +176,7 @@ func cases() []tcase {
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, "tools", "no tool-call format"},
 		{`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "functions", "together"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", "not supported"},
-		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":1}}}}`, "response_format", "minProperties"},
+		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":2}}}}`, "response_format", "minProperties"},
 		{`{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a"}`, "grammar", "unterminated string literal"},
 		{`{"messages":[{"role":"user","content":"x"}],"use_beam_search":true}`, "use_beam_search", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":"json"}`, "response_format", "object"},

@@ -1,4 +1,4 @@
-package main
+package sample
 
 import "testing"
 
@@ -14,16 +14,21 @@ func TestBlockStop(t *testing.T) {
 		{"package main", "\n\nfunc main() {\n}\n}", "\n\nfunc main() {\n}\n}"},
 	} {
 		for split := 0; split <= len(c.out); split++ {
-			b := newBlockStop(c.prompt)
-			got, done := b.cut(c.out[:split])
+			b := NewBlockStop(c.prompt)
+			got, done := b.Cut(c.out[:split])
 			if !done {
-				rest, _ := b.cut(c.out[split:])
+				rest, _ := b.Cut(c.out[split:])
 				got += rest
 			}
 			if got != c.want {
 				t.Errorf("prompt %q, output %q split at %d: %q, want %q", c.prompt, c.out, split, got, c.want)
 				break
 			}
+		}
+	}
+	for src, want := range map[string]int{"func f() {": 1, "{ \"{\" '{' // {\n}": 0, "}}": -2, "`{\n{`{": 1} {
+		if got := BraceDepth(src); got != want {
+			t.Errorf("BraceDepth(%q) = %d, want %d", src, got, want)
 		}
 	}
 }
