@@ -238,6 +238,7 @@ type Server struct {
 	log         *slog.Logger
 	created     int64
 	m           *metrics
+	responses   *responseStore // recent Responses API replies, for previous_response_id (responses.go)
 	draining    atomic.Bool
 	inFlight    atomic.Int64 // requests being served
 	mux         map[string]route
@@ -322,6 +323,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		log:         opts.Logger,
 		created:     time.Now().Unix(),
 		m:           newMetrics(),
+		responses:   newResponseStore(responseStoreCount, responseStoreBytes),
 
 		readHeaderTimeout: orDefault(opts.ReadHeaderTimeout, 10*time.Second),
 		bodyTimeout:       orDefault(opts.BodyTimeout, time.Minute),
@@ -391,27 +393,30 @@ func (s *Server) routes() map[string]route {
 		return route{endpoint, a, map[string]http.HandlerFunc{http.MethodGet: h}}
 	}
 	return map[string]route{
-		"/v1/completions":      post("completions", s.handleCompletions),
-		"/v1/chat/completions": post("chat_completions", s.handleChat),
-		"/v1/embeddings":       post("embeddings", s.handleEmbeddings),
-		"/infill":              post("infill", s.handleInfill),
-		"/v1/models":           get("models", needsKey, s.handleModels),
-		modelPath:              get("models", needsKey, s.handleModelPath),
-		"/health":              get("health", public, s.handleHealth),
-		"/ready":               get("ready", public, s.handleReady),
-		"/metrics":             get("metrics", metricsAccess, s.handleMetrics),
-		"/tokenize":            post("tokenize", s.handleTokenize),
-		"/detokenize":          post("detokenize", s.handleDetokenize),
-		"/apply-template":      post("apply_template", s.handleApplyTemplate),
-		"/api/generate":        post("ollama_generate", s.handleOllamaGenerate),
-		"/api/chat":            post("ollama_chat", s.handleOllamaChat),
-		"/api/embed":           post("ollama_embed", s.handleOllamaEmbed),
-		"/api/embeddings":      post("ollama_embeddings", s.handleOllamaEmbeddings),
-		"/api/show":            post("ollama_show", s.handleOllamaShow),
-		"/api/tags":            get("ollama_tags", needsKey, s.handleOllamaTags),
-		"/api/ps":              get("ollama_ps", needsKey, s.handleOllamaPS),
-		"/api/version":         get("ollama_version", needsKey, s.handleOllamaVersion),
-		"/api/pull":            post("ollama_pull", s.handleOllamaPull),
+		"/v1/completions":           post("completions", s.handleCompletions),
+		"/v1/chat/completions":      post("chat_completions", s.handleChat),
+		"/v1/embeddings":            post("embeddings", s.handleEmbeddings),
+		"/v1/responses":             post("responses", s.handleResponses),
+		"/v1/messages":              post("anthropic_messages", s.handleAnthropicMessages),
+		"/v1/messages/count_tokens": post("anthropic_count_tokens", s.handleAnthropicCountTokens),
+		"/infill":                   post("infill", s.handleInfill),
+		"/v1/models":                get("models", needsKey, s.handleModels),
+		modelPath:                   get("models", needsKey, s.handleModelPath),
+		"/health":                   get("health", public, s.handleHealth),
+		"/ready":                    get("ready", public, s.handleReady),
+		"/metrics":                  get("metrics", metricsAccess, s.handleMetrics),
+		"/tokenize":                 post("tokenize", s.handleTokenize),
+		"/detokenize":               post("detokenize", s.handleDetokenize),
+		"/apply-template":           post("apply_template", s.handleApplyTemplate),
+		"/api/generate":             post("ollama_generate", s.handleOllamaGenerate),
+		"/api/chat":                 post("ollama_chat", s.handleOllamaChat),
+		"/api/embed":                post("ollama_embed", s.handleOllamaEmbed),
+		"/api/embeddings":           post("ollama_embeddings", s.handleOllamaEmbeddings),
+		"/api/show":                 post("ollama_show", s.handleOllamaShow),
+		"/api/tags":                 get("ollama_tags", needsKey, s.handleOllamaTags),
+		"/api/ps":                   get("ollama_ps", needsKey, s.handleOllamaPS),
+		"/api/version":              get("ollama_version", needsKey, s.handleOllamaVersion),
+		"/api/pull":                 post("ollama_pull", s.handleOllamaPull),
 	}
 }
 
@@ -462,12 +467,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := s.log.With("request_id", reqID)
 	r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
 	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions" ||
-		endpoint == "ollama_generate" || endpoint == "ollama_chat" || endpoint == "infill") {
+		endpoint == "ollama_generate" || endpoint == "ollama_chat" || endpoint == "infill" ||
+		endpoint == "responses" || endpoint == "anthropic_messages") {
 		ctx, cancel := context.WithTimeoutCause(r.Context(), s.reqTimeout, &requestTimeoutError{s.reqTimeout})
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	sw := &statusWriter{ResponseWriter: w, ollama: strings.HasPrefix(path, "/api/")}
+	sw := &statusWriter{ResponseWriter: w, ollama: strings.HasPrefix(path, "/api/"), anthropic: isAnthropicPath(path)}
 	s.m.add(&s.m.inFlight, 1)
 	s.inFlight.Add(1)
 	defer func() {
@@ -733,6 +739,9 @@ type statusWriter struct {
 	status int
 	wrote  bool
 	ollama bool // an Ollama API path (/api/): errors are {"error": "message"}
+	// anthropic: an Anthropic API path (/v1/messages...): errors are
+	// {"type": "error", "error": {"type", "message"}} (anthropic.go)
+	anthropic bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -791,6 +800,10 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	if sw, ok := w.(*statusWriter); ok && sw.ollama {
 		writeJSON(w, e.status, ollamaError{e.Message})
+		return
+	}
+	if sw, ok := w.(*statusWriter); ok && sw.anthropic {
+		writeJSON(w, e.status, anthropicErrorBody(e))
 		return
 	}
 	writeJSON(w, e.status, errorBody(e))

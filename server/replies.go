@@ -1,0 +1,269 @@
+package server
+
+// One chat reply, told as events: the shared run of the APIs that are a
+// decoder onto chatJob plus an encoder of their own (the Responses API,
+// responses.go; Anthropic's Messages API, anthropic.go).
+//
+// A replyEncoder is a pure state machine: it is told the reply's parts in
+// order — content text, tool-call deltas (chat.ToolStream's, each call
+// complete when it arrives), the end — and returns the SSE events each
+// part makes; after the end, whole() is the non-streamed body, built from
+// the same parts, so a streamed reply accumulates to exactly the
+// non-streamed one. runReply feeds it from the engine: streamed, token by
+// token through the tool-call parser; non-streamed, the final text at once.
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"nanoserve/chat"
+	"nanoserve/engine"
+	"nanoserve/tokenizer"
+)
+
+// sseEvent is one server-sent event: "event: NAME\ndata: JSON\n\n".
+type sseEvent struct {
+	name string
+	data any
+}
+
+// replyEnd is how a reply ended, in the chat API's words.
+type replyEnd struct {
+	reason  string // "stop", "length" or "tool_calls"
+	stopSeq string // the stop string that ended it ("" when none did)
+	usage   usage
+}
+
+// replyEncoder turns one reply's parts into an API's events and body.
+type replyEncoder interface {
+	start(promptTokens int) []sseEvent
+	content(text string) []sseEvent
+	call(d chat.ToolCallDelta) []sseEvent
+	end(e replyEnd) []sseEvent
+	whole() any                    // the non-streamed body, after end
+	failed(e *apiError) []sseEvent // a stream's last events when the generation failed mid-way
+}
+
+// replyParser splits a reply into content and tool calls as it streams
+// (no tools, or tool_choice "none": all content).
+type replyParser struct {
+	tools *toolSetup
+	ts    *chat.ToolStream
+}
+
+func newReplyParser(tools *toolSetup, newID func() string) *replyParser {
+	p := &replyParser{tools: tools}
+	if tools.parse() {
+		p.ts = chat.NewToolStream(tools.format, newID)
+	}
+	return p
+}
+
+func (p *replyParser) keep(ds []chat.ToolCallDelta) []chat.ToolCallDelta {
+	return slices.DeleteFunc(ds, func(d chat.ToolCallDelta) bool { return !p.tools.keep(d.Index) })
+}
+
+func (p *replyParser) push(text string) (string, []chat.ToolCallDelta) {
+	if p.ts == nil {
+		return text, nil
+	}
+	c, ds := p.ts.Push(text)
+	return c, p.keep(ds)
+}
+
+func (p *replyParser) finish() (string, []chat.ToolCallDelta) {
+	if p.ts == nil {
+		return "", nil
+	}
+	c, ds := p.ts.Finish()
+	return c, p.keep(ds)
+}
+
+// calls is the number of calls the reply made.
+func (p *replyParser) calls() int {
+	if p.ts == nil {
+		return 0
+	}
+	return p.ts.Calls()
+}
+
+// feed gives the encoder a piece of text through the parser (last: the
+// end of the reply, whatever the parser still holds).
+func (p *replyParser) feed(enc replyEncoder, text string, last bool) []sseEvent {
+	var content string
+	var deltas []chat.ToolCallDelta
+	if last {
+		content, deltas = p.finish()
+	} else {
+		content, deltas = p.push(text)
+	}
+	var evs []sseEvent
+	if content != "" {
+		evs = append(evs, enc.content(content)...)
+	}
+	for _, d := range deltas {
+		evs = append(evs, enc.call(d)...)
+	}
+	return evs
+}
+
+// matchedStop is the stop string that ended res, or "": the text its ids
+// decode to holds the matched string right after the reply's text (the
+// engine cuts the text at the earliest match), so the earliest of the
+// request's strings found there is the one.
+func matchedStop(tok *tokenizer.Tokenizer, res *engine.Result, stops []string) string {
+	if res.FinishReason != engine.FinishStop || len(stops) == 0 || len(res.IDs) == 0 {
+		return ""
+	}
+	full := tok.DecodeWith(res.IDs, tokenizer.DecodeOptions{Special: tokenizer.SpecialSkip})
+	best, at := "", -1
+	for _, s := range stops {
+		if s == "" {
+			continue
+		}
+		// The decoded text may lose or gain a leading space against the
+		// streamed one: look from a little before the reply's end.
+		from := max(len(res.Text)-1, 0)
+		if from > len(full) {
+			continue
+		}
+		if i := strings.Index(full[from:], s); i >= 0 && (at < 0 || i < at) {
+			best, at = s, i
+		}
+	}
+	return best
+}
+
+// runReply admits and runs a one-choice chat job and answers through enc:
+// SSE events when stream, else enc.whole() as JSON. errShape writes an
+// error answered before anything was sent (the API's error body);
+// countPrompt, when set, gives start() the prompt's token count (the
+// prompt is tokenized once more for it).
+func (s *Server) runReply(w http.ResponseWriter, r *http.Request, j *job, stream bool, enc replyEncoder, parser *replyParser, countPrompt bool) {
+	release, ok := s.admit(w)
+	if !ok {
+		return
+	}
+	defer release()
+	promptTokens := 0
+	if stream && countPrompt && s.gen == nil {
+		if ids, err := s.eng.Encode(&j.reqs[0]); err == nil {
+			promptTokens = len(ids)
+		}
+	}
+	var toks func(yield func(engine.Token) bool)
+	var result func() *engine.Result
+	if s.gen != nil {
+		toks, result = s.gen(r.Context(), j.reqs[0])
+	} else {
+		st, err := s.eng.Submit(r.Context(), j.reqs[0])
+		if err != nil {
+			writeError(w, s.startError(r.Context(), err, j))
+			return
+		}
+		toks, result = st.Tokens(), func() *engine.Result { return st.Results()[0] }
+	}
+	sse := &sseWriter{w: w}
+	if stream {
+		sse.send(enc.start(promptTokens))
+	}
+	var first, last time.Time
+	for t := range toks {
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+			s.m.observe(&s.m.ttft, now.Sub(j.start))
+		} else if !t.Stop {
+			s.m.observe(&s.m.itl, now.Sub(last))
+		}
+		last = now
+		if s.onToken != nil {
+			s.onToken()
+		}
+		if r.Context().Err() != nil {
+			break
+		}
+		if stream && t.Text != "" && !sse.send(parser.feed(enc, t.Text, false)) {
+			break // the client is gone: leaving the stream cancels the generation
+		}
+	}
+	res := result()
+	s.m.generation(res.FinishReason, res.Usage.PromptTokens, res.Usage.CompletionTokens, time.Since(j.start))
+	if s.onDone != nil {
+		s.onDone()
+	}
+	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
+		e := cutError(r.Context())
+		if e == nil && res.FinishReason == engine.FinishCancelled {
+			return // the client went away
+		}
+		if e == nil {
+			s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
+			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})}
+		}
+		if stream {
+			sse.send(enc.failed(e))
+		} else {
+			writeError(w, e)
+		}
+		return
+	}
+	if !stream {
+		// The whole reply at once: the same parts a stream gives.
+		enc.start(res.Usage.PromptTokens)
+		parser.feed(enc, res.Text, false)
+	}
+	evs := parser.feed(enc, "", true)
+	reason := j.tools.finishReason(finishReason(res), parser.calls()) // nil tools: no calls
+	end := replyEnd{reason: reason, stopSeq: matchedStop(s.tok, res, j.reqs[0].Policy.Stop),
+		usage: usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}}
+	evs = append(evs, enc.end(end)...)
+	if stream {
+		sse.send(evs)
+		return
+	}
+	writeJSON(w, http.StatusOK, enc.whole())
+}
+
+// sseWriter writes named SSE events, the headers before the first.
+type sseWriter struct {
+	w       http.ResponseWriter
+	started bool
+	failed  bool
+}
+
+func (o *sseWriter) send(evs []sseEvent) bool {
+	if o.failed {
+		return false
+	}
+	if !o.started {
+		o.started = true
+		h := o.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		o.w.WriteHeader(http.StatusOK)
+	}
+	if len(evs) == 0 {
+		return true
+	}
+	var b []byte
+	for _, ev := range evs {
+		b = append(b, "event: "...)
+		b = append(b, ev.name...)
+		b = append(b, "\ndata: "...)
+		b = append(b, marshal(ev.data)...)
+		b = append(b, "\n\n"...)
+	}
+	if _, err := o.w.Write(b); err != nil {
+		o.failed = true
+		return false
+	}
+	if err := http.NewResponseController(o.w).Flush(); err != nil {
+		o.failed = true
+	}
+	return !o.failed
+}
