@@ -297,7 +297,16 @@ func anthropicTools(raw json.RawMessage) (json.RawMessage, *apiError) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
-	out := make([]map[string]any, 0, len(tools))
+	type function struct {
+		Name        string          `json:"name"`
+		Description *string         `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	type tool struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	out := make([]tool, 0, len(tools))
 	for i, t := range tools {
 		f := "tools." + strconv.Itoa(i)
 		if t.Type != "" && t.Type != "custom" {
@@ -306,11 +315,7 @@ func anthropicTools(raw json.RawMessage) (json.RawMessage, *apiError) {
 		if isNull(t.InputSchema) {
 			return nil, badRequest(f+".input_schema", "%s.input_schema is required", f)
 		}
-		fn := map[string]any{"name": t.Name, "parameters": t.InputSchema}
-		if t.Description != nil {
-			fn["description"] = *t.Description
-		}
-		out = append(out, map[string]any{"type": "function", "function": fn})
+		out = append(out, tool{"function", function{t.Name, t.Description, t.InputSchema}})
 	}
 	b, _ := json.Marshal(out)
 	return b, nil

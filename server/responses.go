@@ -326,36 +326,87 @@ func responsesContent(field string, raw json.RawMessage) (json.RawMessage, *apiE
 }
 
 // responsesTools rewrites Responses function tools ({type, name,
-// description, parameters, strict}) into chat's ({type, function: {...}}).
+// description, parameters, strict}) into chat's ({type, function: {...}}),
+// keeping the client's order of the fields: the template renders them as
+// they come, so the prompt is the one the same tools give on chat.
 func responsesTools(raw json.RawMessage) (json.RawMessage, *apiError) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var tools []map[string]json.RawMessage
+	var tools []json.RawMessage
 	if json.Unmarshal(raw, &tools) != nil {
 		return nil, badRequest("tools", "tools must be an array of objects")
 	}
 	if len(tools) == 0 {
 		return nil, nil
 	}
-	out := make([]map[string]any, 0, len(tools))
+	var b bytes.Buffer
+	b.WriteByte('[')
 	for i, t := range tools {
 		f := "tools[" + strconv.Itoa(i) + "]"
+		fields, ok := objectFields(t)
+		if !ok {
+			return nil, badRequest(f, "%s must be an object", f)
+		}
 		var typ string
-		json.Unmarshal(t["type"], &typ)
+		for _, kv := range fields {
+			if kv.key == "type" {
+				json.Unmarshal(kv.value, &typ)
+			}
+		}
 		if typ != "function" {
 			return nil, badRequest(f+".type", "%s.type %q is not supported (only \"function\" tools)", f, typ)
 		}
-		fn := map[string]any{}
-		for k, v := range t {
-			if k != "type" {
-				fn[k] = v
-			}
+		if i > 0 {
+			b.WriteByte(',')
 		}
-		out = append(out, map[string]any{"type": "function", "function": fn})
+		b.WriteString(`{"type":"function","function":{`)
+		n := 0
+		for _, kv := range fields {
+			if kv.key == "type" {
+				continue
+			}
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			n++
+			k, _ := json.Marshal(kv.key)
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(kv.value)
+		}
+		b.WriteString("}}")
 	}
-	b, _ := json.Marshal(out)
-	return b, nil
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// field is one member of a JSON object.
+type field struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectFields lists a JSON object's members in their order.
+func objectFields(raw json.RawMessage) ([]field, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var out []field
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+		out = append(out, field{key, v})
+	}
+	return out, true
 }
 
 // responsesToolChoice rewrites {type: function, name} into chat's
@@ -403,15 +454,41 @@ type responsesPart struct {
 
 // responsesOutput is one output item: a message or a function call.
 type responsesOutput struct {
-	Type    string          `json:"type"` // "message" or "function_call"
-	ID      string          `json:"id"`
-	Status  string          `json:"status"`
-	Role    string          `json:"role,omitempty"`
-	Content []responsesPart `json:"content,omitempty"`
-	// function_call
-	CallID    string  `json:"call_id,omitempty"`
-	Name      string  `json:"name,omitempty"`
-	Arguments *string `json:"arguments,omitempty"`
+	Type    string // "message" or "function_call"
+	ID      string
+	Status  string
+	Role    string          // message
+	Content []responsesPart // message
+	CallID  string          // function_call
+	Name    string          // function_call
+	// Arguments is a function_call's JSON arguments (a pointer so that
+	// copies of the item do not share the text being streamed into it).
+	Arguments *string
+}
+
+// MarshalJSON writes the fields of the item's type.
+func (o responsesOutput) MarshalJSON() ([]byte, error) {
+	if o.Type == "function_call" {
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			Status    string `json:"status"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		}{o.Type, o.ID, o.Status, o.CallID, o.Name, *o.Arguments})
+	}
+	content := o.Content
+	if content == nil {
+		content = []responsesPart{}
+	}
+	return json.Marshal(struct {
+		Type    string          `json:"type"`
+		ID      string          `json:"id"`
+		Status  string          `json:"status"`
+		Role    string          `json:"role"`
+		Content []responsesPart `json:"content"`
+	}{o.Type, o.ID, o.Status, o.Role, content})
 }
 
 type responsesObject struct {
@@ -487,7 +564,8 @@ func (e *responsesEncoder) ev(typ string, fields map[string]any) sseEvent {
 // snapshot is the response object as it stands (events carry copies).
 func (e *responsesEncoder) snapshot() responsesObject {
 	r := e.resp
-	r.Output = append([]responsesOutput(nil), e.resp.Output...)
+	r.Output = make([]responsesOutput, len(e.resp.Output))
+	copy(r.Output, e.resp.Output)
 	return r
 }
 
