@@ -5,6 +5,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -20,9 +22,28 @@ type chatReply struct {
 
 func chatCompletion(t *testing.T, ts *testServer, body string) chatReply {
 	t.Helper()
-	code, _, b := ts.post(t, "/v1/chat/completions", body)
-	if code != 200 {
-		t.Fatalf("/v1/chat/completions %s: %d %s", body, code, b)
+	return chatCompletionKey(t, ts, "", body)
+}
+
+// chatCompletionKey is chatCompletion with an API key ("": none).
+func chatCompletionKey(t *testing.T, ts *testServer, key, body string) chatReply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, ts.url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("/v1/chat/completions %s: %d %s", body, resp.StatusCode, b)
 	}
 	var r struct {
 		Choices []struct {
