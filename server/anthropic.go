@@ -512,7 +512,16 @@ func (s *Server) handleAnthropicMessages(w http.ResponseWriter, r *http.Request)
 	if j.tools != nil && j.tools.format == chat.ToolFormatMistral {
 		toolID = nil // Mistral's templates want their own 9-character ids
 	}
-	s.runReply(w, r, j, ar.Stream != nil && *ar.Stream, newAnthropicEncoder(j.model), newReplyParser(j.tools, toolID), true)
+	stream := ar.Stream != nil && *ar.Stream
+	out := newReplySink(s, w, j, stream, newAnthropicEncoder(j.model), newReplyParser(j.tools, toolID))
+	if stream && s.eng != nil {
+		// message_start reports the prompt's tokens, which the engine
+		// counts only at the end: tokenize it here too.
+		if ids, err := s.eng.Encode(&j.reqs[0]); err == nil {
+			out.promptTokens = len(ids)
+		}
+	}
+	s.run(r.Context(), j, out)
 }
 
 func (s *Server) handleAnthropicCountTokens(w http.ResponseWriter, r *http.Request) {

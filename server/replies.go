@@ -9,14 +9,14 @@ package server
 // complete when it arrives), the end — and returns the SSE events each
 // part makes; after the end, whole() is the non-streamed body, built from
 // the same parts, so a streamed reply accumulates to exactly the
-// non-streamed one. runReply feeds it from the engine: streamed, token by
-// token through the tool-call parser; non-streamed, the final text at once.
+// non-streamed one. replySink, the pipeline's sink for these APIs, feeds
+// it: streamed, token by token through the tool-call parser;
+// non-streamed, the final text at once.
 
 import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"nanoserve/chat"
 	"nanoserve/engine"
@@ -136,95 +136,88 @@ func matchedStop(tok *tokenizer.Tokenizer, res *engine.Result, stops []string) s
 	return best
 }
 
-// runReply admits and runs a one-choice chat job and answers through enc:
-// SSE events when stream, else enc.whole() as JSON. errShape writes an
-// error answered before anything was sent (the API's error body);
-// countPrompt, when set, gives start() the prompt's token count (the
-// prompt is tokenized once more for it).
-func (s *Server) runReply(w http.ResponseWriter, r *http.Request, j *job, stream bool, enc replyEncoder, parser *replyParser, countPrompt bool) {
-	release, ok := s.admit(w)
-	if !ok {
-		return
+// replySink is the pipeline's sink (pipeline.go) for an API that is an
+// encoder over a one-choice chat job: streamed, each landed piece of text
+// goes through the tool-call parser into the encoder and its events out
+// as SSE; whole, the final text does at the end, and the body is
+// enc.whole(). promptTokens is what start() reports when streaming (the
+// engine counts the prompt only at the end; 0: unknown).
+type replySink struct {
+	s            *Server
+	w            http.ResponseWriter
+	j            *job
+	stream       bool
+	enc          replyEncoder
+	parser       *replyParser
+	promptTokens int
+	sse          sseWriter
+	started      bool
+}
+
+func newReplySink(s *Server, w http.ResponseWriter, j *job, stream bool, enc replyEncoder, parser *replyParser) *replySink {
+	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: parser, sse: sseWriter{w: w}}
+}
+
+func (o *replySink) Fail(e *apiError) { writeError(o.w, e) }
+
+// begin sends the stream's opening events once.
+func (o *replySink) begin() bool {
+	if o.started {
+		return !o.sse.failed
 	}
-	defer release()
-	promptTokens := 0
-	if stream && countPrompt && s.gen == nil {
-		if ids, err := s.eng.Encode(&j.reqs[0]); err == nil {
-			promptTokens = len(ids)
-		}
+	o.started = true
+	return o.sse.send(o.enc.start(o.promptTokens))
+}
+
+func (o *replySink) Delta(i int, d delta) bool {
+	if !o.stream {
+		return true
 	}
-	var toks func(yield func(engine.Token) bool)
-	var result func() *engine.Result
-	if s.gen != nil {
-		toks, result = s.gen(r.Context(), j.reqs[0])
-	} else {
-		st, err := s.eng.Submit(r.Context(), j.reqs[0])
-		if err != nil {
-			writeError(w, s.startError(r.Context(), err, j))
-			return
-		}
-		toks, result = st.Tokens(), func() *engine.Result { return st.Results()[0] }
+	if !o.begin() {
+		return false
 	}
-	sse := &sseWriter{w: w}
-	if stream {
-		sse.send(enc.start(promptTokens))
+	if d.Text == "" {
+		return true
 	}
-	var first, last time.Time
-	for t := range toks {
-		now := time.Now()
-		if first.IsZero() {
-			first = now
-			s.m.observe(&s.m.ttft, now.Sub(j.start))
-		} else if !t.Stop {
-			s.m.observe(&s.m.itl, now.Sub(last))
-		}
-		last = now
-		if s.onToken != nil {
-			s.onToken()
-		}
-		if r.Context().Err() != nil {
-			break
-		}
-		if stream && t.Text != "" && !sse.send(parser.feed(enc, t.Text, false)) {
-			break // the client is gone: leaving the stream cancels the generation
-		}
-	}
-	res := result()
-	s.m.generation(res.FinishReason, res.Usage.PromptTokens, res.Usage.CompletionTokens, time.Since(j.start))
-	if s.onDone != nil {
-		s.onDone()
-	}
+	return o.sse.send(o.parser.feed(o.enc, d.Text, false))
+}
+
+func (o *replySink) End(out *outcome) {
+	res := out.Results[0]
 	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
-		e := cutError(r.Context())
+		e := out.Cut
 		if e == nil && res.FinishReason == engine.FinishCancelled {
 			return // the client went away
 		}
 		if e == nil {
-			s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
-			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})}
+			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: out.Failure}
 		}
-		if stream {
-			sse.send(enc.failed(e))
-		} else {
-			writeError(w, e)
+		if o.stream && o.begin() {
+			o.sse.send(o.enc.failed(e))
+		} else if !o.stream {
+			writeError(o.w, e)
 		}
 		return
 	}
-	if !stream {
+	if o.stream {
+		if !o.begin() {
+			return
+		}
+	} else {
 		// The whole reply at once: the same parts a stream gives.
-		enc.start(res.Usage.PromptTokens)
-		parser.feed(enc, res.Text, false)
+		o.enc.start(res.Usage.PromptTokens)
+		o.parser.feed(o.enc, res.Text, false)
 	}
-	evs := parser.feed(enc, "", true)
-	reason := j.tools.finishReason(finishReason(res), parser.calls()) // nil tools: no calls
-	end := replyEnd{reason: reason, stopSeq: matchedStop(s.tok, res, j.reqs[0].Policy.Stop),
+	evs := o.parser.feed(o.enc, "", true)
+	reason := o.j.tools.finishReason(finishReason(res), o.parser.calls()) // nil tools: no calls
+	end := replyEnd{reason: reason, stopSeq: matchedStop(o.s.tok, res, o.j.reqs[0].Policy.Stop),
 		usage: usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}}
-	evs = append(evs, enc.end(end)...)
-	if stream {
-		sse.send(evs)
+	evs = append(evs, o.enc.end(end)...)
+	if o.stream {
+		o.sse.send(evs)
 		return
 	}
-	writeJSON(w, http.StatusOK, enc.whole())
+	writeJSON(o.w, http.StatusOK, o.enc.whole())
 }
 
 // sseWriter writes named SSE events, the headers before the first.

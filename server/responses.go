@@ -777,10 +777,13 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	var prev []wireMessage
 	if rr.PreviousResponseID != nil && *rr.PreviousResponseID != "" {
 		var ok bool
-		if prev, ok = s.responses.get(*rr.PreviousResponseID); !ok {
+		if s.responses != nil {
+			prev, ok = s.responses.get(*rr.PreviousResponseID)
+		}
+		if !ok {
 			writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("previous_response_id"), Code: strp("previous_response_not_found"),
 				Message: fmt.Sprintf("previous response %q is not in this server's memory (it was never stored, or was dropped: the server keeps the last %d responses, %d MiB at most, and forgets them on restart); send the whole conversation as input instead",
-					*rr.PreviousResponseID, s.responses.maxCount, s.responses.maxBytes>>20)})
+					*rr.PreviousResponseID, responseStoreCount, responseStoreBytes>>20)})
 			return
 		}
 	}
@@ -798,8 +801,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	j.start = start
 	enc := newResponsesEncoder(&rr, j.model, j.tools == nil || j.tools.parallel)
 	stream := rr.Stream != nil && *rr.Stream
-	s.runReply(w, r, j, stream, enc, newReplyParser(j.tools, nil), false)
-	if enc.done && enc.resp.Store {
+	s.run(r.Context(), j, newReplySink(s, w, j, stream, enc, newReplyParser(j.tools, nil)))
+	if enc.done && enc.resp.Store && s.responses != nil {
 		msgs := append(append(append([]wireMessage(nil), prev...), conv...), enc.outputMessage())
 		s.responses.put(enc.resp.ID, msgs)
 	}
