@@ -149,6 +149,14 @@ type Options struct {
 	// ToolFormat is how the model writes tool calls; "": detected from the
 	// template (chat.Template.ToolFormat).
 	ToolFormat chat.ToolFormat
+	// ReasoningFormat is how chat replies return a reasoning model's
+	// thinking ("": auto, llama-server's default); a request's
+	// reasoning_format overrides it (reasoning.go).
+	ReasoningFormat chat.ReasoningFormat
+	// ReasoningBudget caps a reply's reasoning tokens (nil: no cap;
+	// llama-server's --reasoning-budget); a request's
+	// reasoning_budget_tokens overrides it.
+	ReasoningBudget *int
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
@@ -243,11 +251,13 @@ type Server struct {
 
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
-	toolFormat chat.ToolFormat
-	spmInfill  bool // FIM prompts suffix first (infill.go)
-	heal       bool // token healing unless a request says (Options.TokenHealing)
-	nonEmpty   bool // completions never empty (Options.NonEmpty)
-	infillB    int  // llama-server's n_batch for /infill (infill.go)
+	toolFormat      chat.ToolFormat
+	reasoningFormat chat.ReasoningFormat // Options.ReasoningFormat, resolved
+	reasoningBudget *int                 // Options.ReasoningBudget
+	spmInfill       bool                 // FIM prompts suffix first (infill.go)
+	heal            bool                 // token healing unless a request says (Options.TokenHealing)
+	nonEmpty        bool                 // completions never empty (Options.NonEmpty)
+	infillB         int                  // llama-server's n_batch for /infill (infill.go)
 
 	// gen is what jobs are submitted to: the engine (tests put a fake in
 	// its place through the generator interface).
@@ -300,6 +310,10 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
+	s.reasoningFormat, s.reasoningBudget = opts.ReasoningFormat, opts.ReasoningBudget
+	if s.reasoningFormat == "" {
+		s.reasoningFormat = chat.ReasoningAuto
+	}
 	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
 	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
 	s.infillB = opts.InfillBatch
