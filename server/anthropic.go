@@ -107,13 +107,13 @@ func anthropicChat(ar *anthropicRequest, count bool) (*chatRequest, *apiError) {
 	if t := ar.Thinking; t != nil {
 		switch t.Type {
 		case "disabled":
+			off := "none"
+			cr.ReasoningEffort = &off // the template's thinking switch off (reasoning.go)
 		case "enabled":
-			// TODO(issue 34 item 1): thinking reaches the template
-			// (enable_thinking) once the server splits reasoning (branch
-			// reason); until then the reply carries no thinking blocks.
 			if t.BudgetTokens == nil || *t.BudgetTokens < 1 {
 				return nil, badRequest("thinking.budget_tokens", "thinking.budget_tokens is required with thinking enabled")
 			}
+			cr.ThinkingBudgetTokens = t.BudgetTokens
 		default:
 			return nil, badRequest("thinking.type", "thinking.type %q is not supported (enabled, disabled)", t.Type)
 		}
@@ -328,14 +328,16 @@ type anthropicUsage struct {
 	OutputTokens int `json:"output_tokens"`
 }
 
-// anthropicContent is one output block: text or tool_use.
+// anthropicContent is one output block: thinking, text or tool_use.
 type anthropicContent struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
-	args  string          // a tool_use block's arguments as streamed
+	Type      string          `json:"type"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"` // a thinking block's: always "" (nothing to verify here)
+	Text      *string         `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	args      string          // a tool_use block's arguments as streamed
 }
 
 type anthropicMessageOut struct {
@@ -386,6 +388,23 @@ func toolInput(args string) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return json.RawMessage(args)
+}
+
+func (e *anthropicEncoder) reasoning(text string) []sseEvent {
+	var evs []sseEvent
+	if e.open < 0 || e.msg.Content[e.open].Type != "thinking" {
+		evs = e.closeBlock()
+		e.open = len(e.msg.Content)
+		empty, sig := "", ""
+		e.msg.Content = append(e.msg.Content, anthropicContent{Type: "thinking", Thinking: &empty, Signature: &sig})
+		evs = append(evs, sseEvent{"content_block_start", map[string]any{"type": "content_block_start", "index": e.open,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}}})
+	}
+	b := &e.msg.Content[e.open]
+	t := *b.Thinking + text
+	b.Thinking = &t
+	return append(evs, sseEvent{"content_block_delta", map[string]any{"type": "content_block_delta", "index": e.open,
+		"delta": map[string]any{"type": "thinking_delta", "thinking": text}}})
 }
 
 func (e *anthropicEncoder) content(text string) []sseEvent {
@@ -508,12 +527,11 @@ func (s *Server) handleAnthropicMessages(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	j.start = start
-	toolID := func() string { return newID("toolu_") }
-	if j.tools != nil && j.tools.format == chat.ToolFormatMistral {
-		toolID = nil // Mistral's templates want their own 9-character ids
+	if j.reply != nil && (j.tools == nil || j.tools.format != chat.ToolFormatMistral) { // Mistral's templates want their own 9-character ids
+		j.reply.cfg.NewID = func() string { return newID("toolu_") }
 	}
 	stream := ar.Stream != nil && *ar.Stream
-	out := newReplySink(s, w, j, stream, newAnthropicEncoder(j.model), newReplyParser(j.tools, toolID))
+	out := newReplySink(s, w, j, stream, newAnthropicEncoder(j.model))
 	if stream && s.eng != nil {
 		// message_start reports the prompt's tokens, which the engine
 		// counts only at the end: tokenize it here too.

@@ -24,20 +24,23 @@ type msgSummary struct {
 		InputTokens  int `json:"input_tokens"`
 		OutputTokens int `json:"output_tokens"`
 	}
-	Text    string
-	Content []struct {
-		Type  string
-		ID    string
-		Name  string
-		Input json.RawMessage
-	}
+	Text     string
+	Thinking string
+	Content  []contentBlock
+}
+
+type contentBlock struct {
+	Type  string
+	ID    string
+	Name  string
+	Input json.RawMessage
 }
 
 // same reports how a message differs from the chat reply to the same
 // request ("" when it does not): text, token counts, how it ended.
 func (m msgSummary) same(c chatReply) string {
 	reason := map[string]string{"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}[c.Finish]
-	if m.Text != c.Content || m.Usage.InputTokens != c.Usage.PromptTokens || m.Usage.OutputTokens != c.Usage.CompletionTokens ||
+	if m.Text != c.Content || m.Thinking != c.Reasoning || m.Usage.InputTokens != c.Usage.PromptTokens || m.Usage.OutputTokens != c.Usage.CompletionTokens ||
 		m.StopReason != reason || m.Role != "assistant" || !strings.HasPrefix(m.ID, "msg_") {
 		return fmt.Sprintf("message %+v\nchat %+v", m, c)
 	}
@@ -129,8 +132,9 @@ func TestAnthropicNPMClient(t *testing.T) {
 	}
 	args := call.Calls[0].Function.Arguments
 	for _, m := range []msgSummary{got.Call, got.CallStream.msgSummary} {
-		if len(m.Content) != 1 || m.Content[0].Type != "tool_use" || m.Content[0].Name != "get_weather" || !sameJSON(string(m.Content[0].Input), args) ||
-			!strings.HasPrefix(m.Content[0].ID, "toolu_") || m.same(call) != "" {
+		uses := slices.DeleteFunc(slices.Clone(m.Content), func(b contentBlock) bool { return b.Type != "tool_use" })
+		if len(uses) != 1 || uses[0].Name != "get_weather" || !sameJSON(string(uses[0].Input), args) ||
+			!strings.HasPrefix(uses[0].ID, "toolu_") || m.same(call) != "" {
 			t.Errorf("call %+v; chat %+v", m, call)
 		}
 	}
@@ -140,10 +144,11 @@ func TestAnthropicNPMClient(t *testing.T) {
 	if got.CountTools.InputTokens != call.Usage.PromptTokens {
 		t.Errorf("count_tokens with tools %d, chat prompt_tokens %d", got.CountTools.InputTokens, call.Usage.PromptTokens)
 	}
-	if len(got.Call.Content) == 1 {
-		id := got.Call.Content[0].ID
-		turn := fmt.Sprintf(`[%s,{"role":"assistant","content":"","tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}}]},{"role":"tool","tool_call_id":%q,"content":"{\"temp\": 21}"}]`,
-			ask, id, string(got.Call.Content[0].Input), id)
+	if n := len(got.Call.Content); n > 0 && got.Call.Content[n-1].Type == "tool_use" {
+		use := got.Call.Content[n-1]
+		thinking, _ := json.Marshal(got.Call.Thinking)
+		turn := fmt.Sprintf(`[%s,{"role":"assistant","content":"","reasoning_content":%s,"tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}}]},{"role":"tool","tool_call_id":%q,"content":"{\"temp\": 21}"}]`,
+			ask, thinking, use.ID, string(use.Input), use.ID)
 		answer := chat(`{"messages":` + turn + `,"tools":` + tools + `,"max_tokens":12,"temperature":0}`)
 		if d := got.Answer.same(answer); d != "" {
 			t.Errorf("answer after the tool result: %s", d)

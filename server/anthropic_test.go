@@ -97,6 +97,17 @@ func TestAnthropicChat(t *testing.T) {
 			t.Errorf("%s: %v, want a 400 on %s", c.body, e, c.field)
 		}
 	}
+	// thinking: enabled is the reasoning budget, disabled turns the
+	// template's thinking off.
+	ar = anthropicRequest{MaxTokens: &[]int{9}[0], Messages: []anthropicMessage{{Role: "user", Content: json.RawMessage(`"x"`)}}}
+	json.Unmarshal([]byte(`{"type":"enabled","budget_tokens":64}`), &ar.Thinking)
+	if cr, e := anthropicChat(&ar, false); e != nil || cr.ThinkingBudgetTokens == nil || *cr.ThinkingBudgetTokens != 64 || cr.ReasoningEffort != nil {
+		t.Errorf("thinking enabled: %+v %v", cr.reasoningParams, e)
+	}
+	json.Unmarshal([]byte(`{"type":"disabled"}`), &ar.Thinking)
+	if cr, e := anthropicChat(&ar, false); e != nil || cr.ReasoningEffort == nil || *cr.ReasoningEffort != "none" {
+		t.Errorf("thinking disabled: %+v %v", cr.reasoningParams, e)
+	}
 	// count_tokens needs no max_tokens.
 	ar = anthropicRequest{Messages: []anthropicMessage{{Role: "user", Content: json.RawMessage(`"x"`)}}}
 	if _, e := anthropicChat(&ar, true); e != nil {
@@ -163,6 +174,29 @@ func TestAnthropicEncoder(t *testing.T) {
 	if w := `"content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"toolu_a","name":"f","input":{"x":1}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":9}}`; !strings.HasSuffix(whole, w) ||
 		text != "Hello" || partial != `{"x":1}` {
 		t.Errorf("whole %s\nwant …%s (text %q, partial %q)", whole, w, text, partial)
+	}
+
+	// Thinking first: a thinking block with thinking_delta, then the text.
+	e = newAnthropicEncoder("m")
+	evs = e.start(0)
+	evs = append(evs, e.reasoning("Hm")...)
+	evs = append(evs, e.reasoning("m.")...)
+	evs = append(evs, e.content("Hi")...)
+	evs = append(evs, e.reasoning("Later.")...) // harmony may think again after some text: a new block
+	evs = append(evs, e.end(replyEnd{reason: "stop"})...)
+	var got []string
+	for _, ev := range evs[2:] {
+		got = append(got, string(marshal(ev.data)))
+	}
+	if w := `{"content_block":{"signature":"","thinking":"","type":"thinking"},"index":0,"type":"content_block_start"} ` +
+		`{"delta":{"thinking":"Hm","type":"thinking_delta"},"index":0,"type":"content_block_delta"} ` +
+		`{"delta":{"thinking":"m.","type":"thinking_delta"},"index":0,"type":"content_block_delta"} ` +
+		`{"index":0,"type":"content_block_stop"} ` +
+		`{"content_block":{"text":"","type":"text"},"index":1,"type":"content_block_start"}`; !strings.HasPrefix(strings.Join(got, " "), w) {
+		t.Errorf("thinking events\n%s\nwant first\n%s", strings.Join(got, "\n"), w)
+	}
+	if whole := string(marshal(e.whole())); !strings.Contains(whole, `"content":[{"type":"thinking","thinking":"Hmm.","signature":""},{"type":"text","text":"Hi"},{"type":"thinking","thinking":"Later.","signature":""}]`) {
+		t.Errorf("thinking message %s", whole)
 	}
 
 	for _, c := range []struct {

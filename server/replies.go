@@ -5,7 +5,7 @@ package server
 // responses.go; Anthropic's Messages API, anthropic.go).
 //
 // A replyEncoder is a pure state machine: it is told the reply's parts in
-// order — content text, tool-call deltas (chat.ToolStream's, each call
+// order — reasoning text, content text, tool-call deltas (chat.ToolStream's, each call
 // complete when it arrives), the end — and returns the SSE events each
 // part makes; after the end, whole() is the non-streamed body, built from
 // the same parts, so a streamed reply accumulates to exactly the
@@ -15,7 +15,6 @@ package server
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 
 	"nanoserve/chat"
@@ -39,6 +38,7 @@ type replyEnd struct {
 // replyEncoder turns one reply's parts into an API's events and body.
 type replyEncoder interface {
 	start(promptTokens int) []sseEvent
+	reasoning(text string) []sseEvent
 	content(text string) []sseEvent
 	call(d chat.ToolCallDelta) []sseEvent
 	end(e replyEnd) []sseEvent
@@ -46,68 +46,47 @@ type replyEncoder interface {
 	failed(e *apiError) []sseEvent // a stream's last events when the generation failed mid-way
 }
 
-// replyParser splits a reply into content and tool calls as it streams
-// (no tools, or tool_choice "none": all content).
+// replyParser reads a reply through the job's parser (j.newReply:
+// reasoning, content and tool calls, reasoning.go) as it streams.
 type replyParser struct {
-	tools *toolSetup
-	ts    *chat.ToolStream
+	j  *job
+	rs *chat.ReplyStream
+	// reasoning: the thinking is its own part (false for deepseek-legacy,
+	// whose content keeps the raw text, thinking included).
+	reasoning bool
 }
 
-func newReplyParser(tools *toolSetup, newID func() string) *replyParser {
-	p := &replyParser{tools: tools}
-	if tools.parse() {
-		p.ts = chat.NewToolStream(tools.format, newID)
-	}
-	return p
-}
-
-func (p *replyParser) keep(ds []chat.ToolCallDelta) []chat.ToolCallDelta {
-	return slices.DeleteFunc(ds, func(d chat.ToolCallDelta) bool { return !p.tools.keep(d.Index) })
-}
-
-func (p *replyParser) push(text string) (string, []chat.ToolCallDelta) {
-	if p.ts == nil {
-		return text, nil
-	}
-	c, ds := p.ts.Push(text)
-	return c, p.keep(ds)
-}
-
-func (p *replyParser) finish() (string, []chat.ToolCallDelta) {
-	if p.ts == nil {
-		return "", nil
-	}
-	c, ds := p.ts.Finish()
-	return c, p.keep(ds)
-}
-
-// calls is the number of calls the reply made.
-func (p *replyParser) calls() int {
-	if p.ts == nil {
-		return 0
-	}
-	return p.ts.Calls()
+func newReplyParser(j *job) *replyParser {
+	return &replyParser{j: j, rs: j.newReply(), reasoning: j.streamsReasoning()}
 }
 
 // feed gives the encoder a piece of text through the parser (last: the
-// end of the reply, whatever the parser still holds).
+// end of the reply, whatever the parser still holds), in the order the
+// parts happened: reasoning, content, calls (those the job keeps).
 func (p *replyParser) feed(enc replyEncoder, text string, last bool) []sseEvent {
-	var content string
-	var deltas []chat.ToolCallDelta
+	var d chat.ReplyDelta
 	if last {
-		content, deltas = p.finish()
+		d = p.rs.Finish()
 	} else {
-		content, deltas = p.push(text)
+		d = p.rs.Push(text)
 	}
 	var evs []sseEvent
-	if content != "" {
-		evs = append(evs, enc.content(content)...)
+	if d.Reasoning != "" && p.reasoning {
+		evs = append(evs, enc.reasoning(d.Reasoning)...)
 	}
-	for _, d := range deltas {
-		evs = append(evs, enc.call(d)...)
+	if d.Content != "" {
+		evs = append(evs, enc.content(d.Content)...)
+	}
+	for _, c := range d.Calls {
+		if p.j.tools.keepCall(c.Index) {
+			evs = append(evs, enc.call(c)...)
+		}
 	}
 	return evs
 }
+
+// calls is the number of calls the reply made.
+func (p *replyParser) calls() int { return p.rs.Calls() }
 
 // matchedStop is the stop string that ended res, or "": the text its ids
 // decode to holds the matched string right after the reply's text (the
@@ -154,8 +133,8 @@ type replySink struct {
 	started      bool
 }
 
-func newReplySink(s *Server, w http.ResponseWriter, j *job, stream bool, enc replyEncoder, parser *replyParser) *replySink {
-	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: parser, sse: sseWriter{w: w}}
+func newReplySink(s *Server, w http.ResponseWriter, j *job, stream bool, enc replyEncoder) *replySink {
+	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: newReplyParser(j), sse: sseWriter{w: w}}
 }
 
 func (o *replySink) Fail(e *apiError) { writeError(o.w, e) }
@@ -209,7 +188,7 @@ func (o *replySink) End(out *outcome) {
 		o.parser.feed(o.enc, res.Text, false)
 	}
 	evs := o.parser.feed(o.enc, "", true)
-	reason := o.j.tools.finishReason(finishReason(res), o.parser.calls()) // nil tools: no calls
+	reason := o.j.finishReason(finishReason(res), o.parser.calls())
 	end := replyEnd{reason: reason, stopSeq: matchedStop(o.s.tok, res, o.j.reqs[0].Policy.Stop),
 		usage: usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}}
 	evs = append(evs, o.enc.end(end)...)

@@ -122,10 +122,6 @@ func responsesChat(rr *responsesRequest, prev []wireMessage) (cr *chatRequest, c
 		return nil, nil, badRequest("max_tool_calls", "max_tool_calls is not supported")
 	case rr.TopLogprobs != nil && *rr.TopLogprobs != 0:
 		return nil, nil, badRequest("top_logprobs", "top_logprobs is not supported on /v1/responses (use /v1/chat/completions)")
-	case rr.Reasoning != nil && rr.Reasoning.Effort != nil:
-		// TODO(issue 34 item 1): reasoning.effort reaches the template once
-		// the server splits reasoning (branch reason).
-		return nil, nil, badRequest("reasoning.effort", "reasoning.effort is not supported by this server")
 	}
 	cr = &chatRequest{}
 	cr.Model = rr.Model
@@ -135,6 +131,9 @@ func responsesChat(rr *responsesRequest, prev []wireMessage) (cr *chatRequest, c
 	}
 	cr.Temperature, cr.TopP, cr.TopK, cr.MinP, cr.Seed, cr.Stop, cr.Special = rr.Temperature, rr.TopP, rr.TopK, rr.MinP, rr.Seed, rr.Stop, rr.Special
 	cr.ParallelToolCalls = rr.ParallelToolCalls
+	if rr.Reasoning != nil {
+		cr.ReasoningEffort = rr.Reasoning.Effort // "none": thinking off (reasoning.go)
+	}
 	if rr.Instructions != nil && *rr.Instructions != "" {
 		c, _ := json.Marshal(*rr.Instructions)
 		cr.Messages = append(cr.Messages, wireMessage{Role: "system", Content: c})
@@ -452,9 +451,16 @@ type responsesPart struct {
 	Logprobs    []any  `json:"logprobs"`
 }
 
-// responsesOutput is one output item: a message or a function call.
+// reasoningPart is a reasoning item's content part.
+type reasoningPart struct {
+	Type string `json:"type"` // "reasoning_text"
+	Text string `json:"text"`
+}
+
+// responsesOutput is one output item: a message, a function call or
+// reasoning (its text in Content[0].Text).
 type responsesOutput struct {
-	Type    string // "message" or "function_call"
+	Type    string // "message", "function_call" or "reasoning"
 	ID      string
 	Status  string
 	Role    string          // message
@@ -477,6 +483,19 @@ func (o responsesOutput) MarshalJSON() ([]byte, error) {
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 		}{o.Type, o.ID, o.Status, o.CallID, o.Name, *o.Arguments})
+	}
+	if o.Type == "reasoning" {
+		parts := make([]reasoningPart, len(o.Content))
+		for i, p := range o.Content {
+			parts[i] = reasoningPart{"reasoning_text", p.Text}
+		}
+		return json.Marshal(struct {
+			Type    string          `json:"type"`
+			ID      string          `json:"id"`
+			Status  string          `json:"status"`
+			Summary []any           `json:"summary"`
+			Content []reasoningPart `json:"content"`
+		}{o.Type, o.ID, o.Status, []any{}, parts})
 	}
 	content := o.Content
 	if content == nil {
@@ -527,6 +546,7 @@ type responsesEncoder struct {
 	resp responsesObject
 	seq  int
 	msg  int // output index of the open message item (-1: none)
+	rsn  int // output index of the open reasoning item (-1: none)
 	fc   int // output index of the open function_call item (-1: none)
 	done bool
 }
@@ -550,7 +570,7 @@ func newResponsesEncoder(rr *responsesRequest, model string, parallel bool) *res
 	if !isNull(rr.Metadata) {
 		json.Unmarshal(rr.Metadata, &r.Metadata)
 	}
-	return &responsesEncoder{resp: r, msg: -1, fc: -1}
+	return &responsesEncoder{resp: r, msg: -1, fc: -1, rsn: -1}
 }
 
 // ev makes one event: its type and sequence number joined to fields.
@@ -574,8 +594,44 @@ func (e *responsesEncoder) start(int) []sseEvent {
 		e.ev("response.in_progress", map[string]any{"response": e.snapshot()})}
 }
 
+func (e *responsesEncoder) reasoning(text string) []sseEvent {
+	var evs []sseEvent
+	if e.rsn < 0 {
+		evs = append(evs, e.closeMessage()...)
+		evs = append(evs, e.closeCall()...)
+		e.rsn = len(e.resp.Output)
+		item := responsesOutput{Type: "reasoning", ID: newID("rs_"), Status: "in_progress"}
+		e.resp.Output = append(e.resp.Output, item)
+		evs = append(evs, e.ev("response.output_item.added", map[string]any{"output_index": e.rsn, "item": item}))
+		e.resp.Output[e.rsn].Content = []responsesPart{{Type: "reasoning_text"}}
+		evs = append(evs, e.ev("response.content_part.added", map[string]any{"item_id": item.ID, "output_index": e.rsn, "content_index": 0,
+			"part": reasoningPart{"reasoning_text", ""}}))
+	}
+	m := &e.resp.Output[e.rsn]
+	m.Content[0].Text += text
+	return append(evs, e.ev("response.reasoning_text.delta", map[string]any{"item_id": m.ID, "output_index": e.rsn, "content_index": 0, "delta": text}))
+}
+
+// closeReasoning ends the open reasoning item.
+func (e *responsesEncoder) closeReasoning() []sseEvent {
+	if e.rsn < 0 {
+		return nil
+	}
+	i := e.rsn
+	e.rsn = -1
+	m := &e.resp.Output[i]
+	m.Status = "completed"
+	part := reasoningPart{"reasoning_text", m.Content[0].Text}
+	return []sseEvent{
+		e.ev("response.reasoning_text.done", map[string]any{"item_id": m.ID, "output_index": i, "content_index": 0, "text": part.Text}),
+		e.ev("response.content_part.done", map[string]any{"item_id": m.ID, "output_index": i, "content_index": 0, "part": part}),
+		e.ev("response.output_item.done", map[string]any{"output_index": i, "item": *m}),
+	}
+}
+
 func (e *responsesEncoder) content(text string) []sseEvent {
 	var evs []sseEvent
+	evs = append(evs, e.closeReasoning()...)
 	evs = append(evs, e.closeCall()...)
 	if e.msg < 0 {
 		e.msg = len(e.resp.Output)
@@ -629,8 +685,9 @@ func (e *responsesEncoder) closeCall() []sseEvent {
 func (e *responsesEncoder) call(d chat.ToolCallDelta) []sseEvent {
 	var evs []sseEvent
 	if d.Name != "" || d.ID != "" {
-		// A new call: the message before it (if any) and the previous
-		// call are complete.
+		// A new call: the reasoning or message before it (if any) and the
+		// previous call are complete.
+		evs = append(evs, e.closeReasoning()...)
 		evs = append(evs, e.closeMessage()...)
 		evs = append(evs, e.closeCall()...)
 		e.fc = len(e.resp.Output)
@@ -649,7 +706,7 @@ func (e *responsesEncoder) call(d chat.ToolCallDelta) []sseEvent {
 }
 
 func (e *responsesEncoder) end(end replyEnd) []sseEvent {
-	evs := append(e.closeMessage(), e.closeCall()...)
+	evs := append(append(e.closeReasoning(), e.closeMessage()...), e.closeCall()...)
 	e.done = true
 	u := &responsesUsage{InputTokens: end.usage.PromptTokens, OutputTokens: end.usage.CompletionTokens, TotalTokens: end.usage.TotalTokens}
 	e.resp.Usage = u
@@ -690,6 +747,9 @@ func (e *responsesEncoder) outputMessage() wireMessage {
 			for _, p := range it.Content {
 				text.WriteString(p.Text)
 			}
+		case "reasoning":
+			r := it.Content[0].Text
+			m.ReasoningContent = &r
 		case "function_call":
 			c, _ := json.Marshal(toolCallOut{ID: it.CallID, Type: "function", Function: functionOut{Name: it.Name, Arguments: *it.Arguments}})
 			m.ToolCalls = appendRaw(m.ToolCalls, c)
@@ -801,7 +861,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	j.start = start
 	enc := newResponsesEncoder(&rr, j.model, j.tools == nil || j.tools.parallel)
 	stream := rr.Stream != nil && *rr.Stream
-	s.run(r.Context(), j, newReplySink(s, w, j, stream, enc, newReplyParser(j.tools, nil)))
+	s.run(r.Context(), j, newReplySink(s, w, j, stream, enc))
 	if enc.done && enc.resp.Store && s.responses != nil {
 		msgs := append(append(append([]wireMessage(nil), prev...), conv...), enc.outputMessage())
 		s.responses.put(enc.resp.ID, msgs)

@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,8 +17,8 @@ import (
 // TestResponsesOpenAIGo drives /v1/responses with OpenAI's official Go
 // client (v3): Responses.New with instructions and a string input,
 // NewStreaming (the deltas and the completed response), and a function
-// tool round trip (the forced call, then its output with the call in the
-// input list); each answer equals /v1/chat/completions' to the same
+// tool round trip (the forced call after the template's reasoning, then
+// its output with the reasoning item and the call in the input list); each answer equals /v1/chat/completions' to the same
 // request at temperature 0, token counts included.
 func TestResponsesOpenAIGo(t *testing.T) {
 	ts := qwenToolServer(t, nil)
@@ -29,7 +30,15 @@ func TestResponsesOpenAIGo(t *testing.T) {
 		if c.Finish == "length" {
 			status = responses.ResponseStatusIncomplete
 		}
-		if r.OutputText() != c.Content || r.Usage.InputTokens != int64(c.Usage.PromptTokens) || r.Usage.OutputTokens != int64(c.Usage.CompletionTokens) || r.Status != status {
+		var reasoning string
+		for _, o := range r.Output {
+			if o.Type == "reasoning" {
+				for _, c := range o.AsReasoning().Content {
+					reasoning += c.Text
+				}
+			}
+		}
+		if r.OutputText() != c.Content || reasoning != c.Reasoning || r.Usage.InputTokens != int64(c.Usage.PromptTokens) || r.Usage.OutputTokens != int64(c.Usage.CompletionTokens) || r.Status != status {
 			t.Errorf("%s: response %q %s %+v; chat %+v", name, r.OutputText(), r.Status, r.Usage, c)
 		}
 	}
@@ -87,12 +96,24 @@ func TestResponsesOpenAIGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(call.Output) != 1 || call.Output[0].Type != "function_call" || len(chatCall.Calls) != 1 {
+	// The output: the reasoning (this template thinks first), the call.
+	n := len(call.Output)
+	if n == 0 || call.Output[n-1].Type != "function_call" || len(chatCall.Calls) != 1 {
 		t.Fatalf("call output %+v; chat %+v", call.Output, chatCall)
 	}
-	fc := call.Output[0].AsFunctionCall()
-	if fc.Name != "get_weather" || fc.Arguments != chatCall.Calls[0].Function.Arguments || call.Usage.InputTokens != int64(chatCall.Usage.PromptTokens) {
-		t.Errorf("call %+v (usage %+v); chat %+v", fc, call.Usage, chatCall)
+	check("call", call, chatCall)
+	fc := call.Output[n-1].AsFunctionCall()
+	if fc.Name != "get_weather" || fc.Arguments != chatCall.Calls[0].Function.Arguments {
+		t.Errorf("call %+v; chat %+v", fc, chatCall)
+	}
+	reasoning := ""
+	for _, o := range call.Output[:n-1] {
+		rs := o.AsReasoning()
+		for _, c := range rs.Content {
+			reasoning += c.Text
+		}
+		p := rs.ToParam()
+		callParams.Input.OfInputItemList = append(callParams.Input.OfInputItemList, responses.ResponseInputItemUnionParam{OfReasoning: &p})
 	}
 	out := responses.ResponseInputItemParamOfFunctionCallOutput(`{"temp": 21}`)
 	out.OfFunctionCallOutput.CallID = openai.String(fc.CallID)
@@ -104,8 +125,9 @@ func TestResponsesOpenAIGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn := fmt.Sprintf(`[{"role":"user","content":"What's the weather in Zurich?"},{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}}]},{"role":"tool","tool_call_id":%q,"content":"{\"temp\": 21}"}]`,
-		fc.CallID, fc.Arguments, fc.CallID)
+	thinking, _ := json.Marshal(reasoning)
+	turn := fmt.Sprintf(`[{"role":"user","content":"What's the weather in Zurich?"},{"role":"assistant","content":"","reasoning_content":%s,"tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}}]},{"role":"tool","tool_call_id":%q,"content":"{\"temp\": 21}"}]`,
+		thinking, fc.CallID, fc.Arguments, fc.CallID)
 	check("answer", answer, chatCompletion(t, ts, `{"messages":`+turn+`,"tools":`+tools+`,"max_tokens":12,"temperature":0}`))
 	if !strings.HasPrefix(answer.ID, "resp_") || answer.Object != "response" {
 		t.Errorf("answer id %q object %q", answer.ID, answer.Object)

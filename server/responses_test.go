@@ -97,7 +97,7 @@ func TestResponsesChat(t *testing.T) {
 	if string(cr.ToolChoice) != `{"function":{"name":"f"},"type":"function"}` || cr.ParallelToolCalls == nil || *cr.ParallelToolCalls {
 		t.Errorf("tool_choice %s, parallel %v", cr.ToolChoice, cr.ParallelToolCalls)
 	}
-	if *cr.MaxTokens != 7 || *cr.Temperature != 0 {
+	if *cr.MaxTokens != 7 || *cr.Temperature != 0 || cr.ReasoningEffort != nil {
 		t.Errorf("max_tokens %v temperature %v", *cr.MaxTokens, *cr.Temperature)
 	}
 	if rf := cr.ResponseFormat; rf == nil || rf.Type != "json_schema" || rf.JSONSchema == nil || string(rf.JSONSchema.Schema) != `{"type":"object"}` {
@@ -112,7 +112,6 @@ func TestResponsesChat(t *testing.T) {
 		{`{"input":"x","background":true}`, "background"},
 		{`{"input":"x","truncation":"auto"}`, "truncation"},
 		{`{"input":"x","max_output_tokens":0}`, "max_output_tokens"},
-		{`{"input":"x","reasoning":{"effort":"high"}}`, "reasoning.effort"},
 		{`{"input":"x","conversation":"conv_1"}`, "conversation"},
 	} {
 		var rr responsesRequest
@@ -189,6 +188,33 @@ func TestResponsesEncoder(t *testing.T) {
 		t.Errorf("output message %+v", m)
 	}
 
+	// Reasoning first: its own item (reasoning_text events), closed when
+	// the answer starts; kept as the stored turn's reasoning_content.
+	e = newResponsesEncoder(rr, "m", true)
+	evs = e.start(0)
+	evs = append(evs, e.reasoning("Let me ")...)
+	evs = append(evs, e.reasoning("think.")...)
+	evs = append(evs, e.content("Hi")...)
+	evs = append(evs, e.end(replyEnd{reason: "stop"})...)
+	names = names[:0]
+	for _, ev := range evs[2:] {
+		names = append(names, ev.name)
+	}
+	want = "response.output_item.added response.content_part.added response.reasoning_text.delta response.reasoning_text.delta " +
+		"response.reasoning_text.done response.content_part.done response.output_item.done " +
+		"response.output_item.added response.content_part.added response.output_text.delta " +
+		"response.output_text.done response.content_part.done response.output_item.done response.completed"
+	if strings.Join(names, " ") != want {
+		t.Errorf("reasoning events\n%s\nwant\n%s", strings.Join(names, " "), want)
+	}
+	whole = string(marshal(e.whole()))
+	if !strings.Contains(whole, `"output":[{"type":"reasoning","id":"rs_`) || !strings.Contains(whole, `"summary":[],"content":[{"type":"reasoning_text","text":"Let me think."}]},{"type":"message"`) {
+		t.Errorf("reasoning response %s", whole)
+	}
+	if m := e.outputMessage(); m.ReasoningContent == nil || *m.ReasoningContent != "Let me think." || string(m.Content) != `"Hi"` {
+		t.Errorf("stored turn %+v", m)
+	}
+
 	// The token budget ran out: incomplete, with the reason.
 	e = newResponsesEncoder(rr, "m", true)
 	e.start(0)
@@ -218,7 +244,9 @@ func mustJSON(t *testing.T, s string) any {
 // maxBytes of them, dropping the least recently used (a get counts as a
 // use); one larger than the whole memory is never kept.
 func TestResponseStore(t *testing.T) {
-	msg := func(s string) []wireMessage { return []wireMessage{{Role: "user", Content: json.RawMessage(`"` + s + `"`)}} }
+	msg := func(s string) []wireMessage {
+		return []wireMessage{{Role: "user", Content: json.RawMessage(`"` + s + `"`)}}
+	}
 	st := newResponseStore(3, 1000)
 	for _, id := range []string{"a", "b", "c"} {
 		st.put(id, msg(id))

@@ -12,6 +12,7 @@ const plain = { model, system: 'Be brief.', messages: [{ role: 'user', content: 
 const summary = (m) => ({
   id: m.id, role: m.role, stop_reason: m.stop_reason, stop_sequence: m.stop_sequence, usage: m.usage,
   text: m.content.filter((b) => b.type === 'text').map((b) => b.text).join(''),
+  thinking: m.content.filter((b) => b.type === 'thinking').map((b) => b.thinking).join(''),
   content: m.content.map((b) => ({ type: b.type, id: b.id, name: b.name, input: b.input })),
 })
 
@@ -50,7 +51,7 @@ out.answer = summary(await client.messages.create({
 }))
 
 out.count = await client.messages.countTokens({ model, system: plain.system, messages: plain.messages })
-out.countTools = await client.messages.countTokens({ model, messages: [ask], tools })
+out.countTools = await client.messages.countTokens({ model, messages: [ask], tools, tool_choice: forced.tool_choice })
 
 try {
   await client.messages.create({ ...plain, max_tokens: 0 })

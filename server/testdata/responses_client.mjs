@@ -13,7 +13,8 @@ const plain = { model, instructions: 'Be brief.', input: 'Tell me a story', max_
 // event's response has only its output items.
 const textOf = (r) => r.output.filter((o) => o.type === 'message').flatMap((o) => o.content).map((c) => c.text).join('')
 const summary = (r) => ({
-  id: r.id, status: r.status, text: r.output_text ?? textOf(r), usage: r.usage, incomplete: r.incomplete_details?.reason ?? null,
+  id: r.id, status: r.status, text: r.output_text ?? textOf(r),
+  reasoning: r.output.filter((o) => o.type === 'reasoning').flatMap((o) => o.content ?? []).map((c) => c.text).join(''), usage: r.usage, incomplete: r.incomplete_details?.reason ?? null,
   output: r.output.map((o) => ({ type: o.type, call_id: o.call_id, name: o.name, arguments: o.arguments })),
 })
 
