@@ -131,13 +131,19 @@ type replySink struct {
 	promptTokens int
 	sse          sseWriter
 	started      bool
+	rename       func(*apiError) *apiError // the API's names for chat's fields in errors (nil: as they are)
 }
 
 func newReplySink(s *Server, w http.ResponseWriter, j *job, stream bool, enc replyEncoder) *replySink {
 	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: newReplyParser(j), sse: sseWriter{w: w}}
 }
 
-func (o *replySink) Fail(e *apiError) { writeError(o.w, e) }
+func (o *replySink) Fail(e *apiError) {
+	if o.rename != nil {
+		e = o.rename(e)
+	}
+	writeError(o.w, e)
+}
 
 // begin sends the stream's opening events once.
 func (o *replySink) begin() bool {

@@ -827,6 +827,23 @@ func (st *responseStore) get(id string) ([]wireMessage, bool) {
 
 // ---- handler ----
 
+// responsesParam names chat's fields in an error as this API does
+// (max_tokens is max_output_tokens, messages is input).
+func responsesParam(e *apiError) *apiError {
+	if e.Param == nil {
+		return e
+	}
+	c := *e
+	switch p := *e.Param; {
+	case p == "max_tokens":
+		c.Param = strp("max_output_tokens")
+		c.Message = strings.ReplaceAll(c.Message, "max_tokens", "max_output_tokens")
+	case p == "messages" || strings.HasPrefix(p, "messages["):
+		c.Param = strp("input")
+	}
+	return &c
+}
+
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var rr responsesRequest
@@ -855,13 +872,15 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	cr.ctx = r.Context()
 	j, e := s.chatJob(cr)
 	if e != nil {
-		writeError(w, e)
+		writeError(w, responsesParam(e))
 		return
 	}
 	j.start = start
 	enc := newResponsesEncoder(&rr, j.model, j.tools == nil || j.tools.parallel)
 	stream := rr.Stream != nil && *rr.Stream
-	s.run(r.Context(), j, newReplySink(s, w, j, stream, enc))
+	out := newReplySink(s, w, j, stream, enc)
+	out.rename = responsesParam
+	s.run(r.Context(), j, out)
 	if enc.done && enc.resp.Store && s.responses != nil {
 		msgs := append(append(append([]wireMessage(nil), prev...), conv...), enc.outputMessage())
 		s.responses.put(enc.resp.ID, msgs)

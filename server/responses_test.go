@@ -308,7 +308,12 @@ func TestResponsesPreviousID(t *testing.T) {
 	if p := sc.prompt(1); p != want {
 		t.Errorf("second prompt %q, want %q", p, want)
 	}
-	code, _, b := ts.post(t, "/v1/responses", fmt.Sprintf(`{"previous_response_id":%q,"input":"three"}`, r2.ID))
+	// chat's field names in errors become this API's.
+	code, _, b := ts.post(t, "/v1/responses", `{"input":"x","max_output_tokens":5,"text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object","required":["a"],"properties":{"a":{"type":"string","minLength":40}}}}}}`)
+	if code != 400 || !strings.Contains(string(b), `"param":"max_output_tokens"`) || !strings.Contains(string(b), "max_output_tokens 5") {
+		t.Errorf("a budget too small for the format: %d %s", code, b)
+	}
+	code, _, b = ts.post(t, "/v1/responses", fmt.Sprintf(`{"previous_response_id":%q,"input":"three"}`, r2.ID))
 	if code != 404 || !strings.Contains(string(b), r2.ID) || !strings.Contains(string(b), `"param":"previous_response_id"`) {
 		t.Errorf("an unstored response as previous: %d %s", code, b)
 	}
