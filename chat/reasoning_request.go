@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -150,6 +152,7 @@ var ErrContinue = errors.New("chat: cannot continue the final message")
 // or reasoning when the message has reasoning and no content); pass it as
 // ReplyConfig.Continue so the reply is read from the right state.
 func (p *Prompter) PromptContinue(msgs []Message, mode Continuation) (text string, skipBOS bool, resolved Continuation, err error) {
+	msgs = p.Template.Reasoning().history(msgs)
 	if mode == ContinueNone {
 		text, skipBOS, err = p.Prompt(msgs)
 		return text, skipBOS, ContinueNone, err
@@ -211,4 +214,35 @@ func (p *Prompter) PromptContinue(msgs []Message, mode Continuation) (text strin
 	}
 	text = b.String()
 	return text, StartsWithBOS(text, p.Options.BOS), mode, nil
+}
+
+// history adapts a conversation's reasoning to the template: gpt-oss's
+// reads an assistant turn's thinking from "thinking", not
+// "reasoning_content", and refuses a turn with tool calls that has both
+// content and thinking (the content is dropped there, as llama.cpp does).
+// Other syntaxes take msgs as they are.
+func (s ReasoningSyntax) history(msgs []Message) []Message {
+	if !s.Harmony {
+		return msgs
+	}
+	var out []Message
+	for i, m := range msgs {
+		r, ok := m.Extra["reasoning_content"]
+		if _, has := m.Extra["thinking"]; !ok || has || m.Role != "assistant" {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		m.Extra = maps.Clone(m.Extra)
+		m.Extra["thinking"] = r
+		if len(m.ToolCalls) > 0 {
+			m.Content = ""
+		}
+		out[i] = m
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }

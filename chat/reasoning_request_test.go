@@ -142,3 +142,25 @@ func TestPromptContinue(t *testing.T) {
 		t.Errorf("reasoning continuation without a reasoning template: err = %v", err)
 	}
 }
+
+// An assistant turn's reasoning_content reaches gpt-oss's template as the
+// "thinking" it reads (its analysis message), even beside tool calls.
+func TestHarmonyHistory(t *testing.T) {
+	p := &Prompter{Template: loadLlamacppTemplate(t, "openai-gpt-oss-120b")}
+	call := json.RawMessage(`{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}}}`)
+	msgs := []Message{
+		{Role: "user", Content: "Weather?"},
+		{Role: "assistant", Content: "Checking.", ToolCalls: []any{call}, Extra: map[string]any{"reasoning_content": "Need the weather."}},
+		{Role: "tool", Content: `{"temp": 21}`, ToolCallID: "c1"},
+	}
+	text, _, _, err := p.PromptContinue(msgs, ContinueNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "<|channel|>analysis<|message|>Need the weather.<|end|>") {
+		t.Errorf("the reasoning is not in the prompt:\n%s", text)
+	}
+	if _, ok := msgs[1].Extra["thinking"]; ok || msgs[1].Content != "Checking." {
+		t.Error("the caller's messages were changed")
+	}
+}

@@ -289,3 +289,48 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// fuzzSyntaxes are the reply shapes FuzzReplyStream reads text with: a
+// think pair closed or opened by the prompt (with Hermes tools, so a call
+// marker can end the thinking), answer wrappers to drop, harmony, and the
+// none and deepseek-legacy formats.
+var fuzzSyntaxes = []ReplyConfig{
+	{Syntax: ReasoningSyntax{Name: "think", Start: "<think>", End: "</think>"}, Tools: ToolFormatHermes},
+	{Syntax: ReasoningSyntax{Name: "think", Start: "<think>", End: "</think>"}, Prompt: "<think>\n", Tools: ToolFormatHermes},
+	{Syntax: ReasoningSyntax{Name: "kimi-k3", Start: "<|open|>think<|sep|>", End: "<|close|>think<|sep|>", Drop: []string{"<|open|>response<|sep|>", "<|close|>response<|sep|>"}}},
+	{Syntax: ReasoningSyntax{Name: "harmony", Harmony: true}},
+	{Syntax: ReasoningSyntax{Name: "think", Start: "<think>", End: "</think>"}, Format: ReasoningNone, Prompt: "<think>\n"},
+	{Syntax: ReasoningSyntax{Name: "think", Start: "<think>", End: "</think>"}, Format: ReasoningDeepSeekLegacy, Prompt: "<think>\n"},
+	{Syntax: ReasoningSyntax{Name: "apriel", End: "[BEGIN FINAL RESPONSE]", Drop: []string{"[END FINAL RESPONSE]"}}},
+}
+
+// FuzzReplyStream: whatever the text and wherever it is cut, the
+// streamed reply accumulates to the one-shot parse.
+//
+//	go test ./chat -run '^$' -fuzz FuzzReplyStream -fuzztime 1m -parallel 1
+func FuzzReplyStream(f *testing.F) {
+	for _, c := range replyCases {
+		f.Add(c.output, uint8(0), uint64(0x9e3779b97f4a7c15))
+		f.Add(c.output, uint8(3), uint64(12345))
+	}
+	f.Fuzz(func(t *testing.T, text string, which uint8, cuts uint64) {
+		cfg := fuzzSyntaxes[int(which)%len(fuzzSyntaxes)]
+		cfg.NewID = counterIDs()
+		whole := ParseReply(cfg, text)
+		var pieces []string
+		rest := text
+		for c := cuts; len(rest) > 0; c = c*6364136223846793005 + 1442695040888963407 {
+			k := min(len(rest), int(c>>60)+1) // 1..16 bytes
+			pieces = append(pieces, rest[:k])
+			rest = rest[k:]
+		}
+		cfg.NewID = counterIDs()
+		got, err := streamReply(cfg, pieces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, whole) {
+			t.Fatalf("syntax %s %s, pieces %q\nstreamed %+v\nwhole    %+v", cfg.Syntax.Name, cfg.Format, pieces, got, whole)
+		}
+	})
+}

@@ -277,7 +277,12 @@ func (j *job) answerProcessor(eng *engine.Engine, c *grammar.Constraint, budget 
 	if c != nil {
 		o.Answer, o.MinAnswer = grammarFor, c.MinTokens()
 	}
-	watch := chat.NewReplyStream(j.reply.cfg)
+	// The gate watches for the end of the thinking only: a tool-call marker
+	// inside it stays thinking here, so a forced call's grammar (which
+	// writes the marker itself) starts at the closing tag.
+	wcfg := j.reply.cfg
+	wcfg.Tools = chat.ToolFormatNone
+	watch := chat.NewReplyStream(wcfg)
 	o.Answering = func(piece string) bool {
 		watch.Push(piece)
 		return watch.Answering()

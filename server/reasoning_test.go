@@ -349,3 +349,29 @@ func TestOllamaThink(t *testing.T) {
 		t.Errorf("think max: %d %s", status, body)
 	}
 }
+
+// TestReasoningForcedToolCall runs the real engine: tool_choice "required"
+// on a thinking Qwen3 reply forces the call after the thinking (the
+// budget closes it), and the call parses with the schema's arguments.
+func TestReasoningForcedToolCall(t *testing.T) {
+	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", nil)
+	req := `{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[` + weatherTool + `],"tool_choice":"required",` +
+		`"max_tokens":80,"temperature":0,"reasoning_budget_tokens":6}`
+	status, _, body := ts.post(t, "/v1/chat/completions", req)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	r := decode[reasoningReply](t, body)
+	m := r.Choices[0].Message
+	var calls []struct {
+		Function struct{ Name, Arguments string }
+	}
+	json.Unmarshal(m.ToolCalls, &calls)
+	var args struct {
+		City *string `json:"city"`
+	}
+	if m.ReasoningContent == nil || len(calls) == 0 || calls[0].Function.Name != "get_weather" ||
+		json.Unmarshal([]byte(calls[0].Function.Arguments), &args) != nil || args.City == nil || r.Choices[0].FinishReason != "tool_calls" {
+		t.Errorf("reply %s", body)
+	}
+}

@@ -64,6 +64,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
+	readReasoning := reasoningFlags(fs)
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
 		"then the rest are cancelled, each stream ending with an error event and [DONE]")
@@ -97,6 +98,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	tf, err := chat.ParseToolFormat(*toolFormat)
 	if err != nil {
 		return fmt.Errorf("--tool-call-format: %w", err)
+	}
+	replies := replyFlags{tools: tf}
+	if err := readReasoning(&replies); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		name string
@@ -175,7 +180,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		lf := mf
 		lf.model = me.path
 		return server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
-			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
+			return loadServed(&lf, me, log, *tmplPath, replies, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
 				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}, &sf)
 		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }}
 	}

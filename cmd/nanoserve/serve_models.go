@@ -181,7 +181,7 @@ func applyAliases(entries []servedEntry, aliases []string) error {
 
 // loadServed loads one served model: the model, its chat template, its KV
 // cache plan (its share of --kv-cache-memory), its engine and manifest.
-func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath string, tf chat.ToolFormat, kv kvInputs,
+func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath string, rf replyFlags, kv kvInputs,
 	eo engine.Options, sf *specFlags) (*server.LoadedModel, error) {
 	m, err := mf.load()
 	if err != nil {
@@ -194,7 +194,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 	if m.Tokenizer == nil {
 		return fail(errors.New("the model has no tokenizer (pass one with --tokenizer)"))
 	}
-	opts := server.Options{ToolFormat: tf}
+	opts := server.Options{ToolFormat: rf.tools, ReasoningFormat: rf.reasoning, ReasoningBudget: rf.budget}
 	if bp, err := builtinModelPath(); err == nil && me.path == bp {
 		// The built-in completion model: its policy and token healing
 		// by default, as generate (builtin_policy.go).
