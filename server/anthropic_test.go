@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"strings"
 	"testing"
@@ -289,5 +292,31 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	if status != 200 || m["input_tokens"] != float64(want) {
 		t.Errorf("count_tokens: %d %v, want %d", status, m, want)
+	}
+}
+
+// TestReplySinkFailure: a generation that fails mid-way ends a stream
+// with the API's error events (Responses: error, response.failed;
+// Anthropic: an error event in its shape) and answers a whole request
+// with a 500 in the API's error shape.
+func TestReplySinkFailure(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.gen = scripted(func(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result) {
+		res := &engine.Result{FinishReason: engine.FinishError, Err: errors.New("the model broke"), Text: "Hel"}
+		return func(yield func(engine.Token) bool) { yield(engine.Token{Text: "Hel"}) }, func() *engine.Result { return res }
+	})
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/responses", `{"input":"x","stream":true}`, "event: error\ndata: {\"code\":\"server_error\",\"message\":\"generation failed: the model broke\""},
+		{"/v1/responses", `{"input":"x","stream":true}`, "event: response.failed\n"},
+		{"/v1/responses", `{"input":"x"}`, `{"error":{"message":"generation failed: the model broke","type":"server_error"`},
+		{"/v1/messages", `{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"stream":true}`,
+			"event: error\ndata: {\"error\":{\"message\":\"generation failed: the model broke\",\"type\":\"api_error\"},\"type\":\"error\"}"},
+		{"/v1/messages", `{"max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, `{"error":{"message":"generation failed: the model broke","type":"api_error"},"type":"error"}`},
+	} {
+		code, _, b := ts.post(t, c.path, c.body)
+		stream := strings.Contains(c.body, `"stream":true`)
+		if !strings.Contains(string(b), c.want) || stream && code != 200 || !stream && code != 500 {
+			t.Errorf("%s %s: %d\n%s\nwant it to hold\n%s", c.path, c.body, code, b, c.want)
+		}
 	}
 }
