@@ -35,7 +35,7 @@ const (
 // <|message|> is not a header (it becomes content).
 const maxHarmonyHeader = 256
 
-var harmonyTerminators = []string{harmonyEnd, harmonyCall, harmonyReturn, harmonyStart}
+var harmonyTerminators = []string{harmonyEnd, harmonyCall, harmonyReturn, harmonyStart, museEOM, museEOT}
 
 type harmonySplitter struct {
 	extract  bool
@@ -147,6 +147,8 @@ func (h *harmonySplitter) header(hd string, d *ReplyDelta) {
 	switch {
 	case strings.HasPrefix(to, "functions."):
 		h.kind, h.name, h.args = kCall, strings.TrimPrefix(to, "functions."), ""
+	case to == "self": // Muse Glimmer's thinking
+		h.kind = kReasoning
 	case to != "" && to != "assistant" && to != "user" && to != "all":
 		h.kind = kSkip
 	case channel == "analysis":

@@ -24,7 +24,9 @@ package chat
 //     <|channel|>analysis<|message|>…<|end|><|start|>assistant<|channel|>final<|message|>…,
 //     where analysis is reasoning, final (and commentary without a
 //     recipient, a "preamble") is content, and a message addressed
-//     " to=functions.NAME" is a tool call whose body is the JSON arguments.
+//     " to=functions.NAME" is a tool call whose body is the JSON arguments;
+//     Muse Glimmer's variant addresses its thinking " to=self" and its
+//     answer " to=user", ending messages with <|eom|> / <|eot|>.
 //
 // Many templates open the reasoning block in the prompt itself: Qwen3.5,
 // DeepSeek-R1 distills, Nemotron and GLM-4.7 end the generation prompt with
@@ -89,7 +91,35 @@ const (
 	harmonyEnd     = "<|end|>"
 	harmonyCall    = "<|call|>"
 	harmonyReturn  = "<|return|>"
+	museEOM        = "<|eom|>" // Muse Glimmer's harmony-like messages end with these
+	museEOT        = "<|eot|>"
 )
+
+// OpenText is what a prompt appends to make the reply start inside the
+// reasoning block ("" for a syntax without one).
+func (s ReasoningSyntax) OpenText() string {
+	switch {
+	case s.Harmony && s.Name == "muse":
+		return " to=self" + harmonyMessage
+	case s.Harmony:
+		return harmonyChannel + "analysis" + harmonyMessage
+	case s.End == "" || s.Start == "":
+		return ""
+	}
+	return s.Start + "\n"
+}
+
+// CloseText is what ends the reasoning and starts the answer (forced when
+// a reasoning budget runs out).
+func (s ReasoningSyntax) CloseText() string {
+	switch {
+	case s.Harmony && s.Name == "muse":
+		return museEOM + harmonyStart + "assistant to=user" + harmonyMessage
+	case s.Harmony:
+		return harmonyEnd + harmonyStart + "assistant" + harmonyChannel + "final" + harmonyMessage
+	}
+	return s.End
+}
 
 var hunyuanTag = regexp.MustCompile(`set\s+HYTK\s*=\s*'([^']*)'`)
 
@@ -109,6 +139,8 @@ func DetectReasoning(src string) ReasoningSyntax {
 	switch {
 	case has(harmonyChannel, harmonyMessage):
 		return ReasoningSyntax{Name: "harmony", Harmony: true}
+	case has("to=self"+harmonyMessage, museEOM):
+		return ReasoningSyntax{Name: "muse", Harmony: true}
 	case has("[THINK]", "[/THINK]"):
 		return ReasoningSyntax{Name: "magistral", Start: "[THINK]", End: "[/THINK]"}
 	case has("<seed:think>"):

@@ -192,9 +192,9 @@ func (p *Prompter) PromptContinue(msgs []Message, mode Continuation) (text strin
 	b.WriteString(withGen[:i])
 	switch {
 	case syn.Harmony:
-		b.WriteString(harmonyStart + "assistant" + harmonyChannel + "analysis" + harmonyMessage + reasoning)
+		b.WriteString(harmonyStart + "assistant" + syn.OpenText() + reasoning)
 		if mode == ContinueContent {
-			b.WriteString(harmonyEnd + harmonyStart + "assistant" + harmonyChannel + "final" + harmonyMessage + last.Content)
+			b.WriteString(syn.CloseText() + last.Content)
 		}
 	case syn.Reasons():
 		if j := strings.Index(gen, syn.Start); syn.Start != "" && j >= 0 {

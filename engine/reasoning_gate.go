@@ -9,7 +9,8 @@ import (
 // structured output and forced tool calls constrain the answer, not the
 // thinking. ReasoningGate wraps the answer's constraint: while the reply is
 // inside its reasoning block the gate lets every token through except the
-// end-of-generation ids (an answer must follow), and counts; once the
+// end-of-generation ids (an answer must follow; without an answer
+// constraint they stay allowed), and counts; once the
 // reasoning is over — told by the caller's Answering, which sees each
 // token's text (the caller parses the model's markers) — it builds the
 // answer's processor with the tokens left and hands every later step to
@@ -103,6 +104,9 @@ func (g *reasoningGate) Process(logits []float32) error {
 			}
 			return nil
 		}
+	}
+	if g.o.Answer == nil {
+		return nil // only a budget: the reply may end while thinking
 	}
 	for _, id := range g.ends {
 		if id >= 0 && id < len(logits) {

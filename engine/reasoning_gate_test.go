@@ -125,3 +125,22 @@ func TestReasoningGate(t *testing.T) {
 		}
 	})
 }
+
+// With only a budget (no answer constraint) the reply may end while it
+// thinks: the end ids stay allowed.
+func TestReasoningGateBudgetOnly(t *testing.T) {
+	e, _ := fakeEngine(t, Options{}, false)
+	eog := e.tok.EOG()
+	if len(eog) == 0 {
+		t.Skip("the test vocabulary has no end-of-generation id")
+	}
+	g, err := e.ReasoningGate(ReasoningGateOptions{Answering: func(string) bool { return false }, Budget: 10, Close: " the end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := make([]float32, e.tok.Size())
+	g.Process(l)
+	if f := finite(l); len(f) != len(l) {
+		t.Fatalf("%d ids masked; want none", len(l)-len(f))
+	}
+}

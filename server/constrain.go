@@ -193,7 +193,7 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 	if c == nil && minTok == 0 && !gated {
 		return nil
 	}
-	if gated {
+	if gated && c != nil {
 		j.openReasoning()
 	}
 	stop := slices.Clone(pol.StopTokenIDs)

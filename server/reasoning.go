@@ -25,8 +25,9 @@ package server
 //     the thinking: the grammar starts after the reasoning block
 //     (engine.ReasoningGate), whose length is bounded by
 //     reasoning_budget_tokens / thinking_budget_tokens or --reasoning-budget
-//     and by what the answer needs of max_tokens; a prompt that leaves the
-//     block to the model (Qwen3) gets it opened, so the model thinks first.
+//     and by what the answer needs of max_tokens; a constrained reply whose
+//     prompt leaves the block to the model (Qwen3) gets it opened, so the
+//     model thinks first.
 //
 // Sinks read replies through the job (the events a new API maps into its
 // own shape: Responses' reasoning items, Anthropic's thinking blocks):
@@ -64,6 +65,7 @@ type reasoningParams struct {
 	ContinueFinalMessage  json.RawMessage            `json:"continue_final_message"`
 	ReasoningBudgetTokens *int                       `json:"reasoning_budget_tokens"`
 	ThinkingBudgetTokens  *int                       `json:"thinking_budget_tokens"`
+	AddGenerationPrompt   *bool                      `json:"add_generation_prompt"`
 }
 
 // replySetup is how a chat job's replies are read.
@@ -73,6 +75,8 @@ type replySetup struct {
 	budget   int              // reasoning tokens allowed (< 0: no cap of its own)
 	special  bool             // the markers are control tokens: render them
 	cont     chat.Continuation
+	addGen   bool // add_generation_prompt (default true)
+	prefill  bool // a trailing assistant message is continued (Options.NoPrefillAssistant off)
 }
 
 // parses reports whether replies need parsing at all.
@@ -126,7 +130,10 @@ func (s *Server) reasoningSetup(rp *reasoningParams, p *chat.Prompter, tools *to
 		}
 		format = f
 	}
-	kwargs := make(map[string]any, len(rp.ChatTemplateKwargs))
+	kwargs := make(map[string]any, len(rp.ChatTemplateKwargs)+1)
+	if s.thinking != nil {
+		kwargs["enable_thinking"] = *s.thinking // the server's default, under the request's
+	}
 	for k, v := range rp.ChatTemplateKwargs {
 		kwargs[k] = v
 	}
@@ -139,7 +146,11 @@ func (s *Server) reasoningSetup(rp *reasoningParams, p *chat.Prompter, tools *to
 		return nil, badRequest("chat_template_kwargs", "%s", strings.TrimPrefix(err.Error(), "chat: "))
 	}
 	p.Options.Extra = vars
-	r := &replySetup{thinking: thinking, budget: -1, cont: chat.ParseContinuation(rp.ContinueFinalMessage)}
+	r := &replySetup{thinking: thinking, budget: -1, cont: chat.ParseContinuation(rp.ContinueFinalMessage),
+		addGen: rp.AddGenerationPrompt == nil || *rp.AddGenerationPrompt, prefill: !s.noPrefill}
+	if r.cont != chat.ContinueNone && r.addGen {
+		return nil, badRequest("add_generation_prompt", "cannot set both add_generation_prompt and continue_final_message to true (set add_generation_prompt to false)")
+	}
 	if s.reasoningBudget != nil {
 		r.budget = *s.reasoningBudget
 	}
@@ -178,8 +189,27 @@ const promptTail = 1 << 10
 
 // renderChat renders the prompt (continuing the final message when asked)
 // and completes the reply setup with it.
+//
+// As llama-server, a conversation that ends with an assistant message
+// continues it (the prefill heuristic; Options.NoPrefillAssistant turns it
+// off), and add_generation_prompt false without a continuation renders no
+// assistant opener at all.
 func (r *replySetup) render(p *chat.Prompter, msgs []chat.Message) (text string, skipBOS bool, e *apiError) {
-	text, skipBOS, cont, err := p.PromptContinue(msgs, r.cont)
+	if n := len(msgs); r.cont == chat.ContinueNone && r.prefill && n > 0 && msgs[n-1].Role == "assistant" {
+		if n > 1 && msgs[n-2].Role == "assistant" {
+			return "", false, badRequest("messages", "cannot have 2 or more assistant messages at the end of the list")
+		}
+		r.cont, r.addGen = chat.ContinueAuto, false
+	}
+	var cont chat.Continuation
+	var err error
+	if r.cont == chat.ContinueNone && !r.addGen {
+		opts := p.Options
+		text, err = p.Template.Render(msgs, opts)
+		skipBOS = chat.StartsWithBOS(text, opts.BOS)
+	} else {
+		text, skipBOS, cont, err = p.PromptContinue(msgs, r.cont)
+	}
 	if err != nil {
 		var re *chat.RaiseError
 		switch {
@@ -204,18 +234,18 @@ func (j *job) gated(constrained bool) bool {
 		(constrained || r.budget >= 0)
 }
 
-// openReasoning makes a gated reply start inside its reasoning block when
-// the prompt leaves the block to the model (Qwen3 thinking, gpt-oss): the
-// grammar then starts once the thinking is over, instead of at a first
-// token that might open the block.
+// openReasoning makes a constrained reply start inside its reasoning block
+// when the prompt leaves the block to the model (Qwen3 thinking, gpt-oss):
+// the grammar then starts once the thinking is over, instead of at a first
+// token that might open the block. (A budget alone opens nothing: the gate
+// counts from whatever the model starts with.)
 func (j *job) openReasoning() {
 	r := j.reply
 	if promptOpens(r.cfg) {
 		return
 	}
-	open := r.cfg.Syntax.Start + "\n"
+	open := r.cfg.Syntax.OpenText()
 	if r.cfg.Syntax.Harmony {
-		open = "<|channel|>analysis<|message|>"
 		r.cfg.Continue = chat.ContinueReasoning // the reply starts in the analysis body
 	}
 	for i := range j.reqs {
@@ -251,14 +281,6 @@ func promptCloses(cfg chat.ReplyConfig) bool {
 	return i >= 0 && i > strings.LastIndex(cfg.Prompt, syn.Start) && strings.TrimSpace(cfg.Prompt[i+len(syn.End):]) == ""
 }
 
-// closeText is what ends the reasoning when the budget runs out.
-func (r *replySetup) closeText() string {
-	if r.cfg.Syntax.Harmony {
-		return "<|end|><|start|>assistant<|channel|>final<|message|>"
-	}
-	return r.cfg.Syntax.End
-}
-
 // answerProcessor is one sequence's processor for the answer: the
 // constraint c (nil: none) behind a reasoning gate when the job is gated,
 // else c's grammar processor.
@@ -273,7 +295,7 @@ func (j *job) answerProcessor(eng *engine.Engine, c *grammar.Constraint, budget 
 		}
 		return p
 	}
-	o := engine.ReasoningGateOptions{MaxTokens: budget, Budget: j.reply.budget, Close: j.reply.closeText(), StopIDs: stop}
+	o := engine.ReasoningGateOptions{MaxTokens: budget, Budget: j.reply.budget, Close: j.reply.cfg.Syntax.CloseText(), StopIDs: stop}
 	if c != nil {
 		o.Answer, o.MinAnswer = grammarFor, c.MinTokens()
 	}

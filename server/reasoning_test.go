@@ -218,7 +218,7 @@ func TestContinueFinalMessage(t *testing.T) {
 	sc := &script{replies: []string{" 4."}}
 	ts := reasoningServer(t, "Qwen3.5-4B", nil)
 	ts.gen = scripted(sc.gen)
-	status, _, body := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"The answer is"}],"continue_final_message":true}`)
+	status, _, body := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"The answer is"}],"continue_final_message":true,"add_generation_prompt":false}`)
 	if status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
@@ -229,16 +229,46 @@ func TestContinueFinalMessage(t *testing.T) {
 		t.Errorf("content continuation: reasoning %q content %q", r, content)
 	}
 	sc.set(" more.</think>\n\n4")
-	_, _, body = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"","reasoning_content":"Let me think"}],"continue_final_message":"reasoning_content","stream":true}`)
+	_, _, body = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"","reasoning_content":"Let me think"}],"continue_final_message":"reasoning_content","add_generation_prompt":false,"stream":true}`)
 	if r, content, _ := streamedReasoning(t, body); r != " more." || content != "4" {
 		t.Errorf("reasoning continuation: reasoning %q content %q", r, content)
 	}
 	if !strings.HasSuffix(sc.prompt(1), "<think>Let me think") {
 		t.Errorf("prompt ends %q", tail(sc.prompt(1), 30))
 	}
-	status, _, body = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"}],"continue_final_message":true}`)
-	if status != 400 || !strings.Contains(string(body), "continue_final_message") {
-		t.Errorf("continuing a user message: %d %s", status, body)
+	for _, bad := range []struct{ body, field string }{
+		{`{"messages":[{"role":"user","content":"2+2?"}],"continue_final_message":true,"add_generation_prompt":false}`, "continue_final_message"},
+		{`{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"x"}],"continue_final_message":true}`, "add_generation_prompt"},
+		{`{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"x"},{"role":"assistant","content":"y"}]}`, "2 or more assistant messages"},
+	} {
+		status, _, body = ts.post(t, "/v1/chat/completions", bad.body)
+		if status != 400 || !strings.Contains(string(body), bad.field) {
+			t.Errorf("%s: %d %s", bad.body, status, body)
+		}
+	}
+
+	// llama-server's prefill heuristic: a trailing assistant message is
+	// continued without being asked (Options.NoPrefillAssistant: a new turn).
+	llama := reasoningServer(t, "meta-llama-Llama-3.1-8B-Instruct", nil)
+	sc2 := &script{replies: []string{"ow"}}
+	llama.gen = scripted(sc2.gen)
+	_, _, body = llama.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Best book?"},{"role":"assistant","content":"Whill"}]}`)
+	if p := sc2.prompt(0); !strings.HasSuffix(p, "Best book?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nWhill") {
+		t.Errorf("prefill: prompt ends %q", tail(p, 60))
+	}
+	if _, content, _ := wholeReasoning(t, body); content != "ow" {
+		t.Errorf("prefill: content %q", content)
+	}
+	llama.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":false}`)
+	if p := sc2.prompt(1); !strings.HasSuffix(p, "Hi<|eot_id|>") {
+		t.Errorf("add_generation_prompt false: prompt ends %q", tail(p, 40))
+	}
+	off := reasoningServer(t, "meta-llama-Llama-3.1-8B-Instruct", func(o *Options) { o.NoPrefillAssistant = true })
+	sc3 := &script{replies: []string{"ok"}}
+	off.gen = scripted(sc3.gen)
+	off.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Best book?"},{"role":"assistant","content":"Whill"}]}`)
+	if p := sc3.prompt(0); !strings.HasSuffix(p, "Whill<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n") {
+		t.Errorf("NoPrefillAssistant: prompt ends %q", tail(p, 60))
 	}
 }
 
@@ -373,5 +403,45 @@ func TestReasoningForcedToolCall(t *testing.T) {
 	if m.ReasoningContent == nil || len(calls) == 0 || calls[0].Function.Name != "get_weather" ||
 		json.Unmarshal([]byte(calls[0].Function.Arguments), &args) != nil || args.City == nil || r.Choices[0].FinishReason != "tool_calls" {
 		t.Errorf("reply %s", body)
+	}
+}
+
+// TestReasoningBudgetOnly runs the real engine with a reasoning budget and
+// no constraint: the prompt is left as the template wrote it, and when the
+// reply opens a block the gate closes it after the budget.
+func TestReasoningBudgetOnly(t *testing.T) {
+	ts := reasoningServer(t, "Qwen3.5-4B", func(o *Options) { b := 5; o.ReasoningBudget = &b })
+	status, _, body := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":20,"temperature":0}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	r, content, _ := wholeReasoning(t, body)
+	// The budget counts the block's tokens: five, then the forced </think>.
+	if n := len(ts.tok.Encode(r, false)); r == "" || n > 5 || content == "" {
+		t.Errorf("reasoning %q (%d tokens), content %q", r, n, content)
+	}
+	ts2 := reasoningServer(t, "Qwen-Qwen3-0.6B", func(o *Options) { b := 5; o.ReasoningBudget = &b })
+	sc := &script{replies: []string{"4"}}
+	ts2.gen = scripted(sc.gen)
+	ts2.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}]}`)
+	if p := sc.prompt(0); !strings.HasSuffix(p, "<|im_start|>assistant\n") {
+		t.Errorf("a budget alone changed the prompt: ends %q", tail(p, 30))
+	}
+}
+
+// TestReasoningOff: Options.Thinking false (serve --reasoning off) renders
+// Qwen3 with thinking off unless the request's kwargs turn it back on.
+func TestReasoningOff(t *testing.T) {
+	off := false
+	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", func(o *Options) { o.Thinking = &off })
+	sc := &script{replies: []string{"4"}}
+	ts.gen = scripted(sc.gen)
+	ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"}]}`)
+	ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"2+2?"}],"chat_template_kwargs":{"enable_thinking":true}}`)
+	if p := sc.prompt(0); !strings.HasSuffix(p, "<think>\n\n</think>\n\n") {
+		t.Errorf("--reasoning off: prompt ends %q", tail(p, 30))
+	}
+	if p := sc.prompt(1); !strings.HasSuffix(p, "<|im_start|>assistant\n") {
+		t.Errorf("the request's enable_thinking true: prompt ends %q", tail(p, 30))
 	}
 }

@@ -157,6 +157,14 @@ type Options struct {
 	// llama-server's --reasoning-budget); a request's
 	// reasoning_budget_tokens overrides it.
 	ReasoningBudget *int
+	// NoPrefillAssistant: a chat ending with an assistant message gets a
+	// new assistant turn, instead of continuing that message
+	// (llama-server's --no-prefill-assistant; reasoning.go).
+	NoPrefillAssistant bool
+	// Thinking is the enable_thinking a chat template gets unless the
+	// request says (llama-server's --reasoning on/off; nil: auto, true for
+	// a reasoning template).
+	Thinking *bool
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
@@ -254,6 +262,8 @@ type Server struct {
 	toolFormat      chat.ToolFormat
 	reasoningFormat chat.ReasoningFormat // Options.ReasoningFormat, resolved
 	reasoningBudget *int                 // Options.ReasoningBudget
+	noPrefill       bool                 // Options.NoPrefillAssistant
+	thinking        *bool                // Options.Thinking
 	spmInfill       bool                 // FIM prompts suffix first (infill.go)
 	heal            bool                 // token healing unless a request says (Options.TokenHealing)
 	nonEmpty        bool                 // completions never empty (Options.NonEmpty)
@@ -310,7 +320,8 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
-	s.reasoningFormat, s.reasoningBudget = opts.ReasoningFormat, opts.ReasoningBudget
+	s.reasoningFormat, s.reasoningBudget, s.noPrefill = opts.ReasoningFormat, opts.ReasoningBudget, opts.NoPrefillAssistant
+	s.thinking = opts.Thinking
 	if s.reasoningFormat == "" {
 		s.reasoningFormat = chat.ReasoningAuto
 	}

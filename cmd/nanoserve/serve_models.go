@@ -194,7 +194,7 @@ func loadServed(mf *modelFlags, me servedEntry, log *slog.Logger, tmplPath strin
 	if m.Tokenizer == nil {
 		return fail(errors.New("the model has no tokenizer (pass one with --tokenizer)"))
 	}
-	opts := server.Options{ToolFormat: rf.tools, ReasoningFormat: rf.reasoning, ReasoningBudget: rf.budget}
+	opts := server.Options{ToolFormat: rf.tools, ReasoningFormat: rf.reasoning, ReasoningBudget: rf.budget, NoPrefillAssistant: rf.noPrefill, Thinking: rf.thinking}
 	if bp, err := builtinModelPath(); err == nil && me.path == bp {
 		// The built-in completion model: its policy and token healing
 		// by default, as generate (builtin_policy.go).

@@ -13,6 +13,7 @@ func TestServeReasoningFlags(t *testing.T) {
 	}{
 		{[]string{"--reasoning-format", "think"}, "--reasoning-format"},
 		{[]string{"--reasoning-budget", "-2"}, "--reasoning-budget"},
+		{[]string{"--reasoning", "maybe"}, "--reasoning"},
 	} {
 		err := runServe(c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
