@@ -47,7 +47,8 @@ type Front struct {
 	maxBody     int64
 	log         *slog.Logger
 	created     int64
-	m           *metrics // requests by endpoint and status, in flight
+	m           *metrics       // requests by endpoint and status, in flight
+	responses   *responseStore // recent Responses API replies of every model, for previous_response_id (responses.go)
 	draining    atomic.Bool
 	inFlight    atomic.Int64 // requests being served
 	mux         *http.ServeMux
@@ -123,6 +124,9 @@ func routes() []route {
 		gen("/infill", "infill", (*Server).handleInfill),
 		gen("/api/generate", "ollama_generate", (*Server).handleOllamaGenerate),
 		gen("/api/chat", "ollama_chat", (*Server).handleOllamaChat),
+		gen("/v1/responses", "responses", (*Server).handleResponses),
+		gen("/v1/messages", "anthropic_messages", (*Server).handleAnthropicMessages),
+		post("/v1/messages/count_tokens", "anthropic_count_tokens", (*Server).handleAnthropicCountTokens),
 		post("/v1/embeddings", "embeddings", (*Server).handleEmbeddings),
 		post("/tokenize", "tokenize", (*Server).handleTokenize),
 		post("/detokenize", "detokenize", (*Server).handleDetokenize),
@@ -223,6 +227,7 @@ func newFront(o Options) *Front {
 		log:         o.Logger,
 		created:     time.Now().Unix(),
 		m:           newMetrics(),
+		responses:   newResponseStore(responseStoreCount, responseStoreBytes),
 
 		readHeaderTimeout: orDefault(o.ReadHeaderTimeout, 10*time.Second),
 		bodyTimeout:       orDefault(o.BodyTimeout, time.Minute),
@@ -383,7 +388,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", reqID)
 	log := f.log.With("request_id", reqID)
 	r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
-	sw := &statusWriter{ResponseWriter: w, ollama: strings.HasPrefix(path, "/api/")}
+	sw := &statusWriter{ResponseWriter: w, ollama: strings.HasPrefix(path, "/api/"), anthropic: isAnthropicPath(path)}
 	f.m.add(&f.m.inFlight, 1)
 	f.inFlight.Add(1)
 	defer func() {
@@ -606,6 +611,9 @@ type statusWriter struct {
 	status int
 	wrote  bool
 	ollama bool // an Ollama API path (/api/): errors are {"error": "message"}
+	// anthropic: an Anthropic API path (/v1/messages...): errors are
+	// {"type": "error", "error": {"type", "message"}} (anthropic.go)
+	anthropic bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {

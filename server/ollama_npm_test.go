@@ -45,7 +45,7 @@ func npmClientDir(t *testing.T, pkg, version, script string) string {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "nanoserve-test", "npm-"+pkg+"-"+version)
+	dir := filepath.Join(cache, "nanoserve-test", "npm-"+strings.ReplaceAll(pkg, "/", "+")+"-"+version) // @scope/name: one folder
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

@@ -66,6 +66,9 @@ func newRouter(opts RouterOptions, onModel func(name string, s *Server)) (*Front
 		w.Template, w.TemplateOptions, w.ToolFormat, w.Defaults, w.Manifest = mo.Template, mo.TemplateOptions, mo.ToolFormat, mo.Defaults, mo.Manifest
 		w.TokenHealing, w.NonEmpty, w.BlockStop = mo.TokenHealing, mo.NonEmpty, mo.BlockStop
 		s, err := newModelServer(lm.Engine, w)
+		if err == nil {
+			s.responses = f.responses
+		}
 		if err == nil && onModel != nil {
 			onModel(spec.Names[0], s)
 		}

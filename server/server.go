@@ -263,6 +263,9 @@ type Server struct {
 	log      *slog.Logger
 	created  int64
 	m        *metrics // the model's own series (generations, latencies, engine)
+	// responses is the front's memory of Responses API replies (set by
+	// the router with keepAlive; nil: none is kept).
+	responses *responseStore
 
 	manifest *Manifest // describes this model (nil: unknown)
 
@@ -411,6 +414,10 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	if sw, ok := w.(*statusWriter); ok && sw.ollama {
 		writeJSON(w, e.status, ollamaError{e.Message})
+		return
+	}
+	if sw, ok := w.(*statusWriter); ok && sw.anthropic {
+		writeJSON(w, e.status, anthropicErrorBody(e))
 		return
 	}
 	writeJSON(w, e.status, errorBody(e))

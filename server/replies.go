@@ -1,0 +1,247 @@
+package server
+
+// One chat reply, told as events: the shared run of the APIs that are a
+// decoder onto chatJob plus an encoder of their own (the Responses API,
+// responses.go; Anthropic's Messages API, anthropic.go).
+//
+// A replyEncoder is a pure state machine: it is told the reply's parts in
+// order — reasoning text, content text, tool-call deltas (chat.ToolStream's, each call
+// complete when it arrives), the end — and returns the SSE events each
+// part makes; after the end, whole() is the non-streamed body, built from
+// the same parts, so a streamed reply accumulates to exactly the
+// non-streamed one. replySink, the pipeline's sink for these APIs, feeds
+// it: streamed, token by token through the tool-call parser;
+// non-streamed, the final text at once.
+
+import (
+	"net/http"
+	"strings"
+
+	"nanoserve/chat"
+	"nanoserve/engine"
+	"nanoserve/tokenizer"
+)
+
+// sseEvent is one server-sent event: "event: NAME\ndata: JSON\n\n".
+type sseEvent struct {
+	name string
+	data any
+}
+
+// replyEnd is how a reply ended, in the chat API's words.
+type replyEnd struct {
+	reason  string // "stop", "length" or "tool_calls"
+	stopSeq string // the stop string that ended it ("" when none did)
+	usage   usage
+}
+
+// replyEncoder turns one reply's parts into an API's events and body.
+type replyEncoder interface {
+	start(promptTokens int) []sseEvent
+	reasoning(text string) []sseEvent
+	content(text string) []sseEvent
+	call(d chat.ToolCallDelta) []sseEvent
+	end(e replyEnd) []sseEvent
+	whole() any                    // the non-streamed body, after end
+	failed(e *apiError) []sseEvent // a stream's last events when the generation failed mid-way
+}
+
+// replyParser reads a reply through the job's parser (j.newReply:
+// reasoning, content and tool calls, reasoning.go) as it streams.
+type replyParser struct {
+	j  *job
+	rs *chat.ReplyStream
+	// reasoning: the thinking is its own part (false for deepseek-legacy,
+	// whose content keeps the raw text, thinking included).
+	reasoning bool
+}
+
+func newReplyParser(j *job) *replyParser {
+	return &replyParser{j: j, rs: j.newReply(), reasoning: j.streamsReasoning()}
+}
+
+// feed gives the encoder a piece of text through the parser (last: the
+// end of the reply, whatever the parser still holds), in the order the
+// parts happened: reasoning, content, calls (those the job keeps).
+func (p *replyParser) feed(enc replyEncoder, text string, last bool) []sseEvent {
+	var d chat.ReplyDelta
+	if last {
+		d = p.rs.Finish()
+	} else {
+		d = p.rs.Push(text)
+	}
+	var evs []sseEvent
+	if d.Reasoning != "" && p.reasoning {
+		evs = append(evs, enc.reasoning(d.Reasoning)...)
+	}
+	if d.Content != "" {
+		evs = append(evs, enc.content(d.Content)...)
+	}
+	for _, c := range d.Calls {
+		if p.j.tools.keepCall(c.Index) {
+			evs = append(evs, enc.call(c)...)
+		}
+	}
+	return evs
+}
+
+// calls is the number of calls the reply made.
+func (p *replyParser) calls() int { return p.rs.Calls() }
+
+// matchedStop is the stop string that ended res, or "": the text its ids
+// decode to holds the matched string right after the reply's text (the
+// engine cuts the text at the earliest match), so the earliest of the
+// request's strings found there is the one.
+func matchedStop(tok *tokenizer.Tokenizer, res *engine.Result, stops []string) string {
+	if res.FinishReason != engine.FinishStop || len(stops) == 0 || len(res.IDs) == 0 {
+		return ""
+	}
+	full := tok.DecodeWith(res.IDs, tokenizer.DecodeOptions{Special: tokenizer.SpecialSkip})
+	best, at := "", -1
+	for _, s := range stops {
+		if s == "" {
+			continue
+		}
+		// The decoded text may lose or gain a leading space against the
+		// streamed one: look from a little before the reply's end.
+		from := max(len(res.Text)-1, 0)
+		if from > len(full) {
+			continue
+		}
+		if i := strings.Index(full[from:], s); i >= 0 && (at < 0 || i < at) {
+			best, at = s, i
+		}
+	}
+	return best
+}
+
+// replySink is the pipeline's sink (pipeline.go) for an API that is an
+// encoder over a one-choice chat job: streamed, each landed piece of text
+// goes through the tool-call parser into the encoder and its events out
+// as SSE; whole, the final text does at the end, and the body is
+// enc.whole(). promptTokens is what start() reports when streaming (the
+// engine counts the prompt only at the end; 0: unknown).
+type replySink struct {
+	s            *Server
+	w            http.ResponseWriter
+	j            *job
+	stream       bool
+	enc          replyEncoder
+	parser       *replyParser
+	promptTokens int
+	sse          sseWriter
+	started      bool
+	rename       func(*apiError) *apiError // the API's names for chat's fields in errors (nil: as they are)
+}
+
+func newReplySink(s *Server, w http.ResponseWriter, j *job, stream bool, enc replyEncoder) *replySink {
+	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: newReplyParser(j), sse: sseWriter{w: w}}
+}
+
+func (o *replySink) Fail(e *apiError) {
+	if o.rename != nil {
+		e = o.rename(e)
+	}
+	writeError(o.w, e)
+}
+
+// begin sends the stream's opening events once.
+func (o *replySink) begin() bool {
+	if o.started {
+		return !o.sse.failed
+	}
+	o.started = true
+	return o.sse.send(o.enc.start(o.promptTokens))
+}
+
+func (o *replySink) Delta(i int, d delta) bool {
+	if !o.stream {
+		return true
+	}
+	if !o.begin() {
+		return false
+	}
+	if d.Text == "" {
+		return true
+	}
+	return o.sse.send(o.parser.feed(o.enc, d.Text, false))
+}
+
+func (o *replySink) End(out *outcome) {
+	res := out.Results[0]
+	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
+		e := out.Cut
+		if e == nil && res.FinishReason == engine.FinishCancelled {
+			return // the client went away
+		}
+		if e == nil {
+			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: out.Failure}
+		}
+		if o.stream && o.begin() {
+			o.sse.send(o.enc.failed(e))
+		} else if !o.stream {
+			writeError(o.w, e)
+		}
+		return
+	}
+	if o.stream {
+		if !o.begin() {
+			return
+		}
+	} else {
+		// The whole reply at once: the same parts a stream gives.
+		o.enc.start(res.Usage.PromptTokens)
+		o.parser.feed(o.enc, res.Text, false)
+	}
+	evs := o.parser.feed(o.enc, "", true)
+	reason := o.j.finishReason(finishReason(res), o.parser.calls())
+	end := replyEnd{reason: reason, stopSeq: matchedStop(o.s.tok, res, o.j.reqs[0].Policy.Stop),
+		usage: usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}}
+	evs = append(evs, o.enc.end(end)...)
+	if o.stream {
+		o.sse.send(evs)
+		return
+	}
+	writeJSON(o.w, http.StatusOK, o.enc.whole())
+}
+
+// sseWriter writes named SSE events, the headers before the first.
+type sseWriter struct {
+	w       http.ResponseWriter
+	started bool
+	failed  bool
+}
+
+func (o *sseWriter) send(evs []sseEvent) bool {
+	if o.failed {
+		return false
+	}
+	if !o.started {
+		o.started = true
+		h := o.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		o.w.WriteHeader(http.StatusOK)
+	}
+	if len(evs) == 0 {
+		return true
+	}
+	var b []byte
+	for _, ev := range evs {
+		b = append(b, "event: "...)
+		b = append(b, ev.name...)
+		b = append(b, "\ndata: "...)
+		b = append(b, marshal(ev.data)...)
+		b = append(b, "\n\n"...)
+	}
+	if _, err := o.w.Write(b); err != nil {
+		o.failed = true
+		return false
+	}
+	if err := http.NewResponseController(o.w).Flush(); err != nil {
+		o.failed = true
+	}
+	return !o.failed
+}
