@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -228,11 +229,24 @@ func newFront(o Options) *Front {
 	for _, p := range paths {
 		f.mux.Handle(p, f.methodNotAllowed(methods[p]))
 	}
-	f.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		f.refuse(w, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
-			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
-	})
+	f.mux.HandleFunc("/", f.notFound)
 	return f
+}
+
+// uncleanPath reports whether ServeMux would redirect a request for p (an
+// escaped path) to a cleaned form: "." or ".." elements, doubled slashes.
+func uncleanPath(p string) bool {
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c != p
+}
+
+// notFound answers a path no route has.
+func (f *Front) notFound(w http.ResponseWriter, r *http.Request) {
+	f.refuse(w, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
+		Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 }
 
 // handler is a route's handler with its facts applied: the API key, the
@@ -345,6 +359,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	path := r.URL.Path
 	h, pattern := f.mux.Handler(r)
+	unclean := uncleanPath(r.URL.EscapedPath())
+	if unclean {
+		pattern = "" // ServeMux's redirect to the clean path: no route
+	}
 	rt, ok := f.facts[pattern]
 	endpoint := "other"
 	if ok {
@@ -386,6 +404,12 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.cors != nil && f.corsHeaders(sw, r) {
 		return // a preflight, answered
+	}
+	if unclean {
+		// ServeMux would redirect an unclean path (//v1/models,
+		// /v1/../health) to its clean form; no route has such a path.
+		f.notFound(sw, r)
+		return
 	}
 	h.ServeHTTP(sw, r)
 }
