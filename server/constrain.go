@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"nanoserve/engine"
@@ -240,7 +239,7 @@ func (f failing) Accept(int) error        { return f.err }
 // unsupportedFields are semantic request fields that nanoserve does not
 // implement, each with the values that mean "off" (accepted). Any other
 // value is a 400 naming the field: silently ignoring it would change what
-// the client gets. README lists them.
+// the client gets. README lists them; unsupportedParams captures them.
 var unsupportedFields = map[string][]string{
 	"use_beam_search":               {"false"},
 	"length_penalty":                {"1", "1.0"},
@@ -264,25 +263,4 @@ var unsupportedFields = map[string][]string{
 	"reasoning_effort":              {},
 	"web_search_options":            {},
 	"logit_bias_type":               {},
-}
-
-// checkUnsupported rejects a body that sets an unsupported field to a
-// non-default value (null is always accepted).
-func checkUnsupported(m map[string]json.RawMessage) *apiError {
-	var bad []string
-	for k, v := range m {
-		ok, known := unsupportedFields[k]
-		if !known || ok == nil || isNull(v) {
-			continue
-		}
-		var compact bytes.Buffer
-		if json.Compact(&compact, v) != nil || !slices.Contains(ok, compact.String()) {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	sort.Strings(bad)
-	return badRequest(bad[0], "%s is not supported (only its default value is accepted)", strings.Join(bad, ", "))
 }

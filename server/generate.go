@@ -30,15 +30,10 @@ type job struct {
 	tools        *toolSetup // chat with tools; nil: none
 }
 
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, cr *completionRequest) {
 	start := time.Now()
-	var cr completionRequest
-	if e := s.decodeJSON(w, r, &cr); e != nil {
-		writeError(w, e)
-		return
-	}
 	cr.ctx = r.Context()
-	j, e := s.completionJob(&cr)
+	j, e := s.completionJob(cr)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -124,15 +119,10 @@ func includeUsage(p *commonParams) bool {
 	return p.StreamOptions != nil && p.StreamOptions.IncludeUsage != nil && *p.StreamOptions.IncludeUsage
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
 	start := time.Now()
-	var cr chatRequest
-	if e := s.decodeJSON(w, r, &cr); e != nil {
-		writeError(w, e)
-		return
-	}
 	cr.ctx = r.Context()
-	j, e := s.chatJob(&cr)
+	j, e := s.chatJob(cr)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -76,6 +76,8 @@ type ollamaOptions struct {
 
 // ollamaCommon are the fields generate and chat share.
 type ollamaCommon struct {
+	unsupportedParams
+	Name      json.RawMessage `json:"name"` // an older spelling of model: it routes the request when model is absent
 	Model     string          `json:"model"`
 	Format    json.RawMessage `json:"format"`
 	Options   *ollamaOptions  `json:"options"`
@@ -226,13 +228,8 @@ func keepAlive(raw json.RawMessage) (d time.Duration, ok bool, e *apiError) {
 	return d, true, nil
 }
 
-func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request, req *ollamaGenerateRequest) {
 	start := time.Now()
-	var req ollamaGenerateRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
 	model, e := s.resolveModel(req.Model)
 	if e != nil {
 		writeError(w, e)
@@ -312,13 +309,8 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	s.run(r.Context(), j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream})
 }
 
-func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request, req *ollamaChatRequest) {
 	start := time.Now()
-	var req ollamaChatRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
 	model, e := s.resolveModel(req.Model)
 	if e != nil {
 		writeError(w, e)
@@ -406,6 +398,7 @@ func loadDuration(ctx context.Context) time.Duration {
 }
 
 type ollamaEmbedRequest struct {
+	unsupportedParams
 	Model      string          `json:"model"`
 	Input      json.RawMessage `json:"input"`
 	Truncate   *bool           `json:"truncate"`
@@ -414,13 +407,8 @@ type ollamaEmbedRequest struct {
 	KeepAlive  json.RawMessage `json:"keep_alive"`
 }
 
-func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request, req *ollamaEmbedRequest) {
 	start := time.Now()
-	var req ollamaEmbedRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
 	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
@@ -443,16 +431,14 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 	}{resp.Model, embs, int64(time.Since(start)), int64(loadDuration(r.Context())), resp.Usage.PromptTokens})
 }
 
-func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model     string          `json:"model"`
-		Prompt    *string         `json:"prompt"`
-		KeepAlive json.RawMessage `json:"keep_alive"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+type ollamaEmbeddingsRequest struct {
+	unsupportedParams
+	Model     string          `json:"model"`
+	Prompt    *string         `json:"prompt"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
+}
+
+func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request, req *ollamaEmbeddingsRequest) {
 	if req.Prompt == nil {
 		writeError(w, badRequest("prompt", "prompt is required"))
 		return
@@ -521,16 +507,14 @@ func digest(m *Manifest) string {
 	return m.WeightsSHA256
 }
 
-func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model   string `json:"model"`
-		Name    string `json:"name"` // the older spelling
-		Verbose bool   `json:"verbose"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+type ollamaShowRequest struct {
+	unsupportedParams
+	Model   string `json:"model"`
+	Name    string `json:"name"` // the older spelling
+	Verbose bool   `json:"verbose"`
+}
+
+func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request, req *ollamaShowRequest) {
 	name, e := ollamaName(req.Model, req.Name)
 	if e != nil {
 		writeError(w, e)
