@@ -10,7 +10,7 @@ package server
 // middleware applies the facts in this order: request id and logger,
 // in-flight count, panic recovery, request metrics and log line (ServeHTTP);
 // Origin/Host check and CORS; then the mux: 404, 405 with Allow, the API
-// key, the deadline, and for a model's route the body (read once, its
+// key, the deadline, and for a model's route the body (read once,
 // decoded once into the route's request type) and the model (resolved once, loaded on
 // first use, held until the handler returns).
 

@@ -18,7 +18,7 @@ import (
 )
 
 type tokenizeRequest struct {
-	Model        string  `json:"model"` // routes the request
+	Model string `json:"model"` // routes the request
 	unsupportedParams
 	Content      *string `json:"content"`
 	AddSpecial   bool    `json:"add_special"`
