@@ -25,6 +25,7 @@ import (
 	"nanoserve/host"
 	"nanoserve/hub"
 	"nanoserve/kvcache"
+	"nanoserve/model"
 	"nanoserve/server"
 )
 
@@ -172,18 +173,24 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	ml := &modelLoader{mf: mf, sf: &sf, log: log, tmplPath: *tmplPath, tf: tf,
-		kv: host.KVInputs{Memory: kvBytes / int64(atOnce), MemoryFlag: *kvMemory, Ctx: mf.ctxSize, MaxSeqs: seqs, Tokens: *kvTokens},
-		eo: engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}}
+	bp, _ := builtinModelPath()
+	src := &host.Source{Model: model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap},
+		LongContext: mf.longCtx, ChatTemplate: *tmplPath, ToolFormat: tf, BuiltinPath: bp, BuiltinPolicy: builtinDefaults(),
+		KV:     host.KVInputs{Memory: kvBytes / int64(atOnce), MemoryFlag: *kvMemory, Ctx: mf.ctxSize, MaxSeqs: seqs, Tokens: *kvTokens},
+		Engine: engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv, Grammar: grammarOptions},
+		Draft:  host.Draft{Mode: sf.mode, K: sf.k, Fixed: sf.fixed, Path: sf.draft}, Log: log}
 	var specs []server.ModelSpec
 	for _, me := range entries {
-		specs = append(specs, ml.spec(me))
+		specs = append(specs, src.Spec(me))
+	}
+	pull := func(ctx context.Context, name string) (server.ModelSpec, error) {
+		return pullSpec(ctx, src, name, mf.revision)
 	}
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	server.Version = versionString()
-	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: ml.pull, PullRef: hubPullRef})
+	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: hubPullRef})
 	if err != nil {
 		return err
 	}
@@ -233,32 +240,11 @@ func listenAndServe(ctx context.Context, stop func(), srv *server.Front, addr st
 	return nil
 }
 
-// modelLoader is how serve loads each model: the flags every model's load
-// shares, and its share of --kv-cache-memory.
-type modelLoader struct {
-	mf       modelFlags
-	sf       *specFlags
-	log      *slog.Logger
-	tmplPath string
-	tf       chat.ToolFormat
-	kv       host.KVInputs
-	eo       engine.Options
-}
-
-// spec is the served model me: loaded by loadServed, described by
-// describeServed.
-func (ml *modelLoader) spec(me host.Served) server.ModelSpec {
-	lf := ml.mf
-	lf.model = me.Path
-	return server.ModelSpec{Names: me.Names, Preload: me.Named, Load: func() (*server.LoadedModel, error) {
-		return loadServed(&lf, me, ml.log, ml.tmplPath, ml.tf, ml.kv, ml.eo, ml.sf)
-	}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, ml.tmplPath) }}
-}
-
-// pull answers Ollama's /api/pull of hf.co/ORG/REPO[:QUANT]: pulled like
-// --model, then served under that name (and the hub reference).
-func (ml *modelLoader) pull(ctx context.Context, name string) (server.ModelSpec, error) {
-	p, ref, err := pullHub(ctx, name, ml.mf.revision)
+// pullSpec answers Ollama's /api/pull of hf.co/ORG/REPO[:QUANT]: pulled
+// like --model, then served from src under that name (and the hub
+// reference).
+func pullSpec(ctx context.Context, src *host.Source, name, revision string) (server.ModelSpec, error) {
+	p, ref, err := pullHub(ctx, name, revision)
 	if err != nil {
 		return server.ModelSpec{}, err
 	}
@@ -266,7 +252,7 @@ func (ml *modelLoader) pull(ctx context.Context, name string) (server.ModelSpec,
 	if !slices.Contains(names, ref) {
 		names = append(names, ref)
 	}
-	return ml.spec(host.Served{Path: p, Names: names}), nil
+	return src.Spec(host.Served{Path: p, Names: names}), nil
 }
 
 // hubPullRef is the hub reference an /api/pull name names.
@@ -298,28 +284,4 @@ func servedModelName(path string) string {
 		return strings.TrimSuffix(defaultmodel.FileName, filepath.Ext(defaultmodel.FileName))
 	}
 	return filepath.Base(filepath.Clean(path))
-}
-
-// serveTemplate decides what serve does with the chat template it found:
-// a template that loads is used even if it fails on a sample conversation
-// (a warning; each chat request then gets a 400); a model without a
-// template, or whose own template nests too deep to compile, still serves
-// completions (a warning; chat answers 400). A template the user named with
-// --chat-template (explicit) that cannot be used stops serve. It returns
-// the template to use, nil for none.
-func serveTemplate(tmpl *chat.Prompter, err error, explicit bool, log *slog.Logger) (*chat.Prompter, error) {
-	switch {
-	case err == nil:
-		if err := tmpl.Template.Probe(tmpl.Options); err != nil {
-			log.Warn("the chat template fails on a sample conversation; /v1/chat/completions will answer 400", "err", err)
-		}
-		return tmpl, nil
-	case errors.Is(err, chat.ErrNoTemplate) && !explicit:
-		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
-		return nil, nil
-	case errors.Is(err, chat.ErrTemplateLimit) && !explicit:
-		log.Warn("the model's chat template cannot be used: /v1/chat/completions will answer 400 (pass --chat-template)", "err", err)
-		return nil, nil
-	}
-	return nil, err
 }
