@@ -80,6 +80,15 @@ else
   echo "== shared acceptance checks: SKIPPED (no ../shared)"
   skipped_groups+=("shared acceptance checks (goldens, tokenizers, llamacpp_vocab, gguf_goldens, gguf_quants): ../shared not found")
 fi
+echo "== web UI in headless Chromium (cmd/nanoserve TestWebUIBrowser against a live serve, TestWebUIReasoningAndTools against a scripted API; the screenshot is kept)"
+webui_shots=${NANOSERVE_WEBUI_SHOTS:-${TMPDIR:-/tmp}/nanoserve-webui-shots}
+rm -f "$webui_shots/webui-conversation.png"
+NANOSERVE_WEBUI_SHOTS="$webui_shots" go test -count=1 -run 'TestWebUIBrowser$|TestWebUIReasoningAndTools$' -v ./cmd/nanoserve/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok|    )'
+if [ -f "$webui_shots/webui-conversation.png" ]; then
+  echo "screenshot of the conversation: $webui_shots/webui-conversation.png"
+else
+  echo "web UI: no screenshot (the test skipped: no chromium; .ci/run installs it)"
+fi
 echo "== summary"
 echo "tests: $passed passed, $failed failed, $skipped skipped (go test; the race, bad-input, arm64 and shared runs above stop this script on failure)"
 if [ "$skipped" -gt 0 ]; then

@@ -113,6 +113,7 @@ type chatRequest struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	Functions         json.RawMessage `json:"functions"`     // deprecated form of tools
 	FunctionCall      json.RawMessage `json:"function_call"` // deprecated form of tool_choice
+	reasoningParams
 }
 
 type wireMessage struct {
@@ -609,19 +610,21 @@ type completionResponse struct {
 
 // chatMessage is a streamed delta.
 type chatMessage struct {
-	Role         string        `json:"role,omitempty"`
-	Content      *string       `json:"content,omitempty"`
-	ToolCalls    []toolCallOut `json:"tool_calls,omitempty"`
-	FunctionCall *functionOut  `json:"function_call,omitempty"`
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+	FunctionCall     *functionOut  `json:"function_call,omitempty"`
 }
 
 // replyMessage is a non-streamed choice's message: content is null when
 // the reply is only tool calls.
 type replyMessage struct {
-	Role         string        `json:"role"`
-	Content      *string       `json:"content"`
-	ToolCalls    []toolCallOut `json:"tool_calls,omitempty"`
-	FunctionCall *functionOut  `json:"function_call,omitempty"`
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+	FunctionCall     *functionOut  `json:"function_call,omitempty"`
 }
 
 type chatLogprobs struct {

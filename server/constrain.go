@@ -188,8 +188,12 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 			return badRequest("max_tokens", "max_tokens %d is below what the shortest output valid under %s may need (%d tokens)", budget, cs.field, need)
 		}
 	}
-	if c == nil && minTok == 0 {
+	gated := j.gated(c != nil) // a reasoning model thinks first (reasoning.go)
+	if c == nil && minTok == 0 && !gated {
 		return nil
+	}
+	if gated && c != nil {
+		j.openReasoning()
 	}
 	stop := slices.Clone(pol.StopTokenIDs)
 	eng := s.eng
@@ -217,12 +221,8 @@ func (s *Server) applyConstraints(p *constraintParams, j *job) *apiError {
 			if minTok > 0 {
 				ps = append(ps, eng.MinTokensProcessor(minTok, stop))
 			}
-			if c != nil {
-				p, err := engine.GrammarProcessor(c, budget, stop)
-				if err != nil {
-					p = failing{err}
-				}
-				ps = append(ps, p)
+			if c != nil || gated {
+				ps = append(ps, j.answerProcessor(eng, c, budget, stop))
 			}
 			return ps
 		}
@@ -260,7 +260,6 @@ var unsupportedFields = map[string][]string{
 	"prediction":                    {},
 	"audio":                         {},
 	"modalities":                    {`["text"]`},
-	"reasoning_effort":              {},
 	"web_search_options":            {},
 	"logit_bias_type":               {},
 }

@@ -60,6 +60,7 @@ type Front struct {
 	cors              []string         // allowed origins; nil: CORS off
 	allowedHosts      []string         // Options.AllowedHosts
 	now               func() time.Time // the clock /health compares the engines' heartbeats with
+	webui             http.Handler     // Options.WebUI (nil: no page at /)
 }
 
 // route is one entry of the route table.
@@ -142,6 +143,31 @@ func routes() []route {
 	}
 }
 
+// uiPath is the route table's path of the chat page's files: every path
+// under /ui/.
+const uiPath = "/ui/{file...}"
+
+// webuiRoutes are the chat page's routes (Options.WebUI), in the table
+// only when the server has the page: "/" alone ({$}: not every path) and
+// its files. They are public, so a browser loads the page without the key;
+// every API call the page makes still needs it.
+func webuiRoutes() []route {
+	serve := func(f *Front, w http.ResponseWriter, r *http.Request) { f.webui.ServeHTTP(w, r) }
+	return []route{
+		{method: http.MethodGet, path: "/{$}", endpoint: "webui", access: public, front: serve},
+		{method: http.MethodGet, path: uiPath, endpoint: "webui", access: public, front: serve},
+	}
+}
+
+// table is the route table of a server with opts: routes, and the chat
+// page's when it has one.
+func table(opts Options) []route {
+	if opts.WebUI != nil {
+		return append(routes(), webuiRoutes()...)
+	}
+	return routes()
+}
+
 // Route is one entry of the route table as a client sees it.
 type Route struct {
 	Path    string   // ModelPath stands for any path under /v1/models/
@@ -159,21 +185,23 @@ func Routes(opts Options) []Route {
 	f := &Front{metricsAuth: opts.MetricsAuth}
 	byPath := map[string]*Route{}
 	var out []Route
-	for _, rt := range routes() {
+	for _, rt := range table(opts) {
 		p := rt.path
 		if p == modelPath {
 			p = ModelPath
 		}
+		p = strings.TrimSuffix(p, "{$}") // "/{$}": the path "/" alone
 		if byPath[p] == nil {
 			out = append(out, Route{Path: p, Public: !f.needsKey(rt)})
 			byPath[p] = &out[len(out)-1]
 		}
 	}
-	for _, rt := range routes() {
+	for _, rt := range table(opts) {
 		p := rt.path
 		if p == modelPath {
 			p = ModelPath
 		}
+		p = strings.TrimSuffix(p, "{$}") // "/{$}": the path "/" alone
 		for i := range out {
 			if out[i].Path == p {
 				out[i].Methods = append(out[i].Methods, rt.method)
@@ -204,6 +232,7 @@ func newFront(o Options) *Front {
 		cors:              o.CORSOrigins,
 		allowedHosts:      o.AllowedHosts,
 		now:               time.Now,
+		webui:             o.WebUI,
 	}
 	if f.maxBody <= 0 {
 		f.maxBody = 4 << 20
@@ -215,7 +244,7 @@ func newFront(o Options) *Front {
 	f.facts = map[string]route{}
 	methods := map[string][]string{}
 	var paths []string
-	for _, rt := range routes() {
+	for _, rt := range table(o) {
 		pattern := rt.method + " " + rt.path
 		f.mux.Handle(pattern, f.handler(rt))
 		f.facts[pattern] = rt
@@ -397,7 +426,8 @@ func requestID(h string) string {
 //
 //   - a request with an Origin header that is neither a loopback origin
 //     (http or https, host localhost, *.localhost or a loopback address,
-//     any port) nor listed in Options.CORSOrigins ("*": any). A page on any
+//     any port), nor the request's own (sameOrigin: a page this server
+//     served), nor listed in Options.CORSOrigins ("*": any). A page on any
 //     site can make the browser POST a text/plain body cross-origin without
 //     a preflight; the browser then hides the answer, but the request would
 //     run. Requests without an Origin (curl, SDKs, servers) are unaffected.
@@ -411,7 +441,7 @@ func requestID(h string) string {
 //     cannot know: a Kubernetes service, a LAN name) is not checked, as
 //     Ollama checks only when bound to loopback.
 func (f *Front) checkOrigin(r *http.Request) *apiError {
-	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(f.cors, "*") && !slices.Contains(f.cors, origin) && !loopbackOrigin(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(f.cors, "*") && !slices.Contains(f.cors, origin) && !loopbackOrigin(origin) && !sameOrigin(origin, r.Host) {
 		return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("origin_not_allowed"),
 			Message: fmt.Sprintf("origin %q is not allowed: browser requests are accepted from loopback origins and those listed with --cors-origin", origin)}
 	}
@@ -450,6 +480,16 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// sameOrigin reports whether an Origin header names the server the request
+// reached (http or https, the host and port of its Host header): a page
+// this server served, such as the chat page (Options.WebUI) opened at a
+// LAN address, calling its own API. A DNS-rebound name is same-origin too,
+// so on a loopback connection the Host check after it still refuses one.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Path == "" && u.User == nil && host != "" && strings.EqualFold(u.Host, host)
 }
 
 // loopbackOrigin reports whether an Origin header names a page served from

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"nanoserve/chat"
 	"nanoserve/engine"
 	"nanoserve/sample"
 )
@@ -27,7 +26,8 @@ type job struct {
 	includeUsage bool
 	logprobs     int // alternatives per token; -1: no logprobs
 	start        time.Time
-	tools        *toolSetup // chat with tools; nil: none
+	tools        *toolSetup  // chat with tools; nil: none
+	reply        *replySetup // chat: how replies are read (reasoning, tools); nil: completions
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, cr *completionRequest) {
@@ -175,17 +175,17 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	if tools != nil {
 		prompter.Options.Tools = tools.tools
 	}
-	text, skipBOS, err := prompter.Prompt(msgs)
-	if err != nil {
-		var re *chat.RaiseError
-		if errors.As(err, &re) {
-			return nil, badRequest("messages", "the chat template rejected the messages: %s", re.Message)
-		}
-		return nil, badRequest("messages", "rendering the chat template failed: %v", err)
+	reply, e := s.reasoningSetup(&cr.reasoningParams, &prompter, tools)
+	if e != nil {
+		return nil, e
+	}
+	text, skipBOS, e := reply.render(&prompter, msgs)
+	if e != nil {
+		return nil, e
 	}
 	j := &job{chat: true, model: model, n: cr.choices(), reqs: []engine.Request{{Prompt: text, ParseSpecial: true, NoBOS: skipBOS, Policy: pol, N: cr.choices(),
-		NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams)}},
-		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools}
+		NoSpeculation: noSpeculation(&cr.commonParams), Special: showSpecial(&cr.commonParams) || reply.special}},
+		stream: cr.Stream != nil && *cr.Stream, includeUsage: includeUsage(&cr.commonParams), logprobs: lp, tools: tools, reply: reply}
 	if tools != nil {
 		cr.constraintParams.toolCall = tools.forced
 	}

@@ -83,7 +83,7 @@ type ollamaCommon struct {
 	Options   *ollamaOptions  `json:"options"`
 	Stream    *bool           `json:"stream"`
 	KeepAlive json.RawMessage `json:"keep_alive"`
-	Think     json.RawMessage `json:"think"`   // accepted; the models here do not think
+	Think     json.RawMessage `json:"think"`   // chat: thinking on/off or its level (ollama_think.go); generate: accepted
 	Special   *bool           `json:"special"` // nanoserve extension: control tokens as text
 }
 
@@ -101,6 +101,7 @@ type ollamaGenerateRequest struct {
 type ollamaMessage struct {
 	Role      string           `json:"role"`
 	Content   string           `json:"content"`
+	Thinking  string           `json:"thinking,omitempty"` // a reasoning model's thinking (ollama_think.go)
 	Images    json.RawMessage  `json:"images,omitempty"`
 	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
 	ToolName  string           `json:"tool_name,omitempty"`
@@ -332,6 +333,10 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request, req *o
 		return
 	}
 	cr.Tools = req.Tools
+	if e := ollamaThink(req.Think, &cr.reasoningParams); e != nil {
+		writeError(w, e)
+		return
+	}
 	msgs, e := ollamaMessages(req.Messages)
 	if e != nil {
 		writeError(w, e)
@@ -361,6 +366,9 @@ func ollamaMessages(in []ollamaMessage) ([]wireMessage, *apiError) {
 		}
 		content, _ := json.Marshal(m.Content)
 		w := wireMessage{Role: m.Role, Content: content}
+		if m.Thinking != "" {
+			w.ReasoningContent = &m.Thinking
+		}
 		if len(m.ToolCalls) > 0 {
 			calls := make([]toolCallOut, len(m.ToolCalls))
 			for k, c := range m.ToolCalls {
@@ -527,6 +535,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request, req *o
 	caps := []string{"completion"}
 	if s.toolFormat != chat.ToolFormatNone {
 		caps = append(caps, "tools")
+	}
+	if s.tok.FIM().OK() { // prefix, suffix and middle tokens: what /infill needs
+		caps = append(caps, "insert") // Ollama's name for fill in the middle (suffix; here also /infill)
 	}
 	caps = append(caps, "embedding")
 	m := s.eng.ModelInfo()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"nanoserve/chat"
 	"nanoserve/engine"
 )
 
@@ -18,13 +19,19 @@ type ollamaSink struct {
 	s      *Server
 	j      *job
 	stream bool
-	chat   bool // /api/chat: message objects; else /api/generate's response
+	chat   bool              // /api/chat: message objects; else /api/generate's response
+	reply  *chat.ReplyStream // chat: reads thinking out of the streamed reply (nil: none)
 }
 
 // line is one response object: a piece of text, or with done the last.
 func (o *ollamaSink) line(text string, done *ollamaDone, calls []ollamaToolCall) any {
+	return o.thinkingLine(text, "", done, calls)
+}
+
+// thinkingLine is line with the message's thinking (chat only).
+func (o *ollamaSink) thinkingLine(text, thinking string, done *ollamaDone, calls []ollamaToolCall) any {
 	if o.chat {
-		resp := ollamaChatResponse{Model: o.j.model, CreatedAt: createdAt(), Message: ollamaMessage{Role: "assistant", Content: text, ToolCalls: calls}}
+		resp := ollamaChatResponse{Model: o.j.model, CreatedAt: createdAt(), Message: ollamaMessage{Role: "assistant", Content: text, Thinking: thinking, ToolCalls: calls}}
 		if done != nil {
 			resp.Done, resp.ollamaDone = true, *done
 		}
@@ -53,6 +60,9 @@ func (o *ollamaSink) Delta(i int, d delta) bool {
 	if !o.stream || o.j.tools.parse() || d.Text == "" {
 		return true
 	}
+	if o.chat && o.j.reply.parses() {
+		return o.sendThinking(o.replyStream().Push(d.Text))
+	}
 	return o.send(o.line(d.Text, nil, nil))
 }
 
@@ -74,15 +84,15 @@ func (o *ollamaSink) End(out *outcome) {
 		return
 	}
 	tools := o.j.tools.parse()
-	text := ""
+	text, thinking := "", ""
 	var calls []ollamaToolCall
 	if !o.stream || tools {
 		text = res.Text
 	}
-	if tools {
-		content, cs := o.j.tools.calls(res.Text)
-		text = content
-		for _, c := range cs {
+	if o.chat && (!o.stream || tools) && o.j.reply.parses() {
+		r := o.j.parseReply(res.Text)
+		text, thinking = r.Content, r.Reasoning
+		for _, c := range r.Calls {
 			var tc ollamaToolCall
 			tc.Function.Name = c.Name
 			tc.Function.Arguments = json.RawMessage(c.Arguments)
@@ -102,11 +112,14 @@ func (o *ollamaSink) End(out *outcome) {
 		done.EvalDuration = int64(out.Last.Sub(out.First))
 	}
 	if o.stream {
-		if tools && (text != "" || len(calls) > 0) {
-			o.send(o.line(text, nil, calls))
+		if o.reply != nil {
+			o.sendThinking(o.reply.Finish())
+		}
+		if tools && (text != "" || thinking != "" || len(calls) > 0) {
+			o.send(o.thinkingLine(text, thinking, nil, calls))
 		}
 		o.send(o.line("", done, nil))
 		return
 	}
-	writeJSON(o.w, http.StatusOK, o.line(text, done, calls))
+	writeJSON(o.w, http.StatusOK, o.thinkingLine(text, thinking, done, calls))
 }

@@ -20,8 +20,8 @@ func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *r
 	if j.chat {
 		out.id = newID("chatcmpl-")
 	}
-	if j.tools.parse() {
-		out.calls = map[int]*chat.ToolStream{}
+	if j.reply.parses() {
+		out.replies = map[int]*chat.ReplyStream{}
 	}
 	return out
 }
@@ -33,9 +33,9 @@ type responder struct {
 	j       *job
 	id      string
 	created int64
-	pending map[int][]engine.Token   // by choice index: tokens whose text has not shown yet (for logprobs)
-	offset  map[int]int              // by choice index: completions text_offset of the next token
-	calls   map[int]*chat.ToolStream // by choice index: reads tool calls out of a streamed chat reply (nil: no tools)
+	pending map[int][]engine.Token    // by choice index: tokens whose text has not shown yet (for logprobs)
+	offset  map[int]int               // by choice index: completions text_offset of the next token
+	replies map[int]*chat.ReplyStream // by choice index: reads reasoning and tool calls out of a streamed chat reply (nil: none to read)
 }
 
 // choices is the number of choices in the response.
@@ -82,10 +82,9 @@ func (o *responder) Delta(i int, d delta) bool {
 		lps = append(o.pending[i], d.Tokens...)
 	}
 	delete(o.pending, i)
-	if o.calls != nil {
+	if o.replies != nil {
 		o.pending[i] = lps // sent with the choice's next chunk, whatever it carries
-		content, deltas := o.toolStream(i).Push(d.Text)
-		return o.sendTools(i, content, deltas)
+		return o.sendReply(i, o.replyStream(i).Push(d.Text))
 	}
 	if o.j.chat {
 		text := d.Text
@@ -159,11 +158,10 @@ func (o *responder) end(out *outcome) {
 	}
 	for i, res := range results {
 		reason := finishReason(res)
-		if o.calls != nil {
-			ts := o.toolStream(i)
-			content, deltas := ts.Finish()
-			o.sendTools(i, content, deltas)
-			reason = o.j.tools.finishReason(reason, ts.Calls())
+		if o.replies != nil {
+			rs := o.replyStream(i)
+			o.sendReply(i, rs.Finish())
+			reason = o.j.finishReason(reason, rs.Calls())
 		}
 		lps := o.pending[i] // logprobs of tokens whose text never showed
 		delete(o.pending, i)
@@ -217,9 +215,7 @@ func (o *responder) whole(out *outcome) {
 		text := res.Text
 		if o.j.chat {
 			msg := &replyMessage{Role: "assistant", Content: &text}
-			if o.j.tools.parse() {
-				reason = o.j.tools.reply(msg, res.Text, reason)
-			}
+			reason = o.j.replyMessage(msg, res.Text, reason)
 			cc = append(cc, chatChoice{Index: i, Message: msg, Logprobs: o.chatLogprobs(lps), FinishReason: &reason})
 		} else {
 			tc = append(tc, completionChoice{Index: i, Text: text, Logprobs: o.completionLogprobs(i, lps), FinishReason: &reason})

@@ -33,6 +33,8 @@
 //	                           per-output-token histograms, in-flight gauges, engine stats;
 //	                           and vLLM's names (vllm:num_requests_waiting, vllm:kv_cache_usage_perc,
 //	                           …, each labelled model_name) for vLLM-aware routers: metrics_vllm.go
+//	GET  /, /ui/NAME           the chat page and its files (Options.WebUI, package webui;
+//	                           public: its API calls carry the key)
 //
 // Request fields follow the OpenAI API plus vLLM's sampling extras: model,
 // prompt / messages, max_tokens (max_completion_tokens), temperature, top_p,
@@ -156,6 +158,22 @@ type Options struct {
 	// ToolFormat is how the model writes tool calls; "": detected from the
 	// template (chat.Template.ToolFormat).
 	ToolFormat chat.ToolFormat
+	// ReasoningFormat is how chat replies return a reasoning model's
+	// thinking ("": auto, llama-server's default); a request's
+	// reasoning_format overrides it (reasoning.go).
+	ReasoningFormat chat.ReasoningFormat
+	// ReasoningBudget caps a reply's reasoning tokens (nil: no cap;
+	// llama-server's --reasoning-budget); a request's
+	// reasoning_budget_tokens overrides it.
+	ReasoningBudget *int
+	// NoPrefillAssistant: a chat ending with an assistant message gets a
+	// new assistant turn, instead of continuing that message
+	// (llama-server's --no-prefill-assistant; reasoning.go).
+	NoPrefillAssistant bool
+	// Thinking is the enable_thinking a chat template gets unless the
+	// request says (llama-server's --reasoning on/off; nil: auto, true for
+	// a reasoning template).
+	Thinking *bool
 	// Defaults is the sampling policy requests start from; nil: the
 	// model's generation_config.json over sample.Defaults.
 	Defaults *sample.Policy
@@ -222,6 +240,9 @@ type Options struct {
 	// the prefix and suffix share the prompt; ≤ 0: 2048), always within
 	// the context less the room for the middle.
 	InfillBatch int
+	// WebUI, if set, answers GET / and GET /ui/... (the chat page,
+	// package webui) without the API key; nil: those paths are 404s.
+	WebUI http.Handler
 }
 
 // Server is one model's handler: its engine, tokenizer, chat template,
@@ -243,11 +264,15 @@ type Server struct {
 
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
-	toolFormat chat.ToolFormat
-	spmInfill  bool // FIM prompts suffix first (infill.go)
-	heal       bool // token healing unless a request says (Options.TokenHealing)
-	nonEmpty   bool // completions never empty (Options.NonEmpty)
-	infillB    int  // llama-server's n_batch for /infill (infill.go)
+	toolFormat      chat.ToolFormat
+	reasoningFormat chat.ReasoningFormat // Options.ReasoningFormat, resolved
+	reasoningBudget *int                 // Options.ReasoningBudget
+	noPrefill       bool                 // Options.NoPrefillAssistant
+	thinking        *bool                // Options.Thinking
+	spmInfill       bool                 // FIM prompts suffix first (infill.go)
+	heal            bool                 // token healing unless a request says (Options.TokenHealing)
+	nonEmpty        bool                 // completions never empty (Options.NonEmpty)
+	infillB         int                  // llama-server's n_batch for /infill (infill.go)
 
 	// gen is what jobs are submitted to: the engine (tests put a fake in
 	// its place through the generator interface).
@@ -300,6 +325,11 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
+	s.reasoningFormat, s.reasoningBudget, s.noPrefill = opts.ReasoningFormat, opts.ReasoningBudget, opts.NoPrefillAssistant
+	s.thinking = opts.Thinking
+	if s.reasoningFormat == "" {
+		s.reasoningFormat = chat.ReasoningAuto
+	}
 	s.spmInfill = eng.SuffixFirst(opts.SPMInfill)
 	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
 	s.infillB = opts.InfillBatch

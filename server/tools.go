@@ -354,7 +354,7 @@ func (t *toolSetup) calls(text string) (string, []chat.ToolCall) {
 func toolCallsOut(calls []chat.ToolCall, t *toolSetup) []toolCallOut {
 	out := make([]toolCallOut, 0, len(calls))
 	for i, c := range calls {
-		if !t.keep(i) {
+		if !t.keepCall(i) {
 			break
 		}
 		out = append(out, toolCallOut{ID: c.ID, Type: "function", Function: functionOut{Name: c.Name, Arguments: c.Arguments}})
@@ -394,16 +394,6 @@ func (t *toolSetup) reply(msg *replyMessage, text, reason string) string {
 	return t.finishReason(reason, len(calls))
 }
 
-// toolStream is choice i's streaming tool-call parser.
-func (o *responder) toolStream(i int) *chat.ToolStream {
-	ts := o.calls[i]
-	if ts == nil {
-		ts = chat.NewToolStream(o.j.tools.format, nil)
-		o.calls[i] = ts
-	}
-	return ts
-}
-
 // sendTools streams what choice i's tool-call parser released: content,
 // then each call delta in its own chunk as OpenAI sends them (legacy
 // requests get delta.function_call). Pending logprobs ride on the first
@@ -423,12 +413,12 @@ func (o *responder) sendTools(i int, content string, deltas []chat.ToolCallDelta
 		}
 	}
 	for _, d := range deltas {
-		if !o.j.tools.keep(d.Index) {
+		if !o.j.tools.keepCall(d.Index) {
 			continue
 		}
 		fn := functionOut{Name: d.Name, Arguments: d.Arguments}
 		delta := &chatMessage{}
-		if o.j.tools.legacy {
+		if o.j.tools.isLegacy() {
 			delta.FunctionCall = &fn
 		} else {
 			idx := d.Index

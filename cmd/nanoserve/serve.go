@@ -27,6 +27,7 @@ import (
 	"nanoserve/kvcache"
 	"nanoserve/model"
 	"nanoserve/server"
+	"nanoserve/webui"
 )
 
 func runServe(args []string) error {
@@ -66,6 +67,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
+	readReasoning := reasoningFlags(fs)
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
 		"then the rest are cancelled, each stream ending with an error event and [DONE]")
@@ -81,9 +83,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	var allowedHosts stringList
 	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
 		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
+	noWebUI := fs.Bool("no-webui", false, "do not serve the web chat page at / (and its files under /ui/)")
 	registerGrammarFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics\nand a chat page at / (--no-webui turns it off).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -99,6 +102,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	tf, err := chat.ParseToolFormat(*toolFormat)
 	if err != nil {
 		return fmt.Errorf("--tool-call-format: %w", err)
+	}
+	replies := replyFlags{tools: tf}
+	if err := readReasoning(&replies); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		name string
@@ -187,8 +194,13 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		return pullSpec(ctx, src, name, mf.revision)
 	}
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
+		ReasoningFormat: replies.reasoning, ReasoningBudget: replies.budget, NoPrefillAssistant: replies.noPrefill, Thinking: replies.thinking,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
+	if !*noWebUI {
+		opts.WebUI = webui.Handler()
+		log.Info("a chat page is served at / (--no-webui turns it off)")
+	}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: hubPullRef})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"nanoserve/server"
+	"nanoserve/webui"
 )
 
 // authBodies are bodies each POST route accepts, or refuses with a 4xx,
@@ -50,11 +51,14 @@ func authSection(base string, verbose bool) (n, failed, fivexx, hangs int) {
 		{"Bearer", "Authorization", "Bearer " + apiKey},
 		{"X-Api-Key", "X-Api-Key", apiKey},
 	}
-	routes := server.Routes(server.Options{})
+	routes := server.Routes(server.Options{WebUI: webui.Handler()}) // serve mounts the chat page unless --no-webui
 	for _, rt := range routes {
 		path := rt.Path
 		if path == server.ModelPath {
 			path = "/v1/models/" + model
+		}
+		if strings.HasPrefix(path, "/ui/") {
+			path = "/ui/app.js" // one of the page's files
 		}
 		for _, method := range rt.Methods {
 			for _, k := range keys {
