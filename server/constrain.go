@@ -24,16 +24,19 @@ import (
 	"nanoserve/grammar"
 )
 
+// responseFormat is OpenAI's response_format.
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
 // constraintParams are the structured-output fields of both endpoints.
 type constraintParams struct {
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
+	ResponseFormat    *responseFormat `json:"response_format"`
 	Grammar           *string         `json:"grammar"`
 	JSONSchema        json.RawMessage `json:"json_schema"`
 	GuidedJSON        json.RawMessage `json:"guided_json"`
