@@ -100,33 +100,25 @@ func (p *constraintParams) constraint() (*constraintSpec, *apiError) {
 	if !isNull(p.JSONSchema) {
 		add("json_schema", engine.ConstraintJSONSchema, schemaText(p.JSONSchema))
 	}
-	if !isNull(p.GuidedJSON) {
-		add("guided_json", engine.ConstraintJSONSchema, schemaText(p.GuidedJSON))
+	// vLLM's four kinds, as guided_* fields and as structured_outputs.*.
+	vllm := func(prefix string, schema json.RawMessage, regex *string, choice []string, gbnf *string) {
+		if !isNull(schema) {
+			add(prefix+"json", engine.ConstraintJSONSchema, schemaText(schema))
+		}
+		if regex != nil {
+			add(prefix+"regex", engine.ConstraintRegex, *regex)
+		}
+		if choice != nil {
+			b, _ := json.Marshal(choice)
+			add(prefix+"choice", engine.ConstraintChoice, string(b))
+		}
+		if gbnf != nil {
+			add(prefix+"grammar", engine.ConstraintGBNF, *gbnf)
+		}
 	}
-	if p.GuidedRegex != nil {
-		add("guided_regex", engine.ConstraintRegex, *p.GuidedRegex)
-	}
-	if p.GuidedChoice != nil {
-		b, _ := json.Marshal(p.GuidedChoice)
-		add("guided_choice", engine.ConstraintChoice, string(b))
-	}
-	if p.GuidedGrammar != nil {
-		add("guided_grammar", engine.ConstraintGBNF, *p.GuidedGrammar)
-	}
+	vllm("guided_", p.GuidedJSON, p.GuidedRegex, p.GuidedChoice, p.GuidedGrammar)
 	if so := p.StructuredOutputs; so != nil {
-		if !isNull(so.JSON) {
-			add("structured_outputs.json", engine.ConstraintJSONSchema, schemaText(so.JSON))
-		}
-		if so.Regex != nil {
-			add("structured_outputs.regex", engine.ConstraintRegex, *so.Regex)
-		}
-		if so.Choice != nil {
-			b, _ := json.Marshal(so.Choice)
-			add("structured_outputs.choice", engine.ConstraintChoice, string(b))
-		}
-		if so.Grammar != nil {
-			add("structured_outputs.grammar", engine.ConstraintGBNF, *so.Grammar)
-		}
+		vllm("structured_outputs.", so.JSON, so.Regex, so.Choice, so.Grammar)
 	}
 	switch len(found) {
 	case 0:
