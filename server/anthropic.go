@@ -41,6 +41,7 @@ import (
 )
 
 type anthropicRequest struct {
+	unsupportedParams
 	Model         string             `json:"model"`
 	MaxTokens     *int               `json:"max_tokens"`
 	Messages      []anthropicMessage `json:"messages"`
@@ -505,23 +506,19 @@ func isAnthropicPath(path string) bool {
 // ---- handlers ----
 
 // anthropicJob decodes a Messages request into a chat job.
-func (s *Server) anthropicJob(w http.ResponseWriter, r *http.Request, count bool) (*anthropicRequest, *job, *apiError) {
-	var ar anthropicRequest
-	if e := s.decodeJSON(w, r, &ar); e != nil {
-		return nil, nil, e
-	}
-	cr, e := anthropicChat(&ar, count)
+func (s *Server) anthropicJob(r *http.Request, ar *anthropicRequest, count bool) (*anthropicRequest, *job, *apiError) {
+	cr, e := anthropicChat(ar, count)
 	if e != nil {
 		return nil, nil, e
 	}
 	cr.ctx = r.Context()
 	j, e := s.chatJob(cr)
-	return &ar, j, e
+	return ar, j, e
 }
 
-func (s *Server) handleAnthropicMessages(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAnthropicMessages(w http.ResponseWriter, r *http.Request, req *anthropicRequest) {
 	start := time.Now()
-	ar, j, e := s.anthropicJob(w, r, false)
+	ar, j, e := s.anthropicJob(r, req, false)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -542,8 +539,8 @@ func (s *Server) handleAnthropicMessages(w http.ResponseWriter, r *http.Request)
 	s.run(r.Context(), j, out)
 }
 
-func (s *Server) handleAnthropicCountTokens(w http.ResponseWriter, r *http.Request) {
-	_, j, e := s.anthropicJob(w, r, true)
+func (s *Server) handleAnthropicCountTokens(w http.ResponseWriter, r *http.Request, req *anthropicRequest) {
+	_, j, e := s.anthropicJob(r, req, true)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -56,6 +56,7 @@ func errorBody(e *apiError) any {
 // commonParams are the fields /v1/completions and /v1/chat/completions
 // share. Pointers tell "absent or null" from a given value.
 type commonParams struct {
+	unsupportedParams
 	Model               string             `json:"model"`
 	MaxTokens           *int               `json:"max_tokens"`
 	MaxCompletionTokens *int               `json:"max_completion_tokens"`
@@ -127,52 +128,14 @@ type wireMessage struct {
 	ReasoningContent *string `json:"reasoning_content"`
 }
 
-// decodeJSON decodes a model route's body (read by the front within
-// Options.BodyTimeout and MaxBodyBytes: 408, 413) into v, turning every
-// failure into a 4xx that says what is wrong and where: 415 for a body
-// that is not JSON sent with another Content-Type (a form, say), 400 for
-// everything else, including a field the server does not support set to
-// anything but its default.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
-	b, _ := r.Context().Value(bodyKey{}).(*requestBody)
-	if b == nil {
-		// A handler called without the front (a test): the body as it is.
-		data, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-		if err != nil {
-			return badRequest("", "reading the request body: %v", err)
-		}
-		if len(bytes.TrimSpace(data)) == 0 {
-			return badRequest("", "the request body is empty; expected a JSON object")
-		}
-		b = &requestBody{data: data}
-	}
-	return decodeBody(r, b, v)
-}
-
-// decodeJSON reads and decodes the body of a route the front answers.
-func (f *Front) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+// decodeJSON reads a body (readBody) and decodes it into v
+// (decodeRequest).
+func (f *Front) decodeJSON(w http.ResponseWriter, r *http.Request, v request) *apiError {
 	data, e := f.readBody(w, r)
 	if e != nil {
 		return e
 	}
-	return decodeBody(r, &requestBody{data: data}, v)
-}
-
-func decodeBody(r *http.Request, b *requestBody, v any) *apiError {
-	dec := json.NewDecoder(bytes.NewReader(b.data))
-	if err := dec.Decode(v); err != nil {
-		if e := wrongContentType(r, err); e != nil {
-			return e
-		}
-		return jsonError(err)
-	}
-	if dec.More() {
-		return badRequest("", "invalid JSON: trailing data after the request object")
-	}
-	if b.fields == nil && json.Unmarshal(b.data, &b.fields) != nil {
-		return nil
-	}
-	return checkUnsupported(b.fields)
+	return decodeRequest(r, data, v)
 }
 
 // readBody reads a request body of at most Options.MaxBodyBytes within

@@ -18,23 +18,25 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"nanoserve/engine"
 	"nanoserve/grammar"
 )
 
+// responseFormat is OpenAI's response_format.
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
 // constraintParams are the structured-output fields of both endpoints.
 type constraintParams struct {
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
+	ResponseFormat    *responseFormat `json:"response_format"`
 	Grammar           *string         `json:"grammar"`
 	JSONSchema        json.RawMessage `json:"json_schema"`
 	GuidedJSON        json.RawMessage `json:"guided_json"`
@@ -98,33 +100,25 @@ func (p *constraintParams) constraint() (*constraintSpec, *apiError) {
 	if !isNull(p.JSONSchema) {
 		add("json_schema", engine.ConstraintJSONSchema, schemaText(p.JSONSchema))
 	}
-	if !isNull(p.GuidedJSON) {
-		add("guided_json", engine.ConstraintJSONSchema, schemaText(p.GuidedJSON))
+	// vLLM's four kinds, as guided_* fields and as structured_outputs.*.
+	vllm := func(prefix string, schema json.RawMessage, regex *string, choice []string, gbnf *string) {
+		if !isNull(schema) {
+			add(prefix+"json", engine.ConstraintJSONSchema, schemaText(schema))
+		}
+		if regex != nil {
+			add(prefix+"regex", engine.ConstraintRegex, *regex)
+		}
+		if choice != nil {
+			b, _ := json.Marshal(choice)
+			add(prefix+"choice", engine.ConstraintChoice, string(b))
+		}
+		if gbnf != nil {
+			add(prefix+"grammar", engine.ConstraintGBNF, *gbnf)
+		}
 	}
-	if p.GuidedRegex != nil {
-		add("guided_regex", engine.ConstraintRegex, *p.GuidedRegex)
-	}
-	if p.GuidedChoice != nil {
-		b, _ := json.Marshal(p.GuidedChoice)
-		add("guided_choice", engine.ConstraintChoice, string(b))
-	}
-	if p.GuidedGrammar != nil {
-		add("guided_grammar", engine.ConstraintGBNF, *p.GuidedGrammar)
-	}
+	vllm("guided_", p.GuidedJSON, p.GuidedRegex, p.GuidedChoice, p.GuidedGrammar)
 	if so := p.StructuredOutputs; so != nil {
-		if !isNull(so.JSON) {
-			add("structured_outputs.json", engine.ConstraintJSONSchema, schemaText(so.JSON))
-		}
-		if so.Regex != nil {
-			add("structured_outputs.regex", engine.ConstraintRegex, *so.Regex)
-		}
-		if so.Choice != nil {
-			b, _ := json.Marshal(so.Choice)
-			add("structured_outputs.choice", engine.ConstraintChoice, string(b))
-		}
-		if so.Grammar != nil {
-			add("structured_outputs.grammar", engine.ConstraintGBNF, *so.Grammar)
-		}
+		vllm("structured_outputs.", so.JSON, so.Regex, so.Choice, so.Grammar)
 	}
 	switch len(found) {
 	case 0:
@@ -240,7 +234,7 @@ func (f failing) Accept(int) error        { return f.err }
 // unsupportedFields are semantic request fields that nanoserve does not
 // implement, each with the values that mean "off" (accepted). Any other
 // value is a 400 naming the field: silently ignoring it would change what
-// the client gets. README lists them.
+// the client gets. README lists them; unsupportedParams captures them.
 var unsupportedFields = map[string][]string{
 	"use_beam_search":               {"false"},
 	"length_penalty":                {"1", "1.0"},
@@ -263,25 +257,4 @@ var unsupportedFields = map[string][]string{
 	"modalities":                    {`["text"]`},
 	"web_search_options":            {},
 	"logit_bias_type":               {},
-}
-
-// checkUnsupported rejects a body that sets an unsupported field to a
-// non-default value (null is always accepted).
-func checkUnsupported(m map[string]json.RawMessage) *apiError {
-	var bad []string
-	for k, v := range m {
-		ok, known := unsupportedFields[k]
-		if !known || ok == nil || isNull(v) {
-			continue
-		}
-		var compact bytes.Buffer
-		if json.Compact(&compact, v) != nil || !slices.Contains(ok, compact.String()) {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	sort.Strings(bad)
-	return badRequest(bad[0], "%s is not supported (only its default value is accepted)", strings.Join(bad, ", "))
 }

@@ -33,6 +33,7 @@ import (
 const maxEmbeddingInputs = 2048
 
 type embeddingRequest struct {
+	unsupportedParams
 	Model          string          `json:"model"`
 	Input          json.RawMessage `json:"input"`
 	EncodingFormat *string         `json:"encoding_format"`
@@ -57,13 +58,8 @@ type embeddingResponse struct {
 	Usage  embeddingUsage  `json:"usage"`
 }
 
-func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	var er embeddingRequest
-	if e := s.decodeJSON(w, r, &er); e != nil {
-		writeError(w, e)
-		return
-	}
-	resp, e := s.embeddings(r.Context(), &er)
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, er *embeddingRequest) {
+	resp, e := s.embeddings(r.Context(), er)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -5,7 +5,9 @@ package server
 
 import (
 	"context"
+	"io"
 	"iter"
+	"net/http"
 	"sync/atomic"
 
 	"nanoserve/engine"
@@ -72,4 +74,14 @@ func (p *panicOnce) SubmitAll(ctx context.Context, reqs []engine.Request) ([]tok
 		panic("boom")
 	}
 	return p.generator.SubmitAll(ctx, reqs)
+}
+
+// decodeJSON decodes a request's body into v as the front does, for tests
+// that call a handler's job builder without the front.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v request) *apiError {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return badRequest("", "reading the request body: %v", err)
+	}
+	return decodeRequest(r, data, v)
 }

@@ -10,22 +10,21 @@ package server
 // middleware applies the facts in this order: request id and logger,
 // in-flight count, panic recovery, request metrics and log line (ServeHTTP);
 // Origin/Host check and CORS; then the mux: 404, 405 with Allow, the API
-// key, the deadline, and for a model's route the body (read once, its
-// top-level fields decoded once) and the model (resolved once, loaded on
+// key, the deadline, and for a model's route the body (read once,
+// decoded once into the route's request type) and the model (resolved once, loaded on
 // first use, held until the handler returns).
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -73,9 +72,10 @@ type route struct {
 	generation   bool // a generation: Options.RequestTimeout applies
 	quiet        bool // logged at debug (probes, scrapes)
 	// Exactly one handler: front answers over the model table; model is
-	// run on the model the request's "model" field names.
+	// run, with the body decoded into its request type, on the model the
+	// request names.
 	front func(*Front, http.ResponseWriter, *http.Request)
-	model func(*Server, http.ResponseWriter, *http.Request)
+	model *modelHandler
 }
 
 // access is who may call a route. The zero value needs the API key, so a
@@ -106,10 +106,10 @@ const modelPath = "/v1/models/{id...}"
 // routes is the route table. A route added here with a model handler is
 // served for every model, behind the API key unless marked otherwise.
 func routes() []route {
-	post := func(path, endpoint string, h func(*Server, http.ResponseWriter, *http.Request)) route {
-		return route{method: http.MethodPost, path: path, endpoint: endpoint, model: h}
+	post := func(path, endpoint string, h modelHandler) route {
+		return route{method: http.MethodPost, path: path, endpoint: endpoint, model: &h}
 	}
-	gen := func(path, endpoint string, h func(*Server, http.ResponseWriter, *http.Request)) route {
+	gen := func(path, endpoint string, h modelHandler) route {
 		r := post(path, endpoint, h)
 		r.generation = true
 		return r
@@ -119,21 +119,21 @@ func routes() []route {
 	}
 	probe := func(r route) route { r.quiet = true; return r }
 	return []route{
-		gen("/v1/completions", "completions", (*Server).handleCompletions),
-		gen("/v1/chat/completions", "chat_completions", (*Server).handleChat),
-		gen("/infill", "infill", (*Server).handleInfill),
-		gen("/api/generate", "ollama_generate", (*Server).handleOllamaGenerate),
-		gen("/api/chat", "ollama_chat", (*Server).handleOllamaChat),
-		gen("/v1/responses", "responses", (*Server).handleResponses),
-		gen("/v1/messages", "anthropic_messages", (*Server).handleAnthropicMessages),
-		post("/v1/messages/count_tokens", "anthropic_count_tokens", (*Server).handleAnthropicCountTokens),
-		post("/v1/embeddings", "embeddings", (*Server).handleEmbeddings),
-		post("/tokenize", "tokenize", (*Server).handleTokenize),
-		post("/detokenize", "detokenize", (*Server).handleDetokenize),
-		post("/apply-template", "apply_template", (*Server).handleApplyTemplate),
-		post("/api/embed", "ollama_embed", (*Server).handleOllamaEmbed),
-		post("/api/embeddings", "ollama_embeddings", (*Server).handleOllamaEmbeddings),
-		post("/api/show", "ollama_show", (*Server).handleOllamaShow),
+		gen("/v1/completions", "completions", decoded((*Server).handleCompletions)),
+		gen("/v1/chat/completions", "chat_completions", decoded((*Server).handleChat)),
+		gen("/infill", "infill", decoded((*Server).handleInfill)),
+		gen("/api/generate", "ollama_generate", decoded((*Server).handleOllamaGenerate)),
+		gen("/api/chat", "ollama_chat", decoded((*Server).handleOllamaChat)),
+		gen("/v1/responses", "responses", decoded((*Server).handleResponses)),
+		gen("/v1/messages", "anthropic_messages", decoded((*Server).handleAnthropicMessages)),
+		post("/v1/messages/count_tokens", "anthropic_count_tokens", decoded((*Server).handleAnthropicCountTokens)),
+		post("/v1/embeddings", "embeddings", decoded((*Server).handleEmbeddings)),
+		post("/tokenize", "tokenize", decoded((*Server).handleTokenize)),
+		post("/detokenize", "detokenize", decoded((*Server).handleDetokenize)),
+		post("/apply-template", "apply_template", decoded((*Server).handleApplyTemplate)),
+		post("/api/embed", "ollama_embed", decoded((*Server).handleOllamaEmbed)),
+		post("/api/embeddings", "ollama_embeddings", decoded((*Server).handleOllamaEmbeddings)),
+		post("/api/show", "ollama_show", decoded((*Server).handleOllamaShow)),
 		get("/v1/models", "models", needsKey, (*Front).handleModels),
 		get(modelPath, "models", needsKey, (*Front).handleModel),
 		probe(get("/health", "health", public, (*Front).handleHealth)),
@@ -262,11 +262,24 @@ func newFront(o Options) *Front {
 	for _, p := range paths {
 		f.mux.Handle(p, f.methodNotAllowed(methods[p]))
 	}
-	f.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		f.refuse(w, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
-			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
-	})
+	f.mux.HandleFunc("/", f.notFound)
 	return f
+}
+
+// uncleanPath reports whether ServeMux would redirect a request for p (an
+// escaped path) to a cleaned form: "." or ".." elements, doubled slashes.
+func uncleanPath(p string) bool {
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c != p
+}
+
+// notFound answers a path no route has.
+func (f *Front) notFound(w http.ResponseWriter, r *http.Request) {
+	f.refuse(w, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
+		Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 }
 
 // handler is a route's handler with its facts applied: the API key, the
@@ -301,33 +314,18 @@ func (f *Front) methodNotAllowed(allow []string) http.Handler {
 	})
 }
 
-// requestBody is a model route's body, read once by the front: its bytes
-// and its top-level fields (decoded once; the handler decodes its own
-// struct from the bytes).
-type requestBody struct {
-	data   []byte
-	fields map[string]json.RawMessage
-}
-
-// bodyKey is the request context key of the *requestBody.
-type bodyKey struct{}
-
-// routed runs a model's handler: it reads the body, finds the model its
-// "model" field names (loading it on first use) and runs h on that model,
-// holding it until h returns.
-func (f *Front) routed(w http.ResponseWriter, r *http.Request, h func(*Server, http.ResponseWriter, *http.Request)) {
-	data, e := f.readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	body, name, e := topFields(r, data)
-	if e != nil {
+// routed runs a model's handler: it reads the body and decodes it once
+// into the route's request type (request.go), finds the model the request
+// names (loading it on first use) and runs the handler on that model with
+// the request, holding the model until the handler returns.
+func (f *Front) routed(w http.ResponseWriter, r *http.Request, h *modelHandler) {
+	req := h.newReq()
+	if e := f.decodeJSON(w, r, req); e != nil {
 		writeError(w, e)
 		return
 	}
 	t0 := time.Now()
-	lease, e := f.modelFor(r.Context(), name)
+	lease, e := f.modelFor(r.Context(), req.modelName())
 	if e != nil {
 		writeError(w, e)
 		return
@@ -335,41 +333,9 @@ func (f *Front) routed(w http.ResponseWriter, r *http.Request, h func(*Server, h
 	defer lease.Release()
 	ctx := context.WithValue(r.Context(), loadKey{}, time.Since(t0))
 	ctx = context.WithValue(ctx, leaseKey{}, lease)
-	ctx = context.WithValue(ctx, bodyKey{}, body)
 	r = r.WithContext(ctx)
 	r.Body = http.NoBody
-	h(lease.Value(), w, r)
-}
-
-// topFields decodes a body's top-level fields once: the model it names
-// ("model", or Ollama's older "name"; "" when absent or null) and the
-// fields for the unsupported-field check. A body that is not a JSON object
-// is the error the handler would answer.
-func topFields(r *http.Request, data []byte) (*requestBody, string, *apiError) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&fields); err != nil {
-		if e := wrongContentType(r, err); e != nil {
-			return nil, "", e
-		}
-		return nil, "", jsonError(err)
-	}
-	if dec.More() {
-		return nil, "", badRequest("", "invalid JSON: trailing data after the request object")
-	}
-	body := &requestBody{data: data, fields: fields}
-	model := fields["model"]
-	if isNull(model) {
-		model = fields["name"]
-		if isNull(model) || model[0] != '"' {
-			return body, "", nil
-		}
-	}
-	var name string
-	if err := json.Unmarshal(model, &name); err != nil {
-		return nil, "", badRequest("model", "model must be a string, got %s", jsonKind(string(bytes.TrimSpace(model))))
-	}
-	return body, name, nil
+	h.run(lease.Value(), w, r, req)
 }
 
 // ServeHTTP serves a request, counting it and recovering from panics. Every
@@ -379,6 +345,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	path := r.URL.Path
 	h, pattern := f.mux.Handler(r)
+	unclean := uncleanPath(r.URL.EscapedPath())
+	if unclean {
+		pattern = "" // ServeMux's redirect to the clean path: no route
+	}
 	rt, ok := f.facts[pattern]
 	endpoint := "other"
 	if ok {
@@ -420,6 +390,12 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.cors != nil && f.corsHeaders(sw, r) {
 		return // a preflight, answered
+	}
+	if unclean {
+		// ServeMux would redirect an unclean path (//v1/models,
+		// /v1/../health) to its clean form; no route has such a path.
+		f.notFound(sw, r)
+		return
 	}
 	h.ServeHTTP(sw, r)
 }

@@ -215,15 +215,20 @@ func (f *Front) handleOllamaVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": ollamaVersion, "nanoserve": Version})
 }
 
+type ollamaPullRequest struct {
+	unsupportedParams
+	Model  string `json:"model"`
+	Name   string `json:"name"`
+	Stream *bool  `json:"stream"`
+}
+
+func (p *ollamaPullRequest) modelName() string { return p.Model }
+
 // handleOllamaPull answers Ollama's pull: models come from the Hugging
 // Face hub through `nanoserve pull`, and a server serves the models named
 // at its start, so a pull is a clear 400 saying how.
 func (f *Front) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model  string `json:"model"`
-		Name   string `json:"name"`
-		Stream *bool  `json:"stream"`
-	}
+	var req ollamaPullRequest
 	if e := f.decodeJSON(w, r, &req); e != nil {
 		writeError(w, e)
 		return

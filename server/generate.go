@@ -30,15 +30,20 @@ type job struct {
 	reply        *replySetup // chat: how replies are read (reasoning, tools); nil: completions
 }
 
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, cr *completionRequest) {
+	s.openAI(w, r, &cr.commonParams, func() (*job, *apiError) { return s.completionJob(cr) })
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, cr *chatRequest) {
+	s.openAI(w, r, &cr.commonParams, func() (*job, *apiError) { return s.chatJob(cr) })
+}
+
+// openAI answers an OpenAI generation: the job build makes of the request
+// whose common fields are p, run with the OpenAI responder (SSE or JSON).
+func (s *Server) openAI(w http.ResponseWriter, r *http.Request, p *commonParams, build func() (*job, *apiError)) {
 	start := time.Now()
-	var cr completionRequest
-	if e := s.decodeJSON(w, r, &cr); e != nil {
-		writeError(w, e)
-		return
-	}
-	cr.ctx = r.Context()
-	j, e := s.completionJob(&cr)
+	p.ctx = r.Context()
+	j, e := build()
 	if e != nil {
 		writeError(w, e)
 		return
@@ -122,23 +127,6 @@ func showSpecial(p *commonParams) bool { return p.Special != nil && *p.Special }
 
 func includeUsage(p *commonParams) bool {
 	return p.StreamOptions != nil && p.StreamOptions.IncludeUsage != nil && *p.StreamOptions.IncludeUsage
-}
-
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	var cr chatRequest
-	if e := s.decodeJSON(w, r, &cr); e != nil {
-		writeError(w, e)
-		return
-	}
-	cr.ctx = r.Context()
-	j, e := s.chatJob(&cr)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	j.start = start
-	s.run(r.Context(), j, s.newResponder(w, r, j))
 }
 
 func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {

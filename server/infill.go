@@ -115,14 +115,9 @@ func noFIM(param string, err error) *apiError {
 	return e
 }
 
-func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request, ir *infillRequest) {
 	start := time.Now()
-	var ir infillRequest
-	if e := s.decodeJSON(w, r, &ir); e != nil {
-		writeError(w, e)
-		return
-	}
-	j, e := s.infillJob(&ir)
+	j, e := s.infillJob(ir)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -76,6 +76,8 @@ type ollamaOptions struct {
 
 // ollamaCommon are the fields generate and chat share.
 type ollamaCommon struct {
+	unsupportedParams
+	Name      json.RawMessage `json:"name"` // an older spelling of model: it routes the request when model is absent
 	Model     string          `json:"model"`
 	Format    json.RawMessage `json:"format"`
 	Options   *ollamaOptions  `json:"options"`
@@ -173,14 +175,7 @@ func (c *ollamaCommon) params(p *commonParams, maxTokens int) *apiError {
 	case isNull(format):
 	case string(format) == `""`:
 	case string(format) == `"json"`:
-		p.ResponseFormat = &struct {
-			Type       string `json:"type"`
-			JSONSchema *struct {
-				Name   string          `json:"name"`
-				Schema json.RawMessage `json:"schema"`
-				Strict *bool           `json:"strict"`
-			} `json:"json_schema"`
-		}{Type: "json_object"}
+		p.ResponseFormat = &responseFormat{Type: "json_object"}
 	case format[0] == '{':
 		p.JSONSchema = format
 	default:
@@ -227,13 +222,8 @@ func keepAlive(raw json.RawMessage) (d time.Duration, ok bool, e *apiError) {
 	return d, true, nil
 }
 
-func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request, req *ollamaGenerateRequest) {
 	start := time.Now()
-	var req ollamaGenerateRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
 	model, e := s.resolveModel(req.Model)
 	if e != nil {
 		writeError(w, e)
@@ -313,13 +303,8 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	s.run(r.Context(), j, s.blockStops(j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream}))
 }
 
-func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request, req *ollamaChatRequest) {
 	start := time.Now()
-	var req ollamaChatRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
 	model, e := s.resolveModel(req.Model)
 	if e != nil {
 		writeError(w, e)
@@ -414,6 +399,7 @@ func loadDuration(ctx context.Context) time.Duration {
 }
 
 type ollamaEmbedRequest struct {
+	unsupportedParams
 	Model      string          `json:"model"`
 	Input      json.RawMessage `json:"input"`
 	Truncate   *bool           `json:"truncate"`
@@ -422,13 +408,8 @@ type ollamaEmbedRequest struct {
 	KeepAlive  json.RawMessage `json:"keep_alive"`
 }
 
-func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request, req *ollamaEmbedRequest) {
 	start := time.Now()
-	var req ollamaEmbedRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
 	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
@@ -451,16 +432,14 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 	}{resp.Model, embs, int64(time.Since(start)), int64(loadDuration(r.Context())), resp.Usage.PromptTokens})
 }
 
-func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model     string          `json:"model"`
-		Prompt    *string         `json:"prompt"`
-		KeepAlive json.RawMessage `json:"keep_alive"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+type ollamaEmbeddingsRequest struct {
+	unsupportedParams
+	Model     string          `json:"model"`
+	Prompt    *string         `json:"prompt"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
+}
+
+func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request, req *ollamaEmbeddingsRequest) {
 	if req.Prompt == nil {
 		writeError(w, badRequest("prompt", "prompt is required"))
 		return
@@ -529,16 +508,14 @@ func digest(m *Manifest) string {
 	return m.WeightsSHA256
 }
 
-func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model   string `json:"model"`
-		Name    string `json:"name"` // the older spelling
-		Verbose bool   `json:"verbose"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+type ollamaShowRequest struct {
+	unsupportedParams
+	Model   string `json:"model"`
+	Name    string `json:"name"` // the older spelling
+	Verbose bool   `json:"verbose"`
+}
+
+func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request, req *ollamaShowRequest) {
 	name, e := ollamaName(req.Model, req.Name)
 	if e != nil {
 		writeError(w, e)

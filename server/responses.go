@@ -49,6 +49,7 @@ import (
 )
 
 type responsesRequest struct {
+	unsupportedParams
 	Model              string          `json:"model"`
 	Input              json.RawMessage `json:"input"`
 	Instructions       *string         `json:"instructions"`
@@ -844,13 +845,9 @@ func responsesParam(e *apiError) *apiError {
 	return &c
 }
 
-func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, req *responsesRequest) {
 	start := time.Now()
-	var rr responsesRequest
-	if e := s.decodeJSON(w, r, &rr); e != nil {
-		writeError(w, e)
-		return
-	}
+	rr := *req
 	var prev []wireMessage
 	if rr.PreviousResponseID != nil && *rr.PreviousResponseID != "" {
 		var ok bool

@@ -18,6 +18,8 @@ import (
 )
 
 type tokenizeRequest struct {
+	Model string `json:"model"` // routes the request
+	unsupportedParams
 	Content      *string `json:"content"`
 	AddSpecial   bool    `json:"add_special"`
 	ParseSpecial *bool   `json:"parse_special"` // default true, as llama-server
@@ -29,12 +31,7 @@ type tokenPiece struct {
 	Piece any `json:"piece"` // string, or []int bytes when the piece alone is not valid UTF-8
 }
 
-func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
-	var req tokenizeRequest
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, req *tokenizeRequest) {
 	if req.Content == nil {
 		writeError(w, badRequest("content", "content (the text to tokenize) is required"))
 		return
@@ -67,14 +64,13 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": pieces})
 }
 
-func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Tokens []json.Number `json:"tokens"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+type detokenizeRequest struct {
+	Model string `json:"model"` // routes the request
+	unsupportedParams
+	Tokens []json.Number `json:"tokens"`
+}
+
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request, req *detokenizeRequest) {
 	if req.Tokens == nil {
 		writeError(w, badRequest("tokens", "tokens (an array of token ids) is required"))
 		return
@@ -91,14 +87,13 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"content": s.tok.Decode(ids)})
 }
 
-func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []wireMessage `json:"messages"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+type applyTemplateRequest struct {
+	Model string `json:"model"` // routes the request
+	unsupportedParams
+	Messages []wireMessage `json:"messages"`
+}
+
+func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request, req *applyTemplateRequest) {
 	if s.chat == nil {
 		writeError(w, badRequest("messages", "the model %q has no chat template (start the server with --chat-template)", s.names[0]))
 		return

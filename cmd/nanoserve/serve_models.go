@@ -1,21 +1,15 @@
 package main
 
 // The models one `nanoserve serve` serves: each --model (a hub reference
-// pulled at start), each model in --models-dir, their names and aliases,
-// and how one is loaded into an engine with its manifest.
+// pulled at start), each model in --models-dir, their names and aliases
+// (host.Source loads each).
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"strings"
 
-	"nanoserve/chat"
-	"nanoserve/engine"
 	"nanoserve/host"
 	"nanoserve/hub"
-	"nanoserve/server"
 )
 
 // serveModels resolves the --model arguments (none: the built-in model)
@@ -62,53 +56,4 @@ func pullHub(ctx context.Context, name, revision string) (string, string, error)
 		return "", "", err
 	}
 	return p, r.String(), nil
-}
-
-// loadServed loads one served model: cmd opens the model and picks its
-// chat template and policy; host.Assemble plans its KV cache (its share of
-// --kv-cache-memory), describes it and starts its engine.
-func loadServed(mf *modelFlags, me host.Served, log *slog.Logger, tmplPath string, tf chat.ToolFormat, kv host.KVInputs,
-	eo engine.Options, sf *specFlags) (*server.LoadedModel, error) {
-	m, err := mf.load()
-	if err != nil {
-		return nil, err
-	}
-	opts := host.ModelOptions{ToolFormat: tf}
-	if bp, err := builtinModelPath(); err == nil && me.Path == bp {
-		// The built-in completion model: its policy and token healing
-		// by default, as generate (builtin_policy.go).
-		d := builtinDefaults()
-		opts.Defaults, opts.TokenHealing, opts.NonEmpty, opts.BlockStop = &d, true, true, true
-	}
-	if m.Tokenizer != nil {
-		tmpl, err := loadChatTemplate(tmplPath, m, me.Path)
-		if tmpl, err = serveTemplate(tmpl, err, tmplPath != "", log.With("model", me.Names[0])); err != nil {
-			m.Close()
-			return nil, fmt.Errorf("%s: %w", me.Names[0], err)
-		}
-		if tmpl != nil {
-			opts.Template, opts.TemplateOptions = tmpl.Template, tmpl.Options
-		}
-	}
-	eo.Grammar = grammarOptions
-	return host.Assemble(host.Parts{Name: me.Names[0], Model: m, Options: opts, KV: kv, Engine: eo, Log: log,
-		Spec: func(cacheTokens int) (engine.SpecOptions, func(), error) { return sf.options(mf, m, cacheTokens) }})
-}
-
-// describeServed is the manifest of a model not loaded yet: the model is
-// opened (memory-mapped) and closed again.
-func describeServed(mf *modelFlags, me host.Served, tmplPath string) (*server.Manifest, error) {
-	m, err := mf.load()
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
-	if m.Tokenizer == nil {
-		return nil, errors.New("the model has no tokenizer")
-	}
-	var tmpl *chat.Template
-	if p, err := loadChatTemplate(tmplPath, m, me.Path); err == nil {
-		tmpl = p.Template
-	}
-	return host.NewManifest(m, tmpl)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,29 +120,5 @@ func TestServeRecursiveTemplate(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("completions after the bad template: status %d", resp.StatusCode)
-	}
-}
-
-// TestServeTemplateTooDeepToCompile: a model whose own chat template nests
-// deeper than the compiler accepts still serves (completions; chat answers
-// 400) with a warning naming the problem, while the same template passed
-// with --chat-template stops serve with the limit error.
-func TestServeTemplateTooDeepToCompile(t *testing.T) {
-	src := strings.Repeat("{% if true %}", 400) + "x" + strings.Repeat("{% endif %}", 400)
-	tmpl, err := chat.Discover(chat.Source{Embedded: src, Name: "deep"})
-	if !errors.Is(err, chat.ErrTemplateLimit) {
-		t.Fatalf("Discover of a 400-deep template: %v, want chat.ErrTemplateLimit", err)
-	}
-	var logs strings.Builder
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	got, err := serveTemplate(tmpl, err, false, log)
-	if err != nil || got != nil {
-		t.Fatalf("the model's own template: (%v, %v), want to serve without a template", got, err)
-	}
-	if !strings.Contains(logs.String(), "cannot be used") || !strings.Contains(logs.String(), "nest") {
-		t.Errorf("no warning naming the nesting limit in:\n%s", logs.String())
-	}
-	if _, err := serveTemplate(nil, fmt.Errorf("wrapped: %w", chat.ErrTemplateLimit), true, log); !errors.Is(err, chat.ErrTemplateLimit) {
-		t.Errorf("--chat-template past the limit: %v, want the limit error", err)
 	}
 }
