@@ -300,6 +300,7 @@ func New(eng *engine.Engine, opts Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.responses = f.responses
 	f.models.Put(0, s, lm)
 	return f, nil
 }
