@@ -1,0 +1,13 @@
+//go:build !amd64
+
+package tensor
+
+import "unsafe"
+
+// No zmm K-quant row dots off amd64 (rowdot_kquant_avx512_amd64.go): the
+// flag stays off and the stubs are never called.
+var hasKZ = false
+
+func qdotQ4_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
