@@ -107,11 +107,20 @@ type sharedScratch struct {
 	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
 	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack)
 	dx8 []float32 // (n/8, Cols/32, 8) their block scales
+	bsk []int16   // (n/8, qx8PackKLen) packed bsums of 8-token groups, K-quants (qx8PackK)
+	dzk []float32 // (n/8, qx8PackKLen) their packed scales
 }
 
 func growBytes(s []byte, n int) []byte {
 	if cap(s) < n {
 		return make([]byte, n)
+	}
+	return s[:n]
+}
+
+func growI16(s []int16, n int) []int16 {
+	if cap(s) < n {
+		return make([]int16, n)
 	}
 	return s[:n]
 }
@@ -140,6 +149,7 @@ type matJob struct {
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
+	kx8   bool // x4 and Q4_K on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
 
@@ -218,6 +228,16 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 					qx8Pack(s.shared.q8[t0/8*pl:(t0/8+1)*pl], s.shared.dx8[t0/8*dl:(t0/8+1)*dl], &s.acts, w.Cols, t0)
 				}
 			}
+			if n >= 8 && useKx8(w.Type) {
+				// The same for Q4_K: bsums and scales packed by token pairs.
+				j.kx8 = true
+				lb, ld := qx8PackKLen(w.Cols)
+				s.shared.bsk = growI16(s.shared.bsk, n/8*lb)
+				s.shared.dzk = growBuf(s.shared.dzk, n/8*ld)
+				for t0 := 0; t0+8 <= n; t0 += 8 {
+					qx8PackK(s.shared.bsk[t0/8*lb:(t0/8+1)*lb], s.shared.dzk[t0/8*ld:(t0/8+1)*ld], &s.acts, w.Cols, t0)
+				}
+			}
 		}
 	} else if !isFloat(w.Type) {
 		for i := range s.scratch {
@@ -276,6 +296,12 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 				// Eight tokens at a time, two per 512-bit register.
 				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
 				dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
+				t += 7
+				continue
+			}
+			if j.kx8 && t%8 == 0 && t+8 <= j.n {
+				lb, ld := qx8PackKLen(w.Cols)
+				dotQRowsKX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, &j.s.acts, j.s.shared.bsk[t/8*lb:(t/8+1)*lb], j.s.shared.dzk[t/8*ld:(t/8+1)*ld], t)
 				t += 7
 				continue
 			}

@@ -97,3 +97,17 @@
 	VFNMADD231PS Y11, Y4, Y5; \
 	VBROADCASTSS (DX), Y10; \
 	VFMADD231PS  Y10, Y5, Y0
+
+// The fold of the eight-token zmm kernels (qdotQ8_0x8Z, qdotQ4_Kx8Z).
+
+// Q8ZFOLD folds pairs Za (tokens 0, 1 of four) and Zb (tokens 2, 3) into
+// X (= Ya's low half): lane t = token t's ((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)),
+// as q80x4sum and X4ROWEND fold.
+#define Q8ZFOLD(Za, Ya, Xa, Zb, Yb) \
+	VEXTRACTF64X4 $1, Za, Y8; \
+	VHADDPS       Y8, Ya, Ya; \
+	VEXTRACTF64X4 $1, Zb, Y9; \
+	VHADDPS       Y9, Yb, Yb; \
+	VHADDPS       Yb, Ya, Ya; \
+	VEXTRACTF128  $1, Ya, X10; \
+	VADDPS        X10, Xa, Xa

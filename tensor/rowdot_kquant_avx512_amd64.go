@@ -16,3 +16,6 @@ var hasKZ = hasSIMD && hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 //go:noescape
 func qdotQ4_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)

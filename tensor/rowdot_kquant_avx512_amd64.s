@@ -63,11 +63,11 @@ DATA k4zshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA k4zshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL k4zshuf<>(SB), RODATA|NOPTR, $256
 
-// K4ZSETUP sets the constants: Z15 = 0x0f bytes, Y14 = ones (words), Y13
+// K4ZSETUP sets the constants: Z15 = 0x0f bytes, Z14 = ones (words), Y13
 // = 0x3f, Y12 = 0x30 bytes (K4SCALES), K2 = the upper 16 words.
 #define K4ZSETUP \
 	BCAST32($0x0f0f0f0f, Z15, X15); \
-	BCAST32($0x00010001, Y14, X14); \
+	BCAST32($0x00010001, Z14, X14); \
 	BCAST32($0x3f3f3f3f, Y13, X13); \
 	BCAST32($0x30303030, Y12, X12); \
 	MOVL  $0xffff0000, AX; \
@@ -139,3 +139,135 @@ q4kzloop:
 
 	FOLD8(Y0, X0)
 	ROWEND(q4kzrow)
+
+// ---------------------------------------------------------------- eight tokens
+
+// func qdotQ4_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// Q4_K weights against eight consecutive tokens (a prefill chunk or a
+// decode step of eight or more sequences; see dotQRowsKX8): per row and
+// super-block the weights are unpacked once — the four 64-element groups
+// (K4ZNIB) and their scale words, the mins, d and dmin — and meet the
+// tokens two at a time. Token t's activations are at q + t·n (bytes, n the
+// row length), its packed bsums and scales at bs and dz (qx8PackK: per
+// super-block and pair of tokens 2p, 2p+1, their 2 × 16 bsums side by side
+// and [da_2p ×8 | da_2p+1 ×8]). Per token the int32 accumulator of a
+// super-block is that of qdotQ4_KZ (one VPMADDUBSW and one VPDPWSSD per
+// group, lanes l and 8+l added); the pair's two 8-lane sums share one
+// zmm (lanes 0-7 token 2p, 8-15 token 2p+1), and so do its min products,
+// and the float steps of K4FINISH run on both halves at once into the
+// pair's float accumulator — lane by lane the single-token kernel's
+// operations, so each (row, token) gets its bits (TestKQuantZx8,
+// TestMatMulBatchInvariant). The row ends with Q8ZFOLD (= FOLD8 per
+// token). dst[t·ldd/4 + i] receives token t, row i (ldd in bytes).
+//
+// Registers: Z0-Z3 the pairs' float accumulators; Z4-Z7 the groups'
+// values; Z8-Z11 their scale words; Z16 the scale words in every 128-bit
+// lane, Z17 the mins [m | m]; Z18, Z19 d and dmin; Z20, Z21 a pair's
+// int32 accumulators, Z22-Z29 temporaries; Z12-Z15, K2 as K4ZSETUP. DI
+// walks tokens 0-3 (R9 = DI + 4n: tokens 4-7), R11 = n, R12 = 3n; BX the
+// packed bsums, DX the packed scales, CX counts super-blocks.
+
+// K4X8PAIR runs the super-block for tokens A and B (activation addresses
+// without the group offset) into the float accumulator F, with their
+// bsums at boff(BX) and scales at doff(DX).
+#define K4X8PAIR(A, B, boff, doff, F) \
+	VPXORD        Z20, Z20, Z20; \
+	VPXORD        Z21, Z21, Z21; \
+	VPMADDUBSW    A, Z4, Z22; \
+	VPMADDUBSW    B, Z4, Z23; \
+	VPDPWSSD      Z8, Z22, Z20; \
+	VPDPWSSD      Z8, Z23, Z21; \
+	VPMADDUBSW    64 A, Z5, Z24; \
+	VPMADDUBSW    64 B, Z5, Z25; \
+	VPDPWSSD      Z9, Z24, Z20; \
+	VPDPWSSD      Z9, Z25, Z21; \
+	VPMADDUBSW    128 A, Z6, Z22; \
+	VPMADDUBSW    128 B, Z6, Z23; \
+	VPDPWSSD      Z10, Z22, Z20; \
+	VPDPWSSD      Z10, Z23, Z21; \
+	VPMADDUBSW    192 A, Z7, Z24; \
+	VPMADDUBSW    192 B, Z7, Z25; \
+	VPDPWSSD      Z11, Z24, Z20; \
+	VPDPWSSD      Z11, Z25, Z21; \
+	VSHUFI64X2    $0x44, Z21, Z20, Z26; \
+	VSHUFI64X2    $0xEE, Z21, Z20, Z27; \
+	VPADDD        Z27, Z26, Z26; \
+	VPMADDWD      boff(BX), Z14, Z28; \
+	VPMULLD       Z17, Z28, Z28; \
+	VCVTDQ2PS     Z26, Z26; \
+	VCVTDQ2PS     Z28, Z28; \
+	VMULPS        Z18, Z26, Z26; \
+	VFNMADD231PS  Z19, Z28, Z26; \
+	VMOVUPS       doff(DX), Z29; \
+	VFMADD231PS   Z29, Z26, F
+
+TEXT ·qdotQ4_Kx8Z(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	MOVQ n+64(FP), R11
+	LEAQ (R11)(R11*2), R12
+	K4ZSETUP
+
+q4kx8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   bs+40(FP), BX
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+q4kx8loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	K4SCALES(SI, Y8, X8, Y9, X9, X10, X11)
+	VSHUFI64X2   $0, Z8, Z8, Z16
+	VSHUFI64X2   $0x44, Z9, Z9, Z17
+	VPSHUFB      k4zshuf<>+0(SB), Z16, Z8
+	VPSHUFB      k4zshuf<>+64(SB), Z16, Z9
+	VPSHUFB      k4zshuf<>+128(SB), Z16, Z10
+	VPSHUFB      k4zshuf<>+192(SB), Z16, Z11
+	K4ZNIB(16, Z4)
+	K4ZNIB(48, Z5)
+	K4ZNIB(80, Z6)
+	K4ZNIB(112, Z7)
+	VPBROADCASTW (SI), Y18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(SI), Y19
+	VCVTPH2PS    Y19, Z19
+	K4X8PAIR((DI), (DI)(R11*1), 0, 0, Z0)
+	K4X8PAIR((DI)(R11*2), (DI)(R12*1), 64, 64, Z1)
+	K4X8PAIR((R9), (R9)(R11*1), 128, 128, Z2)
+	K4X8PAIR((R9)(R11*2), (R9)(R12*1), 192, 192, Z3)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, BX
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  q4kx8loop
+
+	Q8ZFOLD(Z0, Y0, X0, Z1, Y1)
+	Q8ZFOLD(Z2, Y2, X2, Z3, Y3)
+	MOVQ       ldd+72(FP), AX
+	LEAQ       (AX)(AX*2), R13
+	LEAQ       (R8)(AX*4), R14
+	VMOVSS     X0, (R8)
+	VEXTRACTPS $1, X0, (R8)(AX*1)
+	VEXTRACTPS $2, X0, (R8)(AX*2)
+	VEXTRACTPS $3, X0, (R8)(R13*1)
+	VMOVSS     X2, (R14)
+	VEXTRACTPS $1, X2, (R14)(AX*1)
+	VEXTRACTPS $2, X2, (R14)(AX*2)
+	VEXTRACTPS $3, X2, (R14)(R13*1)
+	ADDQ       $4, R8
+	ADDQ       stride+24(FP), R10
+	DECQ       rows+8(FP)
+	JNZ        q4kx8row
+	VZEROUPPER
+	RET

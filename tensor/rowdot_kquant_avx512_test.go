@@ -142,3 +142,78 @@ func benchMatVec(b *testing.B, ms []*Mat, th int) {
 		b.ReportMetric(float64(len(ms[0].Data))*float64(b.N)/c/1e6, "cpuMB/s")
 	}
 }
+
+// kzRandRows returns rows Q4_K/Q5_K/Q6_K rows of cols columns at the given
+// stride: even rows raw random bytes with finite f16 scales (every nibble,
+// scale and min value), odd rows quantized Gaussians.
+func kzRandRows(t testing.TB, rng *rand.Rand, wt DType, rows, cols, stride int) []byte {
+	bs, bb := qBlock(wt)
+	nb := cols / bs
+	w := make([]byte, rows*stride)
+	for r := range rows {
+		row := w[r*stride : r*stride+nb*bb]
+		if r%2 == 1 {
+			if err := QuantizeRow(row, wt, randVec(rng, cols)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		for i := range row {
+			row[i] = byte(rng.Uint32())
+		}
+		for b := range nb {
+			for _, at := range kzScaleOffsets(wt) {
+				h := F32ToF16(float32(rng.NormFloat64()))
+				row[b*bb+at], row[b*bb+at+1] = byte(h), byte(h>>8)
+			}
+		}
+	}
+	return w
+}
+
+// TestKQuantZx8 checks the eight-token zmm kernel (dotQRowsKX8) against
+// the single-token row dots bit for bit, for each of the eight tokens of
+// groups at several offsets in a batch (one token with a 30× range), rows
+// of several lengths at a padded stride, and row ranges not starting at 0.
+func TestKQuantZx8(t *testing.T) {
+	if !hasKZ {
+		t.Skip("no AVX-512 BW+VNNI")
+	}
+	rng := rand.New(rand.NewPCG(73, 74))
+	const wt = Q4_K
+	for _, cols := range []int{256, 768, 2048} {
+		const rows, n = 11, 19
+		_, bb := qBlock(wt)
+		stride := cols/qkK*bb + 3
+		w := kzRandRows(t, rng, wt, rows, cols, stride)
+		x := randVec(rng, n*cols)
+		for i := range cols {
+			x[9*cols+i] *= 30
+		}
+		var a quantizedActs
+		if err := quantizeActs(&a, wt, x); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n*rows)
+		for tok := range n {
+			dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
+		}
+		lb, ld := qx8PackKLen(cols)
+		bs, dz := make([]int16, lb), make([]float32, ld)
+		for _, t0 := range []int{0, 3, 11} {
+			qx8PackK(bs, dz, &a, cols, t0)
+			for _, lo := range []int{0, 4} {
+				got := make([]float32, n*rows)
+				dotQRowsKX8(got, rows, w, stride, lo, rows, cols, &a, bs, dz, t0)
+				for tok := t0; tok < t0+8; tok++ {
+					for r := lo; r < rows; r++ {
+						g, wnt := got[tok*rows+r], want[tok*rows+r]
+						if math.Float32bits(g) != math.Float32bits(wnt) {
+							t.Fatalf("%s cols=%d t0=%d lo=%d token %d row %d: x8 %v, row dot %v", wt, cols, t0, lo, tok, r, g, wnt)
+						}
+					}
+				}
+			}
+		}
+	}
+}

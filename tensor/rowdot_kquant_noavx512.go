@@ -11,3 +11,7 @@ var hasKZ = false
 func qdotQ4_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
+
+func qdotQ4_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}

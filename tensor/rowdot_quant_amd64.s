@@ -1458,18 +1458,6 @@ q80vx2sum:
 	Q8ZPAIR(aoff+128, Z18, Z2, Z22, Z26, Z30); \
 	Q8ZPAIR(aoff+192, Z19, Z3, Z23, Z27, Z31)
 
-// Q8ZFOLD folds pairs Za (tokens 0, 1 of four) and Zb (tokens 2, 3) into
-// X (= Ya's low half): lane t = token t's ((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)),
-// as q80x4sum and X4ROWEND fold.
-#define Q8ZFOLD(Za, Ya, Xa, Zb, Yb) \
-	VEXTRACTF64X4 $1, Za, Y8; \
-	VHADDPS       Y8, Ya, Ya; \
-	VEXTRACTF64X4 $1, Zb, Y9; \
-	VHADDPS       Y9, Yb, Yb; \
-	VHADDPS       Yb, Ya, Ya; \
-	VEXTRACTF128  $1, Ya, X10; \
-	VADDPS        X10, Xa, Xa
-
 DATA q8zidx<>+0(SB)/8, $0x0000000000000000
 DATA q8zidx<>+8(SB)/8, $0x0000000000000000
 DATA q8zidx<>+16(SB)/8, $0x0000000000000000
