@@ -271,3 +271,143 @@ q4kx8loop:
 	JNZ        q4kx8row
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- Q6_K
+
+// Q6_K on zmm, as Q4_K: qdotQ6_KSIMD's integer lanes — lane l (l < 8) =
+// Σ over the eight 32-element quarters of sc·q·a over elements 4l..4l+3
+// of the quarter, minus 32·(sc_2l·bsum_2l + sc_2l+1·bsum_2l+1) — and its
+// float steps, instruction for instruction. A 512-bit register holds the
+// 64 values of group G = 2n + h (elements 64G..64G+63, quarters 2G and
+// 2G+1, half n of the super-block): the low (h = 0) or high (h = 1)
+// nibbles of the 64 bytes ql[64n..], OR-ed with bits 4-5 taken from the
+// 32 bytes qh[32n..] broadcast to both halves and shifted per half by
+// VPSLLVW / VPSRLVW (h = 0: left 4 | left 2; h = 1: right 0 | right 2,
+// then & 0x30), so the values lie in activation order; VPMADDUBSW against
+// the activations and VPDPWSSD by the sub-block scale words (one 16-element
+// sub-block per 128-bit lane: words 4G..4G+3, by VPSHUFB from the scales
+// broadcast per lane) add lane l (quarter 2G) and lane 8+l (quarter
+// 2G+1); lanes l and 8+l are added at the end of the super-block.
+
+// Per-word shift counts: q6zsl = [4 ×16 | 2 ×16], q6zsr = [0 ×16 | 2 ×16].
+DATA q6zsl<>+0(SB)/8, $0x0004000400040004
+DATA q6zsl<>+8(SB)/8, $0x0004000400040004
+DATA q6zsl<>+16(SB)/8, $0x0004000400040004
+DATA q6zsl<>+24(SB)/8, $0x0004000400040004
+DATA q6zsl<>+32(SB)/8, $0x0002000200020002
+DATA q6zsl<>+40(SB)/8, $0x0002000200020002
+DATA q6zsl<>+48(SB)/8, $0x0002000200020002
+DATA q6zsl<>+56(SB)/8, $0x0002000200020002
+GLOBL q6zsl<>(SB), RODATA|NOPTR, $64
+DATA q6zsr<>+0(SB)/8, $0
+DATA q6zsr<>+8(SB)/8, $0
+DATA q6zsr<>+16(SB)/8, $0
+DATA q6zsr<>+24(SB)/8, $0
+DATA q6zsr<>+32(SB)/8, $0x0002000200020002
+DATA q6zsr<>+40(SB)/8, $0x0002000200020002
+DATA q6zsr<>+48(SB)/8, $0x0002000200020002
+DATA q6zsr<>+56(SB)/8, $0x0002000200020002
+GLOBL q6zsr<>(SB), RODATA|NOPTR, $64
+
+// VPSHUFB masks: 128-bit lane i takes word i (even groups) or 4+i (odd
+// groups) of the eight scale words in that lane.
+DATA q6zshuf<>+0(SB)/8, $0x0100010001000100
+DATA q6zshuf<>+8(SB)/8, $0x0100010001000100
+DATA q6zshuf<>+16(SB)/8, $0x0302030203020302
+DATA q6zshuf<>+24(SB)/8, $0x0302030203020302
+DATA q6zshuf<>+32(SB)/8, $0x0504050405040504
+DATA q6zshuf<>+40(SB)/8, $0x0504050405040504
+DATA q6zshuf<>+48(SB)/8, $0x0706070607060706
+DATA q6zshuf<>+56(SB)/8, $0x0706070607060706
+DATA q6zshuf<>+64(SB)/8, $0x0908090809080908
+DATA q6zshuf<>+72(SB)/8, $0x0908090809080908
+DATA q6zshuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6zshuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6zshuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6zshuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6zshuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6zshuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6zshuf<>(SB), RODATA|NOPTR, $128
+
+// Q6ZSETUP: Z15 = 0x0f, Z13 = 0x30 bytes, Z28, Z29 the shift counts.
+#define Q6ZSETUP \
+	BCAST32($0x0f0f0f0f, Z15, X15); \
+	BCAST32($0x30303030, Z13, X13); \
+	VMOVDQU64 q6zsl<>(SB), Z28; \
+	VMOVDQU64 q6zsr<>(SB), Z29
+
+// Q6ZNIB sets Vlo, Vhi to the values of groups 2n, 2n+1 (ql at qloff(SI),
+// qh at qhoff(SI)); Z18, Z19 clobbered.
+#define Q6ZNIB(qloff, qhoff, Vlo, Vhi) \
+	VMOVDQU64       qloff(SI), Z18; \
+	VBROADCASTI64X4 qhoff(SI), Z19; \
+	VPANDD          Z15, Z18, Vlo; \
+	VPSRLW          $4, Z18, Vhi; \
+	VPANDD          Z15, Vhi, Vhi; \
+	VPSLLVW         Z28, Z19, Z18; \
+	VPSRLVW         Z29, Z19, Z19; \
+	VPTERNLOGD      $0xF8, Z13, Z18, Vlo; \
+	VPTERNLOGD      $0xF8, Z13, Z19, Vhi
+
+// Q6ZSCALES sets Z8-Z11 to the scale words of groups 0-3 from the 16
+// int8 scales at 192(SI), Y2 to the scales as words; Z16, Z17 clobbered.
+#define Q6ZSCALES \
+	VPMOVSXBW  192(SI), Y2; \
+	VSHUFI64X2 $0x00, Z2, Z2, Z16; \
+	VSHUFI64X2 $0x55, Z2, Z2, Z17; \
+	VPSHUFB    q6zshuf<>+0(SB), Z16, Z8; \
+	VPSHUFB    q6zshuf<>+64(SB), Z16, Z9; \
+	VPSHUFB    q6zshuf<>+0(SB), Z17, Z10; \
+	VPSHUFB    q6zshuf<>+64(SB), Z17, Z11
+
+// func qdotQ6_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// Y0 the float accumulator, Y3 the bsum term, Z5 (groups 0, 2) and Z6
+// (groups 1, 3) the int32 accumulators, Z4, Z7, Z20-Z23 group values.
+TEXT ·qdotQ6_KZ(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	Q6ZSETUP
+
+q6kzrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $64
+
+q6kzloop:
+	PREFETCHT0 2048(SI) // as qdotQ6_KSIMD
+	PREFETCHT0 2112(SI)
+	Q6ZSCALES
+	VPMADDWD   (BX), Y2, Y3
+	VPSLLD     $5, Y3, Y3
+	Q6ZNIB(0, 128, Z4, Z7)
+	Q6ZNIB(64, 160, Z20, Z21)
+	VPXORD     Z5, Z5, Z5
+	VPXORD     Z6, Z6, Z6
+	VPMADDUBSW 0(DI), Z4, Z4
+	VPDPWSSD   Z8, Z4, Z5
+	VPMADDUBSW 64(DI), Z7, Z7
+	VPDPWSSD   Z9, Z7, Z6
+	VPMADDUBSW 128(DI), Z20, Z20
+	VPDPWSSD   Z10, Z20, Z5
+	VPMADDUBSW 192(DI), Z21, Z21
+	VPDPWSSD   Z11, Z21, Z6
+	K4ZSUM
+	VPSUBD     Y3, Y5, Y5
+
+	VBROADCASTSS (DX), Y10
+	VPBROADCASTW 208(SI), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y10, Y11, Y11
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y11, Y5, Y0
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6kzloop
+
+	FOLD8(Y0, X0)
+	ROWEND(q6kzrow)

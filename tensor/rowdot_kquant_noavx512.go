@@ -15,3 +15,7 @@ func qdotQ4_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, i
 func qdotQ4_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
 	panic("unreachable")
 }
+
+func qdotQ6_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
