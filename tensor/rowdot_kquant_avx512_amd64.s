@@ -350,11 +350,12 @@ GLOBL q6zshuf<>(SB), RODATA|NOPTR, $128
 	VPTERNLOGD      $0xF8, Z13, Z19, Vhi
 
 // Q6ZSCALES sets Z8-Z11 to the scale words of groups 0-3 from the 16
-// int8 scales at 192(SI), Y2 to the scales as words; Z16, Z17 clobbered.
-#define Q6ZSCALES \
-	VPMOVSXBW  192(SI), Y2; \
-	VSHUFI64X2 $0x00, Z2, Z2, Z16; \
-	VSHUFI64X2 $0x55, Z2, Z2, Z17; \
+// int8 scales at 192(SI), Y (Z its zmm) to the scales as words; Z16, Z17
+// clobbered.
+#define Q6ZSCALES(Y, Z) \
+	VPMOVSXBW  192(SI), Y; \
+	VSHUFI64X2 $0x00, Z, Z, Z16; \
+	VSHUFI64X2 $0x55, Z, Z, Z17; \
 	VPSHUFB    q6zshuf<>+0(SB), Z16, Z8; \
 	VPSHUFB    q6zshuf<>+64(SB), Z16, Z9; \
 	VPSHUFB    q6zshuf<>+0(SB), Z17, Z10; \
@@ -377,7 +378,7 @@ q6kzrow:
 q6kzloop:
 	PREFETCHT0 2048(SI) // as qdotQ6_KSIMD
 	PREFETCHT0 2112(SI)
-	Q6ZSCALES
+	Q6ZSCALES(Y2, Z2)
 	VPMADDWD   (BX), Y2, Y3
 	VPSLLD     $5, Y3, Y3
 	Q6ZNIB(0, 128, Z4, Z7)
@@ -411,3 +412,105 @@ q6kzloop:
 
 	FOLD8(Y0, X0)
 	ROWEND(q6kzrow)
+
+// func qdotQ6_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// qdotQ4_Kx8Z for Q6_K: per row and super-block the four groups (Z4-Z7)
+// and their scale words (Z8-Z11) are unpacked once (Q6ZNIB, Q6ZSCALES),
+// the scales as words in both halves of Z16 (for the pairs' bsum terms)
+// and d in every lane of Z17 (Z30 the scale words); per pair of tokens the int32 lanes of
+// qdotQ6_KZ, minus 32·(bsums · scales), then the float steps of
+// qdotQ6_KSIMD (d·da, VCVTDQ2PS, VFMADD231PS) on both halves at once.
+
+// Q6X8PAIR: tokens A and B (activation addresses without the group
+// offset), their bsums at boff(BX), scales at doff(DX), into F.
+#define Q6X8PAIR(A, B, boff, doff, F) \
+	VPXORD        Z20, Z20, Z20; \
+	VPXORD        Z21, Z21, Z21; \
+	VPMADDUBSW    A, Z4, Z22; \
+	VPMADDUBSW    B, Z4, Z23; \
+	VPDPWSSD      Z8, Z22, Z20; \
+	VPDPWSSD      Z8, Z23, Z21; \
+	VPMADDUBSW    64 A, Z5, Z24; \
+	VPMADDUBSW    64 B, Z5, Z25; \
+	VPDPWSSD      Z9, Z24, Z20; \
+	VPDPWSSD      Z9, Z25, Z21; \
+	VPMADDUBSW    128 A, Z6, Z22; \
+	VPMADDUBSW    128 B, Z6, Z23; \
+	VPDPWSSD      Z10, Z22, Z20; \
+	VPDPWSSD      Z10, Z23, Z21; \
+	VPMADDUBSW    192 A, Z7, Z24; \
+	VPMADDUBSW    192 B, Z7, Z25; \
+	VPDPWSSD      Z11, Z24, Z20; \
+	VPDPWSSD      Z11, Z25, Z21; \
+	VSHUFI64X2    $0x44, Z21, Z20, Z26; \
+	VSHUFI64X2    $0xEE, Z21, Z20, Z27; \
+	VPADDD        Z27, Z26, Z26; \
+	VPMADDWD      boff(BX), Z16, Z27; \
+	VPSLLD        $5, Z27, Z27; \
+	VPSUBD        Z27, Z26, Z26; \
+	VMULPS        doff(DX), Z17, Z27; \
+	VCVTDQ2PS     Z26, Z26; \
+	VFMADD231PS   Z27, Z26, F
+
+TEXT ·qdotQ6_Kx8Z(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	MOVQ n+64(FP), R11
+	LEAQ (R11)(R11*2), R12
+	Q6ZSETUP
+
+q6kx8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   bs+40(FP), BX
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+q6kx8loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	Q6ZSCALES(Y30, Z30)
+	VSHUFI64X2   $0x44, Z30, Z30, Z16
+	VPBROADCASTW 208(SI), Y17
+	VCVTPH2PS    Y17, Z17
+	Q6ZNIB(0, 128, Z4, Z5)
+	Q6ZNIB(64, 160, Z6, Z7)
+	Q6X8PAIR((DI), (DI)(R11*1), 0, 0, Z0)
+	Q6X8PAIR((DI)(R11*2), (DI)(R12*1), 64, 64, Z1)
+	Q6X8PAIR((R9), (R9)(R11*1), 128, 128, Z2)
+	Q6X8PAIR((R9)(R11*2), (R9)(R12*1), 192, 192, Z3)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, BX
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  q6kx8loop
+
+	Q8ZFOLD(Z0, Y0, X0, Z1, Y1)
+	Q8ZFOLD(Z2, Y2, X2, Z3, Y3)
+	MOVQ       ldd+72(FP), AX
+	LEAQ       (AX)(AX*2), R13
+	LEAQ       (R8)(AX*4), R14
+	VMOVSS     X0, (R8)
+	VEXTRACTPS $1, X0, (R8)(AX*1)
+	VEXTRACTPS $2, X0, (R8)(AX*2)
+	VEXTRACTPS $3, X0, (R8)(R13*1)
+	VMOVSS     X2, (R14)
+	VEXTRACTPS $1, X2, (R14)(AX*1)
+	VEXTRACTPS $2, X2, (R14)(AX*2)
+	VEXTRACTPS $3, X2, (R14)(R13*1)
+	ADDQ       $4, R8
+	ADDQ       stride+24(FP), R10
+	DECQ       rows+8(FP)
+	JNZ        q6kx8row
+	VZEROUPPER
+	RET

@@ -180,7 +180,12 @@ func TestKQuantZx8(t *testing.T) {
 		t.Skip("no AVX-512 BW+VNNI")
 	}
 	rng := rand.New(rand.NewPCG(73, 74))
-	const wt = Q4_K
+	for _, wt := range kzTypes {
+		testKQuantZx8(t, rng, wt)
+	}
+}
+
+func testKQuantZx8(t *testing.T, rng *rand.Rand, wt DType) {
 	for _, cols := range []int{256, 768, 2048} {
 		const rows, n = 11, 19
 		_, bb := qBlock(wt)
@@ -204,7 +209,7 @@ func TestKQuantZx8(t *testing.T) {
 			qx8PackK(bs, dz, &a, cols, t0)
 			for _, lo := range []int{0, 4} {
 				got := make([]float32, n*rows)
-				dotQRowsKX8(got, rows, w, stride, lo, rows, cols, &a, bs, dz, t0)
+				dotQRowsKX8(wt, got, rows, w, stride, lo, rows, cols, &a, bs, dz, t0)
 				for tok := t0; tok < t0+8; tok++ {
 					for r := lo; r < rows; r++ {
 						g, wnt := got[tok*rows+r], want[tok*rows+r]

@@ -19,3 +19,7 @@ func qdotQ4_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, ui
 func qdotQ6_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
+
+func qdotQ6_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}

@@ -2,13 +2,13 @@ package tensor
 
 // Eight-token K-quant row dots on 512-bit registers (AVX-512 BW + VNNI).
 //
-// Prefill (and a decode step of 8+ sequences) multiplies each Q4_K matrix
-// by many tokens. The four-token ymm kernels (qdotQ4_Kx4SIMD) unpack a
+// Prefill (and a decode step of 8+ sequences) multiplies each Q4_K (and
+// Q6_K) matrix by many tokens. The four-token ymm kernels (qdotQ4_Kx4SIMD) unpack a
 // super-block once per four tokens and then spend, per token and 64
 // weights, two VPMADDUBSW, two VPMADDWD and two VPADDD on 256-bit
 // registers. The kernel qdotQ4_Kx8Z unpacks once per eight tokens into
 // 512-bit registers (64 weights in element order per register, see
-// qdotQ4_KZ) and spends one VPMADDUBSW and one VPDPWSSD per token and 64
+// qdotQ4_KZ; qdotQ6_Kx8Z likewise for Q6_K) and spends one VPMADDUBSW and one VPDPWSSD per token and 64
 // weights; the per-super-block float steps of two tokens share one
 // register (lanes 0-7 and 8-15, each token's 8-lane accumulator never
 // mixed with the other's). Each (row, token) is still the single-token
@@ -19,7 +19,7 @@ package tensor
 
 // useKx8 reports whether MatMul takes the eight-token zmm kernel for
 // weights wt.
-func useKx8(wt DType) bool { return wt == Q4_K && hasKZ && hasQdotX4(wt) }
+func useKx8(wt DType) bool { return (wt == Q4_K || wt == Q6_K) && hasKZ && hasQdotX4(wt) }
 
 // qx8PackKLen is the length of one group's packed bsums (int16) and
 // scales (float32) for rows of n elements: per super-block four token
@@ -49,23 +49,32 @@ func qx8PackK(bs []int16, dz []float32, a *quantizedActs, n, t0 int) {
 	}
 }
 
-// dotQRowsKX8 sets dst[(t0+t)·ldd + r] = the row dot of Q4_K row r (at
-// w[r·stride], n elements) and token t0+t of a, for rows [lo, hi) and
-// t < 8, with the group's packed bsums and scales (qx8PackK). Requires
-// useKx8(Q4_K) and Q8_K activations.
-func dotQRowsKX8(dst []float32, ldd int, w []byte, stride, lo, hi, n int, a *quantizedActs, bs []int16, dz []float32, t0 int) {
+// dotQRowsKX8 sets dst[(t0+t)·ldd + r] = the row dot of row r of the
+// weights w (type wt, row r at w[r·stride], n elements) and token t0+t of
+// a, for rows [lo, hi) and t < 8, with the group's packed bsums and scales
+// (qx8PackK). Requires useKx8(wt) and Q8_K activations.
+func dotQRowsKX8(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, a *quantizedActs, bs []int16, dz []float32, t0 int) {
 	if hi <= lo {
 		return
 	}
 	nb := n / qkK
 	if n%qkK != 0 || nb == 0 || a.Format != Q8_K {
-		panic("tensor: dotQRowsKX8: rows not whole Q4_K super-blocks or activations not Q8_K")
+		panic("tensor: dotQRowsKX8: rows not whole super-blocks or activations not Q8_K")
 	}
+	_, bb := qBlock(wt)
 	lb, ld := qx8PackKLen(n)
-	_ = w[(hi-1)*stride+nb*144-1]
+	_ = w[(hi-1)*stride+nb*bb-1]
 	_ = a.Q[(t0+8)*n-1]
 	_ = bs[lb-1]
 	_ = dz[ld-1]
 	_ = dst[(t0+7)*ldd+hi-1]
-	qdotQ4_Kx8Z(&dst[t0*ldd+lo], hi-lo, &w[lo*stride], uintptr(stride), &a.Q[t0*n], &bs[0], &dz[0], nb, uintptr(n), uintptr(ldd*4))
+	pd, pw, st, pq, pb, pz, pn, pl := &dst[t0*ldd+lo], &w[lo*stride], uintptr(stride), &a.Q[t0*n], &bs[0], &dz[0], uintptr(n), uintptr(ldd*4)
+	switch wt { // direct calls: the kernels are go:noescape
+	case Q4_K:
+		qdotQ4_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
+	case Q6_K:
+		qdotQ6_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
+	default:
+		panic("tensor: dotQRowsKX8: " + wt.String())
+	}
 }
