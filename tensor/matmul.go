@@ -149,7 +149,7 @@ type matJob struct {
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
-	kx8   bool // x4 and Q4_K or Q6_K on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
+	kx8   bool // x4 and a K-quant (Q4_K, Q5_K, Q6_K) on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
 
@@ -229,7 +229,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				}
 			}
 			if n >= 8 && useKx8(w.Type) {
-				// The same for Q4_K and Q6_K: bsums and scales packed by token pairs.
+				// The same for the K-quants: bsums and scales packed by token pairs.
 				j.kx8 = true
 				lb, ld := qx8PackKLen(w.Cols)
 				s.shared.bsk = growI16(s.shared.bsk, n/8*lb)

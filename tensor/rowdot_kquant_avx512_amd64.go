@@ -25,3 +25,9 @@ func qdotQ6_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *floa
 
 //go:noescape
 func qdotQ6_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+//go:noescape
+func qdotQ5_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)

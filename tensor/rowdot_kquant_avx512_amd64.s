@@ -63,6 +63,31 @@ DATA k4zshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA k4zshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL k4zshuf<>(SB), RODATA|NOPTR, $256
 
+// X8STORE (the eight-token kernels' row end; defined before any TEXT,
+// for go vet) folds the four pairs' accumulators (Q8ZFOLD, = FOLD8 per
+// token), stores the eight tokens' results of this row at dst + t·ldd and
+// moves to the next row, jumping to label if any are left.
+#define X8STORE(label) \
+	Q8ZFOLD(Z0, Y0, X0, Z1, Y1); \
+	Q8ZFOLD(Z2, Y2, X2, Z3, Y3); \
+	MOVQ       ldd+72(FP), AX; \
+	LEAQ       (AX)(AX*2), R13; \
+	LEAQ       (R8)(AX*4), R14; \
+	VMOVSS     X0, (R8); \
+	VEXTRACTPS $1, X0, (R8)(AX*1); \
+	VEXTRACTPS $2, X0, (R8)(AX*2); \
+	VEXTRACTPS $3, X0, (R8)(R13*1); \
+	VMOVSS     X2, (R14); \
+	VEXTRACTPS $1, X2, (R14)(AX*1); \
+	VEXTRACTPS $2, X2, (R14)(AX*2); \
+	VEXTRACTPS $3, X2, (R14)(R13*1); \
+	ADDQ       $4, R8; \
+	ADDQ       stride+24(FP), R10; \
+	DECQ       rows+8(FP); \
+	JNZ        label; \
+	VZEROUPPER; \
+	RET
+
 // K4ZSETUP sets the constants: Z15 = 0x0f bytes, Z14 = ones (words), Y13
 // = 0x3f, Y12 = 0x30 bytes (K4SCALES), K2 = the upper 16 words.
 #define K4ZSETUP \
@@ -252,25 +277,172 @@ q4kx8loop:
 	DECQ CX
 	JNZ  q4kx8loop
 
-	Q8ZFOLD(Z0, Y0, X0, Z1, Y1)
-	Q8ZFOLD(Z2, Y2, X2, Z3, Y3)
-	MOVQ       ldd+72(FP), AX
-	LEAQ       (AX)(AX*2), R13
-	LEAQ       (R8)(AX*4), R14
-	VMOVSS     X0, (R8)
-	VEXTRACTPS $1, X0, (R8)(AX*1)
-	VEXTRACTPS $2, X0, (R8)(AX*2)
-	VEXTRACTPS $3, X0, (R8)(R13*1)
-	VMOVSS     X2, (R14)
-	VEXTRACTPS $1, X2, (R14)(AX*1)
-	VEXTRACTPS $2, X2, (R14)(AX*2)
-	VEXTRACTPS $3, X2, (R14)(R13*1)
-	ADDQ       $4, R8
-	ADDQ       stride+24(FP), R10
-	DECQ       rows+8(FP)
-	JNZ        q4kx8row
-	VZEROUPPER
-	RET
+	X8STORE(q4kx8row)
+
+// ---------------------------------------------------------------- Q5_K
+
+// Q5_K is Q4_K with a fifth bit per value: bit 2g of qh[l] for the low
+// nibble of group g, bit 2g+1 for the high one (qh: 32 bytes at 16, qs at
+// 48). K5ZHIGH adds it to group g's values V as in qdotQ5_KSIMD's
+// integers: VPTESTMB of qh (broadcast to both halves, Z30) against
+// [1<<2g ×32 | 1<<(2g+1) ×32] gives a byte mask, and a masked VPADDB of
+// 0x10 (Z31) sets bit 4 where the bit is set. The rest is the Q4_K
+// kernels' (K4SCALES, K4ZDOT, K4ZSUM, K4FINISH; the x8 pairs).
+
+DATA k5zbit<>+0(SB)/8, $0x0101010101010101
+DATA k5zbit<>+8(SB)/8, $0x0101010101010101
+DATA k5zbit<>+16(SB)/8, $0x0101010101010101
+DATA k5zbit<>+24(SB)/8, $0x0101010101010101
+DATA k5zbit<>+32(SB)/8, $0x0202020202020202
+DATA k5zbit<>+40(SB)/8, $0x0202020202020202
+DATA k5zbit<>+48(SB)/8, $0x0202020202020202
+DATA k5zbit<>+56(SB)/8, $0x0202020202020202
+DATA k5zbit<>+64(SB)/8, $0x0404040404040404
+DATA k5zbit<>+72(SB)/8, $0x0404040404040404
+DATA k5zbit<>+80(SB)/8, $0x0404040404040404
+DATA k5zbit<>+88(SB)/8, $0x0404040404040404
+DATA k5zbit<>+96(SB)/8, $0x0808080808080808
+DATA k5zbit<>+104(SB)/8, $0x0808080808080808
+DATA k5zbit<>+112(SB)/8, $0x0808080808080808
+DATA k5zbit<>+120(SB)/8, $0x0808080808080808
+DATA k5zbit<>+128(SB)/8, $0x1010101010101010
+DATA k5zbit<>+136(SB)/8, $0x1010101010101010
+DATA k5zbit<>+144(SB)/8, $0x1010101010101010
+DATA k5zbit<>+152(SB)/8, $0x1010101010101010
+DATA k5zbit<>+160(SB)/8, $0x2020202020202020
+DATA k5zbit<>+168(SB)/8, $0x2020202020202020
+DATA k5zbit<>+176(SB)/8, $0x2020202020202020
+DATA k5zbit<>+184(SB)/8, $0x2020202020202020
+DATA k5zbit<>+192(SB)/8, $0x4040404040404040
+DATA k5zbit<>+200(SB)/8, $0x4040404040404040
+DATA k5zbit<>+208(SB)/8, $0x4040404040404040
+DATA k5zbit<>+216(SB)/8, $0x4040404040404040
+DATA k5zbit<>+224(SB)/8, $0x8080808080808080
+DATA k5zbit<>+232(SB)/8, $0x8080808080808080
+DATA k5zbit<>+240(SB)/8, $0x8080808080808080
+DATA k5zbit<>+248(SB)/8, $0x8080808080808080
+GLOBL k5zbit<>(SB), RODATA|NOPTR, $256
+
+// K5ZSETUP: K4ZSETUP, plus Z31 = 0x10 bytes.
+#define K5ZSETUP \
+	K4ZSETUP; \
+	BCAST32($0x10101010, Z31, X31)
+
+// K5ZHIGH adds group g's fifth bits to its values V (qh in Z30).
+#define K5ZHIGH(g, V) \
+	VPTESTMB k5zbit<>+64*g(SB), Z30, K3; \
+	VPADDB   Z31, V, K3, V
+
+// func qdotQ5_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// qdotQ4_KZ for Q5_K (176-byte super-blocks).
+TEXT ·qdotQ5_KZ(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	K5ZSETUP
+
+q5kzrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
+
+	PCALIGN $64
+
+q5kzloop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	VSHUFI64X2 $0, Z2, Z2, Z10
+	K4MIN
+	K4NEXT(176)
+	K4SCALES(R9, Y1, X1, Y3, X3, X8, X9)
+	VPXORD          Z5, Z5, Z5
+	VPXORD          Z6, Z6, Z6
+	VBROADCASTI64X4 16(SI), Z30
+	K4ZNIB(48, Z16)
+	K4ZNIB(80, Z17)
+	K4ZNIB(112, Z18)
+	K4ZNIB(144, Z19)
+	K5ZHIGH(0, Z16)
+	K5ZHIGH(1, Z17)
+	K5ZHIGH(2, Z18)
+	K5ZHIGH(3, Z19)
+	K4ZDOT(0, 0, Z16, Z20, Z5)
+	K4ZDOT(1, 64, Z17, Z21, Z6)
+	K4ZDOT(2, 128, Z18, Z22, Z5)
+	K4ZDOT(3, 192, Z19, Z23, Z6)
+	K4ZSUM
+	K4FINISH
+	VMOVDQA Y1, Y2
+	ADDQ    $176, SI
+	ADDQ    $256, DI
+	ADDQ    $4, DX
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     q5kzloop
+
+	FOLD8(Y0, X0)
+	ROWEND(q5kzrow)
+
+// func qdotQ5_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// qdotQ4_Kx8Z for Q5_K.
+TEXT ·qdotQ5_Kx8Z(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	MOVQ n+64(FP), R11
+	LEAQ (R11)(R11*2), R12
+	K5ZSETUP
+
+q5kx8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   bs+40(FP), BX
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+q5kx8loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	K4SCALES(SI, Y8, X8, Y9, X9, X10, X11)
+	VSHUFI64X2      $0, Z8, Z8, Z16
+	VSHUFI64X2      $0x44, Z9, Z9, Z17
+	VPSHUFB         k4zshuf<>+0(SB), Z16, Z8
+	VPSHUFB         k4zshuf<>+64(SB), Z16, Z9
+	VPSHUFB         k4zshuf<>+128(SB), Z16, Z10
+	VPSHUFB         k4zshuf<>+192(SB), Z16, Z11
+	VBROADCASTI64X4 16(SI), Z30
+	K4ZNIB(48, Z4)
+	K4ZNIB(80, Z5)
+	K4ZNIB(112, Z6)
+	K4ZNIB(144, Z7)
+	K5ZHIGH(0, Z4)
+	K5ZHIGH(1, Z5)
+	K5ZHIGH(2, Z6)
+	K5ZHIGH(3, Z7)
+	VPBROADCASTW    (SI), Y18
+	VCVTPH2PS       Y18, Z18
+	VPBROADCASTW    2(SI), Y19
+	VCVTPH2PS       Y19, Z19
+	K4X8PAIR((DI), (DI)(R11*1), 0, 0, Z0)
+	K4X8PAIR((DI)(R11*2), (DI)(R12*1), 64, 64, Z1)
+	K4X8PAIR((R9), (R9)(R11*1), 128, 128, Z2)
+	K4X8PAIR((R9)(R11*2), (R9)(R12*1), 192, 192, Z3)
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, BX
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  q5kx8loop
+
+	X8STORE(q5kx8row)
 
 // ---------------------------------------------------------------- Q6_K
 
@@ -495,22 +667,4 @@ q6kx8loop:
 	DECQ CX
 	JNZ  q6kx8loop
 
-	Q8ZFOLD(Z0, Y0, X0, Z1, Y1)
-	Q8ZFOLD(Z2, Y2, X2, Z3, Y3)
-	MOVQ       ldd+72(FP), AX
-	LEAQ       (AX)(AX*2), R13
-	LEAQ       (R8)(AX*4), R14
-	VMOVSS     X0, (R8)
-	VEXTRACTPS $1, X0, (R8)(AX*1)
-	VEXTRACTPS $2, X0, (R8)(AX*2)
-	VEXTRACTPS $3, X0, (R8)(R13*1)
-	VMOVSS     X2, (R14)
-	VEXTRACTPS $1, X2, (R14)(AX*1)
-	VEXTRACTPS $2, X2, (R14)(AX*2)
-	VEXTRACTPS $3, X2, (R14)(R13*1)
-	ADDQ       $4, R8
-	ADDQ       stride+24(FP), R10
-	DECQ       rows+8(FP)
-	JNZ        q6kx8row
-	VZEROUPPER
-	RET
+	X8STORE(q6kx8row)

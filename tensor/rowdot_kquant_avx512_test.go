@@ -7,7 +7,7 @@ import (
 )
 
 // kzTypes are the K-quants with zmm row dots (hasKZ).
-var kzTypes = []DType{Q4_K, Q6_K}
+var kzTypes = []DType{Q4_K, Q5_K, Q6_K}
 
 // TestKQuantZBitwise checks the zmm K-quant row dots (hasKZ) against the
 // ymm ones bit for bit: random rows of raw bytes (every nibble, scale and

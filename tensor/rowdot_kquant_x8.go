@@ -2,13 +2,13 @@ package tensor
 
 // Eight-token K-quant row dots on 512-bit registers (AVX-512 BW + VNNI).
 //
-// Prefill (and a decode step of 8+ sequences) multiplies each Q4_K (and
+// Prefill (and a decode step of 8+ sequences) multiplies each Q4_K (Q5_K,
 // Q6_K) matrix by many tokens. The four-token ymm kernels (qdotQ4_Kx4SIMD) unpack a
 // super-block once per four tokens and then spend, per token and 64
 // weights, two VPMADDUBSW, two VPMADDWD and two VPADDD on 256-bit
 // registers. The kernel qdotQ4_Kx8Z unpacks once per eight tokens into
 // 512-bit registers (64 weights in element order per register, see
-// qdotQ4_KZ; qdotQ6_Kx8Z likewise for Q6_K) and spends one VPMADDUBSW and one VPDPWSSD per token and 64
+// qdotQ4_KZ; qdotQ5_Kx8Z, qdotQ6_Kx8Z likewise) and spends one VPMADDUBSW and one VPDPWSSD per token and 64
 // weights; the per-super-block float steps of two tokens share one
 // register (lanes 0-7 and 8-15, each token's 8-lane accumulator never
 // mixed with the other's). Each (row, token) is still the single-token
@@ -19,7 +19,7 @@ package tensor
 
 // useKx8 reports whether MatMul takes the eight-token zmm kernel for
 // weights wt.
-func useKx8(wt DType) bool { return (wt == Q4_K || wt == Q6_K) && hasKZ && hasQdotX4(wt) }
+func useKx8(wt DType) bool { return (wt == Q4_K || wt == Q5_K || wt == Q6_K) && hasKZ && hasQdotX4(wt) }
 
 // qx8PackKLen is the length of one group's packed bsums (int16) and
 // scales (float32) for rows of n elements: per super-block four token
@@ -72,6 +72,8 @@ func dotQRowsKX8(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n i
 	switch wt { // direct calls: the kernels are go:noescape
 	case Q4_K:
 		qdotQ4_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
+	case Q5_K:
+		qdotQ5_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	case Q6_K:
 		qdotQ6_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	default:

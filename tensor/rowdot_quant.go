@@ -60,7 +60,11 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 			qdotQ4_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 		}
 	case Q5_K:
-		qdotQ5_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		if hasKZ {
+			qdotQ5_KZ(pd, rows, pw, st, pq, pdd, aux, nb)
+		} else {
+			qdotQ5_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		}
 	case Q6_K:
 		if hasKZ {
 			qdotQ6_KZ(pd, rows, pw, st, pq, pdd, aux, nb)
