@@ -77,13 +77,16 @@ func kzScaleOffsets(wt DType) []int {
 	return []int{0, 2}
 }
 
-// BenchmarkKQuantZ sets the zmm and ymm K-quant row dots side by side in
+// BenchmarkKQuantZ sets the zmm and ymm K-quant kernels side by side in
 // one run: "L2" is dotQRows over 32 L2-resident rows of 4096 (the
 // kernels' arithmetic rate, cpuMB/s of weights per CPU-second), "DRAM" a
 // decode MatMul through TinyLlama's (5632, 2048) FFN shape on one thread,
-// weights from DRAM (compare with BenchmarkReadBandwidth/goroutines=1).
+// weights from DRAM (compare with BenchmarkReadBandwidth/goroutines=1),
+// "prefill" a 64-token MatMul through (2048, 2048) on one thread (the
+// eight-token zmm kernels against the four-token ymm ones; GOP/s counts
+// 2·rows·cols·n).
 //
-//	go test ./tensor -run XXX -bench KQuantZ -benchtime 200x -count 3
+//	go test ./tensor -run XXX -bench KQuantZ -benchtime 100x -count 3
 func BenchmarkKQuantZ(b *testing.B) {
 	defer func(saved bool) { hasKZ = saved }(hasKZ)
 	paths := []string{"zmm", "ymm"}
@@ -119,6 +122,24 @@ func BenchmarkKQuantZ(b *testing.B) {
 			b.Run(wt.String()+"/DRAM/5632x2048/"+path, func(b *testing.B) {
 				hasKZ = path == "zmm"
 				benchMatVec(b, benchMats(b, wt, 5632, 2048), 1)
+			})
+		}
+		for _, path := range paths {
+			b.Run(wt.String()+"/prefill/2048x2048/n=64/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				const rows, cols, n = 2048, 2048, 64
+				rng := rand.New(rand.NewPCG(5, 6))
+				_, bb := qBlock(wt)
+				w, err := NewMat(wt, rows, cols, kzRandRows(b, rng, wt, rows, cols, cols/qkK*bb))
+				if err != nil {
+					b.Fatal(err)
+				}
+				x := randVec(rng, n*cols)
+				dst := make([]float32, n*rows)
+				for b.Loop() {
+					(*Pool)(nil).MatMul(dst, w, x, n)
+				}
+				b.ReportMetric(2*rows*cols*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
 			})
 		}
 	}
