@@ -31,3 +31,8 @@ func qdotQ5_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *floa
 
 //go:noescape
 func qdotQ5_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+// qdotIQ4_XSZ is qdotIQ4_XSSIMD on zmm (rowdot_iq_avx512_amd64.s), the same bits.
+//
+//go:noescape
+func qdotIQ4_XSZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)

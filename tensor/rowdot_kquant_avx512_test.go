@@ -6,8 +6,12 @@ import (
 	"testing"
 )
 
-// kzTypes are the K-quants with zmm row dots (hasKZ).
-var kzTypes = []DType{Q4_K, Q5_K, Q6_K}
+// kzTypes are the K-quants with zmm row dots and eight-token kernels
+// (hasKZ); kzRowTypes adds the types with zmm row dots only.
+var (
+	kzTypes    = []DType{Q4_K, Q5_K, Q6_K}
+	kzRowTypes = append(kzTypes[:len(kzTypes):len(kzTypes)], IQ4_XS)
+)
 
 // TestKQuantZBitwise checks the zmm K-quant row dots (hasKZ) against the
 // ymm ones bit for bit: random rows of raw bytes (every nibble, scale and
@@ -21,7 +25,7 @@ func TestKQuantZBitwise(t *testing.T) {
 	}
 	defer func(saved bool) { hasKZ = saved }(hasKZ)
 	rng := rand.New(rand.NewPCG(71, 72))
-	for _, wt := range kzTypes {
+	for _, wt := range kzRowTypes {
 		bs, bb := qBlock(wt)
 		for _, cols := range []int{256, 512, 2048, 4096} {
 			const rows = 13
@@ -73,6 +77,8 @@ func kzScaleOffsets(wt DType) []int {
 	switch wt {
 	case Q6_K:
 		return []int{208}
+	case IQ4_XS:
+		return []int{0}
 	}
 	return []int{0, 2}
 }
@@ -93,7 +99,7 @@ func BenchmarkKQuantZ(b *testing.B) {
 	if !hasKZ {
 		paths = paths[1:]
 	}
-	for _, wt := range kzTypes {
+	for _, wt := range kzRowTypes {
 		for _, path := range paths {
 			b.Run(wt.String()+"/L2/"+path, func(b *testing.B) {
 				hasKZ = path == "zmm"

@@ -31,3 +31,7 @@ func qdotQ5_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, i
 func qdotQ5_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
 	panic("unreachable")
 }
+
+func qdotIQ4_XSZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
