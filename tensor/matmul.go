@@ -151,7 +151,7 @@ type matJob struct {
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
-	kx8   bool // x4 and a K-quant (Q4_K, Q5_K, Q6_K) on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
+	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
 
@@ -230,15 +230,16 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 					qx8Pack(s.shared.q8[t0/8*pl:(t0/8+1)*pl], s.shared.dx8[t0/8*dl:(t0/8+1)*dl], &s.acts, w.Cols, t0)
 				}
 			}
-			if n >= 8 && useKx8(w.Type) {
-				// The same for the K-quants: bsums and scales packed by token pairs.
-				j.kx8 = true
-				lb, ld := qx8PackKLen(w.Cols)
-				s.shared.bsk = growI16(s.shared.bsk, n/8*lb)
-				s.shared.dzk = growBuf(s.shared.dzk, n/8*ld)
-				for t0 := 0; t0+8 <= n; t0 += 8 {
-					qx8PackK(s.shared.bsk[t0/8*lb:(t0/8+1)*lb], s.shared.dzk[t0/8*ld:(t0/8+1)*ld], &s.acts, w.Cols, t0)
-				}
+		}
+		if n >= 8 && useKx8(w.Type) {
+			// Groups of eight tokens for the K-quants and IQ4_XS on
+			// AVX-512: bsums and scales packed by token pairs.
+			j.kx8 = true
+			lb, ld := qx8PackKLen(w.Cols)
+			s.shared.bsk = growI16(s.shared.bsk, n/8*lb)
+			s.shared.dzk = growBuf(s.shared.dzk, n/8*ld)
+			for t0 := 0; t0+8 <= n; t0 += 8 {
+				qx8PackK(s.shared.bsk[t0/8*lb:(t0/8+1)*lb], s.shared.dzk[t0/8*ld:(t0/8+1)*ld], &s.acts, w.Cols, t0)
 			}
 		}
 	} else if !isFloat(w.Type) {

@@ -111,3 +111,29 @@
 	VHADDPS       Yb, Ya, Ya; \
 	VEXTRACTF128  $1, Ya, X10; \
 	VADDPS        X10, Xa, Xa
+
+// X8STORE, the row end of the eight-token K-quant and IQ4_XS kernels
+// (func(dst, rows, w, stride, q, bs, dz, nb, n, ldd)), folds the four
+// pairs' accumulators Z0-Z3 (Q8ZFOLD, = FOLD8 per token), stores the
+// eight tokens' results of this row at dst + t·ldd (R8 = dst) and moves to
+// the next row (R10), jumping to label if any are left.
+#define X8STORE(label) \
+	Q8ZFOLD(Z0, Y0, X0, Z1, Y1); \
+	Q8ZFOLD(Z2, Y2, X2, Z3, Y3); \
+	MOVQ       ldd+72(FP), AX; \
+	LEAQ       (AX)(AX*2), R13; \
+	LEAQ       (R8)(AX*4), R14; \
+	VMOVSS     X0, (R8); \
+	VEXTRACTPS $1, X0, (R8)(AX*1); \
+	VEXTRACTPS $2, X0, (R8)(AX*2); \
+	VEXTRACTPS $3, X0, (R8)(R13*1); \
+	VMOVSS     X2, (R14); \
+	VEXTRACTPS $1, X2, (R14)(AX*1); \
+	VEXTRACTPS $2, X2, (R14)(AX*2); \
+	VEXTRACTPS $3, X2, (R14)(R13*1); \
+	ADDQ       $4, R8; \
+	ADDQ       stride+24(FP), R10; \
+	DECQ       rows+8(FP); \
+	JNZ        label; \
+	VZEROUPPER; \
+	RET

@@ -164,3 +164,116 @@ xszloop:
 
 	FOLD8(Y0, X0)
 	ROWEND(xszrow)
+
+// ---------------------------------------------------------------- eight tokens
+
+// func qdotIQ4_XSx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// IQ4_XS weights against eight consecutive tokens (prefill; see
+// dotQRowsKX8, whose arguments and packed scales dz it shares — bs is
+// unused): per row and super-block the four groups' |levels| (Z4-Z7),
+// sign masks (K1, K2, K3, K5) and scale words (Z8-Z11) are unpacked once,
+// and the tokens meet them two at a time: per token and group the
+// activations are loaded, negated under the group's mask, VPMADDUBSW and
+// VPDPWSSD into the token's int32 accumulator — qdotIQ4_XSZ's lanes —
+// and a pair's two 8-lane sums share one zmm (lanes 0-7, 8-15) for the
+// float step (VCVTDQ2PS, VMULPS by d·da, VADDPS into the pair's float
+// accumulator): per (row, token) the row dot's bits (TestKQuantZx8). The
+// row ends with X8STORE's fold and stores.
+
+// XSZNIB sets V to group g's |levels| and K to its negative codes (Z30
+// clobbered).
+#define XSZNIB(g, V, K) \
+	VMOVDQU64   8+32*g(SI), Y30; \
+	VSHUFI64X2  $0x50, Z30, Z30, V; \
+	VPSRLW      $4, V, K4, V; \
+	VPANDD      Z15, V, V; \
+	VPTESTNMB   Z14, V, K; \
+	VPSHUFB     V, Z13, V
+
+// XSX8TOK adds group values V (mask K, scale words S) times the token's
+// activations at off A into ACC (Z26, Z27 clobbered).
+#define XSX8TOK(off, A, V, K, S, ACC) \
+	VMOVDQU64  off A, Z26; \
+	VPSUBB     Z26, Z12, K, Z26; \
+	VPMADDUBSW Z26, V, Z27; \
+	VPDPWSSD   S, Z27, ACC
+
+// XSX8PAIR runs the super-block for tokens A and B (activation addresses)
+// with their scales at doff(DX) into the float accumulator F.
+#define XSX8PAIR(A, B, doff, F) \
+	VPXORD        Z24, Z24, Z24; \
+	VPXORD        Z25, Z25, Z25; \
+	XSX8TOK(0, A, Z4, K1, Z8, Z24); \
+	XSX8TOK(0, B, Z4, K1, Z8, Z25); \
+	XSX8TOK(64, A, Z5, K2, Z9, Z24); \
+	XSX8TOK(64, B, Z5, K2, Z9, Z25); \
+	XSX8TOK(128, A, Z6, K3, Z10, Z24); \
+	XSX8TOK(128, B, Z6, K3, Z10, Z25); \
+	XSX8TOK(192, A, Z7, K5, Z11, Z24); \
+	XSX8TOK(192, B, Z7, K5, Z11, Z25); \
+	VSHUFI64X2    $0x44, Z25, Z24, Z30; \
+	VSHUFI64X2    $0xEE, Z25, Z24, Z31; \
+	VPADDD        Z31, Z30, Z30; \
+	VMULPS        doff(DX), Z23, Z31; \
+	VCVTDQ2PS     Z30, Z30; \
+	VMULPS        Z31, Z30, Z30; \
+	VADDPS        Z30, F, F
+
+TEXT ·qdotIQ4_XSx8Z(SB), NOSPLIT, $0-80
+	MOVQ             dst+0(FP), R8
+	MOVQ             w+16(FP), R10
+	MOVQ             n+64(FP), R11
+	LEAQ             (R11)(R11*2), R12
+	BCAST32($0x0f0f0f0f, Z15, X15)
+	BCAST32($0x08080808, Z14, X14)
+	VBROADCASTI32X4  iq4zabs<>(SB), Z13
+	VPXORD           Z12, Z12, Z12
+	VBROADCASTI32X4  xsli<>(SB), Z16
+	VBROADCASTI32X4  xshi<>(SB), Z17
+	VBROADCASTI32X4  xslc<>(SB), Z18
+	VBROADCASTI32X4  xshc<>(SB), Z19
+	BCAST32($0x000f000f, Z20, X20)
+	BCAST32($0x00030003, Z21, X21)
+	BCAST32($0x00200020, Z22, X22)
+	MOVL             $0xff00ff00, AX
+	KMOVD            AX, K4
+
+xsx8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+xsx8loop:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	XSZSCALES
+	VPSHUFB      xszshuf<>+0(SB), Z10, Z8
+	VPSHUFB      xszshuf<>+64(SB), Z10, Z9
+	VPSHUFB      xszshuf<>+192(SB), Z10, Z11
+	VPSHUFB      xszshuf<>+128(SB), Z10, Z10
+	XSZNIB(0, Z4, K1)
+	XSZNIB(1, Z5, K2)
+	XSZNIB(2, Z6, K3)
+	XSZNIB(3, Z7, K5)
+	VPBROADCASTW 0(SI), Y23
+	VCVTPH2PS    Y23, Z23
+	XSX8PAIR((DI), (DI)(R11*1), 0, Z0)
+	XSX8PAIR((DI)(R11*2), (DI)(R12*1), 64, Z1)
+	XSX8PAIR((R9), (R9)(R11*1), 128, Z2)
+	XSX8PAIR((R9)(R11*2), (R9)(R12*1), 192, Z3)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  xsx8loop
+
+	X8STORE(xsx8row)

@@ -36,3 +36,6 @@ func qdotQ5_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *i
 //
 //go:noescape
 func qdotIQ4_XSZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotIQ4_XSx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)

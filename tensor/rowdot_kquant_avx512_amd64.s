@@ -63,31 +63,6 @@ DATA k4zshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA k4zshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL k4zshuf<>(SB), RODATA|NOPTR, $256
 
-// X8STORE (the eight-token kernels' row end; defined before any TEXT,
-// for go vet) folds the four pairs' accumulators (Q8ZFOLD, = FOLD8 per
-// token), stores the eight tokens' results of this row at dst + t·ldd and
-// moves to the next row, jumping to label if any are left.
-#define X8STORE(label) \
-	Q8ZFOLD(Z0, Y0, X0, Z1, Y1); \
-	Q8ZFOLD(Z2, Y2, X2, Z3, Y3); \
-	MOVQ       ldd+72(FP), AX; \
-	LEAQ       (AX)(AX*2), R13; \
-	LEAQ       (R8)(AX*4), R14; \
-	VMOVSS     X0, (R8); \
-	VEXTRACTPS $1, X0, (R8)(AX*1); \
-	VEXTRACTPS $2, X0, (R8)(AX*2); \
-	VEXTRACTPS $3, X0, (R8)(R13*1); \
-	VMOVSS     X2, (R14); \
-	VEXTRACTPS $1, X2, (R14)(AX*1); \
-	VEXTRACTPS $2, X2, (R14)(AX*2); \
-	VEXTRACTPS $3, X2, (R14)(R13*1); \
-	ADDQ       $4, R8; \
-	ADDQ       stride+24(FP), R10; \
-	DECQ       rows+8(FP); \
-	JNZ        label; \
-	VZEROUPPER; \
-	RET
-
 // K4ZSETUP sets the constants: Z15 = 0x0f bytes, Z14 = ones (words), Y13
 // = 0x3f, Y12 = 0x30 bytes (K4SCALES), K2 = the upper 16 words.
 #define K4ZSETUP \

@@ -6,12 +6,8 @@ import (
 	"testing"
 )
 
-// kzTypes are the K-quants with zmm row dots and eight-token kernels
-// (hasKZ); kzRowTypes adds the types with zmm row dots only.
-var (
-	kzTypes    = []DType{Q4_K, Q5_K, Q6_K}
-	kzRowTypes = append(kzTypes[:len(kzTypes):len(kzTypes)], IQ4_XS)
-)
+// kzRowTypes are the types with zmm row dots and eight-token kernels (hasKZ).
+var kzRowTypes = []DType{Q4_K, Q5_K, Q6_K, IQ4_XS}
 
 // TestKQuantZBitwise checks the zmm K-quant row dots (hasKZ) against the
 // ymm ones bit for bit: random rows of raw bytes (every nibble, scale and
@@ -207,7 +203,7 @@ func TestKQuantZx8(t *testing.T) {
 		t.Skip("no AVX-512 BW+VNNI")
 	}
 	rng := rand.New(rand.NewPCG(73, 74))
-	for _, wt := range kzTypes {
+	for _, wt := range kzRowTypes {
 		testKQuantZx8(t, rng, wt)
 	}
 }

@@ -35,3 +35,7 @@ func qdotQ5_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, ui
 func qdotIQ4_XSZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
+
+func qdotIQ4_XSx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}

@@ -15,11 +15,22 @@ package tensor
 // kernel's arithmetic bit for bit — the same exact int32 lanes, the same
 // VCVTDQ2PS, VMULPS, VFNMADD231PS and VFMADD231PS per lane in super-block
 // order, the same fold — so a token's result does not depend on its
-// batch (TestKQuantZx8, TestMatMulBatchInvariant).
+// batch (TestKQuantZx8, TestMatMulBatchInvariant). IQ4_XS (qdotIQ4_XSx8Z,
+// Q8_K activations too, the packed scales of qx8PackK) runs its prefill
+// the same way, eight tokens per unpacked super-block instead of the row
+// dot token after token.
 
 // useKx8 reports whether MatMul takes the eight-token zmm kernel for
 // weights wt.
-func useKx8(wt DType) bool { return (wt == Q4_K || wt == Q5_K || wt == Q6_K) && hasKZ && hasQdotX4(wt) }
+func useKx8(wt DType) bool {
+	switch wt {
+	case Q4_K, Q5_K, Q6_K:
+		return hasKZ && hasQdotX4(wt)
+	case IQ4_XS:
+		return hasKZ && hasIQKernel(wt) && qdotX4On
+	}
+	return false
+}
 
 // qx8PackKLen is the length of one group's packed bsums (int16) and
 // scales (float32) for rows of n elements: per super-block four token
@@ -76,6 +87,8 @@ func dotQRowsKX8(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n i
 		qdotQ5_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	case Q6_K:
 		qdotQ6_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
+	case IQ4_XS:
+		qdotIQ4_XSx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	default:
 		panic("tensor: dotQRowsKX8: " + wt.String())
 	}
