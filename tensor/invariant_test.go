@@ -70,9 +70,9 @@ func TestMatMulBatchInvariant(t *testing.T) {
 	defer func() { hasSIMD, hasVNNI, hasAVX512, hasKZ = saved, savedVNNI, savedZ, savedKZ }()
 	// The kernel sets: the CPU's own (zmm float kernels where AVX-512F is
 	// present; Q8_0's eight-token zmm and four-token VNNI kernels where
-	// AVX-512 VNNI is; the zmm Q4_K row dots and eight-token kernel where
-	// AVX-512 BW+VNNI are), ymm on AVX2 alone (vnni and zmm off: the
-	// four-token AVX2 kernels), pure Go.
+	// AVX-512 VNNI is; the zmm K-quant and IQ4_XS row dots and
+	// eight-token kernels where AVX-512 BW+VNNI are), ymm on AVX2 alone
+	// (vnni and zmm off: the four-token AVX2 kernels), pure Go.
 	for _, path := range []struct {
 		name         string
 		asm, vnni, z bool
