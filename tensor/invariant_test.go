@@ -66,12 +66,13 @@ func TestMatMulBatchInvariant(t *testing.T) {
 	if testing.Short() {
 		ms = []int{2, 3, 5, 7, 8, 17, 65}
 	}
-	saved, savedVNNI, savedZ := hasSIMD, hasVNNI, hasAVX512
-	defer func() { hasSIMD, hasVNNI, hasAVX512 = saved, savedVNNI, savedZ }()
+	saved, savedVNNI, savedZ, savedKZ := hasSIMD, hasVNNI, hasAVX512, hasKZ
+	defer func() { hasSIMD, hasVNNI, hasAVX512, hasKZ = saved, savedVNNI, savedZ, savedKZ }()
 	// The kernel sets: the CPU's own (zmm float kernels where AVX-512F is
 	// present; Q8_0's eight-token zmm and four-token VNNI kernels where
-	// AVX-512 VNNI is), ymm on AVX2 alone (vnni and zmm off: the four-token
-	// AVX2 kernels), pure Go.
+	// AVX-512 VNNI is; the zmm K-quant and IQ4_XS row dots and
+	// eight-token kernels where AVX-512 BW+VNNI are), ymm on AVX2 alone
+	// (vnni and zmm off: the four-token AVX2 kernels), pure Go.
 	for _, path := range []struct {
 		name         string
 		asm, vnni, z bool
@@ -80,6 +81,7 @@ func TestMatMulBatchInvariant(t *testing.T) {
 			continue
 		}
 		hasSIMD, hasVNNI, hasAVX512 = path.asm, path.vnni, path.z
+		hasKZ = path.z && savedKZ
 		testMatMulBatchInvariant(t, rng, pools, ms, path.name, invariantTypes)
 	}
 }

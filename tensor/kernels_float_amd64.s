@@ -44,6 +44,7 @@ TEXT ·dot4F32SIMD(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
+	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
 	ZERO8
 	SUBQ $16, CX
 	JL   f32tail
@@ -51,6 +52,8 @@ TEXT ·dot4F32SIMD(SB), NOSPLIT, $0-40
 f32loop:
 	PREFETCHT0  (SI)(BX*4) // the next four rows, as in dot4F16SIMD
 	PREFETCHT0  (R8)(BX*4)
+	PREFETCHT0  (SI)(R13*1)
+	PREFETCHT0  (R8)(R13*1)
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VFMADD231PS (SI), Y8, Y0
@@ -89,18 +92,24 @@ TEXT ·dot4F16SIMD(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
+	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
 	ZERO8
 	SUBQ $16, CX
 	JL   f16tail
 
 f16loop:
-	// Prefetch the next group of four rows (rows r+4 and r+6, each
-	// 4·lda ahead; the adjacent-line prefetcher covers r+5, r+7): the
-	// hardware streamer stops at every 4 KiB page, one row of a 2048-wide
-	// F16 matrix, and then rediscovered each new row late. +12% decode
-	// tok/s at TinyLlama's shape, +19% at 768 wide (BenchmarkSynth tg128).
+	// Prefetch the next group of four rows (rows r+4..r+7, each 4·lda
+	// ahead): the hardware streamer stops at every 4 KiB page, one row of
+	// a 2048-wide F16 matrix, and then rediscovered each new row late.
+	// +12% decode tok/s at TinyLlama's shape, +19% at 768 wide
+	// (BenchmarkSynth tg128) with rows r+4 and r+6 only; rows r+5 and
+	// r+7 too (R13 = 5·lda) took the zmm dot from DRAM from ~0.7 of a
+	// plain streaming read to ~1.0 (1.5x, one thread; issue 36) — there
+	// is no "adjacent-line" prefetch across rows 4 KiB apart.
 	PREFETCHT0  (SI)(BX*4)
 	PREFETCHT0  (R8)(BX*4)
+	PREFETCHT0  (SI)(R13*1)
+	PREFETCHT0  (R8)(R13*1)
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VCVTPH2PS   (SI), Y10
@@ -152,6 +161,7 @@ TEXT ·dot4BF16SIMD(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
+	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
 	ZERO8
 	SUBQ $16, CX
 	JL   bf16tail
@@ -160,6 +170,8 @@ bf16loop:
 	// Prefetch the next four rows, as in dot4F16SIMD.
 	PREFETCHT0  (SI)(BX*4)
 	PREFETCHT0  (R8)(BX*4)
+	PREFETCHT0  (SI)(R13*1)
+	PREFETCHT0  (R8)(R13*1)
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VPMOVZXWD   (SI), Y10

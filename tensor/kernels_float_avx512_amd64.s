@@ -48,8 +48,8 @@
 // R8, R8+BX; DI walks x, CX counts columns left; accumulators Z0-Z3, one
 // per row; 32 columns per step (two FMAs per chain), then one 16-column
 // step and the masked 8-column remainder as needed. Each step prefetches
-// the next group of four rows (rows r+4 and r+6, 4·lda ahead) as the ymm
-// dots do: the hardware streamer stops at 4 KiB pages.
+// the next group of four rows (rows r+4..r+7, 4·lda ahead; R13 = 5·lda)
+// as the ymm dots do: the hardware streamer stops at 4 KiB pages.
 
 // func dot4F32Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 TEXT ·dot4F32Z(SB), NOSPLIT, $0-40
@@ -59,6 +59,7 @@ TEXT ·dot4F32Z(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
+	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
 	ZERO8
 	SUBQ $32, CX
 	JL   zf32mid
@@ -66,8 +67,12 @@ TEXT ·dot4F32Z(SB), NOSPLIT, $0-40
 zf32loop:
 	PREFETCHT0 (SI)(BX*4)
 	PREFETCHT0 (R8)(BX*4)
+	PREFETCHT0 (SI)(R13*1)
+	PREFETCHT0 (R8)(R13*1)
 	PREFETCHT0 64(SI)(BX*4)
 	PREFETCHT0 64(R8)(BX*4)
+	PREFETCHT0 64(SI)(R13*1)
+	PREFETCHT0 64(R8)(R13*1)
 	VMOVUPS    (DI), Z8
 	VMOVUPS    64(DI), Z9
 	VMOVUPS (SI), Z10
@@ -140,6 +145,7 @@ TEXT ·dot4F16Z(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
+	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
 	ZERO8
 	SUBQ $32, CX
 	JL   zf16mid
@@ -147,6 +153,8 @@ TEXT ·dot4F16Z(SB), NOSPLIT, $0-40
 zf16loop:
 	PREFETCHT0 (SI)(BX*4)
 	PREFETCHT0 (R8)(BX*4)
+	PREFETCHT0 (SI)(R13*1)
+	PREFETCHT0 (R8)(R13*1)
 	VMOVUPS    (DI), Z8
 	VMOVUPS    64(DI), Z9
 	VCVTPH2PS (SI), Z10
@@ -219,6 +227,7 @@ TEXT ·dot4BF16Z(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
+	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
 	ZERO8
 	SUBQ $32, CX
 	JL   zbf16mid
@@ -226,6 +235,8 @@ TEXT ·dot4BF16Z(SB), NOSPLIT, $0-40
 zbf16loop:
 	PREFETCHT0 (SI)(BX*4)
 	PREFETCHT0 (R8)(BX*4)
+	PREFETCHT0 (SI)(R13*1)
+	PREFETCHT0 (R8)(R13*1)
 	VMOVUPS    (DI), Z8
 	VMOVUPS    64(DI), Z9
 	VPMOVZXWD (SI), Z10

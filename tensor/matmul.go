@@ -36,7 +36,9 @@ import (
 // (row, token) with dot4's accumulator and fold) and the multi-token
 // quantized row dots (dotQRowsX4, for the types whose kernels are proven
 // identical: x4Invariant; dotQRowsX8, Q8_0 eight tokens at a time on
-// 512-bit registers where the CPU has AVX-512 VNNI). So a token's output row is bit-identical
+// 512-bit registers where the CPU has AVX-512 VNNI; dotQRowsKX8, the
+// K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
+// give the ymm kernels' bits: hasKZ). So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
 // load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
@@ -107,11 +109,20 @@ type sharedScratch struct {
 	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
 	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack)
 	dx8 []float32 // (n/8, Cols/32, 8) their block scales
+	bsk []int16   // (n/8, qx8PackKLen) packed bsums of 8-token groups, K-quants (qx8PackK)
+	dzk []float32 // (n/8, qx8PackKLen) their packed scales
 }
 
 func growBytes(s []byte, n int) []byte {
 	if cap(s) < n {
 		return make([]byte, n)
+	}
+	return s[:n]
+}
+
+func growI16(s []int16, n int) []int16 {
+	if cap(s) < n {
+		return make([]int16, n)
 	}
 	return s[:n]
 }
@@ -140,6 +151,7 @@ type matJob struct {
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
+	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
 
@@ -219,6 +231,17 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				}
 			}
 		}
+		if n >= 8 && useKx8(w.Type) {
+			// Groups of eight tokens for the K-quants and IQ4_XS on
+			// AVX-512: bsums and scales packed by token pairs.
+			j.kx8 = true
+			lb, ld := qx8PackKLen(w.Cols)
+			s.shared.bsk = growI16(s.shared.bsk, n/8*lb)
+			s.shared.dzk = growBuf(s.shared.dzk, n/8*ld)
+			for t0 := 0; t0+8 <= n; t0 += 8 {
+				qx8PackK(s.shared.bsk[t0/8*lb:(t0/8+1)*lb], s.shared.dzk[t0/8*ld:(t0/8+1)*ld], &s.acts, w.Cols, t0)
+			}
+		}
 	} else if !isFloat(w.Type) {
 		for i := range s.scratch {
 			s.scratch[i].rows = growBuf(s.scratch[i].rows, 4*w.Cols)
@@ -276,6 +299,12 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 				// Eight tokens at a time, two per 512-bit register.
 				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
 				dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
+				t += 7
+				continue
+			}
+			if j.kx8 && t%8 == 0 && t+8 <= j.n {
+				lb, ld := qx8PackKLen(w.Cols)
+				dotQRowsKX8(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, &j.s.acts, j.s.shared.bsk[t/8*lb:(t/8+1)*lb], j.s.shared.dzk[t/8*ld:(t/8+1)*ld], t)
 				t += 7
 				continue
 			}

@@ -42,7 +42,11 @@ func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, 
 	case MXFP4:
 		qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 	case IQ4_XS:
-		qdotIQ4_XSSIMD(dst, rows, w, stride, q, d, aux, nb)
+		if hasKZ {
+			qdotIQ4_XSZ(dst, rows, w, stride, q, d, aux, nb)
+		} else {
+			qdotIQ4_XSSIMD(dst, rows, w, stride, q, d, aux, nb)
+		}
 	case IQ3_S:
 		qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
 	case Q2_K:

@@ -54,11 +54,23 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 	case Q5_1:
 		qdotQ5_1SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_K:
-		qdotQ4_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		if hasKZ {
+			qdotQ4_KZ(pd, rows, pw, st, pq, pdd, aux, nb)
+		} else {
+			qdotQ4_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		}
 	case Q5_K:
-		qdotQ5_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		if hasKZ {
+			qdotQ5_KZ(pd, rows, pw, st, pq, pdd, aux, nb)
+		} else {
+			qdotQ5_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		}
 	case Q6_K:
-		qdotQ6_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		if hasKZ {
+			qdotQ6_KZ(pd, rows, pw, st, pq, pdd, aux, nb)
+		} else {
+			qdotQ6_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		}
 	default:
 		qdotIQ(wt, pd, rows, pw, st, pq, pdd, aux, nb)
 	}

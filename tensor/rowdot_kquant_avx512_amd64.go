@@ -1,0 +1,41 @@
+package tensor
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// hasKZ selects the zmm K-quant row dots (rowdot_kquant_avx512_amd64.s)
+// over the ymm ones of rowdot_quant_amd64.s: AVX-512F and BW for the
+// 512-bit byte and word ops, VNNI for VPDPWSSD. They give the ymm kernels'
+// bits (exact integer lanes, the same float steps), so the flag changes
+// speed only; tests flip it to compare the two, and NANOSERVE_NOAVX512=1
+// turns it off with the zmm float kernels (hasAVX512).
+var hasKZ = hasSIMD && hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
+//go:noescape
+func qdotQ4_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ4_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+//go:noescape
+func qdotQ6_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ6_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+//go:noescape
+func qdotQ5_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotQ5_Kx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+// qdotIQ4_XSZ is qdotIQ4_XSSIMD on zmm (rowdot_iq_avx512_amd64.s), the same bits.
+//
+//go:noescape
+func qdotIQ4_XSZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotIQ4_XSx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)

@@ -1,0 +1,41 @@
+//go:build !amd64
+
+package tensor
+
+import "unsafe"
+
+// No zmm K-quant row dots off amd64 (rowdot_kquant_avx512_amd64.go): the
+// flag stays off and the stubs are never called.
+var hasKZ = false
+
+func qdotQ4_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+
+func qdotQ4_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}
+
+func qdotQ6_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+
+func qdotQ6_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}
+
+func qdotQ5_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+
+func qdotQ5_Kx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}
+
+func qdotIQ4_XSZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}
+
+func qdotIQ4_XSx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}
