@@ -104,7 +104,7 @@ func (s *Shape) headDim() int {
 	}
 	return s.Dim / s.Heads
 }
-func (s *Shape) kvDim() int   { return s.KVHeads * s.headDim() }
+func (s *Shape) kvDim() int { return s.KVHeads * s.headDim() }
 
 func (s *Shape) validate() error {
 	if s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.FFN <= 0 || s.Vocab <= 0 || s.Ctx <= 0 {
