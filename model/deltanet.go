@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"nanoserve/kvcache"
+	"nanoserve/tensor"
 )
 
 // The gated delta net token mixer of Qwen3.5 (see hybrid.go for the
@@ -72,24 +73,10 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 
 // deltaStep is one token of the gated delta rule on one value head's
 // state S (d_v rows of d_k): S ← decay·S; S ← S + β(v − S k)kᵀ; out = S q.
-// Row j needs only its own values, so each row is one pass.
+// Row j needs only its own values, so each row is one read pass and one
+// write pass: tensor.DeltaStep, in SIMD registers where the CPU has them.
 func deltaStep(out, S, q, k, v []float32, decay, beta float32) {
-	d := len(k)
-	for j := range out {
-		row := S[j*d : (j+1)*d]
-		var sk float32
-		for i := range row {
-			row[i] *= decay
-			sk += row[i] * k[i]
-		}
-		e := beta * (v[j] - sk)
-		var o float32
-		for i := range row {
-			row[i] += e * k[i]
-			o += row[i] * q[i]
-		}
-		out[j] = o
-	}
+	tensor.DeltaStep(out, S, q, k, v, decay, beta)
 }
 
 // l2Norm writes o = x / √(Σx² + eps) (ggml_l2_norm as llama.cpp's
