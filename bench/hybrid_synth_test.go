@@ -92,3 +92,29 @@ func TestHybridShapes(t *testing.T) {
 		t.Error("4 value heads over 3 key heads validated")
 	}
 }
+
+// TestHybridPrefillOps: a delta-net layer counts its state update (6·d²
+// per value head and token), not the attention it does not run: against
+// the same model with every layer taken for attention, tiny-qwen35's three
+// delta nets (4 heads of 32) over 40 tokens differ by 3·(6·40·4·32² −
+// 4·128·820).
+func TestHybridPrefillOps(t *testing.T) {
+	s, mix := mustShape(t, "tiny-qwen35"), mustMix(t, "f16")
+	p, _, err := SyntheticFile(t.TempDir(), s, mix, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(p, model.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	f, _ := prefillOps(m, 40, 32)
+	rec := m.Recurrent
+	m.Recurrent = make([]bool, len(rec))
+	g, _ := prefillOps(m, 40, 32)
+	m.Recurrent = rec
+	if want := 3.0 * (6*40*4*32*32 - 4*128*820); f-g != want {
+		t.Errorf("delta nets add %v float ops over attention, want %v", f-g, want)
+	}
+}
