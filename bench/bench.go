@@ -512,6 +512,17 @@ func (r *runner) decode(seq *kvcache.Seq, n, pos0 int, stamps []time.Duration) (
 	if seq.Len > pos0 {
 		r.cache.Truncate(seq, pos0)
 	}
+	if seq.Len < pos0 {
+		// A hybrid model's recurrent state cannot be rewound: Truncate
+		// went back to the snapshot below (or to 0); recompute the rest,
+		// untimed.
+		if err := r.forward(seq, r.randomTokens(pos0-seq.Len), seq.Len); err != nil {
+			return nil, err
+		}
+	}
+	// Hybrid models: the next rewind to pos0 restores this copy of the
+	// state (a no-op for attention-only models).
+	r.cache.Snapshot(seq)
 	if err := r.cache.Reserve(seq, pos0+n-seq.Len); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

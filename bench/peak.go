@@ -235,6 +235,14 @@ func prefillOps(m *model.Model, n, batch int) (float, int8 float64) {
 		}
 	}
 	for l := range m.Layers {
+		if l < len(m.Recurrent) && m.Recurrent[l] {
+			// A delta net's state update per token and value head: the
+			// d×d state read for S·k, then decayed, updated by e·kᵀ and
+			// read for S·q (three multiply-adds per entry). LFM2's short
+			// convolutions add nothing worth counting.
+			float += 6 * float64(n) * float64(m.SSMVHeads) * float64(m.SSMHeadDim*m.SSMHeadDim)
+			continue
+		}
 		win := m.Window(l)
 		for p := range n {
 			ctx := p + 1

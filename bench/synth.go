@@ -22,7 +22,7 @@ import (
 // published model, without its weights.
 type Shape struct {
 	Name      string  `json:"name"`
-	Arch      string  `json:"arch"` // "llama" or "gpt2" (GGUF general.architecture)
+	Arch      string  `json:"arch"` // "llama", "gpt2", "qwen35" or "qwen35moe" (GGUF general.architecture)
 	Dim       int     `json:"dim"`
 	Layers    int     `json:"layers"`
 	Heads     int     `json:"heads"`
@@ -37,6 +37,13 @@ type Shape struct {
 	// FFN is then each expert's width.
 	Experts     int `json:"experts,omitempty"`
 	ExpertsUsed int `json:"experts_used,omitempty"`
+	// Hybrid shapes (qwen35, qwen35moe; hybrid_synth.go): the attention
+	// head width and rotated dims when they are not Dim/Heads, the
+	// delta-net geometry, and the shared expert's width.
+	HeadDim   int       `json:"head_dim,omitempty"`
+	RopeDim   int       `json:"rope_dim,omitempty"`
+	DeltaNet  *DeltaNet `json:"delta_net,omitempty"`
+	SharedFFN int       `json:"shared_ffn,omitempty"`
 }
 
 // shapes are the standard shapes --synthetic accepts.
@@ -56,6 +63,7 @@ var shapes = []Shape{
 	{Name: "tiny", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5},
 	{Name: "tiny-moe", Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 64, Vocab: 512, Ctx: 256, RopeTheta: 10000, NormEps: 1e-5, Experts: 8, ExpertsUsed: 2},
 	{Name: "tiny-gpt2", Arch: "gpt2", Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 256, Vocab: 512, Ctx: 256, Tied: true, NormEps: 1e-5},
+	tinyQwen35, tinyQwen35MoE,
 }
 
 var shapeAliases = map[string]string{
@@ -90,18 +98,32 @@ func ShapeNames() []string {
 	return ns
 }
 
-func (s *Shape) headDim() int { return s.Dim / s.Heads }
-func (s *Shape) kvDim() int   { return s.KVHeads * s.headDim() }
+func (s *Shape) headDim() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	return s.Dim / s.Heads
+}
+func (s *Shape) kvDim() int { return s.KVHeads * s.headDim() }
 
 func (s *Shape) validate() error {
 	if s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.FFN <= 0 || s.Vocab <= 0 || s.Ctx <= 0 {
 		return fmt.Errorf("bench: shape %q has a non-positive dimension", s.Name)
 	}
-	if s.Dim%s.Heads != 0 || s.Heads%s.KVHeads != 0 {
+	if (s.HeadDim == 0 && s.Dim%s.Heads != 0) || s.Heads%s.KVHeads != 0 {
 		return fmt.Errorf("bench: shape %q: dim %d, %d heads, %d kv heads do not divide", s.Name, s.Dim, s.Heads, s.KVHeads)
 	}
-	if s.Arch != "llama" && s.Arch != "gpt2" {
-		return fmt.Errorf("bench: shape %q: architecture %q (want llama or gpt2)", s.Name, s.Arch)
+	switch s.Arch {
+	case "llama", "gpt2":
+		if s.DeltaNet != nil || s.HeadDim != 0 {
+			return fmt.Errorf("bench: shape %q: a delta net or head width needs a qwen35 architecture", s.Name)
+		}
+	case "qwen35", "qwen35moe":
+		if err := s.validateHybrid(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("bench: shape %q: architecture %q (want llama, gpt2, qwen35 or qwen35moe)", s.Name, s.Arch)
 	}
 	if s.Arch == "gpt2" && (s.KVHeads != s.Heads || !s.Tied) {
 		return fmt.Errorf("bench: shape %q: gpt2 shapes are multi-head and tied", s.Name)
@@ -159,7 +181,7 @@ type synthTensor struct {
 	name       string
 	typ        tensor.DType
 	rows, cols int    // rows = 1 for vectors
-	fill       string // "normal", "ones" or "zeros"
+	fill       string // "normal", "ones", "zeros" or "ramp" (−1, −2, … −8, −1, …: a delta net's decay rates A)
 	vector     bool
 	experts    int // > 0: a 3-D expert tensor, rows/experts rows per expert
 }
@@ -172,6 +194,9 @@ func plan(s Shape, m Mix) []synthTensor {
 	}
 	vec := func(name string, n int, fill string) {
 		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true})
+	}
+	if s.DeltaNet != nil {
+		return planHybrid(s, m)
 	}
 	dim, kvd, hid := s.Dim, s.kvDim(), s.FFN
 	mat("token_embd.weight", "token_embd", -1, s.Vocab, dim, s.Tied)
@@ -290,10 +315,17 @@ func writeTensor(w io.Writer, t synthTensor, seed uint64, workers int) error {
 	}
 	if t.vector {
 		v := make([]float32, t.cols)
-		if t.fill == "ones" {
-			for i := range v {
+		for i := range v {
+			switch t.fill {
+			case "ones":
 				v[i] = 1
+			case "ramp":
+				v[i] = -float32(1 + i%8)
 			}
+		}
+		if t.fill == "normal" {
+			r := newRNG(tensorSeed(seed, t.name, 0))
+			r.fillNormal(v, weightStd)
 		}
 		_, err := w.Write(tensor.F32Bytes(v))
 		return err
@@ -399,7 +431,14 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 		h.HeadCountKV, h.RMSNormEps, h.RopeFreqBase, h.RopeDim, h.VocabSize = s.KVHeads, float64(s.NormEps), s.RopeTheta, s.headDim(), s.Vocab
 		h.ExpertCount, h.ExpertUsedCount = s.Experts, s.ExpertsUsed
 	}
+	if s.DeltaNet != nil {
+		h.KeyLength, h.RopeDim = s.headDim(), s.RopeDim
+		if s.Experts > 0 {
+			h.ExpertFFLength = s.FFN
+		}
+	}
 	kvs = append(kvs, h.KVs()...)
+	kvs = append(kvs, s.hybridKVs()...)
 	vkvs, err := llamacpp.VocabKVs(vocabulary(s.Vocab), s.Vocab, nil)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

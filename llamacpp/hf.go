@@ -34,8 +34,13 @@ var HFArchs = map[string]string{
 	// The vision-language checkpoint's text model: config.json text_config,
 	// tensors under model.language_model. (the loader reads those).
 	"Qwen3_5ForConditionalGeneration": "qwen35",
-	"Lfm2ForCausalLM":                 "lfm2", // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
-	"LFM2ForCausalLM":                 "lfm2", // idem
+	// Qwen3.5's mixture of experts (the 35B-A3B): the same delta-net and
+	// attention layers, routed experts one HF tensor each, a σ-gated
+	// shared expert (conversion/qwen.py Qwen3_5MoeTextModel).
+	"Qwen3_5MoeForCausalLM":              "qwen35moe",
+	"Qwen3_5MoeForConditionalGeneration": "qwen35moe",
+	"Lfm2ForCausalLM":                    "lfm2", // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
+	"LFM2ForCausalLM":                    "lfm2", // idem
 }
 
 // hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
@@ -62,7 +67,7 @@ const GptOssGateUp = "ffn_gate_up_exps"
 
 var lfm2 = []string{"lfm2"}
 
-var qwen35 = []string{"qwen35"}
+var qwen35 = []string{"qwen35", "qwen35moe"}
 
 // hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
 // comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
@@ -153,7 +158,14 @@ var hfNames = []*hfEntry{
 	// Routers: FFN_GATE_INP "block_sparse_moe.gate # mixtral",
 	// "mlp.gate # qwen2moe".
 	{hf: "model.layers.{bid}.block_sparse_moe.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"llama"}},
-	{hf: "model.layers.{bid}.mlp.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"qwen3moe"}},
+	{hf: "model.layers.{bid}.mlp.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"qwen3moe", "qwen35moe"}},
+	// Qwen3.5-MoE's shared expert (FFN_*_SHEXP "mlp.shared_expert.*
+	// # qwen2moe") and its σ gate, an (1, dim) HF linear stored as a
+	// dim-vector (FFN_GATE_INP_SHEXP "mlp.shared_expert_gate").
+	{hf: "model.layers.{bid}.mlp.shared_expert.gate_proj.weight", gguf: "blk.{bid}.ffn_gate_shexp.weight", archs: []string{"qwen35moe"}},
+	{hf: "model.layers.{bid}.mlp.shared_expert.up_proj.weight", gguf: "blk.{bid}.ffn_up_shexp.weight", archs: []string{"qwen35moe"}},
+	{hf: "model.layers.{bid}.mlp.shared_expert.down_proj.weight", gguf: "blk.{bid}.ffn_down_shexp.weight", archs: []string{"qwen35moe"}},
+	{hf: "model.layers.{bid}.mlp.shared_expert_gate.weight", gguf: "blk.{bid}.ffn_gate_inp_shexp.weight", archs: []string{"qwen35moe"}},
 	// Experts, one HF tensor each, merged into 3-D GGUF tensors (expert
 	// xid is slab xid): conversion/llama.py merges
 	// block_sparse_moe.experts.{xid}.w1/w2/w3 into FFN_GATE_EXP /
@@ -164,9 +176,9 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.block_sparse_moe.experts.{xid}.w1.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: []string{"llama"}},
 	{hf: "model.layers.{bid}.block_sparse_moe.experts.{xid}.w2.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: []string{"llama"}},
 	{hf: "model.layers.{bid}.block_sparse_moe.experts.{xid}.w3.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: []string{"llama"}},
-	{hf: "model.layers.{bid}.mlp.experts.{xid}.gate_proj.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: []string{"qwen3moe"}},
-	{hf: "model.layers.{bid}.mlp.experts.{xid}.up_proj.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: []string{"qwen3moe"}},
-	{hf: "model.layers.{bid}.mlp.experts.{xid}.down_proj.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: []string{"qwen3moe"}},
+	{hf: "model.layers.{bid}.mlp.experts.{xid}.gate_proj.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: []string{"qwen3moe", "qwen35moe"}},
+	{hf: "model.layers.{bid}.mlp.experts.{xid}.up_proj.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: []string{"qwen3moe", "qwen35moe"}},
+	{hf: "model.layers.{bid}.mlp.experts.{xid}.down_proj.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: []string{"qwen3moe", "qwen35moe"}},
 
 	// GPT-2 (TOKEN_EMBD "transformer.wte # gpt2", POS_EMBD "transformer.wpe",
 	// ATTN_NORM "transformer.h.{bid}.ln_1", ATTN_QKV "…attn.c_attn", …);
@@ -295,7 +307,7 @@ func NormShift(arch, gguf string) float32 {
 	// Qwen3.5's RMSNorms multiply by 1 + weight, except the delta net's
 	// gated norm (Qwen3NextModel.modify_tensors adds 1 to every
 	// norm.weight but linear_attn.norm.weight).
-	if arch == "qwen35" && strings.HasSuffix(gguf, "norm.weight") && !strings.HasSuffix(gguf, "ssm_norm.weight") {
+	if (arch == "qwen35" || arch == "qwen35moe") && strings.HasSuffix(gguf, "norm.weight") && !strings.HasSuffix(gguf, "ssm_norm.weight") {
 		return 1
 	}
 	return 0

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"nanoserve/kvcache"
+	"nanoserve/tensor"
 )
 
 // The gated delta net token mixer of Qwen3.5 (see hybrid.go for the
@@ -19,7 +20,7 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	cfg := &m.Config
 	hw := &m.hw
 	dim, d := cfg.Dim, cfg.SSMHeadDim
-	nk, nv := cfg.SSMKHeads, cfg.SSMVHeads
+	nv := cfg.SSMVHeads
 	ch, dc := cfg.ConvChannels(), cfg.ConvKernel
 	vd := nv * d
 	h := m.ws.xb[:n*dim]
@@ -33,28 +34,20 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	m.pool.MatMul(hw.z, r.wz, h, n)
 	m.pool.MatMul(hw.beta, r.wBeta, h, n)
 	m.pool.MatMul(hw.alpha, r.wAlpha, h, n)
-	convLen := (dc - 1) * ch
-	scale := float32(1 / math.Sqrt(float64(d)))
-	// Phase 1, token by token in batch order: the causal convolution
-	// (which advances each sequence's window), SiLU, and the L2-normalised
-	// q and k of every key head (q also by 1/√d), in place in hw.mix.
-	for i := range n {
-		st := c.State(b.Seq[i])[r.stateOff : r.stateOff+convLen]
-		x := hw.mix[i*ch : (i+1)*ch]
-		causalConv(hw.row, x, st, r.conv, ch, dc)
-		for j, v := range hw.row {
-			x[j] = silu(v)
-		}
-		for kh := range 2 * nk {
-			qk := x[kh*d : (kh+1)*d]
-			l2Norm(qk, qk, cfg.NormEps)
-			if kh < nk {
-				for j := range qk {
-					qk[j] *= scale
-				}
-			}
-		}
+	// Phase 1: the causal convolution (which advances each sequence's
+	// window), SiLU, and the L2-normalised q and k of every key head (q
+	// also by 1/√d), in place in hw.mix. Channels are independent, so the
+	// workers take d-wide channel blocks (whole q/k heads), each running
+	// the batch's tokens in order: the same numbers whatever the split.
+	// One decode token's channels are too little work to hand out.
+	cj := &hw.conv
+	cj.m, cj.b, cj.c, cj.r, cj.n = m, b, c, r, n
+	if work := n * ch * dc; m.pool.Threads() > 1 && ch%d == 0 && work >= parRowsMin && !deltaConvSerial {
+		m.pool.For(ch/d, 1, cj)
+	} else {
+		cj.Range(0, ch/d, 0)
 	}
+	cj.b, cj.c, cj.r = nil, nil, nil
 	// Phase 2: the delta rule and the gated norm, value head by value
 	// head (each head's state is its own, so heads run in parallel; within
 	// a head the tokens go in batch order, the same arithmetic whatever the
@@ -72,25 +65,19 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 
 // deltaStep is one token of the gated delta rule on one value head's
 // state S (d_v rows of d_k): S ← decay·S; S ← S + β(v − S k)kᵀ; out = S q.
-// Row j needs only its own values, so each row is one pass.
+// Row j needs only its own values, so each row is one read pass and one
+// write pass: tensor.DeltaStep, in SIMD registers where the CPU has them.
 func deltaStep(out, S, q, k, v []float32, decay, beta float32) {
-	d := len(k)
-	for j := range out {
-		row := S[j*d : (j+1)*d]
-		var sk float32
-		for i := range row {
-			row[i] *= decay
-			sk += row[i] * k[i]
-		}
-		e := beta * (v[j] - sk)
-		var o float32
-		for i := range row {
-			row[i] += e * k[i]
-			o += row[i] * q[i]
-		}
-		out[j] = o
-	}
+	deltaStepFn(out, S, q, k, v, decay, beta)
 }
+
+// deltaStepFn is the kernel deltaStep runs; benchmarks swap in the
+// previous scalar loop to measure old against new in one run.
+var deltaStepFn = tensor.DeltaStep
+
+// deltaConvSerial runs phase 1 of deltaNetMixer on one thread, as the
+// model did before (benchmarks: old against new).
+var deltaConvSerial = false
 
 // l2Norm writes o = x / √(Σx² + eps) (ggml_l2_norm as llama.cpp's
 // build_gdn_l2_norm computes it: an RMSNorm with eps/n, scaled by 1/√n).
@@ -102,6 +89,48 @@ func l2Norm(o, x []float32, eps float32) {
 	s := float32(1 / math.Sqrt(float64(ss+eps)))
 	for i, v := range x {
 		o[i] = v * s
+	}
+}
+
+// convJob runs channel blocks [lo, hi) (d wide; the last may be
+// shorter) of phase 1 of deltaNetMixer, a tensor.RangeJob kept in the
+// workspace.
+type convJob struct {
+	m *Model
+	b *Batch
+	c *kvcache.Cache
+	r *recWeights
+	n int
+}
+
+func (j *convJob) Range(lo, hi, _ int) {
+	m, r := j.m, j.r
+	cfg := &m.Config
+	hw := &m.hw
+	d, nk := cfg.SSMHeadDim, cfg.SSMKHeads
+	ch, dc := cfg.ConvChannels(), cfg.ConvKernel
+	convLen := (dc - 1) * ch
+	scale := float32(1 / math.Sqrt(float64(d)))
+	c0, c1 := lo*d, min(hi*d, ch)
+	if hi >= ch/d {
+		c1 = ch
+	}
+	for i := range j.n {
+		st := j.c.State(j.b.Seq[i])[r.stateOff : r.stateOff+convLen]
+		x := hw.mix[i*ch : (i+1)*ch]
+		causalConvRange(hw.row, x, st, r.conv, ch, dc, c0, c1)
+		for t := c0; t < c1; t++ {
+			x[t] = silu(hw.row[t])
+		}
+		for kh := lo; kh < min(hi, 2*nk); kh++ {
+			qk := x[kh*d : (kh+1)*d]
+			l2Norm(qk, qk, cfg.NormEps)
+			if kh < nk {
+				for t := range qk {
+					qk[t] *= scale
+				}
+			}
+		}
 	}
 }
 

@@ -84,7 +84,8 @@ type hybridWork struct {
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
 
-	job deltaJob // deltaNetMixer's head-parallel phase
+	job  deltaJob // deltaNetMixer's head-parallel phase
+	conv convJob  // deltaNetMixer's channel-parallel phase
 
 	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up
 	sh       []float32 // (n, dim) shared expert's output
@@ -492,7 +493,14 @@ func (m *Model) recurrentMixer(b *Batch, c *kvcache.Cache, lw *layerWeights, n i
 // previous inputs, oldest first, then x), then shifts x into the state.
 // The sum runs in j order (ggml_ssm_conv's).
 func causalConv(out, x, state, kernel []float32, channels, dconv int) {
-	for ch := range channels {
+	causalConvRange(out, x, state, kernel, channels, dconv, 0, channels)
+}
+
+// causalConvRange is causalConv on channels [lo, hi) only (out, x and
+// state still indexed by channel): channels are independent, so disjoint
+// ranges can run in parallel with the same numbers.
+func causalConvRange(out, x, state, kernel []float32, channels, dconv, lo, hi int) {
+	for ch := lo; ch < hi; ch++ {
 		k := kernel[ch*dconv : (ch+1)*dconv]
 		var s float32
 		for j := range dconv - 1 {
@@ -501,8 +509,10 @@ func causalConv(out, x, state, kernel []float32, channels, dconv int) {
 		s += x[ch] * k[dconv-1]
 		out[ch] = s
 	}
-	copy(state, state[channels:(dconv-1)*channels])
-	copy(state[(dconv-2)*channels:], x[:channels])
+	for j := range dconv - 2 {
+		copy(state[j*channels+lo:j*channels+hi], state[(j+1)*channels+lo:(j+1)*channels+hi])
+	}
+	copy(state[(dconv-2)*channels+lo:(dconv-2)*channels+hi], x[lo:hi])
 }
 
 // silu is x·σ(x).

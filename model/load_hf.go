@@ -101,7 +101,9 @@ type hfConfig struct {
 	LinearNumKeyHeads     int  `json:"linear_num_key_heads"`
 	LinearNumValueHeads   int  `json:"linear_num_value_heads"`
 	FullAttentionInterval *int `json:"full_attention_interval"`
-	RopeParameters        *struct {
+	// Qwen3.5-MoE (Qwen3_5MoeTextConfig): the shared expert's width.
+	SharedExpertIntermediateSize int `json:"shared_expert_intermediate_size"`
+	RopeParameters               *struct {
 		RopeTheta           *float64 `json:"rope_theta"`
 		PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 	} `json:"rope_parameters"`
@@ -335,7 +337,7 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 			return err
 		}
 	}
-	if arch.Name == "qwen35" {
+	if arch.Name == "qwen35" || arch.Name == "qwen35moe" {
 		if err := hc.fillQwen35(c); err != nil {
 			return err
 		}
@@ -504,7 +506,9 @@ func (h *hfLoader) vec(name string, n int, required bool) []float32 {
 		h.fail(err)
 		return nil
 	}
-	if len(t.Shape) != 1 || t.Shape[0] != n {
+	// A one-output linear layer's (1, n) weight is a vector too
+	// (Qwen3.5-MoE's shared_expert_gate; the converter squeezes it).
+	if !slices.Equal(t.Shape, []int{n}) && !slices.Equal(t.Shape, []int{1, n}) {
 		h.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d] (config.json)", name, t.Shape, n))
 		return nil
 	}

@@ -55,6 +55,12 @@ func (hc *hfConfig) fillQwen35(c *Config) error {
 		return fmt.Errorf("model: config.json: linear key head dim %d != value head dim %d is not supported", hc.LinearKeyHeadDim, hc.LinearValueHeadDim)
 	}
 	c.ConvKernel = hc.LinearConvKernelDim
+	if c.Experts > 0 {
+		if hc.SharedExpertIntermediateSize <= 0 {
+			return fmt.Errorf("model: config.json: a Qwen3.5 mixture of experts needs shared_expert_intermediate_size")
+		}
+		c.SharedExpertHiddenDim = hc.SharedExpertIntermediateSize
+	}
 	c.SSMHeadDim, c.SSMKHeads, c.SSMVHeads = hc.LinearKeyHeadDim, hc.LinearNumKeyHeads, hc.LinearNumValueHeads
 	c.AttnGate, c.QKNorm, c.RopeNeox = true, true, true
 	prf := 0.25 // Qwen3_5TextConfig's default

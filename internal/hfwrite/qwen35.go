@@ -14,7 +14,9 @@ import (
 	"nanoserve/tensor"
 )
 
-// Qwen35FromGGUF writes a Qwen3.5 checkpoint from a qwen35 GGUF, undoing
+// Qwen35FromGGUF writes a Qwen3.5 checkpoint from a qwen35 (or qwen35moe:
+// Qwen3_5Moe*, mlp.gate, mlp.experts.N.{gate,up,down}_proj,
+// mlp.shared_expert.*, mlp.shared_expert_gate) GGUF, undoing
 // llama.cpp's conversion from transformers' modeling_qwen3_5.py
 // conventions: model.layers.N.linear_attn.{in_proj_qkv, in_proj_z,
 // in_proj_b, in_proj_a, conv1d (channels, 1, d_conv), dt_bias, A_log,
@@ -31,16 +33,18 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		return err
 	}
 	defer f.Close()
-	if f.Arch() != "qwen35" {
-		return fmt.Errorf("hfwrite: %s is %q, not qwen35", path, f.Arch())
+	a := f.Arch()
+	if a != "qwen35" && a != "qwen35moe" {
+		return fmt.Errorf("hfwrite: %s is %q, not qwen35 or qwen35moe", path, a)
 	}
-	u := func(k string) int { v, _ := f.Uint("qwen35." + k); return int(v) }
-	fl := func(k string) float64 { v, _ := f.Float("qwen35." + k); return v }
+	moe := a == "qwen35moe"
+	u := func(k string) int { v, _ := f.Uint(a + "." + k); return int(v) }
+	fl := func(k string) float64 { v, _ := f.Float(a + "." + k); return v }
 	layers := u("block_count")
-	rv, _ := f.Get("qwen35.attention.recurrent_layers")
+	rv, _ := f.Get(a + ".attention.recurrent_layers")
 	arr, ok := rv.Array()
 	if !ok || arr.Len() != layers {
-		return fmt.Errorf("hfwrite: qwen35.attention.recurrent_layers is not %d flags", layers)
+		return fmt.Errorf("hfwrite: %s.attention.recurrent_layers is not %d flags", a, layers)
 	}
 	types := make([]string, layers)
 	for i := range layers {
@@ -62,10 +66,18 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		"layer_types": types, "linear_conv_kernel_dim": u("ssm.conv_kernel"), "linear_key_head_dim": d, "linear_value_head_dim": d,
 		"linear_num_key_heads": nk, "linear_num_value_heads": nv, "vocab_size": emb.Rows(), "tie_word_embeddings": !hasOutput,
 	}
+	class, vlClass, vlType := "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "qwen3_5"
+	if moe {
+		class, vlClass, vlType = "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"
+		text["model_type"] = "qwen3_5_moe_text"
+		text["num_experts"], text["num_experts_per_tok"] = u("expert_count"), u("expert_used_count")
+		text["moe_intermediate_size"], text["shared_expert_intermediate_size"] = u("expert_feed_forward_length"), u("expert_shared_feed_forward_length")
+		text["intermediate_size"], text["norm_topk_prob"] = u("expert_feed_forward_length"), true
+	}
 	cfg := text
-	cfg["architectures"] = []string{"Qwen3_5ForCausalLM"}
+	cfg["architectures"] = []string{class}
 	if vl {
-		cfg = map[string]any{"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
+		cfg = map[string]any{"architectures": []string{vlClass}, "model_type": vlType,
 			"text_config": text, "tie_word_embeddings": !hasOutput}
 		delete(text, "architectures")
 	}
@@ -85,7 +97,13 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		"ssm_conv1d.weight": "linear_attn.conv1d.weight", "ssm_dt.bias": "linear_attn.dt_bias", "ssm_a": "linear_attn.A_log",
 		"ssm_norm.weight": "linear_attn.norm.weight", "ssm_out.weight": "linear_attn.out_proj.weight",
 		"ffn_gate.weight": "mlp.gate_proj.weight", "ffn_up.weight": "mlp.up_proj.weight", "ffn_down.weight": "mlp.down_proj.weight",
+		// qwen35moe: the router, the shared expert and its gate; the
+		// experts (ffn_*_exps) are split below.
+		"ffn_gate_inp.weight": "mlp.gate.weight", "ffn_gate_inp_shexp.weight": "mlp.shared_expert_gate.weight",
+		"ffn_gate_shexp.weight": "mlp.shared_expert.gate_proj.weight", "ffn_up_shexp.weight": "mlp.shared_expert.up_proj.weight",
+		"ffn_down_shexp.weight": "mlp.shared_expert.down_proj.weight",
 	}
+	expertNames := map[string]string{"ffn_gate_exps.weight": "gate_proj", "ffn_up_exps.weight": "up_proj", "ffn_down_exps.weight": "down_proj"}
 	model := "model."
 	if vl {
 		model = "model.language_model."
@@ -103,9 +121,23 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		default:
 			rest, _ := strings.CutPrefix(t.Name, "blk.")
 			layer, s, _ := strings.Cut(rest, ".")
+			if proj, ok := expertNames[s]; ok && len(t.Dims) == 3 {
+				// One (rows, cols) tensor per expert, transformers' names.
+				rows, cols, e := int(t.Dims[1]), int(t.Dims[0]), int(t.Dims[2])
+				dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+				if dt == "" || len(t.Data)%e != 0 {
+					return fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
+				}
+				per := len(t.Data) / e
+				for x := range e {
+					ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("%slayers.%s.mlp.experts.%d.%s.weight", model, layer, x, proj),
+						DType: dt, Shape: []int{rows, cols}, Data: slices.Clone(t.Data[x*per : (x+1)*per])})
+				}
+				continue
+			}
 			hf, ok := names[s]
 			if !ok {
-				return fmt.Errorf("hfwrite: qwen35 tensor %s", t.Name)
+				return fmt.Errorf("hfwrite: %s tensor %s", a, t.Name)
 			}
 			name, suffix = model+"layers."+layer+"."+hf, s
 		}
@@ -153,6 +185,9 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		}
 		if suffix == "ssm_conv1d.weight" {
 			shape = []int{shape[0], 1, shape[1]}
+		}
+		if suffix == "ffn_gate_inp_shexp.weight" {
+			shape = []int{1, shape[0]} // nn.Linear(dim, 1)
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: data})
 	}

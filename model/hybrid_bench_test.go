@@ -1,0 +1,77 @@
+package model
+
+import (
+	"slices"
+	"testing"
+
+	"nanoserve/kvcache"
+)
+
+// deltaStepScalar is the delta-net state update as the model ran it
+// before tensor.DeltaStep (scalar Go, decay applied in the read pass),
+// kept to measure old against new in one run.
+func deltaStepScalar(out, S, q, k, v []float32, decay, beta float32) {
+	d := len(k)
+	for j := range out {
+		row := S[j*d : (j+1)*d]
+		var sk float32
+		for i := range row {
+			row[i] *= decay
+			sk += row[i] * k[i]
+		}
+		e := beta * (v[j] - sk)
+		var o float32
+		for i := range row {
+			row[i] += e * k[i]
+			o += row[i] * q[i]
+		}
+		out[j] = o
+	}
+}
+
+// BenchmarkHybridSynth: the synthetic Qwen3.5-0.8B (nanoserve bench
+// --synthetic qwen35-0.8b --type q8_0 writes it), a 64-token prefill and
+// 16-token decodes, with the hot paths of before ("old": the scalar
+// delta-rule loop, the convolution phase on one thread) and now ("new"), alternating within one run:
+//
+//	go test ./model -run '^$' -bench HybridSynth -benchtime 1x
+func BenchmarkHybridSynth(b *testing.B) {
+	m := mustLoad(b, synthPath(b, "qwen35-0.8b-q8_0-1"), Options{Threads: 2})
+	c, err := m.NewCache(512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct {
+		name string
+		step func(out, S, q, k, v []float32, decay, beta float32)
+	}{{"old", deltaStepScalar}, {"new", deltaStepFn}}
+	for r := range 3 * len(variants) { // old, new, old, new, ...: the same load for both
+		v := variants[r%len(variants)]
+		run := func(b *testing.B, n int, chunk int) {
+			saved, serial := deltaStepFn, deltaConvSerial
+			deltaStepFn, deltaConvSerial = v.step, v.name == "old"
+			defer func() { deltaStepFn, deltaConvSerial = saved, serial }()
+			s := &kvcache.Seq{}
+			if err := c.Reserve(s, n); err != nil {
+				b.Fatal(err)
+			}
+			defer c.Release(s)
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				for p := 0; p < n; p += chunk {
+					k := min(chunk, n-p)
+					bt := Batch{Tokens: make([]int, k), Pos: make([]int, k), Seq: slices.Repeat([]*kvcache.Seq{s}, k)}
+					for i := range k {
+						bt.Tokens[i], bt.Pos[i] = (7919*(p+i)+13)%m.Vocab, p+i
+					}
+					if _, err := m.Forward(bt, c); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			reportRate(b, n*b.N, cpu0)
+		}
+		b.Run("pp64-"+v.name, func(b *testing.B) { run(b, 64, 64) })
+		b.Run("tg16-"+v.name, func(b *testing.B) { run(b, 16, 1) })
+	}
+}
