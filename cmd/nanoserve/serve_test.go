@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"nanoserve/engine"
+	"nanoserve/inspect"
 	"nanoserve/internal/testshared"
 )
 
@@ -271,7 +272,7 @@ func TestKVCacheType(t *testing.T) {
 		}
 		eng.Close()
 		if typ == "" { // inspect lists every type's bytes
-			info, err := describe("", m, false)
+			info, err := inspect.Describe("", m, false)
 			if err != nil {
 				t.Fatal(err)
 			}
