@@ -157,6 +157,10 @@ var builtinModelPath = func() (string, error) {
 	return p, err
 }
 
+// builtinDefaults is the built-in model's completion policy (serve gives
+// it to requests that do not say).
+var builtinDefaults = defaultmodel.Policy
+
 // specFlags are the speculative-decoding flags of serve and generate.
 type specFlags struct {
 	mode  string

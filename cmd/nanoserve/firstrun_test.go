@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"nanoserve/defaultmodel"
 )
 
 // readmePrompt is the prompt of the README's first command.
@@ -34,9 +36,7 @@ func checkGoCompletion(t *testing.T, what, prompt, out string, parse bool) bool 
 		t.Errorf("%s: invalid UTF-8 in %q", what, out)
 	}
 	src := "package p; func _() {" + prompt + out
-	b := &blockStop{}
-	b.scan(src)
-	src += "\n" + strings.Repeat("}\n", max(b.depth, 0))
+	src += "\n" + strings.Repeat("}\n", max(defaultmodel.OpenBlocks(src), 0))
 	_, err := parser.ParseFile(token.NewFileSet(), "", src, 0)
 	if parse && err != nil {
 		t.Errorf("%s: %q does not parse: %v\n%s", what, out, err, src)

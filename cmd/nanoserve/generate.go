@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 
+	"nanoserve/defaultmodel"
 	"nanoserve/engine"
 	"nanoserve/sample"
 )
@@ -152,10 +153,10 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	var block *blockStop
+	var block *defaultmodel.BlockStop
 	if mf.model == "" {
 		builtinPolicy(fs, &pol) // the built-in completion model's policy
-		block = newBlockStop(prompt)
+		block = defaultmodel.NewBlockStop(prompt)
 	}
 	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
 	if err != nil {
@@ -190,7 +191,7 @@ func runGenerate(args []string) error {
 			out.IDs = []int{}
 		}
 		if block != nil {
-			if text, done := block.cut(res.Text); done {
+			if text, done := block.Cut(res.Text); done {
 				out.Text, out.FinishReason = text, engine.FinishStop // the prompt's block ended
 			}
 		}
@@ -213,7 +214,7 @@ func runGenerate(args []string) error {
 			}
 			text, done := tok.Text, false
 			if block != nil {
-				text, done = block.cut(text)
+				text, done = block.Cut(text)
 			}
 			os.Stdout.WriteString(text)
 			if done {
@@ -235,6 +236,21 @@ func printTimings(w *os.File, res *engine.Result) {
 	fmt.Fprintf(w, "[%s] prompt %d tokens (%d cached): prefill %.1f ms (%.1f tok/s), ttft %.1f ms; %d tokens: decode %.1f tok/s\n",
 		res.FinishReason, res.Usage.PromptTokens, res.Usage.CachedTokens, res.Timings.PrefillMs, res.Timings.PrefillTokS,
 		res.Timings.TTFTMs, res.Usage.CompletionTokens, res.Timings.DecodeTokS)
+}
+
+// builtinPolicy applies the built-in model's completion policy to p for
+// the flags of fs the user did not set.
+func builtinPolicy(fs *flag.FlagSet, p *sample.Policy) {
+	d := defaultmodel.Policy()
+	if !flagSet(fs, "temperature") {
+		p.Temperature = d.Temperature
+	}
+	if !flagSet(fs, "frequency-penalty") {
+		p.FrequencyPenalty = d.FrequencyPenalty
+	}
+	if !flagSet(fs, "max-tokens") {
+		p.MaxTokens = defaultmodel.MaxTokens
+	}
 }
 
 // flagSet reports whether the command line set the named flag.

@@ -1,10 +1,10 @@
-package main
+package defaultmodel
 
-import (
-	"flag"
+// The built-in model's completion policy: the sampling it is served with
+// (generate, and serve for requests that do not say) and where a
+// completion of a Go prompt ends.
 
-	"nanoserve/sample"
-)
+import "nanoserve/sample"
 
 // The built-in model is a code-completion model: without --model,
 // generate (and serve, for requests that do not say) uses its completion
@@ -12,7 +12,7 @@ import (
 // with a frequency penalty of 0.6 over the output (not the prompt, so
 // copying the prompt's identifiers costs nothing), at most 128 tokens
 // (generate), stopping at the end of the block the prompt opened
-// (blockStop). Greedy alone loops ("func main() {" repeats one comment
+// (BlockStop). Greedy alone loops ("func main() {" repeats one comment
 // line, "package main" writes "inin…"); the frequency penalty breaks both.
 // Measured on 200 held-out Go lines (defaultmodel/testdata/heldout.json,
 // cut after the indentation of every statement-starting line, the
@@ -32,41 +32,26 @@ import (
 // (repetition penalties over the last 64 tokens; 0.3 leaves the "inin"
 // loop, 0.6 breaks it. Differences of 0.02 are 4 cases of 200.)
 const (
-	builtinFrequencyPenalty = 0.6
-	builtinMaxTokens        = 128
+	FrequencyPenalty = 0.6 // over the output, not the prompt
+	MaxTokens        = 128 // generate's default for the built-in model
 )
 
-// builtinDefaults is the built-in model's completion policy over
-// sample.Defaults (no token limit: callers choose theirs).
-func builtinDefaults() sample.Policy {
+// Policy is the built-in model's completion policy over sample.Defaults
+// (no token limit: callers choose theirs).
+func Policy() sample.Policy {
 	p := sample.Defaults()
 	p.Temperature = 0
-	p.FrequencyPenalty = builtinFrequencyPenalty
+	p.FrequencyPenalty = FrequencyPenalty
 	return p
 }
 
-// builtinPolicy applies the built-in model's completion policy to p for
-// the flags of fs the user did not set.
-func builtinPolicy(fs *flag.FlagSet, p *sample.Policy) {
-	d := builtinDefaults()
-	if !flagSet(fs, "temperature") {
-		p.Temperature = d.Temperature
-	}
-	if !flagSet(fs, "frequency-penalty") {
-		p.FrequencyPenalty = d.FrequencyPenalty
-	}
-	if !flagSet(fs, "max-tokens") {
-		p.MaxTokens = builtinMaxTokens
-	}
-}
-
-// blockStop ends a Go completion at the end of the block the prompt left
+// BlockStop ends a Go completion at the end of the block the prompt left
 // open, as /infill's indentation rule ends a middle: it counts braces
 // (outside string, rune and comment literals, roughly: quotes and // are
 // tracked per line) in the prompt, then in the output, and cuts the output
 // just after the brace that closes the prompt's innermost open block. A
 // prompt with no open block is never cut.
-type blockStop struct {
+type BlockStop struct {
 	depth  int  // open braces of the prompt still open (≤ 0: inactive)
 	quote  rune // the open string or rune literal's quote, or 0
 	line   bool // inside a // comment
@@ -74,17 +59,26 @@ type blockStop struct {
 	active bool
 }
 
-func newBlockStop(prompt string) *blockStop {
-	b := &blockStop{}
+// NewBlockStop starts a block stop for a completion of prompt.
+func NewBlockStop(prompt string) *BlockStop {
+	b := &BlockStop{}
 	b.scan(prompt)
 	b.active = b.depth > 0
 	b.depth = 0
 	return b
 }
 
+// OpenBlocks is the number of braces s leaves open, counted as BlockStop
+// counts them (outside string, rune and comment literals).
+func OpenBlocks(s string) int {
+	b := &BlockStop{}
+	b.scan(s)
+	return b.depth
+}
+
 // scan advances over s and returns the byte offset just after the brace
 // that takes the depth below zero, or -1.
-func (b *blockStop) scan(s string) int {
+func (b *BlockStop) scan(s string) int {
 	prev := b.prev
 	defer func() { b.prev = prev }()
 	for i, r := range s {
@@ -118,9 +112,9 @@ func (b *blockStop) scan(s string) int {
 	return -1
 }
 
-// cut returns the part of the output piece s to show and whether the
+// Cut returns the part of the output piece s to show and whether the
 // block ended in it.
-func (b *blockStop) cut(s string) (string, bool) {
+func (b *BlockStop) Cut(s string) (string, bool) {
 	if !b.active {
 		return s, false
 	}

@@ -1,4 +1,4 @@
-package main
+package defaultmodel
 
 import "testing"
 
@@ -14,10 +14,10 @@ func TestBlockStop(t *testing.T) {
 		{"package main", "\n\nfunc main() {\n}\n}", "\n\nfunc main() {\n}\n}"},
 	} {
 		for split := 0; split <= len(c.out); split++ {
-			b := newBlockStop(c.prompt)
-			got, done := b.cut(c.out[:split])
+			b := NewBlockStop(c.prompt)
+			got, done := b.Cut(c.out[:split])
 			if !done {
-				rest, _ := b.cut(c.out[split:])
+				rest, _ := b.Cut(c.out[split:])
 				got += rest
 			}
 			if got != c.want {
