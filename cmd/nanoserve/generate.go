@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 
+	"nanoserve/console"
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
 	"nanoserve/sample"
@@ -84,31 +83,6 @@ func (pf *policyFlags) policy(fs *flag.FlagSet, modelDefaults []byte) (sample.Po
 	return p, p.Validate()
 }
 
-type generateJSON struct {
-	PromptIDs    []int          `json:"prompt_ids"`
-	IDs          []int          `json:"ids"`
-	Text         string         `json:"text"`
-	Healed       string         `json:"healed,omitempty"`
-	FinishReason string         `json:"finish_reason"`
-	Error        string         `json:"error,omitempty"`
-	Seed         uint64         `json:"seed"`
-	PrefillMs    float64        `json:"prefill_ms"`
-	DecodeMs     float64        `json:"decode_ms"`
-	TTFTMs       float64        `json:"ttft_ms"`
-	PrefillTokS  float64        `json:"prefill_tok_s"`
-	DecodeTokS   float64        `json:"decode_tok_s"`
-	Usage        engine.Usage   `json:"usage"`
-	Policy       sample.Policy  `json:"policy"`
-	Logprobs     []logprobsJSON `json:"logprobs,omitempty"`
-}
-
-type logprobsJSON struct {
-	ID      int              `json:"id"`
-	Text    string           `json:"text"`
-	Logprob float32          `json:"logprob"`
-	Top     []sample.Logprob `json:"top,omitempty"`
-}
-
 func runGenerate(args []string) error {
 	fs := newFlags("generate")
 	var mf modelFlags
@@ -174,68 +148,15 @@ func runGenerate(args []string) error {
 		heal = true // the built-in model is for autocomplete: prompts end mid-token
 	}
 	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.special, NonEmpty: block != nil}
-	if err := constrainRequest(eng, &req, *schemaPath, *grammarPath); err != nil {
+	if err := console.Constrain(eng, &req, *schemaPath, *grammarPath); err != nil {
 		return err
 	}
 
-	var res *engine.Result
-	if *asJSON {
-		res, err = eng.Generate(ctx, req)
-		if err != nil {
-			return err
-		}
-		out := generateJSON{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, Healed: res.Healed, FinishReason: res.FinishReason,
-			Seed: res.Seed, PrefillMs: res.Timings.PrefillMs, DecodeMs: res.Timings.DecodeMs, TTFTMs: res.Timings.TTFTMs,
-			PrefillTokS: res.Timings.PrefillTokS, DecodeTokS: res.Timings.DecodeTokS, Usage: res.Usage, Policy: pol}
-		if res.IDs == nil {
-			out.IDs = []int{}
-		}
-		if block != nil {
-			if text, done := block.Cut(res.Text); done {
-				out.Text, out.FinishReason = text, engine.FinishStop // the prompt's block ended
-			}
-		}
-		if res.Err != nil {
-			out.Error = res.Err.Error()
-		}
-		for _, t := range res.Logprobs {
-			out.Logprobs = append(out.Logprobs, logprobsJSON{ID: t.ID, Text: t.Text, Logprob: t.Logprob, Top: t.Top})
-		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		// Unbuffered: each token's text appears as it lands.
-		for tok, err := range eng.GenerateStream(ctx, req, &res) {
-			if err != nil {
-				return err
-			}
-			text, done := tok.Text, false
-			if block != nil {
-				text, done = block.Cut(text)
-			}
-			os.Stdout.WriteString(text)
-			if done {
-				break // the block the prompt opened is closed (cancels the rest)
-			}
-		}
-		os.Stdout.WriteString("\n")
-		if *verbose {
-			printTimings(os.Stderr, res)
-		}
+	var cut func(string) (string, bool)
+	if block != nil {
+		cut = block.Cut
 	}
-	if res.Err != nil {
-		return fmt.Errorf("generation failed after %d tokens: %w", len(res.IDs), res.Err)
-	}
-	return nil
-}
-
-func printTimings(w *os.File, res *engine.Result) {
-	fmt.Fprintf(w, "[%s] prompt %d tokens (%d cached): prefill %.1f ms (%.1f tok/s), ttft %.1f ms; %d tokens: decode %.1f tok/s\n",
-		res.FinishReason, res.Usage.PromptTokens, res.Usage.CachedTokens, res.Timings.PrefillMs, res.Timings.PrefillTokS,
-		res.Timings.TTFTMs, res.Usage.CompletionTokens, res.Timings.DecodeTokS)
+	return console.Generate(ctx, eng, req, console.GenerateOptions{JSON: *asJSON, Verbose: *verbose, Cut: cut}, os.Stdout, os.Stderr)
 }
 
 // builtinPolicy applies the built-in model's completion policy to p for
@@ -258,43 +179,4 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// constrainRequest attaches a --json-schema or --grammar constraint (the
-// two exclude each other; token healing is turned off under one).
-func constrainRequest(eng *engine.Engine, req *engine.Request, schemaPath, grammarPath string) error {
-	if schemaPath == "" && grammarPath == "" {
-		return nil
-	}
-	if schemaPath != "" && grammarPath != "" {
-		return errors.New("--json-schema and --grammar exclude each other")
-	}
-	if req.Policy.IgnoreEOS {
-		return errors.New("--ignore-eos cannot be combined with --json-schema or --grammar: a constrained output ends where the grammar does")
-	}
-	kind, path := engine.ConstraintJSONSchema, schemaPath
-	if grammarPath != "" {
-		kind, path = engine.ConstraintGBNF, grammarPath
-	}
-	spec, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	c, err := eng.Constraint(context.Background(), kind, string(spec))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	budget := req.Policy.MaxTokens
-	if budget <= 0 {
-		budget = eng.CtxSize()
-	}
-	if _, err := engine.GrammarProcessor(c, budget, req.Policy.StopTokenIDs); err != nil {
-		return err
-	}
-	req.TokenHealing = false
-	req.Processors = func() []engine.LogitsProcessor {
-		p, _ := engine.GrammarProcessor(c, budget, req.Policy.StopTokenIDs)
-		return []engine.LogitsProcessor{p}
-	}
-	return nil
 }
