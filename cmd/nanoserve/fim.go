@@ -2,14 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"nanoserve/bench"
 	"nanoserve/llamacpp"
@@ -38,7 +34,7 @@ func runComplete(args []string) error {
 	switch {
 	case fs.NArg() == 1 && *prefixFile == "" && *suffixFile == "":
 		var err error
-		if prefix, suffix, err = splitAtCursor(fs.Arg(0)); err != nil {
+		if prefix, suffix, err = train.SplitAtCursor(fs.Arg(0)); err != nil {
 			return err
 		}
 	case fs.NArg() == 0 && *prefixFile != "":
@@ -68,61 +64,13 @@ func runComplete(args []string) error {
 		return err
 	}
 	defer g.Close()
-	ctx := g.M.ContextLen
-	mx := min(*maxTokens, ctx/2)
-	ids, err := llamacpp.InfillPrompt(g.Tok, llamacpp.InfillInput{Prefix: prefix, Suffix: suffix},
-		llamacpp.InfillBudget{Batch: ctx - mx, Predict: mx, Ctx: ctx}, llamacpp.SuffixFirst(g.Tok, *spm))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	out, err := g.Generate(ids, mx, func(s string) bool { return *line && strings.Contains(s, "\n") })
+	g.SPM = llamacpp.SuffixFirst(g.Tok, *spm)
+	out, err := g.Complete(prefix, suffix, *maxTokens, *line)
 	if err != nil {
 		return err
 	}
-	if *line {
-		out, _, _ = strings.Cut(out, "\n")
-	}
 	fmt.Print(out)
 	return nil
-}
-
-// splitAtCursor reads FILE:LINE:COL (1-based; COL counts bytes) and splits
-// the file there.
-func splitAtCursor(arg string) (prefix, suffix string, err error) {
-	i := strings.LastIndexByte(arg, ':')
-	j := -1
-	if i > 0 {
-		j = strings.LastIndexByte(arg[:i], ':')
-	}
-	if j <= 0 {
-		return "", "", fmt.Errorf("%q: want FILE:LINE:COL", arg)
-	}
-	ln, err1 := strconv.Atoi(arg[j+1 : i])
-	col, err2 := strconv.Atoi(arg[i+1:])
-	if err1 != nil || err2 != nil || ln < 1 || col < 1 {
-		return "", "", fmt.Errorf("%q: LINE and COL must be numbers from 1", arg)
-	}
-	b, err := os.ReadFile(arg[:j])
-	if err != nil {
-		return "", "", err
-	}
-	text := string(b)
-	off := 0
-	for k := 1; k < ln; k++ {
-		nl := strings.IndexByte(text[off:], '\n')
-		if nl < 0 {
-			return "", "", fmt.Errorf("%s has fewer than %d lines", arg[:j], ln)
-		}
-		off += nl + 1
-	}
-	end := len(text)
-	if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
-		end = off + nl
-	}
-	if off+col-1 > end {
-		return "", "", fmt.Errorf("%s line %d has %d bytes; column %d is past its end", arg[:j], ln, end-off, col)
-	}
-	return text[:off+col-1], text[off+col-1:], nil
 }
 
 // runFIMEval scores fill-in-the-middle on held-out files (see
@@ -195,45 +143,14 @@ func runFIMEval(args []string) error {
 		return err
 	}
 	defer o.Close()
-	var trainToks []int32
-	for _, d := range c.Train {
-		for _, id := range g.Tok.Encode(d.Text, false) {
-			trainToks = append(trainToks, int32(id))
-		}
-		if len(trainToks) >= *knTokens {
-			break
-		}
-	}
-	kn := train.NewKN3(trainToks, g.Tok.Size())
-	systems := []struct {
-		name string
-		f    train.Completer
-	}{
-		{fmt.Sprintf("(a) FIM model, with suffix (%s)", map[bool]string{false: "PSM", true: "SPM"}[g.SPM]), g.WithSuffix},
-		{"(b) FIM model, left to right", g.LeftToRight},
-		{"(c) " + *other + ", left to right", o.LeftToRight},
-		{fmt.Sprintf("(d) KN trigram (%d train tokens), left to right", len(trainToks)), train.KNCompleter(kn, g.Tok)},
-	}
-	var table strings.Builder
-	fmt.Fprintf(&table, "%d cases (case seed %d) from %d held-out files, greedy; exact match and character similarity\n",
-		len(cases), *caseSeed, len(c.HeldOut))
-	fmt.Fprintf(&table, "| system | line exact | line similarity | block exact | block similarity |\n|---|---|---|---|---|\n")
-	fmt.Print(table.String())
-	for _, s := range systems {
-		t0 := time.Now()
-		r, err := train.EvalFIM(cases, s.f)
-		if err != nil {
-			return err
-		}
-		l, b := r["line"], r["block"]
-		row := fmt.Sprintf("| %s | %.3f | %.3f | %.3f | %.3f |\n", s.name, l.Exact, l.Sim, b.Exact, b.Sim)
-		table.WriteString(row)
-		fmt.Print(row)
-		fmt.Fprintf(os.Stderr, "%s: %d line + %d block cases in %v\n", s.name, l.N, b.N, time.Since(t0).Round(time.Second))
+	table, err := train.FIMComparison{FIM: g, Other: o, OtherName: *other, Train: c.Train, KNTokens: *knTokens,
+		CaseSeed: *caseSeed, HeldOutFiles: len(c.HeldOut), Out: os.Stdout, Log: os.Stderr}.Run(cases)
+	if err != nil {
+		return err
 	}
 	if *record {
 		closeG() // the rewrite replaces the file the model was mapped from
-		if err := train.RecordFIMEval(*fimModel, table.String()); err != nil {
+		if err := train.RecordFIMEval(*fimModel, table); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "recorded in %s (%s)\n", *fimModel, train.KeyFIMEval)
@@ -241,23 +158,16 @@ func runFIMEval(args []string) error {
 	return nil
 }
 
-// writeInfillPrompts writes each case as a bench serve prompt for /infill:
-// the last 3/4·n tokens before the gap as "prompt", the first n/4 after it
-// as "suffix" (fewer where the file is shorter); no max_tokens, so bench
-// serve's --output-len applies — an editor's request with n tokens of
-// context.
+// writeInfillPrompts writes each case as a bench serve prompt for /infill
+// (bench.InfillPrompt: an editor's request with n tokens of context).
 func writeInfillPrompts(path string, cases []train.FIMCase, tk *tokenizer.Tokenizer, n int) error {
+	ps := make([]bench.ServePrompt, len(cases))
+	for i, c := range cases {
+		ps[i] = bench.InfillPrompt(tk, c.Prefix, c.Suffix, n)
+	}
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	nPre := n * 3 / 4
-	for i := range cases {
-		c := &cases[i]
-		pre, suf := tk.Encode(c.Prefix, false), tk.Encode(c.Suffix, false)
-		pre, suf = pre[max(0, len(pre)-nPre):], suf[:min(len(suf), n-nPre)]
-		if err := enc.Encode(bench.ServePrompt{Prompt: tk.Decode(pre), Suffix: tk.Decode(suf)}); err != nil {
-			return err
-		}
+	if err := bench.WritePrompts(&b, ps); err != nil {
+		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return err
