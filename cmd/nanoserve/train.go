@@ -78,7 +78,7 @@ func parseTrainFlags(args []string) (train.Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if err := checkTrainFlags(&o); err != nil {
+	if err := o.Check(); err != nil {
 		return o, err
 	}
 	if len(corpus) == 0 {
@@ -98,61 +98,4 @@ func parseTrainFlags(args []string) (train.Options, error) {
 	o.Corpus, o.Exts, o.Out, o.Prev = corpus, exts, *out, *prev
 	o.Progress = !*quiet
 	return o, nil
-}
-
-// checkTrainFlags refuses numeric flags no training run can use, naming the
-// flag, before the corpus is read (a shape the model cannot have is also
-// caught later by train.Config.Validate, with less to say about the flag).
-func checkTrainFlags(o *train.Options) error {
-	positive := []struct {
-		name string
-		v    int
-	}{
-		{"dim", o.Shape.Dim}, {"layers", o.Shape.Layers}, {"heads", o.Shape.Heads},
-		{"ffn", o.Shape.Hidden}, {"ctx", o.Shape.Ctx}, {"vocab", o.Shape.Vocab},
-		{"bpe-bytes", o.BPEBytes}, {"batch", o.Batch}, {"steps", o.Steps},
-		{"threads", o.Threads}, {"eval-every", o.EvalEvery}, {"eval-tokens", o.EvalTokens},
-		{"checkpoint-every", o.CheckpointEvery},
-	}
-	for _, f := range positive {
-		if f.v < 1 {
-			return errFlag(f.name, f.v, "want at least 1")
-		}
-	}
-	nonNegative := []struct {
-		name string
-		v    int
-	}{{"kv-heads", o.Shape.KVHeads}, {"warmup", o.Warmup}, {"fim-chunk", o.FIMChunkTokens}, {"final-eval-tokens", o.FinalEvalTokens}}
-	for _, f := range nonNegative {
-		if f.v < 0 {
-			return errFlag(f.name, f.v, "want 0 or more")
-		}
-	}
-	switch {
-	case !(o.Shape.RopeTheta > 0):
-		return errFlag("rope-theta", o.Shape.RopeTheta, "want a positive RoPE base")
-	case !(o.LR > 0):
-		return errFlag("lr", o.LR, "want a positive learning rate")
-	case !(o.MinLR >= 0) || o.MinLR > o.LR:
-		return errFlag("min-lr", o.MinLR, "want 0 ≤ min-lr ≤ lr")
-	case !(o.WD >= 0):
-		return errFlag("weight-decay", o.WD, "want 0 or more")
-	case !(o.Clip >= 0):
-		return errFlag("clip", o.Clip, "want 0 (off) or a positive norm")
-	case !(o.FIMRate >= 0 && o.FIMRate <= 1):
-		return errFlag("fim-rate", o.FIMRate, "want a fraction between 0 and 1")
-	case !(o.FIMWeight > 0):
-		return errFlag("fim-weight", o.FIMWeight, "want a positive weight")
-	case !(o.FIMFirstWeight >= 0):
-		return errFlag("fim-first-weight", o.FIMFirstWeight, "want 0 (the --fim-weight) or a positive weight")
-	case !(o.FIMSPMRate >= 0 && o.FIMSPMRate <= 1):
-		return errFlag("fim-spm-rate", o.FIMSPMRate, "want a fraction between 0 and 1")
-	case !(o.FIMLineStart >= 0 && o.FIMLineStart <= 1):
-		return errFlag("fim-line-start", o.FIMLineStart, "want a fraction between 0 and 1")
-	case !(o.FIMBlockRate >= 0 && o.FIMBlockRate <= 1):
-		return errFlag("fim-block-rate", o.FIMBlockRate, "want a fraction between 0 and 1")
-	case !(o.HeldOut > 0 && o.HeldOut < 1):
-		return errFlag("held-out", o.HeldOut, "want a fraction between 0 and 1")
-	}
-	return nil
 }
