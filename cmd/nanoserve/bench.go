@@ -11,7 +11,6 @@ import (
 
 	"nanoserve/bench"
 	"nanoserve/kvcache"
-	"nanoserve/model"
 )
 
 // intList parses "128,512" (empty or "none": an empty, non-nil list).
@@ -98,43 +97,8 @@ func runBench(args []string) error {
 		return err
 	}
 
-	path := *modelPath
-	var genMs float64
-	var shape bench.Shape
-	var mix bench.Mix
-	if *synth != "" {
-		if shape, err = bench.LookupShape(*synth); err != nil {
-			return err
-		}
-		if mix, err = bench.ParseMix(*typ); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		p, created, err := bench.SyntheticFile(*cacheDir, shape, mix, *seed, *threads)
-		if err != nil {
-			return err
-		}
-		if created {
-			genMs = float64(time.Since(t0).Microseconds()) / 1e3
-			fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", p, genMs/1e3)
-		} else {
-			fmt.Fprintf(os.Stderr, "using cached %s\n", p)
-		}
-		path = p
-	}
-	t0 := time.Now()
-	m, err := model.Load(path, model.Options{Tokenizer: *tokPath, Threads: *threads, CopyWeights: *noMmap})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	info := bench.Describe(m, path)
-	info.LoadMs = float64(time.Since(t0).Microseconds()) / 1e3
-	info.GenerateMs = genMs
-	if *synth != "" {
-		info.Synthetic, info.Type, info.Seed = shape.Name, mix.Name, *seed
-	}
-	res, err := bench.Run(m, info, opts)
+	res, err := bench.Measure(bench.Target{Path: *modelPath, Tokenizer: *tokPath, Synthetic: *synth, Type: *typ, Seed: *seed,
+		CacheDir: *cacheDir, Threads: *threads, NoMmap: *noMmap, Log: os.Stderr}, opts)
 	if err != nil {
 		return err
 	}
