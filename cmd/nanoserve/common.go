@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 
 	"nanoserve/defaultmodel"
@@ -56,20 +55,10 @@ func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 // context beyond the model's trained length needs --allow-long-context and
 // warns on stderr.
 func (mf *modelFlags) load() (*model.Model, error) {
-	if mf.threads < 1 {
-		return nil, errFlag("threads", mf.threads, "want at least 1 worker thread")
+	if err := mf.check(); err != nil {
+		return nil, err
 	}
-	if mf.ctxSize < 0 {
-		return nil, errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
-	}
-	if mf.kvType == "" {
-		mf.kvType = "f16" // the flag's default
-	}
-	kv, err := kvcache.ParseType(mf.kvType)
-	if err != nil {
-		return nil, errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
-	}
-	mf.kv = kv
+	kv := mf.kv
 	m, err := mf.open()
 	if err != nil {
 		return nil, err
@@ -87,6 +76,34 @@ func (mf *modelFlags) load() (*model.Model, error) {
 			mf.ctxSize, m.ContextLen)
 	}
 	return m, nil
+}
+
+// check validates --threads and --ctx and parses --kv-cache-type into kv
+// (before any model is loaded).
+func (mf *modelFlags) check() error {
+	if err := checkThreads(mf.threads); err != nil {
+		return err
+	}
+	if mf.ctxSize < 0 {
+		return errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
+	}
+	if mf.kvType == "" {
+		mf.kvType = "f16" // the flag's default
+	}
+	kv, err := kvcache.ParseType(mf.kvType)
+	if err != nil {
+		return errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
+	}
+	mf.kv = kv
+	return nil
+}
+
+// checkThreads refuses a --threads below 1.
+func checkThreads(n int) error {
+	if n < 1 {
+		return errFlag("threads", n, "want at least 1 worker thread")
+	}
+	return nil
 }
 
 func (mf *modelFlags) open() (*model.Model, error) {
@@ -108,37 +125,8 @@ func (mf *modelFlags) open() (*model.Model, error) {
 	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap})
 }
 
-// defaultThreads is the number of physical cores when Linux tells us, else
-// the number of logical CPUs.
-func defaultThreads() int {
-	n := runtime.NumCPU()
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return n
-	}
-	cores := map[string]bool{}
-	var phys, core string
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			if phys != "" || core != "" {
-				cores[phys+"/"+core] = true
-			}
-			phys, core = "", ""
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "physical id":
-			phys = strings.TrimSpace(v)
-		case "core id":
-			core = strings.TrimSpace(v)
-		}
-	}
-	if len(cores) > 0 && len(cores) <= n {
-		return len(cores)
-	}
-	return n
-}
+// defaultThreads is the --threads default: the physical cores.
+var defaultThreads = tensor.PhysicalCores
 
 // stringList is a repeatable string flag.
 type stringList []string

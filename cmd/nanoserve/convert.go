@@ -29,8 +29,8 @@ func runConvert(args []string) error {
 	if err != nil {
 		return err
 	}
-	if opts.Threads < 1 {
-		return errFlag("threads", opts.Threads, "want at least 1 worker thread")
+	if err := checkThreads(opts.Threads); err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		fs.Usage()
