@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	"nanoserve/bench"
 	"nanoserve/llamacpp"
@@ -119,43 +118,15 @@ func runFIMEval(args []string) error {
 		}
 		*other = p
 	}
-	c, err := train.LoadCorpus(corpus, exts, *heldOut, *seed)
-	if err != nil {
-		return err
-	}
-	cases := train.FIMCases(c.HeldOut, *nCases, *caseSeed)
-	fmt.Fprintf(os.Stderr, "%d cases from %d held-out files\n", len(cases), len(c.HeldOut))
-	g, err := train.LoadGreedy(*fimModel, *threads)
-	if err != nil {
-		return err
-	}
-	g.SPM = llamacpp.SuffixFirst(g.Tok, *spmEval) // the layout the model reads (its own, or the flag's)
-	closeG := sync.OnceFunc(g.Close)
-	defer closeG()
-	if err := llamacpp.CheckFIM(g.Tok); err != nil {
-		return fmt.Errorf("%s: %w", *fimModel, err)
-	}
+	fc := train.FIMComparison{Model: *fimModel, Other: *other, Corpus: corpus, Exts: exts, HeldOut: *heldOut, Seed: *seed,
+		Cases: *nCases, CaseSeed: *caseSeed, KNTokens: *knTokens, Threads: *threads, SPM: *spmEval, Record: *record,
+		Out: os.Stdout, Log: os.Stderr}
 	if *writePrompts != "" {
-		return writeInfillPrompts(*writePrompts, cases, g.Tok, *promptTokens)
-	}
-	o, err := train.LoadGreedy(*other, *threads)
-	if err != nil {
-		return err
-	}
-	defer o.Close()
-	table, err := train.FIMComparison{FIM: g, Other: o, OtherName: *other, Train: c.Train, KNTokens: *knTokens,
-		CaseSeed: *caseSeed, HeldOutFiles: len(c.HeldOut), Out: os.Stdout, Log: os.Stderr}.Run(cases)
-	if err != nil {
-		return err
-	}
-	if *record {
-		closeG() // the rewrite replaces the file the model was mapped from
-		if err := train.RecordFIMEval(*fimModel, table); err != nil {
-			return err
+		fc.Prompts = func(cases []train.FIMCase, tk *tokenizer.Tokenizer) error {
+			return writeInfillPrompts(*writePrompts, cases, tk, *promptTokens)
 		}
-		fmt.Fprintf(os.Stderr, "recorded in %s (%s)\n", *fimModel, train.KeyFIMEval)
 	}
-	return nil
+	return fc.Run()
 }
 
 // writeInfillPrompts writes each case as a bench serve prompt for /infill
