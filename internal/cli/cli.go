@@ -17,6 +17,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -199,4 +201,36 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// Version is the program's version line: NAME VERSION (commit REV[+dirty],
+// TIME) GO OS/ARCH. version "dev" gives way to the module version go
+// install records; the commit comes from the VCS stamp go build writes
+// into the binary (debug.ReadBuildInfo), "unknown" when it was built
+// without one (go run, go test, -buildvcs=false), and commit, if set (at
+// build time with -ldflags -X), replaces it.
+func (a *App) Version(version, commit string) string {
+	v, rev, at, dirty := version, "unknown", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				at = ", " + s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	if commit != "" {
+		rev = commit
+	}
+	return fmt.Sprintf("%s %s (commit %s%s) %s %s/%s", a.Name, v, rev, at, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
