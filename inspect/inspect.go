@@ -239,6 +239,15 @@ func Describe(path string, m *model.Model, hash bool) (*Info, error) {
 
 // Print writes in as the text `nanoserve inspect` prints.
 func Print(w io.Writer, in *Info) {
+	printShape(w, in)
+	printBlocks(w, in)
+	printSizes(w, in)
+	printTokenizer(w, in)
+	printTraining(w, in)
+}
+
+// printShape writes the file, architecture, dimensions, positions and window.
+func printShape(w io.Writer, in *Info) {
 	c := in.Config
 	fmt.Fprintf(w, "model:          %s\n", in.Path)
 	fmt.Fprintf(w, "format:         %s\n", in.Format)
@@ -272,6 +281,11 @@ func Print(w io.Writer, in *Info) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// printBlocks writes the blocks the layers enable and the experts.
+func printBlocks(w io.Writer, in *Info) {
+	c := in.Config
 	var blocks []string
 	if c.QKNorm {
 		blocks = append(blocks, "QK-norm")
@@ -311,6 +325,11 @@ func Print(w io.Writer, in *Info) {
 	if c.Experts > 0 {
 		fmt.Fprintf(w, "experts:        %d, %d used per token, expert ffn %d\n", c.Experts, c.ExpertsUsed, c.ExpertHiddenDim)
 	}
+}
+
+// printSizes writes parameters, tensors, files, hashes and the KV cache and state bytes.
+func printSizes(w io.Writer, in *Info) {
+	c := in.Config
 	fmt.Fprintf(w, "tied output:    %v\n", c.Tied)
 	fmt.Fprintf(w, "parameters:     %d (%.2fM)\n", in.Params, float64(in.Params)/1e6)
 	types := make([]string, 0, len(in.TensorTypes))
@@ -338,6 +357,10 @@ func Print(w io.Writer, in *Info) {
 	if in.StateBytes > 0 {
 		fmt.Fprintf(w, "recurrent:      layers %v, %d bytes of state per sequence (beside the kv cache, same budget)\n", in.RecurrentLayers, in.StateBytes)
 	}
+}
+
+// printTokenizer writes the tokenizer, its special tokens and FIM layout, and the chat template.
+func printTokenizer(w io.Writer, in *Info) {
 	if t := in.Tokenizer; t != nil {
 		fmt.Fprintf(w, "tokenizer:      %s, %d tokens, add BOS %v\n", t.Kind, t.Size, t.AddBOS)
 		for _, s := range t.Special {
@@ -357,6 +380,10 @@ func Print(w io.Writer, in *Info) {
 		fmt.Fprintf(w, " (%d bytes)", in.ChatTmplBytes)
 	}
 	fmt.Fprintln(w)
+}
+
+// printTraining writes the training manifest of a model nanoserve trained.
+func printTraining(w io.Writer, in *Info) {
 	if m := in.Training; m != nil {
 		fmt.Fprintf(w, "trained by:     nanoserve train, %d steps, %d tokens, seed %d\n", m.Steps, m.Tokens, m.Seed)
 		fmt.Fprintf(w, "  corpus        %s (sha256 %s)\n", m.Corpus, m.CorpusSHA256)
