@@ -27,7 +27,6 @@ import (
 	"strings"
 
 	"nanoserve/engine"
-	"nanoserve/model"
 )
 
 // maxEmbeddingInputs caps the inputs of one request, as OpenAI does.
@@ -89,7 +88,7 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 			return nil, badRequest("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", *f)
 		}
 	}
-	width := s.eng.Model().Dim
+	width := s.eng.EmbedWidth()
 	dims := width
 	if d := er.Dimensions; d != nil {
 		if *d < 1 || *d > width {
@@ -118,7 +117,7 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 	}
 	embs, ntok, err := s.eng.Embed(reqs)
 	if err != nil {
-		if errors.Is(err, model.ErrPooling) {
+		if errors.Is(err, engine.ErrPooling) {
 			return nil, badRequest("model", "the model %q cannot embed: %v", name, err)
 		}
 		e := s.startError(ctx, err, &job{})

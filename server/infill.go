@@ -47,7 +47,6 @@ import (
 	"time"
 
 	"nanoserve/engine"
-	"nanoserve/llamacpp"
 	"nanoserve/tokenizer"
 )
 
@@ -116,34 +115,6 @@ func noFIM(param string, err error) *apiError {
 	return e
 }
 
-// infillIDs is the FIM prompt of a request with llama-server's budget (see
-// the file comment); nPredict ≤ 0 means no bound.
-func (s *Server) infillIDs(in llamacpp.InfillInput, nPredict int) ([]int, error) {
-	ctx := s.eng.CtxSize()
-	np := max(nPredict, 0)
-	room := ctx / 2
-	if np > 0 {
-		room = min(np, room)
-	}
-	// llama-server's n_batch (Options.InfillBatch, 2048 by default),
-	// within the context: the FIM part can be one token longer than the
-	// batch, BOS one more, and the engine prefills a prompt longer than
-	// one step in chunks, so the step budget (MaxBatchTokens) does not
-	// bound it.
-	batch := max(min(s.infillB, ctx-room-2), 4)
-	// The extra context gets llama-server's ctx − n_batch − 2·n_predict.
-	// The FIM part takes at most n_batch+2 tokens, so the middle keeps its
-	// room when 2·n_predict ≥ room+2: true of any n_predict ≥ 2, and
-	// without a bound (n_predict -1, where llama-server's budget would
-	// fill the context and leave the middle no position) n_predict counts
-	// as half the room plus one.
-	pred := np
-	if np <= 0 {
-		pred = (room+1)/2 + 1
-	}
-	return llamacpp.InfillPrompt(s.tok, in, llamacpp.InfillBudget{Batch: batch, Predict: pred, Ctx: ctx}, s.spmInfill)
-}
-
 func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var ir infillRequest
@@ -156,7 +127,8 @@ func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.runInfill(w, r, j, start)
+	s.run(r.Context(), &job{model: j.model, reqs: []engine.Request{j.req}, n: 1, stream: j.stream, logprobs: -1, start: start},
+		&infillSink{infillOut: infillOut{frames: frames{w: w}, s: s, j: j}, cut: indentCut{n: j.nIndent}})
 }
 
 func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
@@ -164,7 +136,7 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if err := llamacpp.CheckFIM(s.tok); err != nil {
+	if err := s.eng.CheckFIM(); err != nil {
 		return nil, noFIM("", err)
 	}
 	switch {
@@ -175,14 +147,14 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 	case ir.N != nil && *ir.N != 1:
 		return nil, badRequest("n", "/infill returns one completion; n must be 1")
 	}
-	var extra []llamacpp.InfillChunk
+	var extra []engine.FIMChunk
 	if !isNull(ir.InputExtra) {
 		var raw []map[string]json.RawMessage
 		if err := json.Unmarshal(ir.InputExtra, &raw); err != nil {
 			return nil, badRequest("input_extra", `input_extra must be an array of {"filename": string, "text": string}`)
 		}
 		for i, c := range raw {
-			var ch llamacpp.InfillChunk
+			var ch engine.FIMChunk
 			if err := json.Unmarshal(c["text"], &ch.Text); err != nil || c["text"] == nil {
 				return nil, badRequest("input_extra", "input_extra[%d] must have a \"text\" string", i)
 			}
@@ -237,10 +209,10 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 		}
 		j.tMax = time.Duration(*ir.TMaxPredictMs * float64(time.Millisecond))
 	}
-	ids, err := s.infillIDs(llamacpp.InfillInput{Prefix: *ir.InputPrefix, Suffix: *ir.InputSuffix, Extra: extra,
-		Prompt: s.tok.Encode(prompt, false)}, nPredict)
+	ids, err := s.eng.EncodeFIM(engine.FIM{Prefix: *ir.InputPrefix, Suffix: *ir.InputSuffix, Extra: extra, Prompt: prompt,
+		Predict: nPredict, Batch: s.infillB, SuffixFirst: s.spmInfill})
 	if err != nil {
-		return nil, noFIM("", err)
+		return nil, fimError("prompt", err)
 	}
 	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: healOr(ir.TokenHealing, s.heal),
 		FIM: true, Special: showSpecial(&ir.commonParams)}
@@ -316,84 +288,86 @@ func indentOf(s string) int {
 	return n
 }
 
-func (s *Server) runInfill(w http.ResponseWriter, r *http.Request, j *infillJob, start time.Time) {
-	release, ok := s.admit(w)
-	if !ok {
-		return
+// infillSink writes one /infill answer: llama-server's pieces as SSE
+// events and its final object, or that object alone.
+type infillSink struct {
+	infillOut
+	cut      indentCut
+	content  strings.Builder
+	ids      []int // generated
+	pending  []int // generated, not yet streamed
+	stopType string
+	hasNL    bool
+	first    time.Time
+}
+
+func (o *infillSink) Fail(e *apiError) { writeError(o.w, e) }
+
+func (o *infillSink) Delta(_ int, d delta) bool {
+	if o.first.IsZero() {
+		o.first = time.Now()
 	}
-	defer release()
-	st, err := s.eng.Submit(r.Context(), j.req)
-	if err != nil {
-		writeError(w, s.startError(r.Context(), err, &job{}))
-		return
+	for _, t := range d.Tokens {
+		o.ids = append(o.ids, t.ID)
+		o.pending = append(o.pending, t.ID)
 	}
-	out := &infillOut{s: s, w: w, j: j}
-	cut := &indentCut{n: j.nIndent}
-	var first time.Time
-	var content strings.Builder
-	var ids, pending []int // generated; not yet streamed
-	stopType := ""
-	hasNL := false
-	for t := range st.Tokens() {
-		if first.IsZero() {
-			first = time.Now()
-			s.m.observe(&s.m.ttft, first.Sub(start))
+	piece := o.cut.push(d.Text)
+	o.content.WriteString(piece)
+	if piece != "" && o.j.stream {
+		if !o.partial(piece, o.pending, len(o.ids)) {
+			return false // the client is gone: leaving the stream cancels it
 		}
-		if !t.Stop {
-			ids = append(ids, t.ID)
-			pending = append(pending, t.ID)
-		}
-		piece := cut.push(t.Text)
-		content.WriteString(piece)
-		if piece != "" && j.stream {
-			if !out.partial(piece, pending, len(ids)) {
-				break // the client is gone: leaving the stream cancels it
-			}
-			pending = pending[:0]
-		}
-		if cut.cut {
-			stopType = "limit"
-			break
-		}
-		if strings.Contains(t.Text, "\n") {
-			hasNL = true
-			if j.tMax > 0 && time.Since(first) > j.tMax {
-				stopType = "limit"
-				break
-			}
+		o.pending = o.pending[:0]
+	}
+	if o.cut.cut {
+		o.stopType = "limit"
+		return false
+	}
+	if strings.Contains(d.Text, "\n") {
+		o.hasNL = true
+		if o.j.tMax > 0 && time.Since(o.first) > o.j.tMax {
+			o.stopType = "limit"
+			return false
 		}
 	}
-	res := st.Result()
-	if rest := cut.flush(); rest != "" || len(pending) > 0 {
-		content.WriteString(rest)
-		if j.stream {
-			out.partial(rest, pending, len(ids))
+	return true
+}
+
+func (o *infillSink) End(out *outcome) {
+	res := out.Results[0]
+	for _, t := range out.Held[0] {
+		o.ids = append(o.ids, t.ID)
+		o.pending = append(o.pending, t.ID)
+	}
+	if rest := o.cut.flush(); rest != "" || len(o.pending) > 0 {
+		o.content.WriteString(rest)
+		if o.j.stream {
+			o.partial(rest, o.pending, len(o.ids))
 		}
 	}
-	if stopType == "" {
+	if o.stopType == "" {
 		switch res.FinishReason {
 		case engine.FinishStop:
-			stopType = "eos"
+			o.stopType = "eos"
 		case engine.FinishLength:
-			stopType = "limit"
+			o.stopType = "limit"
 		case engine.FinishCancelled:
-			if e := cutError(r.Context()); e != nil {
-				out.fail(e)
+			if out.Cut != nil {
+				o.fail(out.Cut)
 			}
 			return
 		case engine.FinishError:
-			out.fail(&apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})})
+			o.fail(&apiError{status: http.StatusInternalServerError, Type: "server_error", Message: out.Failure})
 			return
 		}
 	}
-	s.m.generation(res.FinishReason, res.Usage.PromptTokens, len(ids), time.Since(start))
-	final := s.infillFinal(j, res, content.String(), ids, stopType, hasNL)
-	if j.stream {
+	final := o.s.infillFinal(o.j, res, o.content.String(), o.ids, o.stopType, o.hasNL)
+	if o.j.stream {
 		final.Content, final.Tokens = "", []int{} // all sent with the pieces
-		out.send(final)
+		o.send(final)
 		return
 	}
-	writeJSON(w, http.StatusOK, out.shape(final))
+	writeJSON(o.w, http.StatusOK, o.shape(final))
 }
 
 func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, ids []int, stopType string, hasNL bool) *infillResponse {
@@ -423,11 +397,9 @@ func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, i
 
 // infillOut writes one /infill response.
 type infillOut struct {
-	s       *Server
-	w       http.ResponseWriter
-	j       *infillJob
-	started bool
-	failed  bool
+	frames
+	s *Server
+	j *infillJob
 }
 
 // shape applies response_fields (nil: the whole object).
@@ -461,27 +433,10 @@ func (o *infillOut) shape(v any) any {
 }
 
 func (o *infillOut) send(v any) bool {
-	if o.failed {
-		return false
+	if !o.failed {
+		o.start(sseHeaders...)
 	}
-	if !o.started {
-		o.started = true
-		h := o.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		o.w.WriteHeader(http.StatusOK)
-	}
-	b := append([]byte("data: "), marshal(o.shape(v))...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
-	}
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
+	return o.sse(o.shape(v))
 }
 
 // partial streams one piece of the middle with the ids of the tokens
@@ -508,17 +463,25 @@ func (o *infillOut) fail(e *apiError) {
 // fimPrompt is the FIM prompt of /v1/completions' prompt + suffix: the
 // prompt is the prefix, no extra context.
 func (s *Server) fimPrompt(prefix, suffix string, maxTokens int) ([]int, *apiError) {
-	if err := llamacpp.CheckFIM(s.tok); err != nil {
-		return nil, noFIM("suffix", err)
-	}
-	ids, err := s.infillIDs(llamacpp.InfillInput{Prefix: prefix, Suffix: suffix}, maxTokens)
+	ids, err := s.eng.EncodeFIM(engine.FIM{Prefix: prefix, Suffix: suffix, Predict: maxTokens, Batch: s.infillB, SuffixFirst: s.spmInfill})
 	if err != nil {
-		if errors.Is(err, llamacpp.ErrNoFIM) {
-			return nil, noFIM("suffix", err)
-		}
-		return nil, badRequest("suffix", "%v", err)
+		return nil, fimError("suffix", err)
 	}
 	return ids, nil
+}
+
+// fimError is the 400 for a FIM prompt the engine could not build: a
+// model without FIM tokens (fim_not_supported), a prompt too long.
+func fimError(param string, err error) *apiError {
+	switch {
+	case errors.Is(err, engine.ErrNoFIM):
+		return noFIM(param, err)
+	case errors.Is(err, engine.ErrPromptTooLong):
+		e := badRequest(param, "%v", err)
+		e.Code = strp("context_length_exceeded")
+		return e
+	}
+	return badRequest(param, "%v", err)
 }
 
 // healOr is a request's token_healing, or def when it does not say.

@@ -22,6 +22,7 @@ import (
 	"nanoserve/chat"
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
+	"nanoserve/host"
 	"nanoserve/hub"
 	"nanoserve/kvcache"
 	"nanoserve/server"
@@ -49,10 +50,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	modelsMemory := fs.String("models-memory", "", "most memory the loaded models (weights and KV cache) may hold together, as --kv-cache-memory (default: no limit)")
 	sf.register(fs)
 	fs.IntVar(&mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
-	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
+	listenHost := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
 	maxSeqs := fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
-	kvMemory := fs.String("kv-cache-memory", defaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
+	kvMemory := fs.String("kv-cache-memory", host.DefaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
 		"the cache holds max-seqs full contexts within it, and the default context shrinks to fit")
 	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
 	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
@@ -125,8 +126,8 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 			return errFlag(c.name, v, c.want)
 		}
 	}
-	memAvail := availableMemory()
-	kvBytes, err := parseMemory(*kvMemory, memAvail)
+	memAvail := host.AvailableMemory()
+	kvBytes, err := host.ParseMemory(*kvMemory, memAvail)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	var budget int64
 	if *modelsMemory != "" {
-		if budget, err = parseMemory(*modelsMemory, memAvail); err != nil {
+		if budget, err = host.ParseMemory(*modelsMemory, memAvail); err != nil {
 			return fmt.Errorf("--models-memory: %w", err)
 		}
 	}
@@ -156,10 +157,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
-	if *servedName != "" && !slices.Contains(entries[0].names, *servedName) {
-		entries[0].names = append(entries[0].names, *servedName)
+	if *servedName != "" && !slices.Contains(entries[0].Names, *servedName) {
+		entries[0].Names = append(entries[0].Names, *servedName)
 	}
-	if err := applyAliases(entries, aliases); err != nil {
+	if err := host.ApplyAliases(entries, aliases); err != nil {
 		return err
 	}
 	// The KV cache memory is shared by the models loaded at once.
@@ -171,12 +172,12 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	spec := func(me servedEntry) server.ModelSpec {
+	spec := func(me host.Served) server.ModelSpec {
 		lf := mf
-		lf.model = me.path
-		return server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
-			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
-				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}, &sf)
+		lf.model = me.Path
+		return server.ModelSpec{Names: me.Names, Preload: me.Named, Load: func() (*server.LoadedModel, error) {
+			return loadServed(&lf, me, log, *tmplPath, tf, host.KVInputs{Memory: kvBytes / int64(atOnce), MemoryFlag: *kvMemory,
+				Ctx: mf.ctxSize, MaxSeqs: seqs, Tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}, &sf)
 		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }}
 	}
 	var specs []server.ModelSpec
@@ -190,11 +191,11 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		if err != nil {
 			return server.ModelSpec{}, err
 		}
-		names := modelNames(name, p)
+		names := host.Names(name, p)
 		if !slices.Contains(names, ref) {
 			names = append(names, ref)
 		}
-		return spec(servedEntry{path: p, names: names}), nil
+		return spec(host.Served{Path: p, Names: names}), nil
 	}
 	pullRef := func(name string) (string, error) {
 		r, err := hub.ParseRef(strings.TrimPrefix(strings.TrimPrefix(name, "hf.co/"), "huggingface.co/"))
@@ -215,7 +216,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	// Bind before loading: a port in use fails at once, not after a load
 	// of minutes. Connections that arrive while the models load wait in
 	// the listen backlog.
-	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	addr := net.JoinHostPort(*listenHost, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -226,7 +227,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	served := make([]string, len(entries))
 	for i, me := range entries {
-		served[i] = me.names[0]
+		served[i] = me.Names[0]
 	}
 	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
 		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
