@@ -50,7 +50,7 @@ func (o *responder) startStream() bool {
 	if o.j.chat {
 		empty := ""
 		for i := range o.choices() {
-			if !o.sse(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
+			if !o.send(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
 				return false
 			}
 		}
@@ -58,6 +58,9 @@ func (o *responder) startStream() bool {
 	}
 	return o.flush()
 }
+
+// send writes one server-sent event.
+func (o *responder) send(v any) bool { return o.sse(v) }
 
 // Fail answers a job that could not start.
 func (o *responder) Fail(e *apiError) { writeError(o.w, e) }
@@ -86,9 +89,9 @@ func (o *responder) Delta(i int, d delta) bool {
 	}
 	if o.j.chat {
 		text := d.Text
-		return o.sse(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
+		return o.send(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
 	}
-	return o.sse(o.completionChunk(i, d.Text, o.completionLogprobs(i, lps), nil))
+	return o.send(o.completionChunk(i, d.Text, o.completionLogprobs(i, lps), nil))
 }
 
 // End writes the stream's end or the whole response.
@@ -141,7 +144,7 @@ func (o *responder) end(out *outcome) {
 				writeError(o.w, e)
 				return
 			}
-			o.sse(errorBody(e))
+			o.send(errorBody(e))
 			o.sendDone()
 		}
 		return
@@ -150,7 +153,7 @@ func (o *responder) end(out *outcome) {
 		return
 	}
 	if msg := out.Failure; msg != "" {
-		o.sse(errorBody(&apiError{status: 500, Type: "server_error", Message: msg}))
+		o.send(errorBody(&apiError{status: 500, Type: "server_error", Message: msg}))
 		o.sendDone()
 		return
 	}
@@ -169,20 +172,20 @@ func (o *responder) end(out *outcome) {
 			if len(lps) > 0 {
 				clp = o.chatLogprobs(lps)
 			}
-			o.sse(o.chatChunk(i, &chatMessage{}, clp, &reason))
+			o.send(o.chatChunk(i, &chatMessage{}, clp, &reason))
 		} else {
 			var tlp *completionLogprobs
 			if len(lps) > 0 {
 				tlp = o.completionLogprobs(i, lps)
 			}
-			o.sse(o.completionChunk(i, "", tlp, &reason))
+			o.send(o.completionChunk(i, "", tlp, &reason))
 		}
 	}
 	if o.j.includeUsage {
 		if o.j.chat {
-			o.sse(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
+			o.send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
 		} else {
-			o.sse(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u})
+			o.send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u})
 		}
 	}
 	o.sendDone()

@@ -418,7 +418,7 @@ func (o *responder) sendTools(i int, content string, deltas []chat.ToolCallDelta
 		return o.chatLogprobs(lps)
 	}
 	if content != "" {
-		if !o.sse(o.chatChunk(i, &chatMessage{Content: &content}, lp(), nil)) {
+		if !o.send(o.chatChunk(i, &chatMessage{Content: &content}, lp(), nil)) {
 			return false
 		}
 	}
@@ -434,7 +434,7 @@ func (o *responder) sendTools(i int, content string, deltas []chat.ToolCallDelta
 			idx := d.Index
 			delta.ToolCalls = []toolCallOut{{Index: &idx, ID: d.ID, Type: d.Type, Function: fn}}
 		}
-		if !o.sse(o.chatChunk(i, delta, lp(), nil)) {
+		if !o.send(o.chatChunk(i, delta, lp(), nil)) {
 			return false
 		}
 	}
