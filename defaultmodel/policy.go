@@ -123,3 +123,19 @@ func (b *BlockStop) Cut(s string) (string, bool) {
 	}
 	return s, false
 }
+
+// ApplyPolicy puts the completion policy into p for each of its flags
+// (temperature, frequency-penalty, max-tokens: generate's) that isSet says
+// the command line did not set.
+func ApplyPolicy(p *sample.Policy, isSet func(flag string) bool) {
+	d := Policy()
+	if !isSet("temperature") {
+		p.Temperature = d.Temperature
+	}
+	if !isSet("frequency-penalty") {
+		p.FrequencyPenalty = d.FrequencyPenalty
+	}
+	if !isSet("max-tokens") {
+		p.MaxTokens = MaxTokens
+	}
+}

@@ -10,14 +10,15 @@ import (
 	"nanoserve/chat"
 	"nanoserve/console"
 	"nanoserve/engine"
+	"nanoserve/sample"
 )
 
 func runChat(args []string) error {
 	fs := newFlags("chat")
 	var mf modelFlags
-	var pf policyFlags
+	var pf sample.Flags
 	mf.register(fs)
-	pf.register(fs)
+	pf.RegisterFlags(fs)
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file, or a tokenizer_config.json (default: the model's own)")
 	system := fs.String("system", "", "system prompt")
 	verbose := fs.Bool("verbose", false, "print time to first token, prefill and decode tokens/s after each reply")
@@ -54,7 +55,7 @@ func runChat(args []string) error {
 	if err := tmpl.Template.Probe(tmpl.Options); errors.Is(err, chat.ErrTemplateLimit) {
 		return fmt.Errorf("the chat template cannot render a sample conversation: %w", err)
 	}
-	pol, err := pf.policy(fs, m.Gen.Sampling)
+	pol, err := pf.Policy(m.Gen.Sampling)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func runChat(args []string) error {
 		return err
 	}
 	c := console.NewChat(eng, tmpl, pol)
-	c.Special = pf.special
+	c.Special = pf.Special
 	defer c.Close()
 	if *system != "" {
 		if err := c.SetSystem(*system); err != nil {

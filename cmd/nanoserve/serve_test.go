@@ -9,6 +9,7 @@ import (
 	"nanoserve/engine"
 	"nanoserve/inspect"
 	"nanoserve/internal/testshared"
+	"nanoserve/sample"
 )
 
 // TestServeFlagValidation: numeric flags out of range are refused before
@@ -89,12 +90,12 @@ func TestPolicyFlagValidation(t *testing.T) {
 		{[]string{"--top-k", "-3"}, "top_k"},
 	} {
 		fs := newFlags("generate")
-		var pf policyFlags
-		pf.register(fs)
+		var pf sample.Flags
+		pf.RegisterFlags(fs)
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pf.policy(fs, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := pf.Policy(nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want one naming %q", c.args, err, c.want)
 		}
 	}
