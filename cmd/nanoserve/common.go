@@ -168,44 +168,21 @@ func (sf *specFlags) register(fs *flag.FlagSet) {
 }
 
 // check validates the flags (before any model is loaded).
-func (sf *specFlags) check() error {
-	if sf.k < 1 || sf.k > engine.MaxSpecK {
-		return errFlag("spec-k", sf.k, fmt.Sprintf("want 1 to %d proposed tokens", engine.MaxSpecK))
-	}
-	switch sf.mode {
-	case engine.SpecOff, engine.SpecNgram:
-		if sf.draft != "" {
-			return errFlag("draft-model", sf.draft, "only with --spec draft")
-		}
-		return nil
-	case engine.SpecDraft:
-		if sf.draft == "" {
-			return errFlag("spec", sf.mode, "--spec draft needs --draft-model")
-		}
-		return nil
-	}
-	return errFlag("spec", sf.mode, "want off, ngram or draft")
-}
+func (sf *specFlags) check() error { return engine.CheckSpecFlags(sf.mode, sf.k, sf.draft) }
 
 // options builds the engine's speculation options for target m (loading
 // the draft model, which the caller closes with the returned func).
 func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (engine.SpecOptions, func(), error) {
 	o := engine.SpecOptions{Mode: sf.mode, K: sf.k, Fixed: sf.fixed}
-	none := func() {}
 	if err := sf.check(); err != nil || sf.mode != engine.SpecDraft {
-		return o, none, err
+		return o, func() {}, err
 	}
-	dm, err := model.Load(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap})
+	d, closeDraft, err := engine.OpenDraft(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap}, m, cacheTokens)
 	if err != nil {
-		return o, none, fmt.Errorf("--draft-model: %w", err)
-	}
-	d, err := engine.NewDraft(dm, m, cacheTokens)
-	if err != nil {
-		dm.Close()
-		return o, none, fmt.Errorf("--draft-model %s: %w", sf.draft, err)
+		return o, func() {}, err
 	}
 	o.Proposer = d
-	return o, func() { dm.Close() }, nil
+	return o, closeDraft, nil
 }
 
 // printJSON writes v to standard output as indented JSON (the --json flags).
