@@ -1,11 +1,14 @@
 package engine
 
-// The command-line face of speculative decoding: what nanoserve's --spec,
-// --spec-k, --spec-fixed-k and --draft-model mean together.
+// The command-line face of the engine's options: what nanoserve's --spec,
+// --spec-k and --draft-model mean together, and serve's structured-output
+// limits (--grammar-*).
 
 import (
+	"flag"
 	"fmt"
 
+	"nanoserve/grammar"
 	"nanoserve/model"
 )
 
@@ -42,4 +45,17 @@ func OpenDraft(path string, lo model.Options, target *model.Model, cacheTokens i
 		return nil, nil, fmt.Errorf("--draft-model %s: %w", path, err)
 	}
 	return d, func() { dm.Close() }, nil
+}
+
+// RegisterFlags adds the flags that raise (or lower) what one constraint
+// compile may take (a request past a limit gets a 400 naming the flag),
+// with grammar.DefaultLimits.
+func (o *GrammarOptions) RegisterFlags(fs *flag.FlagSet) {
+	d := grammar.DefaultLimits()
+	fs.Int64Var(&o.Limits.Steps, "grammar-max-steps", d.Steps,
+		"work steps one structured-output compile (and each token mask after it) may take (a CPU-time bound: ~10-50 ns each)")
+	fs.Int64Var(&o.Limits.Nodes, "grammar-max-nodes", d.Nodes, "grammar nodes (rules, positions, automaton stacks) one structured-output compile may create")
+	fs.Int64Var(&o.Limits.Bytes, "grammar-max-bytes", d.Bytes, "bytes one structured-output compile (and its mask caches) may hold")
+	fs.Int64Var(&o.CacheBytes, "grammar-cache-bytes", defaultGrammarCacheBytes, "bytes the compiled constraints kept for reuse may hold together")
+	fs.IntVar(&o.Compiles, "grammar-compiles", 0, "structured-output compiles that run at once; more wait (0: half the CPUs, at least 1)")
 }
