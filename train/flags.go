@@ -1,6 +1,7 @@
 package train
 
-// The command-line face of Options: nanoserve train's flags.
+// The command-line face of Options and FIMComparison: nanoserve train's
+// and fim-eval's flags.
 
 import (
 	"flag"
@@ -51,6 +52,23 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.CheckpointEvery, "checkpoint-every", 200, "steps between checkpoints")
 	fs.BoolVar(&o.Resume, "resume", false, "continue from --checkpoint if it exists")
 	fs.IntVar(&o.StopAfter, "stop-after", 0, "stop after this step, checkpointed, as if interrupted (the schedule stays --steps long; a later run with --steps at most this step only evaluates and writes the model)")
+}
+
+// RegisterFlags adds nanoserve fim-eval's flags for the comparison to fs
+// (all but the hooks and writers).
+func (fc *FIMComparison) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&fc.Model, "model", "", "FIM-trained model (GGUF)")
+	fs.StringVar(&fc.Other, "compare", "", "model to compare left to right (default: the built-in model)")
+	fs.Var((*pathList)(&fc.Corpus), "corpus", "corpus the model was trained on (repeatable); its held-out split is evaluated")
+	fs.Var((*pathList)(&fc.Exts), "ext", "file suffix to read (repeatable)")
+	fs.Float64Var(&fc.HeldOut, "held-out", 0.05, "held-out fraction used in training")
+	fs.Uint64Var(&fc.Seed, "seed", 1, "training seed (the split)")
+	fs.IntVar(&fc.Cases, "cases", 1000, "cases (half single-line, half block body)")
+	fs.Uint64Var(&fc.CaseSeed, "case-seed", 1, "seed of the cases")
+	fs.IntVar(&fc.KNTokens, "kn-tokens", 4_000_000, "training tokens the trigram baseline counts")
+	fs.IntVar(&fc.Threads, "threads", tensor.PhysicalCores(), "worker threads")
+	fs.BoolVar(&fc.SPM, "spm-infill", false, "(a) lays the prompt out suffix first (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
+	fs.BoolVar(&fc.Record, "record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
 }
 
 // pathList is a repeatable flag.

@@ -107,19 +107,12 @@ func checkThreads(n int) error {
 }
 
 func (mf *modelFlags) open() (*model.Model, error) {
-	path := mf.model
-	if path == "" {
-		p, err := builtinModelPath()
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	} else {
-		p, ref, err := resolveModel(path, mf.revision)
-		if err != nil {
-			return nil, err
-		}
-		path, mf.model, mf.ref = p, p, ref
+	path, ref, err := modelPath(mf.model, mf.revision)
+	if err != nil {
+		return nil, err
+	}
+	if mf.model != "" {
+		mf.model, mf.ref = path, ref
 	}
 	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
 	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap})
@@ -143,6 +136,25 @@ var builtinModelPath = func() (string, error) {
 		return "", errors.New("no --model given and this build has no built-in model")
 	}
 	return p, err
+}
+
+// modelPath is the local path of a model argument: "" names the built-in
+// model, anything else is resolved (resolveModel: a path, or a hub
+// reference, ref, from the cache or pulled).
+func modelPath(arg, revision string) (path, ref string, err error) {
+	if arg == "" {
+		path, err = builtinModelPath()
+		return path, "", err
+	}
+	return resolveModel(arg, revision)
+}
+
+// orBuiltin sets an empty model path to the built-in model's.
+func orBuiltin(path *string) (err error) {
+	if *path == "" {
+		*path, err = builtinModelPath()
+	}
+	return err
 }
 
 // builtinDefaults is the built-in model's completion policy (serve gives

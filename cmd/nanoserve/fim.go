@@ -52,11 +52,8 @@ func runComplete(args []string) error {
 		return errors.New("need FILE:LINE:COL or --prefix-file P [--suffix-file S]")
 	}
 	path := *modelPath
-	if path == "" {
-		var err error
-		if path, err = builtinModelPath(); err != nil {
-			return err
-		}
+	if err := orBuiltin(&path); err != nil {
+		return err
 	}
 	g, err := train.LoadGreedy(path, *threads)
 	if err != nil {
@@ -77,50 +74,30 @@ func runComplete(args []string) error {
 // model (the built-in one) left to right, and the KN trigram.
 func runFIMEval(args []string) error {
 	fs := newFlags("fim-eval")
-	fimModel := fs.String("model", "", "FIM-trained model (GGUF)")
-	other := fs.String("compare", "", "model to compare left to right (default: the built-in model)")
-	var corpus, exts stringList
-	fs.Var(&corpus, "corpus", "corpus the model was trained on (repeatable); its held-out split is evaluated")
-	fs.Var(&exts, "ext", "file suffix to read (repeatable)")
-	heldOut := fs.Float64("held-out", 0.05, "held-out fraction used in training")
-	seed := fs.Uint64("seed", 1, "training seed (the split)")
-	nCases := fs.Int("cases", 1000, "cases (half single-line, half block body)")
-	caseSeed := fs.Uint64("case-seed", 1, "seed of the cases")
-	knTokens := fs.Int("kn-tokens", 4_000_000, "training tokens the trigram baseline counts")
-	threads := fs.Int("threads", defaultThreads(), "worker threads")
-	spmEval := fs.Bool("spm-infill", false, "(a) lays the prompt out suffix first (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
-	record := fs.Bool("record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
+	fc := train.FIMComparison{Out: os.Stdout, Log: os.Stderr}
+	fc.RegisterFlags(fs)
 	writePrompts := fs.String("write-prompts", "", "instead of evaluating, write the cases as a `bench serve --endpoint /infill --prompts` file (JSONL)")
 	promptTokens := fs.Int("prompt-tokens", 1000, "with --write-prompts: tokens of context per case (3/4 before the gap, 1/4 after)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *writePrompts != "" && *fimModel == "" {
-		p, err := builtinModelPath()
-		if err != nil {
+	if *writePrompts != "" {
+		if err := orBuiltin(&fc.Model); err != nil {
 			return err
 		}
-		*fimModel = p
 	}
-	if *fimModel == "" || len(corpus) == 0 {
+	if fc.Model == "" || len(fc.Corpus) == 0 {
 		return errors.New("need --model FIM.gguf and --corpus PATH")
 	}
-	if *nCases < 2 {
-		return errFlag("cases", *nCases, "want at least 2")
+	if fc.Cases < 2 {
+		return errFlag("cases", fc.Cases, "want at least 2")
 	}
 	if *promptTokens < 4 {
 		return errFlag("prompt-tokens", *promptTokens, "want at least 4")
 	}
-	if *other == "" {
-		p, err := builtinModelPath()
-		if err != nil {
-			return err
-		}
-		*other = p
+	if err := orBuiltin(&fc.Other); err != nil {
+		return err
 	}
-	fc := train.FIMComparison{Model: *fimModel, Other: *other, Corpus: corpus, Exts: exts, HeldOut: *heldOut, Seed: *seed,
-		Cases: *nCases, CaseSeed: *caseSeed, KNTokens: *knTokens, Threads: *threads, SPM: *spmEval, Record: *record,
-		Out: os.Stdout, Log: os.Stderr}
 	if *writePrompts != "" {
 		fc.Prompts = func(cases []train.FIMCase, tk *tokenizer.Tokenizer) error {
 			return writeInfillPrompts(*writePrompts, cases, tk, *promptTokens)

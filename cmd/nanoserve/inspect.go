@@ -27,12 +27,12 @@ func runInspect(args []string) error {
 		fs.Usage()
 		return fmt.Errorf("want at most one MODEL, got %d", len(pos))
 	}
-	path := ""
+	arg := "" // the built-in model
 	if len(pos) == 1 {
-		if path, _, err = resolveModel(pos[0], "main"); err != nil {
-			return err
-		}
-	} else if path, err = builtinModelPath(); err != nil {
+		arg = pos[0]
+	}
+	path, _, err := modelPath(arg, "main")
+	if err != nil {
 		return err
 	}
 	m, err := model.Load(path, model.Options{Tokenizer: *tok, Threads: 1})
