@@ -22,10 +22,6 @@ func runChat(args []string) error {
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file, or a tokenizer_config.json (default: the model's own)")
 	system := fs.String("system", "", "system prompt")
 	verbose := fs.Bool("verbose", false, "print time to first token, prefill and decode tokens/s after each reply")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve chat [flags]\n\n"+console.Help+"\n\nflags:")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

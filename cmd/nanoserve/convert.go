@@ -15,10 +15,6 @@ func runConvert(args []string) error {
 	var opts convert.Options
 	opts.RegisterFlags(fs)
 	quiet := fs.Bool("quiet", false, "do not list tensors")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve convert [flags] IN OUT.gguf\n\nIN is a GGUF file, a Hugging Face directory or a llama2.c .bin (with --tokenizer).\n\nflags:")
-		fs.PrintDefaults()
-	}
 	// Flags may come before, between or after the two paths.
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

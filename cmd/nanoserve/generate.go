@@ -29,10 +29,6 @@ func runGenerate(args []string) error {
 		"for --model, where prompts are taken token for token as llama.cpp does)")
 	schemaPath := fs.String("json-schema", "", "constrain the output to JSON valid under this JSON Schema file")
 	grammarPath := fs.String("grammar", "", "constrain the output to this GBNF grammar file (llama.cpp's format, start rule root)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT starts a document: BOS, else end-of-text)")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -13,12 +13,6 @@ func runInspect(args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	tok := fs.String("tokenizer", "", "tokenizer file or folder (for llama2.c checkpoints)")
 	noHash := fs.Bool("no-hash", false, "skip the sha256 of the weight files")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve inspect [MODEL] [--json] [--tokenizer PATH] [--no-hash]\n\n"+
-			"MODEL is a file, a Hugging Face directory or a hub name REPO[:QUANT] (pulled if not cached);\n"+
-			"without it, the built-in model that generate and serve use.")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

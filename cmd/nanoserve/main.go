@@ -18,6 +18,7 @@ package main
 import (
 	"os"
 
+	"nanoserve/console"
 	"nanoserve/internal/cli"
 )
 
@@ -55,6 +56,27 @@ var app = cli.App{Name: "nanoserve", Summaries: map[string]string{"bench serve":
 		"complete":    "FILE:LINE:COL | --prefix-file P [--suffix-file S]",
 		"fim-eval":    "",
 		"version":     "",
+	},
+	// The commands whose usage says more than the default (their flags follow).
+	Help: map[string]string{
+		"generate": "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT starts a document: BOS, else end-of-text)",
+		"chat":     "usage: nanoserve chat [flags]\n\n" + console.Help + "\n\nflags:",
+		"inspect": "usage: nanoserve inspect [MODEL] [--json] [--tokenizer PATH] [--no-hash]\n\n" +
+			"MODEL is a file, a Hugging Face directory or a hub name REPO[:QUANT] (pulled if not cached);\n" +
+			"without it, the built-in model that generate and serve use.",
+		"convert": "usage: nanoserve convert [flags] IN OUT.gguf\n\nIN is a GGUF file, a Hugging Face directory or a llama2.c .bin (with --tokenizer).\n\nflags:",
+		"pull": `usage: nanoserve pull [flags] REPO[:QUANT|:FILE]...
+
+Downloads a model from the Hugging Face hub into its cache ($HF_HOME/hub) and
+prints the path to load. REPO alone takes the Q4_K_M GGUF (or the only GGUF,
+or the whole repository when it has none); REPO:Q8_0 the GGUF of that
+quantization (all files of a split); REPO:path/file.gguf one file.
+Interrupted downloads resume. HF_TOKEN authenticates (gated and private
+models); HF_ENDPOINT names another hub.
+
+flags:`,
+		"list": "usage: nanoserve list\n\nLists the models in the Hugging Face cache ($HF_HOME/hub): repository, size, revisions, files.",
+		"rm":   "usage: nanoserve rm REPO[:QUANT|:FILE]...\n\nRemoves a repository from the Hugging Face cache, or only the files of one quantization\n(and the blobs nothing links to any more).",
 	}}
 
 func init() { app.Commands = commands }

@@ -56,19 +56,6 @@ func resolveModel(arg, revision string) (path, ref string, err error) {
 func runPull(args []string) error {
 	fs := newFlags("pull")
 	revision := fs.String("revision", "main", "branch, tag or commit to pull")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: nanoserve pull [flags] REPO[:QUANT|:FILE]...
-
-Downloads a model from the Hugging Face hub into its cache ($HF_HOME/hub) and
-prints the path to load. REPO alone takes the Q4_K_M GGUF (or the only GGUF,
-or the whole repository when it has none); REPO:Q8_0 the GGUF of that
-quantization (all files of a split); REPO:path/file.gguf one file.
-Interrupted downloads resume. HF_TOKEN authenticates (gated and private
-models); HF_ENDPOINT names another hub.
-
-flags:`)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -100,9 +87,6 @@ flags:`)
 
 func runList(args []string) error {
 	fs := newFlags("list")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve list\n\nLists the models in the Hugging Face cache ($HF_HOME/hub): repository, size, revisions, files.")
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -124,9 +108,6 @@ func runList(args []string) error {
 
 func runRm(args []string) error {
 	fs := newFlags("rm")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve rm REPO[:QUANT|:FILE]...\n\nRemoves a repository from the Hugging Face cache, or only the files of one quantization\n(and the blobs nothing links to any more).")
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -37,6 +37,9 @@ type App struct {
 	// of the commands whose flag set prints the default usage; Summaries
 	// the one-line summaries of commands not in Commands ("bench serve").
 	Args, Summaries map[string]string
+	// Help replaces a command's default usage text (usage line, summary,
+	// "flags:"): its flag set prints it, a newline, then the flags.
+	Help map[string]string
 
 	flagOut   bytes.Buffer  // what the flag sets print (usage, parse errors)
 	lastFlags *flag.FlagSet // the latest flag set made (for flag suggestions)
@@ -120,6 +123,11 @@ func (a *App) Flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(a.Name+" "+name, flag.ContinueOnError)
 	fs.SetOutput(&a.flagOut)
 	fs.Usage = func() {
+		if u, ok := a.Help[name]; ok {
+			fmt.Fprintln(fs.Output(), u)
+			fs.PrintDefaults()
+			return
+		}
 		line := "usage: " + a.Name + " " + name + " [flags]"
 		if arg := a.Args[name]; arg != "" {
 			line += " " + arg
