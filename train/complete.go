@@ -3,13 +3,70 @@ package train
 // One gap filled at an editor's cursor (`nanoserve complete`).
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"nanoserve/llamacpp"
+	"nanoserve/tensor"
 )
+
+// Completion is one `nanoserve complete`: where the gap is (Gap) and the
+// FIM model that fills it (Fill), as its flags set them (RegisterFlags).
+type Completion struct {
+	Model                  string // the FIM model (GGUF)
+	PrefixFile, SuffixFile string // the text around the gap, without a FILE:LINE:COL
+	MaxTokens              int
+	Line                   bool // stop at the end of the line
+	SPM                    bool // suffix-first prompt (else the model's own layout)
+	Threads                int
+}
+
+// RegisterFlags adds complete's flags to fs.
+func (c *Completion) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Model, "model", "", "FIM model (GGUF; default: the built-in model)")
+	fs.StringVar(&c.PrefixFile, "prefix-file", "", "file holding the text before the gap")
+	fs.StringVar(&c.SuffixFile, "suffix-file", "", "file holding the text after the gap")
+	fs.IntVar(&c.MaxTokens, "max-tokens", 64, "most tokens to generate")
+	fs.BoolVar(&c.Line, "line", false, "stop at the end of the line")
+	fs.BoolVar(&c.SPM, "spm-infill", false, "suffix-first prompt (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
+	fs.IntVar(&c.Threads, "threads", tensor.PhysicalCores(), "worker threads")
+}
+
+// Gap checks the options and reads the text before and after the gap:
+// args is one FILE:LINE:COL (SplitAtCursor), or none with PrefixFile (and
+// SuffixFile).
+func (c *Completion) Gap(args []string) (prefix, suffix string, err error) {
+	if c.MaxTokens < 1 {
+		return "", "", fmt.Errorf("--max-tokens %d: want at least 1", c.MaxTokens)
+	}
+	switch {
+	case len(args) == 1 && c.PrefixFile == "" && c.SuffixFile == "":
+		return SplitAtCursor(args[0])
+	case len(args) == 0 && c.PrefixFile != "":
+		b, err := os.ReadFile(c.PrefixFile)
+		if err != nil || c.SuffixFile == "" {
+			return string(b), "", err
+		}
+		a, err := os.ReadFile(c.SuffixFile)
+		return string(b), string(a), err
+	}
+	return "", "", errors.New("need FILE:LINE:COL or --prefix-file P [--suffix-file S]")
+}
+
+// Fill loads the model and fills the gap (Complete).
+func (c *Completion) Fill(prefix, suffix string) (string, error) {
+	g, err := LoadGreedy(c.Model, c.Threads)
+	if err != nil {
+		return "", err
+	}
+	defer g.Close()
+	g.SPM = llamacpp.SuffixFirst(g.Tok, c.SPM)
+	return g.Complete(prefix, suffix, c.MaxTokens, c.Line)
+}
 
 // Complete fills the gap between prefix and suffix greedily with the FIM
 // prompt /infill builds (suffix first when g.SPM): at most maxTokens,

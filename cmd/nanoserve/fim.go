@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"nanoserve/bench"
-	"nanoserve/llamacpp"
 	"nanoserve/tokenizer"
 	"nanoserve/train"
 )
@@ -16,52 +15,19 @@ import (
 // model (greedy) and prints it.
 func runComplete(args []string) error {
 	fs := newFlags("complete")
-	modelPath := fs.String("model", "", "FIM model (GGUF; default: the built-in model)")
-	prefixFile := fs.String("prefix-file", "", "file holding the text before the gap")
-	suffixFile := fs.String("suffix-file", "", "file holding the text after the gap")
-	maxTokens := fs.Int("max-tokens", 64, "most tokens to generate")
-	line := fs.Bool("line", false, "stop at the end of the line")
-	spm := fs.Bool("spm-infill", false, "suffix-first prompt (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
-	threads := fs.Int("threads", defaultThreads(), "worker threads")
+	var c train.Completion
+	c.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *maxTokens < 1 {
-		return errFlag("max-tokens", *maxTokens, "want at least 1")
-	}
-	var prefix, suffix string
-	switch {
-	case fs.NArg() == 1 && *prefixFile == "" && *suffixFile == "":
-		var err error
-		if prefix, suffix, err = train.SplitAtCursor(fs.Arg(0)); err != nil {
-			return err
-		}
-	case fs.NArg() == 0 && *prefixFile != "":
-		b, err := os.ReadFile(*prefixFile)
-		if err != nil {
-			return err
-		}
-		prefix = string(b)
-		if *suffixFile != "" {
-			if b, err = os.ReadFile(*suffixFile); err != nil {
-				return err
-			}
-			suffix = string(b)
-		}
-	default:
-		return errors.New("need FILE:LINE:COL or --prefix-file P [--suffix-file S]")
-	}
-	path := *modelPath
-	if err := orBuiltin(&path); err != nil {
-		return err
-	}
-	g, err := train.LoadGreedy(path, *threads)
+	prefix, suffix, err := c.Gap(fs.Args())
 	if err != nil {
 		return err
 	}
-	defer g.Close()
-	g.SPM = llamacpp.SuffixFirst(g.Tok, *spm)
-	out, err := g.Complete(prefix, suffix, *maxTokens, *line)
+	if err := orBuiltin(&c.Model); err != nil {
+		return err
+	}
+	out, err := c.Fill(prefix, suffix)
 	if err != nil {
 		return err
 	}
