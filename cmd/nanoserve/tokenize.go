@@ -115,16 +115,11 @@ func runDetokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	var opts tokenizer.DecodeOptions
-	switch *special {
-	case "":
-	case "render":
-		opts.Special = tokenizer.SpecialRender
-	case "skip":
-		opts.Special = tokenizer.SpecialSkip
-	default:
+	mode, err := tokenizer.ParseSpecialMode(*special)
+	if err != nil {
 		return fmt.Errorf("--special %q: want render or skip", *special)
 	}
+	opts := tokenizer.DecodeOptions{Special: mode}
 	tok, err := tf.load()
 	if err != nil {
 		return err
