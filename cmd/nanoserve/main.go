@@ -38,7 +38,7 @@ var commands = map[string]cli.Command{
 	"pull":       {Summary: "download a model from the Hugging Face hub", Run: runPull},
 	"list":       {Summary: "list the models in the Hugging Face cache", Run: runList},
 	"rm":         {Summary: "remove a model from the Hugging Face cache", Run: runRm},
-	"version":    {Summary: "print the version, commit and Go version", Run: runVersion},
+	"version":    app.VersionCommand("print the version, commit and Go version", &version, &commit),
 }
 
 // app is the binary's commands (package cli: dispatch, usage, one-line

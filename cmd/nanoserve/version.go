@@ -3,8 +3,6 @@ package main
 // nanoserve version (also --version): the release, the commit it was built
 // from and the Go toolchain.
 
-import "fmt"
-
 // version is the release, set at build time with
 // -ldflags "-X main.version=v1.2.3"; else the module version go install
 // records, else "dev".
@@ -18,11 +16,3 @@ var commit = ""
 // versionString is one line: nanoserve VERSION (commit REV[+dirty], TIME) GO OS/ARCH
 // (cli.App.Version).
 func versionString() string { return app.Version(version, commit) }
-
-func runVersion(args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("version takes no arguments, got %q", args[0])
-	}
-	fmt.Println(versionString())
-	return nil
-}

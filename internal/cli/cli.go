@@ -211,6 +211,18 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// VersionCommand is a command that takes no arguments and prints the
+// version line (Version of *version and *commit, read when it runs).
+func (a *App) VersionCommand(summary string, version, commit *string) Command {
+	return Command{Summary: summary, Run: func(args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("version takes no arguments, got %q", args[0])
+		}
+		fmt.Println(a.Version(*version, *commit))
+		return nil
+	}}
+}
+
 // Version is the program's version line: NAME VERSION (commit REV[+dirty],
 // TIME) GO OS/ARCH. version "dev" gives way to the module version go
 // install records; the commit comes from the VCS stamp go build writes
