@@ -4,7 +4,9 @@ package train
 // and fim-eval's flags.
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"strings"
 
 	"nanoserve/tensor"
@@ -69,6 +71,17 @@ func (fc *FIMComparison) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&fc.Threads, "threads", tensor.PhysicalCores(), "worker threads")
 	fs.BoolVar(&fc.SPM, "spm-infill", false, "(a) lays the prompt out suffix first (llama-server's --spm-infill; a model trained suffix first reads it so anyway)")
 	fs.BoolVar(&fc.Record, "record", false, "store the table in the FIM model's manifest (nanoserve.train.fim_eval; `inspect` shows it)")
+}
+
+// Check refuses a comparison that cannot run (before anything is read).
+func (fc *FIMComparison) Check() error {
+	if fc.Model == "" || len(fc.Corpus) == 0 {
+		return errors.New("need --model FIM.gguf and --corpus PATH")
+	}
+	if fc.Cases < 2 {
+		return fmt.Errorf("--cases %d: want at least 2", fc.Cases)
+	}
+	return nil
 }
 
 // pathList is a repeatable flag.

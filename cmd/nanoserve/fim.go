@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 
@@ -52,11 +51,8 @@ func runFIMEval(args []string) error {
 			return err
 		}
 	}
-	if fc.Model == "" || len(fc.Corpus) == 0 {
-		return errors.New("need --model FIM.gguf and --corpus PATH")
-	}
-	if fc.Cases < 2 {
-		return errFlag("cases", fc.Cases, "want at least 2")
+	if err := fc.Check(); err != nil {
+		return err
 	}
 	if *promptTokens < 4 {
 		return errFlag("prompt-tokens", *promptTokens, "want at least 4")
