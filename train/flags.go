@@ -12,6 +12,46 @@ import (
 	"nanoserve/tensor"
 )
 
+// Flags binds nanoserve train's flags: the Options, with the weight type
+// and the progress bar as --dtype and --quiet say (Check).
+type Flags struct {
+	Options
+	dtype string
+	quiet bool
+}
+
+// RegisterFlags adds train's flags to fs.
+func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
+	f.Options.RegisterFlags(fs)
+	fs.StringVar(&f.dtype, "dtype", "f16", "weight type of the written matrices: f16 or f32")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+}
+
+// Check refuses options no run can use (Options.Check, a corpus and an
+// output) before anything is read; args, the positional arguments, are
+// the corpus when --corpus is not given.
+func (f *Flags) Check(args []string) error {
+	if err := f.Options.Check(); err != nil {
+		return err
+	}
+	if len(f.Corpus) == 0 {
+		f.Corpus = append(f.Corpus, args...)
+	}
+	if len(f.Corpus) == 0 || f.Out == "" {
+		return errors.New("need --corpus PATH... and --out MODEL.gguf")
+	}
+	switch strings.ToLower(f.dtype) {
+	case "f16":
+		f.WeightType = tensor.F16
+	case "f32":
+		f.WeightType = tensor.F32
+	default:
+		return fmt.Errorf("--dtype %q: want f16 or f32", f.dtype)
+	}
+	f.Progress = !f.quiet
+	return nil
+}
+
 // RegisterFlags adds a flag for each option of a run to fs, with its
 // default (all but the weight type, the progress bar and the hooks).
 func (o *Options) RegisterFlags(fs *flag.FlagSet) {

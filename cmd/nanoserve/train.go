@@ -1,12 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"nanoserve/tensor"
 	"nanoserve/train"
 )
 
@@ -32,30 +30,11 @@ func runTrain(args []string) error {
 // refusing a flag no run can use before anything is read.
 func parseTrainFlags(args []string) (train.Options, error) {
 	fs := newFlags("train")
-	var o train.Options
-	o.RegisterFlags(fs)
-	dtype := fs.String("dtype", "f16", "weight type of the written matrices: f16 or f32")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	var f train.Flags
+	f.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return f.Options, err
 	}
-	if err := o.Check(); err != nil {
-		return o, err
-	}
-	if len(o.Corpus) == 0 {
-		o.Corpus = append(o.Corpus, fs.Args()...)
-	}
-	if len(o.Corpus) == 0 || o.Out == "" {
-		return o, errors.New("need --corpus PATH... and --out MODEL.gguf")
-	}
-	switch strings.ToLower(*dtype) {
-	case "f16":
-		o.WeightType = tensor.F16
-	case "f32":
-		o.WeightType = tensor.F32
-	default:
-		return o, fmt.Errorf("--dtype %q: want f16 or f32", *dtype)
-	}
-	o.Progress = !*quiet
-	return o, nil
+	err := f.Check(fs.Args())
+	return f.Options, err
 }
