@@ -4,8 +4,10 @@ package bench
 // editor's /infill workload for `bench serve --prompts`.
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 
 	"nanoserve/tokenizer"
 )
@@ -32,4 +34,13 @@ func WritePrompts(w io.Writer, ps []ServePrompt) error {
 		}
 	}
 	return nil
+}
+
+// WritePromptsFile writes ps to the prompt file path (WritePrompts).
+func WritePromptsFile(path string, ps []ServePrompt) error {
+	var b bytes.Buffer
+	if err := WritePrompts(&b, ps); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

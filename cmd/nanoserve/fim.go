@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 
@@ -75,11 +74,7 @@ func writeInfillPrompts(path string, cases []train.FIMCase, tk *tokenizer.Tokeni
 	for i, c := range cases {
 		ps[i] = bench.InfillPrompt(tk, c.Prefix, c.Suffix, n)
 	}
-	var b bytes.Buffer
-	if err := bench.WritePrompts(&b, ps); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := bench.WritePromptsFile(path, ps); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %d /infill prompts of up to %d context tokens to %s\n", len(cases), n, path)
