@@ -64,13 +64,9 @@ func runPull(args []string) error {
 		fs.Usage()
 		return errors.New("no model named")
 	}
-	var refs []hub.Ref
-	for _, a := range pos {
-		r, err := hub.ParseRef(a)
-		if err != nil {
-			return err
-		}
-		refs = append(refs, r)
+	refs, err := hub.ParseRefs(pos)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
