@@ -44,7 +44,7 @@ const modelUsage = "model: GGUF file, Hugging Face directory, llama2.c .bin, or 
 func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.StringVar(&mf.revision, "revision", "main", "hub revision (branch, tag or commit) for --model REPO[:QUANT]")
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
-	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
+	fs.IntVar(&mf.threads, "threads", tensor.PhysicalCores(), "worker threads")
 	fs.BoolVar(&mf.noMmap, "no-mmap", false, noMmapUsage)
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
@@ -117,9 +117,6 @@ func (mf *modelFlags) open() (*model.Model, error) {
 	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
 	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap})
 }
-
-// defaultThreads is the --threads default: the physical cores.
-var defaultThreads = tensor.PhysicalCores
 
 // stringList is a repeatable string flag.
 type stringList []string
