@@ -52,10 +52,12 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	var block *defaultmodel.BlockStop
-	if mf.model == "" {
-		defaultmodel.ApplyPolicy(&pol, pf.IsSet) // the built-in completion model's policy
-		block = defaultmodel.NewBlockStop(prompt)
+	opts := console.GenerateOptions{JSON: *asJSON, Verbose: *verbose}
+	heal := *healing
+	if mf.model == "" { // the built-in completion model: its policy, its block stop, prompts that end mid-token
+		defaultmodel.ApplyPolicy(&pol, pf.IsSet)
+		opts.Cut = defaultmodel.NewBlockStop(prompt).Cut
+		heal = heal || !pf.IsSet("token-healing")
 	}
 	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
 	if err != nil {
@@ -68,18 +70,9 @@ func runGenerate(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	heal := *healing
-	if !pf.IsSet("token-healing") && mf.model == "" {
-		heal = true // the built-in model is for autocomplete: prompts end mid-token
-	}
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.Special, NonEmpty: block != nil}
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.Special, NonEmpty: mf.model == ""}
 	if err := console.Constrain(eng, &req, *schemaPath, *grammarPath); err != nil {
 		return err
 	}
-
-	var cut func(string) (string, bool)
-	if block != nil {
-		cut = block.Cut
-	}
-	return console.Generate(ctx, eng, req, console.GenerateOptions{JSON: *asJSON, Verbose: *verbose, Cut: cut}, os.Stdout, os.Stderr)
+	return console.Generate(ctx, eng, req, opts, os.Stdout, os.Stderr)
 }
