@@ -58,12 +58,11 @@ func (mf *modelFlags) load() (*model.Model, error) {
 	if err := mf.check(); err != nil {
 		return nil, err
 	}
-	kv := mf.kv
 	m, err := mf.open()
 	if err != nil {
 		return nil, err
 	}
-	if err := m.CheckKVType(kv); err != nil {
+	if err := m.CheckKVType(mf.kv); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("--kv-cache-type %s: %w", mf.kvType, err)
 	}

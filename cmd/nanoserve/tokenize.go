@@ -29,26 +29,20 @@ func (tf *tokFlags) register(fs *flag.FlagSet) {
 // metadata (the first file of a split holds it) and otherwise calls
 // tokenizer.Load (files and Hugging Face folders).
 func (tf *tokFlags) load() (*tokenizer.Tokenizer, error) {
-	path := tf.tokenizer
-	switch {
-	case path != "":
-	case tf.model != "":
-		p, _, err := resolveModel(tf.model, tf.revision)
-		if err != nil {
-			return nil, err
-		}
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !gguf.IsFile(p) {
-			return nil, fmt.Errorf("%s carries no tokenizer (a llama2.c checkpoint?): pass --tokenizer PATH", tf.model)
-		}
-		path = p
-	default:
-		p, err := builtinModelPath()
-		if err != nil {
-			return nil, fmt.Errorf("%w: pass --tokenizer PATH or --model M", err)
-		}
-		path = p
+	if tf.tokenizer != "" {
+		return model.LoadTokenizer(tf.tokenizer)
 	}
-	return model.LoadTokenizer(path)
+	p, _, err := modelPath(tf.model, tf.revision)
+	switch {
+	case err != nil && tf.model == "":
+		return nil, fmt.Errorf("%w: pass --tokenizer PATH or --model M", err)
+	case err != nil:
+		return nil, err
+	}
+	if fi, err := os.Stat(p); tf.model != "" && err == nil && !fi.IsDir() && !gguf.IsFile(p) {
+		return nil, fmt.Errorf("%s carries no tokenizer (a llama2.c checkpoint?): pass --tokenizer PATH", tf.model)
+	}
+	return model.LoadTokenizer(p)
 }
 
 // runTokenize encodes text to ids:
