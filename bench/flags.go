@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"nanoserve/kvcache"
+	"nanoserve/model"
 	"nanoserve/tensor"
 )
 
@@ -39,8 +40,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.gens, "n", "128", "decode lengths (tg tests), comma-separated")
 	fs.IntVar(&o.Reps, "r", 3, "timed repetitions of each test, after one warm-up")
 	fs.IntVar(&t.Threads, "threads", tensor.PhysicalCores(), "worker threads")
-	fs.BoolVar(&t.NoMmap, "no-mmap", false, "copy the weight matrices out of the file mapping into anonymous huge-page memory\n"+
-		"(faster decode where 4 KiB page translation is costly, e.g. some virtual machines; costs a copy at load)")
+	fs.BoolVar(&t.NoMmap, "no-mmap", false, model.NoMmapUsage)
 	fs.IntVar(&o.Batch, "batch", 512, "prefill tokens per forward call")
 	fs.StringVar(&f.depths, "depths", "0,128,512,1024", "decode-rate sweep: context depths (\"none\": off)")
 	fs.StringVar(&f.genLens, "gen-lens", "32,64,128,256", "decode-rate sweep: generated lengths (\"none\": off)")

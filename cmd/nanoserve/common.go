@@ -34,9 +34,6 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	mf.registerRest(fs)
 }
 
-const noMmapUsage = "copy the weight matrices out of the file mapping into anonymous huge-page memory\n" +
-	"(faster decode where 4 KiB page translation is costly, e.g. some virtual machines; costs a copy at load)"
-
 const modelUsage = "model: GGUF file, Hugging Face directory, llama2.c .bin, or a hub name REPO[:QUANT|:FILE]\n" +
 	"pulled into the Hugging Face cache on first use (default: the built-in model)"
 
@@ -45,7 +42,7 @@ func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.StringVar(&mf.revision, "revision", "main", "hub revision (branch, tag or commit) for --model REPO[:QUANT]")
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
 	fs.IntVar(&mf.threads, "threads", tensor.PhysicalCores(), "worker threads")
-	fs.BoolVar(&mf.noMmap, "no-mmap", false, noMmapUsage)
+	fs.BoolVar(&mf.noMmap, "no-mmap", false, model.NoMmapUsage)
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
 	fs.StringVar(&mf.kvType, "kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0 (q8_0 needs head_dim a multiple of 32)")
