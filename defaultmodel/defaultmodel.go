@@ -6,6 +6,11 @@
 //
 // model.Load takes a path, so Path writes the embedded bytes once to the
 // user cache directory under their SHA-256 and returns that file.
+//
+// policy.go holds how the model is run: its completion policy (Policy:
+// greedy with a frequency penalty, measured against the alternatives on
+// held-out Go); sample.BlockStop ends its completions at the end of the
+// block the prompt opened.
 package defaultmodel
 
 import (

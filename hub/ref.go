@@ -74,6 +74,19 @@ var (
 // ErrRef reports a malformed reference.
 var ErrRef = errors.New("hub: bad model reference")
 
+// ParseRefs parses each of args (ParseRef), stopping at the first error.
+func ParseRefs(args []string) ([]Ref, error) {
+	refs := make([]Ref, len(args))
+	for i, a := range args {
+		r, err := ParseRef(a)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = r
+	}
+	return refs, nil
+}
+
 // ParseRef parses REPO[:FILE|:QUANT] (optionally prefixed by hf.co/ or
 // huggingface.co/). The part after the colon is a FILE when it has an
 // extension or a slash, else a QUANT tag.

@@ -63,6 +63,10 @@ type Options struct {
 	CopyWeights bool
 }
 
+// NoMmapUsage is the help of the --no-mmap flag that sets Options.CopyWeights.
+const NoMmapUsage = "copy the weight matrices out of the file mapping into anonymous huge-page memory\n" +
+	"(faster decode where 4 KiB page translation is costly, e.g. some virtual machines; costs a copy at load)"
+
 // Load reads the model at path: a Hugging Face directory, a GGUF file (by
 // its magic) or else a llama2.c checkpoint.
 func Load(path string, opts Options) (*Model, error) {

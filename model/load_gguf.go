@@ -192,18 +192,69 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	m := &Model{}
 	c := &m.Config
 	c.Format = "gguf"
-	switch arch.Name {
-	case "llama", "mistral":
-		c.Arch = ArchLlama
-	case "qwen2":
-		c.Arch = ArchQwen2
-	case "gpt2":
-		c.Arch = ArchGPT2
-	default:
-		c.Arch = arch.Name // the constants are llama.cpp's names
-	}
+	c.Arch = ggufArchName(arch)
 	c.RopeNeox = arch.RopeNeox
 	g := &ggufLoader{f: f}
+	kvArr, err := readGGUFSizes(g, arch, c)
+	if err != nil {
+		return nil, err
+	}
+	readGGUFPositions(g, arch, c)
+	if err := readGGUFBlocks(g, arch, c, kvArr); err != nil {
+		return nil, err
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	if c.Dim%c.Heads != 0 && c.HeadDim == c.Dim/c.Heads {
+		return nil, fmt.Errorf("model: embedding_length %d is not a multiple of head_count %d", c.Dim, c.Heads)
+	}
+	emb, ok := f.Tensor(llamacpp.TokenEmbd)
+	if !ok {
+		return nil, fmt.Errorf("model: missing tensor %s", llamacpp.TokenEmbd)
+	}
+	c.Vocab = emb.Rows()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+
+	build := m.buildWeights
+	if arch.Hybrid {
+		build = func(_ *llamacpp.Arch, g weightReader) error { return m.buildHybridWeights(g) }
+	}
+	if err := build(arch, g); err != nil {
+		return nil, err
+	}
+	m.readRopeFactors(g, arch, ctx)
+	if g.err != nil {
+		return nil, g.err
+	}
+	if err := m.describeGGUF(f); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ggufArchName is Config.Arch for a llama.cpp architecture: our constants
+// are llama.cpp's names, with mistral read as llama.
+func ggufArchName(arch *llamacpp.Arch) string {
+	switch arch.Name {
+	case "llama", "mistral":
+		return ArchLlama
+	case "qwen2":
+		return ArchQwen2
+	case "gpt2":
+		return ArchGPT2
+	default:
+		return arch.Name // the constants are llama.cpp's names
+	}
+}
+
+// readGGUFSizes reads the model's sizes: context, width, layers, FFN
+// width(s), heads and KV heads (a Gemma 4 per-layer KV array is returned
+// for readGGUFBlocks to resolve), the hybrid layers, and the head size.
+func readGGUFSizes(g *ggufLoader, arch *llamacpp.Arch, c *Config) ([]int32, error) {
+	f := g.f
 	c.ContextLen = g.uint(llamacpp.KeyContextLength, 0, true)
 	c.Dim = g.uint(llamacpp.KeyEmbeddingLength, 0, true)
 	c.Layers = g.uint(llamacpp.KeyBlockCount, 0, true)
@@ -248,6 +299,14 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	if v := g.uint(llamacpp.KeyValueLength, c.HeadDim, false); v != c.HeadDim {
 		return nil, fmt.Errorf("model: attention.value_length %d != key_length %d is not supported", v, c.HeadDim)
 	}
+	return kvArr, nil
+}
+
+// readGGUFPositions reads the norm epsilon and how positions are encoded:
+// RoPE (base, dims, scaling, YaRN, LongRoPE's original context), the
+// pooling type and the sliding window. Errors collect in g.err.
+func readGGUFPositions(g *ggufLoader, arch *llamacpp.Arch, c *Config) {
+	f := g.f
 	if c.Arch == ArchGPT2 {
 		c.NormEps = float32(g.float(llamacpp.KeyLayerNormEps, 1e-5))
 	} else {
@@ -285,15 +344,24 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			c.RopeScaling.OrigContext = c.ContextLen // llama.cpp's n_ctx_orig_yarn default
 		}
 	}
+}
+
+// readGGUFBlocks reads which blocks the layers have, as the architecture
+// entry and the metadata say: RoPE-less layers, sinks, windowed layers and
+// their RoPE base, QK-norm, Gemma's norms and scales, KV heads per layer
+// kind, Gemma 4's per-layer geometry, soft-caps and experts.
+func readGGUFBlocks(g *ggufLoader, arch *llamacpp.Arch, c *Config, kvArr []int32) error {
+	f := g.f
+	var err error
 	c.NoRopeStep = arch.NoRopeStep
 	c.AttnSinks = arch.Sinks
 	c.OAIMoE = arch.OAIMoE
 	if arch.SWAPattern > 0 && c.SlidingWindow > 0 {
 		if c.Layers > 1<<16 {
-			return nil, fmt.Errorf("model: block_count %d is too large", c.Layers)
+			return fmt.Errorf("model: block_count %d is too large", c.Layers)
 		}
 		if c.SWALayers, err = llamacpp.ReadSWALayers(f, c.Layers, arch.SWAPattern); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
+			return fmt.Errorf("model: %w", err)
 		}
 		c.RopeThetaSWA = g.float(llamacpp.KeyRopeFreqBaseSWA, 0)
 		if (arch.Name == "gemma3" || arch.Gemma4) && c.RopeThetaSWA == 0 {
@@ -312,7 +380,7 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	}
 	if kvArr != nil {
 		if err := kvHeadsByKind(c, kvArr); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if arch.Gemma4 {
@@ -320,7 +388,7 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 		c.VNorm = true
 		c.HeadDimSWA = g.uint(llamacpp.KeyKeyLengthSWA, 0, false)
 		if v := g.uint(llamacpp.KeyValueLengthSWA, c.HeadDimSWA, false); v != c.HeadDimSWA {
-			return nil, fmt.Errorf("model: attention.value_length_swa %d != key_length_swa %d is not supported", v, c.HeadDimSWA)
+			return fmt.Errorf("model: attention.value_length_swa %d != key_length_swa %d is not supported", v, c.HeadDimSWA)
 		}
 		c.RopeDimSWA = g.uint(llamacpp.KeyRopeDimSWA, c.HeadDimSWA, false)
 		c.SharedKVLayers = g.uint(llamacpp.KeySharedKVLayers, 0, false)
@@ -343,28 +411,14 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			c.HiddenDim = c.ExpertHiddenDim // qwen35moe: no dense FFN width
 		}
 	}
-	if g.err != nil {
-		return nil, g.err
-	}
-	if c.Dim%c.Heads != 0 && c.HeadDim == c.Dim/c.Heads {
-		return nil, fmt.Errorf("model: embedding_length %d is not a multiple of head_count %d", c.Dim, c.Heads)
-	}
-	emb, ok := f.Tensor(llamacpp.TokenEmbd)
-	if !ok {
-		return nil, fmt.Errorf("model: missing tensor %s", llamacpp.TokenEmbd)
-	}
-	c.Vocab = emb.Rows()
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
-	build := m.buildWeights
-	if arch.Hybrid {
-		build = func(_ *llamacpp.Arch, g weightReader) error { return m.buildHybridWeights(g) }
-	}
-	if err := build(arch, g); err != nil {
-		return nil, err
-	}
+// readRopeFactors reads the RoPE frequency factors: rope_freqs, else
+// LongRoPE's long or short factors for a context of ctx positions per
+// sequence (0: the trained one). Errors collect in g.err.
+func (m *Model) readRopeFactors(g *ggufLoader, arch *llamacpp.Arch, ctx int) {
+	c := &m.Config
 	w := &m.w
 	if c.RopeDim > 0 {
 		w.ropeFreqs = g.vec(llamacpp.RopeFreqs, c.RopeDim/2, false)
@@ -393,10 +447,11 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 			}
 		}
 	}
-	if g.err != nil {
-		return nil, g.err
-	}
+}
 
+// describeGGUF lists the file's tensors (for inspect) and reads its
+// tokenizer and chat template.
+func (m *Model) describeGGUF(f *gguf.File) error {
 	for _, t := range f.Tensors {
 		shape := make([]int, len(t.Dims))
 		for i, d := range t.Dims {
@@ -408,12 +463,12 @@ func modelFromGGUF(f *gguf.File, ctx int) (*Model, error) {
 	if _, err := f.Strings("tokenizer.ggml.tokens"); err == nil {
 		tk, err := llamacpp.TokenizerFromGGUF(f)
 		if err != nil {
-			return nil, fmt.Errorf("model: %w", err)
+			return fmt.Errorf("model: %w", err)
 		}
 		m.Tokenizer = tk
 	}
 	m.Gen.ChatTemplate, _ = f.String("tokenizer.chat_template")
-	return m, nil
+	return nil
 }
 
 // kvHeadsByKind sets KVHeads (global layers) and KVHeadsSWA (windowed

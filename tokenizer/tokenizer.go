@@ -370,6 +370,20 @@ const (
 	SpecialRender
 )
 
+// ParseSpecialMode reads a mode by name: "" (SpecialDefault), "render"
+// or "skip".
+func ParseSpecialMode(s string) (SpecialMode, error) {
+	switch s {
+	case "":
+		return SpecialDefault, nil
+	case "render":
+		return SpecialRender, nil
+	case "skip":
+		return SpecialSkip, nil
+	}
+	return SpecialDefault, fmt.Errorf("tokenizer: special mode %q: want render or skip", s)
+}
+
 // DecodeOptions tunes Decode and the streaming Decoder.
 type DecodeOptions struct {
 	Special SpecialMode

@@ -189,7 +189,8 @@ func EvalFIM(cases []FIMCase, complete Completer) (map[string]FIMScore, error) {
 type Greedy struct {
 	M     *model.Model
 	Tok   *tokenizer.Tokenizer
-	SPM   bool // WithSuffix lays the prompt out suffix first (llama-server's --spm-infill)
+	SPM   bool   // WithSuffix lays the prompt out suffix first (llama-server's --spm-infill)
+	Path  string // the model file
 	cache *kvcache.Cache
 }
 
@@ -208,7 +209,7 @@ func LoadGreedy(path string, threads int) (*Greedy, error) {
 		m.Close()
 		return nil, err
 	}
-	return &Greedy{M: m, Tok: m.Tokenizer, cache: c}, nil
+	return &Greedy{M: m, Tok: m.Tokenizer, Path: path, cache: c}, nil
 }
 
 // Close frees the model.

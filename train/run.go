@@ -148,177 +148,273 @@ func Run(o Options) (*Report, error) {
 	if o.Batch <= 0 || o.Steps <= 0 || o.LR <= 0 {
 		return nil, fmt.Errorf("train: batch %d, steps %d and learning rate %g must be positive", o.Batch, o.Steps, o.LR)
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, format+"\n", args...) }
-	corpus, err := LoadCorpus(o.Corpus, o.Exts, o.HeldOut, o.Seed)
+	r := &runState{o: o, logf: func(format string, args ...any) { fmt.Fprintf(o.Log, format+"\n", args...) }}
+	if err := r.loadCorpus(); err != nil {
+		return nil, err
+	}
+	if err := r.initFrom(); err != nil {
+		return nil, err
+	}
+	if err := r.tokenize(); err != nil {
+		return nil, err
+	}
+	if err := r.setup(); err != nil {
+		return nil, err
+	}
+	defer r.net.Close()
+	stopped, err := r.train()
 	if err != nil {
 		return nil, err
 	}
-	logf("corpus: %s, sha256 %s", corpus.Desc, corpus.SHA256[:16])
+	if stopped {
+		return r.rep, nil
+	}
+	r.evaluate()
+	if o.Out == "" {
+		return r.rep, nil
+	}
+	return r.release()
+}
 
-	var ck *checkpoint
+// runState is one Run between its phases: loadCorpus (corpus and
+// checkpoint), initFrom (the starting model and its lineage), tokenize
+// (tokenizer and token streams), setup (parameters, optimizer, network),
+// train (the step loop), evaluate (final held-out score and the KN
+// baseline) and release (write the candidate, gate, promote). Each phase
+// fills the fields the later ones read.
+type runState struct {
+	o    Options
+	logf func(format string, args ...any)
+
+	corpus *Corpus
+	ck     *checkpoint // resumed from (nil: a fresh run)
+
+	initParams []float32 // InitFrom's weights (nil: fresh init or resumed)
+	initDesc   string    // InitFrom's lineage for the manifest
+	newLayers  []int     // blocks growing added (InitFrom)
+
+	vocab     tokenizer.Vocab
+	tk        *tokenizer.Tokenizer
+	cfg       Config
+	trainToks []int32
+	heldToks  []int32
+	starts    []int  // FIM: windows start at chunk starts (nil: anywhere)
+	middle    []bool // FIM: which tokens are middles (weighed by FIMWeight)
+	tbytes    []int
+
+	params []float32
+	opt    *AdamW
+	start  int // first step (a resumed run's checkpoint step)
+	losses []float64
+	net    *Net[float32]
+	ts     []Tensor
+	frozen []Tensor // not updated (FreezeInit); their gradients are dropped before clipping
+
+	ev     *evaluator
+	rep    *Report
+	smooth float64   // smoothed train loss
+	tstart time.Time // the step loop's start
+}
+
+// loadCorpus reads the corpus and, when resuming, the checkpoint made from it.
+func (r *runState) loadCorpus() error {
+	o := &r.o
+	corpus, err := LoadCorpus(o.Corpus, o.Exts, o.HeldOut, o.Seed)
+	if err != nil {
+		return err
+	}
+	r.corpus = corpus
+	r.logf("corpus: %s, sha256 %s", corpus.Desc, corpus.SHA256[:16])
+
 	if o.Resume && o.Checkpoint != "" {
-		ck, err = loadCheckpoint(o.Checkpoint)
+		ck, err := loadCheckpoint(o.Checkpoint)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			return err
 		}
 		if ck != nil && ck.CorpusSHA256 != corpus.SHA256 {
-			return nil, fmt.Errorf("train: checkpoint %s was made from a different corpus", o.Checkpoint)
+			return fmt.Errorf("train: checkpoint %s was made from a different corpus", o.Checkpoint)
 		}
+		r.ck = ck
 	}
-	var vocab tokenizer.Vocab
-	var initParams []float32
-	var initDesc string
-	var newLayers []int // blocks growing added (InitFrom)
+	return nil
+}
+
+// initFrom reads the model a fine-tune starts from (its weights, or on
+// resume only which blocks are new), describes its lineage, and checks
+// FreezeInit has blocks to train.
+func (r *runState) initFrom() error {
+	o := &r.o
+	var err error
 	if o.InitFrom != "" {
-		if ck == nil {
-			if initParams, vocab, newLayers, err = ReadParams(o.InitFrom, o.Shape); err != nil {
-				return nil, err
+		if r.ck == nil {
+			if r.initParams, r.vocab, r.newLayers, err = ReadParams(o.InitFrom, o.Shape); err != nil {
+				return err
 			}
-			logf("initialized from %s", o.InitFrom)
+			r.logf("initialized from %s", o.InitFrom)
 		} else { // resumed: the same flags say which blocks are new
 			src, err := modelLayers(o.InitFrom)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			from, err := GrowLayers(src, o.Shape.Layers)
 			if err != nil {
-				return nil, fmt.Errorf("train: init from %s: %v", o.InitFrom, err)
+				return fmt.Errorf("train: init from %s: %v", o.InitFrom, err)
 			}
-			newLayers = newBlocks(from)
+			r.newLayers = newBlocks(from)
 		}
 		// The manifest's lineage, the same whether this run started the
 		// fine-tune or resumed it.
 		if man, ok, _ := ReadManifest(o.InitFrom); ok {
-			initDesc = fmt.Sprintf("%s (%d steps, %d tokens, held-out %.4f bits/byte): %s", o.InitFrom, man.Steps, man.Tokens, man.HeldOutBPB, man.Command)
+			r.initDesc = fmt.Sprintf("%s (%d steps, %d tokens, held-out %.4f bits/byte): %s", o.InitFrom, man.Steps, man.Tokens, man.HeldOutBPB, man.Command)
 			if man.InitFrom != "" {
-				initDesc += "; which was fine-tuned from " + man.InitFrom
+				r.initDesc += "; which was fine-tuned from " + man.InitFrom
 			}
 		} else {
-			initDesc = o.InitFrom
+			r.initDesc = o.InitFrom
 		}
-		if newLayers != nil {
-			initDesc += fmt.Sprintf("; grown to %d layers (new blocks %v", o.Shape.Layers, newLayers)
+		if r.newLayers != nil {
+			r.initDesc += fmt.Sprintf("; grown to %d layers (new blocks %v", o.Shape.Layers, r.newLayers)
 			if o.FreezeInit {
-				initDesc += ", the only ones trained"
+				r.initDesc += ", the only ones trained"
 			}
-			initDesc += ")"
+			r.initDesc += ")"
 		}
 	}
 	if o.FreezeInit {
 		if o.InitFrom == "" {
-			return nil, errors.New("train: freezing the initial weights needs a model to start from (--init-from)")
+			return errors.New("train: freezing the initial weights needs a model to start from (--init-from)")
 		}
-		if newLayers == nil {
-			return nil, fmt.Errorf("train: freezing the initial weights leaves nothing to train: %s already has %d layers (ask for more with --layers)", o.InitFrom, o.Shape.Layers)
+		if r.newLayers == nil {
+			return fmt.Errorf("train: freezing the initial weights leaves nothing to train: %s already has %d layers (ask for more with --layers)", o.InitFrom, o.Shape.Layers)
 		}
 	}
+	return nil
+}
+
+// tokenize settles the tokenizer (the checkpoint's, InitFrom's, or one
+// trained on the corpus) and the model's shape, and cuts both splits into
+// tokens (with FIM samples in the training split).
+func (r *runState) tokenize() error {
+	o, corpus := &r.o, r.corpus
+	var err error
 	switch {
-	case ck != nil:
-		vocab = ck.Vocab
-	case initParams != nil: // vocab is the model's own, read above
+	case r.ck != nil:
+		r.vocab = r.ck.Vocab
+	case r.initParams != nil: // vocab is the model's own, read above
 	default:
 		t0 := time.Now()
 		special := []string{"<|endoftext|>"}
 		if o.FIMRate > 0 {
 			special = append(special, FIMSpecial...)
 		}
-		vocab, err = tokenizer.TrainBPE(bpeSample(corpus.Train, o.BPEBytes, o.Seed), tokenizer.TrainOptions{
+		r.vocab, err = tokenizer.TrainBPE(bpeSample(corpus.Train, o.BPEBytes, o.Seed), tokenizer.TrainOptions{
 			VocabSize: o.Shape.Vocab, Special: special})
 		if err != nil {
-			return nil, fmt.Errorf("train: tokenizer: %w", err)
+			return fmt.Errorf("train: tokenizer: %w", err)
 		}
-		logf("tokenizer: %d tokens (%d merges) in %v", len(vocab.Tokens), len(vocab.Merges), time.Since(t0).Round(time.Millisecond))
+		r.logf("tokenizer: %d tokens (%d merges) in %v", len(r.vocab.Tokens), len(r.vocab.Merges), time.Since(t0).Round(time.Millisecond))
 	}
-	tk, err := tokenizer.FromVocab(vocab)
+	tk, err := tokenizer.FromVocab(r.vocab)
 	if err != nil {
-		return nil, fmt.Errorf("train: tokenizer: %w", err)
+		return fmt.Errorf("train: tokenizer: %w", err)
 	}
-	vocab = *tk.Vocab() // with the FIM token ids found
+	r.tk = tk
+	r.vocab = *tk.Vocab() // with the FIM token ids found
 	cfg := o.Shape
-	cfg.Vocab = len(vocab.Tokens)
-	if ck != nil {
-		if ck.Config != cfg {
-			return nil, fmt.Errorf("train: checkpoint shape %+v differs from the requested %+v", ck.Config, cfg)
+	cfg.Vocab = len(r.vocab.Tokens)
+	if r.ck != nil {
+		if r.ck.Config != cfg {
+			return fmt.Errorf("train: checkpoint shape %+v differs from the requested %+v", r.ck.Config, cfg)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return err
 	}
-	eos := vocab.EOS.ID
+	r.cfg = cfg
+	eos := r.vocab.EOS.ID
 	t0 := time.Now()
-	var trainToks []int32
-	var starts []int  // FIM: windows start at chunk starts (nil: anywhere)
-	var middle []bool // FIM: which tokens are middles (weighed by FIMWeight)
 	if o.FIMRate > 0 {
 		chunk := cfg.Ctx
 		if o.FIMChunkTokens > 0 {
 			chunk = min(o.FIMChunkTokens, cfg.Ctx)
 		}
 		cb := FIMChunkBytes(tk, corpus.Train, chunk)
-		trainToks, starts, middle, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed, SPMRate: o.FIMSPMRate, LineStart: o.FIMLineStart, BlockRate: o.FIMBlockRate}, eos)
+		r.trainToks, r.starts, r.middle, err = FIMTokens(tk, corpus.Train, FIMData{Rate: o.FIMRate, ChunkBytes: cb, Seed: o.Seed, SPMRate: o.FIMSPMRate, LineStart: o.FIMLineStart, BlockRate: o.FIMBlockRate}, eos)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		nm := 0
-		for _, m := range middle {
+		for _, m := range r.middle {
 			if m {
 				nm++
 			}
 		}
-		logf("fill in the middle: %.2f of %d chunks of %d bytes; middles are %.1f%% of the tokens, weighed %g", o.FIMRate, len(starts), cb,
-			100*float64(nm)/float64(len(middle)), max(o.FIMWeight, 1))
+		r.logf("fill in the middle: %.2f of %d chunks of %d bytes; middles are %.1f%% of the tokens, weighed %g", o.FIMRate, len(r.starts), cb,
+			100*float64(nm)/float64(len(r.middle)), max(o.FIMWeight, 1))
 	} else {
-		trainToks = Tokens(tk, corpus.Train, eos)
+		r.trainToks = Tokens(tk, corpus.Train, eos)
 	}
-	heldToks := Tokens(tk, corpus.HeldOut, eos)
-	tbytes := TokenBytes(vocab)
-	logf("tokens: %d train, %d held out (%.2f bytes/token) in %v", len(trainToks), len(heldToks),
-		float64(corpus.Bytes)/float64(len(trainToks)+len(heldToks)), time.Since(t0).Round(time.Millisecond))
+	r.heldToks = Tokens(tk, corpus.HeldOut, eos)
+	r.tbytes = TokenBytes(r.vocab)
+	r.logf("tokens: %d train, %d held out (%.2f bytes/token) in %v", len(r.trainToks), len(r.heldToks),
+		float64(corpus.Bytes)/float64(len(r.trainToks)+len(r.heldToks)), time.Since(t0).Round(time.Millisecond))
 	T := cfg.Ctx
-	if len(trainToks) < T+2 {
-		return nil, fmt.Errorf("train: training split has %d tokens, fewer than one context of %d", len(trainToks), T)
+	if len(r.trainToks) < T+2 {
+		return fmt.Errorf("train: training split has %d tokens, fewer than one context of %d", len(r.trainToks), T)
 	}
-	if len(heldToks) < 2 {
-		return nil, errors.New("train: held-out split is empty")
+	if len(r.heldToks) < 2 {
+		return errors.New("train: held-out split is empty")
 	}
-	starts = slices.DeleteFunc(starts, func(s int) bool { return s > len(trainToks)-T-1 })
+	r.starts = slices.DeleteFunc(r.starts, func(s int) bool { return s > len(r.trainToks)-T-1 })
+	return nil
+}
 
-	var params []float32
-	opt := NewAdamW(0, o.WD)
-	start := 0
-	var losses []float64
-	if ck != nil {
-		params, opt.M, opt.V, opt.Step = ck.Params, ck.M, ck.V, ck.Step
-		start, losses = ck.Step, ck.Losses
-		logf("resumed from %s at step %d", o.Checkpoint, start)
+// setup makes the parameters (the checkpoint's, InitFrom's or fresh), the
+// optimizer and the network, and scores the held-out split before the
+// first step. The caller closes r.net.
+func (r *runState) setup() error {
+	o, cfg := &r.o, r.cfg
+	r.opt = NewAdamW(0, o.WD)
+	if ck := r.ck; ck != nil {
+		r.params, r.opt.M, r.opt.V, r.opt.Step = ck.Params, ck.M, ck.V, ck.Step
+		r.start, r.losses = ck.Step, ck.Losses
+		r.logf("resumed from %s at step %d", o.Checkpoint, r.start)
 	} else {
-		params = initParams
-		if params == nil {
-			params = InitParams(cfg, o.Seed)
+		r.params = r.initParams
+		if r.params == nil {
+			r.params = InitParams(cfg, o.Seed)
 		}
-		opt = NewAdamW(len(params), o.WD)
+		r.opt = NewAdamW(len(r.params), o.WD)
 	}
-	net, err := NewNet(cfg, params, o.Threads)
+	net, err := NewNet(cfg, r.params, o.Threads)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer net.Close()
-	ts, _ := cfg.Layout()
-	var frozen []Tensor // not updated (FreezeInit); their gradients are dropped before clipping
+	r.net = net
+	r.ts, _ = cfg.Layout()
 	if o.FreezeInit {
-		ts, frozen = splitTrainable(ts, newLayers)
-		net.TrainOnly(newLayers)
-		logf("training only the new blocks %v", newLayers)
+		r.ts, r.frozen = splitTrainable(r.ts, r.newLayers)
+		net.TrainOnly(r.newLayers)
+		r.logf("training only the new blocks %v", r.newLayers)
 	}
-	logf("model: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d, ctx %d: %d parameters",
-		cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Hidden, cfg.Vocab, cfg.Ctx, len(params))
+	r.logf("model: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d, ctx %d: %d parameters",
+		cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.Hidden, cfg.Vocab, cfg.Ctx, len(r.params))
 
-	ev := newEvaluator(heldToks, tbytes, T, o.Batch, o.EvalTokens)
+	r.ev = newEvaluator(r.heldToks, r.tbytes, cfg.Ctx, o.Batch, o.EvalTokens)
+	r.rep = &Report{Config: cfg, PrevBPB: math.NaN()}
+	r.rep.HeldOutLoss0, _ = r.ev.eval(net)
+	r.logf("step %d: held-out loss %.4f", r.start, r.rep.HeldOutLoss0)
+	return nil
+}
+
+// train runs the steps from r.start to Steps: sample a batch of windows,
+// forward, loss, backward, clip, AdamW update; it evaluates every
+// EvalEvery steps and checkpoints every CheckpointEvery. stopped reports
+// a stop at StopAfter (checkpointed, the report filled).
+func (r *runState) train() (stopped bool, err error) {
+	o, cfg, net, rep := &r.o, r.cfg, r.net, r.rep
+	T, trainToks, starts, middle := cfg.Ctx, r.trainToks, r.starts, r.middle
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Steps: o.Steps}
-	rep := &Report{Config: cfg, PrevBPB: math.NaN()}
-	rep.HeldOutLoss0, _ = ev.eval(net)
-	logf("step %d: held-out loss %.4f", start, rep.HeldOutLoss0)
-
 	in := make([]int, o.Batch*T)
 	tg := make([]int, o.Batch*T)
 	var wt []float32 // loss weights (nil: all 1)
@@ -326,18 +422,18 @@ func Run(o Options) (*Report, error) {
 	if wFirst <= 0 {
 		wFirst = wMid
 	}
-	midID := tk.FIM().Mid.ID
+	midID := r.tk.FIM().Mid.ID
 	if (wMid != 1 || wFirst != 1) && middle != nil {
 		wt = make([]float32, o.Batch*T)
 	}
-	tstart := time.Now()
+	r.tstart = time.Now()
 	var meter *progress.Meter // the bar on a terminal, log lines elsewhere (package progress, as hub downloads)
 	if o.Progress {
-		meter = progress.New(o.Log, "train", int64(o.Steps), int64(start), progress.Options{Unit: progress.Steps, Terminal: progress.IsTerminal(o.Log)})
+		meter = progress.New(o.Log, "train", int64(o.Steps), int64(r.start), progress.Options{Unit: progress.Steps, Terminal: progress.IsTerminal(o.Log)})
 		defer meter.Close()
 	}
-	smooth := math.NaN()
-	for step := start; step < o.Steps; step++ {
+	r.smooth = math.NaN()
+	for step := r.start; step < o.Steps; step++ {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(step)+1))
 		for b := range o.Batch {
 			off := rng.IntN(len(trainToks) - T)
@@ -353,44 +449,44 @@ func Run(o Options) (*Report, error) {
 			}
 		}
 		if _, err := net.Forward(in, o.Batch, T); err != nil {
-			return nil, err
+			return false, err
 		}
 		sum, cnt := net.Loss(tg, wt)
 		loss := sum / cnt
 		clear(net.G)
 		net.Backward(tg, wt, cnt)
-		for _, t := range frozen {
+		for _, t := range r.frozen {
 			clear(net.G[t.Off : t.Off+t.Size()])
 		}
 		ClipGrad(net.G, o.Clip)
 		lr := sched.At(step)
-		opt.Update(params, net.G, lr, ts)
-		losses = append(losses, loss)
-		if math.IsNaN(smooth) {
-			smooth = loss
+		r.opt.Update(r.params, net.G, lr, r.ts)
+		r.losses = append(r.losses, loss)
+		if math.IsNaN(r.smooth) {
+			r.smooth = loss
 		} else {
-			smooth = 0.95*smooth + 0.05*loss
+			r.smooth = 0.95*r.smooth + 0.05*loss
 		}
 		done := step + 1
-		el := time.Since(tstart).Seconds()
-		tps := float64((done-start)*o.Batch*T) / el
+		el := time.Since(r.tstart).Seconds()
+		tps := float64((done-r.start)*o.Batch*T) / el
 		if meter != nil {
-			meter.Status(fmt.Sprintf("loss %.4f lr %.2e %.0f tok/s", smooth, lr, tps))
+			meter.Status(fmt.Sprintf("loss %.4f lr %.2e %.0f tok/s", r.smooth, lr, tps))
 			meter.Set(int64(done))
 		}
 		if o.EvalEvery > 0 && done%o.EvalEvery == 0 && done < o.Steps {
-			hl, bpb := ev.eval(net)
+			hl, bpb := r.ev.eval(net)
 			if meter != nil {
 				meter.Break()
 			}
-			logf("step %d: train loss %.4f, held-out loss %.4f (%.4f bits/byte), %.0f tok/s", done, smooth, hl, bpb, tps)
+			r.logf("step %d: train loss %.4f, held-out loss %.4f (%.4f bits/byte), %.0f tok/s", done, r.smooth, hl, bpb, tps)
 		}
 		if o.Checkpoint != "" && o.CheckpointEvery > 0 && done%o.CheckpointEvery == 0 || done == o.StopAfter {
 			if o.Checkpoint != "" {
-				c := &checkpoint{Config: cfg, Vocab: vocab, CorpusSHA256: corpus.SHA256, Step: done, Losses: losses,
-					Params: params, M: opt.M, V: opt.V}
+				c := &checkpoint{Config: cfg, Vocab: r.vocab, CorpusSHA256: r.corpus.SHA256, Step: done, Losses: r.losses,
+					Params: r.params, M: r.opt.M, V: r.opt.V}
 				if err := c.save(o.Checkpoint); err != nil {
-					return nil, err
+					return false, err
 				}
 			}
 		}
@@ -398,41 +494,50 @@ func Run(o Options) (*Report, error) {
 			if meter != nil {
 				meter.Close()
 			}
-			rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
-			return rep, nil
+			rep.Losses, rep.Params, rep.Vocab = r.losses, r.params, r.vocab
+			return true, nil
 		}
 	}
 	if meter != nil {
 		meter.Close()
 	}
-	el := time.Since(tstart).Seconds()
-	ran := max(o.Steps-start, 0) // a checkpoint past --steps is only evaluated
+	return false, nil
+}
+
+// evaluate fills the report after the last step: throughput, the final
+// held-out score (over FinalEvalTokens) and the KN trigram baseline's.
+func (r *runState) evaluate() {
+	o, rep, T := &r.o, r.rep, r.cfg.Ctx
+	el := time.Since(r.tstart).Seconds()
+	ran := max(o.Steps-r.start, 0) // a checkpoint past --steps is only evaluated
 	if ran > 0 {
 		rep.TokensPerSec = float64(ran*o.Batch*T) / el
 	}
-	rep.Losses, rep.Params, rep.Vocab = losses, params, vocab
+	rep.Losses, rep.Params, rep.Vocab = r.losses, r.params, r.vocab
 	if o.FinalEvalTokens != o.EvalTokens {
-		ev = newEvaluator(heldToks, tbytes, T, o.Batch, o.FinalEvalTokens)
+		r.ev = newEvaluator(r.heldToks, r.tbytes, T, o.Batch, o.FinalEvalTokens)
 	}
-	rep.HeldOutLoss, rep.HeldOutBPB = ev.eval(net)
-	logf("final evaluation on %d held-out tokens", min(len(ev.starts)*T, len(heldToks)-1))
-	logf("trained %d steps in %.0fs (%.0f tokens/s): held-out loss %.4f, %.4f bits/byte", ran, el, rep.TokensPerSec, rep.HeldOutLoss, rep.HeldOutBPB)
+	rep.HeldOutLoss, rep.HeldOutBPB = r.ev.eval(r.net)
+	r.logf("final evaluation on %d held-out tokens", min(len(r.ev.starts)*T, len(r.heldToks)-1))
+	r.logf("trained %d steps in %.0fs (%.0f tokens/s): held-out loss %.4f, %.4f bits/byte", ran, el, rep.TokensPerSec, rep.HeldOutLoss, rep.HeldOutBPB)
 
-	kn := NewKN3(trainToks, cfg.Vocab)
-	rep.BaselineBPB = ev.evalKN(kn)
-	logf("baseline (interpolated Kneser-Ney trigram, same tokens): %.4f bits/byte", rep.BaselineBPB)
+	kn := NewKN3(r.trainToks, r.cfg.Vocab)
+	rep.BaselineBPB = r.ev.evalKN(kn)
+	r.logf("baseline (interpolated Kneser-Ney trigram, same tokens): %.4f bits/byte", rep.BaselineBPB)
+}
 
-	if o.Out == "" {
-		return rep, nil
-	}
+// release writes the candidate with its manifest, scores the last
+// known-good model, and promotes the candidate to Out if the gate passes.
+func (r *runState) release() (*Report, error) {
+	o, rep, T, vocab, start := &r.o, r.rep, r.cfg.Ctx, r.vocab, r.start
 	man := Manifest{
-		Corpus: portable(corpus.Desc), CorpusSHA256: corpus.SHA256, Steps: max(o.Steps, start), Seed: o.Seed,
-		Tokens: int64(max(o.Steps, start)) * int64(o.Batch*T), TrainLoss: smooth, HeldOutLoss: rep.HeldOutLoss,
+		Corpus: portable(r.corpus.Desc), CorpusSHA256: r.corpus.SHA256, Steps: max(o.Steps, start), Seed: o.Seed,
+		Tokens: int64(max(o.Steps, start)) * int64(o.Batch*T), TrainLoss: r.smooth, HeldOutLoss: rep.HeldOutLoss,
 		HeldOutBPB: rep.HeldOutBPB, BaselineBPB: rep.BaselineBPB, Command: portable(o.Command),
 		Hyperparams: fmt.Sprintf("batch %d, ctx %d, steps %d, lr %g→%g, warmup %d + cosine, weight decay %g, clip %g, AdamW(0.9, 0.95)%s",
-			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip, fimDesc(o)),
+			o.Batch, T, o.Steps, o.LR, o.MinLR, o.Warmup, o.WD, o.Clip, fimDesc(*o)),
 		FIMRate:       o.FIMRate,
-		InitFrom:      portable(initDesc),
+		InitFrom:      portable(r.initDesc),
 		TokenizerDesc: fmt.Sprintf("byte-level BPE, %d tokens, pre-tokenizer %s, trained on ≤ %d bytes of the train split", len(vocab.Tokens), vocab.Pre, o.BPEBytes),
 	}
 	if o.FIMRate > 0 {
@@ -440,7 +545,7 @@ func Run(o Options) (*Report, error) {
 		vocab.FIM.SuffixFirst = o.FIMSPMRate > 0.5
 	}
 	cand := o.Out + ".candidate"
-	if err := WriteGGUF(cand, cfg, params, vocab, o.WeightType, man); err != nil {
+	if err := WriteGGUF(cand, r.cfg, r.params, vocab, o.WeightType, man); err != nil {
 		return nil, err
 	}
 	rep.CandidatePath = cand
@@ -451,25 +556,25 @@ func Run(o Options) (*Report, error) {
 		}
 	}
 	if prev != "" {
-		pb, err := EvalModel(prev, corpus.HeldOut, T, o.FinalEvalTokens, o.Threads)
+		pb, err := EvalModel(prev, r.corpus.HeldOut, T, o.FinalEvalTokens, o.Threads)
 		if err != nil {
-			logf("last known-good model %s could not be evaluated (%v); comparing with the baseline only", prev, err)
+			r.logf("last known-good model %s could not be evaluated (%v); comparing with the baseline only", prev, err)
 		} else {
 			rep.PrevBPB = pb
-			logf("last known-good %s: %.4f bits/byte", prev, pb)
+			r.logf("last known-good %s: %.4f bits/byte", prev, pb)
 		}
 	}
 	ok, reason := Gate(rep.HeldOutBPB, rep.BaselineBPB, rep.PrevBPB)
 	rep.Reason = reason
 	if !ok {
-		logf("release gate: NOT promoted: %s; kept %s, candidate left at %s", rep.Reason, orNone(prev), cand)
+		r.logf("release gate: NOT promoted: %s; kept %s, candidate left at %s", rep.Reason, orNone(prev), cand)
 		return rep, fmt.Errorf("%w: %s", ErrNotPromoted, rep.Reason)
 	}
 	if err := os.Rename(cand, o.Out); err != nil {
 		return nil, fmt.Errorf("train: promote: %w", err)
 	}
 	rep.Promoted = true
-	logf("release gate: promoted %s: %s", o.Out, rep.Reason)
+	r.logf("release gate: promoted %s: %s", o.Out, rep.Reason)
 	return rep, nil
 }
 

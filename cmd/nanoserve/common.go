@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 
 	"nanoserve/defaultmodel"
@@ -35,9 +34,6 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	mf.registerRest(fs)
 }
 
-const noMmapUsage = "copy the weight matrices out of the file mapping into anonymous huge-page memory\n" +
-	"(faster decode where 4 KiB page translation is costly, e.g. some virtual machines; costs a copy at load)"
-
 const modelUsage = "model: GGUF file, Hugging Face directory, llama2.c .bin, or a hub name REPO[:QUANT|:FILE]\n" +
 	"pulled into the Hugging Face cache on first use (default: the built-in model)"
 
@@ -45,8 +41,8 @@ const modelUsage = "model: GGUF file, Hugging Face directory, llama2.c .bin, or 
 func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.StringVar(&mf.revision, "revision", "main", "hub revision (branch, tag or commit) for --model REPO[:QUANT]")
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
-	fs.IntVar(&mf.threads, "threads", defaultThreads(), "worker threads")
-	fs.BoolVar(&mf.noMmap, "no-mmap", false, noMmapUsage)
+	fs.IntVar(&mf.threads, "threads", tensor.PhysicalCores(), "worker threads")
+	fs.BoolVar(&mf.noMmap, "no-mmap", false, model.NoMmapUsage)
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
 	fs.StringVar(&mf.kvType, "kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0 (q8_0 needs head_dim a multiple of 32)")
@@ -56,25 +52,14 @@ func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 // context beyond the model's trained length needs --allow-long-context and
 // warns on stderr.
 func (mf *modelFlags) load() (*model.Model, error) {
-	if mf.threads < 1 {
-		return nil, errFlag("threads", mf.threads, "want at least 1 worker thread")
+	if err := mf.check(); err != nil {
+		return nil, err
 	}
-	if mf.ctxSize < 0 {
-		return nil, errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
-	}
-	if mf.kvType == "" {
-		mf.kvType = "f16" // the flag's default
-	}
-	kv, err := kvcache.ParseType(mf.kvType)
-	if err != nil {
-		return nil, errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
-	}
-	mf.kv = kv
 	m, err := mf.open()
 	if err != nil {
 		return nil, err
 	}
-	if err := m.CheckKVType(kv); err != nil {
+	if err := m.CheckKVType(mf.kv); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("--kv-cache-type %s: %w", mf.kvType, err)
 	}
@@ -89,55 +74,44 @@ func (mf *modelFlags) load() (*model.Model, error) {
 	return m, nil
 }
 
+// check validates --threads and --ctx and parses --kv-cache-type into kv
+// (before any model is loaded).
+func (mf *modelFlags) check() error {
+	if err := checkThreads(mf.threads); err != nil {
+		return err
+	}
+	if mf.ctxSize < 0 {
+		return errFlag("ctx", mf.ctxSize, "want a context length in tokens (0: the model's)")
+	}
+	if mf.kvType == "" {
+		mf.kvType = "f16" // the flag's default
+	}
+	kv, err := kvcache.ParseType(mf.kvType)
+	if err != nil {
+		return errFlag("kv-cache-type", mf.kvType, "want f32, f16 or q8_0")
+	}
+	mf.kv = kv
+	return nil
+}
+
+// checkThreads refuses a --threads below 1.
+func checkThreads(n int) error {
+	if n < 1 {
+		return errFlag("threads", n, "want at least 1 worker thread")
+	}
+	return nil
+}
+
 func (mf *modelFlags) open() (*model.Model, error) {
-	path := mf.model
-	if path == "" {
-		p, err := builtinModelPath()
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	} else {
-		p, ref, err := resolveModel(path, mf.revision)
-		if err != nil {
-			return nil, err
-		}
-		path, mf.model, mf.ref = p, p, ref
+	path, ref, err := modelPath(mf.model, mf.revision)
+	if err != nil {
+		return nil, err
+	}
+	if mf.model != "" {
+		mf.model, mf.ref = path, ref
 	}
 	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
 	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap})
-}
-
-// defaultThreads is the number of physical cores when Linux tells us, else
-// the number of logical CPUs.
-func defaultThreads() int {
-	n := runtime.NumCPU()
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return n
-	}
-	cores := map[string]bool{}
-	var phys, core string
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			if phys != "" || core != "" {
-				cores[phys+"/"+core] = true
-			}
-			phys, core = "", ""
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "physical id":
-			phys = strings.TrimSpace(v)
-		case "core id":
-			core = strings.TrimSpace(v)
-		}
-	}
-	if len(cores) > 0 && len(cores) <= n {
-		return len(cores)
-	}
-	return n
 }
 
 // stringList is a repeatable string flag.
@@ -155,6 +129,25 @@ var builtinModelPath = func() (string, error) {
 		return "", errors.New("no --model given and this build has no built-in model")
 	}
 	return p, err
+}
+
+// modelPath is the local path of a model argument: "" names the built-in
+// model, anything else is resolved (resolveModel: a path, or a hub
+// reference, ref, from the cache or pulled).
+func modelPath(arg, revision string) (path, ref string, err error) {
+	if arg == "" {
+		path, err = builtinModelPath()
+		return path, "", err
+	}
+	return resolveModel(arg, revision)
+}
+
+// orBuiltin sets an empty model path to the built-in model's.
+func orBuiltin(path *string) (err error) {
+	if *path == "" {
+		*path, err = builtinModelPath()
+	}
+	return err
 }
 
 // specFlags are the speculative-decoding flags of serve and generate.
@@ -176,44 +169,21 @@ func (sf *specFlags) register(fs *flag.FlagSet) {
 }
 
 // check validates the flags (before any model is loaded).
-func (sf *specFlags) check() error {
-	if sf.k < 1 || sf.k > engine.MaxSpecK {
-		return errFlag("spec-k", sf.k, fmt.Sprintf("want 1 to %d proposed tokens", engine.MaxSpecK))
-	}
-	switch sf.mode {
-	case engine.SpecOff, engine.SpecNgram:
-		if sf.draft != "" {
-			return errFlag("draft-model", sf.draft, "only with --spec draft")
-		}
-		return nil
-	case engine.SpecDraft:
-		if sf.draft == "" {
-			return errFlag("spec", sf.mode, "--spec draft needs --draft-model")
-		}
-		return nil
-	}
-	return errFlag("spec", sf.mode, "want off, ngram or draft")
-}
+func (sf *specFlags) check() error { return engine.CheckSpecFlags(sf.mode, sf.k, sf.draft) }
 
 // options builds the engine's speculation options for target m (loading
 // the draft model, which the caller closes with the returned func).
 func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (engine.SpecOptions, func(), error) {
 	o := engine.SpecOptions{Mode: sf.mode, K: sf.k, Fixed: sf.fixed}
-	none := func() {}
 	if err := sf.check(); err != nil || sf.mode != engine.SpecDraft {
-		return o, none, err
+		return o, func() {}, err
 	}
-	dm, err := model.Load(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap})
+	d, closeDraft, err := engine.OpenDraft(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap}, m, cacheTokens)
 	if err != nil {
-		return o, none, fmt.Errorf("--draft-model: %w", err)
-	}
-	d, err := engine.NewDraft(dm, m, cacheTokens)
-	if err != nil {
-		dm.Close()
-		return o, none, fmt.Errorf("--draft-model %s: %w", sf.draft, err)
+		return o, func() {}, err
 	}
 	o.Proposer = d
-	return o, func() { dm.Close() }, nil
+	return o, closeDraft, nil
 }
 
 // printJSON writes v to standard output as indented JSON (the --json flags).

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"nanoserve/convert"
@@ -14,23 +13,15 @@ import (
 func runConvert(args []string) error {
 	fs := newFlags("convert")
 	var opts convert.Options
-	fs.StringVar(&opts.Type, "type", "", "matrix float type: f32, f16 or bf16 (default: keep the source's)")
-	fs.StringVar(&opts.Quantize, "quantize", "", "quantize as a llama.cpp file type: "+strings.Join(convert.QuantizeNames(), ", "))
-	fs.StringVar(&opts.Tokenizer, "tokenizer", "", "tokenizer file or folder (required for llama2.c checkpoints)")
-	fs.StringVar(&opts.Name, "name", "", "general.name (default: the input's name)")
-	fs.IntVar(&opts.Threads, "threads", defaultThreads(), "worker threads for quantization")
+	opts.RegisterFlags(fs)
 	quiet := fs.Bool("quiet", false, "do not list tensors")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve convert [flags] IN OUT.gguf\n\nIN is a GGUF file, a Hugging Face directory or a llama2.c .bin (with --tokenizer).\n\nflags:")
-		fs.PrintDefaults()
-	}
 	// Flags may come before, between or after the two paths.
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	if opts.Threads < 1 {
-		return errFlag("threads", opts.Threads, "want at least 1 worker thread")
+	if err := checkThreads(opts.Threads); err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		fs.Usage()

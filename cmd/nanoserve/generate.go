@@ -2,119 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 
+	"nanoserve/console"
+	"nanoserve/defaultmodel"
 	"nanoserve/engine"
 	"nanoserve/sample"
 )
 
-// policyFlags are the sampling flags of generate and chat.
-type policyFlags struct {
-	special                                bool // control tokens as text (not part of the policy: Request.Special)
-	temperature, topP, minP, repeatPenalty float64
-	presence, frequency                    float64
-	topK, repeatLastN, maxTokens, logprobs int
-	seed                                   int64
-	ignoreEOS                              bool
-	stop                                   stringList
-}
-
-func (pf *policyFlags) register(fs *flag.FlagSet) {
-	d := sample.Defaults()
-	fs.Float64Var(&pf.temperature, "temperature", float64(d.Temperature), "sampling temperature (0: greedy argmax)")
-	fs.IntVar(&pf.topK, "top-k", d.TopK, "keep the k most likely tokens (0: all)")
-	fs.Float64Var(&pf.topP, "top-p", float64(d.TopP), "nucleus: keep the smallest set with probability ≥ p (1: all)")
-	fs.Float64Var(&pf.minP, "min-p", float64(d.MinP), "drop tokens below min-p × the top probability (0: off)")
-	fs.Float64Var(&pf.repeatPenalty, "repeat-penalty", float64(d.RepetitionPenalty), "repetition penalty over prompt and output (1: off)")
-	fs.IntVar(&pf.repeatLastN, "repeat-last-n", d.RepeatLastN, "window of the repetition penalty in tokens")
-	fs.Float64Var(&pf.presence, "presence-penalty", 0, "OpenAI presence penalty over the output")
-	fs.Float64Var(&pf.frequency, "frequency-penalty", 0, "OpenAI frequency penalty over the output")
-	fs.Int64Var(&pf.seed, "seed", -1, "RNG seed (-1: random, reported in --json)")
-	fs.IntVar(&pf.maxTokens, "max-tokens", 0, "maximum tokens to generate (0: until the context is full)")
-	fs.BoolVar(&pf.ignoreEOS, "ignore-eos", false, "do not stop at end-of-generation tokens")
-	fs.Var(&pf.stop, "stop", "stop string (repeatable); never emitted")
-	fs.IntVar(&pf.logprobs, "logprobs", -1, "report log-probabilities with N alternatives per token (-1: off)")
-	fs.BoolVar(&pf.special, "special", false, "print control tokens (end of text, FIM markers, ...) as text; off, they are never shown")
-}
-
-// policy builds the declared sampling policy, starting from the model's
-// generation_config defaults for the flags the user did not set.
-func (pf *policyFlags) policy(fs *flag.FlagSet, modelDefaults []byte) (sample.Policy, error) {
-	switch {
-	case pf.seed < -1:
-		return sample.Policy{}, errFlag("seed", pf.seed, "want a seed >= 0 (-1: random)")
-	case pf.logprobs < -1:
-		return sample.Policy{}, errFlag("logprobs", pf.logprobs, "want a number of alternatives >= 0 (-1: off)")
-	}
-	p := sample.Defaults()
-	if len(modelDefaults) > 0 {
-		if g, _, err := sample.FromGenerationConfig(modelDefaults); err == nil {
-			p = g
-		}
-	}
-	apply := func(name string, fn func()) {
-		if flagSet(fs, name) || len(modelDefaults) == 0 {
-			fn()
-		}
-	}
-	apply("temperature", func() { p.Temperature = float32(pf.temperature) })
-	apply("top-k", func() { p.TopK = pf.topK })
-	apply("top-p", func() { p.TopP = float32(pf.topP) })
-	apply("min-p", func() { p.MinP = float32(pf.minP) })
-	apply("repeat-penalty", func() { p.RepetitionPenalty = float32(pf.repeatPenalty) })
-	apply("repeat-last-n", func() { p.RepeatLastN = pf.repeatLastN })
-	p.PresencePenalty, p.FrequencyPenalty = float32(pf.presence), float32(pf.frequency)
-	apply("max-tokens", func() { p.MaxTokens = pf.maxTokens })
-	p.IgnoreEOS = pf.ignoreEOS
-	p.Stop = append([]string(nil), pf.stop...)
-	if pf.seed >= 0 {
-		s := uint64(pf.seed)
-		p.Seed = &s
-	}
-	if pf.logprobs >= 0 {
-		n := pf.logprobs
-		p.Logprobs = &n
-	}
-	return p, p.Validate()
-}
-
-type generateJSON struct {
-	PromptIDs    []int          `json:"prompt_ids"`
-	IDs          []int          `json:"ids"`
-	Text         string         `json:"text"`
-	Healed       string         `json:"healed,omitempty"`
-	FinishReason string         `json:"finish_reason"`
-	Error        string         `json:"error,omitempty"`
-	Seed         uint64         `json:"seed"`
-	PrefillMs    float64        `json:"prefill_ms"`
-	DecodeMs     float64        `json:"decode_ms"`
-	TTFTMs       float64        `json:"ttft_ms"`
-	PrefillTokS  float64        `json:"prefill_tok_s"`
-	DecodeTokS   float64        `json:"decode_tok_s"`
-	Usage        engine.Usage   `json:"usage"`
-	Policy       sample.Policy  `json:"policy"`
-	Logprobs     []logprobsJSON `json:"logprobs,omitempty"`
-}
-
-type logprobsJSON struct {
-	ID      int              `json:"id"`
-	Text    string           `json:"text"`
-	Logprob float32          `json:"logprob"`
-	Top     []sample.Logprob `json:"top,omitempty"`
-}
-
 func runGenerate(args []string) error {
 	fs := newFlags("generate")
 	var mf modelFlags
-	var pf policyFlags
+	var pf sample.Flags
 	var sf specFlags
 	mf.register(fs)
-	pf.register(fs)
+	pf.RegisterFlags(fs)
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object (ids, text, finish_reason, timings) instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print timings to stderr after streaming")
@@ -125,10 +29,6 @@ func runGenerate(args []string) error {
 		"for --model, where prompts are taken token for token as llama.cpp does)")
 	schemaPath := fs.String("json-schema", "", "constrain the output to JSON valid under this JSON Schema file")
 	grammarPath := fs.String("grammar", "", "constrain the output to this GBNF grammar file (llama.cpp's format, start rule root)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve generate [flags] PROMPT   (an empty PROMPT starts a document: BOS, else end-of-text)")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -148,14 +48,16 @@ func runGenerate(args []string) error {
 		return err
 	}
 	defer m.Close()
-	pol, err := pf.policy(fs, m.Gen.Sampling)
+	pol, err := pf.Policy(m.Gen.Sampling)
 	if err != nil {
 		return err
 	}
-	var block *sample.BlockStop
-	if mf.model == "" {
-		builtinPolicy(fs, &pol) // the built-in completion model's policy
-		block = sample.NewBlockStop(prompt)
+	opts := console.GenerateOptions{JSON: *asJSON, Verbose: *verbose}
+	heal := *healing
+	if mf.model == "" { // the built-in completion model: its policy, its block stop, prompts that end mid-token
+		defaultmodel.ApplyPolicy(&pol, pf.IsSet)
+		opts.Cut = sample.NewBlockStop(prompt).Cut
+		heal = heal || !pf.IsSet("token-healing")
 	}
 	spec, closeDraft, err := sf.options(&mf, m, mf.ctxSize)
 	if err != nil {
@@ -168,117 +70,9 @@ func runGenerate(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	heal := *healing
-	if !flagSet(fs, "token-healing") && mf.model == "" {
-		heal = true // the built-in model is for autocomplete: prompts end mid-token
-	}
-	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.special, NonEmpty: block != nil}
-	if err := constrainRequest(eng, &req, *schemaPath, *grammarPath); err != nil {
+	req := engine.Request{Prompt: prompt, ParseSpecial: *parseSpecial, Policy: pol, TokenHealing: heal, Special: pf.Special, NonEmpty: mf.model == ""}
+	if err := console.Constrain(eng, &req, *schemaPath, *grammarPath); err != nil {
 		return err
 	}
-
-	var res *engine.Result
-	if *asJSON {
-		res, err = eng.Generate(ctx, req)
-		if err != nil {
-			return err
-		}
-		out := generateJSON{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, Healed: res.Healed, FinishReason: res.FinishReason,
-			Seed: res.Seed, PrefillMs: res.Timings.PrefillMs, DecodeMs: res.Timings.DecodeMs, TTFTMs: res.Timings.TTFTMs,
-			PrefillTokS: res.Timings.PrefillTokS, DecodeTokS: res.Timings.DecodeTokS, Usage: res.Usage, Policy: pol}
-		if res.IDs == nil {
-			out.IDs = []int{}
-		}
-		if block != nil {
-			if text, done := block.Cut(res.Text); done {
-				out.Text, out.FinishReason = text, engine.FinishStop // the prompt's block ended
-			}
-		}
-		if res.Err != nil {
-			out.Error = res.Err.Error()
-		}
-		for _, t := range res.Logprobs {
-			out.Logprobs = append(out.Logprobs, logprobsJSON{ID: t.ID, Text: t.Text, Logprob: t.Logprob, Top: t.Top})
-		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		// Unbuffered: each token's text appears as it lands.
-		for tok, err := range eng.GenerateStream(ctx, req, &res) {
-			if err != nil {
-				return err
-			}
-			text, done := tok.Text, false
-			if block != nil {
-				text, done = block.Cut(text)
-			}
-			os.Stdout.WriteString(text)
-			if done {
-				break // the block the prompt opened is closed (cancels the rest)
-			}
-		}
-		os.Stdout.WriteString("\n")
-		if *verbose {
-			printTimings(os.Stderr, res)
-		}
-	}
-	if res.Err != nil {
-		return fmt.Errorf("generation failed after %d tokens: %w", len(res.IDs), res.Err)
-	}
-	return nil
-}
-
-func printTimings(w *os.File, res *engine.Result) {
-	fmt.Fprintf(w, "[%s] prompt %d tokens (%d cached): prefill %.1f ms (%.1f tok/s), ttft %.1f ms; %d tokens: decode %.1f tok/s\n",
-		res.FinishReason, res.Usage.PromptTokens, res.Usage.CachedTokens, res.Timings.PrefillMs, res.Timings.PrefillTokS,
-		res.Timings.TTFTMs, res.Usage.CompletionTokens, res.Timings.DecodeTokS)
-}
-
-// flagSet reports whether the command line set the named flag.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
-// constrainRequest attaches a --json-schema or --grammar constraint (the
-// two exclude each other; token healing is turned off under one).
-func constrainRequest(eng *engine.Engine, req *engine.Request, schemaPath, grammarPath string) error {
-	if schemaPath == "" && grammarPath == "" {
-		return nil
-	}
-	if schemaPath != "" && grammarPath != "" {
-		return errors.New("--json-schema and --grammar exclude each other")
-	}
-	if req.Policy.IgnoreEOS {
-		return errors.New("--ignore-eos cannot be combined with --json-schema or --grammar: a constrained output ends where the grammar does")
-	}
-	kind, path := engine.ConstraintJSONSchema, schemaPath
-	if grammarPath != "" {
-		kind, path = engine.ConstraintGBNF, grammarPath
-	}
-	spec, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	c, err := eng.Constraint(context.Background(), kind, string(spec))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	budget := req.Policy.MaxTokens
-	if budget <= 0 {
-		budget = eng.CtxSize()
-	}
-	if _, err := engine.GrammarProcessor(c, budget, req.Policy.StopTokenIDs); err != nil {
-		return err
-	}
-	req.TokenHealing = false
-	req.Processors = func() []engine.LogitsProcessor {
-		p, _ := engine.GrammarProcessor(c, budget, req.Policy.StopTokenIDs)
-		return []engine.LogitsProcessor{p}
-	}
-	return nil
+	return console.Generate(ctx, eng, req, opts, os.Stdout, os.Stderr)
 }

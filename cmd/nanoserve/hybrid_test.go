@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"nanoserve/host"
+	"nanoserve/inspect"
 	"nanoserve/internal/testshared"
 	"nanoserve/model"
 )
@@ -20,7 +21,7 @@ func TestHybridReported(t *testing.T) {
 	defer m.Close()
 	// 3 delta-net layers × (conv window 3 × 128 channels + 4 heads × 16 × 16) floats.
 	const want = 3 * (3*128 + 4*16*16) * 4
-	info, err := describe(path, m, false)
+	info, err := inspect.Describe(path, m, false)
 	if err != nil {
 		t.Fatal(err)
 	}

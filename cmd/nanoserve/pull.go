@@ -11,10 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"nanoserve/hub"
@@ -37,9 +33,9 @@ func progressBar(file string, size, have int64) io.WriteCloser {
 	term := progress.IsTerminal(os.Stderr)
 	if !term {
 		if have > 0 {
-			fmt.Fprintf(os.Stderr, "resuming %s at %s of %s\n", file, sizeMiB(have), sizeMiB(size))
+			fmt.Fprintf(os.Stderr, "resuming %s at %s of %s\n", file, hub.SizeMiB(have), hub.SizeMiB(size))
 		} else {
-			fmt.Fprintf(os.Stderr, "downloading %s (%s)\n", file, sizeMiB(size))
+			fmt.Fprintf(os.Stderr, "downloading %s (%s)\n", file, hub.SizeMiB(size))
 		}
 	}
 	return progress.New(os.Stderr, "downloading "+file, size, have, progress.Options{Unit: progress.Bytes, Terminal: term, Every: progressEvery})
@@ -48,69 +44,18 @@ func progressBar(file string, size, have int64) io.WriteCloser {
 // progressEvery is the time between two progress lines off a terminal.
 var progressEvery = 10 * time.Second
 
-// sizeMiB is n bytes in MiB, "size unknown" for -1.
-func sizeMiB(n int64) string {
-	if n < 0 {
-		return "size unknown"
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-}
-
-// resolveModel turns a --model value into a local path: an existing file or
-// folder as it is; otherwise a hub reference, taken from the cache or
-// pulled (unless HF_HUB_OFFLINE is set). ref is the reference when it was
-// one.
+// resolveModel turns a --model value into a local path (hub.Resolve): an
+// existing file or folder, else a hub reference from the cache or pulled.
+// ref is the reference when it was one.
 func resolveModel(arg, revision string) (path, ref string, err error) {
-	if _, err := os.Stat(arg); err == nil {
-		return arg, "", nil
-	}
-	r, perr := hub.ParseRef(arg)
-	if perr != nil || r.File == "" && r.Quant == "" && modelExt(arg) {
-		return arg, "", nil // a path: model.Load reports the missing file
-	}
-	c := hubClient()
-	if p, err := c.Cached(r, revision); err == nil {
-		return p, r.String(), nil
-	}
-	if os.Getenv("HF_HUB_OFFLINE") != "" {
-		return "", "", fmt.Errorf("%s is not in the cache %s and HF_HUB_OFFLINE is set", r, c.CacheDir)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "pulling %s from %s\n", r, c.Endpoint)
-	p, err := c.Pull(ctx, r, revision)
-	if err != nil {
-		return "", "", fmt.Errorf("%s is not a local file or folder, and the hub says: %w", arg, err)
-	}
-	return p, r.String(), nil
-}
-
-// modelExt reports whether a name ends like a model file rather than a
-// repository (repository names may hold dots: Qwen/Qwen2.5-0.5B).
-func modelExt(name string) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".gguf", ".bin", ".safetensors", ".json", ".model", ".pt":
-		return true
-	}
-	return false
+	return hubClient().Resolve(ctx, arg, revision, os.Stderr)
 }
 
 func runPull(args []string) error {
 	fs := newFlags("pull")
 	revision := fs.String("revision", "main", "branch, tag or commit to pull")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: nanoserve pull [flags] REPO[:QUANT|:FILE]...
-
-Downloads a model from the Hugging Face hub into its cache ($HF_HOME/hub) and
-prints the path to load. REPO alone takes the Q4_K_M GGUF (or the only GGUF,
-or the whole repository when it has none); REPO:Q8_0 the GGUF of that
-quantization (all files of a split); REPO:path/file.gguf one file.
-Interrupted downloads resume. HF_TOKEN authenticates (gated and private
-models); HF_ENDPOINT names another hub.
-
-flags:`)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -119,13 +64,9 @@ flags:`)
 		fs.Usage()
 		return errors.New("no model named")
 	}
-	var refs []hub.Ref
-	for _, a := range pos {
-		r, err := hub.ParseRef(a)
-		if err != nil {
-			return err
-		}
-		refs = append(refs, r)
+	refs, err := hub.ParseRefs(pos)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -142,9 +83,6 @@ flags:`)
 
 func runList(args []string) error {
 	fs := newFlags("list")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve list\n\nLists the models in the Hugging Face cache ($HF_HOME/hub): repository, size, revisions, files.")
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -161,33 +99,11 @@ func runList(args []string) error {
 		fmt.Fprintf(os.Stderr, "no models in %s (nanoserve pull REPO:QUANT)\n", c.CacheDir)
 		return nil
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPOSITORY\tSIZE\tREVISIONS\tFILES")
-	for _, r := range repos {
-		var revs []string
-		for name, commit := range r.Refs {
-			revs = append(revs, name+"="+commit[:min(len(commit), 12)])
-		}
-		slices.Sort(revs)
-		var files []string
-		for _, fs := range r.Snapshots {
-			for _, f := range fs {
-				if !slices.Contains(files, f) {
-					files = append(files, f)
-				}
-			}
-		}
-		slices.Sort(files)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Repo, sizeMiB(r.Size), strings.Join(revs, ","), strings.Join(files, " "))
-	}
-	return tw.Flush()
+	return hub.WriteList(os.Stdout, repos)
 }
 
 func runRm(args []string) error {
 	fs := newFlags("rm")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nanoserve rm REPO[:QUANT|:FILE]...\n\nRemoves a repository from the Hugging Face cache, or only the files of one quantization\n(and the blobs nothing links to any more).")
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

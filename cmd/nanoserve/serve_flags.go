@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"nanoserve/chat"
+	"nanoserve/defaultmodel"
 	"nanoserve/engine"
 	"nanoserve/host"
 	"nanoserve/kvcache"
@@ -192,7 +193,7 @@ func (f *serveFlags) source(log *slog.Logger, models int) *host.Source {
 	}
 	bp, _ := builtinModelPath()
 	src := &host.Source{Model: model.Options{Tokenizer: f.mf.tokenizer, Threads: f.mf.threads, Context: f.mf.ctxSize, CopyWeights: f.mf.noMmap},
-		LongContext: f.mf.longCtx, ChatTemplate: *f.tmplPath, ToolFormat: f.tf, BuiltinPath: bp, BuiltinPolicy: builtinDefaults(),
+		LongContext: f.mf.longCtx, ChatTemplate: *f.tmplPath, ToolFormat: f.tf, BuiltinPath: bp, BuiltinPolicy: defaultmodel.Policy(),
 		KV:     host.KVInputs{Memory: f.kvBytes / int64(atOnce), MemoryFlag: *f.kvMemory, Ctx: f.mf.ctxSize, MaxSeqs: seqs, Tokens: *f.kvTokens},
 		Engine: engine.Options{MaxSeqs: seqs, MaxQueue: *f.maxQueue, NoPrefixCache: *f.noPrefix, KVType: f.mf.kv, Grammar: grammarOptions},
 		Draft:  host.Draft{Mode: f.sf.mode, K: f.sf.k, Fixed: f.sf.fixed, Path: f.sf.draft}, Log: log}

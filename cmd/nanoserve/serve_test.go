@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"nanoserve/engine"
+	"nanoserve/inspect"
 	"nanoserve/internal/testshared"
 )
 
@@ -72,30 +73,6 @@ func TestVersion(t *testing.T) {
 	}
 	if _, ok := commands["version"]; !ok {
 		t.Error("no version command")
-	}
-}
-
-// TestPolicyFlagValidation: generate's and chat's sampling flags below
-// their "off" value are refused, naming the flag.
-func TestPolicyFlagValidation(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--logprobs", "-7"}, "--logprobs -7"},
-		{[]string{"--seed", "-5"}, "--seed -5"},
-		{[]string{"--max-tokens", "-5"}, "max_tokens"},
-		{[]string{"--top-k", "-3"}, "top_k"},
-	} {
-		fs := newFlags("generate")
-		var pf policyFlags
-		pf.register(fs)
-		if err := fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pf.policy(fs, nil); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: err %v, want one naming %q", c.args, err, c.want)
-		}
 	}
 }
 
@@ -198,7 +175,7 @@ func TestKVCacheType(t *testing.T) {
 		}
 		eng.Close()
 		if typ == "" { // inspect lists every type's bytes
-			info, err := describe("", m, false)
+			info, err := inspect.Describe("", m, false)
 			if err != nil {
 				t.Fatal(err)
 			}

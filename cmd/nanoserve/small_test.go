@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"nanoserve/defaultmodel"
+	"nanoserve/inspect"
 	"nanoserve/internal/testshared"
 	"nanoserve/model"
 )
@@ -54,7 +55,7 @@ func TestInspectBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info inspectInfo
+	var info inspect.Info
 	if err := json.Unmarshal([]byte(out), &info); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

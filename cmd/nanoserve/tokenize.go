@@ -2,13 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"nanoserve/gguf"
@@ -32,26 +29,20 @@ func (tf *tokFlags) register(fs *flag.FlagSet) {
 // metadata (the first file of a split holds it) and otherwise calls
 // tokenizer.Load (files and Hugging Face folders).
 func (tf *tokFlags) load() (*tokenizer.Tokenizer, error) {
-	path := tf.tokenizer
-	switch {
-	case path != "":
-	case tf.model != "":
-		p, _, err := resolveModel(tf.model, tf.revision)
-		if err != nil {
-			return nil, err
-		}
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !gguf.IsFile(p) {
-			return nil, fmt.Errorf("%s carries no tokenizer (a llama2.c checkpoint?): pass --tokenizer PATH", tf.model)
-		}
-		path = p
-	default:
-		p, err := builtinModelPath()
-		if err != nil {
-			return nil, fmt.Errorf("%w: pass --tokenizer PATH or --model M", err)
-		}
-		path = p
+	if tf.tokenizer != "" {
+		return model.LoadTokenizer(tf.tokenizer)
 	}
-	return model.LoadTokenizer(path)
+	p, _, err := modelPath(tf.model, tf.revision)
+	switch {
+	case err != nil && tf.model == "":
+		return nil, fmt.Errorf("%w: pass --tokenizer PATH or --model M", err)
+	case err != nil:
+		return nil, err
+	}
+	if fi, err := os.Stat(p); tf.model != "" && err == nil && !fi.IsDir() && !gguf.IsFile(p) {
+		return nil, fmt.Errorf("%s carries no tokenizer (a llama2.c checkpoint?): pass --tokenizer PATH", tf.model)
+	}
+	return model.LoadTokenizer(p)
 }
 
 // runTokenize encodes text to ids:
@@ -80,75 +71,24 @@ func runTokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	encode := func(text string) []int {
-		ids := make([]int, 0, 16)
-		if b, ok := tok.BOS(); *bos && ok && tok.AddBOS() {
-			ids = append(ids, b)
-		}
-		ids = append(ids, tok.Encode(text, *parseSpecial)...)
-		if e, ok := tok.EOS(); *eos && ok && tok.AddEOS() {
-			ids = append(ids, e)
-		}
-		return ids
-	}
+	o := tokenizer.EncodeOptions{ParseSpecial: *parseSpecial, BOS: *bos, EOS: *eos}
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	defer out.Flush()
-
-	if !*jsonl {
-		var text string
-		if len(pos) > 0 {
-			text = strings.Join(pos, " ")
-		} else {
-			b, err := io.ReadAll(os.Stdin)
-			if err != nil {
-				return err
-			}
-			text = string(b)
+	if *jsonl {
+		if err := tok.EncodeJSONL(os.Stdin, out, o); err != nil {
+			return stdinErr(err)
 		}
-		ids := encode(text)
-		for i, id := range ids {
-			if i > 0 {
-				out.WriteByte(' ')
-			}
-			if *pieces {
-				out.WriteString(strconv.Quote(tok.Token(id)))
-			} else {
-				out.WriteString(strconv.Itoa(id))
-			}
-		}
-		out.WriteByte('\n')
 		return out.Flush()
 	}
-
-	in := bufio.NewReaderSize(os.Stdin, 1<<16)
-	for lineNo := 1; ; lineNo++ {
-		line, rerr := in.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var req struct {
-				Text *string `json:"text"`
-			}
-			if err := json.Unmarshal(line, &req); err != nil {
-				return fmt.Errorf("stdin line %d: %w", lineNo, err)
-			}
-			if req.Text == nil {
-				return fmt.Errorf("stdin line %d: no \"text\" field", lineNo)
-			}
-			b, err := json.Marshal(struct {
-				IDs []int `json:"ids"`
-			}{encode(*req.Text)})
-			if err != nil {
-				return err
-			}
-			out.Write(b)
-			out.WriteByte('\n')
+	text := strings.Join(pos, " ")
+	if len(pos) == 0 {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
+		text = string(b)
 	}
+	tok.WriteIDs(out, tok.Tokens(text, o), *pieces)
 	return out.Flush()
 }
 
@@ -169,84 +109,43 @@ func runDetokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	var opts tokenizer.DecodeOptions
-	switch *special {
-	case "":
-	case "render":
-		opts.Special = tokenizer.SpecialRender
-	case "skip":
-		opts.Special = tokenizer.SpecialSkip
-	default:
+	mode, err := tokenizer.ParseSpecialMode(*special)
+	if err != nil {
 		return fmt.Errorf("--special %q: want render or skip", *special)
 	}
+	opts := tokenizer.DecodeOptions{Special: mode}
 	tok, err := tf.load()
 	if err != nil {
 		return err
 	}
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	defer out.Flush()
-
-	if !*jsonl {
-		fields := pos
-		if len(fields) == 0 {
-			b, err := io.ReadAll(os.Stdin)
-			if err != nil {
-				return err
-			}
-			fields = strings.Fields(string(b))
+	if *jsonl {
+		if err := tok.DecodeJSONL(os.Stdin, out, opts); err != nil {
+			return stdinErr(err)
 		}
-		ids := make([]int, 0, len(fields))
-		for _, f := range fields {
-			id, err := strconv.Atoi(strings.Trim(f, "[],"))
-			if err != nil {
-				return fmt.Errorf("bad token id %q", f)
-			}
-			ids = append(ids, id)
-		}
-		if err := checkIDs(tok, ids); err != nil {
-			return err
-		}
-		out.WriteString(tok.DecodeWith(ids, opts))
 		return out.Flush()
 	}
-
-	in := bufio.NewReaderSize(os.Stdin, 1<<16)
-	for lineNo := 1; ; lineNo++ {
-		line, rerr := in.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var req struct {
-				IDs []int `json:"ids"`
-			}
-			if err := json.Unmarshal(line, &req); err != nil {
-				return fmt.Errorf("stdin line %d: %w", lineNo, err)
-			}
-			if err := checkIDs(tok, req.IDs); err != nil {
-				return fmt.Errorf("stdin line %d: %w", lineNo, err)
-			}
-			// Encoder: HTML characters stay as they are ("<s>", not "\u003cs\u003e").
-			enc := json.NewEncoder(out)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(struct {
-				Text string `json:"text"`
-			}{tok.DecodeWith(req.IDs, opts)}); err != nil {
-				return err
-			}
+	fields := pos
+	if len(fields) == 0 {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
+		fields = strings.Fields(string(b))
 	}
+	ids, err := tok.ParseIDs(fields)
+	if err != nil {
+		return err
+	}
+	out.WriteString(tok.DecodeWith(ids, opts))
 	return out.Flush()
 }
 
-func checkIDs(tok *tokenizer.Tokenizer, ids []int) error {
-	for _, id := range ids {
-		if id < 0 || id >= tok.Size() {
-			return fmt.Errorf("token id %d outside the vocabulary (size %d)", id, tok.Size())
-		}
+// stdinErr names stdin in an error about one of its lines.
+func stdinErr(err error) error {
+	if _, ok := err.(*tokenizer.LineError); ok {
+		return fmt.Errorf("stdin %w", err)
 	}
-	return nil
+	return err
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"nanoserve/tensor"
 	"nanoserve/train"
 )
 
@@ -32,127 +30,11 @@ func runTrain(args []string) error {
 // refusing a flag no run can use before anything is read.
 func parseTrainFlags(args []string) (train.Options, error) {
 	fs := newFlags("train")
-	var corpus, exts stringList
-	fs.Var(&corpus, "corpus", "corpus file or directory (repeatable)")
-	fs.Var(&exts, "ext", "only read files with this suffix from directories, e.g. .go (repeatable)")
-	out := fs.String("out", "", "model to write (GGUF); promoted only if it beats the baseline and --prev")
-	prev := fs.String("prev", "", "last known-good model to beat (default: --out if it exists)")
-	var o train.Options
-	fs.IntVar(&o.Shape.Dim, "dim", 128, "embedding width")
-	fs.IntVar(&o.Shape.Layers, "layers", 4, "transformer layers")
-	fs.IntVar(&o.Shape.Heads, "heads", 4, "attention heads")
-	fs.IntVar(&o.Shape.KVHeads, "kv-heads", 0, "key/value heads (0: heads)")
-	fs.IntVar(&o.Shape.Hidden, "ffn", 384, "feed-forward width")
-	fs.IntVar(&o.Shape.Ctx, "ctx", 256, "context length")
-	fs.IntVar(&o.Shape.Vocab, "vocab", 4096, "tokenizer vocabulary size (bytes + merges + <|endoftext|> and, with --fim-rate, 6 FIM tokens)")
-	fs.Float64Var(&o.Shape.RopeTheta, "rope-theta", 10000, "RoPE base")
-	fs.Float64Var(&o.FIMRate, "fim-rate", 0.5, "fraction of training chunks made fill-in-the-middle samples (0: left to right only; > 0 reserves the FIM tokens)")
-	fs.Float64Var(&o.FIMWeight, "fim-weight", 1, "loss weight of FIM middle tokens (and their end token) against 1 for every other token")
-	fs.Float64Var(&o.FIMFirstWeight, "fim-first-weight", 0, "loss weight of a FIM middle's first token, predicted at <|fim_middle|> (0: --fim-weight)")
-	fs.Float64Var(&o.FIMSPMRate, "fim-spm-rate", 0, "fraction of FIM samples laid out suffix first (0: half)")
-	fs.IntVar(&o.FIMChunkTokens, "fim-chunk", 0, "tokens per chunk the documents are cut into before some become FIM samples (0: the context)")
-	fs.Float64Var(&o.FIMLineStart, "fim-line-start", 0, "fraction of rest-of-line FIM middles that start right after the indentation (0: at a random character)")
-	fs.Float64Var(&o.FIMBlockRate, "fim-block-rate", 0, "fraction of FIM middles drawn as block bodies before the usual mix (0: the mix alone: 35% rest of a line, 25% 1-4 lines, 20% block body, 20% span)")
-	fs.StringVar(&o.InitFrom, "init-from", "", "start from this model's weights and tokenizer (a GGUF `nanoserve train` wrote with the same shape): fine-tune with a fresh optimizer")
-	fs.BoolVar(&o.FreezeInit, "freeze-init", false, "with --init-from and more --layers than that model: train only the new blocks (the others keep their weights; block expansion)")
-	fs.IntVar(&o.BPEBytes, "bpe-bytes", 8<<20, "bytes of training text used to learn the tokenizer")
-	fs.IntVar(&o.Batch, "batch", 16, "sequences per step")
-	fs.IntVar(&o.Steps, "steps", 1000, "optimizer steps")
-	fs.Float64Var(&o.LR, "lr", 3e-3, "peak learning rate")
-	fs.Float64Var(&o.MinLR, "min-lr", 3e-4, "final learning rate of the cosine schedule")
-	fs.IntVar(&o.Warmup, "warmup", 100, "linear warmup steps")
-	fs.Float64Var(&o.WD, "weight-decay", 0.1, "AdamW weight decay (matrices only)")
-	fs.Float64Var(&o.Clip, "clip", 1, "gradient clipping: maximum global L2 norm (0: off)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed (init, split, batches)")
-	fs.IntVar(&o.Threads, "threads", defaultThreads(), "worker threads")
-	fs.IntVar(&o.EvalEvery, "eval-every", 100, "steps between held-out evaluations")
-	fs.IntVar(&o.EvalTokens, "eval-tokens", 32768, "held-out tokens per evaluation during training")
-	fs.IntVar(&o.FinalEvalTokens, "final-eval-tokens", 0, "held-out tokens of the final evaluation the release gate uses (0: all)")
-	fs.Float64Var(&o.HeldOut, "held-out", 0.05, "fraction of documents held out")
-	fs.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint file (written every --checkpoint-every steps)")
-	fs.IntVar(&o.CheckpointEvery, "checkpoint-every", 200, "steps between checkpoints")
-	fs.BoolVar(&o.Resume, "resume", false, "continue from --checkpoint if it exists")
-	fs.IntVar(&o.StopAfter, "stop-after", 0, "stop after this step, checkpointed, as if interrupted (the schedule stays --steps long; a later run with --steps at most this step only evaluates and writes the model)")
-	dtype := fs.String("dtype", "f16", "weight type of the written matrices: f16 or f32")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	var f train.Flags
+	f.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return f.Options, err
 	}
-	if err := checkTrainFlags(&o); err != nil {
-		return o, err
-	}
-	if len(corpus) == 0 {
-		corpus = append(corpus, fs.Args()...)
-	}
-	if len(corpus) == 0 || *out == "" {
-		return o, errors.New("need --corpus PATH... and --out MODEL.gguf")
-	}
-	switch strings.ToLower(*dtype) {
-	case "f16":
-		o.WeightType = tensor.F16
-	case "f32":
-		o.WeightType = tensor.F32
-	default:
-		return o, fmt.Errorf("--dtype %q: want f16 or f32", *dtype)
-	}
-	o.Corpus, o.Exts, o.Out, o.Prev = corpus, exts, *out, *prev
-	o.Progress = !*quiet
-	return o, nil
-}
-
-// checkTrainFlags refuses numeric flags no training run can use, naming the
-// flag, before the corpus is read (a shape the model cannot have is also
-// caught later by train.Config.Validate, with less to say about the flag).
-func checkTrainFlags(o *train.Options) error {
-	positive := []struct {
-		name string
-		v    int
-	}{
-		{"dim", o.Shape.Dim}, {"layers", o.Shape.Layers}, {"heads", o.Shape.Heads},
-		{"ffn", o.Shape.Hidden}, {"ctx", o.Shape.Ctx}, {"vocab", o.Shape.Vocab},
-		{"bpe-bytes", o.BPEBytes}, {"batch", o.Batch}, {"steps", o.Steps},
-		{"threads", o.Threads}, {"eval-every", o.EvalEvery}, {"eval-tokens", o.EvalTokens},
-		{"checkpoint-every", o.CheckpointEvery},
-	}
-	for _, f := range positive {
-		if f.v < 1 {
-			return errFlag(f.name, f.v, "want at least 1")
-		}
-	}
-	nonNegative := []struct {
-		name string
-		v    int
-	}{{"kv-heads", o.Shape.KVHeads}, {"warmup", o.Warmup}, {"fim-chunk", o.FIMChunkTokens}, {"final-eval-tokens", o.FinalEvalTokens}}
-	for _, f := range nonNegative {
-		if f.v < 0 {
-			return errFlag(f.name, f.v, "want 0 or more")
-		}
-	}
-	switch {
-	case !(o.Shape.RopeTheta > 0):
-		return errFlag("rope-theta", o.Shape.RopeTheta, "want a positive RoPE base")
-	case !(o.LR > 0):
-		return errFlag("lr", o.LR, "want a positive learning rate")
-	case !(o.MinLR >= 0) || o.MinLR > o.LR:
-		return errFlag("min-lr", o.MinLR, "want 0 ≤ min-lr ≤ lr")
-	case !(o.WD >= 0):
-		return errFlag("weight-decay", o.WD, "want 0 or more")
-	case !(o.Clip >= 0):
-		return errFlag("clip", o.Clip, "want 0 (off) or a positive norm")
-	case !(o.FIMRate >= 0 && o.FIMRate <= 1):
-		return errFlag("fim-rate", o.FIMRate, "want a fraction between 0 and 1")
-	case !(o.FIMWeight > 0):
-		return errFlag("fim-weight", o.FIMWeight, "want a positive weight")
-	case !(o.FIMFirstWeight >= 0):
-		return errFlag("fim-first-weight", o.FIMFirstWeight, "want 0 (the --fim-weight) or a positive weight")
-	case !(o.FIMSPMRate >= 0 && o.FIMSPMRate <= 1):
-		return errFlag("fim-spm-rate", o.FIMSPMRate, "want a fraction between 0 and 1")
-	case !(o.FIMLineStart >= 0 && o.FIMLineStart <= 1):
-		return errFlag("fim-line-start", o.FIMLineStart, "want a fraction between 0 and 1")
-	case !(o.FIMBlockRate >= 0 && o.FIMBlockRate <= 1):
-		return errFlag("fim-block-rate", o.FIMBlockRate, "want a fraction between 0 and 1")
-	case !(o.HeldOut > 0 && o.HeldOut < 1):
-		return errFlag("held-out", o.HeldOut, "want a fraction between 0 and 1")
-	}
-	return nil
+	err := f.Check(fs.Args())
+	return f.Options, err
 }

@@ -1,10 +1,10 @@
-package main
+package defaultmodel
 
-import (
-	"flag"
+// The built-in model's completion policy: the sampling it is served with
+// (generate, and serve for requests that do not say) and where a
+// completion of a Go prompt ends.
 
-	"nanoserve/sample"
-)
+import "nanoserve/sample"
 
 // The built-in model is a code-completion model: without --model,
 // generate (and serve, for requests that do not say) uses its completion
@@ -32,30 +32,31 @@ import (
 // (repetition penalties over the last 64 tokens; 0.3 leaves the "inin"
 // loop, 0.6 breaks it. Differences of 0.02 are 4 cases of 200.)
 const (
-	builtinFrequencyPenalty = 0.6
-	builtinMaxTokens        = 128
+	FrequencyPenalty = 0.6 // over the output, not the prompt
+	MaxTokens        = 128 // generate's default for the built-in model
 )
 
-// builtinDefaults is the built-in model's completion policy over
-// sample.Defaults (no token limit: callers choose theirs).
-func builtinDefaults() sample.Policy {
+// Policy is the built-in model's completion policy over sample.Defaults
+// (no token limit: callers choose theirs).
+func Policy() sample.Policy {
 	p := sample.Defaults()
 	p.Temperature = 0
-	p.FrequencyPenalty = builtinFrequencyPenalty
+	p.FrequencyPenalty = FrequencyPenalty
 	return p
 }
 
-// builtinPolicy applies the built-in model's completion policy to p for
-// the flags of fs the user did not set.
-func builtinPolicy(fs *flag.FlagSet, p *sample.Policy) {
-	d := builtinDefaults()
-	if !flagSet(fs, "temperature") {
+// ApplyPolicy puts the completion policy into p for each of its flags
+// (temperature, frequency-penalty, max-tokens: generate's) that isSet says
+// the command line did not set.
+func ApplyPolicy(p *sample.Policy, isSet func(flag string) bool) {
+	d := Policy()
+	if !isSet("temperature") {
 		p.Temperature = d.Temperature
 	}
-	if !flagSet(fs, "frequency-penalty") {
+	if !isSet("frequency-penalty") {
 		p.FrequencyPenalty = d.FrequencyPenalty
 	}
-	if !flagSet(fs, "max-tokens") {
-		p.MaxTokens = builtinMaxTokens
+	if !isSet("max-tokens") {
+		p.MaxTokens = MaxTokens
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package defaultmodel
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func penalties(p sample.Policy, pp, f float32) sample.Policy {
 
 // TestBuiltinPolicyTable measures the built-in model's candidate
 // completion policies on 200 held-out Go lines (the table in
-// builtin_policy.go): every statement-starting line of the held-out files
+// policy.go): every statement-starting line of the held-out files
 // (defaultmodel/testdata/heldout.json) after the first 200 bytes, cut
 // after its indentation, prompted with the 1500 bytes before (token
 // healing on), 200 of them evenly spaced; the completion's first line
@@ -53,7 +53,7 @@ func TestBuiltinPolicyTable(t *testing.T) {
 	if os.Getenv("NANOSERVE_POLICY_TABLE") == "" {
 		t.Skip("set NANOSERVE_POLICY_TABLE=1 to measure (about two minutes)")
 	}
-	p, err := builtinModelPath()
+	p, err := Path()
 	if err != nil {
 		t.Skip("no built-in model in this build")
 	}
@@ -70,7 +70,7 @@ func TestBuiltinPolicyTable(t *testing.T) {
 	var d struct {
 		Docs []struct{ Name, Text string }
 	}
-	b, err := os.ReadFile("../../defaultmodel/testdata/heldout.json")
+	b, err := os.ReadFile("testdata/heldout.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestBuiltinPolicyTable(t *testing.T) {
 
 // builtinDefaultsMax is the built-in policy with at most n tokens.
 func builtinDefaultsMax(n int) sample.Policy {
-	p := builtinDefaults()
+	p := Policy()
 	p.MaxTokens = n
 	return p
 }

@@ -1,4 +1,4 @@
-package main
+package inspect
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // architectures — windowed layers and their RoPE base, QK-norm, post
 // norms, GeGLU, soft-caps, experts.
 func TestInspectArchs(t *testing.T) {
-	load := func(name string) (*inspectInfo, string) {
+	load := func(name string) (*Info, string) {
 		t.Helper()
 		p := testshared.Path(t, "testdata/gguf-archs/"+name+"/"+name+"-F16.gguf")
 		m, err := model.Load(p, model.Options{})
@@ -22,12 +22,12 @@ func TestInspectArchs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		info, err := describe(p, m, false)
+		info, err := Describe(p, m, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		printInspect(&b, info)
+		Print(&b, info)
 		return info, b.String()
 	}
 	g3, text := load("gemma3")
