@@ -33,11 +33,10 @@ type serveFlags struct {
 	noPrefix, metricsAuth, spmInfill, noWebUI                                               *bool
 	maxBody                                                                                 *int64
 	drain, headerTimeout, bodyTimeout, idleTimeout, reqTimeout, healthStall                 *time.Duration
-	readReasoning                                                                           func(*replyFlags) error
+	reasoning                                                                               *server.ReasoningFlags
 
 	// set by parse
 	tf              chat.ToolFormat
-	replies         replyFlags
 	kvBytes, budget int64 // --kv-cache-memory and --models-memory in bytes
 }
 
@@ -68,7 +67,7 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.tmplPath = fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	f.toolFormat = fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
-	f.readReasoning = reasoningFlags(fs)
+	f.reasoning = server.RegisterReasoningFlags(fs)
 	f.maxBody = fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	f.drain = fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
 		"then the rest are cancelled, each stream ending with an error event and [DONE]")
@@ -107,8 +106,7 @@ func (f *serveFlags) parse(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--tool-call-format: %w", err)
 	}
-	f.replies = replyFlags{tools: f.tf}
-	if err := f.readReasoning(&f.replies); err != nil {
+	if err := f.reasoning.Apply(&server.Options{}); err != nil {
 		return err
 	}
 	for _, c := range []struct {
@@ -203,9 +201,9 @@ func (f *serveFlags) source(log *slog.Logger, models int) *host.Source {
 // options are the server's options.
 func (f *serveFlags) options(log *slog.Logger) server.Options {
 	opts := server.Options{APIKey: *f.apiKey, MetricsAuth: *f.metricsAuth, MaxBodyBytes: *f.maxBody, Logger: log,
-		ReasoningFormat: f.replies.reasoning, ReasoningBudget: f.replies.budget, NoPrefillAssistant: f.replies.noPrefill, Thinking: f.replies.thinking,
 		ReadHeaderTimeout: *f.headerTimeout, BodyTimeout: *f.bodyTimeout, IdleTimeout: *f.idleTimeout,
 		RequestTimeout: *f.reqTimeout, HealthStall: *f.healthStall, CORSOrigins: f.cors, AllowedHosts: splitList(f.allowedHosts), SPMInfill: *f.spmInfill}
+	f.reasoning.Apply(&opts) // checked by parse
 	if !*f.noWebUI {
 		opts.WebUI = webui.Handler()
 		log.Info("a chat page is served at / (--no-webui turns it off)")
