@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,13 @@ func TestOllamaNPMThink(t *testing.T) {
 	sc := &script{replies: []string{thinkReply, thinkReply, "4"}}
 	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", nil)
 	ts.gen = scripted(sc.gen)
+	// The node client's requests come from another process, so nothing
+	// orders this write before the handlers' reads for the race detector;
+	// one request from this process does (internal/poll orders a write
+	// before every later read).
+	if resp, err := http.Get(ts.url + "/health"); err == nil {
+		resp.Body.Close()
+	}
 	out := runNode(t, dir, "ollama_think.mjs", ts.url, qwenModel)
 	type msg struct{ Content, Thinking string }
 	var got struct {
