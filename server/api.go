@@ -126,17 +126,39 @@ type wireMessage struct {
 	ReasoningContent *string `json:"reasoning_content"`
 }
 
-// decodeJSON reads a request body of at most Options.MaxBodyBytes into v
-// within Options.BodyTimeout and turns every failure into a 4xx that says
-// what is wrong and where: 413 over the size limit, 408 for a body that did
-// not arrive in time, 415 for a body that is not JSON sent with another
-// Content-Type (a form, say), 400 for everything else.
+// decodeJSON decodes a model route's body (read by the front within
+// Options.BodyTimeout and MaxBodyBytes: 408, 413) into v, turning every
+// failure into a 4xx that says what is wrong and where: 415 for a body
+// that is not JSON sent with another Content-Type (a form, say), 400 for
+// everything else, including a field the server does not support set to
+// anything but its default.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
-	data, e := s.readBody(w, r)
+	b, _ := r.Context().Value(bodyKey{}).(*requestBody)
+	if b == nil {
+		// A handler called without the front (a test): the body as it is.
+		data, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		if err != nil {
+			return badRequest("", "reading the request body: %v", err)
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return badRequest("", "the request body is empty; expected a JSON object")
+		}
+		b = &requestBody{data: data}
+	}
+	return decodeBody(r, b, v)
+}
+
+// decodeJSON reads and decodes the body of a route the front answers.
+func (f *Front) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	data, e := f.readBody(w, r)
 	if e != nil {
 		return e
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	return decodeBody(r, &requestBody{data: data}, v)
+}
+
+func decodeBody(r *http.Request, b *requestBody, v any) *apiError {
+	dec := json.NewDecoder(bytes.NewReader(b.data))
 	if err := dec.Decode(v); err != nil {
 		if e := wrongContentType(r, err); e != nil {
 			return e
@@ -146,18 +168,21 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiE
 	if dec.More() {
 		return badRequest("", "invalid JSON: trailing data after the request object")
 	}
-	return checkUnsupported(data)
+	if b.fields == nil && json.Unmarshal(b.data, &b.fields) != nil {
+		return nil
+	}
+	return checkUnsupported(b.fields)
 }
 
 // readBody reads a request body of at most Options.MaxBodyBytes within
 // Options.BodyTimeout (413, 408 or 400 otherwise, and for an empty body).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	// A slow sender gets bodyTimeout for the whole body. (A server-wide
 	// ReadTimeout would also end the connection's background read during a
 	// long generation, which cancels it.)
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	rc.SetReadDeadline(time.Now().Add(f.bodyTimeout))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
 	if err != nil {
 		// Keep the connection's read deadline in the past. Before writing
 		// the response, and again when the handler returns, net/http reads
@@ -178,7 +203,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 				got = fmt.Sprintf(" (received %d of the %d bytes its Content-Length announced)", len(data), r.ContentLength)
 			}
 			return nil, &apiError{status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: strp("request_timeout"),
-				Message: fmt.Sprintf("the request body did not arrive within %v%s", s.bodyTimeout, got)}
+				Message: fmt.Sprintf("the request body did not arrive within %v%s", f.bodyTimeout, got)}
 		}
 		return nil, badRequest("", "reading the request body: %v", err)
 	}

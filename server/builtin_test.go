@@ -59,7 +59,7 @@ func newBuiltinServer(t testing.TB, mod ...func(*Options)) *testServer {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // TestControlTokensNotText: an end-of-text token kept by ignore_eos (its

@@ -268,11 +268,7 @@ var unsupportedFields = map[string][]string{
 
 // checkUnsupported rejects a body that sets an unsupported field to a
 // non-default value (null is always accepted).
-func checkUnsupported(data []byte) *apiError {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return nil
-	}
+func checkUnsupported(m map[string]json.RawMessage) *apiError {
 	var bad []string
 	for k, v := range m {
 		ok, known := unsupportedFields[k]

@@ -7,17 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"iter"
-	"math"
 	"net/http"
-	"sync"
 	"time"
 
 	"nanoserve/chat"
 	"nanoserve/engine"
 	"nanoserve/sample"
-	"nanoserve/tokenizer"
 )
 
 // job is one validated generation request: one engine request per prompt
@@ -49,7 +44,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.start = start
-	s.generate(w, r, j)
+	s.run(r.Context(), j, s.newResponder(w, r, j))
 }
 
 func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
@@ -143,7 +138,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.start = start
-	s.generate(w, r, j)
+	s.run(r.Context(), j, s.newResponder(w, r, j))
 }
 
 func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
@@ -217,166 +212,24 @@ func overloaded(msg string) *apiError {
 }
 
 // admit takes one of the server's request slots and counts the request
-// running; done gives both back. A full server answers 429 (ok false).
-func (s *Server) admit(w http.ResponseWriter) (done func(), ok bool) {
+// running; unadmit gives both back. A full server is a 429.
+func (s *Server) admit() *apiError {
 	if s.slots != nil {
 		select {
 		case s.slots <- struct{}{}:
 		default:
 			s.m.add(&s.m.rejected, 1)
-			writeError(w, overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots))))
-			return nil, false
+			return overloaded(fmt.Sprintf("the server is full (%d requests running or waiting); retry later", cap(s.slots)))
 		}
 	}
 	s.m.add(&s.m.running, 1)
-	return func() {
-		s.m.add(&s.m.running, -1)
-		if s.slots != nil {
-			<-s.slots
-		}
-	}, true
+	return nil
 }
 
-// generate admits and runs a job, answering with one JSON object or an
-// SSE stream. The engine tokenizes and checks each prompt (SubmitAll); its
-// typed errors become 400/429/503 answers before anything is written.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) {
-	release, ok := s.admit(w)
-	if !ok {
-		return
-	}
-	defer release()
-
-	if s.gen != nil {
-		s.generateScripted(w, r, j)
-		return
-	}
-	// The prompts are admitted together or not at all: a request the
-	// engine refuses leaves nothing of it queued.
-	streams, err := s.eng.SubmitAll(r.Context(), j.reqs)
-	if err != nil {
-		writeError(w, s.startError(r.Context(), err, j))
-		return
-	}
-
-	out := s.newResponder(w, r, j)
-	var last time.Time
-	for it := range merge(streams, j.n) {
-		now := time.Now()
-		if last.IsZero() {
-			s.m.observe(&s.m.ttft, now.Sub(j.start))
-		} else if !it.tok.Stop {
-			s.m.observe(&s.m.itl, now.Sub(last))
-		}
-		last = now
-		if s.onToken != nil {
-			s.onToken()
-		}
-		if r.Context().Err() != nil || j.stream && !out.token(it.index, it.tok) {
-			break // the client is gone: leaving the streams cancels the generation
-		}
-	}
-	var results []*engine.Result
-	prompt, completion := 0, 0
-	for _, st := range streams {
-		rs := st.Results()
-		prompt += rs[0].Usage.PromptTokens
-		for _, res := range rs {
-			completion += res.Usage.CompletionTokens
-			if res.FinishReason == engine.FinishError {
-				s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
-			}
-		}
-		results = append(results, rs...)
-	}
-	s.m.generation(results[0].FinishReason, prompt, completion, time.Since(j.start))
-	if s.onDone != nil {
-		s.onDone()
-	}
-	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-	if j.stream {
-		out.end(results, u)
-	} else {
-		out.whole(results, u)
-	}
-}
-
-func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *responder {
-	out := &responder{s: s, w: w, ctx: r.Context(), j: j, id: newID("cmpl-"), created: time.Now().Unix(),
-		pending: map[int][]engine.Token{}, offset: map[int]int{}}
-	if j.chat {
-		out.id = newID("chatcmpl-")
-	}
-	if j.tools.parse() {
-		out.calls = map[int]*chat.ToolStream{}
-	}
-	return out
-}
-
-// generateScripted answers a one-choice job from the s.gen test hook
-// instead of the engine.
-func (s *Server) generateScripted(w http.ResponseWriter, r *http.Request, j *job) {
-	toks, result := s.gen(r.Context(), j.reqs[0])
-	out := s.newResponder(w, r, j)
-	for t := range toks {
-		if j.stream && !out.token(0, t) {
-			break
-		}
-	}
-	res := result()
-	u := usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
-		TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}
-	if j.stream {
-		out.end([]*engine.Result{res}, u)
-	} else {
-		out.whole([]*engine.Result{res}, u)
-	}
-}
-
-// indexed is one token of a merged stream with its choice's response
-// index.
-type indexed struct {
-	index int
-	tok   engine.Token
-}
-
-// merge yields the tokens of every stream as they land, stream i's choice
-// j under index i·n + j, and returns when all streams have ended. Breaking
-// out of the loop leaves every stream, which cancels it (its results then
-// hold exactly the tokens yielded).
-func merge(streams []*engine.Stream, n int) iter.Seq[indexed] {
-	return func(yield func(indexed) bool) {
-		if len(streams) == 1 {
-			for t := range streams[0].Tokens() {
-				if !yield(indexed{t.Index, t}) {
-					return
-				}
-			}
-			return
-		}
-		ch := make(chan indexed)
-		quit := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, st := range streams {
-			wg.Go(func() {
-				for t := range st.Tokens() {
-					select {
-					case ch <- indexed{i*n + t.Index, t}:
-					case <-quit:
-						return
-					}
-				}
-			})
-		}
-		go func() { wg.Wait(); close(ch) }()
-		for it := range ch {
-			if !yield(it) {
-				close(quit)
-				for range ch { // let the forwarders leave their streams
-				}
-				return
-			}
-		}
+func (s *Server) unadmit() {
+	s.m.add(&s.m.running, -1)
+	if s.slots != nil {
+		<-s.slots
 	}
 }
 
@@ -425,304 +278,6 @@ func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: "the request was cancelled before it started"}
 	}
 	return badRequest("", "%s", err.Error())
-}
-
-// responder writes one job's response.
-type responder struct {
-	s       *Server
-	w       http.ResponseWriter
-	ctx     context.Context // the request's: cutError tells a server cut from a client gone
-	j       *job
-	id      string
-	created int64
-	started bool                     // SSE headers written
-	failed  bool                     // a write failed (client gone)
-	pending map[int][]engine.Token   // by choice index: tokens whose text has not shown yet (for logprobs)
-	offset  map[int]int              // by choice index: completions text_offset of the next token
-	calls   map[int]*chat.ToolStream // by choice index: reads tool calls out of a streamed chat reply (nil: no tools)
-}
-
-// choices is the number of choices in the response.
-func (o *responder) choices() int { return len(o.j.reqs) * o.j.n }
-
-// startStream writes the SSE headers (and the chat role chunks) once.
-func (o *responder) startStream() bool {
-	if o.started {
-		return !o.failed
-	}
-	o.started = true
-	h := o.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	o.w.WriteHeader(http.StatusOK)
-	if o.j.chat {
-		empty := ""
-		for i := range o.choices() {
-			if !o.send(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
-				return false
-			}
-		}
-		return true
-	}
-	return o.flush()
-}
-
-func (o *responder) flush() bool {
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
-}
-
-// send writes one SSE event "data: JSON\n\n" and flushes it.
-func (o *responder) send(v any) bool {
-	if o.failed {
-		return false
-	}
-	b := append([]byte("data: "), marshal(v)...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
-	}
-	return o.flush()
-}
-
-// token streams one engine token of choice i; false when the client is
-// gone.
-func (o *responder) token(i int, t engine.Token) bool {
-	if !o.startStream() {
-		return false
-	}
-	if o.j.logprobs >= 0 && !t.Stop {
-		o.pending[i] = append(o.pending[i], t)
-	}
-	if t.Text == "" {
-		return true // held back (partial UTF-8 or a possible stop string)
-	}
-	lps := o.pending[i]
-	delete(o.pending, i)
-	if o.calls != nil {
-		o.pending[i] = lps // sent with the choice's next chunk, whatever it carries
-		content, deltas := o.toolStream(i).Push(t.Text)
-		return o.sendTools(i, content, deltas)
-	}
-	if o.j.chat {
-		text := t.Text
-		return o.send(o.chatChunk(i, &chatMessage{Content: &text}, o.chatLogprobs(lps), nil))
-	}
-	return o.send(o.completionChunk(i, t.Text, o.completionLogprobs(i, lps), nil))
-}
-
-// failure is the first failed result's error message, or "".
-func failure(results []*engine.Result) string {
-	for _, res := range results {
-		if res.FinishReason == engine.FinishError {
-			msg := "generation failed"
-			if res.Err != nil {
-				msg += ": " + res.Err.Error()
-			}
-			return msg
-		}
-	}
-	return ""
-}
-
-// cancelled reports whether any choice was cancelled.
-func cancelled(results []*engine.Result) bool {
-	for _, res := range results {
-		if res.FinishReason == engine.FinishCancelled {
-			return true
-		}
-	}
-	return false
-}
-
-// end closes a stream: each choice's finish chunk, the usage chunk,
-// [DONE].
-func (o *responder) end(results []*engine.Result, u usage) {
-	if cancelled(results) {
-		// The server cut it (drain timeout, per-request deadline): say so
-		// and end the stream properly. Else the client went away.
-		if e := cutError(o.ctx); e != nil {
-			if !o.started {
-				writeError(o.w, e)
-				return
-			}
-			o.send(errorBody(e))
-			o.sendDone()
-		}
-		return
-	}
-	if !o.startStream() {
-		return
-	}
-	if msg := failure(results); msg != "" {
-		o.send(errorBody(&apiError{status: 500, Type: "server_error", Message: msg}))
-		o.sendDone()
-		return
-	}
-	for i, res := range results {
-		reason := finishReason(res)
-		if o.calls != nil {
-			ts := o.toolStream(i)
-			content, deltas := ts.Finish()
-			o.sendTools(i, content, deltas)
-			reason = o.j.tools.finishReason(reason, ts.Calls())
-		}
-		lps := o.pending[i] // logprobs of tokens whose text never showed
-		delete(o.pending, i)
-		if o.j.chat {
-			var clp *chatLogprobs
-			if len(lps) > 0 {
-				clp = o.chatLogprobs(lps)
-			}
-			o.send(o.chatChunk(i, &chatMessage{}, clp, &reason))
-		} else {
-			var tlp *completionLogprobs
-			if len(lps) > 0 {
-				tlp = o.completionLogprobs(i, lps)
-			}
-			o.send(o.completionChunk(i, "", tlp, &reason))
-		}
-	}
-	if o.j.includeUsage {
-		if o.j.chat {
-			o.send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
-		} else {
-			o.send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u})
-		}
-	}
-	o.sendDone()
-}
-
-func (o *responder) sendDone() {
-	if !o.failed {
-		if _, err := io.WriteString(o.w, "data: [DONE]\n\n"); err == nil {
-			o.flush()
-		}
-	}
-}
-
-// whole writes the non-streamed response.
-func (o *responder) whole(results []*engine.Result, u usage) {
-	if e := cutError(o.ctx); cancelled(results) && e != nil {
-		writeError(o.w, e)
-		return
-	}
-	if msg := failure(results); msg != "" {
-		writeError(o.w, &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: msg})
-		return
-	}
-	var cc []chatChoice
-	var tc []completionChoice
-	for i, res := range results {
-		reason := finishReason(res)
-		var lps []engine.Token
-		for _, t := range res.Logprobs {
-			if !t.Stop {
-				lps = append(lps, t)
-			}
-		}
-		text := res.Text
-		if o.j.chat {
-			msg := &replyMessage{Role: "assistant", Content: &text}
-			if o.j.tools.parse() {
-				reason = o.j.tools.reply(msg, res.Text, reason)
-			}
-			cc = append(cc, chatChoice{Index: i, Message: msg, Logprobs: o.chatLogprobs(lps), FinishReason: &reason})
-		} else {
-			tc = append(tc, completionChoice{Index: i, Text: text, Logprobs: o.completionLogprobs(i, lps), FinishReason: &reason})
-		}
-	}
-	if o.j.chat {
-		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model, Choices: cc, Usage: &u})
-		return
-	}
-	writeJSON(o.w, http.StatusOK, completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: tc, Usage: &u})
-}
-
-// finishReason maps the engine's reason to OpenAI's: stop or length (a
-// generation the server cut answers with an error instead, see cutError).
-func finishReason(res *engine.Result) string {
-	if res.FinishReason == engine.FinishLength {
-		return "length"
-	}
-	return "stop"
-}
-
-func (o *responder) chatChunk(i int, delta *chatMessage, lp *chatLogprobs, finish *string) chatResponse {
-	return chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model,
-		Choices: []chatChoice{{Index: i, Delta: delta, Logprobs: lp, FinishReason: finish}}}
-}
-
-func (o *responder) completionChunk(i int, text string, lp *completionLogprobs, finish *string) completionResponse {
-	return completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model,
-		Choices: []completionChoice{{Index: i, Text: text, Logprobs: lp, FinishReason: finish}}}
-}
-
-// tokenText is the text of one token as logprobs report it (the piece with
-// its leading space).
-func (o *responder) tokenText(id int) string {
-	return o.s.tok.DecodeWith([]int{id}, tokenizer.DecodeOptions{Continuation: true, Special: tokenizer.SpecialRender})
-}
-
-// lp makes a logprob JSON-safe (a -Inf logprob becomes the float32 minimum).
-func lp(v float32) float32 {
-	if math.IsNaN(float64(v)) || math.IsInf(float64(v), -1) {
-		return -math.MaxFloat32
-	}
-	return v
-}
-
-func byteInts(s string) []int {
-	out := make([]int, len(s))
-	for i := range len(s) {
-		out[i] = int(s[i])
-	}
-	return out
-}
-
-func (o *responder) chatLogprobs(toks []engine.Token) *chatLogprobs {
-	if o.j.logprobs < 0 {
-		return nil
-	}
-	out := &chatLogprobs{Content: make([]chatTokenLogprob, 0, len(toks))}
-	for _, t := range toks {
-		text := o.tokenText(t.ID)
-		e := chatTokenLogprob{Token: text, Logprob: lp(t.Logprob), Bytes: byteInts(text), TopLogprobs: []chatTopLogprob{}}
-		for _, a := range t.Top {
-			at := o.tokenText(a.ID)
-			e.TopLogprobs = append(e.TopLogprobs, chatTopLogprob{Token: at, Logprob: lp(a.Logprob), Bytes: byteInts(at)})
-		}
-		out.Content = append(out.Content, e)
-	}
-	return out
-}
-
-func (o *responder) completionLogprobs(i int, toks []engine.Token) *completionLogprobs {
-	if o.j.logprobs < 0 {
-		return nil
-	}
-	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
-	for _, t := range toks {
-		text := o.tokenText(t.ID)
-		out.Tokens = append(out.Tokens, text)
-		out.TokenLogprobs = append(out.TokenLogprobs, lp(t.Logprob))
-		top := make(map[string]float32, len(t.Top))
-		for _, a := range t.Top {
-			at := o.tokenText(a.ID)
-			if _, dup := top[at]; !dup {
-				top[at] = lp(a.Logprob)
-			}
-		}
-		out.TopLogprobs = append(out.TopLogprobs, top)
-		out.TextOffset = append(out.TextOffset, o.offset[i])
-		o.offset[i] += len(text)
-	}
-	return out
 }
 
 // noSpeculation reports whether the request turned speculative decoding

@@ -156,7 +156,8 @@ func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.runInfill(w, r, j, start)
+	s.run(r.Context(), &job{model: j.model, reqs: []engine.Request{j.req}, n: 1, stream: j.stream, logprobs: -1, start: start},
+		&infillSink{infillOut: infillOut{s: s, w: w, j: j}, cut: indentCut{n: j.nIndent}})
 }
 
 func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
@@ -316,84 +317,86 @@ func indentOf(s string) int {
 	return n
 }
 
-func (s *Server) runInfill(w http.ResponseWriter, r *http.Request, j *infillJob, start time.Time) {
-	release, ok := s.admit(w)
-	if !ok {
-		return
+// infillSink writes one /infill answer: llama-server's pieces as SSE
+// events and its final object, or that object alone.
+type infillSink struct {
+	infillOut
+	cut      indentCut
+	content  strings.Builder
+	ids      []int // generated
+	pending  []int // generated, not yet streamed
+	stopType string
+	hasNL    bool
+	first    time.Time
+}
+
+func (o *infillSink) Fail(e *apiError) { writeError(o.w, e) }
+
+func (o *infillSink) Delta(_ int, d delta) bool {
+	if o.first.IsZero() {
+		o.first = time.Now()
 	}
-	defer release()
-	st, err := s.eng.Submit(r.Context(), j.req)
-	if err != nil {
-		writeError(w, s.startError(r.Context(), err, &job{}))
-		return
+	for _, t := range d.Tokens {
+		o.ids = append(o.ids, t.ID)
+		o.pending = append(o.pending, t.ID)
 	}
-	out := &infillOut{s: s, w: w, j: j}
-	cut := &indentCut{n: j.nIndent}
-	var first time.Time
-	var content strings.Builder
-	var ids, pending []int // generated; not yet streamed
-	stopType := ""
-	hasNL := false
-	for t := range st.Tokens() {
-		if first.IsZero() {
-			first = time.Now()
-			s.m.observe(&s.m.ttft, first.Sub(start))
+	piece := o.cut.push(d.Text)
+	o.content.WriteString(piece)
+	if piece != "" && o.j.stream {
+		if !o.partial(piece, o.pending, len(o.ids)) {
+			return false // the client is gone: leaving the stream cancels it
 		}
-		if !t.Stop {
-			ids = append(ids, t.ID)
-			pending = append(pending, t.ID)
-		}
-		piece := cut.push(t.Text)
-		content.WriteString(piece)
-		if piece != "" && j.stream {
-			if !out.partial(piece, pending, len(ids)) {
-				break // the client is gone: leaving the stream cancels it
-			}
-			pending = pending[:0]
-		}
-		if cut.cut {
-			stopType = "limit"
-			break
-		}
-		if strings.Contains(t.Text, "\n") {
-			hasNL = true
-			if j.tMax > 0 && time.Since(first) > j.tMax {
-				stopType = "limit"
-				break
-			}
+		o.pending = o.pending[:0]
+	}
+	if o.cut.cut {
+		o.stopType = "limit"
+		return false
+	}
+	if strings.Contains(d.Text, "\n") {
+		o.hasNL = true
+		if o.j.tMax > 0 && time.Since(o.first) > o.j.tMax {
+			o.stopType = "limit"
+			return false
 		}
 	}
-	res := st.Result()
-	if rest := cut.flush(); rest != "" || len(pending) > 0 {
-		content.WriteString(rest)
-		if j.stream {
-			out.partial(rest, pending, len(ids))
+	return true
+}
+
+func (o *infillSink) End(out *outcome) {
+	res := out.Results[0]
+	for _, t := range out.Held[0] {
+		o.ids = append(o.ids, t.ID)
+		o.pending = append(o.pending, t.ID)
+	}
+	if rest := o.cut.flush(); rest != "" || len(o.pending) > 0 {
+		o.content.WriteString(rest)
+		if o.j.stream {
+			o.partial(rest, o.pending, len(o.ids))
 		}
 	}
-	if stopType == "" {
+	if o.stopType == "" {
 		switch res.FinishReason {
 		case engine.FinishStop:
-			stopType = "eos"
+			o.stopType = "eos"
 		case engine.FinishLength:
-			stopType = "limit"
+			o.stopType = "limit"
 		case engine.FinishCancelled:
-			if e := cutError(r.Context()); e != nil {
-				out.fail(e)
+			if out.Cut != nil {
+				o.fail(out.Cut)
 			}
 			return
 		case engine.FinishError:
-			out.fail(&apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})})
+			o.fail(&apiError{status: http.StatusInternalServerError, Type: "server_error", Message: out.Failure})
 			return
 		}
 	}
-	s.m.generation(res.FinishReason, res.Usage.PromptTokens, len(ids), time.Since(start))
-	final := s.infillFinal(j, res, content.String(), ids, stopType, hasNL)
-	if j.stream {
+	final := o.s.infillFinal(o.j, res, o.content.String(), o.ids, o.stopType, o.hasNL)
+	if o.j.stream {
 		final.Content, final.Tokens = "", []int{} // all sent with the pieces
-		out.send(final)
+		o.send(final)
 		return
 	}
-	writeJSON(w, http.StatusOK, out.shape(final))
+	writeJSON(o.w, http.StatusOK, o.shape(final))
 }
 
 func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, ids []int, stopType string, hasNL bool) *infillResponse {

@@ -80,7 +80,7 @@ func newFIMServer(t testing.TB, mod func(*Options)) *testServer {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 const (
@@ -236,7 +236,7 @@ func TestInfillSuffixFirstModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		hs := httptest.NewServer(s)
-		ts := &testServer{Server: s, url: hs.URL}
+		ts := newTS(s, hs.URL)
 		code, _, body := ts.post(t, "/infill", `{"input_prefix":"func f() {\n\t","input_suffix":"\n}\n","n_predict":2,"temperature":0}`)
 		hs.Close()
 		eng.Close()

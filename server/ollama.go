@@ -49,8 +49,6 @@ import (
 	"time"
 
 	"nanoserve/chat"
-	"nanoserve/engine"
-	"nanoserve/hub"
 )
 
 // ollamaVersion is the Ollama API version /api/version reports (clients
@@ -321,7 +319,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.ollamaRun(w, r, j, req.Stream == nil || *req.Stream, false)
+	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream})
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
@@ -366,7 +364,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.ollamaRun(w, r, j, req.Stream == nil || *req.Stream, true)
+	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream, chat: true})
 }
 
 // ollamaMessages turns Ollama's messages into the OpenAI ones chatJob
@@ -406,135 +404,6 @@ func ollamaMessages(in []ollamaMessage) ([]wireMessage, *apiError) {
 		out = append(out, w)
 	}
 	return out, nil
-}
-
-// ollamaRun admits and runs a one-choice job, answering with NDJSON lines
-// (stream) or one JSON object.
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *job, stream, isChat bool) {
-	release, ok := s.admit(w)
-	if !ok {
-		return
-	}
-	defer release()
-	st, err := s.eng.Submit(r.Context(), j.reqs[0])
-	if err != nil {
-		writeError(w, s.startError(r.Context(), err, j))
-		return
-	}
-	tools := j.tools.parse()
-	line := func(text string, done *ollamaDone, calls []ollamaToolCall) any {
-		if isChat {
-			resp := ollamaChatResponse{Model: j.model, CreatedAt: createdAt(), Message: ollamaMessage{Role: "assistant", Content: text, ToolCalls: calls}}
-			if done != nil {
-				resp.Done, resp.ollamaDone = true, *done
-			}
-			return resp
-		}
-		resp := ollamaGenerateResponse{Model: j.model, CreatedAt: createdAt(), Response: text}
-		if done != nil {
-			resp.Done, resp.ollamaDone = true, *done
-		}
-		return resp
-	}
-	started, failed := false, false
-	send := func(v any) bool {
-		if failed {
-			return false
-		}
-		if !started {
-			started = true
-			w.Header().Set("Content-Type", "application/x-ndjson")
-			w.WriteHeader(http.StatusOK)
-		}
-		if _, err := w.Write(append(marshal(v), '\n')); err != nil {
-			failed = true
-			return false
-		}
-		if http.NewResponseController(w).Flush() != nil {
-			failed = true
-		}
-		return !failed
-	}
-	var first, last time.Time
-	for t := range st.Tokens() {
-		now := time.Now()
-		if first.IsZero() {
-			first = now
-			s.m.observe(&s.m.ttft, now.Sub(j.start))
-		} else if !t.Stop {
-			s.m.observe(&s.m.itl, now.Sub(last))
-		}
-		last = now
-		if s.onToken != nil {
-			s.onToken()
-		}
-		if r.Context().Err() != nil {
-			break
-		}
-		if stream && !tools && t.Text != "" && !send(line(t.Text, nil, nil)) {
-			break // the client is gone: leaving the stream cancels the generation
-		}
-	}
-	res := st.Results()[0]
-	s.m.generation(res.FinishReason, res.Usage.PromptTokens, res.Usage.CompletionTokens, time.Since(j.start))
-	if s.onDone != nil {
-		s.onDone()
-	}
-	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
-		e := cutError(r.Context())
-		if e == nil && res.FinishReason == engine.FinishCancelled {
-			return // the client went away
-		}
-		if e == nil {
-			s.logger(r.Context()).Error("server: generation failed", "error", res.Err, "tokens", len(res.IDs))
-			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: failure([]*engine.Result{res})}
-		}
-		if started {
-			send(ollamaError{e.Message})
-		} else {
-			writeError(w, e)
-		}
-		return
-	}
-	text := ""
-	var calls []ollamaToolCall
-	if !stream || tools {
-		text = res.Text
-	}
-	if tools {
-		content, cs := chat.ParseToolCalls(j.tools.format, res.Text, nil)
-		text = content
-		for k, c := range cs {
-			if !j.tools.keep(k) {
-				break
-			}
-			var tc ollamaToolCall
-			tc.Function.Name = c.Name
-			tc.Function.Arguments = json.RawMessage(c.Arguments)
-			if !json.Valid(tc.Function.Arguments) {
-				tc.Function.Arguments, _ = json.Marshal(c.Arguments)
-			}
-			calls = append(calls, tc)
-		}
-	}
-	load := loadDuration(r.Context()) // spent before the handler started j.start
-	done := &ollamaDone{DoneReason: "stop", TotalDuration: int64(time.Since(j.start) + load), LoadDuration: int64(load),
-		PromptEvalCount: res.Usage.PromptTokens, EvalCount: res.Usage.CompletionTokens}
-	if res.FinishReason == engine.FinishLength {
-		done.DoneReason = "length"
-	}
-	if !first.IsZero() {
-		done.PromptEvalDuration = int64(first.Sub(j.start))
-		done.EvalDuration = int64(last.Sub(first))
-	}
-	if stream {
-		if tools && (text != "" || len(calls) > 0) {
-			send(line(text, nil, calls))
-		}
-		send(line("", done, nil))
-		return
-	}
-	writeJSON(w, http.StatusOK, line(text, done, calls))
 }
 
 // loadKey is the request context key of the time the router spent loading
@@ -718,132 +587,6 @@ type ollamaModel struct {
 	SizeVRAM   *int64        `json:"size_vram,omitempty"`
 }
 
-func (s *Server) handleOllamaTags(w http.ResponseWriter, r *http.Request) {
-	out := []ollamaModel{}
-	for _, m := range s.listModels() {
-		var size int64
-		if m.manifest != nil {
-			size = m.manifest.SizeBytes
-		}
-		out = append(out, ollamaModel{Name: m.names[0], Model: m.names[0], ModifiedAt: modifiedAt(m.manifest), Size: size,
-			Digest: digest(m.manifest), Details: details(m.manifest)})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"models": out})
-}
-
-func (s *Server) handleOllamaPS(w http.ResponseWriter, r *http.Request) {
-	out := []ollamaModel{}
-	for _, m := range s.listModels() {
-		if m.srv == nil {
-			continue
-		}
-		expires := "0001-01-01T00:00:00Z" // kept loaded
-		if !m.expires.IsZero() {
-			expires = m.expires.UTC().Format(time.RFC3339Nano)
-		}
-		zero := int64(0)
-		out = append(out, ollamaModel{Name: m.names[0], Model: m.names[0], Size: m.bytes, Digest: digest(m.manifest),
-			Details: details(m.manifest), ExpiresAt: expires, SizeVRAM: &zero})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"models": out})
-}
-
 // Version is the nanoserve version /api/version reports beside the Ollama
 // API version (set by cmd/nanoserve).
 var Version = "dev"
-
-func (s *Server) handleOllamaVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"version": ollamaVersion, "nanoserve": Version})
-}
-
-// handleOllamaPull answers Ollama's pull: models come from the Hugging
-// Face hub through `nanoserve pull`, and a server serves the models named
-// at its start, so a pull is a clear 400 saying how.
-func (s *Server) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model  string `json:"model"`
-		Name   string `json:"name"`
-		Stream *bool  `json:"stream"`
-	}
-	if e := s.decodeJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
-	if name == "" {
-		writeError(w, badRequest("model", "model is required"))
-		return
-	}
-	if _, ok := s.lookupAny(name); ok {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
-		return
-	}
-	hf := strings.HasPrefix(name, "hf.co/") || strings.HasPrefix(name, "huggingface.co/")
-	if hf && s.router != nil && s.router.pull != nil {
-		if s.router.pullRef != nil {
-			ref, err := s.router.pullRef(name)
-			if err != nil {
-				writeError(w, badRequest("model", "model %q is not a Hugging Face name hf.co/ORG/REPO[:QUANT|:FILE]: %v", name, err))
-				return
-			}
-			if _, ok := s.lookupAny(ref); ok {
-				// Served already (named by its reference at start).
-				writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
-				return
-			}
-		}
-		s.pullModel(w, r, name, req.Stream == nil || *req.Stream)
-		return
-	}
-	msg := fmt.Sprintf("this server does not pull models at run time: run `nanoserve pull %s` and start the server with --model %s", strings.TrimPrefix(name, "hf.co/"), strings.TrimPrefix(name, "hf.co/"))
-	if !hf {
-		msg = fmt.Sprintf("%q is an Ollama registry name; nanoserve pulls from the Hugging Face hub: name the model as hf.co/ORG/REPO:QUANT (`nanoserve pull ORG/REPO:QUANT`)", name)
-	}
-	writeError(w, badRequest("model", "%s", msg))
-}
-
-// pullModel downloads a hub model through RouterOptions.Pull and serves
-// it: NDJSON status lines ({"status": "pulling NAME"}, per-file progress
-// with digest, total and completed (pull_progress.go), then "success") or,
-// with stream false, the last one alone.
-func (s *Server) pullModel(w http.ResponseWriter, r *http.Request, name string, stream bool) {
-	if stream {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		w.Write(append(marshal(map[string]string{"status": "pulling " + name}), '\n'))
-		http.NewResponseController(w).Flush()
-	}
-	ctx := r.Context()
-	if stream {
-		ctx = hub.WithProgress(ctx, (&pullStream{w: w}).file)
-	}
-	spec, err := s.router.pull(ctx, name)
-	if err == nil {
-		err = s.router.add(spec)
-	}
-	if err != nil {
-		e := &apiError{status: http.StatusBadGateway, Type: "server_error", Message: fmt.Sprintf("pulling %s failed: %v", name, err)}
-		if stream {
-			w.Write(append(marshal(ollamaError{e.Message}), '\n'))
-			return
-		}
-		writeError(w, e)
-		return
-	}
-	if stream {
-		w.Write(append(marshal(map[string]string{"status": "success"}), '\n'))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "success"})
-}
-
-// lookupAny reports whether name is a served model's.
-func (s *Server) lookupAny(name string) (int, bool) {
-	if s.router != nil {
-		return s.router.lookup(name)
-	}
-	return 0, matchName(s.names, name)
-}

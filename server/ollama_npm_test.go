@@ -95,7 +95,7 @@ func TestOllamaNPMClient(t *testing.T) {
 	a, b := testSpec(t, "aidreams", nil), testSpec(t, "mha", nil)
 	a.Preload = true // as serve does with the models named at start: their manifests are known
 	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{a, b}, MaxLoaded: 1}, nil)
-	if err := ts.Preload(context.Background()); err != nil {
+	if err := ts.front.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	out := runNode(t, dir, "ollama_client.mjs", ts.url, "aidreams")

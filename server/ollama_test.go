@@ -132,7 +132,7 @@ func FuzzOllamaRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
 		path := paths[int(kind)%len(paths)]
 		w := httptest.NewRecorder()
-		ts.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		ts.front.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
 		if w.Code >= 500 {
 			t.Fatalf("%s %q: %d %s", path, body, w.Code, w.Body)
 		}

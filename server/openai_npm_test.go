@@ -23,7 +23,7 @@ func TestOpenAINPMClient(t *testing.T) {
 	a, b := testSpec(t, "aidreams", nil), testSpec(t, "mha", nil)
 	a.Preload = true
 	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{a, b}}, nil)
-	if err := ts.Preload(context.Background()); err != nil {
+	if err := ts.front.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	out := runNode(t, dir, "openai_client.mjs", ts.url+"/v1", "aidreams")

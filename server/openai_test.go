@@ -76,7 +76,7 @@ func TestOpenAIClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(models.Data) != 2 || models.Data[0].ID != testModel {
+	if len(models.Data) != 1 || models.Data[0].ID != testModel {
 		t.Errorf("models %+v", models.Data)
 	}
 

@@ -30,7 +30,7 @@ func TestOpenAIToolConversation(t *testing.T) {
 	call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"unit\": \"celsius\"}}\n</tool_call>"
 	sc := &script{replies: []string{call, call, "It is 21 °C in Zürich."}}
 	ts := qwenToolServer(t, nil)
-	ts.gen = sc.gen
+	ts.gen = scripted(sc.gen)
 	client := openai.NewClient(option.WithBaseURL(ts.url+"/v1/"), option.WithAPIKey("none"), option.WithMaxRetries(0))
 	ctx := context.Background()
 

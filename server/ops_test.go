@@ -48,7 +48,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 // is a 504.
 func TestRequestTimeout(t *testing.T) {
 	ts := newTestServer(t, func(o *Options) { o.RequestTimeout = 100 * time.Millisecond })
-	ts.onToken = func() { time.Sleep(10 * time.Millisecond) }
+	ts.gen = paced{ts.gen, func() { time.Sleep(10 * time.Millisecond) }}
 	body := `{"prompt":"Once","max_tokens":100,"ignore_eos":true,"temperature":0%s}`
 	code, _, b := ts.post(t, "/v1/completions", strings.Replace(body, "%s", `,"stream":true`, 1))
 	if code != 200 || !bytes.Contains(b, []byte(`"code":"request_timeout"`)) || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) {
@@ -69,7 +69,8 @@ func TestDrainTimeoutEndsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.onToken = func() { time.Sleep(20 * time.Millisecond) } // 100 tokens: 2 s, far past the drain
+	m := firstModel(s)
+	m.gen = paced{m.gen, func() { time.Sleep(20 * time.Millisecond) }} // 100 tokens: 2 s, far past the drain
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -170,15 +171,15 @@ func TestHealthAndReady(t *testing.T) {
 	if code, b := get("/ready"); code != 200 || !strings.Contains(b, `"status":"ready"`) {
 		t.Fatalf("ready: %d %s", code, b)
 	}
-	ts.draining.Store(true)
+	ts.front.draining.Store(true)
 	if code, b := get("/health"); code != 200 || !strings.Contains(b, "draining") {
 		t.Errorf("health while draining: %d %s (want 200: a draining pod must not be killed)", code, b)
 	}
 	if code, b := get("/ready"); code != 503 || !strings.Contains(b, "draining") {
 		t.Errorf("ready while draining: %d %s", code, b)
 	}
-	ts.draining.Store(false)
-	ts.now = func() time.Time { return time.Now().Add(time.Hour) } // the loop has not beaten for an hour
+	ts.front.draining.Store(false)
+	ts.front.now = func() time.Time { return time.Now().Add(time.Hour) } // the loop has not beaten for an hour
 	if code, b := get("/health"); code != 503 || !strings.Contains(b, "hung") {
 		t.Errorf("health with a stale heartbeat: %d %s", code, b)
 	}

@@ -125,7 +125,7 @@ func TestOriginAndHost(t *testing.T) {
 		}
 		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.ParseIP(c.local), Port: 8080}))
 		rec := httptest.NewRecorder()
-		ts.ServeHTTP(rec, req)
+		ts.front.ServeHTTP(rec, req)
 		if rec.Code != c.want {
 			t.Errorf("connection to %s, Host %q, Origin %q: %d %s, want %d", c.local, c.host, c.origin, rec.Code, rec.Body, c.want)
 		}

@@ -21,7 +21,7 @@ import (
 // one whose first name is served already is not added twice.
 func TestRouterAddTakenNames(t *testing.T) {
 	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{testSpec(t, "aidreams", nil)}}, nil)
-	rt := ts.router
+	rt := ts.front.router
 	spec := testSpec(t, "mha", nil)
 	spec.Names = []string{"hf.co/org/mha:Q8_0", "aidreams.bin", "mha"}
 	if err := rt.add(spec); err != nil {

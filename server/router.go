@@ -24,20 +24,13 @@ package server
 // the default).
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"nanoserve/engine"
 )
@@ -90,6 +83,8 @@ type LoadedModel struct {
 	// Close releases the engine and the model (called once, when the model
 	// is unloaded and idle, or at Server.Close).
 	Close func()
+
+	srv *Server // New's model, made already
 }
 
 // RouterOptions configure a multi-model server.
@@ -137,7 +132,7 @@ func (rt *router) add(m ModelSpec) error {
 
 // router is a multi-model server's model table.
 type router struct {
-	front     *Server
+	front     *Front
 	opts      Options
 	specs     atomic.Pointer[[]ModelSpec] // append-only (a pull adds one); indices are stable
 	pull      func(ctx context.Context, name string) (ModelSpec, error)
@@ -173,7 +168,7 @@ type slot struct {
 }
 
 // NewRouter makes a server of several models (see the top of router.go).
-func NewRouter(opts RouterOptions) (*Server, error) {
+func NewRouter(opts RouterOptions) (*Front, error) {
 	if len(opts.Models) == 0 {
 		return nil, fmt.Errorf("server: a multi-model server needs at least one model")
 	}
@@ -190,95 +185,38 @@ func NewRouter(opts RouterOptions) (*Server, error) {
 		}
 	}
 	o := opts.Options
-	o.ModelNames = []string{opts.Models[0].Names[0]}
-	front := &Server{
-		names:       o.ModelNames,
-		apiKey:      o.APIKey,
-		metricsAuth: o.MetricsAuth,
-		maxBody:     o.MaxBodyBytes,
-		log:         o.Logger,
-		created:     time.Now().Unix(),
-		m:           newMetrics(),
-
-		readHeaderTimeout: orDefault(o.ReadHeaderTimeout, 10*time.Second),
-		bodyTimeout:       orDefault(o.BodyTimeout, time.Minute),
-		idleTimeout:       orDefault(o.IdleTimeout, 2*time.Minute),
-		reqTimeout:        max(o.RequestTimeout, 0),
-		healthStall:       orDefault(o.HealthStall, 5*time.Minute),
-		cors:              o.CORSOrigins,
-		allowedHosts:      o.AllowedHosts,
-		now:               time.Now,
-	}
-	if front.maxBody <= 0 {
-		front.maxBody = 4 << 20
-	}
-	if front.log == nil {
-		front.log = slog.Default()
-		o.Logger = front.log
-	}
+	front := newFront(o)
+	o.Logger = front.log
 	rt := &router{front: front, opts: o, pull: opts.Pull, pullRef: opts.PullRef, maxLoaded: opts.MaxLoaded, budget: opts.MemoryBudget,
 		now: time.Now, slots: map[int]*slot{}, manifests: map[int]*Manifest{}}
 	models := slices.Clone(opts.Models)
 	rt.specs.Store(&models)
 	front.router = rt
-	front.mux = front.routes()
-	for path, r := range front.mux {
-		if frontPaths[path] {
-			continue
-		}
-		methods := map[string]http.HandlerFunc{}
-		for m := range r.methods {
-			methods[m] = rt.routed(path)
-		}
-		front.mux[path] = route{r.endpoint, r.access, methods}
-	}
 	return front, nil
 }
 
-// frontPaths are the paths a multi-model server answers itself.
-var frontPaths = map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/v1/models": true, modelPath: true,
-	"/api/tags": true, "/api/ps": true, "/api/version": true, "/api/pull": true}
-
-// ModelFor returns the server of the model a request's model field names
+// modelFor returns the server of the model a request's model field names
 // ("": the first model), loading the model if it is not loaded, and a
 // release function to call when the request is done (a model is never
-// closed while a request holds it). A server of one engine returns itself
-// when the name is one of its own. Unknown names are a 404 naming the
-// model; a model that fails to load is a 500.
-func (s *Server) ModelFor(ctx context.Context, name string) (*Server, func(), error) {
-	b, release, e := s.modelFor(ctx, name)
-	if e != nil {
-		return nil, nil, e
-	}
-	return b, release, nil
-}
-
-func (s *Server) modelFor(ctx context.Context, name string) (*Server, func(), *apiError) {
-	if s.router == nil {
-		if _, e := s.resolveModel(name); e != nil {
-			return nil, nil, e
-		}
-		return s, func() {}, nil
-	}
-	i, ok := s.router.lookup(name)
+// closed while a request holds it). Unknown names are a 404 naming the
+// served models; a model that fails to load is a 500.
+func (f *Front) modelFor(ctx context.Context, name string) (*Server, func(), *apiError) {
+	i, ok := f.router.lookup(name)
 	if !ok {
-		return nil, nil, s.unknownModel(name)
+		return nil, nil, unknownModel(name, f.router.servedNames())
 	}
-	sl, e := s.router.acquire(ctx, i)
+	sl, e := f.router.acquire(ctx, i)
 	if e != nil {
 		return nil, nil, e
 	}
 	var once sync.Once
-	return sl.srv, func() { once.Do(func() { s.router.release(sl) }) }, nil
+	return sl.srv, func() { once.Do(func() { f.router.release(sl) }) }, nil
 }
 
 // Preload loads the models marked Preload (up to MaxLoaded of them), then
 // marks the server ready. A model that fails to load is an error.
-func (s *Server) Preload(ctx context.Context) error {
-	if s.router == nil {
-		return nil
-	}
-	rt := s.router
+func (f *Front) Preload(ctx context.Context) error {
+	rt := f.router
 	n := 0
 	for i, m := range rt.list() {
 		if !m.Preload || rt.maxLoaded > 0 && n >= rt.maxLoaded {
@@ -321,11 +259,8 @@ func (rt *router) describe() {
 // Close unloads every model of a multi-model server (waiting for none:
 // call it after Serve returned). A server of one engine has nothing to
 // close (its engine is the caller's).
-func (s *Server) Close() {
-	if s.router == nil {
-		return
-	}
-	rt := s.router
+func (f *Front) Close() {
+	rt := f.router
 	rt.mu.Lock()
 	rt.closed = true
 	var victims []*slot
@@ -404,6 +339,22 @@ func (rt *router) acquire(ctx context.Context, i int) (*slot, *apiError) {
 	return sl, nil
 }
 
+// loaded puts model i in the table as loaded (New's model, made already)
+// and marks the table ready.
+func (rt *router) loaded(i int, srv *Server, lm *LoadedModel) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	sl := &slot{spec: i, done: make(chan struct{}), srv: srv, lm: lm, used: rt.now()}
+	close(sl.done)
+	srv.keepAlive = func(d time.Duration) { rt.keepAlive(sl, d) }
+	if srv.manifest != nil {
+		rt.manifests[i] = srv.manifest
+	}
+	rt.slots[i] = sl
+	rt.loads++
+	rt.ready.Store(true)
+}
+
 // load runs the model's loader for sl, then unloads what the limits say.
 func (rt *router) load(sl *slot) {
 	spec := rt.list()[sl.spec]
@@ -448,10 +399,12 @@ func (rt *router) open(spec ModelSpec) (srv *Server, lm *LoadedModel, err error)
 	w.ModelNames = spec.Names
 	w.Template, w.TemplateOptions, w.ToolFormat, w.Defaults, w.Manifest = o.Template, o.TemplateOptions, o.ToolFormat, o.Defaults, o.Manifest
 	w.TokenHealing, w.NonEmpty = o.TokenHealing, o.NonEmpty
-	srv, err = New(lm.Engine, w)
-	if err != nil {
-		lm.Close()
-		return nil, nil, err
+	srv = lm.srv
+	if srv == nil {
+		if srv, err = newModelServer(lm.Engine, w); err != nil {
+			lm.Close()
+			return nil, nil, err
+		}
 	}
 	if rt.newServer != nil {
 		rt.newServer(spec.Names[0], srv)
@@ -568,233 +521,4 @@ func (rt *router) evict(keep *slot) {
 	for _, sl := range victims {
 		go sl.lm.Close() // not on the request that loaded a model
 	}
-}
-
-// routed is the handler of a path answered by a model: it reads the body,
-// finds the model its "model" field names, and runs that model's handler
-// with the body.
-func (rt *router) routed(path string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, e := rt.front.readBody(w, r)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
-		name, e := modelField(r, body)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
-		t0 := time.Now()
-		b, release, e := rt.front.modelFor(r.Context(), name)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
-		defer release()
-		r = r.WithContext(context.WithValue(r.Context(), loadKey{}, time.Since(t0)))
-		h := b.mux[path].methods[r.Method]
-		if h == nil {
-			writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
-				Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, path)})
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		h(w, r)
-	}
-}
-
-// modelField is a request body's "model" ("" when absent or null); a body
-// that is not a JSON object is the error the handler would answer.
-func modelField(r *http.Request, body []byte) (string, *apiError) {
-	var v struct {
-		Model json.RawMessage `json:"model"`
-		Name  json.RawMessage `json:"name"` // Ollama's older spelling (/api/show)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&v); err != nil {
-		if e := wrongContentType(r, err); e != nil {
-			return "", e
-		}
-		return "", jsonError(err)
-	}
-	if dec.More() {
-		return "", badRequest("", "invalid JSON: trailing data after the request object")
-	}
-	if isNull(v.Model) {
-		v.Model = v.Name
-		if isNull(v.Model) || v.Model[0] != '"' {
-			return "", nil
-		}
-	}
-	var name string
-	if err := json.Unmarshal(v.Model, &name); err != nil {
-		return "", badRequest("model", "model must be a string, got %s", jsonKind(string(bytes.TrimSpace(v.Model))))
-	}
-	return name, nil
-}
-
-// listed is one model as the listings see it.
-type listed struct {
-	names    []string
-	manifest *Manifest
-	srv      *Server // nil: not loaded
-	bytes    int64
-	expires  time.Time // zero: kept loaded
-}
-
-// listModels are the served models in order (one for a server of one
-// engine).
-func (s *Server) listModels() []listed {
-	if s.router == nil {
-		return []listed{{names: s.names, manifest: s.manifest, srv: s}}
-	}
-	rt := s.router
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	specs := rt.list()
-	out := make([]listed, len(specs))
-	for i, m := range specs {
-		out[i] = listed{names: m.Names, manifest: rt.manifests[i]}
-	}
-	for _, sl := range rt.loadedLocked() {
-		out[sl.spec].srv, out[sl.spec].bytes, out[sl.spec].expires = sl.srv, sl.lm.Bytes, sl.expires
-	}
-	return out
-}
-
-func (rt *router) card(m listed) modelCard {
-	c := modelCard{ID: m.names[0], Object: "model", Created: rt.front.created, OwnedBy: "nanoserve",
-		Aliases: m.names[1:], Loaded: new(m.srv != nil), Manifest: m.manifest}
-	switch {
-	case m.srv != nil:
-		c.MaxModelLen = m.srv.eng.CtxSize()
-		c = c.withCache(m.srv.eng)
-	case m.manifest != nil:
-		c.MaxModelLen = m.manifest.ContextLength
-	}
-	return c
-}
-
-func (rt *router) handleModels(w http.ResponseWriter, r *http.Request) {
-	var data []modelCard
-	for _, m := range rt.front.listModels() {
-		data = append(data, rt.card(m))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Object string      `json:"object"`
-		Data   []modelCard `json:"data"`
-	}{"list", data})
-}
-
-func (rt *router) handleModel(w http.ResponseWriter, r *http.Request, id string) {
-	i, ok := rt.lookup(id)
-	if !ok || id == "" {
-		writeError(w, rt.front.unknownModel(id))
-		return
-	}
-	writeJSON(w, http.StatusOK, rt.card(rt.front.listModels()[i]))
-}
-
-// handleHealth: 200 while every loaded model's engine loop beats.
-func (rt *router) handleHealth(w http.ResponseWriter, r *http.Request) {
-	for _, m := range rt.front.listModels() {
-		if m.srv == nil {
-			continue
-		}
-		beat := m.srv.eng.Heartbeat()
-		if age := rt.front.now().Sub(beat); !beat.IsZero() && age > rt.front.healthStall {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error",
-				"message": fmt.Sprintf("the engine loop of the model %q has not stepped for %v (limit %v): it is hung", m.names[0], age.Round(time.Second), rt.front.healthStall)})
-			return
-		}
-	}
-	status := "ok"
-	if rt.front.draining.Load() {
-		status = "draining"
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": status})
-}
-
-// handleReady: 200 when the models named at start have loaded (Preload),
-// no loaded model's queue is full, and the server is not draining.
-func (rt *router) handleReady(w http.ResponseWriter, r *http.Request) {
-	var why string
-	loaded := []string{}
-	running, waiting := 0, 0
-	for _, m := range rt.front.listModels() {
-		if m.srv == nil {
-			continue
-		}
-		loaded = append(loaded, m.names[0])
-		st := m.srv.eng.Stats()
-		running += st.Running
-		waiting += st.Waiting
-		switch {
-		case why != "":
-		case st.Waiting >= m.srv.eng.Options().MaxQueue:
-			why = fmt.Sprintf("the queue of the model %q is full (%d waiting)", m.names[0], st.Waiting)
-		case m.srv.slots != nil && len(m.srv.slots) >= cap(m.srv.slots):
-			why = fmt.Sprintf("the model %q is full (%d requests running or waiting)", m.names[0], cap(m.srv.slots))
-		}
-	}
-	switch {
-	case rt.front.draining.Load():
-		why = "the server is draining for shutdown"
-	case !rt.ready.Load():
-		why = "the models named at start are still loading"
-	}
-	if why != "" {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "message": why})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": rt.list()[0].Names[0], "loaded": loaded,
-		"running": running, "waiting": waiting})
-}
-
-// handleMetrics writes the server's request series, the router's and each
-// loaded model's own series labelled model_name (families merged, so each
-// has one HELP and TYPE).
-func (rt *router) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	serveFamilies(w, r, func() ([]*dto.MetricFamily, error) {
-		front, err := rt.front.m.reg.Gather()
-		if err != nil {
-			return nil, err
-		}
-		fams := slices.DeleteFunc(front, func(f *dto.MetricFamily) bool { return !isPerServer(f.GetName()) })
-		rt.mu.Lock()
-		loadedN, loads, unloads := len(rt.loadedLocked()), rt.loads, rt.unloads
-		rt.mu.Unlock()
-		own := prometheus.NewRegistry()
-		own.MustRegister(constCollector(gaugeMetrics([]gauge{
-			{name: "nanoserve_models_loaded", help: "Models loaded (multi-model server).", value: float64(loadedN)},
-			{name: "nanoserve_model_loads_total", help: "Model loads.", value: float64(loads), counter: true},
-			{name: "nanoserve_model_unloads_total", help: "Model unloads (least recently used, keep_alive).", value: float64(unloads), counter: true},
-		})))
-		more, err := own.Gather()
-		if err != nil {
-			return nil, err
-		}
-		fams = append(fams, more...)
-		for _, m := range rt.front.listModels() {
-			if m.srv == nil {
-				continue
-			}
-			mf, err := m.srv.gatherModel()
-			if err != nil {
-				return nil, err
-			}
-			for _, f := range mf {
-				if isPerServer(f.GetName()) {
-					continue
-				}
-				for _, s := range f.Metric {
-					withModelName(s, m.names[0])
-				}
-				fams = append(fams, f)
-			}
-		}
-		return mergeFamilies(fams), nil
-	})
 }

@@ -63,7 +63,7 @@ func newTestRouter(t testing.TB, opts RouterOptions, hook func(name string, s *S
 	s.router.newServer = hook
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() { hs.Close(); s.Close() })
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // alone is model name's greedy answer to prompt from a server of that
@@ -211,7 +211,7 @@ func testUnloadInFlight(t *testing.T, opts RouterOptions, wantA string) {
 			}
 			aSrv.Store(s)
 			var once sync.Once
-			s.onToken = func() { once.Do(func() { close(started); <-gate }) }
+			s.gen = paced{s.gen, func() { once.Do(func() { close(started); <-gate }) }}
 		})
 	var release sync.Once
 	open := func() { release.Do(func() { close(gate) }) }

@@ -117,22 +117,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"nanoserve/chat"
@@ -224,39 +217,24 @@ type Options struct {
 	InfillBatch int
 }
 
-// Server serves one engine over HTTP. It is an http.Handler.
+// Server is one model's handler: its engine, tokenizer, chat template,
+// sampling defaults and admission slots, and the handlers of the routes a
+// model answers (generation, embeddings, tokens, Ollama's show). The Front
+// runs them on the model a request names; it is not an http.Handler.
 type Server struct {
-	eng         *engine.Engine
-	tok         *tokenizer.Tokenizer
-	names       []string
-	chat        *chat.Prompter // nil: no chat template
-	defaults    sample.Policy
-	apiKey      string
-	metricsAuth bool // /metrics needs the key
-	maxBody     int64
-	slots       chan struct{} // admission: one token per admitted generation (nil: no cap)
-	log         *slog.Logger
-	created     int64
-	m           *metrics
-	draining    atomic.Bool
-	inFlight    atomic.Int64 // requests being served
-	mux         map[string]route
+	eng      *engine.Engine
+	tok      *tokenizer.Tokenizer
+	names    []string
+	chat     *chat.Prompter // nil: no chat template
+	defaults sample.Policy
+	slots    chan struct{} // admission: one token per admitted generation (nil: no cap)
+	log      *slog.Logger
+	created  int64
+	m        *metrics // the model's own series (generations, latencies, engine)
 
-	readHeaderTimeout time.Duration
-	bodyTimeout       time.Duration
-	idleTimeout       time.Duration
-	reqTimeout        time.Duration // 0: none
-	healthStall       time.Duration
-	cors              []string         // allowed origins; nil: CORS off
-	allowedHosts      []string         // Options.AllowedHosts
-	now               func() time.Time // the clock /health compares the engine's heartbeat with
-
-	// router: the models of a multi-model server (NewRouter), nil for a
-	// server of one engine. manifest describes this server's model (nil:
-	// unknown); keepAlive, set by the router on each model's server, tells
-	// it how long the model should stay loaded after a request (Ollama's
-	// keep_alive; 0: unload when idle).
-	router    *router
+	// manifest describes this model (nil: unknown); keepAlive, set by the
+	// router, tells it how long the model should stay loaded after a
+	// request (Ollama's keep_alive; 0: unload when idle).
 	manifest  *Manifest
 	keepAlive func(d time.Duration)
 
@@ -268,70 +246,38 @@ type Server struct {
 	nonEmpty   bool // completions never empty (Options.NonEmpty)
 	infillB    int  // llama-server's n_batch for /infill (infill.go)
 
-	// Test hooks: hook runs at the start of every routed handler, onToken
-	// after each token a generation yields; gen, when set, stands in for
-	// the engine with a scripted reply to a one-choice request (to test how
-	// replies are read, e.g. tool calls, without a model that writes them).
-	hook    func(r *http.Request)
-	onToken func()
-	onDone  func() // after a generation's results are counted
-	gen     func(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result)
+	// gen is what jobs are submitted to: the engine (tests put a fake in
+	// its place through the generator interface).
+	gen generator
 }
 
-// route is one path's handlers by method.
-type route struct {
-	endpoint string // metrics label
-	access   access
-	methods  map[string]http.HandlerFunc
-}
-
-// access is who may call a route. The zero value needs the API key, so a
-// route the table does not mark otherwise is behind the key.
-type access uint8
-
-const (
-	needsKey      access = iota
-	public               // probes: /health, /ready
-	metricsAccess        // /metrics: public unless Options.MetricsAuth
-)
-
-// needsKey reports whether rt asks for the API key (when one is set).
-func (s *Server) needsKey(rt route) bool {
-	switch rt.access {
-	case public:
-		return false
-	case metricsAccess:
-		return s.metricsAuth
+// New makes a server of one engine: a table of one model, loaded (the
+// engine stays the caller's: Close does not close it).
+func New(eng *engine.Engine, opts Options) (*Front, error) {
+	s, err := newModelServer(eng, opts)
+	if err != nil {
+		return nil, err
 	}
-	return true
+	lm := &LoadedModel{Engine: eng, Options: opts, Close: func() {}, srv: s}
+	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Preload: true,
+		Load: func() (*LoadedModel, error) { return lm, nil }}}})
+	if err != nil {
+		return nil, err
+	}
+	f.router.loaded(0, s, lm)
+	return f, nil
 }
 
-// modelPath is the route table's entry for /v1/models/{id}: every path
-// under /v1/models/ (the rest of the path is the model's name).
-const modelPath = "/v1/models/{id}"
-
-// New makes a server for eng.
-func New(eng *engine.Engine, opts Options) (*Server, error) {
+// newModelServer makes the handler of one model's engine.
+func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 	s := &Server{
-		eng:         eng,
-		tok:         eng.Tokenizer(),
-		names:       opts.ModelNames,
-		apiKey:      opts.APIKey,
-		metricsAuth: opts.MetricsAuth,
-		maxBody:     opts.MaxBodyBytes,
-		log:         opts.Logger,
-		created:     time.Now().Unix(),
-		m:           newMetrics(),
-
-		readHeaderTimeout: orDefault(opts.ReadHeaderTimeout, 10*time.Second),
-		bodyTimeout:       orDefault(opts.BodyTimeout, time.Minute),
-		idleTimeout:       orDefault(opts.IdleTimeout, 2*time.Minute),
-		reqTimeout:        max(opts.RequestTimeout, 0),
-		healthStall:       orDefault(opts.HealthStall, 5*time.Minute),
-		cors:              opts.CORSOrigins,
-		allowedHosts:      opts.AllowedHosts,
-		now:               time.Now,
-		manifest:          opts.Manifest,
+		eng:      eng,
+		tok:      eng.Tokenizer(),
+		names:    opts.ModelNames,
+		log:      opts.Logger,
+		created:  time.Now().Unix(),
+		m:        newMetrics(),
+		manifest: opts.Manifest,
 	}
 	if len(s.names) == 0 {
 		s.names = []string{"nanoserve"}
@@ -340,9 +286,6 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		if n == "" || slices.Contains(s.names[:i], n) {
 			return nil, fmt.Errorf("server: model name %q is empty or repeated", n)
 		}
-	}
-	if s.maxBody <= 0 {
-		s.maxBody = 4 << 20
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -366,6 +309,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			s.toolFormat = opts.Template.ToolFormat()
 		}
 	}
+	s.gen = engineGen{eng}
 	s.defaults = eng.Defaults()
 	if opts.Defaults != nil {
 		s.defaults = *opts.Defaults
@@ -373,180 +317,8 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if err := s.defaults.Validate(); err != nil {
 		return nil, fmt.Errorf("server: default policy: %w", err)
 	}
-	s.mux = s.routes()
 	return s, nil
 }
-
-// routes is the path table: each path's metrics label, who may call it
-// (access: the API key unless marked public) and handlers by method. A
-// multi-model server (NewRouter) answers the paths in frontPaths itself and
-// sends every other one to the handler of the model the request's "model"
-// field names (router.go), so a handler added here is routed by model with
-// no more wiring; it is behind the API key unless marked otherwise here.
-func (s *Server) routes() map[string]route {
-	post := func(endpoint string, h http.HandlerFunc) route {
-		return route{endpoint, needsKey, map[string]http.HandlerFunc{http.MethodPost: h}}
-	}
-	get := func(endpoint string, a access, h http.HandlerFunc) route {
-		return route{endpoint, a, map[string]http.HandlerFunc{http.MethodGet: h}}
-	}
-	return map[string]route{
-		"/v1/completions":      post("completions", s.handleCompletions),
-		"/v1/chat/completions": post("chat_completions", s.handleChat),
-		"/v1/embeddings":       post("embeddings", s.handleEmbeddings),
-		"/infill":              post("infill", s.handleInfill),
-		"/v1/models":           get("models", needsKey, s.handleModels),
-		modelPath:              get("models", needsKey, s.handleModelPath),
-		"/health":              get("health", public, s.handleHealth),
-		"/ready":               get("ready", public, s.handleReady),
-		"/metrics":             get("metrics", metricsAccess, s.handleMetrics),
-		"/tokenize":            post("tokenize", s.handleTokenize),
-		"/detokenize":          post("detokenize", s.handleDetokenize),
-		"/apply-template":      post("apply_template", s.handleApplyTemplate),
-		"/api/generate":        post("ollama_generate", s.handleOllamaGenerate),
-		"/api/chat":            post("ollama_chat", s.handleOllamaChat),
-		"/api/embed":           post("ollama_embed", s.handleOllamaEmbed),
-		"/api/embeddings":      post("ollama_embeddings", s.handleOllamaEmbeddings),
-		"/api/show":            post("ollama_show", s.handleOllamaShow),
-		"/api/tags":            get("ollama_tags", needsKey, s.handleOllamaTags),
-		"/api/ps":              get("ollama_ps", needsKey, s.handleOllamaPS),
-		"/api/version":         get("ollama_version", needsKey, s.handleOllamaVersion),
-		"/api/pull":            post("ollama_pull", s.handleOllamaPull),
-	}
-}
-
-// Route is one entry of the route table as a client sees it.
-type Route struct {
-	Path    string   // ModelPath ("/v1/models/{id}") stands for any path under /v1/models/
-	Methods []string // sorted
-	Public  bool     // answered without the API key
-}
-
-// ModelPath is the route table's path of one model's card.
-const ModelPath = modelPath
-
-// Routes lists, sorted by path, every route a server made with opts
-// answers (a multi-model server answers the same), with its methods and
-// whether it needs the API key: what tests and the bad-input check walk.
-func Routes(opts Options) []Route {
-	s := &Server{metricsAuth: opts.MetricsAuth}
-	var out []Route
-	for path, rt := range s.routes() {
-		r := Route{Path: path, Public: !s.needsKey(rt)}
-		for m := range rt.methods {
-			r.Methods = append(r.Methods, m)
-		}
-		slices.Sort(r.Methods)
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Route) int { return strings.Compare(a.Path, b.Path) })
-	return out
-}
-
-// ServeHTTP routes a request, counting it and recovering from panics. Every
-// request carries an id (the client's X-Request-Id, or a new one), echoed in
-// the X-Request-Id response header and in each log line about it.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	path := r.URL.Path
-	rt, ok := s.mux[path]
-	if !ok && strings.HasPrefix(path, "/v1/models/") {
-		rt, ok = s.mux[modelPath]
-	}
-	endpoint := "other"
-	if ok {
-		endpoint = rt.endpoint
-	}
-	reqID := requestID(r.Header.Get("X-Request-Id"))
-	w.Header().Set("X-Request-Id", reqID)
-	log := s.log.With("request_id", reqID)
-	r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, log))
-	if s.reqTimeout > 0 && (endpoint == "completions" || endpoint == "chat_completions" ||
-		endpoint == "ollama_generate" || endpoint == "ollama_chat" || endpoint == "infill") {
-		ctx, cancel := context.WithTimeoutCause(r.Context(), s.reqTimeout, &requestTimeoutError{s.reqTimeout})
-		defer cancel()
-		r = r.WithContext(ctx)
-	}
-	sw := &statusWriter{ResponseWriter: w, ollama: strings.HasPrefix(path, "/api/")}
-	s.m.add(&s.m.inFlight, 1)
-	s.inFlight.Add(1)
-	defer func() {
-		s.inFlight.Add(-1)
-		s.m.add(&s.m.inFlight, -1)
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				s.m.request(endpoint, 499)
-				panic(v)
-			}
-			log.Error("server: handler panic", "path", path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if !sw.wrote {
-				writeError(sw, &apiError{status: http.StatusInternalServerError, Type: "server_error",
-					Message: "internal server error (the server logged the details)"})
-			}
-		}
-		s.m.request(endpoint, sw.statusCode())
-		level := slog.LevelInfo
-		if endpoint == "health" || endpoint == "ready" || endpoint == "metrics" {
-			level = slog.LevelDebug // probes and scrapes every few seconds
-		}
-		log.Log(r.Context(), level, "request", "method", r.Method, "path", path, "status", sw.statusCode(),
-			"ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
-	}()
-
-	if e := s.checkOrigin(r); e != nil {
-		s.refuse(sw, r, e)
-		return
-	}
-	if s.cors != nil && s.corsHeaders(sw, r) {
-		return // a preflight, answered
-	}
-	if !ok {
-		s.refuse(sw, r, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
-			Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, path)})
-		return
-	}
-	h := rt.methods[r.Method]
-	if h == nil && r.Method == http.MethodHead {
-		h = rt.methods[http.MethodGet]
-	}
-	if h == nil {
-		allow := make([]string, 0, len(rt.methods))
-		for m := range rt.methods {
-			allow = append(allow, m)
-		}
-		sw.Header().Set("Allow", strings.Join(allow, ", "))
-		s.refuse(sw, r, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: strp("method_not_allowed"),
-			Message: fmt.Sprintf("method %s is not allowed on %s (use %s)", r.Method, path, strings.Join(allow, ", "))})
-		return
-	}
-	if s.apiKey != "" && s.needsKey(rt) && !s.authorized(r) {
-		sw.Header().Set("WWW-Authenticate", `Bearer realm="nanoserve"`)
-		s.refuse(sw, r, &apiError{status: http.StatusUnauthorized, Type: "authentication_error", Code: strp("invalid_api_key"),
-			Message: "missing or invalid API key: send the header \"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\""})
-		return
-	}
-	if s.hook != nil {
-		s.hook(r)
-	}
-	h(sw, r)
-}
-
-// refuse answers a request before its handler runs (403, 401, 404, 405).
-// Its body is unread, so the connection is closed after the answer:
-// net/http would otherwise read the rest of a small body to reuse the
-// connection, with no deadline, so a client that stalls its body would
-// hold the connection (and a goroutine) for as long as it likes. The read
-// deadline in the past makes that read fail at once (as readBody does).
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *apiError) {
-	if r.ContentLength != 0 {
-		w.Header().Set("Connection", "close")
-		http.NewResponseController(w).SetReadDeadline(time.Now())
-	}
-	writeError(w, e)
-}
-
-// loggerKey is the request context key of the request's logger.
-type loggerKey struct{}
 
 // logger is the logger of the request ctx belongs to (its lines carry the
 // request id), or the server's.
@@ -555,133 +327,6 @@ func (s *Server) logger(ctx context.Context) *slog.Logger {
 		return l
 	}
 	return s.log
-}
-
-// requestID is the client's X-Request-Id when it is 1 to 128 visible ASCII
-// characters, else a new random id.
-func requestID(h string) string {
-	if len(h) >= 1 && len(h) <= 128 && !strings.ContainsFunc(h, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		return h
-	}
-	return newID("req-")
-}
-
-// checkOrigin refuses (403) what a browser sends on behalf of another site,
-// as Ollama does, whether or not an API key is set:
-//
-//   - a request with an Origin header that is neither a loopback origin
-//     (http or https, host localhost, *.localhost or a loopback address,
-//     any port) nor listed in Options.CORSOrigins ("*": any). A page on any
-//     site can make the browser POST a text/plain body cross-origin without
-//     a preflight; the browser then hides the answer, but the request would
-//     run. Requests without an Origin (curl, SDKs, servers) are unaffected.
-//   - on a connection to a loopback address, a request whose Host is not a
-//     loopback name or address, the address the connection reached, or
-//     one of Options.AllowedHosts. This is DNS rebinding: a page on
-//     attacker.example whose name is made to resolve to 127.0.0.1 talks to
-//     the local server as its own origin (no Origin on a GET), but its Host
-//     still says attacker.example. A connection to another address (a
-//     server bound to a network interface, reached by names nanoserve
-//     cannot know: a Kubernetes service, a LAN name) is not checked, as
-//     Ollama checks only when bound to loopback.
-func (s *Server) checkOrigin(r *http.Request) *apiError {
-	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(s.cors, "*") && !slices.Contains(s.cors, origin) && !loopbackOrigin(origin) {
-		return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("origin_not_allowed"),
-			Message: fmt.Sprintf("origin %q is not allowed: browser requests are accepted from loopback origins and those listed with --cors-origin", origin)}
-	}
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	tcp, ok := local.(*net.TCPAddr)
-	if !ok || !tcp.IP.IsLoopback() || slices.Contains(s.allowedHosts, "*") {
-		return nil
-	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	if loopbackHost(host) {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.Equal(tcp.IP) {
-		return nil
-	}
-	for _, a := range s.allowedHosts {
-		a = strings.ToLower(a)
-		if a == host || strings.EqualFold(a, r.Host) || strings.HasPrefix(a, ".") && (host == a[1:] || strings.HasSuffix(host, a)) {
-			return nil
-		}
-	}
-	return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("host_not_allowed"),
-		Message: fmt.Sprintf("host %q is not allowed on a loopback connection (a DNS-rebinding guard): use localhost or 127.0.0.1, or list the name with --allowed-hosts", r.Host)}
-}
-
-// loopbackHost reports whether a host name (no port, lower case) is
-// loopback: localhost, a name under .localhost (RFC 6761 keeps both on the
-// machine), or a loopback address.
-func loopbackHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// loopbackOrigin reports whether an Origin header names a page served from
-// this machine: http or https on a loopback host, any port.
-func loopbackOrigin(origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Path != "" || u.User != nil {
-		return false
-	}
-	return loopbackHost(strings.ToLower(u.Hostname()))
-}
-
-// corsHeaders adds the CORS response headers for an allowed Origin and
-// answers a preflight (OPTIONS with Access-Control-Request-Method),
-// reporting whether it did. A request from an origin not on the list gets
-// no CORS headers, so the browser refuses it; its preflight is a 403.
-func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	h := w.Header()
-	h.Add("Vary", "Origin")
-	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
-	allowed := slices.Contains(s.cors, origin) || slices.Contains(s.cors, "*")
-	if !allowed {
-		if preflight {
-			writeError(w, &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("cors_origin_not_allowed"),
-				Message: fmt.Sprintf("origin %q is not allowed (the server's --cors-origin list)", origin)})
-		}
-		return preflight
-	}
-	if slices.Contains(s.cors, "*") {
-		h.Set("Access-Control-Allow-Origin", "*")
-	} else {
-		h.Set("Access-Control-Allow-Origin", origin)
-	}
-	h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
-	if !preflight {
-		return false
-	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Request-Id")
-	h.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
-	return true
-}
-
-// errDrainTimeout is the cancellation cause of requests the shutdown drain
-// timeout cut.
-var errDrainTimeout = errors.New("server: shutting down, the drain timeout cut this request")
-
-// requestTimeoutError is the cancellation cause of a request that ran past
-// Options.RequestTimeout.
-type requestTimeoutError struct{ d time.Duration }
-
-func (e *requestTimeoutError) Error() string {
-	return fmt.Sprintf("server: the request ran past the %v per-request deadline", e.d)
 }
 
 // cutError is the error a request the server itself cancelled answers with
@@ -699,69 +344,6 @@ func cutError(ctx context.Context) *apiError {
 			Message: fmt.Sprintf("the request ran past the server's per-request deadline of %v and was cancelled", rt.d)}
 	}
 	return nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
-// authorized reports whether r carries the API key, as "Authorization:
-// Bearer KEY" (OpenAI's clients) or "X-Api-Key: KEY" (Anthropic's). The
-// keys are compared as SHA-256 digests in constant time, so the time taken
-// tells neither the key's bytes nor its length.
-func (s *Server) authorized(r *http.Request) bool {
-	want := sha256.Sum256([]byte(s.apiKey))
-	ok := 0
-	if scheme, key, found := strings.Cut(r.Header.Get("Authorization"), " "); found && strings.EqualFold(scheme, "Bearer") {
-		got := sha256.Sum256([]byte(strings.TrimSpace(key)))
-		ok |= subtle.ConstantTimeCompare(got[:], want[:])
-	}
-	if key := r.Header.Get("X-Api-Key"); key != "" {
-		got := sha256.Sum256([]byte(strings.TrimSpace(key)))
-		ok |= subtle.ConstantTimeCompare(got[:], want[:])
-	}
-	return ok == 1
-}
-
-// statusWriter records the status code for metrics; Unwrap lets
-// http.ResponseController reach the connection's Flush.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-	ollama bool // an Ollama API path (/api/): errors are {"error": "message"}
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if !w.wrote {
-		w.status, w.wrote = http.StatusOK, true
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *statusWriter) statusCode() int {
-	if !w.wrote {
-		return http.StatusOK
-	}
-	return w.status
 }
 
 // marshal encodes v as compact JSON without HTML escaping ("<|im_end|>"
@@ -796,108 +378,6 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, errorBody(e))
 }
 
-// ---- simple endpoints ----
-
-func (s *Server) card(name string) modelCard {
-	return modelCard{ID: name, Object: "model", Created: s.created, OwnedBy: "nanoserve", MaxModelLen: s.eng.CtxSize(), Manifest: s.manifest}.withCache(s.eng)
-}
-
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	if s.router != nil {
-		s.router.handleModels(w, r)
-		return
-	}
-	data := make([]modelCard, len(s.names))
-	for i, n := range s.names {
-		data[i] = s.card(n)
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Object string      `json:"object"`
-		Data   []modelCard `json:"data"`
-	}{"list", data})
-}
-
-// handleModelPath answers GET /v1/models/{id}.
-func (s *Server) handleModelPath(w http.ResponseWriter, r *http.Request) {
-	s.handleModel(w, r, strings.TrimPrefix(r.URL.Path, "/v1/models/"))
-}
-
-func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, id string) {
-	if s.router != nil {
-		s.router.handleModel(w, r, id)
-		return
-	}
-	if _, e := s.resolveModel(id); e != nil || id == "" {
-		if e == nil {
-			e = s.unknownModel(id)
-		}
-		writeError(w, e)
-		return
-	}
-	writeJSON(w, http.StatusOK, s.card(id))
-}
-
-// handleHealth is liveness: 200 while the process answers and the engine's
-// scheduler loop beats (stepping or idle), draining included, so an
-// orchestrator does not kill a pod that is finishing its requests; 503 when
-// the loop has stopped or has not beaten for Options.HealthStall.
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if s.router != nil {
-		s.router.handleHealth(w, r)
-		return
-	}
-	beat := s.eng.Heartbeat()
-	if beat.IsZero() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error", "message": "the engine is stopped"})
-		return
-	}
-	if age := s.now().Sub(beat); age > s.healthStall {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "error",
-			"message": fmt.Sprintf("the engine loop has not stepped for %v (limit %v): it is hung", age.Round(time.Second), s.healthStall)})
-		return
-	}
-	status := "ok"
-	if s.draining.Load() {
-		status = "draining"
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": status})
-}
-
-// handleReady is readiness: 200 when the model is loaded (always, once the
-// server exists), the engine runs, its queue and the server's admission
-// cap have room, and the server is not draining; 503 saying which is not.
-func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if s.router != nil {
-		s.router.handleReady(w, r)
-		return
-	}
-	st := s.eng.Stats()
-	var why string
-	switch {
-	case s.draining.Load():
-		why = "the server is draining for shutdown"
-	case s.eng.Heartbeat().IsZero():
-		why = "the engine is stopped"
-	case st.Waiting >= s.eng.Options().MaxQueue:
-		why = fmt.Sprintf("the engine's queue is full (%d waiting)", st.Waiting)
-	case s.slots != nil && len(s.slots) >= cap(s.slots):
-		why = fmt.Sprintf("the server is full (%d requests running or waiting)", cap(s.slots))
-	}
-	if why != "" {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "message": why})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": s.names[0], "running": st.Running, "waiting": st.Waiting})
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	if s.router != nil {
-		s.router.handleMetrics(w, r)
-		return
-	}
-	serveFamilies(w, r, s.gatherModel)
-}
-
 // resolveModel maps the request's model field to the name responses report.
 func (s *Server) resolveModel(name string) (string, *apiError) {
 	if name == "" {
@@ -921,10 +401,11 @@ func matchName(names []string, name string) bool {
 }
 
 func (s *Server) unknownModel(name string) *apiError {
-	served := s.names
-	if s.router != nil {
-		served = s.router.servedNames()
-	}
+	return unknownModel(name, s.names)
+}
+
+// unknownModel is the 404 for a model name no model answers to.
+func unknownModel(name string, served []string) *apiError {
 	return &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("model"), Code: strp("model_not_found"),
 		Message: fmt.Sprintf("the model %q does not exist; this server serves %s", name, strings.Join(quoteAll(served), ", "))}
 }
@@ -941,61 +422,4 @@ func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// ---- Serve ----
-
-// ErrDrainCancelled is what Serve returns (wrapped, with the count) when the
-// drain timeout ran out and it cancelled the requests still running. Each
-// of them was answered properly: a stream with a final error event and
-// [DONE] and a terminated chunked body, a plain request with a 503.
-var ErrDrainCancelled = errors.New("server: the drain timeout cancelled requests still running")
-
-// cutGrace is how long requests cut at the drain timeout get to write their
-// final event before their connections are closed.
-const cutGrace = 5 * time.Second
-
-// Serve answers HTTP on ln until ctx is cancelled, then shuts down
-// gracefully: it stops accepting connections, marks /ready as draining
-// (/health stays 200), waits up to drain for in-flight requests (streams
-// included) to finish, and then cancels the generations still running,
-// each with a final error. It returns nil after a clean shutdown and an
-// error wrapping ErrDrainCancelled when it had to cancel.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	base, cancelBase := context.WithCancelCause(context.Background())
-	defer cancelBase(nil)
-	hs := &http.Server{
-		Handler:           s,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: s.readHeaderTimeout,
-		IdleTimeout:       s.idleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	s.draining.Store(true)
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	if hs.Shutdown(sctx) == nil {
-		<-errc
-		return nil
-	}
-	// Drain timed out: cancel what is left with errDrainTimeout as the
-	// cause, so each request ends with its final error (see cutError); then
-	// wait for the connections to go idle, and close what is still open
-	// after cutGrace.
-	cut := s.inFlight.Load()
-	cancelBase(errDrainTimeout)
-	gctx, gcancel := context.WithTimeout(context.Background(), cutGrace)
-	defer gcancel()
-	if err := hs.Shutdown(gctx); errors.Is(err, context.DeadlineExceeded) {
-		hs.Close()
-	}
-	<-errc
-	return fmt.Errorf("%w (%d after the %v drain timeout)", ErrDrainCancelled, cut, drain)
 }

@@ -294,6 +294,19 @@ type functionOut struct {
 // the first are dropped when parallel calls are off.
 func (t *toolSetup) keep(index int) bool { return t.parallel || index == 0 }
 
+// calls parses a whole reply: its content and the calls it keeps (the
+// first alone when parallel calls are off). Sinks of any API read tool
+// calls through it (streams through chat.NewToolStream(t.format, nil) and
+// keep).
+func (t *toolSetup) calls(text string) (string, []chat.ToolCall) {
+	content, calls := chat.ParseToolCalls(t.format, text, nil)
+	n := 0
+	for n < len(calls) && t.keep(n) {
+		n++
+	}
+	return content, calls[:n]
+}
+
 // toolCallsOut is message.tool_calls of a non-streamed reply.
 func toolCallsOut(calls []chat.ToolCall, t *toolSetup) []toolCallOut {
 	out := make([]toolCallOut, 0, len(calls))

@@ -48,7 +48,7 @@ func TestToolCallsCutByMaxTokensFinishLength(t *testing.T) {
 		"second call cut":    callReply + "\n<tool_call>\n{\"name\": \"get_we",
 		"cut after the call": callReply,
 	} {
-		ts.gen = cutReply(reply)
+		ts.gen = scripted(cutReply(reply))
 		status, _, body := ts.post(t, "/v1/chat/completions", req+`}`)
 		if status != 200 {
 			t.Fatalf("%s: status %d: %s", name, status, body)

@@ -73,7 +73,7 @@ func qwenToolServer(t *testing.T, mod func(*Options)) *testServer {
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: s, url: hs.URL}
+	return newTS(s, hs.URL)
 }
 
 // script makes the server's generator yield the replies in turn (each
@@ -205,7 +205,7 @@ func streamed(t *testing.T, body []byte) (content string, deltas []map[string]an
 func TestToolCallsWire(t *testing.T) {
 	sc := &script{replies: []string{callReply}}
 	ts := qwenToolServer(t, func(o *Options) {})
-	ts.gen = sc.gen
+	ts.gen = scripted(sc.gen)
 	req := `{"messages":[{"role":"user","content":"Weather in Zürich?"}],"tools":[` + weatherTool + `]`
 
 	status, _, body := ts.post(t, "/v1/chat/completions", req+`}`)
@@ -297,7 +297,7 @@ func TestToolCallsWire(t *testing.T) {
 func TestToolConversationPrompt(t *testing.T) {
 	sc := &script{replies: []string{"It is 21 °C."}}
 	ts := qwenToolServer(t, nil)
-	ts.gen = sc.gen
+	ts.gen = scripted(sc.gen)
 	body := `{"messages":[{"role":"user","content":"Weather in Zürich?"},
 	  {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zürich\"}"}}]},
 	  {"role":"tool","tool_call_id":"call_1","content":"{\"temp\": 21}"}],
@@ -465,7 +465,7 @@ func TestToolCallIDsAndArguments(t *testing.T) {
 		}
 		o.Template, o.ToolFormat = tmpl, chat.ToolFormatMistral
 	})
-	ts.gen = sc.gen
+	ts.gen = scripted(sc.gen)
 	status, _, b := ts.post(t, "/v1/chat/completions", `{"messages":[
 	  {"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]},
 	  {"role":"tool","tool_call_id":"call_1","content":"x"}]}`)
@@ -499,7 +499,7 @@ func TestToolFormatsWire(t *testing.T) {
 				}
 				o.Template, o.ToolFormat = tmpl, f
 			})
-			ts.gen = sc.gen
+			ts.gen = scripted(sc.gen)
 			req := `{"messages":[{"role":"user","content":"x"}],"tools":[` + weatherTool + `]`
 			_, _, body := ts.post(t, "/v1/chat/completions", req+`}`)
 			r := decode[toolReply](t, body)

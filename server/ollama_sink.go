@@ -1,0 +1,126 @@
+package server
+
+// The Ollama sink: /api/generate's and /api/chat's answer as NDJSON lines
+// (stream) or one JSON object, the last line with done, done_reason and
+// the counts and durations (ollama.go's file comment).
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"nanoserve/engine"
+)
+
+// ollamaSink writes one Ollama generation.
+type ollamaSink struct {
+	s       *Server
+	w       http.ResponseWriter
+	j       *job
+	stream  bool
+	chat    bool // /api/chat: message objects; else /api/generate's response
+	started bool
+	failed  bool
+}
+
+// line is one response object: a piece of text, or with done the last.
+func (o *ollamaSink) line(text string, done *ollamaDone, calls []ollamaToolCall) any {
+	if o.chat {
+		resp := ollamaChatResponse{Model: o.j.model, CreatedAt: createdAt(), Message: ollamaMessage{Role: "assistant", Content: text, ToolCalls: calls}}
+		if done != nil {
+			resp.Done, resp.ollamaDone = true, *done
+		}
+		return resp
+	}
+	resp := ollamaGenerateResponse{Model: o.j.model, CreatedAt: createdAt(), Response: text}
+	if done != nil {
+		resp.Done, resp.ollamaDone = true, *done
+	}
+	return resp
+}
+
+// send writes one NDJSON line and flushes it.
+func (o *ollamaSink) send(v any) bool {
+	if o.failed {
+		return false
+	}
+	if !o.started {
+		o.started = true
+		o.w.Header().Set("Content-Type", "application/x-ndjson")
+		o.w.WriteHeader(http.StatusOK)
+	}
+	if _, err := o.w.Write(append(marshal(v), '\n')); err != nil {
+		o.failed = true
+		return false
+	}
+	if http.NewResponseController(o.w).Flush() != nil {
+		o.failed = true
+	}
+	return !o.failed
+}
+
+func (o *ollamaSink) Fail(e *apiError) { writeError(o.w, e) }
+
+// Delta streams text as it lands; a reply parsed for tool calls is sent
+// whole at the end.
+func (o *ollamaSink) Delta(i int, d delta) bool {
+	if !o.stream || o.j.tools.parse() || d.Text == "" {
+		return true
+	}
+	return o.send(o.line(d.Text, nil, nil))
+}
+
+func (o *ollamaSink) End(out *outcome) {
+	res := out.Results[0]
+	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
+		e := out.Cut
+		if e == nil && res.FinishReason == engine.FinishCancelled {
+			return // the client went away
+		}
+		if e == nil {
+			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: out.Failure}
+		}
+		if o.started {
+			o.send(ollamaError{e.Message})
+		} else {
+			writeError(o.w, e)
+		}
+		return
+	}
+	tools := o.j.tools.parse()
+	text := ""
+	var calls []ollamaToolCall
+	if !o.stream || tools {
+		text = res.Text
+	}
+	if tools {
+		content, cs := o.j.tools.calls(res.Text)
+		text = content
+		for _, c := range cs {
+			var tc ollamaToolCall
+			tc.Function.Name = c.Name
+			tc.Function.Arguments = json.RawMessage(c.Arguments)
+			if !json.Valid(tc.Function.Arguments) {
+				tc.Function.Arguments, _ = json.Marshal(c.Arguments)
+			}
+			calls = append(calls, tc)
+		}
+	}
+	done := &ollamaDone{DoneReason: "stop", TotalDuration: int64(time.Since(out.Start) + out.Load), LoadDuration: int64(out.Load),
+		PromptEvalCount: res.Usage.PromptTokens, EvalCount: res.Usage.CompletionTokens}
+	if res.FinishReason == engine.FinishLength {
+		done.DoneReason = "length"
+	}
+	if !out.First.IsZero() {
+		done.PromptEvalDuration = int64(out.First.Sub(out.Start))
+		done.EvalDuration = int64(out.Last.Sub(out.First))
+	}
+	if o.stream {
+		if tools && (text != "" || len(calls) > 0) {
+			o.send(o.line(text, nil, calls))
+		}
+		o.send(o.line("", done, nil))
+		return
+	}
+	writeJSON(o.w, http.StatusOK, o.line(text, done, calls))
+}
