@@ -144,6 +144,10 @@ func (f *Front) handleReady(w http.ResponseWriter, r *http.Request) {
 // loaded model's own series labelled model_name (families merged, so each
 // has one HELP and TYPE).
 func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if f.metricsOff(w) {
+		return
+	}
+	setProcessStart(w)
 	serveFamilies(w, r, func() ([]*dto.MetricFamily, error) {
 		front, err := f.m.reg.Gather()
 		if err != nil {
@@ -165,6 +169,7 @@ func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		fams = append(fams, more...)
+		single := len(f.router.list()) == 1
 		for _, m := range f.listModels() {
 			if m.srv == nil {
 				continue
@@ -175,6 +180,10 @@ func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			}
 			for _, f := range mf {
 				if isPerServer(f.GetName()) {
+					continue
+				}
+				if isLlamaMetric(f) && single {
+					fams = append(fams, f) // unlabelled, as llama-server writes them
 					continue
 				}
 				for _, s := range f.Metric {

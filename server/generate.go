@@ -4,6 +4,7 @@ package server
 // admission → engine stream → one JSON response or SSE events.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +62,7 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	vocab := s.tok.Size()
 	defMax := s.defaults.MaxTokens
 	if defMax == 0 {
-		defMax = 16 // the OpenAI completions default
+		defMax = cmp.Or(s.native.nPredict, 16) // --n-predict, else the OpenAI completions default
 	}
 	pol, e := cr.policy(s.defaults, defMax, vocab)
 	if e != nil {

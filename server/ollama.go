@@ -243,7 +243,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	model, e := s.resolveModel(req.Model)
+	model, e := s.strictModel(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -329,7 +329,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	model, e := s.resolveModel(req.Model)
+	model, e := s.strictModel(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -435,6 +435,11 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if in := bytes.TrimSpace(req.Input); string(in) == `""` {
+		// llama-server's "" (BOS alone, native_prompt.go) is not Ollama's.
+		writeError(w, badRequest("input", "input cannot be an empty string"))
+		return
+	}
 	resp, e := s.embeddings(r.Context(), &embeddingRequest{Model: req.Model, Input: req.Input, Dimensions: req.Dimensions})
 	if e != nil {
 		writeError(w, e)
@@ -537,7 +542,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("model", "model is required"))
 		return
 	}
-	if _, e := s.resolveModel(name); e != nil {
+	if _, e := s.strictModel(name); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -60,7 +60,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	apiKey := fs.String("api-key", "", "require the key (\"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\") on every path but /health, /ready\n"+
 		"and /metrics (default: $NANOSERVE_API_KEY)")
 	metricsAuth := fs.Bool("metrics-auth", false, "put /metrics behind --api-key too")
-	servedName := fs.String("served-name", "", "another name for the first model (the file's base name, with or without extension, is always accepted)")
+	servedName := fs.String("served-name", "", "the first model's id, the name responses report (the file's base name, with or without extension, is always accepted too)")
 	tmplPath := fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	toolFormat := fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
@@ -80,6 +80,8 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	fs.Var(&allowedHosts, "allowed-hosts", "on a connection to a loopback address, also accept these Host names (repeatable or\n"+
 		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
 	registerGrammarFlags(fs)
+	var lf llamaFlags
+	lf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health and /metrics.\n\nflags:")
 		fs.PrintDefaults()
@@ -133,6 +135,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err := sf.check(); err != nil {
 		return err
 	}
+	if err := lf.check(); err != nil {
+		return err
+	}
 	var budget int64
 	if *modelsMemory != "" {
 		if budget, err = parseMemory(*modelsMemory, memAvail); err != nil {
@@ -156,8 +161,14 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if err != nil {
 		return err
 	}
-	if *servedName != "" && !slices.Contains(entries[0].names, *servedName) {
-		entries[0].names = append(entries[0].names, *servedName)
+	// --served-name and llama-server's --alias NAME are the first model's
+	// id (the name responses and /v1/models report).
+	ids, aliases := modelIDs(aliases)
+	if *servedName != "" {
+		ids = append([]string{*servedName}, ids...)
+	}
+	if len(ids) > 0 {
+		entries[0].names = nameFirst(entries[0].names, ids)
 	}
 	if err := applyAliases(entries, aliases); err != nil {
 		return err
@@ -206,6 +217,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
+	lf.apply(&opts)
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: pullRef})
 	if err != nil {
@@ -276,7 +288,8 @@ func servedModelName(path string) string {
 // serveTemplate decides what serve does with the chat template it found:
 // a template that loads is used even if it fails on a sample conversation
 // (a warning; each chat request then gets a 400); a model without a
-// template, or whose own template nests too deep to compile, still serves
+// template chats in ChatML (a warning, as llama-server falls back to it);
+// a model whose own template nests too deep to compile still serves
 // completions (a warning; chat answers 400). A template the user named with
 // --chat-template (explicit) that cannot be used stops serve. It returns
 // the template to use, nil for none.
@@ -288,8 +301,9 @@ func serveTemplate(tmpl *chat.Prompter, err error, explicit bool, log *slog.Logg
 		}
 		return tmpl, nil
 	case errors.Is(err, chat.ErrNoTemplate) && !explicit:
-		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
-		return nil, nil
+		// As llama-server: a model without a template chats in ChatML.
+		log.Warn("the model has no chat template: chat uses ChatML (pass --chat-template for the model's own layout)")
+		return chat.ChatML("", "")
 	case errors.Is(err, chat.ErrTemplateLimit) && !explicit:
 		log.Warn("the model's chat template cannot be used: /v1/chat/completions will answer 400 (pass --chat-template)", "err", err)
 		return nil, nil

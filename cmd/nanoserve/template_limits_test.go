@@ -147,3 +147,25 @@ func TestServeTemplateTooDeepToCompile(t *testing.T) {
 		t.Errorf("--chat-template past the limit: %v, want the limit error", err)
 	}
 }
+
+// TestServeTemplateChatMLFallback: a model without a chat template chats
+// in ChatML (as llama-server), with a warning; --chat-template naming
+// nothing usable is still an error.
+func TestServeTemplateChatMLFallback(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	got, err := serveTemplate(nil, fmt.Errorf("wrapped: %w", chat.ErrNoTemplate), false, log)
+	if err != nil || got == nil {
+		t.Fatalf("no template: (%v, %v), want the ChatML prompter", got, err)
+	}
+	text, _, err := got.Prompt([]chat.Message{{Role: "user", Content: "Hi"}})
+	if want := "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"; err != nil || text != want {
+		t.Errorf("prompt = %q, %v; want %q", text, err, want)
+	}
+	if !strings.Contains(logs.String(), "ChatML") {
+		t.Errorf("no warning naming ChatML in:\n%s", logs.String())
+	}
+	if _, err := serveTemplate(nil, fmt.Errorf("wrapped: %w", chat.ErrNoTemplate), true, log); !errors.Is(err, chat.ErrNoTemplate) {
+		t.Errorf("--chat-template without a template: %v, want ErrNoTemplate", err)
+	}
+}

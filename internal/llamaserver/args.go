@@ -13,7 +13,10 @@
 //     (Presets: a tiny Llama for stories260K, a MoE for stories15M_MOE, the
 //     built-in FIM model for the infill preset, ...);
 //   - the llama-server flags that nanoserve spells differently are renamed
-//     (--parallel → --max-seqs, --cors-origins → --cors-origin, ...);
+//     (--parallel → --max-seqs, --cors-origins → --cors-origin, ...), and
+//     llama-server's --ctx-size (the cache of all slots; each slot gets
+//     ctx/parallel unless --kv-unified) becomes nanoserve's per-sequence
+//     --ctx-size and the shared --kv-cache-tokens;
 //   - every other flag passes through when nanoserve serve knows a flag of
 //     that name (so a flag nanoserve learns later is measured at once), and
 //     is dropped otherwise (GPU layers, batch sizes, slots, ...), each drop
@@ -24,6 +27,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -138,8 +142,8 @@ type Translation struct {
 // nanoserve serve's flag set (ParseHelp).
 func Translate(argv []string, shared string, known Known) (Translation, error) {
 	var t Translation
-	var repo, file string
-	modelGiven := false
+	var repo, file, ctx, parallel string
+	modelGiven, unified := false, false
 	for i := 0; i < len(argv); i++ {
 		a := argv[i]
 		if !strings.HasPrefix(a, "-") {
@@ -158,6 +162,15 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 			val, hasVal = argv[i], true
 		}
 		switch name {
+		case "ctx-size", "c":
+			ctx = val
+			continue
+		case "parallel", "np":
+			parallel = val
+			continue
+		case "kv-unified":
+			unified = true
+			continue
 		case "hf-repo":
 			repo = val
 			continue
@@ -208,6 +221,7 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 			t.Args = append(t.Args, "--"+target)
 		}
 	}
+	t.Args = append(t.Args, contextArgs(ctx, parallel, unified)...)
 	// llama-server runs any --ctx-size, past the trained length too.
 	if _, ok := known["allow-long-context"]; ok {
 		t.Args = append(t.Args, "--allow-long-context")
@@ -235,6 +249,32 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s → %s: %s", name, model, p.Why))
 	}
 	return t, nil
+}
+
+// contextArgs maps llama-server's context: --ctx-size N is the KV cache of
+// all --parallel P slots together, each slot's context N/P — unless
+// --kv-unified, where every slot may use all N. nanoserve's --ctx-size is
+// one sequence's context and --kv-cache-tokens the cache they share.
+func contextArgs(ctx, parallel string, unified bool) []string {
+	var out []string
+	n, err := strconv.Atoi(ctx)
+	if ctx == "" || err != nil || n <= 0 {
+		if ctx != "" {
+			out = append(out, "--ctx-size", ctx)
+		}
+		if parallel != "" {
+			out = append(out, "--max-seqs", parallel)
+		}
+		return out
+	}
+	per := n
+	if p, err := strconv.Atoi(parallel); err == nil && p > 0 {
+		out = append(out, "--max-seqs", parallel)
+		if !unified {
+			per = n / p
+		}
+	}
+	return append(out, "--ctx-size", strconv.Itoa(per), "--kv-cache-tokens", ctx)
 }
 
 // lookupPreset finds the stand-in for repo (a ":QUANT" tail ignored) and

@@ -44,12 +44,15 @@ func TestTranslate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Fields("--model /shared/testdata/gguf/llama_gqa/llama_gqa-F16.gguf --port 8080 --temp 0.8 --host 127.0.0.1 " +
-		"--metrics --served-name tinyllama-2 --ctx-size 512 --max-seqs 2 --allow-long-context")
+		"--metrics --served-name tinyllama-2 --max-seqs 2 --ctx-size 256 --kv-cache-tokens 512 --allow-long-context")
 	if !slices.Equal(tr.Args, want) {
 		t.Errorf("Args = %q\nwant   %q", tr.Args, want)
 	}
 	if d := strings.Join(tr.Dropped, " "); d != "--seed 42 --batch-size 32 --no-slots --n-predict 64 --no-jinja" {
 		t.Errorf("Dropped = %q", d)
+	}
+	if got := contextArgs("256", "4", true); !slices.Equal(got, []string{"--max-seqs", "4", "--ctx-size", "256", "--kv-cache-tokens", "256"}) {
+		t.Errorf("--kv-unified: %q", got)
 	}
 	if _, err := Translate([]string{"--hf-repo", "someone/unknown"}, "/shared", known); err == nil {
 		t.Error("an unknown Hugging Face repo was accepted")

@@ -26,7 +26,8 @@ def main():
             if "failure" in kids or "error" in kids:
                 # an error in teardown after a pass is still a failure
                 f += 1
-                msg = (kids.get("failure") or kids.get("error")).get("message", "")
+                el = kids["failure"] if "failure" in kids else kids["error"]
+                msg = el.get("message", "")
                 lines.append(f"  FAIL {tid}: {msg[:160]}")
             elif "skipped" in kids:
                 msg = kids["skipped"].get("message", "")
