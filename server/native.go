@@ -17,6 +17,8 @@ package server
 //     --temp and --seed replace the model's sampling defaults.
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -25,6 +27,7 @@ import (
 
 	"nanoserve/engine"
 	"nanoserve/sample"
+	"nanoserve/tokenizer"
 )
 
 // nativeOptions are the llama-server switches a Server keeps.
@@ -125,4 +128,63 @@ func (f *Front) corsAllowed(origin string) bool {
 // isPreflight reports whether r is a CORS preflight.
 func isPreflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+}
+
+// fingerprint is system_fingerprint: llama-server sends its build
+// ("b<build>-<commit>"), here "b-nanoserve-" and the version.
+func fingerprint() string {
+	v := "dev"
+	if f := strings.Fields(Version); len(f) > 0 {
+		v = f[0]
+	}
+	return "b-nanoserve-" + v
+}
+
+// outcomeTimings are llama-server's timings of a job's first choice (nil
+// when nothing ran).
+func outcomeTimings(out *outcome) *nativeTimings {
+	if len(out.Results) == 0 {
+		return nil
+	}
+	res := out.Results[0]
+	return llamaTimings(res, len(res.IDs))
+}
+
+// MarshalJSON writes a streamed delta; the role chunk that opens a choice
+// carries "content": null, as llama-server's (and OpenAI's omitting it
+// would read as no content field at all).
+func (m *chatMessage) MarshalJSON() ([]byte, error) {
+	type plain chatMessage
+	if m.Role == "" || m.Content != nil || len(m.ToolCalls) > 0 || m.FunctionCall != nil {
+		return marshal((*plain)(m)), nil // unescaped, as the rest of the object
+	}
+	return json.Marshal(struct {
+		Role    string  `json:"role"`
+		Content *string `json:"content"`
+	}{m.Role, nil})
+}
+
+// exceedsContext gives a prompt-too-long error llama-server's shape: type
+// exceed_context_size_error with the prompt's tokens and the context
+// (OpenAI's code context_length_exceeded stays; the status is 400 either
+// way).
+func exceedsContext(e *apiError, tokens, ctx int) {
+	e.Type = "exceed_context_size_error"
+	e.NPromptTokens, e.NCtx = tokens, ctx
+}
+
+// promptBytesError is the answer to a prompt refused before tokenizing,
+// too long in bytes for any tokenization to fit the context: an
+// exceed_context_size_error whose n_prompt_tokens is the fewest tokens the
+// text can take (nil for other errors).
+func promptBytesError(err error, param string) *apiError {
+	var pb *tokenizer.PromptBytesError
+	if !errors.As(err, &pb) {
+		return nil
+	}
+	least := (pb.Bytes + pb.LongestToken - 1) / max(pb.LongestToken, 1)
+	e := badRequest(param, "the prompt (%d bytes, at least %d tokens) is too large for this model's maximum context length of %d tokens", pb.Bytes, least, pb.MaxTokens)
+	e.Code = strp("context_length_exceeded")
+	exceedsContext(e, least, pb.MaxTokens)
+	return e
 }

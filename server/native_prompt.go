@@ -127,10 +127,12 @@ func (s *Server) llamaPrompt(raw json.RawMessage, field string) (prompt, *apiErr
 	return prompt{ids: ids}, nil
 }
 
-// emptyPrompt is the prompt "": BOS alone, as llama-server embeds it.
+// emptyPrompt is the prompt "": the start of a document alone (BOS, else
+// the end-of-text token that separates documents), as llama-server embeds
+// it.
 func (s *Server) emptyPrompt(field string) (prompt, *apiError) {
-	if b, ok := s.tok.BOS(); ok {
-		return prompt{ids: []int{b}}, nil
+	if id, ok := s.eng.StartOfDocument(); ok {
+		return prompt{ids: []int{id}}, nil
 	}
-	return prompt{}, badRequest(field, "%s cannot be empty: the model's tokenizer has no BOS token to stand for it", field)
+	return prompt{}, badRequest(field, "%s cannot be empty: the model has no BOS or end-of-text token to stand for it", field)
 }

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"strings"
 	"testing"
+
+	"nanoserve/chat"
 )
 
 // TestNativeAliases: llama-server's paths without /v1 answer as their /v1
@@ -248,4 +251,109 @@ func nativeEvents(b []byte) []string {
 		out = append(out, strings.TrimPrefix(ev, "data: "))
 	}
 	return out
+}
+
+// TestApplyTemplateNative: /apply-template answers without the BOS the
+// template writes, honours add_generation_prompt false and hands the
+// template its tools.
+func TestApplyTemplateNative(t *testing.T) {
+	tmpl, err := chat.Parse(`{{ bos_token }}{% if tools %}[{{ tools | length }} tools]{% endif %}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(o *Options) { o.Template, o.TemplateOptions = tmpl, chat.Options{BOS: "<s>"} })
+	msgs := `"messages":[{"role":"user","content":"Hi"}]`
+	for _, c := range []struct{ body, want string }{
+		{`{` + msgs + `}`, "<|user|>Hi<|assistant|>"},
+		{`{` + msgs + `,"add_generation_prompt":false}`, "<|user|>Hi"},
+		{`{` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, "[1 tools]<|user|>Hi<|assistant|>"},
+	} {
+		code, _, b := ts.post(t, "/apply-template", c.body)
+		if got := decode[struct{ Prompt string }](t, b).Prompt; code != 200 || got != c.want {
+			t.Errorf("%s: %d %q, want %q", c.body, code, got, c.want)
+		}
+	}
+}
+
+// TestOpenAIShapeNative: llama-server's additions to the OpenAI answers —
+// system_fingerprint on every object, timings on a whole answer and on the
+// usage chunk, a role chunk with content null (no empty content piece), a
+// prompt past the context as exceed_context_size_error with its numbers,
+// and response_format json_object with a schema constraining to it.
+func TestOpenAIShapeNative(t *testing.T) {
+	ts := newTestServer(t, nil)
+	code, _, b := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"temperature":0}`)
+	whole := decode[chatResponse](t, b)
+	if code != 200 || !strings.HasPrefix(whole.SystemFingerprint, "b") || whole.Timings == nil || whole.Timings.PredictedN != whole.Usage.CompletionTokens {
+		t.Errorf("chat: %d %s", code, b)
+	}
+	code, _, b = ts.post(t, "/v1/completions", `{"prompt":"Once","max_tokens":3,"temperature":0}`)
+	if c := decode[completionResponse](t, b); code != 200 || !strings.HasPrefix(c.SystemFingerprint, "b") || c.Timings == nil {
+		t.Errorf("completions: %d %s", code, b)
+	}
+	_, _, b = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`)
+	events := sseEvents(t, b)
+	if !strings.Contains(events[0], `"delta":{"role":"assistant","content":null}`) {
+		t.Errorf("first chunk %s, want the role with content null", events[0])
+	}
+	last := decode[chatResponse](t, []byte(events[len(events)-2])) // before [DONE]
+	if len(last.Choices) != 0 || last.Usage == nil || last.Timings == nil || !strings.HasPrefix(last.SystemFingerprint, "b") {
+		t.Errorf("usage chunk %s", events[len(events)-2])
+	}
+	long := strings.Repeat("hello world ", 200)
+	code, _, b = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"`+long+`"}]}`)
+	var e struct {
+		Error struct {
+			Type          string `json:"type"`
+			NPromptTokens int    `json:"n_prompt_tokens"`
+			NCtx          int    `json:"n_ctx"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e); code != 400 || e.Error.Type != "exceed_context_size_error" || e.Error.NPromptTokens <= e.Error.NCtx || e.Error.NCtx != 128 {
+		t.Errorf("too long: %d %s", code, b)
+	}
+	code, _, b = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"temperature":0,"response_format":{"type":"json_object","schema":{"const":"42"}}}`)
+	if c := decode[chatResponse](t, b); code != 200 || *c.Choices[0].Message.Content != `"42"` {
+		t.Errorf("json_object with a schema: %d %s", code, b)
+	}
+	if code, _, b := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object","schema":{"type":"hiccup"}}}`); code != 400 {
+		t.Errorf("json_object with a bad schema: %d %s", code, b)
+	}
+}
+
+// TestLlamaMetricsAndDefaults: a server started with llama-server's
+// --n-predict, --temp and --seed gives requests those defaults, and
+// /metrics carries the llamacpp:* series, unlabelled, counting what the
+// answers reported.
+func TestLlamaMetricsAndDefaults(t *testing.T) {
+	temp, seed := float32(0), uint64(42)
+	ts := newTestServer(t, func(o *Options) { o.NPredict, o.Temperature, o.Seed = 5, &temp, &seed })
+	var predicted, prompt int
+	for _, body := range []string{`{"prompt":"Once upon a time","ignore_eos":true}`, `{"prompt":"Once upon a time","ignore_eos":true,"n_predict":3}`} {
+		code, _, b := ts.post(t, "/completion", body)
+		r := decode[nativeResult](t, b)
+		if code != 200 || r.GenerationSettings["seed"] != 42.0 || r.GenerationSettings["temperature"] != 0.0 {
+			t.Fatalf("%s: %d %s", body, code, b)
+		}
+		predicted += r.Timings.PredictedN
+		prompt += r.Timings.PromptN
+	}
+	if predicted != 5+3 {
+		t.Errorf("predicted %d tokens, want 5 (--n-predict) + 3", predicted)
+	}
+	resp, err := http.Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := parseMetrics(t, string(b))
+	if m["llamacpp:tokens_predicted_total"] != float64(predicted) || m["llamacpp:prompt_tokens_total"] != float64(prompt) ||
+		m["llamacpp:n_decode_total"] <= 0 || m["llamacpp:requests_processing"] != 0 {
+		t.Errorf("llamacpp series: predicted %v prompt %v decode %v processing %v (want %d, %d, > 0, 0)", m["llamacpp:tokens_predicted_total"],
+			m["llamacpp:prompt_tokens_total"], m["llamacpp:n_decode_total"], m["llamacpp:requests_processing"], predicted, prompt)
+	}
+	if !strings.Contains(string(b), "# TYPE llamacpp:n_decode_total counter") || !strings.Contains(string(b), "# TYPE llamacpp:requests_deferred gauge") {
+		t.Error("llamacpp series lack their TYPE lines")
+	}
 }

@@ -172,14 +172,7 @@ func (c *ollamaCommon) params(p *commonParams, maxTokens int) *apiError {
 	case isNull(format):
 	case string(format) == `""`:
 	case string(format) == `"json"`:
-		p.ResponseFormat = &struct {
-			Type       string `json:"type"`
-			JSONSchema *struct {
-				Name   string          `json:"name"`
-				Schema json.RawMessage `json:"schema"`
-				Strict *bool           `json:"strict"`
-			} `json:"json_schema"`
-		}{Type: "json_object"}
+		p.ResponseFormat = &responseFormat{Type: "json_object"}
 	case format[0] == '{':
 		p.JSONSchema = format
 	default:

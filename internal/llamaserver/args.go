@@ -143,7 +143,7 @@ type Translation struct {
 func Translate(argv []string, shared string, known Known) (Translation, error) {
 	var t Translation
 	var repo, file, ctx, parallel string
-	modelGiven, unified := false, false
+	modelGiven, unified, metrics := false, false, false
 	for i := 0; i < len(argv); i++ {
 		a := argv[i]
 		if !strings.HasPrefix(a, "-") {
@@ -171,6 +171,8 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 		case "kv-unified":
 			unified = true
 			continue
+		case "metrics":
+			metrics = true
 		case "hf-repo":
 			repo = val
 			continue
@@ -222,6 +224,11 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 		}
 	}
 	t.Args = append(t.Args, contextArgs(ctx, parallel, unified)...)
+	// llama-server serves /metrics only with --metrics; nanoserve's
+	// default is on.
+	if wants, ok := known["metrics"]; ok && !wants && !metrics {
+		t.Args = append(t.Args, "--metrics=false")
+	}
 	// llama-server runs any --ctx-size, past the trained length too.
 	if _, ok := known["allow-long-context"]; ok {
 		t.Args = append(t.Args, "--allow-long-context")

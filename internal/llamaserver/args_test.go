@@ -51,6 +51,9 @@ func TestTranslate(t *testing.T) {
 	if d := strings.Join(tr.Dropped, " "); d != "--seed 42 --batch-size 32 --no-slots --n-predict 64 --no-jinja" {
 		t.Errorf("Dropped = %q", d)
 	}
+	if tr, _ := Translate([]string{"--port", "1"}, "/shared", known); !slices.Contains(tr.Args, "--metrics=false") {
+		t.Errorf("without --metrics: %q, want --metrics=false", tr.Args)
+	}
 	if got := contextArgs("256", "4", true); !slices.Equal(got, []string{"--max-seqs", "4", "--ctx-size", "256", "--kv-cache-tokens", "256"}) {
 		t.Errorf("--kv-unified: %q", got)
 	}
