@@ -28,7 +28,6 @@ import (
 	"net/http"
 
 	"nanoserve/engine"
-	"nanoserve/model"
 )
 
 // maxEmbeddingInputs caps the inputs of one request, as OpenAI does.
@@ -90,7 +89,7 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 			return nil, badRequest("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", *f)
 		}
 	}
-	width := s.eng.Model().Dim
+	width := s.eng.EmbedWidth()
 	dims := width
 	if d := er.Dimensions; d != nil {
 		if *d < 1 || *d > width {
@@ -114,7 +113,7 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 	}
 	embs, ntok, err := s.eng.Embed(reqs)
 	if err != nil {
-		if errors.Is(err, model.ErrPooling) {
+		if errors.Is(err, engine.ErrPooling) {
 			return nil, badRequest("model", "the model %q cannot embed: %v", name, err)
 		}
 		e := s.startError(ctx, err, &job{})

@@ -31,13 +31,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"nanoserve/host"
 )
 
 // Front is the server: the one http.Handler over a table of models (one
 // model is a table of one). New makes it over one engine, NewRouter over
 // models loaded on demand.
 type Front struct {
-	router      *router // the model table
+	models      *host.Table[*Server] // the model table
+	pull        func(ctx context.Context, name string) (ModelSpec, error)
+	pullRef     func(name string) (string, error)
 	apiKey      string
 	metricsAuth bool // /metrics needs the key
 	maxBody     int64
@@ -131,6 +135,7 @@ func routes() []route {
 		probe(get("/health", "health", public, (*Front).handleHealth)),
 		probe(get("/ready", "ready", public, (*Front).handleReady)),
 		probe(get("/metrics", "metrics", metricsAccess, (*Front).handleMetrics)),
+		get("/props", "props", needsKey, (*Front).handleProps),
 		get("/api/tags", "ollama_tags", needsKey, (*Front).handleOllamaTags),
 		get("/api/ps", "ollama_ps", needsKey, (*Front).handleOllamaPS),
 		get("/api/version", "ollama_version", needsKey, (*Front).handleOllamaVersion),
@@ -297,17 +302,18 @@ func (f *Front) routed(w http.ResponseWriter, r *http.Request, h func(*Server, h
 	}
 	name = f.anyName(r.URL.Path, name)
 	t0 := time.Now()
-	s, release, e := f.modelFor(r.Context(), name)
+	lease, e := f.modelFor(r.Context(), name)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	defer release()
+	defer lease.Release()
 	ctx := context.WithValue(r.Context(), loadKey{}, time.Since(t0))
+	ctx = context.WithValue(ctx, leaseKey{}, lease)
 	ctx = context.WithValue(ctx, bodyKey{}, body)
 	r = r.WithContext(ctx)
 	r.Body = http.NoBody
-	h(s, w, r)
+	h(lease.Value(), w, r)
 }
 
 // topFields decodes a body's top-level fields once: the model it names

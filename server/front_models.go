@@ -29,16 +29,13 @@ type listed struct {
 
 // listModels are the served models in order.
 func (f *Front) listModels() []listed {
-	rt := f.router
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	specs := rt.list()
-	out := make([]listed, len(specs))
-	for i, m := range specs {
-		out[i] = listed{names: m.Names, manifest: rt.manifests[i]}
-	}
-	for _, sl := range rt.loadedLocked() {
-		out[sl.spec].srv, out[sl.spec].bytes, out[sl.spec].expires = sl.srv, sl.lm.Bytes, sl.expires
+	var out []listed
+	for _, e := range f.models.Entries() {
+		m := listed{names: e.Names, manifest: e.Manifest}
+		if e.Loaded {
+			m.srv, m.bytes, m.expires = e.Value, e.Bytes, e.Expires
+		}
+		out = append(out, m)
 	}
 	return out
 }
@@ -69,9 +66,9 @@ func (f *Front) handleModels(w http.ResponseWriter, r *http.Request) {
 
 func (f *Front) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
-	i, ok := f.router.lookup(id)
+	i, ok := f.models.Lookup(id)
 	if !ok || id == "" {
-		writeError(w, unknownModel(id, f.router.servedNames()))
+		writeError(w, unknownModel(id, f.models.Names()))
 		return
 	}
 	writeJSON(w, http.StatusOK, f.card(f.listModels()[i]))
@@ -129,14 +126,14 @@ func (f *Front) handleReady(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f.draining.Load():
 		why = "the server is draining for shutdown"
-	case !f.router.ready.Load():
+	case !f.models.Ready():
 		why = "the models named at start are still loading"
 	}
 	if why != "" {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "message": why})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": f.router.list()[0].Names[0], "loaded": loaded,
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": f.models.List()[0].Names[0], "loaded": loaded,
 		"running": running, "waiting": waiting})
 }
 
@@ -154,10 +151,7 @@ func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		fams := slices.DeleteFunc(front, func(f *dto.MetricFamily) bool { return !isPerServer(f.GetName()) })
-		rt := f.router
-		rt.mu.Lock()
-		loadedN, loads, unloads := len(rt.loadedLocked()), rt.loads, rt.unloads
-		rt.mu.Unlock()
+		loadedN, loads, unloads := f.models.Counts()
 		own := prometheus.NewRegistry()
 		own.MustRegister(constCollector(gaugeMetrics([]gauge{
 			{name: "nanoserve_models_loaded", help: "Models loaded (multi-model server).", value: float64(loadedN)},
@@ -169,7 +163,7 @@ func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		fams = append(fams, more...)
-		single := len(f.router.list()) == 1
+		single := len(f.models.List()) == 1
 		for _, m := range f.listModels() {
 			if m.srv == nil {
 				continue
@@ -243,12 +237,9 @@ func (f *Front) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
-	if name == "" {
-		writeError(w, badRequest("model", "model is required"))
+	name, e := ollamaName(req.Model, req.Name)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	if _, ok := f.lookupAny(name); ok {
@@ -256,9 +247,9 @@ func (f *Front) handleOllamaPull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hf := strings.HasPrefix(name, "hf.co/") || strings.HasPrefix(name, "huggingface.co/")
-	if hf && f.router.pull != nil {
-		if f.router.pullRef != nil {
-			ref, err := f.router.pullRef(name)
+	if hf && f.pull != nil {
+		if f.pullRef != nil {
+			ref, err := f.pullRef(name)
 			if err != nil {
 				writeError(w, badRequest("model", "model %q is not a Hugging Face name hf.co/ORG/REPO[:QUANT|:FILE]: %v", name, err))
 				return
@@ -294,9 +285,9 @@ func (f *Front) pullModel(w http.ResponseWriter, r *http.Request, name string, s
 	if stream {
 		ctx = hub.WithProgress(ctx, (&pullStream{w: w}).file)
 	}
-	spec, err := f.router.pull(ctx, name)
+	spec, err := f.pull(ctx, name)
 	if err == nil {
-		err = f.router.add(spec)
+		f.models.Add(spec)
 	}
 	if err != nil {
 		e := &apiError{status: http.StatusBadGateway, Type: "server_error", Message: fmt.Sprintf("pulling %s failed: %v", name, err)}
@@ -316,5 +307,5 @@ func (f *Front) pullModel(w http.ResponseWriter, r *http.Request, name string, s
 
 // lookupAny reports whether name is a served model's.
 func (f *Front) lookupAny(name string) (int, bool) {
-	return f.router.lookup(name)
+	return f.models.Lookup(name)
 }

@@ -47,7 +47,6 @@ import (
 	"time"
 
 	"nanoserve/engine"
-	"nanoserve/llamacpp"
 	"nanoserve/tokenizer"
 )
 
@@ -116,34 +115,6 @@ func noFIM(param string, err error) *apiError {
 	return e
 }
 
-// infillIDs is the FIM prompt of a request with llama-server's budget (see
-// the file comment); nPredict ≤ 0 means no bound.
-func (s *Server) infillIDs(in llamacpp.InfillInput, nPredict int) ([]int, error) {
-	ctx := s.eng.CtxSize()
-	np := max(nPredict, 0)
-	room := ctx / 2
-	if np > 0 {
-		room = min(np, room)
-	}
-	// llama-server's n_batch (Options.InfillBatch, 2048 by default),
-	// within the context: the FIM part can be one token longer than the
-	// batch, BOS one more, and the engine prefills a prompt longer than
-	// one step in chunks, so the step budget (MaxBatchTokens) does not
-	// bound it.
-	batch := max(min(s.infillB, ctx-room-2), 4)
-	// The extra context gets llama-server's ctx − n_batch − 2·n_predict.
-	// The FIM part takes at most n_batch+2 tokens, so the middle keeps its
-	// room when 2·n_predict ≥ room+2: true of any n_predict ≥ 2, and
-	// without a bound (n_predict -1, where llama-server's budget would
-	// fill the context and leave the middle no position) n_predict counts
-	// as half the room plus one.
-	pred := np
-	if np <= 0 {
-		pred = (room+1)/2 + 1
-	}
-	return llamacpp.InfillPrompt(s.tok, in, llamacpp.InfillBudget{Batch: batch, Predict: pred, Ctx: ctx}, s.spmInfill)
-}
-
 func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var ir infillRequest
@@ -157,7 +128,7 @@ func (s *Server) handleInfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.run(r.Context(), &job{model: j.model, reqs: []engine.Request{j.req}, n: 1, stream: j.stream, logprobs: -1, start: start},
-		&infillSink{infillOut: infillOut{s: s, w: w, j: j}, cut: indentCut{n: j.nIndent}})
+		&infillSink{infillOut: infillOut{frames: frames{w: w}, s: s, j: j}, cut: indentCut{n: j.nIndent}})
 }
 
 func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
@@ -165,7 +136,7 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if err := llamacpp.CheckFIM(s.tok); err != nil {
+	if err := s.eng.CheckFIM(); err != nil {
 		return nil, noFIM("", err)
 	}
 	switch {
@@ -176,14 +147,14 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 	case ir.N != nil && *ir.N != 1:
 		return nil, badRequest("n", "/infill returns one completion; n must be 1")
 	}
-	var extra []llamacpp.InfillChunk
+	var extra []engine.FIMChunk
 	if !isNull(ir.InputExtra) {
 		var raw []map[string]json.RawMessage
 		if err := json.Unmarshal(ir.InputExtra, &raw); err != nil {
 			return nil, badRequest("input_extra", `input_extra must be an array of {"filename": string, "text": string}`)
 		}
 		for i, c := range raw {
-			var ch llamacpp.InfillChunk
+			var ch engine.FIMChunk
 			if err := json.Unmarshal(c["text"], &ch.Text); err != nil || c["text"] == nil {
 				return nil, badRequest("input_extra", "input_extra[%d] must have a \"text\" string", i)
 			}
@@ -238,10 +209,10 @@ func (s *Server) infillJob(ir *infillRequest) (*infillJob, *apiError) {
 		}
 		j.tMax = time.Duration(*ir.TMaxPredictMs * float64(time.Millisecond))
 	}
-	ids, err := s.infillIDs(llamacpp.InfillInput{Prefix: *ir.InputPrefix, Suffix: *ir.InputSuffix, Extra: extra,
-		Prompt: s.tok.Encode(prompt, false)}, nPredict)
+	ids, err := s.eng.EncodeFIM(engine.FIM{Prefix: *ir.InputPrefix, Suffix: *ir.InputSuffix, Extra: extra, Prompt: prompt,
+		Predict: nPredict, Batch: s.infillB, SuffixFirst: s.spmInfill})
 	if err != nil {
-		return nil, noFIM("", err)
+		return nil, fimError("prompt", err)
 	}
 	j.req = engine.Request{PromptIDs: ids, Policy: pol, TokenHealing: healOr(ir.TokenHealing, s.heal),
 		FIM: true, Special: showSpecial(&ir.commonParams)}
@@ -426,11 +397,9 @@ func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, i
 
 // infillOut writes one /infill response.
 type infillOut struct {
-	s       *Server
-	w       http.ResponseWriter
-	j       *infillJob
-	started bool
-	failed  bool
+	frames
+	s *Server
+	j *infillJob
 }
 
 // shape applies response_fields (nil: the whole object).
@@ -464,27 +433,10 @@ func (o *infillOut) shape(v any) any {
 }
 
 func (o *infillOut) send(v any) bool {
-	if o.failed {
-		return false
+	if !o.failed {
+		o.start(sseHeaders...)
 	}
-	if !o.started {
-		o.started = true
-		h := o.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		o.w.WriteHeader(http.StatusOK)
-	}
-	b := append([]byte("data: "), marshal(o.shape(v))...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
-	}
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
+	return o.sse(o.shape(v))
 }
 
 // partial streams one piece of the middle with the ids of the tokens
@@ -511,17 +463,25 @@ func (o *infillOut) fail(e *apiError) {
 // fimPrompt is the FIM prompt of /v1/completions' prompt + suffix: the
 // prompt is the prefix, no extra context.
 func (s *Server) fimPrompt(prefix, suffix string, maxTokens int) ([]int, *apiError) {
-	if err := llamacpp.CheckFIM(s.tok); err != nil {
-		return nil, noFIM("suffix", err)
-	}
-	ids, err := s.infillIDs(llamacpp.InfillInput{Prefix: prefix, Suffix: suffix}, maxTokens)
+	ids, err := s.eng.EncodeFIM(engine.FIM{Prefix: prefix, Suffix: suffix, Predict: maxTokens, Batch: s.infillB, SuffixFirst: s.spmInfill})
 	if err != nil {
-		if errors.Is(err, llamacpp.ErrNoFIM) {
-			return nil, noFIM("suffix", err)
-		}
-		return nil, badRequest("suffix", "%v", err)
+		return nil, fimError("suffix", err)
 	}
 	return ids, nil
+}
+
+// fimError is the 400 for a FIM prompt the engine could not build: a
+// model without FIM tokens (fim_not_supported), a prompt too long.
+func fimError(param string, err error) *apiError {
+	switch {
+	case errors.Is(err, engine.ErrNoFIM):
+		return noFIM(param, err)
+	case errors.Is(err, engine.ErrPromptTooLong):
+		e := badRequest(param, "%v", err)
+		e.Code = strp("context_length_exceeded")
+		return e
+	}
+	return badRequest(param, "%v", err)
 }
 
 // healOr is a request's token_healing, or def when it does not say.

@@ -105,10 +105,10 @@ func setProcessStart(w http.ResponseWriter) {
 // (the one model) when name is none of the served names and the server
 // has one model and AnyModelName, except on Ollama's /api/ paths.
 func (f *Front) anyName(path, name string) string {
-	if !f.native.anyName || name == "" || strings.HasPrefix(path, "/api/") || len(f.router.list()) != 1 {
+	if !f.native.anyName || name == "" || strings.HasPrefix(path, "/api/") || len(f.models.List()) != 1 {
 		return name
 	}
-	if _, ok := f.router.lookup(name); ok {
+	if _, ok := f.models.Lookup(name); ok {
 		return name
 	}
 	return ""
@@ -187,4 +187,32 @@ func promptBytesError(err error, param string) *apiError {
 	e.Code = strp("context_length_exceeded")
 	exceedsContext(e, least, pb.MaxTokens)
 	return e
+}
+
+// defaultParams are the sampling defaults /props reports (llama-server's
+// default_generation_settings.params): seed -1 when each request draws
+// its own, n_predict -1 without --n-predict.
+func (s *Server) defaultParams() map[string]any {
+	d := s.defaults
+	seed := any(-1)
+	if d.Seed != nil {
+		seed = *d.Seed
+	}
+	np := -1
+	if s.native.nPredict > 0 {
+		np = s.native.nPredict
+	}
+	return map[string]any{"seed": seed, "temperature": d.Temperature, "top_k": d.TopK, "top_p": d.TopP, "min_p": d.MinP,
+		"n_predict": np, "repeat_penalty": d.RepetitionPenalty, "presence_penalty": d.PresencePenalty, "frequency_penalty": d.FrequencyPenalty}
+}
+
+// modelFile is the model's file name as /props reports model_path: the
+// name the model answers to that has the file's extension, else its id.
+func (s *Server) modelFile() string {
+	for _, n := range s.names {
+		if strings.HasSuffix(strings.ToLower(n), ".gguf") || strings.HasSuffix(n, ".bin") {
+			return n
+		}
+	}
+	return s.names[0]
 }

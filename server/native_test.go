@@ -341,6 +341,10 @@ func TestLlamaMetricsAndDefaults(t *testing.T) {
 	if predicted != 5+3 {
 		t.Errorf("predicted %d tokens, want 5 (--n-predict) + 3", predicted)
 	}
+	props := decode[propsResponse](t, get(t, ts.url+"/props"))
+	if pr := props.DefaultGenerationSettings.Params; pr["seed"] != 42.0 || pr["n_predict"] != 5.0 || pr["temperature"] != 0.0 || props.ModelPath != testModel {
+		t.Errorf("/props: %+v", props)
+	}
 	resp, err := http.Get(ts.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)

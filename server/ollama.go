@@ -219,16 +219,6 @@ func keepAlive(raw json.RawMessage) (d time.Duration, ok bool, e *apiError) {
 	return d, true, nil
 }
 
-// applyKeepAlive passes keep_alive to the router (a server of one engine
-// keeps its model).
-func (s *Server) applyKeepAlive(raw json.RawMessage) (time.Duration, bool, *apiError) {
-	d, ok, e := keepAlive(raw)
-	if e == nil && ok && s.keepAlive != nil {
-		s.keepAlive(d)
-	}
-	return d, ok, e
-}
-
 func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollamaGenerateRequest
@@ -253,7 +243,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	d, hasKA, e := s.applyKeepAlive(req.KeepAlive)
+	d, hasKA, e := s.applyKeepAlive(r.Context(), req.KeepAlive)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -312,7 +302,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream})
+	s.run(r.Context(), j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream})
 }
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +317,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, _, e := s.applyKeepAlive(req.KeepAlive); e != nil {
+	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -357,7 +347,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.start = start
 	j.model = model
-	s.run(r.Context(), j, &ollamaSink{s: s, w: w, j: j, stream: req.Stream == nil || *req.Stream, chat: true})
+	s.run(r.Context(), j, &ollamaSink{frames: frames{w: w}, s: s, j: j, stream: req.Stream == nil || *req.Stream, chat: true})
 }
 
 // ollamaMessages turns Ollama's messages into the OpenAI ones chatJob
@@ -424,7 +414,7 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, _, e := s.applyKeepAlive(req.KeepAlive); e != nil {
+	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -465,7 +455,7 @@ func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) 
 		writeError(w, badRequest("prompt", "prompt is required"))
 		return
 	}
-	if _, _, e := s.applyKeepAlive(req.KeepAlive); e != nil {
+	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -476,6 +466,18 @@ func (s *Server) handleOllamaEmbeddings(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"embedding": resp.Data[0].Embedding})
+}
+
+// ollamaName is the model a request names: model, or the older name;
+// neither is a 400.
+func ollamaName(model, name string) (string, *apiError) {
+	if model == "" {
+		model = name
+	}
+	if model == "" {
+		return "", badRequest("model", "model is required")
+	}
+	return model, nil
 }
 
 // ollamaDetails is Ollama's model details object.
@@ -527,12 +529,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := req.Model
-	if name == "" {
-		name = req.Name
-	}
-	if name == "" {
-		writeError(w, badRequest("model", "model is required"))
+	name, e := ollamaName(req.Model, req.Name)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	if _, e := s.strictModel(name); e != nil {
@@ -544,8 +543,8 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		caps = append(caps, "tools")
 	}
 	caps = append(caps, "embedding")
-	m := s.eng.Model()
-	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.ParamCount(),
+	m := s.eng.ModelInfo()
+	info := map[string]any{"general.architecture": m.Arch, "general.parameter_count": m.Params,
 		m.Arch + ".context_length": m.ContextLen, m.Arch + ".embedding_length": m.Dim, m.Arch + ".block_count": m.Layers,
 		m.Arch + ".attention.head_count": m.Heads, m.Arch + ".attention.head_count_kv": m.KVHeads,
 		"tokenizer.ggml.model": s.tok.Kind(), "nanoserve.context_length": s.eng.CtxSize()}

@@ -14,13 +14,11 @@ import (
 
 // ollamaSink writes one Ollama generation.
 type ollamaSink struct {
-	s       *Server
-	w       http.ResponseWriter
-	j       *job
-	stream  bool
-	chat    bool // /api/chat: message objects; else /api/generate's response
-	started bool
-	failed  bool
+	frames
+	s      *Server
+	j      *job
+	stream bool
+	chat   bool // /api/chat: message objects; else /api/generate's response
 }
 
 // line is one response object: a piece of text, or with done the last.
@@ -41,22 +39,10 @@ func (o *ollamaSink) line(text string, done *ollamaDone, calls []ollamaToolCall)
 
 // send writes one NDJSON line and flushes it.
 func (o *ollamaSink) send(v any) bool {
-	if o.failed {
-		return false
+	if !o.failed {
+		o.start("Content-Type", "application/x-ndjson")
 	}
-	if !o.started {
-		o.started = true
-		o.w.Header().Set("Content-Type", "application/x-ndjson")
-		o.w.WriteHeader(http.StatusOK)
-	}
-	if _, err := o.w.Write(append(marshal(v), '\n')); err != nil {
-		o.failed = true
-		return false
-	}
-	if http.NewResponseController(o.w).Flush() != nil {
-		o.failed = true
-	}
-	return !o.failed
+	return o.ndjson(v)
 }
 
 func (o *ollamaSink) Fail(e *apiError) { writeError(o.w, e) }

@@ -5,7 +5,6 @@ package server
 // chat.completion.chunk chunks, usage, [DONE]); see the package comment.
 
 import (
-	"io"
 	"math"
 	"net/http"
 	"time"
@@ -16,7 +15,7 @@ import (
 )
 
 func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *responder {
-	out := &responder{s: s, w: w, j: j, id: newID("cmpl-"), created: time.Now().Unix(),
+	out := &responder{frames: frames{w: w}, s: s, j: j, id: newID("cmpl-"), created: time.Now().Unix(),
 		pending: map[int][]engine.Token{}, offset: map[int]int{}}
 	if j.chat {
 		out.id = newID("chatcmpl-")
@@ -29,13 +28,11 @@ func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, j *job) *r
 
 // responder writes one job's response.
 type responder struct {
+	frames
 	s       *Server
-	w       http.ResponseWriter
 	j       *job
 	id      string
 	created int64
-	started bool                     // SSE headers written
-	failed  bool                     // a write failed (client gone)
 	pending map[int][]engine.Token   // by choice index: tokens whose text has not shown yet (for logprobs)
 	offset  map[int]int              // by choice index: completions text_offset of the next token
 	calls   map[int]*chat.ToolStream // by choice index: reads tool calls out of a streamed chat reply (nil: no tools)
@@ -49,13 +46,7 @@ func (o *responder) startStream() bool {
 	if o.started {
 		return !o.failed
 	}
-	o.started = true
-	h := o.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	o.w.WriteHeader(http.StatusOK)
+	o.start(append(sseHeaders, "Connection", "keep-alive")...)
 	if o.j.chat {
 		for i := range o.choices() {
 			// The role alone, content null (llama-server's first chunk;
@@ -69,26 +60,8 @@ func (o *responder) startStream() bool {
 	return o.flush()
 }
 
-func (o *responder) flush() bool {
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
-}
-
-// send writes one SSE event "data: JSON\n\n" and flushes it.
-func (o *responder) send(v any) bool {
-	if o.failed {
-		return false
-	}
-	b := append([]byte("data: "), marshal(v)...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
-	}
-	return o.flush()
-}
+// send writes one server-sent event.
+func (o *responder) send(v any) bool { return o.sse(v) }
 
 // Fail answers a job that could not start.
 func (o *responder) Fail(e *apiError) { writeError(o.w, e) }
@@ -222,13 +195,7 @@ func (o *responder) end(out *outcome) {
 	o.sendDone()
 }
 
-func (o *responder) sendDone() {
-	if !o.failed {
-		if _, err := io.WriteString(o.w, "data: [DONE]\n\n"); err == nil {
-			o.flush()
-		}
-	}
-}
+func (o *responder) sendDone() { o.write([]byte("data: [DONE]\n\n")) }
 
 // whole writes the non-streamed response.
 func (o *responder) whole(out *outcome) {

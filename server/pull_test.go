@@ -16,26 +16,6 @@ import (
 	"nanoserve/internal/fakehub"
 )
 
-// A pulled model whose file names another model already answers to is
-// served under its other names (the taken ones stay the other model's);
-// one whose first name is served already is not added twice.
-func TestRouterAddTakenNames(t *testing.T) {
-	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{testSpec(t, "aidreams", nil)}}, nil)
-	rt := ts.front.router
-	spec := testSpec(t, "mha", nil)
-	spec.Names = []string{"hf.co/org/mha:Q8_0", "aidreams.bin", "mha"}
-	if err := rt.add(spec); err != nil {
-		t.Fatal(err)
-	}
-	list := rt.list()
-	if len(list) != 2 || !slices.Equal(list[1].Names, []string{"hf.co/org/mha:Q8_0", "mha"}) || !slices.Contains(list[0].Names, "aidreams.bin") {
-		t.Fatalf("after add: %v, %v", list[0].Names, list[len(list)-1].Names)
-	}
-	if err := rt.add(spec); err != nil || len(rt.list()) != 2 {
-		t.Errorf("adding the same first name again: %v, %d models", err, len(rt.list()))
-	}
-}
-
 // TestOllamaPullProgress: a streamed /api/pull of a two-file quantization
 // from the stand-in hub reports, per file, Ollama's status objects with the
 // file's sha256 digest, its total and a completed count that grows to the

@@ -45,7 +45,7 @@ func testSpec(t testing.TB, name string, loads *atomic.Int32) ModelSpec {
 			m.Close()
 			return nil, err
 		}
-		return &LoadedModel{Engine: eng, Options: Options{Template: tmpl, Manifest: &Manifest{Architecture: m.Arch, ContextLength: m.ContextLen}},
+		return &LoadedModel{Engine: eng, Options: modelOptions(Options{Template: tmpl, Manifest: &Manifest{Architecture: m.Arch, ContextLength: m.ContextLen}}),
 			Bytes: testModelBytes, Close: func() { eng.Close(); m.Close() }}, nil
 	}}
 }
@@ -56,11 +56,10 @@ const testModelBytes = 1 << 20
 func newTestRouter(t testing.TB, opts RouterOptions, hook func(name string, s *Server)) *testServer {
 	t.Helper()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := NewRouter(opts)
+	s, err := newRouter(opts, hook)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.router.newServer = hook
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() { hs.Close(); s.Close() })
 	return newTS(s, hs.URL)

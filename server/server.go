@@ -2,6 +2,13 @@
 // that vLLM, Ollama and llama.cpp's server offer, so any OpenAI client
 // library (or curl) can drive an engine.
 //
+// Shape: Front (front.go) is the one http.Handler, a ServeMux over the
+// route table, answering the server-wide routes over the model table
+// (front_models.go; package host keeps the models) and running every
+// other route on the model the request names (Server, one per model).
+// Each generating API is a decoder and a sink over one pipeline
+// (pipeline.go).
+//
 // Endpoints:
 //
 //	POST /v1/completions       complete prompts (string, [string...], token ids or [[ids]...]);
@@ -130,7 +137,7 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
-	"nanoserve/llamacpp"
+	"nanoserve/host"
 	"nanoserve/sample"
 	"nanoserve/tokenizer"
 )
@@ -245,11 +252,7 @@ type Server struct {
 	created  int64
 	m        *metrics // the model's own series (generations, latencies, engine)
 
-	// manifest describes this model (nil: unknown); keepAlive, set by the
-	// router, tells it how long the model should stay loaded after a
-	// request (Ollama's keep_alive; 0: unload when idle).
-	manifest  *Manifest
-	keepAlive func(d time.Duration)
+	manifest *Manifest // describes this model (nil: unknown)
 
 	// toolFormat: how replies are read for tool calls (ToolFormatNone:
 	// requests with tools other than tool_choice "none" are a 400).
@@ -273,13 +276,13 @@ func New(eng *engine.Engine, opts Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LoadedModel{Engine: eng, Options: opts, Close: func() {}, srv: s}
+	lm := &LoadedModel{Engine: eng, Options: modelOptions(opts), Close: func() {}}
 	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Preload: true,
 		Load: func() (*LoadedModel, error) { return lm, nil }}}})
 	if err != nil {
 		return nil, err
 	}
-	f.router.loaded(0, s, lm)
+	f.models.Put(0, s, lm)
 	return f, nil
 }
 
@@ -312,7 +315,7 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.chat = &chat.Prompter{Template: opts.Template, Options: opts.TemplateOptions}
 	}
 	s.toolFormat = opts.ToolFormat
-	s.spmInfill = llamacpp.SuffixFirst(s.tok, opts.SPMInfill)
+	s.spmInfill = eng.SuffixFirst(opts.SPMInfill)
 	s.heal, s.nonEmpty = opts.TokenHealing, opts.NonEmpty
 	s.infillB = opts.InfillBatch
 	if s.infillB <= 0 {
@@ -421,13 +424,7 @@ func (s *Server) strictModel(name string) (string, *apiError) {
 // matchName reports whether a request's model field names a model that
 // answers to names: one of them exactly, or one with Ollama's default tag
 // (":latest").
-func matchName(names []string, name string) bool {
-	if slices.Contains(names, name) {
-		return true
-	}
-	base, ok := strings.CutSuffix(name, ":latest")
-	return ok && base != "" && slices.Contains(names, base)
-}
+func matchName(names []string, name string) bool { return host.MatchName(names, name) }
 
 func (s *Server) unknownModel(name string) *apiError {
 	return unknownModel(name, s.names)

@@ -63,8 +63,51 @@ var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // chatTools validates tools, tool_choice, parallel_tool_calls and the
 // legacy functions / function_call. It returns nil when the request has
-// no tools.
+// no tools. Its jobs: which fields (toolFields), the function list
+// (toolList), the choice (toolChoice), and for a forced call its
+// constraint (forcedCall).
 func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
+	tf, e := toolFields(cr)
+	if tf == nil || e != nil {
+		return nil, e
+	}
+	ts := &toolSetup{format: s.toolFormat, parallel: !tf.legacy, legacy: tf.legacy}
+	seen, e := ts.toolList(tf)
+	if e != nil {
+		return nil, e
+	}
+	if e := ts.toolChoice(tf, seen); e != nil {
+		return nil, e
+	}
+	if cr.ParallelToolCalls != nil {
+		if tf.legacy {
+			return nil, badRequest("parallel_tool_calls", "parallel_tool_calls goes with tools, not functions (deprecated)")
+		}
+		ts.parallel = *cr.ParallelToolCalls
+	}
+	if ts.choice != "none" && (ts.format == "" || ts.format == chat.ToolFormatNone) {
+		return nil, badRequest(tf.field, "%s need a tool-call format to read calls from the reply, but the model's chat template has no tool-call format "+
+			"(start the server with --tool-call-format, or send %s \"none\")", tf.field, tf.choiceField)
+	}
+	if ts.choice == "required" || ts.choice == "function" {
+		if e := ts.forcedCall(tf.choiceField); e != nil {
+			return nil, e
+		}
+	}
+	return ts, nil
+}
+
+// toolRequest is which tool fields a chat request uses: tools and
+// tool_choice, or the legacy functions and function_call.
+type toolRequest struct {
+	legacy             bool
+	field, choiceField string          // "tools", "tool_choice" or "functions", "function_call"
+	list, choice       json.RawMessage // their values
+}
+
+// toolFields tells which tool fields a request uses (nil: none, and a
+// tool_choice other than none/auto without tools is a 400).
+func toolFields(cr *chatRequest) (*toolRequest, *apiError) {
 	hasTools, hasFns := !isNull(cr.Tools), !isNull(cr.Functions)
 	switch {
 	case hasTools && hasFns:
@@ -79,22 +122,21 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 			}
 		}
 		return nil, nil // parallel_tool_calls alone changes nothing
-	}
-	ts := &toolSetup{format: s.toolFormat, parallel: true}
-	field, choiceField, choice := "tools", "tool_choice", cr.ToolChoice
-	if hasFns {
-		ts.legacy, ts.parallel = true, false
-		field, choiceField, choice = "functions", "function_call", cr.FunctionCall
+	case hasFns:
 		if !isNull(cr.ToolChoice) {
 			return nil, badRequest("tool_choice", "tool_choice goes with tools; with functions (deprecated) use function_call")
 		}
+		return &toolRequest{legacy: true, field: "functions", choiceField: "function_call", list: cr.Functions, choice: cr.FunctionCall}, nil
 	}
+	return &toolRequest{field: "tools", choiceField: "tool_choice", list: cr.Tools, choice: cr.ToolChoice}, nil
+}
+
+// toolList reads the functions of tools (or functions) into ts: what the
+// template gets and what constraints see. It returns the names.
+func (ts *toolSetup) toolList(tf *toolRequest) (map[string]bool, *apiError) {
+	field := tf.field
 	var items []json.RawMessage
-	raw := cr.Tools
-	if hasFns {
-		raw = cr.Functions
-	}
-	if json.Unmarshal(raw, &items) != nil {
+	if json.Unmarshal(tf.list, &items) != nil {
 		return nil, badRequest(field, "%s must be an array", field)
 	}
 	if len(items) == 0 {
@@ -104,7 +146,7 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 	for i, it := range items {
 		f := field + "[" + strconv.Itoa(i) + "]"
 		fnRaw := it
-		if !hasFns {
+		if !tf.legacy {
 			var tool struct {
 				Type     string          `json:"type"`
 				Function json.RawMessage `json:"function"`
@@ -147,77 +189,78 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 			cf.Description = *fn.Description
 		}
 		ts.fns = append(ts.fns, cf)
-		if hasFns {
+		if tf.legacy {
 			ts.tools = append(ts.tools, json.RawMessage(`{"type":"function","function":`+string(it)+`}`))
 		} else {
 			ts.tools = append(ts.tools, it)
 		}
 	}
+	return seen, nil
+}
 
+// toolChoice reads tool_choice (or function_call) into ts.choice and, for
+// a named function, ts.name (one of seen).
+func (ts *toolSetup) toolChoice(tf *toolRequest, seen map[string]bool) *apiError {
+	choiceField, choice := tf.choiceField, tf.choice
 	ts.choice = "auto"
-	if !isNull(choice) {
-		var str string
-		if json.Unmarshal(choice, &str) == nil {
-			switch str {
-			case "none", "auto", "required":
-				if hasFns && str == "required" {
-					return nil, badRequest(choiceField, "function_call must be \"none\", \"auto\" or {\"name\": ...}")
-				}
-				ts.choice = str
-			default:
-				return nil, badRequest(choiceField, "%s %q is not supported (\"none\", \"auto\", \"required\" or a function)", choiceField, str)
+	if isNull(choice) {
+		return nil
+	}
+	var str string
+	if json.Unmarshal(choice, &str) == nil {
+		switch str {
+		case "none", "auto", "required":
+			if tf.legacy && str == "required" {
+				return badRequest(choiceField, "function_call must be \"none\", \"auto\" or {\"name\": ...}")
 			}
-		} else {
-			var obj struct {
-				Type     string `json:"type"`
-				Name     string `json:"name"`
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			}
-			if json.Unmarshal(choice, &obj) != nil {
-				return nil, badRequest(choiceField, "%s must be a string or an object naming a function", choiceField)
-			}
-			name := obj.Function.Name
-			if hasFns {
-				name = obj.Name
-			} else if obj.Type != "function" {
-				return nil, badRequest(choiceField, "%s type %q is not supported (only {\"type\": \"function\", \"function\": {\"name\": ...}})", choiceField, obj.Type)
-			}
-			if !seen[name] {
-				return nil, badRequest(choiceField, "%s names the function %q, which is not among the %s", choiceField, name, field)
-			}
-			ts.choice, ts.name = "function", name
+			ts.choice = str
+			return nil
 		}
+		return badRequest(choiceField, "%s %q is not supported (\"none\", \"auto\", \"required\" or a function)", choiceField, str)
 	}
-	if cr.ParallelToolCalls != nil {
-		if hasFns {
-			return nil, badRequest("parallel_tool_calls", "parallel_tool_calls goes with tools, not functions (deprecated)")
-		}
-		ts.parallel = *cr.ParallelToolCalls
+	var obj struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
 	}
-	if ts.choice != "none" && (ts.format == "" || ts.format == chat.ToolFormatNone) {
-		return nil, badRequest(field, "%s need a tool-call format to read calls from the reply, but the model's chat template has no tool-call format "+
-			"(start the server with --tool-call-format, or send %s \"none\")", field, choiceField)
+	if json.Unmarshal(choice, &obj) != nil {
+		return badRequest(choiceField, "%s must be a string or an object naming a function", choiceField)
 	}
-	if ts.choice == "required" || ts.choice == "function" {
-		c, err := chat.ToolCallConstraint(ts.format, ts.fns, ts.name, ts.parallel)
+	name := obj.Function.Name
+	if tf.legacy {
+		name = obj.Name
+	} else if obj.Type != "function" {
+		return badRequest(choiceField, "%s type %q is not supported (only {\"type\": \"function\", \"function\": {\"name\": ...}})", choiceField, obj.Type)
+	}
+	if !seen[name] {
+		return badRequest(choiceField, "%s names the function %q, which is not among the %s", choiceField, name, tf.field)
+	}
+	ts.choice, ts.name = "function", name
+	return nil
+}
+
+// forcedCall sets the constraint a forced call ("required", a named
+// function) must match: the call's JSON Schema, wrapped in the format's
+// literal text where it has some.
+func (ts *toolSetup) forcedCall(choiceField string) *apiError {
+	c, err := chat.ToolCallConstraint(ts.format, ts.fns, ts.name, ts.parallel)
+	if err != nil {
+		return badRequest(choiceField, "%s", strings.TrimPrefix(err.Error(), "chat: "))
+	}
+	ts.forced = &constraintSpec{field: choiceField, kind: engine.ConstraintJSONSchema, spec: string(c.Schema)}
+	if c.Prefix != "" || c.Suffix != "" || c.Repeat {
+		// The format's literal text around the JSON (Hermes' blocks,
+		// Mistral's control token) is part of the grammar.
+		spec, err := json.Marshal(engine.WrappedSpec{Wrapper: grammar.Wrapper{Prefix: c.Prefix, Suffix: c.Suffix, Repeat: c.Repeat,
+			Separator: c.Separator, ControlTokens: c.ControlTokens}, Schema: c.Schema})
 		if err != nil {
-			return nil, badRequest(choiceField, "%s", strings.TrimPrefix(err.Error(), "chat: "))
+			return badRequest(choiceField, "%s: %v", choiceField, err)
 		}
-		ts.forced = &constraintSpec{field: choiceField, kind: engine.ConstraintJSONSchema, spec: string(c.Schema)}
-		if c.Prefix != "" || c.Suffix != "" || c.Repeat {
-			// The format's literal text around the JSON (Hermes' blocks,
-			// Mistral's control token) is part of the grammar.
-			spec, err := json.Marshal(engine.WrappedSpec{Wrapper: grammar.Wrapper{Prefix: c.Prefix, Suffix: c.Suffix, Repeat: c.Repeat,
-				Separator: c.Separator, ControlTokens: c.ControlTokens}, Schema: c.Schema})
-			if err != nil {
-				return nil, badRequest(choiceField, "%s: %v", choiceField, err)
-			}
-			ts.forced.kind, ts.forced.spec = engine.ConstraintWrapped, string(spec)
-		}
+		ts.forced.kind, ts.forced.spec = engine.ConstraintWrapped, string(spec)
 	}
-	return ts, nil
+	return nil
 }
 
 // toolMessages holds what converting messages needs to remember: the ids

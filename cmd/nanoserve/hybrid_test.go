@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"nanoserve/host"
 	"nanoserve/internal/testshared"
 	"nanoserve/model"
 )
@@ -26,7 +27,7 @@ func TestHybridReported(t *testing.T) {
 	if info.StateBytes != want || len(info.RecurrentLayers) != 3 || info.KVBytesPerTok != 2*1*64*2 {
 		t.Errorf("inspect: state %d bytes (want %d), recurrent layers %v, kv %d bytes per token", info.StateBytes, want, info.RecurrentLayers, info.KVBytesPerTok)
 	}
-	man, err := manifest(m, nil)
+	man, err := host.NewManifest(m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"nanoserve/chat"
 	"nanoserve/defaultmodel"
 	"nanoserve/engine"
+	"nanoserve/host"
 	"nanoserve/hub"
 	"nanoserve/kvcache"
 	"nanoserve/server"
@@ -49,10 +50,10 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	modelsMemory := fs.String("models-memory", "", "most memory the loaded models (weights and KV cache) may hold together, as --kv-cache-memory (default: no limit)")
 	sf.register(fs)
 	fs.IntVar(&mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
-	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
+	listenHost := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
 	port := fs.Int("port", 8080, "TCP port")
 	maxSeqs := fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
-	kvMemory := fs.String("kv-cache-memory", defaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
+	kvMemory := fs.String("kv-cache-memory", host.DefaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
 		"the cache holds max-seqs full contexts within it, and the default context shrinks to fit")
 	kvTokens := fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
 	noPrefix := fs.Bool("no-prefix-cache", false, "never reuse KV blocks of other requests' prompts (every prompt is prefilled in full; for measuring the prefix cache)")
@@ -127,8 +128,8 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 			return errFlag(c.name, v, c.want)
 		}
 	}
-	memAvail := availableMemory()
-	kvBytes, err := parseMemory(*kvMemory, memAvail)
+	memAvail := host.AvailableMemory()
+	kvBytes, err := host.ParseMemory(*kvMemory, memAvail)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	var budget int64
 	if *modelsMemory != "" {
-		if budget, err = parseMemory(*modelsMemory, memAvail); err != nil {
+		if budget, err = host.ParseMemory(*modelsMemory, memAvail); err != nil {
 			return fmt.Errorf("--models-memory: %w", err)
 		}
 	}
@@ -168,9 +169,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		ids = append([]string{*servedName}, ids...)
 	}
 	if len(ids) > 0 {
-		entries[0].names = nameFirst(entries[0].names, ids)
+		entries[0].Names = nameFirst(entries[0].Names, ids)
 	}
-	if err := applyAliases(entries, aliases); err != nil {
+	if err := host.ApplyAliases(entries, aliases); err != nil {
 		return err
 	}
 	// The KV cache memory is shared by the models loaded at once.
@@ -182,52 +183,39 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	if seqs <= 0 {
 		seqs = engine.DefaultMaxSeqs
 	}
-	spec := func(me servedEntry) server.ModelSpec {
-		lf := mf
-		lf.model = me.path
-		return server.ModelSpec{Names: me.names, Preload: me.named, Load: func() (*server.LoadedModel, error) {
-			return loadServed(&lf, me, log, *tmplPath, tf, kvInputs{memory: kvBytes / int64(atOnce), memoryFlag: *kvMemory,
-				ctx: mf.ctxSize, maxSeqs: seqs, tokens: *kvTokens}, engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}, &sf)
-		}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, *tmplPath) }}
-	}
+	ml := &modelLoader{mf: mf, sf: &sf, log: log, tmplPath: *tmplPath, tf: tf,
+		kv: host.KVInputs{Memory: kvBytes / int64(atOnce), MemoryFlag: *kvMemory, Ctx: mf.ctxSize, MaxSeqs: seqs, Tokens: *kvTokens},
+		eo: engine.Options{MaxSeqs: seqs, MaxQueue: *maxQueue, NoPrefixCache: *noPrefix, KVType: mf.kv}}
 	var specs []server.ModelSpec
 	for _, me := range entries {
-		specs = append(specs, spec(me))
-	}
-	// Ollama's /api/pull of hf.co/ORG/REPO[:QUANT]: pulled like --model,
-	// then served under that name (and the hub reference).
-	pull := func(ctx context.Context, name string) (server.ModelSpec, error) {
-		p, ref, err := pullHub(ctx, name, mf.revision)
-		if err != nil {
-			return server.ModelSpec{}, err
-		}
-		names := modelNames(name, p)
-		if !slices.Contains(names, ref) {
-			names = append(names, ref)
-		}
-		return spec(servedEntry{path: p, names: names}), nil
-	}
-	pullRef := func(name string) (string, error) {
-		r, err := hub.ParseRef(strings.TrimPrefix(strings.TrimPrefix(name, "hf.co/"), "huggingface.co/"))
-		if err != nil {
-			return "", err
-		}
-		return r.String(), nil
+		specs = append(specs, ml.spec(me))
 	}
 	opts := server.Options{APIKey: *apiKey, MetricsAuth: *metricsAuth, MaxBodyBytes: *maxBody, Logger: log,
 		ReadHeaderTimeout: *headerTimeout, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout,
 		RequestTimeout: *reqTimeout, HealthStall: *healthStall, CORSOrigins: cors, AllowedHosts: splitList(allowedHosts), SPMInfill: *spmInfill}
 	lf.apply(&opts)
 	server.Version = versionString()
-	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: pull, PullRef: pullRef})
+	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *modelsMax, MemoryBudget: budget, Pull: ml.pull, PullRef: hubPullRef})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	// Bind before loading: a port in use fails at once, not after a load
-	// of minutes. Connections that arrive while the models load wait in
-	// the listen backlog.
-	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	served := make([]string, len(entries))
+	for i, me := range entries {
+		served[i] = me.Names[0]
+	}
+	return listenAndServe(ctx, stop, srv, net.JoinHostPort(*listenHost, strconv.Itoa(*port)), *drain, log, listening,
+		"models", strings.Join(served, ", "), "models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()),
+		"prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
+}
+
+// listenAndServe binds addr, loads the models named at start, logs that
+// the server serves (with attrs) and serves until ctx ends, draining for
+// at most drain. It binds before loading: a port in use fails at once, not
+// after a load of minutes; connections that arrive while the models load
+// wait in the listen backlog.
+func listenAndServe(ctx context.Context, stop func(), srv *server.Front, addr string, drain time.Duration, log *slog.Logger,
+	listening func(net.Addr), attrs ...any) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -236,13 +224,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		ln.Close()
 		return err
 	}
-	served := make([]string, len(entries))
-	for i, me := range entries {
-		served[i] = me.names[0]
-	}
-	log.Info("nanoserve serving", "version", versionString(), "url", "http://"+ln.Addr().String()+"/v1", "models", strings.Join(served, ", "),
-		"models_max", *modelsMax, "kv_cache_memory", *kvMemory, "kv_cache_type", strings.ToLower(mf.kv.String()), "prefix_cache", !*noPrefix, "spec", sf.mode, "threads", mf.threads, "auth", *apiKey != "")
-
+	log.Info("nanoserve serving", append([]any{"version", versionString(), "url", "http://" + ln.Addr().String() + "/v1"}, attrs...)...)
 	if listening != nil {
 		listening(ln.Addr())
 	}
@@ -251,7 +233,7 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		log.Info("shutting down: finishing requests in flight", "drain", drain.String())
 		stop() // a second signal kills the process
 	}()
-	if err := srv.Serve(ctx, ln, *drain); err != nil {
+	if err := srv.Serve(ctx, ln, drain); err != nil {
 		if !errors.Is(err, server.ErrDrainCancelled) {
 			return err
 		}
@@ -261,6 +243,51 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// modelLoader is how serve loads each model: the flags every model's load
+// shares, and its share of --kv-cache-memory.
+type modelLoader struct {
+	mf       modelFlags
+	sf       *specFlags
+	log      *slog.Logger
+	tmplPath string
+	tf       chat.ToolFormat
+	kv       host.KVInputs
+	eo       engine.Options
+}
+
+// spec is the served model me: loaded by loadServed, described by
+// describeServed.
+func (ml *modelLoader) spec(me host.Served) server.ModelSpec {
+	lf := ml.mf
+	lf.model = me.Path
+	return server.ModelSpec{Names: me.Names, Preload: me.Named, Load: func() (*server.LoadedModel, error) {
+		return loadServed(&lf, me, ml.log, ml.tmplPath, ml.tf, ml.kv, ml.eo, ml.sf)
+	}, Describe: func() (*server.Manifest, error) { return describeServed(&lf, me, ml.tmplPath) }}
+}
+
+// pull answers Ollama's /api/pull of hf.co/ORG/REPO[:QUANT]: pulled like
+// --model, then served under that name (and the hub reference).
+func (ml *modelLoader) pull(ctx context.Context, name string) (server.ModelSpec, error) {
+	p, ref, err := pullHub(ctx, name, ml.mf.revision)
+	if err != nil {
+		return server.ModelSpec{}, err
+	}
+	names := host.Names(name, p)
+	if !slices.Contains(names, ref) {
+		names = append(names, ref)
+	}
+	return ml.spec(host.Served{Path: p, Names: names}), nil
+}
+
+// hubPullRef is the hub reference an /api/pull name names.
+func hubPullRef(name string) (string, error) {
+	r, err := hub.ParseRef(strings.TrimPrefix(strings.TrimPrefix(name, "hf.co/"), "huggingface.co/"))
+	if err != nil {
+		return "", err
+	}
+	return r.String(), nil
 }
 
 // splitList splits each comma-separated value of a repeatable flag.

@@ -1,4 +1,4 @@
-package main
+package host
 
 // The server's KV cache memory rule: one byte budget (--kv-cache-memory)
 // decides how many positions the shared cache holds, and so how long a
@@ -17,7 +17,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -25,75 +24,75 @@ import (
 	"strings"
 )
 
-// kvInputs are what the rule needs.
-type kvInputs struct {
-	memory        int64 // KV cache byte budget (--kv-cache-memory)
-	memoryFlag    string
-	bytesPerToken int64 // K and V of one position, all layers
-	stateBytes    int64 // one sequence's recurrent state (hybrid models; 0 otherwise)
-	stateSlots    int   // recurrent states the engine allocates (engine.StateSlots)
-	modelCtx      int   // the model's trained context length
-	ctx           int   // --ctx; 0: the model's
-	maxSeqs       int   // batch slots (resolved, > 0)
-	tokens        int   // --kv-cache-tokens; 0: from the memory budget
+// KVInputs are what the rule needs.
+type KVInputs struct {
+	Memory        int64 // KV cache byte budget (--kv-cache-memory)
+	MemoryFlag    string
+	BytesPerToken int64 // K and V of one position, all layers
+	StateBytes    int64 // one sequence's recurrent state (hybrid models; 0 otherwise)
+	StateSlots    int   // recurrent states the engine allocates (engine.StateSlots)
+	ModelCtx      int   // the model's trained context length
+	Ctx           int   // --ctx; 0: the model's
+	MaxSeqs       int   // batch slots (resolved, > 0)
+	Tokens        int   // --kv-cache-tokens; 0: from the memory budget
 }
 
-// kvPlan is the resolved context and cache size, and a warning to log
+// KVPlan is the resolved context and cache size, and a warning to log
 // ("" when nothing was adjusted).
-type kvPlan struct {
-	ctx, cacheTokens int
-	warning          string
+type KVPlan struct {
+	Ctx, CacheTokens int
+	Warning          string
 }
 
 // minShrunkCtx is the shortest context the rule shrinks to before refusing.
 const minShrunkCtx = 16
 
-// planKVCache applies the rule (see the file comment).
-func planKVCache(in kvInputs) (kvPlan, error) {
-	bpt := max(in.bytesPerToken, 1)
-	states := int64(in.stateSlots) * in.stateBytes
-	if in.tokens <= 0 && states >= in.memory {
-		return kvPlan{}, fmt.Errorf("--kv-cache-memory %s (%s) does not even hold %d recurrent states (%d bytes each, for %d sequences); "+
-			"raise it or lower --max-seqs", in.memoryFlag, mib(in.memory), in.stateSlots, in.stateBytes, in.maxSeqs)
+// PlanKV applies the rule (see the file comment).
+func PlanKV(in KVInputs) (KVPlan, error) {
+	bpt := max(in.BytesPerToken, 1)
+	states := int64(in.StateSlots) * in.StateBytes
+	if in.Tokens <= 0 && states >= in.Memory {
+		return KVPlan{}, fmt.Errorf("--kv-cache-memory %s (%s) does not even hold %d recurrent states (%d bytes each, for %d sequences); "+
+			"raise it or lower --max-seqs", in.MemoryFlag, mib(in.Memory), in.StateSlots, in.StateBytes, in.MaxSeqs)
 	}
-	budget := int(min((in.memory-states)/bpt, math.MaxInt32))
-	what := fmt.Sprintf("--kv-cache-memory %s (%s, room for %d tokens at %d bytes per token)", in.memoryFlag, mib(in.memory), budget, bpt)
+	budget := int(min((in.Memory-states)/bpt, math.MaxInt32))
+	what := fmt.Sprintf("--kv-cache-memory %s (%s, room for %d tokens at %d bytes per token)", in.MemoryFlag, mib(in.Memory), budget, bpt)
 	if states > 0 {
 		what = fmt.Sprintf("--kv-cache-memory %s (%s less %s for %d recurrent states, room for %d tokens at %d bytes per token)",
-			in.memoryFlag, mib(in.memory), mib(states), in.stateSlots, budget, bpt)
+			in.MemoryFlag, mib(in.Memory), mib(states), in.StateSlots, budget, bpt)
 	}
-	if in.tokens > 0 {
-		budget = in.tokens
-		what = fmt.Sprintf("--kv-cache-tokens %d", in.tokens)
+	if in.Tokens > 0 {
+		budget = in.Tokens
+		what = fmt.Sprintf("--kv-cache-tokens %d", in.Tokens)
 	}
-	ctx := in.ctx
+	ctx := in.Ctx
 	var warning string
 	switch {
 	case ctx > 0 && ctx > budget:
-		return kvPlan{}, fmt.Errorf("--ctx %d does not fit the KV cache: one context needs %s (%d tokens × %d bytes), but %s; "+
+		return KVPlan{}, fmt.Errorf("--ctx %d does not fit the KV cache: one context needs %s (%d tokens × %d bytes), but %s; "+
 			"lower --ctx or raise the cache size", ctx, mib(int64(ctx)*bpt), ctx, bpt, what)
-	case ctx <= 0 && in.modelCtx > budget:
+	case ctx <= 0 && in.ModelCtx > budget:
 		if budget < minShrunkCtx {
-			return kvPlan{}, fmt.Errorf("the KV cache cannot hold even %d tokens: %s", minShrunkCtx, what)
+			return KVPlan{}, fmt.Errorf("the KV cache cannot hold even %d tokens: %s", minShrunkCtx, what)
 		}
 		ctx = budget
 		warning = fmt.Sprintf("the model's context of %d tokens needs %s of KV cache but %s: the context shrinks to %d tokens "+
-			"(raise --kv-cache-memory for more)", in.modelCtx, mib(int64(in.modelCtx)*bpt), what, ctx)
+			"(raise --kv-cache-memory for more)", in.ModelCtx, mib(int64(in.ModelCtx)*bpt), what, ctx)
 	case ctx <= 0:
-		ctx = in.modelCtx
+		ctx = in.ModelCtx
 	}
-	return kvPlan{ctx: ctx, cacheTokens: max(min(in.maxSeqs*ctx, budget), ctx), warning: warning}, nil
+	return KVPlan{Ctx: ctx, CacheTokens: max(min(in.MaxSeqs*ctx, budget), ctx), Warning: warning}, nil
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-// defaultKVMemory is --kv-cache-memory's default: a quarter of the memory
+// DefaultKVMemory is --kv-cache-memory's default: a quarter of the memory
 // the process may use (weights, activations and the OS keep the rest).
-const defaultKVMemory = "25%"
+const DefaultKVMemory = "25%"
 
-// parseMemory reads a byte size: "4GiB", "512MiB", "1.5G", "1000000", or
+// ParseMemory reads a byte size: "4GiB", "512MiB", "1.5G", "1000000", or
 // a share of the available memory "25%". avail is that memory (0: unknown).
-func parseMemory(s string, avail int64) (int64, error) {
+func ParseMemory(s string, avail int64) (int64, error) {
 	t := strings.TrimSpace(s)
 	if p, ok := strings.CutSuffix(t, "%"); ok {
 		f, err := strconv.ParseFloat(p, 64)
@@ -124,9 +123,9 @@ func parseMemory(s string, avail int64) (int64, error) {
 	return int64(f * mult), nil
 }
 
-// availableMemory is the memory this process may use: the machine's
+// AvailableMemory is the memory this process may use: the machine's
 // (MemTotal) or the container's cgroup limit if lower; 0 when unknown.
-func availableMemory() int64 {
+func AvailableMemory() int64 {
 	var total int64
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -151,10 +150,3 @@ func availableMemory() int64 {
 	}
 	return total
 }
-
-// errFlag makes flag validation errors uniform.
-func errFlag(name string, v any, want string) error {
-	return fmt.Errorf("--%s %v: %s", name, v, want)
-}
-
-var errLongCtx = errors.New("pass --allow-long-context to run past it (attention beyond the trained positions degrades)")
