@@ -9,7 +9,7 @@ package server
 // the sampling fields (temperature, top_k, top_p, min_p, seed, stop,
 // repeat_penalty, presence_penalty, frequency_penalty, ignore_eos),
 // logit_bias as llama-server spells it ([[id or text, bias], …] or an
-// object; false as the bias bans the token; text is tokenized and every
+// object; false as the bias bans the token (-100); text is tokenized and every
 // token of it biased), n_probs (the top alternatives of each generated
 // token: completion_probabilities; post_sampling_probs reports
 // probabilities instead of logprobs), return_tokens, response_fields, the
@@ -32,8 +32,10 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -193,7 +195,7 @@ func (s *Server) nativeJob(nr *nativeRequest) (*nativeJob, *apiError) {
 	j.settings = map[string]any{"n_predict": nPredict, "seed": seed, "temperature": pol.Temperature, "top_k": pol.TopK,
 		"top_p": pol.TopP, "min_p": pol.MinP, "repeat_penalty": pol.RepetitionPenalty, "presence_penalty": pol.PresencePenalty,
 		"frequency_penalty": pol.FrequencyPenalty, "ignore_eos": pol.IgnoreEOS, "stop": stop, "stream": j.stream,
-		"n_probs": j.nProbs, "post_sampling_probs": j.post,
+		"n_probs": j.nProbs, "post_sampling_probs": j.post, "logit_bias": biasList(pol.LogitBias),
 		// llama-server's adaptive-p sampler, which nanoserve does not
 		// have: reported as llama-server reports it off.
 		"adaptive_target": -1.0, "adaptive_decay": 0.9}
@@ -221,7 +223,7 @@ func (s *Server) nativeLogitBias(raw json.RawMessage) (map[int]float32, *apiErro
 			}
 			bias = float32(f)
 		case json.Unmarshal(val, &b) == nil && !b:
-			bias = float32(math.Inf(-1))
+			bias = -100 // llama-server's -inf: the policy's floor, which bans the token
 		default:
 			return badRequest("logit_bias", "a logit_bias value must be a number or false")
 		}
@@ -547,4 +549,26 @@ func (o *nativeSink) fail(e *apiError) {
 		return
 	}
 	writeError(o.w, e)
+}
+
+// biasEntry is one of generation_settings.logit_bias: a bias of null bans
+// the token (-inf, which JSON cannot write).
+type biasEntry struct {
+	Token int      `json:"token"`
+	Bias  *float32 `json:"bias"`
+}
+
+// biasList is a policy's logit biases as llama-server lists them, by token
+// id. ignore_eos adds none: nanoserve's keeps generating after an
+// end-of-generation token (vLLM's meaning) instead of banning it.
+func biasList(m map[int]float32) []biasEntry {
+	out := make([]biasEntry, 0, len(m))
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		e := biasEntry{Token: id}
+		if b := m[id]; !math.IsInf(float64(b), -1) {
+			e.Bias = &b
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -166,6 +166,21 @@ func TestNativeCompletion(t *testing.T) {
 	if n := got.GenerationSettings["n_predict"]; n != 6.0 {
 		t.Errorf("generation_settings.n_predict = %v", n)
 	}
+	if lb, ok := got.GenerationSettings["logit_bias"].([]any); !ok || len(lb) != 0 {
+		t.Errorf("generation_settings.logit_bias = %v, want []", got.GenerationSettings["logit_bias"])
+	}
+	// logit_bias in llama-server's pair form: text is tokenized and every
+	// token of it biased; false bans (-100, the policy's floor).
+	_, _, bb := ts.post(t, "/completion", `{"prompt":"Once upon a time","n_predict":2,"temperature":0,"logit_bias":[[5,2.5],["a",false]]}`)
+	lb, _ := decode[nativeResult](t, bb).GenerationSettings["logit_bias"].([]any)
+	if len(lb) < 2 || fmt.Sprint(lb[0]) != "map[bias:2.5 token:5]" {
+		t.Errorf("logit_bias pairs: %v in %s", lb, bb)
+	}
+	for _, e := range lb[1:] {
+		if e.(map[string]any)["bias"] != -100.0 {
+			t.Errorf("a banned token's bias %v, want -100", e)
+		}
+	}
 	if tm := got.Timings; tm.PredictedMs > 0 && math.Abs(tm.PredictedPerSecond-5000/tm.PredictedMs) > 1e-6 {
 		t.Errorf("predicted_per_second %v, want 5 steps / %v ms", tm.PredictedPerSecond, tm.PredictedMs)
 	}
