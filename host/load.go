@@ -62,13 +62,19 @@ func (s *Source) Load(me Served) (*Loaded, error) {
 		return nil, err
 	}
 	opts := ModelOptions{ToolFormat: s.ToolFormat}
-	if s.BuiltinPath != "" && me.Path == s.BuiltinPath {
+	builtin := s.BuiltinPath != "" && me.Path == s.BuiltinPath
+	if builtin {
 		d := s.BuiltinPolicy
 		opts.Defaults, opts.TokenHealing, opts.NonEmpty = &d, true, true
 	}
 	if m.Tokenizer != nil {
 		tmpl, err := ChatTemplate(s.ChatTemplate, m, me.Path)
-		if tmpl, err = serveTemplate(tmpl, err, s.ChatTemplate != "", log); err != nil {
+		if builtin && s.ChatTemplate == "" && errors.Is(err, chat.ErrNoTemplate) {
+			// The built-in model is a completion model: no ChatML
+			// fallback (chat answers 400, the chat page continues its
+			// text).
+			tmpl = nil
+		} else if tmpl, err = serveTemplate(tmpl, err, s.ChatTemplate != "", log); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("%s: %w", me.Names[0], err)
 		}

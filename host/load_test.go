@@ -86,6 +86,9 @@ func TestSourceLoad(t *testing.T) {
 	if lm.Options.Defaults == nil || lm.Options.Defaults.FrequencyPenalty != 0.6 || !lm.Options.TokenHealing || !lm.Options.NonEmpty || lm.Options.Manifest == nil {
 		t.Errorf("built-in model's options: %+v", lm.Options)
 	}
+	if lm.Options.Template != nil {
+		t.Errorf("the built-in model (a completion model) got a chat template: %v", lm.Options.Template.Source())
+	}
 	lm.Close()
 	other := *src
 	other.BuiltinPath = p + ".other"
