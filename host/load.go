@@ -62,13 +62,19 @@ func (s *Source) Load(me Served) (*Loaded, error) {
 		return nil, err
 	}
 	opts := ModelOptions{ToolFormat: s.ToolFormat}
-	if s.BuiltinPath != "" && me.Path == s.BuiltinPath {
+	builtin := s.BuiltinPath != "" && me.Path == s.BuiltinPath
+	if builtin {
 		d := s.BuiltinPolicy
 		opts.Defaults, opts.TokenHealing, opts.NonEmpty = &d, true, true
 	}
 	if m.Tokenizer != nil {
 		tmpl, err := ChatTemplate(s.ChatTemplate, m, me.Path)
-		if tmpl, err = serveTemplate(tmpl, err, s.ChatTemplate != "", log); err != nil {
+		if builtin && s.ChatTemplate == "" && errors.Is(err, chat.ErrNoTemplate) {
+			// The built-in model is a completion model: no ChatML
+			// fallback (chat answers 400, the chat page continues its
+			// text).
+			tmpl = nil
+		} else if tmpl, err = serveTemplate(tmpl, err, s.ChatTemplate != "", log); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("%s: %w", me.Names[0], err)
 		}
@@ -172,8 +178,9 @@ func ChatTemplate(path string, m *model.Model, modelPath string) (*chat.Prompter
 // serveTemplate decides what a server does with the chat template it
 // found: a template that loads is used even if it fails on a sample
 // conversation (a warning; each chat request then gets a 400); a model
-// without a template, or whose own template nests too deep to compile,
-// still serves completions (a warning; chat answers 400). A template the
+// without a template chats in ChatML (a warning, as llama-server falls
+// back to it); a model whose own template nests too deep to compile still
+// serves completions (a warning; chat answers 400). A template the
 // user named with --chat-template (explicit) that cannot be used is an
 // error. It returns the template to use, nil for none.
 func serveTemplate(tmpl *chat.Prompter, err error, explicit bool, log *slog.Logger) (*chat.Prompter, error) {
@@ -184,8 +191,9 @@ func serveTemplate(tmpl *chat.Prompter, err error, explicit bool, log *slog.Logg
 		}
 		return tmpl, nil
 	case errors.Is(err, chat.ErrNoTemplate) && !explicit:
-		log.Warn("the model has no chat template: /v1/chat/completions will answer 400 (pass --chat-template)")
-		return nil, nil
+		// As llama-server: a model without a template chats in ChatML.
+		log.Warn("the model has no chat template: chat uses ChatML (pass --chat-template for the model's own layout)")
+		return chat.ChatML("", "")
 	case errors.Is(err, chat.ErrTemplateLimit) && !explicit:
 		log.Warn("the model's chat template cannot be used: /v1/chat/completions will answer 400 (pass --chat-template)", "err", err)
 		return nil, nil

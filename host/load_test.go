@@ -40,6 +40,28 @@ func TestServeTemplateTooDeepToCompile(t *testing.T) {
 	}
 }
 
+// TestServeTemplateChatMLFallback: a model without a chat template chats
+// in ChatML (as llama-server), with a warning; --chat-template naming
+// nothing usable is still an error.
+func TestServeTemplateChatMLFallback(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	got, err := serveTemplate(nil, fmt.Errorf("wrapped: %w", chat.ErrNoTemplate), false, log)
+	if err != nil || got == nil {
+		t.Fatalf("no template: (%v, %v), want the ChatML prompter", got, err)
+	}
+	text, _, err := got.Prompt([]chat.Message{{Role: "user", Content: "Hi"}})
+	if want := "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"; err != nil || text != want {
+		t.Errorf("prompt = %q, %v; want %q", text, err, want)
+	}
+	if !strings.Contains(logs.String(), "ChatML") {
+		t.Errorf("no warning naming ChatML in:\n%s", logs.String())
+	}
+	if _, err := serveTemplate(nil, fmt.Errorf("wrapped: %w", chat.ErrNoTemplate), true, log); !errors.Is(err, chat.ErrNoTemplate) {
+		t.Errorf("--chat-template without a template: %v, want ErrNoTemplate", err)
+	}
+}
+
 // TestSourceLoad: a Source loads a model by itself — the built-in model
 // (recognised by its path) gets its policy with token healing and
 // non-empty output, another path does not; a context past the trained
@@ -64,6 +86,9 @@ func TestSourceLoad(t *testing.T) {
 	if lm.Options.Defaults == nil || lm.Options.Defaults.FrequencyPenalty != 0.6 || !lm.Options.TokenHealing || !lm.Options.NonEmpty || lm.Options.Manifest == nil {
 		t.Errorf("built-in model's options: %+v", lm.Options)
 	}
+	if lm.Options.Template != nil {
+		t.Errorf("the built-in model (a completion model) got a chat template: %v", lm.Options.Template.Source())
+	}
 	lm.Close()
 	other := *src
 	other.BuiltinPath = p + ".other"
@@ -72,6 +97,9 @@ func TestSourceLoad(t *testing.T) {
 	}
 	if lm.Options.Defaults != nil || lm.Options.TokenHealing {
 		t.Errorf("another model got the built-in policy: %+v", lm.Options)
+	}
+	if lm.Options.Template == nil {
+		t.Errorf("another model without a chat template got none, want the ChatML fallback")
 	}
 	lm.Close()
 	long := *src

@@ -125,3 +125,36 @@ func ApplyAliases(entries []Served, aliases []string) error {
 }
 
 func aliasError(a, want string) error { return fmt.Errorf("--alias %v: %s", a, want) }
+
+// ModelIDs splits the --alias values into llama-server's ids (values
+// without "=", each possibly a comma-separated list) and nanoserve's
+// NAME=MODEL aliases (for ApplyAliases).
+func ModelIDs(aliases []string) (ids, rest []string) {
+	for _, a := range aliases {
+		if strings.Contains(a, "=") {
+			rest = append(rest, a)
+			continue
+		}
+		for n := range strings.SplitSeq(a, ",") {
+			if n = strings.TrimSpace(n); n != "" && !slices.Contains(ids, n) {
+				ids = append(ids, n)
+			}
+		}
+	}
+	// llama-server keeps its aliases in a sorted set and takes the first
+	// as the model's id.
+	slices.Sort(ids)
+	return ids, rest
+}
+
+// NameFirst makes ids the first names of names (ids[0] the id), keeping
+// the other names after them.
+func NameFirst(names, ids []string) []string {
+	out := slices.Clone(ids)
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -29,6 +29,10 @@ type apiError struct {
 	Param      *string `json:"param"`
 	Code       *string `json:"code"`
 	retryAfter int     // seconds; 0: no Retry-After header
+	// llama-server's exceed_context_size_error carries the prompt's
+	// tokens and the context (native.go).
+	NPromptTokens int `json:"n_prompt_tokens,omitempty"`
+	NCtx          int `json:"n_ctx,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -604,6 +608,10 @@ type completionResponse struct {
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
+	// llama-server's: the build (every object) and the timings (a whole
+	// answer, a stream's usage chunk); native.go.
+	SystemFingerprint string         `json:"system_fingerprint,omitempty"`
+	Timings           *nativeTimings `json:"timings,omitempty"`
 }
 
 // chat: choices[].message (or .delta when streaming), logprobs.content.
@@ -659,4 +667,7 @@ type chatResponse struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage,omitempty"`
+	// llama-server's, as on completionResponse.
+	SystemFingerprint string         `json:"system_fingerprint,omitempty"`
+	Timings           *nativeTimings `json:"timings,omitempty"`
 }

@@ -24,16 +24,6 @@ import (
 	"nanoserve/grammar"
 )
 
-// responseFormat is OpenAI's response_format.
-type responseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-		Strict *bool           `json:"strict"`
-	} `json:"json_schema"`
-}
-
 // constraintParams are the structured-output fields of both endpoints.
 type constraintParams struct {
 	ResponseFormat    *responseFormat `json:"response_format"`
@@ -56,6 +46,18 @@ type constraintParams struct {
 	// toolCall is the constraint a forced tool call must match
 	// (tool_choice "required" or a named function; see tools.go).
 	toolCall *constraintSpec
+}
+
+// responseFormat is OpenAI's response_format, with llama-server's schema
+// beside type json_object.
+type responseFormat struct {
+	Type       string          `json:"type"`
+	Schema     json.RawMessage `json:"schema"` // llama-server: the schema of a json_object
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
 }
 
 type constraintSpec struct {
@@ -84,6 +86,11 @@ func (p *constraintParams) constraint() (*constraintSpec, *apiError) {
 		switch rf.Type {
 		case "", "text":
 		case "json_object":
+			if !isNull(rf.Schema) {
+				// llama-server's json_object with a schema: that schema.
+				add("response_format", engine.ConstraintJSONSchema, schemaText(rf.Schema))
+				break
+			}
 			add("response_format", engine.ConstraintJSONObject, "")
 		case "json_schema":
 			if rf.JSONSchema == nil || isNull(rf.JSONSchema.Schema) {

@@ -6,7 +6,9 @@ package server
 //	{"object":"list", "data":[{"object":"embedding","index":i,"embedding":...}], "model", "usage"}
 //
 // input is a string, an array of strings, an array of token ids or an array
-// of token-id arrays (each one embedding, data[i] for input i). An embedding
+// of token-id arrays (each one embedding, data[i] for input i), or one of
+// llama-server's forms: ids and strings mixed in one input, "" (BOS alone;
+// native_prompt.go). An embedding
 // is the model's pooled final hidden state (the final norm's output, before
 // the LM head), L2-normalised: the GGUF's {arch}.pooling_type chooses the
 // pooling (mean, cls or last); without it, last token (a causal model's only
@@ -24,7 +26,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"strings"
 
 	"nanoserve/engine"
 )
@@ -95,10 +96,8 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 	if isNull(er.Input) {
 		return nil, badRequest("input", "input is required")
 	}
-	prompts, e := completionPrompts(er.Input, s.tok.Size())
+	prompts, e := s.llamaPrompts(er.Input, "input") // OpenAI's forms and llama-server's (native_prompt.go)
 	if e != nil {
-		e.Param = strp("input")
-		e.Message = strings.ReplaceAll(e.Message, "prompt", "input")
 		return nil, e
 	}
 	if len(prompts) > maxEmbeddingInputs {
@@ -106,9 +105,6 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 	}
 	reqs := make([]engine.Request, len(prompts))
 	for i, p := range prompts {
-		if p.ids == nil && p.text == "" {
-			return nil, badRequest("input", "input cannot be an empty string")
-		}
 		reqs[i] = engine.Request{Prompt: p.text, PromptIDs: p.ids, ParseSpecial: true}
 	}
 	embs, ntok, err := s.eng.Embed(reqs)
@@ -137,6 +133,7 @@ func (s *Server) embeddings(ctx context.Context, er *embeddingRequest) (*embeddi
 		resp.Usage.PromptTokens += ntok[i]
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens
+	s.lc.embedded(resp.Usage.PromptTokens, len(embs))
 	return &resp, nil
 }
 

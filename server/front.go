@@ -62,6 +62,7 @@ type Front struct {
 	allowedHosts      []string         // Options.AllowedHosts
 	now               func() time.Time // the clock /health compares the engines' heartbeats with
 	webui             http.Handler     // Options.WebUI (nil: no page at /)
+	native            nativeOptions    // llama-server's switches (native.go)
 }
 
 // route is one entry of the route table.
@@ -144,6 +145,12 @@ func routes() []route {
 		get("/api/ps", "ollama_ps", needsKey, (*Front).handleOllamaPS),
 		get("/api/version", "ollama_version", needsKey, (*Front).handleOllamaVersion),
 		{method: http.MethodPost, path: "/api/pull", endpoint: "ollama_pull", front: (*Front).handleOllamaPull},
+		// llama-server's paths (native.go)
+		gen("/completion", "completion", decoded((*Server).handleNativeCompletion)),
+		gen("/completions", "completion", decoded((*Server).handleNativeCompletion)),
+		gen("/chat/completions", "chat_completions", decoded((*Server).handleChat)),
+		post("/embeddings", "embeddings", decoded((*Server).handleEmbeddings)),
+		get("/models", "models", needsKey, (*Front).handleModels),
 	}
 }
 
@@ -238,6 +245,7 @@ func newFront(o Options) *Front {
 		allowedHosts:      o.AllowedHosts,
 		now:               time.Now,
 		webui:             o.WebUI,
+		native:            newNativeOptions(o, nil),
 	}
 	if f.maxBody <= 0 {
 		f.maxBody = 4 << 20
@@ -325,7 +333,7 @@ func (f *Front) routed(w http.ResponseWriter, r *http.Request, h *modelHandler) 
 		return
 	}
 	t0 := time.Now()
-	lease, e := f.modelFor(r.Context(), req.modelName())
+	lease, e := f.modelFor(r.Context(), f.anyName(r.URL.Path, req.modelName()))
 	if e != nil {
 		writeError(w, e)
 		return
@@ -385,6 +393,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	if e := f.checkOrigin(r); e != nil {
+		if f.cors != nil && isPreflight(r) {
+			sw.WriteHeader(http.StatusOK) // no CORS headers: the browser refuses (as llama-server)
+			return
+		}
 		f.refuse(sw, r, e)
 		return
 	}
@@ -446,7 +458,7 @@ func requestID(h string) string {
 //     cannot know: a Kubernetes service, a LAN name) is not checked, as
 //     Ollama checks only when bound to loopback.
 func (f *Front) checkOrigin(r *http.Request) *apiError {
-	if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(f.cors, "*") && !slices.Contains(f.cors, origin) && !loopbackOrigin(origin) && !sameOrigin(origin, r.Host) {
+	if origin := r.Header.Get("Origin"); origin != "" && !f.corsAllowed(origin) && !loopbackOrigin(origin) && !sameOrigin(origin, r.Host) {
 		return &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("origin_not_allowed"),
 			Message: fmt.Sprintf("origin %q is not allowed: browser requests are accepted from loopback origins and those listed with --cors-origin", origin)}
 	}
@@ -510,7 +522,8 @@ func loopbackOrigin(origin string) bool {
 // corsHeaders adds the CORS response headers for an allowed Origin and
 // answers a preflight (OPTIONS with Access-Control-Request-Method),
 // reporting whether it did. A request from an origin not on the list gets
-// no CORS headers, so the browser refuses it; its preflight is a 403.
+// no CORS headers, so the browser refuses it; its preflight is a 200
+// without them, as llama-server answers it.
 func (f *Front) corsHeaders(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -518,12 +531,10 @@ func (f *Front) corsHeaders(w http.ResponseWriter, r *http.Request) bool {
 	}
 	h := w.Header()
 	h.Add("Vary", "Origin")
-	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
-	allowed := slices.Contains(f.cors, origin) || slices.Contains(f.cors, "*")
-	if !allowed {
+	preflight := isPreflight(r)
+	if !f.corsAllowed(origin) {
 		if preflight {
-			writeError(w, &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Code: strp("cors_origin_not_allowed"),
-				Message: fmt.Sprintf("origin %q is not allowed (the server's --cors-origin list)", origin)})
+			w.WriteHeader(http.StatusOK) // no CORS headers: the browser refuses (as llama-server)
 		}
 		return preflight
 	}
@@ -539,7 +550,7 @@ func (f *Front) corsHeaders(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Request-Id")
 	h.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusOK) // llama-server's status (204 would do as well for browsers)
 	return true
 }
 

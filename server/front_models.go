@@ -141,6 +141,10 @@ func (f *Front) handleReady(w http.ResponseWriter, r *http.Request) {
 // loaded model's own series labelled model_name (families merged, so each
 // has one HELP and TYPE).
 func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if f.metricsOff(w) {
+		return
+	}
+	setProcessStart(w)
 	serveFamilies(w, r, func() ([]*dto.MetricFamily, error) {
 		front, err := f.m.reg.Gather()
 		if err != nil {
@@ -159,6 +163,7 @@ func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		fams = append(fams, more...)
+		single := len(f.models.List()) == 1
 		for _, m := range f.listModels() {
 			if m.srv == nil {
 				continue
@@ -169,6 +174,10 @@ func (f *Front) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			}
 			for _, f := range mf {
 				if isPerServer(f.GetName()) {
+					continue
+				}
+				if isLlamaMetric(f) && single {
+					fams = append(fams, f) // unlabelled, as llama-server writes them
 					continue
 				}
 				for _, s := range f.Metric {

@@ -4,6 +4,7 @@ package server
 // admission → engine stream → one JSON response or SSE events.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func (s *Server) completionJob(cr *completionRequest) (*job, *apiError) {
 	vocab := s.tok.Size()
 	defMax := s.defaults.MaxTokens
 	if defMax == 0 {
-		defMax = 16 // the OpenAI completions default
+		defMax = cmp.Or(s.native.nPredict, 16) // --n-predict, else the OpenAI completions default
 	}
 	pol, e := cr.policy(s.defaults, defMax, vocab)
 	if e != nil {
@@ -247,11 +248,12 @@ func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
 		if j.chat {
 			what = "the messages (as the chat template renders them) have"
 		}
-		e := badRequest(par, "this model's maximum context length is %d tokens, but %s %d tokens; shorten it by %d tokens", tl.Limit, what, tl.Tokens, tl.Tokens-tl.Limit)
+		e := badRequest(par, "this model's maximum context length is %d tokens, but %s %d tokens, too large: shorten it by %d tokens", tl.Limit, what, tl.Tokens, tl.Tokens-tl.Limit)
 		if tl.Cache {
-			e = badRequest(par, "%s %d tokens, more than the %d positions of the server's KV cache; shorten it by %d tokens", what, tl.Tokens, tl.Limit, tl.Tokens-tl.Limit)
+			e = badRequest(par, "%s %d tokens, more than the %d positions of the server's KV cache, too large: shorten it by %d tokens", what, tl.Tokens, tl.Limit, tl.Tokens-tl.Limit)
 		}
 		e.Code = strp("context_length_exceeded")
+		exceedsContext(e, tl.Tokens, tl.Limit)
 		return e
 	case errors.As(err, &re):
 		if re.Field == "prompt" {
@@ -264,6 +266,9 @@ func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
 		return &apiError{status: http.StatusConflict, Type: "invalid_request_error", Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: "the request was cancelled before it started"}
+	}
+	if e := promptBytesError(err, par); e != nil {
+		return e
 	}
 	return badRequest("", "%s", err.Error())
 }

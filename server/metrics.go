@@ -231,5 +231,11 @@ func (s *Server) gatherModel() ([]*dto.MetricFamily, error) {
 		{name: "nanoserve_kv_cache_bytes", help: "Bytes held by the engine's KV cache.", value: float64(s.eng.CacheBytes())},
 		{name: "nanoserve_context_tokens", help: "Context length per sequence.", value: float64(s.eng.CtxSize())},
 	}
-	return s.m.gather(s.names[0], s.eng.Stats(), extra) // one snapshot for the nanoserve_engine_* and vllm:* series
+	st := s.eng.Stats() // one snapshot for the nanoserve_engine_*, vllm:* and llamacpp:* series
+	fams, err := s.m.gather(s.names[0], st, extra)
+	if err != nil {
+		return nil, err
+	}
+	more, err := s.lc.families(st)
+	return append(fams, more...), err
 }

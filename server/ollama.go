@@ -224,7 +224,7 @@ func keepAlive(raw json.RawMessage) (d time.Duration, ok bool, e *apiError) {
 
 func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request, req *ollamaGenerateRequest) {
 	start := time.Now()
-	model, e := s.resolveModel(req.Model)
+	model, e := s.strictModel(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -305,7 +305,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request, re
 
 func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request, req *ollamaChatRequest) {
 	start := time.Now()
-	model, e := s.resolveModel(req.Model)
+	model, e := s.strictModel(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -412,6 +412,11 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request, req *
 	start := time.Now()
 	if _, _, e := s.applyKeepAlive(r.Context(), req.KeepAlive); e != nil {
 		writeError(w, e)
+		return
+	}
+	if in := bytes.TrimSpace(req.Input); string(in) == `""` {
+		// llama-server's "" (BOS alone, native_prompt.go) is not Ollama's.
+		writeError(w, badRequest("input", "input cannot be an empty string"))
 		return
 	}
 	resp, e := s.embeddings(r.Context(), &embeddingRequest{Model: req.Model, Input: req.Input, Dimensions: req.Dimensions})
@@ -521,7 +526,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request, req *o
 		writeError(w, e)
 		return
 	}
-	if _, e := s.resolveModel(name); e != nil {
+	if _, e := s.strictModel(name); e != nil {
 		writeError(w, e)
 		return
 	}

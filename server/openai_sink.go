@@ -48,9 +48,10 @@ func (o *responder) startStream() bool {
 	}
 	o.start(append(sseHeaders, "Connection", "keep-alive")...)
 	if o.j.chat {
-		empty := ""
 		for i := range o.choices() {
-			if !o.send(o.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil)) {
+			// The role alone, content null (llama-server's first chunk;
+			// chatMessage.MarshalJSON): no empty content piece.
+			if !o.send(o.chatChunk(i, &chatMessage{Role: "assistant"}, nil, nil)) {
 				return false
 			}
 		}
@@ -180,10 +181,13 @@ func (o *responder) end(out *outcome) {
 		}
 	}
 	if o.j.includeUsage {
+		tm := outcomeTimings(out)
 		if o.j.chat {
-			o.send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u})
+			o.send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model, Choices: []chatChoice{}, Usage: &u,
+				SystemFingerprint: fingerprint(), Timings: tm})
 		} else {
-			o.send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u})
+			o.send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: []completionChoice{}, Usage: &u,
+				SystemFingerprint: fingerprint(), Timings: tm})
 		}
 	}
 	o.sendDone()
@@ -221,11 +225,14 @@ func (o *responder) whole(out *outcome) {
 			tc = append(tc, completionChoice{Index: i, Text: text, Logprobs: o.completionLogprobs(i, lps), FinishReason: &reason})
 		}
 	}
+	tm := outcomeTimings(out)
 	if o.j.chat {
-		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model, Choices: cc, Usage: &u})
+		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model, Choices: cc, Usage: &u,
+			SystemFingerprint: fingerprint(), Timings: tm})
 		return
 	}
-	writeJSON(o.w, http.StatusOK, completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: tc, Usage: &u})
+	writeJSON(o.w, http.StatusOK, completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: tc, Usage: &u,
+		SystemFingerprint: fingerprint(), Timings: tm})
 }
 
 // finishReason maps the engine's reason to OpenAI's: stop or length (a
@@ -239,12 +246,12 @@ func finishReason(res *engine.Result) string {
 
 func (o *responder) chatChunk(i int, delta *chatMessage, lp *chatLogprobs, finish *string) chatResponse {
 	return chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.j.model,
-		Choices: []chatChoice{{Index: i, Delta: delta, Logprobs: lp, FinishReason: finish}}}
+		Choices: []chatChoice{{Index: i, Delta: delta, Logprobs: lp, FinishReason: finish}}, SystemFingerprint: fingerprint()}
 }
 
 func (o *responder) completionChunk(i int, text string, lp *completionLogprobs, finish *string) completionResponse {
 	return completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model,
-		Choices: []completionChoice{{Index: i, Text: text, Logprobs: lp, FinishReason: finish}}}
+		Choices: []completionChoice{{Index: i, Text: text, Logprobs: lp, FinishReason: finish}}, SystemFingerprint: fingerprint()}
 }
 
 // tokenText is the text of one token as logprobs report it (the piece with

@@ -117,6 +117,7 @@ func (s *Server) run(ctx context.Context, j *job, out sink) {
 		return
 	}
 	defer s.unadmit()
+	s.native.budget(j.reqs) // --n-predict
 	// The prompts are admitted together or not at all: a request the
 	// engine refuses leaves nothing of it queued.
 	streams, err := s.gen.SubmitAll(ctx, j.reqs)
@@ -159,6 +160,9 @@ func (s *Server) run(ctx context.Context, j *job, out sink) {
 		o.Results = append(o.Results, rs...)
 	}
 	s.m.generation(o.Results[0].FinishReason, prompt, completion, time.Since(j.start))
+	for _, res := range o.Results {
+		s.lc.count(res) // llamacpp:* (native_metrics.go)
+	}
 	o.Usage = usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	if o.cancelled() {
 		o.Cut = cutError(ctx)

@@ -17,6 +17,9 @@ type propsResponse struct {
 
 type propsSettings struct {
 	NCtx int `json:"n_ctx"`
+	// Params are the sampling defaults a request starts from (--temp,
+	// --seed, --n-predict; native.go), as llama-server lists them.
+	Params map[string]any `json:"params"`
 }
 
 func (f *Front) handleProps(w http.ResponseWriter, r *http.Request) {
@@ -35,6 +38,6 @@ func (s *Server) props() propsResponse {
 	if s.chat != nil {
 		tmpl = s.chat.Template.Source()
 	}
-	return propsResponse{DefaultGenerationSettings: propsSettings{NCtx: s.eng.CtxSize()}, TotalSlots: s.eng.Options().MaxSeqs,
-		ModelPath: s.names[0], ChatTemplate: tmpl, BuildInfo: "nanoserve " + Version}
+	return propsResponse{DefaultGenerationSettings: propsSettings{NCtx: s.eng.CtxSize(), Params: s.defaultParams()}, TotalSlots: s.eng.Options().MaxSeqs,
+		ModelPath: s.modelFile(), ChatTemplate: tmpl, BuildInfo: "nanoserve " + Version}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func TestProps(t *testing.T) {
 		p.ChatTemplate != testTemplate || p.BuildInfo == "" {
 		t.Errorf("/props: %+v", p)
 	}
-	if q := decode[propsResponse](t, get(t, ts.url+"/props?model=alias")); q != p {
+	if q := decode[propsResponse](t, get(t, ts.url+"/props?model=alias")); !reflect.DeepEqual(q, p) {
 		t.Errorf("/props?model=alias: %+v, want %+v", q, p)
 	}
 	resp, err := http.Get(ts.url + "/props?model=nope")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,14 @@ func TestUnsupportedCaptured(t *testing.T) {
 				continue // any value is accepted
 			}
 			r := httptest.NewRequest("POST", rt.path, nil)
-			e := decodeRequest(r, []byte(`{"`+k+`": 12345}`), rt.model.newReq())
+			req := rt.model.newReq()
+			e := decodeRequest(r, []byte(`{"`+k+`": 12345}`), req)
+			if o, ok := req.(interface{ ownFields() []string }); ok && slices.Contains(o.ownFields(), k) {
+				if e != nil {
+					t.Errorf("%s: %s, a field the route reads itself, refused: %+v", rt.path, k, e)
+				}
+				continue
+			}
 			if e == nil || e.Param == nil || *e.Param != k || !strings.Contains(e.Message, "not supported") {
 				t.Errorf("%s: %s set: %+v", rt.path, k, e)
 			}

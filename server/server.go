@@ -247,6 +247,19 @@ type Options struct {
 	// WebUI, if set, answers GET / and GET /ui/... (the chat page,
 	// package webui) without the API key; nil: those paths are 404s.
 	WebUI http.Handler
+	// llama-server's switches (server/native.go): NoMetrics makes
+	// /metrics answer 501 (--metrics=false); AnyModelName makes a
+	// single-model server answer a model field naming none of its names
+	// with its model, as llama-server does, on every path but Ollama's
+	// /api/ (serve sets it unless --strict-model-names; off: a 404);
+	// NPredict (> 0) is the token budget of a generation request that
+	// gives none (--n-predict); Temperature and Seed, when
+	// set, replace the model's defaults (--temp, --seed).
+	NoMetrics    bool
+	AnyModelName bool
+	NPredict     int
+	Temperature  *float32
+	Seed         *uint64
 }
 
 // Server is one model's handler: its engine, tokenizer, chat template,
@@ -281,6 +294,8 @@ type Server struct {
 	nonEmpty        bool                 // completions never empty (Options.NonEmpty)
 	blockStop       bool                 // completions end with their block (Options.BlockStop)
 	infillB         int                  // llama-server's n_batch for /infill (infill.go)
+	native          nativeOptions
+	lc              llamaCounters // llamacpp:* counters (native_metrics.go)
 
 	// gen is what jobs are submitted to: the engine (tests put a fake in
 	// its place through the generator interface).
@@ -356,6 +371,7 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.Defaults != nil {
 		s.defaults = *opts.Defaults
 	}
+	s.native = newNativeOptions(opts, &s.defaults)
 	if err := s.defaults.Validate(); err != nil {
 		return nil, fmt.Errorf("server: default policy: %w", err)
 	}
@@ -431,6 +447,19 @@ func (s *Server) resolveModel(name string) (string, *apiError) {
 	}
 	if matchName(s.names, name) {
 		return name, nil
+	}
+	if s.native.anyName {
+		// The front let the request through to the one model (AnyModelName).
+		return s.names[0], nil
+	}
+	return "", s.unknownModel(name)
+}
+
+// strictModel is resolveModel without AnyModelName: Ollama's API, whose
+// clients pull a model they are told is missing.
+func (s *Server) strictModel(name string) (string, *apiError) {
+	if name == "" || matchName(s.names, name) {
+		return s.resolveModel(name)
 	}
 	return "", s.unknownModel(name)
 }

@@ -14,7 +14,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"unicode/utf8"
+
+	"nanoserve/chat"
 )
 
 type tokenizeRequest struct {
@@ -91,6 +94,11 @@ type applyTemplateRequest struct {
 	Model string `json:"model"` // routes the request
 	unsupportedParams
 	Messages []wireMessage `json:"messages"`
+	// llama-server's: the tools the template lists (as the client sent
+	// them), and whether the reply's header ends the prompt (default
+	// true).
+	Tools               json.RawMessage `json:"tools"`
+	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 }
 
 func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request, req *applyTemplateRequest) {
@@ -103,10 +111,25 @@ func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request, req
 		writeError(w, e)
 		return
 	}
-	text, _, err := s.chat.Prompt(msgs)
+	opts := s.chat.Options
+	opts.AddGenerationPrompt = req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
+	if !isNull(req.Tools) {
+		var tools []any
+		if err := json.Unmarshal(req.Tools, &tools); err != nil {
+			writeError(w, badRequest("tools", "tools must be an array"))
+			return
+		}
+		opts.Tools = tools
+	}
+	text, err := s.chat.Template.Render(msgs, opts)
 	if err != nil {
 		writeError(w, badRequest("messages", "the chat template failed: %v", err))
 		return
+	}
+	// The BOS a template writes is the tokenizer's to add: llama-server
+	// answers the text after it.
+	if chat.StartsWithBOS(text, opts.BOS) {
+		text = strings.TrimPrefix(text, opts.BOS)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }

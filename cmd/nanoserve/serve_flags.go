@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"time"
 
 	"nanoserve/chat"
@@ -34,6 +33,7 @@ type serveFlags struct {
 	maxBody                                                                                 *int64
 	drain, headerTimeout, bodyTimeout, idleTimeout, reqTimeout, healthStall                 *time.Duration
 	reasoning                                                                               *server.ReasoningFlags
+	llama                                                                                   *server.LlamaServerFlags
 
 	// set by parse
 	tf              chat.ToolFormat
@@ -63,7 +63,7 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.apiKey = fs.String("api-key", "", "require the key (\"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\") on every path but /health, /ready\n"+
 		"and /metrics (default: $NANOSERVE_API_KEY)")
 	f.metricsAuth = fs.Bool("metrics-auth", false, "put /metrics behind --api-key too")
-	f.servedName = fs.String("served-name", "", "another name for the first model (the file's base name, with or without extension, is always accepted)")
+	f.servedName = fs.String("served-name", "", "the first model's id, the name responses report (the file's base name, with or without extension, is always accepted too)")
 	f.tmplPath = fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
 	f.toolFormat = fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
 		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
@@ -83,6 +83,7 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 		"comma-separated; \".example.com\": it and its subdomains; \"*\": any); others get 403 (DNS-rebinding guard)")
 	f.noWebUI = fs.Bool("no-webui", false, "do not serve the web chat page at / (and its files under /ui/)")
 	registerGrammarFlags(fs)
+	f.llama = server.RegisterLlamaServerFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nanoserve serve [flags]\n\nServes POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics\nand a chat page at / (--no-webui turns it off).\n\nflags:")
 		fs.PrintDefaults()
@@ -144,6 +145,9 @@ func (f *serveFlags) parse(fs *flag.FlagSet, args []string) error {
 	if err := f.sf.check(); err != nil {
 		return err
 	}
+	if err := f.llama.Check(); err != nil {
+		return err
+	}
 	if *f.modelsMemory != "" {
 		if f.budget, err = host.ParseMemory(*f.modelsMemory, memAvail); err != nil {
 			return fmt.Errorf("--models-memory: %w", err)
@@ -166,15 +170,21 @@ func (f *serveFlags) parse(fs *flag.FlagSet, args []string) error {
 
 // entries are the models to serve and their names: the --model arguments
 // (none: the built-in model), --models-dir, --served-name and --alias.
+// --served-name and llama-server's --alias NAME are the first model's id
+// (the name responses and /v1/models report).
 func (f *serveFlags) entries() ([]host.Served, error) {
 	entries, err := serveModels(f.models, *f.modelsDir, f.mf.revision)
 	if err != nil {
 		return nil, err
 	}
-	if *f.servedName != "" && !slices.Contains(entries[0].Names, *f.servedName) {
-		entries[0].Names = append(entries[0].Names, *f.servedName)
+	ids, aliases := host.ModelIDs(f.aliases)
+	if *f.servedName != "" {
+		ids = append([]string{*f.servedName}, ids...)
 	}
-	return entries, host.ApplyAliases(entries, f.aliases)
+	if len(ids) > 0 {
+		entries[0].Names = host.NameFirst(entries[0].Names, ids)
+	}
+	return entries, host.ApplyAliases(entries, aliases)
 }
 
 // source is how each of the models loads, with its share of
@@ -204,6 +214,7 @@ func (f *serveFlags) options(log *slog.Logger) server.Options {
 		ReadHeaderTimeout: *f.headerTimeout, BodyTimeout: *f.bodyTimeout, IdleTimeout: *f.idleTimeout,
 		RequestTimeout: *f.reqTimeout, HealthStall: *f.healthStall, CORSOrigins: f.cors, AllowedHosts: splitList(f.allowedHosts), SPMInfill: *f.spmInfill}
 	f.reasoning.Apply(&opts) // checked by parse
+	f.llama.Apply(&opts)
 	if !*f.noWebUI {
 		opts.WebUI = webui.Handler()
 		log.Info("a chat page is served at / (--no-webui turns it off)")

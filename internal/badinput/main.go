@@ -480,7 +480,10 @@ func startServe(bin, modelPath, dir, logName string, args ...string) (*served, e
 	if err != nil {
 		return nil, err
 	}
-	args = append([]string{"serve", "--port", strconv.Itoa(port)}, args...)
+	// --strict-model-names: the unknown-model cases expect the 404 that a
+	// single-model server otherwise skips (it answers any name, as
+	// llama-server).
+	args = append([]string{"serve", "--port", strconv.Itoa(port), "--strict-model-names"}, args...)
 	if modelPath != "" {
 		args = append(args, "--model", modelPath)
 	}
