@@ -36,11 +36,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"nanoserve/chat"
 	"nanoserve/engine"
-	"nanoserve/model"
 	"nanoserve/sample"
 )
 
@@ -51,27 +49,6 @@ const Help = `commands:
   /exit          quit (also Ctrl-D or Ctrl-C at the prompt)
   /help          this text
 Ctrl-C while a reply streams stops that reply.`
-
-// LoadTemplate finds the model's chat template with chat.Discover:
-// the --chat-template file (a Jinja source, or a tokenizer_config.json
-// carrying one), else the model's own, else a Hugging Face directory's
-// files. BOS/EOS texts come from the tokenizer unless a config names them.
-func LoadTemplate(path string, m *model.Model, modelPath string) (*chat.Prompter, error) {
-	src := chat.Source{Path: path, Embedded: m.Gen.ChatTemplate, Name: modelPath}
-	if modelPath == "" {
-		src.Name = "the built-in model"
-	}
-	if fi, err := os.Stat(modelPath); err == nil && fi.IsDir() {
-		src.ModelDir = modelPath
-	}
-	if id, ok := m.Tokenizer.BOS(); ok {
-		src.BOS = m.Tokenizer.Token(id)
-	}
-	if id, ok := m.Tokenizer.EOS(); ok {
-		src.EOS = m.Tokenizer.Token(id)
-	}
-	return chat.Discover(src)
-}
 
 // Chat is one conversation on one engine session.
 type Chat struct {

@@ -13,6 +13,7 @@ import (
 
 	"nanoserve/chat"
 	"nanoserve/engine"
+	"nanoserve/host"
 	"nanoserve/internal/testshared"
 	"nanoserve/model"
 	"nanoserve/sample"
@@ -36,7 +37,7 @@ func chatLoadModel(t testing.TB, rel string) (*model.Model, string) {
 
 func chatNewSession(t testing.TB, m *model.Model, path, tmplFile string, pol sample.Policy) *Chat {
 	t.Helper()
-	tmpl, err := LoadTemplate(tmplFile, m, path)
+	tmpl, err := host.ChatTemplate(tmplFile, m, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +96,11 @@ func TestChatBOSOnce(t *testing.T) {
 		}
 	}
 
-	if _, err := LoadTemplate(filepath.Join(dir, "missing.jinja"), m, path); err == nil {
+	if _, err := host.ChatTemplate(filepath.Join(dir, "missing.jinja"), m, path); err == nil {
 		t.Error("a missing --chat-template file should be an error")
 	}
 	os.WriteFile(filepath.Join(dir, "none.json"), []byte(`{"bos_token": "<s>"}`), 0o644)
-	if _, err := LoadTemplate(filepath.Join(dir, "none.json"), m, path); !errors.Is(err, chat.ErrNoTemplate) {
+	if _, err := host.ChatTemplate(filepath.Join(dir, "none.json"), m, path); !errors.Is(err, chat.ErrNoTemplate) {
 		t.Errorf("a tokenizer_config.json without chat_template: err = %v, want ErrNoTemplate", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"nanoserve/chat"
 	"nanoserve/console"
 	"nanoserve/engine"
+	"nanoserve/host"
 	"nanoserve/sample"
 )
 
@@ -42,7 +43,7 @@ func runChat(args []string) error {
 	if m.Tokenizer == nil {
 		return errors.New("the model has no tokenizer (pass one with --tokenizer)")
 	}
-	tmpl, err := console.LoadTemplate(*tmplPath, m, mf.model)
+	tmpl, err := host.ChatTemplate(*tmplPath, m, mf.model)
 	if err != nil {
 		return err
 	}
