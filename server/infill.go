@@ -362,7 +362,7 @@ func (o *infillSink) End(out *outcome) {
 		o.send(final)
 		return
 	}
-	writeJSON(o.w, http.StatusOK, o.shape(final))
+	writeJSON(o.w, http.StatusOK, responseFields(final, o.j.fields))
 }
 
 func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, ids []int, stopType string, hasNL bool) *infillResponse {
@@ -397,41 +397,11 @@ type infillOut struct {
 	j *infillJob
 }
 
-// shape applies response_fields (nil: the whole object).
-func (o *infillOut) shape(v any) any {
-	if len(o.j.fields) == 0 {
-		return v
-	}
-	var whole map[string]any
-	if json.Unmarshal(marshal(v), &whole) != nil {
-		return v
-	}
-	out := map[string]any{}
-	for _, path := range o.j.fields {
-		var cur any = whole
-		ok := true
-		for _, k := range strings.Split(path, "/") {
-			m, isMap := cur.(map[string]any)
-			if !isMap {
-				ok = false
-				break
-			}
-			if cur, ok = m[k]; !ok {
-				break
-			}
-		}
-		if ok {
-			out[path] = cur
-		}
-	}
-	return out
-}
-
 func (o *infillOut) send(v any) bool {
 	if !o.failed {
 		o.start(sseHeaders...)
 	}
-	return o.sse(o.shape(v))
+	return o.sse(responseFields(v, o.j.fields))
 }
 
 // partial streams one piece of the middle with the ids of the tokens

@@ -307,11 +307,9 @@ type nativeResponse struct {
 
 // nativeSink writes /completion's answer.
 type nativeSink struct {
+	frames
 	s       *Server
-	w       http.ResponseWriter
 	j       *nativeJob
-	started bool
-	failed  bool
 	content map[int]*strings.Builder // by prompt
 	ids     map[int][]int
 	probs   map[int][]tokenProb
@@ -319,7 +317,7 @@ type nativeSink struct {
 }
 
 func (s *Server) newNativeSink(w http.ResponseWriter, j *nativeJob) *nativeSink {
-	return &nativeSink{s: s, w: w, j: j, content: map[int]*strings.Builder{}, ids: map[int][]int{}, probs: map[int][]tokenProb{}}
+	return &nativeSink{frames: frames{w: w}, s: s, j: j, content: map[int]*strings.Builder{}, ids: map[int][]int{}, probs: map[int][]tokenProb{}}
 }
 
 func (o *nativeSink) Fail(e *apiError) { writeError(o.w, e) }
@@ -412,7 +410,7 @@ func (o *nativeSink) End(out *outcome) {
 			}
 			continue
 		}
-		finals[i] = o.shape(f)
+		finals[i] = responseFields(f, o.j.fields)
 	}
 	if o.j.stream {
 		return
@@ -458,59 +456,11 @@ func (o *nativeSink) final(i int, res *engine.Result, content string) *nativeRes
 		TokensCached: &cached, Timings: llamaTimings(res, len(ids)), Probs: probs}
 }
 
-// shape applies response_fields ("a/b" unnests to a key "a/b", as
-// llama-server does).
-func (o *nativeSink) shape(v any) any {
-	if len(o.j.fields) == 0 {
-		return v
-	}
-	var whole map[string]any
-	if json.Unmarshal(marshal(v), &whole) != nil {
-		return v
-	}
-	out := map[string]any{}
-	for _, path := range o.j.fields {
-		var cur any = whole
-		ok := true
-		for _, k := range strings.Split(path, "/") {
-			m, isMap := cur.(map[string]any)
-			if !isMap {
-				ok = false
-				break
-			}
-			if cur, ok = m[k]; !ok {
-				break
-			}
-		}
-		if ok {
-			out[path] = cur
-		}
-	}
-	return out
-}
-
 func (o *nativeSink) send(v any) bool {
-	if o.failed {
-		return false
+	if !o.failed {
+		o.start(sseHeaders...)
 	}
-	if !o.started {
-		o.started = true
-		h := o.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		o.w.WriteHeader(http.StatusOK)
-	}
-	b := append([]byte("data: "), marshal(o.shape(v))...)
-	b = append(b, "\n\n"...)
-	if _, err := o.w.Write(b); err != nil {
-		o.failed = true
-		return false
-	}
-	if err := http.NewResponseController(o.w).Flush(); err != nil {
-		o.failed = true
-	}
-	return !o.failed
+	return o.sse(responseFields(v, o.j.fields))
 }
 
 // fail ends the answer with an error: an error event once streaming, else

@@ -4,7 +4,11 @@ package server
 // server-sent events, Ollama's NDJSON) writes its frames through one
 // writer.
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
 
 // frames writes a streamed answer: its status and headers once, then
 // frames, each flushed at once; after a failed write (the client is gone)
@@ -58,3 +62,35 @@ func (f *frames) sse(v any) bool {
 
 // ndjson writes v as one line of newline-delimited JSON.
 func (f *frames) ndjson(v any) bool { return f.write(append(marshal(v), '\n')) }
+
+// responseFields applies llama-server's response_fields to an answer v:
+// only the named fields, "a/b" reaching into a nested object under the
+// key "a/b" (none named: v whole).
+func responseFields(v any, fields []string) any {
+	if len(fields) == 0 {
+		return v
+	}
+	var whole map[string]any
+	if json.Unmarshal(marshal(v), &whole) != nil {
+		return v
+	}
+	out := map[string]any{}
+	for _, path := range fields {
+		var cur any = whole
+		ok := true
+		for _, k := range strings.Split(path, "/") {
+			m, isMap := cur.(map[string]any)
+			if !isMap {
+				ok = false
+				break
+			}
+			if cur, ok = m[k]; !ok {
+				break
+			}
+		}
+		if ok {
+			out[path] = cur
+		}
+	}
+	return out
+}
