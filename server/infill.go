@@ -65,37 +65,6 @@ type infillRequest struct {
 	TokenHealing   *bool           `json:"token_healing"`
 }
 
-type infillTimings struct {
-	CacheN              int     `json:"cache_n"`
-	PromptN             int     `json:"prompt_n"`
-	PromptMs            float64 `json:"prompt_ms"`
-	PromptPerTokenMs    float64 `json:"prompt_per_token_ms"`
-	PromptPerSecond     float64 `json:"prompt_per_second"`
-	PredictedN          int     `json:"predicted_n"`
-	PredictedMs         float64 `json:"predicted_ms"`
-	PredictedPerTokenMs float64 `json:"predicted_per_token_ms"`
-	PredictedPerSecond  float64 `json:"predicted_per_second"`
-}
-
-type infillResponse struct {
-	Index              int            `json:"index"`
-	Content            string         `json:"content"`
-	Tokens             []int          `json:"tokens"`
-	IDSlot             int            `json:"id_slot"`
-	Stop               bool           `json:"stop"`
-	Model              string         `json:"model,omitempty"`
-	TokensPredicted    int            `json:"tokens_predicted"`
-	TokensEvaluated    int            `json:"tokens_evaluated"`
-	GenerationSettings map[string]any `json:"generation_settings,omitempty"`
-	Prompt             *string        `json:"prompt,omitempty"`
-	HasNewLine         *bool          `json:"has_new_line,omitempty"`
-	Truncated          *bool          `json:"truncated,omitempty"`
-	StopType           string         `json:"stop_type,omitempty"`
-	StoppingWord       *string        `json:"stopping_word,omitempty"`
-	TokensCached       *int           `json:"tokens_cached,omitempty"`
-	Timings            *infillTimings `json:"timings,omitempty"`
-}
-
 // infillJob is one validated /infill request.
 type infillJob struct {
 	model     string
@@ -365,17 +334,8 @@ func (o *infillSink) End(out *outcome) {
 	writeJSON(o.w, http.StatusOK, responseFields(final, o.j.fields))
 }
 
-func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, ids []int, stopType string, hasNL bool) *infillResponse {
-	tm := res.Timings
-	prefilled := res.Usage.PromptTokens - res.Usage.CachedTokens
-	tim := &infillTimings{CacheN: res.Usage.CachedTokens, PromptN: prefilled, PromptMs: tm.PrefillMs,
-		PredictedN: len(ids), PredictedMs: tm.DecodeMs}
-	if prefilled > 0 && tm.PrefillMs > 0 {
-		tim.PromptPerTokenMs, tim.PromptPerSecond = tm.PrefillMs/float64(prefilled), 1000*float64(prefilled)/tm.PrefillMs
-	}
-	if len(ids) > 0 && tm.DecodeMs > 0 {
-		tim.PredictedPerTokenMs, tim.PredictedPerSecond = tm.DecodeMs/float64(len(ids)), 1000*float64(len(ids))/tm.DecodeMs
-	}
+func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, ids []int, stopType string, hasNL bool) *nativeResponse {
+	tim := llamaTimings(res, len(ids), len(ids)) // /infill's rate: over every generated token
 	toks := []int{}
 	if j.retTokens {
 		toks = ids
@@ -384,7 +344,7 @@ func (s *Server) infillFinal(j *infillJob, res *engine.Result, content string, i
 	empty := ""
 	truncated := false
 	cached := res.Usage.CachedTokens
-	return &infillResponse{Content: content, Tokens: toks, IDSlot: -1, Stop: true, Model: j.model,
+	return &nativeResponse{Content: content, Tokens: toks, IDSlot: -1, Stop: true, Model: j.model,
 		TokensPredicted: len(ids), TokensEvaluated: res.Usage.PromptTokens, GenerationSettings: j.settings,
 		Prompt: &prompt, HasNewLine: &hasNL, Truncated: &truncated, StopType: stopType, StoppingWord: &empty,
 		TokensCached: &cached, Timings: tim}
@@ -411,7 +371,7 @@ func (o *infillOut) partial(piece string, ids []int, n int) bool {
 	if o.j.retTokens {
 		toks = ids
 	}
-	return o.send(&infillResponse{Content: piece, Tokens: toks, IDSlot: -1, TokensPredicted: n,
+	return o.send(&nativeResponse{Content: piece, Tokens: toks, IDSlot: -1, TokensPredicted: n,
 		TokensEvaluated: len(o.j.req.PromptIDs)})
 }
 

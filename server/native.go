@@ -147,7 +147,7 @@ func outcomeTimings(out *outcome) *nativeTimings {
 		return nil
 	}
 	res := out.Results[0]
-	return llamaTimings(res, len(res.IDs))
+	return llamaTimings(res, len(res.IDs), len(res.IDs)-1)
 }
 
 // MarshalJSON writes a streamed delta; the role chunk that opens a choice

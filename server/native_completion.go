@@ -259,16 +259,17 @@ type nativeTimings struct {
 
 // llamaTimings are a result's timings as llama-server reports them: the
 // prompt rate over the prompt tokens evaluated (not those reused from the
-// cache), the generation rate over the decode steps (the first token comes
-// from the prompt's logits), every value finite and ≥ 0.
-func llamaTimings(res *engine.Result, predicted int) *nativeTimings {
+// cache), the generation rate of predicted tokens over steps (/completion:
+// the decode steps, predicted − 1, as the first token comes from the
+// prompt's logits; /infill: every token), every value finite and ≥ 0.
+func llamaTimings(res *engine.Result, predicted, steps int) *nativeTimings {
 	tm := res.Timings
 	prefilled := res.Usage.PromptTokens - res.Usage.CachedTokens
 	t := &nativeTimings{CacheN: res.Usage.CachedTokens, PromptN: prefilled, PromptMs: tm.PrefillMs, PredictedN: predicted, PredictedMs: tm.DecodeMs}
 	if prefilled > 0 && tm.PrefillMs > 0 {
 		t.PromptPerTokenMs, t.PromptPerSecond = tm.PrefillMs/float64(prefilled), 1000*float64(prefilled)/tm.PrefillMs
 	}
-	if steps := predicted - 1; steps > 0 && tm.DecodeMs > 0 {
+	if steps > 0 && tm.DecodeMs > 0 {
 		t.PredictedPerTokenMs, t.PredictedPerSecond = tm.DecodeMs/float64(steps), 1000*float64(steps)/tm.DecodeMs
 	}
 	return t
@@ -285,6 +286,8 @@ type tokenProb struct {
 	TopProbs    []tokenProb `json:"top_probs,omitempty"`
 }
 
+// nativeResponse is llama-server's answer object, of /completion and of
+// /infill (which never sets completion_probabilities).
 type nativeResponse struct {
 	Index              int            `json:"index"`
 	Content            string         `json:"content"`
@@ -453,7 +456,7 @@ func (o *nativeSink) final(i int, res *engine.Result, content string) *nativeRes
 	return &nativeResponse{Index: i, Content: content, Tokens: toks, IDSlot: -1, Stop: true, Model: o.j.model,
 		TokensPredicted: len(ids), TokensEvaluated: res.Usage.PromptTokens, GenerationSettings: o.j.settings,
 		Prompt: &prompt, HasNewLine: &hasNL, Truncated: &truncated, StopType: stopType, StoppingWord: &word,
-		TokensCached: &cached, Timings: llamaTimings(res, len(ids)), Probs: probs}
+		TokensCached: &cached, Timings: llamaTimings(res, len(ids), len(ids)-1), Probs: probs}
 }
 
 func (o *nativeSink) send(v any) bool {
