@@ -68,13 +68,9 @@ func (o *ollamaSink) Delta(i int, d delta) bool {
 
 func (o *ollamaSink) End(out *outcome) {
 	res := out.Results[0]
-	if res.FinishReason == engine.FinishCancelled || res.FinishReason == engine.FinishError {
-		e := out.Cut
-		if e == nil && res.FinishReason == engine.FinishCancelled {
-			return // the client went away
-		}
+	if e, ended := out.single(); ended {
 		if e == nil {
-			e = &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: out.Failure}
+			return // the client went away
 		}
 		if o.started {
 			o.send(ollamaError{e.Message})

@@ -49,6 +49,7 @@ package server
 import (
 	"context"
 	"iter"
+	"net/http"
 	"sync"
 	"time"
 
@@ -79,6 +80,20 @@ type outcome struct {
 	Load        time.Duration          // spent loading the model before Start
 	Cut         *apiError              // the server cut the job (nil: it did not)
 	Failure     string                 // a choice failed ("": none did)
+}
+
+// single reports whether a one-choice job ended without its answer —
+// cancelled or failed — and the error to answer with: the server's cut,
+// else a 500 naming the failure; nil when the client went away.
+func (o *outcome) single() (e *apiError, ended bool) {
+	res := o.Results[0]
+	if res.FinishReason != engine.FinishCancelled && res.FinishReason != engine.FinishError {
+		return nil, false
+	}
+	if o.Cut != nil || res.FinishReason == engine.FinishCancelled {
+		return o.Cut, true
+	}
+	return &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: o.Failure}, true
 }
 
 // cancelled reports whether any choice was cancelled (the client left, the
