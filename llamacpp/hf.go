@@ -41,6 +41,13 @@ var HFArchs = map[string]string{
 	"Qwen3_5MoeForConditionalGeneration": "qwen35moe",
 	"Lfm2ForCausalLM":                    "lfm2", // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
 	"LFM2ForCausalLM":                    "lfm2", // idem
+	// Gemma 4 (conversion/gemma.py Gemma4Model, registered for both): the
+	// text model (Gemma4ForCausalLM, settings at the top of config.json)
+	// and the multimodal checkpoint's language model (text_config, tensors
+	// under model.language_model.; its vision and audio towers are not
+	// read).
+	"Gemma4ForCausalLM":              "gemma4",
+	"Gemma4ForConditionalGeneration": "gemma4",
 }
 
 // hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
@@ -52,7 +59,9 @@ type hfEntry struct {
 	re       *regexp.Regexp
 }
 
-var gemmas = []string{"gemma2", "gemma3"}
+var gemmas = []string{"gemma2", "gemma3", "gemma4"}
+
+var gemma4 = []string{"gemma4"}
 
 var gptOSS = []string{"gpt-oss"}
 
@@ -141,6 +150,38 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.linear_attn.A_log", gguf: "blk.{bid}.ssm_a", archs: qwen35},
 	{hf: "model.layers.{bid}.linear_attn.norm.weight", gguf: "blk.{bid}.ssm_norm.weight", archs: qwen35},
 	{hf: "model.layers.{bid}.linear_attn.out_proj.weight", gguf: "blk.{bid}.ssm_out.weight", archs: qwen35},
+	// Gemma 4 (tensor_mapping.py "# gemma3n" / "# gemma4" entries;
+	// transformers modeling_gemma4.py): the per-layer inputs
+	// (PER_LAYER_TOKEN_EMBD "model.embed_tokens_per_layer", used × √P by
+	// the graph as by Gemma4TextScaledWordEmbedding; PER_LAYER_MODEL_PROJ,
+	// PER_LAYER_PROJ_NORM, PER_LAYER_INP_GATE, PER_LAYER_PROJ,
+	// PER_LAYER_POST_NORM), the layer's output scale (LAYER_OUT_SCALE
+	// "layer_scalar", a (1) buffer; Gemma4Model.filter_tensors adds
+	// ".weight"), and the 26B-A4B's mixture: FFN_GATE_INP "router.proj",
+	// the router's input scale and per-expert scale (modify_tensors:
+	// router.scale → ffn_gate_inp.scale, router.per_expert_scale →
+	// ffn_down_exps.scale, which weighs the expert's output as
+	// Gemma4TextRouter weighs its top-k weight), FFN_GATE_UP_EXP
+	// "experts.gate_up_proj" (E, 2·ffn, dim: gate rows then up rows per
+	// expert, Gemma4TextExperts' chunk(2)) and FFN_DOWN_EXP
+	// "experts.down_proj" (E, dim, ffn), both 3-D as they are, and the
+	// extra norms FFN_PRE_NORM_2, FFN_POST_NORM_1, FFN_POST_NORM_2.
+	// Gemma4RMSNorm multiplies by the weight itself: no shift (NormShift).
+	{hf: "model.embed_tokens_per_layer.weight", gguf: "per_layer_token_embd.weight", archs: gemma4},
+	{hf: "model.per_layer_model_projection.weight", gguf: "per_layer_model_proj.weight", archs: gemma4},
+	{hf: "model.per_layer_projection_norm.weight", gguf: "per_layer_proj_norm.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.per_layer_input_gate.weight", gguf: "blk.{bid}.inp_gate.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.per_layer_projection.weight", gguf: "blk.{bid}.proj.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.post_per_layer_input_norm.weight", gguf: "blk.{bid}.post_norm.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.layer_scalar", gguf: "blk.{bid}.layer_output_scale.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.router.proj.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.router.scale", gguf: "blk.{bid}.ffn_gate_inp.scale", archs: gemma4},
+	{hf: "model.layers.{bid}.router.per_expert_scale", gguf: "blk.{bid}.ffn_down_exps.scale", archs: gemma4},
+	{hf: "model.layers.{bid}.experts.gate_up_proj", gguf: "blk.{bid}.ffn_gate_up_exps.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.experts.down_proj", gguf: "blk.{bid}.ffn_down_exps.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.pre_feedforward_layernorm_2.weight", gguf: "blk.{bid}.pre_ffw_norm_2.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.post_feedforward_layernorm_1.weight", gguf: "blk.{bid}.post_ffw_norm_1.weight", archs: gemma4},
+	{hf: "model.layers.{bid}.post_feedforward_layernorm_2.weight", gguf: "blk.{bid}.post_ffw_norm_2.weight", archs: gemma4},
 	// LFM2 (tensor_mapping.py "# lfm2" entries; conversion/lfm2.py
 	// squeezes conv.conv's (dim, 1, L) to (dim, L), which the reader does).
 	{hf: "model.embedding_norm.weight", gguf: "token_embd_norm.weight", archs: lfm2},                           // OUTPUT_NORM_LFM2 "model.embedding_norm"
@@ -301,9 +342,11 @@ func GGUFToHF(arch, gguf string, xid int) (string, bool) {
 // Gemma2Model.modify_tensors, Gemma3Model.norm_shift), q/k norms
 // included, so llama.cpp multiplies by the stored value.
 func NormShift(arch, gguf string) float32 {
-	if slices.Contains(gemmas, arch) && strings.HasSuffix(gguf, "norm.weight") {
+	if (arch == "gemma2" || arch == "gemma3") && strings.HasSuffix(gguf, "norm.weight") {
 		return 1
 	}
+	// Gemma 4 is not shifted: Gemma4RMSNorm multiplies by the weight
+	// (Gemma4Model.norm_shift is 0).
 	// Qwen3.5's RMSNorms multiply by 1 + weight, except the delta net's
 	// gated norm (Qwen3NextModel.modify_tensors adds 1 to every
 	// norm.weight but linear_attn.norm.weight).

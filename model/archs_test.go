@@ -492,7 +492,13 @@ func TestGemma4KVHeadsArray(t *testing.T) {
 // no attn_v, so their values are their keys' projection.
 func gemma4Large(t *testing.T) *Model {
 	t.Helper()
-	p := rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
+	return mustLoad(t, gemma4LargePath(t), Options{Threads: 2})
+}
+
+// gemma4LargePath writes gemma4Large's file and returns its path.
+func gemma4LargePath(t *testing.T) string {
+	t.Helper()
+	return rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
 		func(name string, dims []uint64, data []byte) ([]uint64, []byte, bool) {
 			switch name {
 			case "blk.2.attn_v.weight", "blk.5.attn_v.weight":
@@ -502,7 +508,6 @@ func gemma4Large(t *testing.T) *Model {
 			}
 			return dims, data, true
 		})
-	return mustLoad(t, p, Options{Threads: 2})
 }
 
 // TestGemma4GlobalKVHeadsAndVFromK: per-kind KV head counts and values

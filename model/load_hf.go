@@ -102,12 +102,12 @@ type hfConfig struct {
 	LinearNumValueHeads   int  `json:"linear_num_value_heads"`
 	FullAttentionInterval *int `json:"full_attention_interval"`
 	// Qwen3.5-MoE (Qwen3_5MoeTextConfig): the shared expert's width.
-	SharedExpertIntermediateSize int `json:"shared_expert_intermediate_size"`
-	RopeParameters               *struct {
-		RopeTheta           *float64 `json:"rope_theta"`
-		PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
-	} `json:"rope_parameters"`
-	TextConfig json.RawMessage `json:"text_config"`
+	SharedExpertIntermediateSize int               `json:"shared_expert_intermediate_size"`
+	RopeParameters               *hfRopeParameters `json:"rope_parameters"`
+	TextConfig                   json.RawMessage   `json:"text_config"`
+
+	// Gemma 4 (Gemma4TextConfig; load_hf_gemma4.go).
+	hfGemma4
 
 	// LFM2 (Lfm2Config): layer_types "conv" / "full_attention".
 	NormEps               *float64 `json:"norm_eps"`
@@ -339,6 +339,11 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 	}
 	if arch.Name == "qwen35" || arch.Name == "qwen35moe" {
 		if err := hc.fillQwen35(c); err != nil {
+			return err
+		}
+	}
+	if arch.Gemma4 {
+		if err := hc.fillGemma4(c); err != nil {
 			return err
 		}
 	}
@@ -586,6 +591,10 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arc
 	if err := build(arch, r); err != nil {
 		return err
 	}
+	if arch.Gemma4 {
+		m.w.ropeFreqs = gemma4RopeFreqs(c, hc.gemma4FullRopeFraction)
+		c.RopeFactors = "rope_parameters.full_attention (proportional)"
+	}
 	if rs := hc.RopeScaling; rs != nil && len(rs.LongFactor) > 0 {
 		// Phi-3 longrope: the factors llama.cpp's converter writes as
 		// rope_factors_long/short, chosen like llama_model::get_rope_factors,
@@ -699,6 +708,11 @@ func (r *hfReader) experts(name string, experts, rows, cols int) []*tensor.Mat {
 		return r.gptOssExperts(name, experts, rows, cols)
 	}
 	hs := r.names[name]
+	if len(hs) == 1 && hs[0] != "" {
+		if t, ok := r.st.Tensor(hs[0]); ok && len(t.Shape) == 3 {
+			return r.stackedExperts(hs[0], experts, rows, cols)
+		}
+	}
 	if len(hs) != experts || slices.Contains(hs, "") {
 		want, _ := llamacpp.GGUFToHF(r.arch, name, len(hs))
 		r.fail(fmt.Errorf("model: have %d of the %d experts' %s tensors (missing e.g. %s)", len(hs)-countEmpty(hs), experts, name, want))
@@ -707,6 +721,43 @@ func (r *hfReader) experts(name string, experts, rows, cols int) []*tensor.Mat {
 	out := make([]*tensor.Mat, experts)
 	for e, hn := range hs {
 		out[e] = r.hfLoader.mat(hn, rows, cols, true)
+	}
+	return out
+}
+
+// stackedExperts views a 3-D (experts, rows, cols) checkpoint tensor
+// (Gemma 4's experts.gate_up_proj and experts.down_proj) as one (rows,
+// cols) matrix per expert: slab e is expert e, as in llama.cpp's
+// ffn_*_exps.
+func (r *hfReader) stackedExperts(hn string, experts, rows, cols int) []*tensor.Mat {
+	t := r.get(hn, true)
+	if t == nil {
+		return nil
+	}
+	ty, err := t.Type()
+	if err == nil && !tensor.Computable(ty) {
+		err = fmt.Errorf("model: tensor %s has unsupported type %s", hn, t.DType)
+	}
+	if err == nil && !slices.Equal(t.Shape, []int{experts, rows, cols}) {
+		err = fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", hn, t.Shape, experts, rows, cols)
+	}
+	if err != nil {
+		r.fail(err)
+		return nil
+	}
+	data := t.Data
+	if ty == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
+		data = slices.Clone(data) // misaligned float32s: copy to an aligned buffer
+	}
+	slab := len(data) / experts
+	out := make([]*tensor.Mat, experts)
+	for e := range out {
+		m, err := tensor.NewMat(ty, rows, cols, data[e*slab:(e+1)*slab:(e+1)*slab])
+		if err != nil {
+			r.fail(fmt.Errorf("model: tensor %s, expert %d: %w", hn, e, err))
+			return nil
+		}
+		out[e] = m
 	}
 	return out
 }

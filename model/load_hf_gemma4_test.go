@@ -1,0 +1,171 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"nanoserve/internal/hfwrite"
+	"nanoserve/internal/testshared"
+)
+
+// gemma4HFDir writes the Gemma 4 GGUF at path as a Hugging Face directory
+// (hfwrite.Gemma4FromGGUF: transformers' names and config keys, written
+// from modeling_gemma4.py / configuration_gemma4.py, not from the
+// llamacpp table the loader reads through) with the fixture's vocabulary,
+// the Llama-2 SentencePiece model, as tokenizer.model.
+func gemma4HFDir(t *testing.T, path string, vl bool) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), fmt.Sprint("gemma4-hf-", vl))
+	if err := hfwrite.Gemma4FromGGUF(path, dir, vl); err != nil {
+		t.Fatal(err)
+	}
+	spm, err := os.ReadFile(testshared.Path(t, "models/llama2c/llama2-tokenizer.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.model"), spm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"add_bos_token": true, "add_eos_token": false}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// sameGemma4Config reports how two loaded Gemma 4 models' geometry
+// differs ("" if not): head dims, KV heads and RoPE per layer kind,
+// windows, shared-KV sources, FFN widths, per-layer inputs, experts,
+// scales and the RoPE frequencies in use.
+func sameGemma4Config(a, b *Model) string {
+	var d []string
+	ca, cb := &a.Config, &b.Config
+	if ca.Arch != cb.Arch || ca.Dim != cb.Dim || ca.Layers != cb.Layers || ca.Heads != cb.Heads || ca.Vocab != cb.Vocab ||
+		ca.HeadDim != cb.HeadDim || ca.HeadDimSWA != cb.HeadDimSWA || ca.KVHeads != cb.KVHeads || ca.KVHeadsSWA != cb.KVHeadsSWA ||
+		ca.RopeDim != cb.RopeDim || ca.RopeDimSWA != cb.RopeDimSWA || ca.RopeTheta != cb.RopeTheta || ca.RopeThetaSWA != cb.RopeThetaSWA ||
+		ca.SlidingWindow != cb.SlidingWindow || !slices.Equal(ca.SWALayers, cb.SWALayers) || ca.SharedKVLayers != cb.SharedKVLayers ||
+		ca.PerLayerDim != cb.PerLayerDim || ca.VNorm != cb.VNorm || ca.QKNorm != cb.QKNorm || ca.attnScale() != cb.attnScale() ||
+		ca.EmbedScale != cb.EmbedScale || ca.FinalSoftcap != cb.FinalSoftcap || ca.AttnSoftcap != cb.AttnSoftcap || ca.Tied != cb.Tied ||
+		ca.Experts != cb.Experts || ca.ExpertsUsed != cb.ExpertsUsed || ca.ExpertHiddenDim != cb.ExpertHiddenDim || ca.NormEps != cb.NormEps ||
+		ca.ContextLen != cb.ContextLen || ca.RopeNeox != cb.RopeNeox || ca.PostNorms != cb.PostNorms || ca.GELUGate != cb.GELUGate {
+		d = append(d, fmt.Sprintf("configs:\n gguf %+v\n   hf %+v", *ca, *cb))
+	}
+	for l := range min(ca.Layers, cb.Layers) {
+		if ca.LayerHidden(l) != cb.LayerHidden(l) || ca.KVSource(l) != cb.KVSource(l) || ca.LayerKVDim(l) != cb.LayerKVDim(l) {
+			d = append(d, fmt.Sprintf("layer %d: ffn %d/%d, kv source %d/%d, kv dim %d/%d", l,
+				ca.LayerHidden(l), cb.LayerHidden(l), ca.KVSource(l), cb.KVSource(l), ca.LayerKVDim(l), cb.LayerKVDim(l)))
+		}
+	}
+	if !slices.Equal(a.invFreq, b.invFreq) || !slices.Equal(a.invFreqSWA, b.invFreqSWA) {
+		d = append(d, fmt.Sprintf("RoPE frequencies: gguf %v / %v, hf %v / %v", a.invFreq, a.invFreqSWA, b.invFreq, b.invFreqSWA))
+	}
+	if a.KVBytesPerToken(0) != b.KVBytesPerToken(0) {
+		d = append(d, fmt.Sprintf("KV bytes per token %d / %d", a.KVBytesPerToken(0), b.KVBytesPerToken(0)))
+	}
+	return strings.Join(d, "\n")
+}
+
+// argmaxes is the argmax of each position's logits.
+func argmaxes(logits []float32, vocab int) []int {
+	out := make([]int, len(logits)/vocab)
+	for p := range out {
+		row := logits[p*vocab : (p+1)*vocab]
+		for i, v := range row {
+			if v > row[out[p]] {
+				out[p] = i
+			}
+		}
+	}
+	return out
+}
+
+// TestGemma4HF: the gemma4 fixture (per-layer inputs, shared-KV layers,
+// per-kind head dims, proportional RoPE on the global layers, double-wide
+// MLPs, layer output scales, final soft-cap) written as a Hugging Face
+// directory, both as Gemma4ForCausalLM and as the multimodal checkpoint's
+// language model, loads with the GGUF's geometry; on every golden prompt
+// (and held-out text) its tokenizer gives llama.cpp's prompt ids, its
+// logits are within 1e-4 of the GGUF's at every position, the argmax ids
+// are the same, and greedy decoding reproduces llama.cpp's generated ids.
+func TestGemma4HF(t *testing.T) {
+	g, path := archPath(t, "gemma4", "F16")
+	mg := mustLoad(t, path, Options{Threads: 2})
+	worst := 0.0
+	heldOut := []string{"Gemma 4 reads its per-layer inputs before the first block.", "x := map[string]int{\"a\": 1} // ok"}
+	for _, vl := range []bool{false, true} {
+		mh := mustLoad(t, gemma4HFDir(t, path, vl), Options{Threads: 2})
+		if d := sameGemma4Config(mg, mh); d != "" {
+			t.Fatalf("vl %v: %s", vl, d)
+		}
+		type seq struct {
+			name     string
+			toks     []int
+			prompt   int   // prompt length
+			greedy   []int // llama.cpp's generated ids (nil: held out)
+			text     string
+			wantText []int
+		}
+		var seqs []seq
+		for k, p := range g.Prompts {
+			seqs = append(seqs, seq{fmt.Sprint("golden ", k), append(slices.Clone(p.PromptIDs), p.GeneratedIDs...), len(p.PromptIDs), p.GeneratedIDs, p.Prompt, p.PromptIDs})
+		}
+		for k, s := range heldOut {
+			ids := mg.Tokenizer.Encode(s, false)
+			seqs = append(seqs, seq{fmt.Sprint("held out ", k), append([]int{1}, ids...), len(ids) + 1, nil, s, append([]int{1}, ids...)})
+		}
+		for _, s := range seqs {
+			ids := mh.Tokenizer.Encode(s.text, false)
+			if bos, ok := mh.Tokenizer.BOS(); ok && mh.Tokenizer.AddBOS() {
+				ids = append([]int{bos}, ids...)
+			}
+			if !slices.Equal(ids, s.wantText) {
+				t.Errorf("vl %v %s: Hugging Face tokenizer ids %v, want %v", vl, s.name, ids, s.wantText)
+			}
+			lg, lh := runSeq(t, mg, s.toks, 0), runSeq(t, mh, s.toks, 0)
+			d, at := maxAbsDiff(lg, lh)
+			worst = max(worst, d)
+			if d > 1e-4 {
+				t.Errorf("vl %v %s: Hugging Face logits differ from the GGUF's by %g at position %d id %d", vl, s.name, d, at/mg.Vocab, at%mg.Vocab)
+			}
+			ag, ah := argmaxes(lg, mg.Vocab), argmaxes(lh, mh.Vocab)
+			if !slices.Equal(ag, ah) {
+				t.Errorf("vl %v %s: argmax ids differ:\n gguf %v\n   hf %v", vl, s.name, ag, ah)
+			}
+			if s.greedy != nil && !slices.Equal(ah[s.prompt-1:len(s.toks)-1], s.greedy[:len(s.toks)-s.prompt]) {
+				t.Errorf("vl %v %s: Hugging Face greedy ids %v, llama.cpp %v", vl, s.name, ah[s.prompt-1:], s.greedy)
+			}
+		}
+	}
+	t.Logf("%d sequences × 2 layouts: max |Δ logit| Hugging Face vs GGUF = %.3g", len(g.Prompts)+len(heldOut), worst)
+}
+
+// TestGemma4HFLarger: the larger Gemma 4s' forms through Hugging Face
+// directories — the 31B's attention (attention_k_eq_v: global layers with
+// num_global_key_value_heads and no v_proj) and the 26B-A4B's mixture
+// (enable_moe_block: router.proj/scale/per_expert_scale, 3-D
+// experts.gate_up_proj and down_proj, the extra norms), written from the
+// fixtures the GGUF tests build — load with the GGUF's geometry and give
+// its logits within 1e-4 (no llama.cpp golden exists for these).
+func TestGemma4HFLarger(t *testing.T) {
+	g, _ := archPath(t, "gemma4", "F16")
+	toks := append(slices.Clone(g.Prompts[0].PromptIDs), g.Prompts[0].GeneratedIDs...)
+	for name, path := range map[string]string{"k_eq_v": gemma4LargePath(t), "moe": gemma4MoEFixture(t)} {
+		t.Run(name, func(t *testing.T) {
+			mg := mustLoad(t, path, Options{Threads: 2})
+			for _, vl := range []bool{false, true} {
+				mh := mustLoad(t, gemma4HFDir(t, path, vl), Options{Threads: 2})
+				if d := sameGemma4Config(mg, mh); d != "" {
+					t.Fatalf("vl %v: %s", vl, d)
+				}
+				d, at := maxAbsDiff(runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0))
+				if d > 1e-4 {
+					t.Errorf("vl %v: Hugging Face logits differ from the GGUF's by %g at %d", vl, d, at)
+				}
+				t.Logf("vl %v: max |Δ logit| = %.3g", vl, d)
+			}
+		})
+	}
+}
