@@ -169,3 +169,66 @@ func TestGemma4HFLarger(t *testing.T) {
 		})
 	}
 }
+
+// TestGemma4HFConfig: Gemma4TextConfig's rules and the forms llama.cpp's
+// converter accepts — the last layer is global whatever layer_types says,
+// per_layer_config may carry the global head width instead of
+// global_head_dim (same model, same logits) — and settings llama.cpp
+// would run differently are refused by name.
+func TestGemma4HFConfig(t *testing.T) {
+	_, path := archPath(t, "gemma4", "F16")
+	dir := gemma4HFDir(t, path, false)
+	orig, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(fields map[string]any) {
+		t.Helper()
+		if err := hfwrite.SetConfig(dir, fields); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toks := []int{1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 11203, 29889}
+	want := runSeq(t, mustLoad(t, path, Options{Threads: 1}), toks, 0)
+
+	set(map[string]any{"layer_types": []string{"sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "sliding_attention"}})
+	if m := mustLoad(t, dir, Options{Threads: 1}); m.Windowed(5) || !m.Windowed(4) {
+		t.Errorf("layer_types ending in a sliding layer: windowed %v, want the last layer global", m.SWALayers)
+	}
+	restore()
+
+	set(map[string]any{"global_head_dim": nil, "per_layer_config": map[string]any{"2": map[string]any{"head_dim": 32}, "5": map[string]any{"head_dim": 32}}})
+	if d, at := maxAbsDiff(want, runSeq(t, mustLoad(t, dir, Options{Threads: 1}), toks, 0)); d > 1e-4 {
+		t.Errorf("per_layer_config's head_dim: logits differ by %g at %d", d, at)
+	}
+	restore()
+
+	for _, tc := range []struct {
+		fields map[string]any
+		want   string
+	}{
+		{map[string]any{"hidden_activation": "gelu"}, `hidden_activation "gelu"`},
+		{map[string]any{"attention_bias": true}, "attention_bias"},
+		{map[string]any{"use_bidirectional_attention": "all"}, "use_bidirectional_attention"},
+		{map[string]any{"global_head_dim": nil}, "needs global_head_dim"},
+		{map[string]any{"head_dim": nil}, "needs head_dim"},
+		{map[string]any{"layer_types": []string{"full_attention"}}, "layer_types has 1 entries for 6 layers"},
+		{map[string]any{"rope_parameters": map[string]any{"full_attention": map[string]any{"rope_type": "default", "rope_theta": 1e6}}}, "rope_parameters.full_attention"},
+		{map[string]any{"rope_parameters": map[string]any{"sliding_attention": map[string]any{"rope_type": "linear", "factor": 2}}}, "rope_parameters.sliding_attention"},
+		{map[string]any{"rope_parameters": map[string]any{"full_attention": map[string]any{"rope_type": "proportional", "partial_rotary_factor": 1.5}}}, "partial_rotary_factor 1.5"},
+		{map[string]any{"enable_moe_block": true}, "enable_moe_block needs num_experts"},
+		{map[string]any{"hidden_size_per_layer_input": 4}, "embed_tokens_per_layer.weight has shape"},
+	} {
+		set(tc.fields)
+		_, err := Load(dir, Options{Threads: 1})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.fields, err, tc.want)
+		}
+		restore()
+	}
+}
