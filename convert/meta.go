@@ -113,11 +113,14 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 	if c.Experts > 0 && c.ExpertHiddenDim != c.HiddenDim {
 		h.ExpertFFLength = c.ExpertHiddenDim
 	}
+	if arch == model.ArchGemma4 {
+		gemma4HParams(&h, c)
+	}
 	if arch == model.ArchGPT2 {
 		h.LayerNormEps = float64(c.NormEps)
 	} else {
 		h.RMSNormEps, h.RopeFreqBase = float64(c.NormEps), c.RopeTheta
-		if arch == model.ArchLlama || c.RopeDim != c.HeadDim {
+		if arch == model.ArchLlama || arch == model.ArchGemma4 || c.RopeDim != c.HeadDim {
 			h.RopeDim = c.RopeDim
 		}
 		h.SlidingWindow = c.SlidingWindow
@@ -139,6 +142,29 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 		return nil, err
 	}
 	return append(kvs, tk...), nil
+}
+
+// gemma4HParams sets Gemma 4's keys as conversion/gemma.py
+// Gemma4Model.set_gguf_parameters writes them: the expert width always
+// (expert_feed_forward_length from moe_intermediate_size), the windowed
+// layers' head and rotated widths, the shared-KV layers, the per-layer
+// input width, one FFN width per layer when they differ (the double-wide
+// shared layers) and one KV head count per layer when the kinds differ.
+func gemma4HParams(h *llamacpp.HParams, c *model.Config) {
+	h.KeyLengthSWA, h.RopeDimSWA = c.HeadDimSWA, c.RopeDimSWA
+	h.SharedKVLayers, h.PerLayerInput = c.SharedKVLayers, c.PerLayerDim
+	if c.Experts > 0 {
+		h.ExpertFFLength = c.ExpertHiddenDim
+	}
+	if c.FFNLengths != nil {
+		h.FFNLengths = slices.Clone(c.FFNLengths)
+	}
+	if c.KVHeadsSWA > 0 && c.KVHeadsSWA != c.KVHeads {
+		h.HeadCountKVs = make([]int, c.Layers)
+		for l := range h.HeadCountKVs {
+			h.HeadCountKVs[l] = c.LayerKVHeads(l)
+		}
+	}
 }
 
 // tokenizerMeta writes the model's vocabulary as tokenizer.ggml.* keys
@@ -188,6 +214,11 @@ func extraTensors(src *source) ([]*srcTensor, error) {
 			{name: llamacpp.RopeLong, dims: []uint64{n}, typ: tensor.F32, f32: long, layer: -1},
 			{name: llamacpp.RopeShort, dims: []uint64{n}, typ: tensor.F32, f32: short, layer: -1},
 		}, nil
+	}
+	if f := src.m.RopeFreqFactors(); f != nil && c.Arch == model.ArchGemma4 {
+		// Gemma 4's proportional RoPE, as Gemma4Model.generate_extra_tensors
+		// writes it (the loader made the same divisors from config.json).
+		return []*srcTensor{{name: llamacpp.RopeFreqs, dims: []uint64{uint64(len(f))}, typ: tensor.F32, f32: f, layer: -1}}, nil
 	}
 	s := c.RopeScaling
 	if s.Type != "llama3" {

@@ -126,6 +126,14 @@ func (s *source) openLlama2c(in string, opts Options) error {
 // hfSkip are suffixes of non-weight buffers some checkpoints carry.
 var hfSkip = []string{".rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias"}
 
+// hfLMPrefix is where a vision-language checkpoint keeps its language
+// model (model.language_model.layers.N… for model.layers.N…); its
+// vision and audio towers and their embedders (hfSkipPrefix) belong to a
+// separate projector file in llama.cpp and are not converted.
+const hfLMPrefix = "model.language_model."
+
+var hfSkipPrefix = []string{"model.vision_tower.", "model.audio_tower.", "model.embed_vision.", "model.embed_audio.", "model.multi_modal_projector."}
+
 // openHF maps a Hugging Face checkpoint's tensors to llama.cpp names with
 // llama.cpp's converter's transforms: Llama Q/K rows permuted to
 // interleaved RoPE order, GPT-2's Conv1D weights transposed, Gemma's norm
@@ -158,7 +166,11 @@ func (s *source) openHF(in string, opts Options) error {
 		if skipHF(t.Name) {
 			continue
 		}
-		hn, ok := llamacpp.HFToGGUF(arch, t.Name)
+		lmName := t.Name
+		if rest, ok := strings.CutPrefix(lmName, hfLMPrefix); ok {
+			lmName = "model." + rest // a vision-language checkpoint's language model
+		}
+		hn, ok := llamacpp.HFToGGUF(arch, lmName)
 		if !ok {
 			return fmt.Errorf("convert: unknown %s tensor %q in %s", arch, t.Name, filepath.Base(in))
 		}
@@ -178,8 +190,14 @@ func (s *source) openHF(in string, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("convert: %w", err)
 		}
-		if len(t.Shape) < 1 || len(t.Shape) > 2 {
-			return fmt.Errorf("convert: tensor %q has %d dims, want 1 or 2", t.Name, len(t.Shape))
+		// Gemma 4's experts come stacked already: (experts, rows, cols),
+		// llama.cpp's layout as it is.
+		maxDims := 2
+		if arch == model.ArchGemma4 && strings.Contains(name, "_exps.") {
+			maxDims = 3
+		}
+		if len(t.Shape) < 1 || len(t.Shape) > maxDims {
+			return fmt.Errorf("convert: tensor %q has %d dims, want 1 to %d", t.Name, len(t.Shape), maxDims)
 		}
 		st := &srcTensor{name: name, typ: typ, data: t.Data, layer: layer}
 		for i := len(t.Shape) - 1; i >= 0; i-- {
@@ -274,6 +292,11 @@ func stackExperts(name string, es []*srcTensor) (*srcTensor, error) {
 func skipHF(name string) bool {
 	for _, suf := range hfSkip {
 		if strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	for _, pre := range hfSkipPrefix {
+		if strings.HasPrefix(name, pre) {
 			return true
 		}
 	}

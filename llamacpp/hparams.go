@@ -42,6 +42,20 @@ type HParams struct {
 	ExpertCount     int
 	ExpertUsedCount int
 	ExpertFFLength  int // expert_feed_forward_length (qwen3moe)
+
+	// Gemma 4 (conversion/gemma.py Gemma4Model.set_gguf_parameters): the
+	// windowed layers' head width and rotated dims (key_length_swa,
+	// value_length_swa, rope.dimension_count_swa; RopeDim is written too),
+	// the shared-KV layers, the per-layer input width, one feed-forward
+	// width per layer (FFNLengths, when not all equal) and one KV head
+	// count per layer (HeadCountKVs, when the kinds differ); the windowed
+	// layers are always written as per-layer flags.
+	KeyLengthSWA   int
+	RopeDimSWA     int
+	SharedKVLayers int
+	PerLayerInput  int
+	FFNLengths     []int
+	HeadCountKVs   []int
 }
 
 // KVs returns the metadata entries, keys prefixed by the architecture.
@@ -63,17 +77,33 @@ func (h HParams) KVs() []gguf.KV {
 	u32(KeyContextLength, h.ContextLength)
 	u32(KeyEmbeddingLength, h.EmbeddingLength)
 	u32(KeyBlockCount, h.BlockCount)
-	u32(KeyFeedForwardLength, h.FeedForwardLength)
+	if h.FFNLengths != nil {
+		kvs = append(kvs, gguf.KV{Key: a + KeyFeedForwardLength, Value: gguf.NewArray(int32s(h.FFNLengths))})
+	} else {
+		u32(KeyFeedForwardLength, h.FeedForwardLength)
+	}
 	u32(KeyHeadCount, h.HeadCount)
-	nz(KeyHeadCountKV, h.HeadCountKV)
-	if h.KeyLength != 0 && (h.HeadCount == 0 || h.KeyLength != h.EmbeddingLength/h.HeadCount || h.EmbeddingLength%h.HeadCount != 0) {
+	if h.HeadCountKVs != nil {
+		kvs = append(kvs, gguf.KV{Key: a + KeyHeadCountKV, Value: gguf.NewArray(int32s(h.HeadCountKVs))})
+	} else {
+		nz(KeyHeadCountKV, h.HeadCountKV)
+	}
+	gemma4 := h.Arch == "gemma4"
+	if h.KeyLength != 0 && (gemma4 || h.HeadCount == 0 || h.KeyLength != h.EmbeddingLength/h.HeadCount || h.EmbeddingLength%h.HeadCount != 0) {
 		u32(KeyKeyLength, h.KeyLength)
 		u32(KeyValueLength, h.KeyLength)
 	}
 	nzf(KeyLayerNormEps, h.LayerNormEps)
 	nzf(KeyRMSNormEps, h.RMSNormEps)
 	nzf(KeyRopeFreqBase, h.RopeFreqBase)
+	if gemma4 {
+		u32(KeyKeyLengthSWA, h.KeyLengthSWA)
+		u32(KeyValueLengthSWA, h.KeyLengthSWA)
+	}
 	nz(KeyRopeDim, h.RopeDim)
+	if gemma4 {
+		u32(KeyRopeDimSWA, h.RopeDimSWA)
+	}
 	nz("vocab_size", h.VocabSize)
 	if h.RopeScalingType == "linear" {
 		kvs = append(kvs, gguf.KV{Key: a + KeyRopeScalingType, Value: gguf.String("linear")})
@@ -85,8 +115,12 @@ func (h HParams) KVs() []gguf.KV {
 	if h.SlidingWindow != 0 || h.Arch == "phi3" {
 		u32(KeySlidingWindow, h.SlidingWindow)
 	}
+	if gemma4 {
+		u32(KeySharedKVLayers, h.SharedKVLayers)
+		u32(KeyPerLayerInput, h.PerLayerInput)
+	}
 	if h.SWALayers != nil {
-		if ar, ok := Archs[h.Arch]; !ok || !slices.Equal(h.SWALayers, SWALayers(len(h.SWALayers), ar.SWAPattern)) {
+		if ar, ok := Archs[h.Arch]; gemma4 || !ok || !slices.Equal(h.SWALayers, SWALayers(len(h.SWALayers), ar.SWAPattern)) {
 			kvs = append(kvs, gguf.KV{Key: a + KeySWAPattern, Value: gguf.NewArray(h.SWALayers)})
 		}
 	}
@@ -96,6 +130,14 @@ func (h HParams) KVs() []gguf.KV {
 	nz(KeyExpertUsedCount, h.ExpertUsedCount)
 	nz(KeyExpertFFLength, h.ExpertFFLength)
 	return kvs
+}
+
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
 }
 
 // ReadSWALayers reads "<arch>.attention.sliding_window_pattern" as

@@ -23,14 +23,7 @@ func gemma4HFDir(t *testing.T, path string, vl bool) string {
 	if err := hfwrite.Gemma4FromGGUF(path, dir, vl); err != nil {
 		t.Fatal(err)
 	}
-	spm, err := os.ReadFile(testshared.Path(t, "models/llama2c/llama2-tokenizer.model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.model"), spm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"add_bos_token": true, "add_eos_token": false}`), 0o644); err != nil {
+	if err := hfwrite.SentencePieceTokenizer(dir, testshared.Path(t, "models/llama2c/llama2-tokenizer.model"), true); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -75,9 +75,11 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"nanoserve/kvcache"
+	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
 )
@@ -349,6 +351,16 @@ func (m *Model) Close() error {
 // divisors (llama.cpp's rope_factors_long and rope_factors_short), nil if
 // it has none; the ones in use are Config.RopeFactors.
 func (m *Model) LongRopeFactors() (long, short []float32) { return m.longRope[0], m.longRope[1] }
+
+// RopeFreqFactors returns the per-pair frequency divisors the global
+// layers use (llama.cpp's rope_freqs tensor: Llama 3 scaling read from a
+// GGUF, Gemma 4's proportional RoPE), nil if none; a copy.
+func (m *Model) RopeFreqFactors() []float32 {
+	if m.w.ropeFreqs == nil || m.RopeFactors != llamacpp.RopeFreqs && m.Arch != ArchGemma4 {
+		return nil
+	}
+	return slices.Clone(m.w.ropeFreqs)
+}
 
 // layerFreqs returns the RoPE frequencies of layer l.
 func (m *Model) layerFreqs(l int) []float64 {

@@ -312,3 +312,21 @@ func joinGateUp(f *gguf.File, gate *gguf.TensorInfo, blk string) (safetensors.Te
 	}
 	return safetensors.Tensor{DType: dt, Shape: []int{E, 2 * ffn, hidden}, Data: out}, nil
 }
+
+// SentencePieceTokenizer gives dir a SentencePiece tokenizer: the
+// tokenizer.model at spm, and a tokenizer_config.json saying whether BOS
+// is added (as Gemma 3's and the Llama fixtures' directories carry it).
+func SentencePieceTokenizer(dir, spm string, addBOS bool) error {
+	data, err := os.ReadFile(spm)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.model"), data, 0o644); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(map[string]any{"add_bos_token": addBOS, "add_eos_token": false})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), raw, 0o644)
+}
