@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/archfix"
 	"nanoserve/internal/hfwrite"
 	"nanoserve/internal/testshared"
 	"nanoserve/model"
@@ -77,5 +78,62 @@ func sameGemma4File(t *testing.T, want, out string) {
 		if !ok || !v.Equal(kv.Value) {
 			t.Errorf("%s = %v after conversion, %v in the fixture", kv.Key, v, kv.Value)
 		}
+	}
+}
+
+// TestGemma4ConvertLarger: the larger Gemma 4s' forms (archfix: the
+// 26B-A4B's mixture — fused and separate expert gate/up in the GGUF, fused
+// experts.gate_up_proj in the checkpoint — and the 31B's global layers
+// without v_proj and their own KV head count) round-trip GGUF → Hugging
+// Face → GGUF: the same logits, and every tensor byte for byte except
+// the odd layers' separate expert gate and up, which the checkpoint holds
+// fused as llama.cpp's converter writes them back (ffn_gate_up_exps).
+func TestGemma4ConvertLarger(t *testing.T) {
+	src := archFixture(t, "gemma4")
+	for name, write := range map[string]func(src, dst string) error{"moe": archfix.Gemma4MoE, "k_eq_v": archfix.Gemma4KEqV} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			orig := filepath.Join(tmp, "orig.gguf")
+			if err := write(src, orig); err != nil {
+				t.Fatal(err)
+			}
+			hf := filepath.Join(tmp, "hf")
+			if err := hfwrite.Gemma4FromGGUF(orig, hf, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := hfwrite.SentencePieceTokenizer(hf, testshared.Path(t, "models/llama2c/llama2-tokenizer.model"), true); err != nil {
+				t.Fatal(err)
+			}
+			out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{})
+			fo, err := gguf.Open(orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fo.Close()
+			fc, err := gguf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fc.Close()
+			for _, ti := range fo.Tensors {
+				tc, ok := fc.Tensor(ti.Name)
+				if strings.Contains(ti.Name, "ffn_gate_exps") || strings.Contains(ti.Name, "ffn_up_exps") {
+					if ok {
+						t.Errorf("%s: written separately, want it in ffn_gate_up_exps", ti.Name)
+					}
+					continue
+				}
+				if !ok || !slices.Equal(tc.Dims, ti.Dims) || tc.Type != ti.Type || !slices.Equal(tc.Data, ti.Data) {
+					t.Errorf("tensor %s differs after the round trip (%v)", ti.Name, tc)
+				}
+			}
+			for _, kv := range fo.KV {
+				if v, ok := fc.Get(kv.Key); strings.HasPrefix(kv.Key, "gemma4.") && (!ok || !v.Equal(kv.Value)) {
+					t.Errorf("%s = %v after conversion, %v before", kv.Key, v, kv.Value)
+				}
+			}
+			toks := parityTokens(24, 32000)
+			checkClose(t, "gemma4 "+name, logits(t, mustLoad(t, orig, model.Options{}), toks), logits(t, mustLoad(t, out, model.Options{}), toks), 0)
+		})
 	}
 }

@@ -145,17 +145,13 @@ func (p *plan) modelMeta(src *source, types map[string]tensor.DType) ([]gguf.KV,
 }
 
 // gemma4HParams sets Gemma 4's keys as conversion/gemma.py
-// Gemma4Model.set_gguf_parameters writes them: the expert width always
-// (expert_feed_forward_length from moe_intermediate_size), the windowed
-// layers' head and rotated widths, the shared-KV layers, the per-layer
+// Gemma4Model.set_gguf_parameters writes them: the windowed layers' head
+// and rotated widths, the shared-KV layers, the per-layer
 // input width, one FFN width per layer when they differ (the double-wide
 // shared layers) and one KV head count per layer when the kinds differ.
 func gemma4HParams(h *llamacpp.HParams, c *model.Config) {
 	h.KeyLengthSWA, h.RopeDimSWA = c.HeadDimSWA, c.RopeDimSWA
 	h.SharedKVLayers, h.PerLayerInput = c.SharedKVLayers, c.PerLayerDim
-	if c.Experts > 0 {
-		h.ExpertFFLength = c.ExpertHiddenDim
-	}
 	if c.FFNLengths != nil {
 		h.FFNLengths = slices.Clone(c.FFNLengths)
 	}

@@ -3,13 +3,13 @@ package model
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"nanoserve/gguf"
+	"nanoserve/internal/archfix"
 	"nanoserve/internal/testshared"
 	"nanoserve/kvcache"
 	"nanoserve/tensor"
@@ -498,16 +498,11 @@ func gemma4Large(t *testing.T) *Model {
 // gemma4LargePath writes gemma4Large's file and returns its path.
 func gemma4LargePath(t *testing.T) string {
 	t.Helper()
-	return rewriteArchFn(t, "gemma4", map[string]gguf.Value{"gemma4.attention.head_count_kv": gguf.NewArray([]int32{2, 2, 1, 2, 2, 1})},
-		func(name string, dims []uint64, data []byte) ([]uint64, []byte, bool) {
-			switch name {
-			case "blk.2.attn_v.weight", "blk.5.attn_v.weight":
-				return nil, nil, false
-			case "blk.2.attn_k.weight", "blk.5.attn_k.weight": // F16 (32 cols): the first 32 rows
-				return []uint64{dims[0], 32}, data[:32*32*2], true
-			}
-			return dims, data, true
-		})
+	path := filepath.Join(t.TempDir(), "gemma4-k-eq-v.gguf")
+	if err := archfix.Gemma4KEqV(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"), path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestGemma4GlobalKVHeadsAndVFromK: per-kind KV head counts and values
@@ -550,7 +545,7 @@ func TestGemma4GlobalKVHeadsAndVFromK(t *testing.T) {
 	}
 }
 
-// gemma4MoEFixture writes the gemma4 fixture with a mixture of experts in
+// gemma4MoEFixture writes archfix.Gemma4MoE: the gemma4 fixture with a mixture of experts in
 // every layer, as the 26B-A4B has (4 experts, 2 used, expert ffn 16):
 // router and its input scale, pre/post norms around the two branches,
 // fused gate_up experts on even layers and separate ones on odd layers,
@@ -558,69 +553,8 @@ func TestGemma4GlobalKVHeadsAndVFromK(t *testing.T) {
 // values; no llama.cpp golden exists for it.
 func gemma4MoEFixture(t *testing.T) string {
 	t.Helper()
-	src, err := gguf.Open(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	w := gguf.NewWriter()
-	for _, kv := range src.KV {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const E, used, eh, dim = 4, 2, 16, 32
-	for k, v := range map[string]uint32{"gemma4.expert_count": E, "gemma4.expert_used_count": used, "gemma4.expert_feed_forward_length": eh} {
-		if err := w.AddKV(k, gguf.Uint32(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, ti := range src.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rng := rand.New(rand.NewPCG(26, 4))
-	vals := func(n int, center, spread float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(center + spread*(2*rng.Float64()-1))
-		}
-		return v
-	}
-	f16 := func(v []float32) []byte {
-		b := make([]byte, 2*len(v))
-		for i, x := range v {
-			h := tensor.F32ToF16(x)
-			b[2*i], b[2*i+1] = byte(h), byte(h>>8)
-		}
-		return b
-	}
-	add := func(name string, typ tensor.DType, data []byte, dims ...uint64) {
-		if err := w.AddTensor(name, typ, dims, data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for l := range 6 {
-		p := fmt.Sprintf("blk.%d.", l)
-		add(p+"ffn_gate_inp.weight", tensor.F32, tensor.F32Bytes(vals(E*dim, 0, 1.5)), dim, E)
-		add(p+"ffn_gate_inp.scale", tensor.F32, tensor.F32Bytes(vals(dim, 1, 0.3)), dim)
-		for _, n := range []string{"pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2"} {
-			add(p+n+".weight", tensor.F32, tensor.F32Bytes(vals(dim, 1, 0.2)), dim)
-		}
-		if l%2 == 0 {
-			add(p+"ffn_gate_up_exps.weight", tensor.F16, f16(vals(E*2*eh*dim, 0, 0.3)), dim, 2*eh, E)
-		} else {
-			add(p+"ffn_gate_exps.weight", tensor.F16, f16(vals(E*eh*dim, 0, 0.3)), dim, eh, E)
-			add(p+"ffn_up_exps.weight", tensor.F16, f16(vals(E*eh*dim, 0, 0.3)), dim, eh, E)
-		}
-		add(p+"ffn_down_exps.weight", tensor.F16, f16(vals(E*dim*eh, 0, 0.3)), eh, dim, E)
-		if l != 1 {
-			add(p+"ffn_down_exps.scale", tensor.F32, tensor.F32Bytes(vals(E, 1, 0.5)), E)
-		}
-	}
 	path := filepath.Join(t.TempDir(), "gemma4-moe.gguf")
-	if err := w.WriteFile(path); err != nil {
+	if err := archfix.Gemma4MoE(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"), path); err != nil {
 		t.Fatal(err)
 	}
 	return path
