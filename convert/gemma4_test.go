@@ -27,24 +27,69 @@ func TestGemma4Convert(t *testing.T) {
 	for _, vl := range []bool{false, true} {
 		t.Run(fmt.Sprint("vl=", vl), func(t *testing.T) {
 			tmp := t.TempDir()
-			hf := filepath.Join(tmp, "hf")
-			if err := hfwrite.Gemma4FromGGUF(orig, hf, vl); err != nil {
-				t.Fatal(err)
-			}
-			if err := hfwrite.SentencePieceTokenizer(hf, testshared.Path(t, "models/llama2c/llama2-tokenizer.model"), true); err != nil {
-				t.Fatal(err)
-			}
+			hf := gemma4HF(t, orig, filepath.Join(tmp, "hf"), vl)
 			out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{})
-			sameGemma4File(t, orig, out)
+			sameGemma4File(t, orig, out, nil)
 			toks := parityTokens(24, 32000)
 			checkClose(t, "gemma4", logits(t, mustLoad(t, orig, model.Options{}), toks), logits(t, mustLoad(t, out, model.Options{}), toks), 0)
 		})
 	}
 }
 
+// TestGemma4ConvertSaved: a checkpoint as transformers saves it, without
+// K/V weights in the shared-KV layers, converts to the fixture less those
+// 9 tensors (llama.cpp's gemma4 graph does not require them either), with
+// the same logits.
+func TestGemma4ConvertSaved(t *testing.T) {
+	orig := archFixture(t, "gemma4")
+	tmp := t.TempDir()
+	hf := gemma4HF(t, orig, filepath.Join(tmp, "hf"), false)
+	sharedKV := func(name string) bool {
+		for _, l := range []string{"3", "4", "5"} {
+			for _, w := range []string{"k_proj", "v_proj", "k_norm"} {
+				if strings.HasSuffix(name, "layers."+l+".self_attn."+w+".weight") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if err := hfwrite.DropTensors(hf, sharedKV); err != nil {
+		t.Fatal(err)
+	}
+	out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{})
+	skip := func(name string) bool {
+		for _, l := range []string{"3", "4", "5"} {
+			for _, w := range []string{"attn_k.weight", "attn_v.weight", "attn_k_norm.weight"} {
+				if name == "blk."+l+"."+w {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	sameGemma4File(t, orig, out, skip)
+	toks := parityTokens(24, 32000)
+	checkClose(t, "gemma4 saved", logits(t, mustLoad(t, orig, model.Options{}), toks), logits(t, mustLoad(t, out, model.Options{}), toks), 0)
+}
+
+// gemma4HF writes the Gemma 4 GGUF at path as a Hugging Face directory
+// with the fixture's SentencePiece vocabulary.
+func gemma4HF(t *testing.T, path, dir string, vl bool) string {
+	t.Helper()
+	if err := hfwrite.Gemma4FromGGUF(path, dir, vl); err != nil {
+		t.Fatal(err)
+	}
+	if err := hfwrite.SentencePieceTokenizer(dir, testshared.Path(t, "models/llama2c/llama2-tokenizer.model"), true); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // sameGemma4File checks that out holds want's tensors (names, dims,
-// types, bytes; none more) and its gemma4.* metadata values.
-func sameGemma4File(t *testing.T, want, out string) {
+// types, bytes; none more) but those skip names (nil: none), and its
+// gemma4.* metadata values.
+func sameGemma4File(t *testing.T, want, out string, skip func(string) bool) {
 	t.Helper()
 	fw, err := gguf.Open(want)
 	if err != nil {
@@ -56,9 +101,15 @@ func sameGemma4File(t *testing.T, want, out string) {
 		t.Fatal(err)
 	}
 	defer fo.Close()
+	n := 0
 	for _, tw := range fw.Tensors {
 		to, ok := fo.Tensor(tw.Name)
 		switch {
+		case skip != nil && skip(tw.Name):
+			if ok {
+				t.Errorf("tensor %s written, want it absent", tw.Name)
+			}
+			continue
 		case !ok:
 			t.Errorf("tensor %s missing after conversion", tw.Name)
 		case !slices.Equal(to.Dims, tw.Dims) || to.Type != tw.Type:
@@ -66,9 +117,10 @@ func sameGemma4File(t *testing.T, want, out string) {
 		case !slices.Equal(to.Data, tw.Data):
 			t.Errorf("tensor %s: bytes differ", tw.Name)
 		}
+		n++
 	}
-	if len(fo.Tensors) != len(fw.Tensors) {
-		t.Errorf("%d tensors after conversion, %d in the fixture", len(fo.Tensors), len(fw.Tensors))
+	if len(fo.Tensors) != n {
+		t.Errorf("%d tensors after conversion, %d in the fixture", len(fo.Tensors), n)
 	}
 	for _, kv := range fw.KV {
 		if !strings.HasPrefix(kv.Key, "gemma4.") {
@@ -97,13 +149,7 @@ func TestGemma4ConvertLarger(t *testing.T) {
 			if err := write(src, orig); err != nil {
 				t.Fatal(err)
 			}
-			hf := filepath.Join(tmp, "hf")
-			if err := hfwrite.Gemma4FromGGUF(orig, hf, false); err != nil {
-				t.Fatal(err)
-			}
-			if err := hfwrite.SentencePieceTokenizer(hf, testshared.Path(t, "models/llama2c/llama2-tokenizer.model"), true); err != nil {
-				t.Fatal(err)
-			}
+			hf := gemma4HF(t, orig, filepath.Join(tmp, "hf"), false)
 			out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{})
 			fo, err := gguf.Open(orig)
 			if err != nil {

@@ -61,6 +61,19 @@ func sameGemma4Config(a, b *Model) string {
 	return strings.Join(d, "\n")
 }
 
+// gemma4SharedKV reports whether a checkpoint tensor is a shared-KV
+// layer's (3, 4, 5 of the fixture) K/V projection or K norm.
+func gemma4SharedKV(name string) bool {
+	for _, l := range []string{"3", "4", "5"} {
+		for _, w := range []string{"k_proj", "v_proj", "k_norm"} {
+			if strings.HasSuffix(name, "layers."+l+".self_attn."+w+".weight") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // argmaxes is the argmax of each position's logits.
 func argmaxes(logits []float32, vocab int) []int {
 	out := make([]int, len(logits)/vocab)
@@ -79,7 +92,8 @@ func argmaxes(logits []float32, vocab int) []int {
 // per-kind head dims, proportional RoPE on the global layers, double-wide
 // MLPs, layer output scales, final soft-cap) written as a Hugging Face
 // directory, both as Gemma4ForCausalLM and as the multimodal checkpoint's
-// language model, loads with the GGUF's geometry; on every golden prompt
+// language model, and as transformers saves it (no K/V weights in the
+// shared-KV layers), loads with the GGUF's geometry; on every golden prompt
 // (and held-out text) its tokenizer gives llama.cpp's prompt ids, its
 // logits are within 1e-4 of the GGUF's at every position, the argmax ids
 // are the same, and greedy decoding reproduces llama.cpp's generated ids.
@@ -88,10 +102,28 @@ func TestGemma4HF(t *testing.T) {
 	mg := mustLoad(t, path, Options{Threads: 2})
 	worst := 0.0
 	heldOut := []string{"Gemma 4 reads its per-layer inputs before the first block.", "x := map[string]int{\"a\": 1} // ok"}
-	for _, vl := range []bool{false, true} {
-		mh := mustLoad(t, gemma4HFDir(t, path, vl), Options{Threads: 2})
+	// The third form is a checkpoint as transformers saves it: no k_proj,
+	// v_proj or k_norm in the shared-KV layers (3, 4, 5).
+	for _, form := range []struct{ vl, saved bool }{{false, false}, {true, false}, {false, true}} {
+		vl := form.vl
+		dir := gemma4HFDir(t, path, vl)
+		if form.saved {
+			if err := hfwrite.DropTensors(dir, gemma4SharedKV); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mh := mustLoad(t, dir, Options{Threads: 2})
 		if d := sameGemma4Config(mg, mh); d != "" {
 			t.Fatalf("vl %v: %s", vl, d)
+		}
+		shared := 0
+		for _, td := range mh.Tensors {
+			if gemma4SharedKV(td.Name) {
+				shared++
+			}
+		}
+		if want := map[bool]int{false: 9, true: 0}[form.saved]; shared != want {
+			t.Fatalf("%+v: %d shared-KV layer K/V tensors in the directory, want %d", form, shared, want)
 		}
 		type seq struct {
 			name     string
@@ -132,7 +164,7 @@ func TestGemma4HF(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d sequences × 2 layouts: max |Δ logit| Hugging Face vs GGUF = %.3g", len(g.Prompts)+len(heldOut), worst)
+	t.Logf("%d sequences × 3 forms: max |Δ logit| Hugging Face vs GGUF = %.3g", len(g.Prompts)+len(heldOut), worst)
 }
 
 // TestGemma4HFLarger: the larger Gemma 4s' forms through Hugging Face

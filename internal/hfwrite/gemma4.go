@@ -330,3 +330,23 @@ func SentencePieceTokenizer(dir, spm string, addBOS bool) error {
 	}
 	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), raw, 0o644)
 }
+
+// DropTensors rewrites dir/model.safetensors without the tensors drop
+// names (e.g. the shared-KV layers' k_proj, v_proj and k_norm, which a
+// checkpoint transformers saves does not have: Gemma4TextAttention makes
+// them only for layers that own their KV).
+func DropTensors(dir string, drop func(name string) bool) error {
+	p := filepath.Join(dir, "model.safetensors")
+	f, err := safetensors.Open(p)
+	if err != nil {
+		return err
+	}
+	var keep []safetensors.Tensor
+	for _, t := range f.Tensors {
+		if !drop(t.Name) {
+			keep = append(keep, safetensors.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: slices.Clone(t.Data)})
+		}
+	}
+	f.Close()
+	return safetensors.Write(p, keep, map[string]string{"format": "pt"})
+}
