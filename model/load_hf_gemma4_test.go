@@ -257,3 +257,39 @@ func TestGemma4HFConfig(t *testing.T) {
 		restore()
 	}
 }
+
+// TestGemma4HFBadMoE: a 26B-A4B-style directory whose config.json
+// disagrees with its expert tensors, or that lacks a router tensor, is
+// refused with an error naming the tensor, never a panic.
+func TestGemma4HFBadMoE(t *testing.T) {
+	dir := gemma4HFDir(t, gemma4MoEFixture(t), false)
+	orig, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fields map[string]any
+		want   string
+	}{
+		{map[string]any{"moe_intermediate_size": 8}, "experts.gate_up_proj has shape [4 32 32], want [4 16 32]"},
+		{map[string]any{"num_experts": 3}, "router.proj.weight has shape [4 32], want [3 32]"},
+		{map[string]any{"top_k_experts": 0}, "enable_moe_block needs"},
+	} {
+		if err := hfwrite.SetConfig(dir, tc.fields); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(dir, Options{Threads: 1})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.fields, err, tc.want)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hfwrite.DropTensors(dir, func(n string) bool { return strings.HasSuffix(n, "layers.2.router.scale") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, Options{Threads: 1}); err == nil || !strings.Contains(err.Error(), "missing tensor model.layers.2.router.scale") {
+		t.Errorf("without layers.2.router.scale: error %v", err)
+	}
+}

@@ -127,7 +127,7 @@ type Config struct {
 	RopeDim     int         // dimensions rotated per head (≤ HeadDim); 0: no RoPE
 	RopeNeox    bool        // rotate halves (i, i+RopeDim/2) instead of interleaved pairs
 	RopeScaling RopeScaling // frequency scaling
-	RopeFactors string      // the file's per-pair frequency divisors in use (rope_freqs, rope_factors_long/short); "" if none
+	RopeFactors string      // the per-pair frequency divisors in use (rope_freqs, rope_factors_long/short; HF: rope_scaling.long/short_factor, Gemma 4's proportional rope_parameters); "" if none
 
 	SlidingWindow int     // windowed layers attend only to the last SlidingWindow positions; 0: no window
 	SWALayers     []bool  // which layers are windowed (llama.cpp's layer pattern); nil: every layer
