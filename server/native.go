@@ -55,9 +55,12 @@ func newNativeOptions(o Options, d *sample.Policy) nativeOptions {
 // nativeAliases are llama-server's paths without /v1 and the twin each
 // answers as (same handlers, same access, same metrics label).
 var nativeAliases = map[string]string{
-	"/chat/completions": "/v1/chat/completions",
-	"/models":           "/v1/models",
-	"/embeddings":       "/v1/embeddings",
+	"/chat/completions":              "/v1/chat/completions",
+	"/chat/completions/input_tokens": "/v1/chat/completions/input_tokens",
+	"/responses":                     "/v1/responses",
+	"/responses/input_tokens":        "/v1/responses/input_tokens",
+	"/models":                        "/v1/models",
+	"/embeddings":                    "/v1/embeddings",
 }
 
 // budget gives --n-predict to every request of a job that has no token
