@@ -35,6 +35,7 @@ type nativeOptions struct {
 	noMetrics bool
 	anyName   bool // Options.AnyModelName
 	nPredict  int  // > 0: the token budget of a generation that gives none
+	verbose   bool // Options.Verbose
 }
 
 // newNativeOptions keeps o's llama-server switches and applies --temp and
@@ -49,7 +50,7 @@ func newNativeOptions(o Options, d *sample.Policy) nativeOptions {
 			d.Seed = &seed
 		}
 	}
-	return nativeOptions{noMetrics: o.NoMetrics, anyName: o.AnyModelName, nPredict: max(o.NPredict, 0)}
+	return nativeOptions{noMetrics: o.NoMetrics, anyName: o.AnyModelName, nPredict: max(o.NPredict, 0), verbose: o.Verbose}
 }
 
 // nativeAliases are llama-server's paths without /v1 and the twin each

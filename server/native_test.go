@@ -420,3 +420,44 @@ func TestApplyTemplateReasoning(t *testing.T) {
 		t.Errorf("two trailing assistant messages: %d %s", code, b)
 	}
 }
+
+// TestVerboseNative: llama-server's debug object — a chat or completion
+// answer carries __verbose (the native /completion object: the prompt as
+// the model saw it, the raw text, the token counts) when the request sets
+// verbose or the server runs with Options.Verbose (serve --verbose);
+// usage has prompt_tokens_details.cached_tokens.
+func TestVerboseNative(t *testing.T) {
+	ts := newTestServer(t, nil)
+	type answer struct {
+		Choices []struct{ Message struct{ Content string } }
+		Usage   struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens *int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		}
+		Verbose *struct {
+			Prompt          string
+			Content         string
+			TokensEvaluated int    `json:"tokens_evaluated"`
+			StopType        string `json:"stop_type"`
+		} `json:"__verbose"`
+	}
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"temperature":0`
+	code, _, b := ts.post(t, "/v1/chat/completions", body+`,"verbose":true}`)
+	a := decode[answer](t, b)
+	if code != 200 || a.Verbose == nil || !strings.HasSuffix(a.Verbose.Prompt, "<|user|>hi\n<|assistant|>") || a.Verbose.Content != a.Choices[0].Message.Content ||
+		a.Verbose.TokensEvaluated != a.Usage.PromptTokens || a.Verbose.StopType != "limit" {
+		t.Errorf("verbose: %d %s", code, b)
+	}
+	if a.Usage.PromptTokensDetails == nil || a.Usage.PromptTokensDetails.CachedTokens == nil {
+		t.Errorf("no prompt_tokens_details.cached_tokens: %s", b)
+	}
+	if _, _, b := ts.post(t, "/v1/chat/completions", body+`}`); decode[answer](t, b).Verbose != nil {
+		t.Errorf("__verbose without verbose: %s", b)
+	}
+	vs := newTestServer(t, func(o *Options) { o.Verbose = true })
+	if _, _, b := vs.post(t, "/v1/completions", `{"prompt":"hi","max_tokens":2}`); !strings.Contains(string(b), `"__verbose":{`) {
+		t.Errorf("serve --verbose: %s", b)
+	}
+}
