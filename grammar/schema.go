@@ -21,7 +21,11 @@ import (
 // ipv6, uri, uuid: schema_formats.go), minimum/maximum/exclusiveMinimum/
 // exclusiveMaximum (any decimal; the draft-4 boolean exclusive forms too)
 // and multipleOf (schema_numbers.go), $ref to "#", "#/$defs/…" and
-// "#/definitions/…" including recursion. format, pattern and the length
+// "#/definitions/…" including recursion. Draft-07's tuple spelling is
+// read too: items as an array of schemas is prefixItems, and
+// additionalItems beside it is the items after the prefix (beside an
+// items schema, or none, additionalItems has no effect, as in draft-07).
+// format, pattern and the length
 // bounds combine (their languages are intersected, nfa.go). Annotations
 // are accepted and change nothing. Any other keyword is an error naming
 // it: a schema is never enforced partially.
@@ -60,6 +64,11 @@ var schemaKeywords = map[string]bool{
 	"exclusiveMaximum": true, "$ref": true, "multipleOf": true, "minProperties": true, "maxProperties": true,
 	"uniqueItems": true,
 }
+
+// draft07Keywords are the keywords of earlier drafts read beside
+// schemaKeywords (the property test's generator speaks 2020-12; these are
+// checked by TestDraft07TuplesSameGrammar).
+var draft07Keywords = map[string]bool{"additionalItems": true}
 
 // SchemaError is a schema the compiler cannot enforce; Keyword names the
 // offending keyword and Path where it sits (a JSON pointer).
@@ -293,7 +302,7 @@ func (c *schemaCompiler) schema(s any, path string) (expr, error) {
 
 func (c *schemaCompiler) object(s *obj, path string) (expr, error) {
 	for _, k := range s.keys {
-		if !schemaKeywords[k] && !annotationKeywords[k] {
+		if !schemaKeywords[k] && !annotationKeywords[k] && !draft07Keywords[k] {
 			return nil, serr(path, k, "unsupported keyword (it cannot be enforced, so the schema is refused rather than ignored)")
 		}
 	}
@@ -768,17 +777,31 @@ func escapePointer(s string) string {
 
 func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 	sp := opt(lit(" "))
+	// The prefix and the schema of the elements after it: prefixItems and
+	// items, or draft-07's items array and additionalItems.
+	preKw, restKw := "prefixItems", "items"
+	if v, ok := s.get("items"); ok {
+		if _, isArr := v.([]any); isArr {
+			if _, both := s.get("prefixItems"); both {
+				return nil, serr(path, "items", "an array of schemas (draft-07's tuple) cannot stand beside prefixItems")
+			}
+			preKw, restKw = "items", "additionalItems"
+		}
+	}
 	var prefix []expr
-	if v, ok := s.get("prefixItems"); ok {
+	closed := false // a false in the prefix: no instance reaches that element
+	v, hasPrefix := s.get(preKw)
+	if hasPrefix {
 		a, ok := v.([]any)
 		if !ok {
-			return nil, serr(path, "prefixItems", "must be an array of schemas")
+			return nil, serr(path, preKw, "must be an array of schemas")
 		}
 		for i, x := range a {
 			if x == false {
-				break // no instance can have this element
+				closed = true
+				break
 			}
-			e, err := c.schema(x, fmt.Sprintf("%s/prefixItems/%d", path, i))
+			e, err := c.schema(x, fmt.Sprintf("%s/%s/%d", path, preKw, i))
 			if err != nil {
 				return nil, err
 			}
@@ -786,14 +809,14 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 		}
 	}
 	var items expr = c.baseRule("value")
-	if v, ok := s.get("items"); ok {
+	if v, ok := s.get(restKw); ok {
 		switch v := v.(type) {
 		case bool:
 			if !v {
 				items = nil
 			}
 		case *obj:
-			e, err := c.schema(v, path+"/items")
+			e, err := c.schema(v, path+"/"+restKw)
 			if err == nil {
 				e, err = c.share(e)
 			}
@@ -802,7 +825,7 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 			}
 			items = e
 		default:
-			return nil, serr(path, "items", "must be a schema (the draft-07 array form is spelled prefixItems)")
+			return nil, serr(path, restKw, "must be a schema or an array of schemas")
 		}
 	}
 	lo, _, err := nonNegInt(s, "minItems", path)
@@ -816,7 +839,7 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 	if !hasHi {
 		hi = -1
 	}
-	if items == nil && (hi < 0 || hi > len(prefix)) {
+	if (items == nil || closed) && (hi < 0 || hi > len(prefix)) {
 		hi = len(prefix)
 	}
 	if hi >= 0 && lo > hi {
@@ -828,7 +851,7 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 			return nil, serr(path, "uniqueItems", "must be a boolean")
 		}
 		if ub && (hi < 0 || hi > 1) {
-			return c.uniqueArray(s, len(prefix) > 0, lo, hi, path)
+			return c.uniqueArray(s, hasPrefix, lo, hi, path)
 		}
 	}
 	elem := func(i int) expr {

@@ -20,17 +20,21 @@ package server
 // 400 naming them.
 //
 // Response (anthropicEncoder): a message {id, type, role, model, content,
-// stop_reason, stop_sequence, usage}; content is a text block (when the
-// reply has text) and a tool_use block per call (input: the arguments as
-// an object); stop_reason end_turn, max_tokens, stop_sequence (with the
-// string) or tool_use. Streaming sends message_start, then per block
-// content_block_start, content_block_delta (text_delta, input_json_delta)
-// and content_block_stop, then message_delta (stop_reason, usage) and
+// stop_reason, stop_sequence, usage}; content is a thinking block (when
+// the reply reasons; its signature a digest of the thinking, which a
+// client sends back with it), a text block (when the reply has text) and
+// a tool_use block per call (input: the arguments as an object);
+// stop_reason end_turn, max_tokens, stop_sequence (with the string) or
+// tool_use. Streaming sends message_start, then per block
+// content_block_start, content_block_delta (thinking_delta and a last
+// signature_delta, text_delta, input_json_delta) and content_block_stop, then message_delta (stop_reason, usage) and
 // message_stop, each as a named SSE event; a failure mid-stream is an
 // error event. Errors are {"type": "error", "error": {"type", "message"}}
 // with Anthropic's error types.
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -79,6 +83,7 @@ type anthropicBlock struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 	Thinking  *string         `json:"thinking"`
+	Signature json.RawMessage `json:"signature"` // a thinking block's: accepted, not checked
 }
 
 // anthropicChat decodes a Messages request into the chat request chatJob
@@ -261,6 +266,10 @@ func anthropicTurn(field string, m anthropicMessage) ([]wireMessage, *apiError) 
 			if m.Role != "assistant" || b.Thinking == nil {
 				return nil, badRequest(bf, "%s: a thinking block belongs to an assistant turn and needs thinking", bf)
 			}
+			var sig string
+			if !isNull(b.Signature) && json.Unmarshal(b.Signature, &sig) != nil {
+				return nil, badRequest(bf+".signature", "%s.signature must be a string", bf)
+			}
 			thinking = b.Thinking
 		case "redacted_thinking":
 		case "image", "document", "search_result":
@@ -324,16 +333,22 @@ func anthropicTools(raw json.RawMessage) (json.RawMessage, *apiError) {
 
 // ---- output ----
 
+// anthropicUsage is a message's token counts as Anthropic gives them: the
+// prompt's tokens the cache did not hold (input_tokens) and those it did
+// (cache_read_input_tokens; nothing is written to a cache on request, so
+// cache_creation_input_tokens is 0).
 type anthropicUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
 }
 
 // anthropicContent is one output block: thinking, text or tool_use.
 type anthropicContent struct {
 	Type      string          `json:"type"`
 	Thinking  *string         `json:"thinking,omitempty"`
-	Signature *string         `json:"signature,omitempty"` // a thinking block's: always "" (nothing to verify here)
+	Signature *string         `json:"signature,omitempty"` // a thinking block's (thinkingSignature)
 	Text      *string         `json:"text,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
@@ -376,10 +391,27 @@ func (e *anthropicEncoder) closeBlock() []sseEvent {
 	}
 	i := e.open
 	e.open = -1
-	if b := &e.msg.Content[i]; b.Type == "tool_use" {
+	var evs []sseEvent
+	switch b := &e.msg.Content[i]; b.Type {
+	case "tool_use":
 		b.Input = toolInput(b.args)
+	case "thinking":
+		sig := thinkingSignature(*b.Thinking)
+		b.Signature = &sig
+		evs = append(evs, sseEvent{"content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+			"delta": map[string]any{"type": "signature_delta", "signature": sig}}})
 	}
-	return []sseEvent{{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}}}
+	return append(evs, sseEvent{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}})
+}
+
+// thinkingSignature is a thinking block's signature: Anthropic's API signs
+// a block so that it can be sent back unchanged, and clients keep and
+// return it; here it is the base64 SHA-256 digest of the thinking
+// (nothing secret: a local model's thinking needs no proof of origin, so
+// thinking blocks sent back are read whatever their signature).
+func thinkingSignature(thinking string) string {
+	sum := sha256.Sum256([]byte("nanoserve thinking\x00" + thinking))
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // toolInput is a call's arguments as the JSON object tool_use.input holds.
@@ -456,10 +488,11 @@ func (e *anthropicEncoder) end(end replyEnd) []sseEvent {
 		e.msg.StopSequence = &end.stopSeq
 	}
 	e.msg.StopReason = &reason
-	e.msg.Usage = anthropicUsage{InputTokens: end.usage.PromptTokens, OutputTokens: end.usage.CompletionTokens}
+	cached := min(end.cached, end.usage.PromptTokens)
+	e.msg.Usage = anthropicUsage{InputTokens: end.usage.PromptTokens - cached, CacheReadInputTokens: cached, OutputTokens: end.usage.CompletionTokens}
 	return append(evs,
 		sseEvent{"message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": reason, "stop_sequence": e.msg.StopSequence},
-			"usage": map[string]any{"input_tokens": end.usage.PromptTokens, "output_tokens": end.usage.CompletionTokens}}},
+			"usage": e.msg.Usage}},
 		sseEvent{"message_stop", map[string]any{"type": "message_stop"}})
 }
 

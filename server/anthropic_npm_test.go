@@ -5,6 +5,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,8 +22,9 @@ type msgSummary struct {
 	StopReason   string  `json:"stop_reason"`
 	StopSequence *string `json:"stop_sequence"`
 	Usage        struct {
-		InputTokens  int `json:"input_tokens"`
-		OutputTokens int `json:"output_tokens"`
+		InputTokens     int `json:"input_tokens"`
+		CacheReadTokens int `json:"cache_read_input_tokens"`
+		OutputTokens    int `json:"output_tokens"`
 	}
 	Text     string
 	Thinking string
@@ -37,10 +39,11 @@ type contentBlock struct {
 }
 
 // same reports how a message differs from the chat reply to the same
-// request ("" when it does not): text, token counts, how it ended.
+// request ("" when it does not): text, token counts (Anthropic's
+// input_tokens leave out the prompt the cache held), how it ended.
 func (m msgSummary) same(c chatReply) string {
 	reason := map[string]string{"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}[c.Finish]
-	if m.Text != c.Content || m.Thinking != c.Reasoning || m.Usage.InputTokens != c.Usage.PromptTokens || m.Usage.OutputTokens != c.Usage.CompletionTokens ||
+	if m.Text != c.Content || m.Thinking != c.Reasoning || m.Usage.InputTokens+m.Usage.CacheReadTokens != c.Usage.PromptTokens || m.Usage.OutputTokens != c.Usage.CompletionTokens ||
 		m.StopReason != reason || m.Role != "assistant" || !strings.HasPrefix(m.ID, "msg_") {
 		return fmt.Sprintf("message %+v\nchat %+v", m, c)
 	}
@@ -160,5 +163,57 @@ func TestAnthropicNPMClient(t *testing.T) {
 	}
 	if got.Unauthorized.Status != 401 || got.Unauthorized.Type != "authentication_error" {
 		t.Errorf("wrong key: %+v", got.Unauthorized)
+	}
+}
+
+// TestAnthropicNPMThinking: on a (scripted) Qwen3 reply that thinks, then
+// calls a tool, the official @anthropic-ai/sdk client gets a thinking
+// block carrying a signature, whole and streamed alike (streamed: a
+// signature_delta closes the block, as Anthropic's API sends it); the
+// streamed content sent back as is — thinking block, signature and all —
+// with the tool's result is accepted, and its thinking reaches the
+// template (Qwen3 keeps the reasoning of the turn in progress).
+func TestAnthropicNPMThinking(t *testing.T) {
+	dir := npmClientDir(t, "@anthropic-ai/sdk", anthropicNPMVersion, "anthropic_thinking.mjs")
+	think := "<think>\nI need the weather.\n</think>\n\n"
+	sc := &script{replies: []string{think + callReply, think + callReply, "It is 21 degrees."}}
+	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", nil)
+	ts.gen = scripted(sc.gen)
+	if resp, err := http.Get(ts.url + "/health"); err == nil { // orders ts.gen before the handlers' reads (TestOllamaNPMThink)
+		resp.Body.Close()
+	}
+	out := runNode(t, dir, "anthropic_thinking.mjs", ts.url, qwenModel)
+	type block struct {
+		Type, Thinking, Text, Name string
+		Signature                  *string
+	}
+	type message struct {
+		Content    []block
+		StopReason string `json:"stop_reason"`
+	}
+	var got struct {
+		Whole, Stream, Answer message
+		Events                []string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, m := range []message{got.Whole, got.Stream} {
+		if len(m.Content) != 3 || m.Content[0].Type != "thinking" || m.Content[0].Thinking != "I need the weather." ||
+			m.Content[0].Signature == nil || *m.Content[0].Signature == "" || m.Content[2].Name != "get_weather" || m.StopReason != "tool_use" {
+			t.Fatalf("message %+v", m)
+		}
+	}
+	if *got.Whole.Content[0].Signature != *got.Stream.Content[0].Signature {
+		t.Errorf("signature whole %q, streamed %q", *got.Whole.Content[0].Signature, *got.Stream.Content[0].Signature)
+	}
+	if i := slices.Index(got.Events, "signature_delta"); i < 0 || got.Events[i+1] != "content_block_stop" || slices.Index(got.Events, "thinking_delta") > i {
+		t.Errorf("stream events %v: want a signature_delta right before the thinking block's content_block_stop", got.Events)
+	}
+	if len(got.Answer.Content) == 0 || got.Answer.Content[len(got.Answer.Content)-1].Text != "It is 21 degrees." {
+		t.Errorf("answer %+v", got.Answer)
+	}
+	if p := sc.prompt(2); !strings.Contains(p, "<think>\nI need the weather.\n</think>") {
+		t.Errorf("the thinking sent back is not in the prompt:\n%s", p)
 	}
 }

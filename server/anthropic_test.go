@@ -174,12 +174,13 @@ func TestAnthropicEncoder(t *testing.T) {
 		t.Errorf("events\n%s\nwant\n%s", strings.Join(names, " "), want)
 	}
 	whole := string(marshal(e.whole()))
-	if w := `"content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"toolu_a","name":"f","input":{"x":1}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":9}}`; !strings.HasSuffix(whole, w) ||
+	if w := `"content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"toolu_a","name":"f","input":{"x":1}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":9}}`; !strings.HasSuffix(whole, w) ||
 		text != "Hello" || partial != `{"x":1}` {
 		t.Errorf("whole %s\nwant …%s (text %q, partial %q)", whole, w, text, partial)
 	}
 
-	// Thinking first: a thinking block with thinking_delta, then the text.
+	// Thinking first: a thinking block with thinking_delta and its
+	// signature, then the text.
 	e = newAnthropicEncoder("m")
 	evs = e.start(0)
 	evs = append(evs, e.reasoning("Hm")...)
@@ -194,11 +195,13 @@ func TestAnthropicEncoder(t *testing.T) {
 	if w := `{"content_block":{"signature":"","thinking":"","type":"thinking"},"index":0,"type":"content_block_start"} ` +
 		`{"delta":{"thinking":"Hm","type":"thinking_delta"},"index":0,"type":"content_block_delta"} ` +
 		`{"delta":{"thinking":"m.","type":"thinking_delta"},"index":0,"type":"content_block_delta"} ` +
+		`{"delta":{"signature":"` + thinkingSignature("Hmm.") + `","type":"signature_delta"},"index":0,"type":"content_block_delta"} ` +
 		`{"index":0,"type":"content_block_stop"} ` +
 		`{"content_block":{"text":"","type":"text"},"index":1,"type":"content_block_start"}`; !strings.HasPrefix(strings.Join(got, " "), w) {
 		t.Errorf("thinking events\n%s\nwant first\n%s", strings.Join(got, "\n"), w)
 	}
-	if whole := string(marshal(e.whole())); !strings.Contains(whole, `"content":[{"type":"thinking","thinking":"Hmm.","signature":""},{"type":"text","text":"Hi"},{"type":"thinking","thinking":"Later.","signature":""}]`) {
+	if whole := string(marshal(e.whole())); !strings.Contains(whole, `"content":[{"type":"thinking","thinking":"Hmm.","signature":"`+thinkingSignature("Hmm.")+`"},{"type":"text","text":"Hi"},{"type":"thinking","thinking":"Later.","signature":"`+thinkingSignature("Later.")+`"}]`) ||
+		thinkingSignature("Hmm.") == thinkingSignature("Later.") {
 		t.Errorf("thinking message %s", whole)
 	}
 
@@ -273,6 +276,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{"POST", "/v1/messages", "k", `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, 404, "not_found_error"},
 		{"POST", "/v1/messages", "k", `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image"}]}]}`, 400, "invalid_request_error"},
 		{"POST", "/v1/messages/count_tokens", "k", `{"messages":"x"}`, 400, "invalid_request_error"},
+		{"POST", "/v1/messages", "k", `{"max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":5}]},{"role":"user","content":"y"}]}`, 400, "invalid_request_error"},
 	} {
 		status, m := do(c.method, c.path, c.key, c.body)
 		inner, _ := m["error"].(map[string]any)
@@ -318,5 +322,28 @@ func TestReplySinkFailure(t *testing.T) {
 		if !strings.Contains(string(b), c.want) || stream && code != 200 || !stream && code != 500 {
 			t.Errorf("%s %s: %d\n%s\nwant it to hold\n%s", c.path, c.body, code, b, c.want)
 		}
+	}
+}
+
+// TestAnthropicUsageCache: as Anthropic counts them, input_tokens is the
+// prompt the cache did not hold and cache_read_input_tokens the part it
+// did, in the message and in message_delta's cumulative usage.
+func TestAnthropicUsageCache(t *testing.T) {
+	e := newAnthropicEncoder("m")
+	e.start(20)
+	e.content("Hi")
+	evs := e.end(replyEnd{reason: "stop", usage: usage{PromptTokens: 20, CompletionTokens: 3, TotalTokens: 23}, cached: 16})
+	want := `{"input_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":16,"output_tokens":3}`
+	if whole := string(marshal(e.whole())); !strings.Contains(whole, `"usage":`+want) {
+		t.Errorf("message %s, want usage %s", whole, want)
+	}
+	var delta string
+	for _, ev := range evs {
+		if ev.name == "message_delta" {
+			delta = string(marshal(ev.data))
+		}
+	}
+	if !strings.Contains(delta, `"usage":`+want) {
+		t.Errorf("message_delta %s, want usage %s", delta, want)
 	}
 }

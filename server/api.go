@@ -62,6 +62,7 @@ func errorBody(e *apiError) any {
 type commonParams struct {
 	unsupportedParams
 	Model               string             `json:"model"`
+	Verbose             *bool              `json:"verbose"` // llama-server's: the answer carries __verbose (native.go)
 	MaxTokens           *int               `json:"max_tokens"`
 	MaxCompletionTokens *int               `json:"max_completion_tokens"`
 	Temperature         *float64           `json:"temperature"`
@@ -560,6 +561,13 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails.CachedTokens is the part of the prompts the
+	// prefix cache held (as OpenAI, vLLM and llama-server report it).
+	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
+}
+
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 type modelCard struct {
@@ -610,8 +618,9 @@ type completionResponse struct {
 	Usage   *usage             `json:"usage,omitempty"`
 	// llama-server's: the build (every object) and the timings (a whole
 	// answer, a stream's usage chunk); native.go.
-	SystemFingerprint string         `json:"system_fingerprint,omitempty"`
-	Timings           *nativeTimings `json:"timings,omitempty"`
+	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+	Timings           *nativeTimings  `json:"timings,omitempty"`
+	Verbose           *nativeResponse `json:"__verbose,omitempty"`
 }
 
 // chat: choices[].message (or .delta when streaming), logprobs.content.
@@ -668,6 +677,7 @@ type chatResponse struct {
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage,omitempty"`
 	// llama-server's, as on completionResponse.
-	SystemFingerprint string         `json:"system_fingerprint,omitempty"`
-	Timings           *nativeTimings `json:"timings,omitempty"`
+	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+	Timings           *nativeTimings  `json:"timings,omitempty"`
+	Verbose           *nativeResponse `json:"__verbose,omitempty"`
 }

@@ -127,6 +127,8 @@ func routes() []route {
 		gen("/api/chat", "ollama_chat", decoded((*Server).handleOllamaChat)),
 		gen("/v1/responses", "responses", decoded((*Server).handleResponses)),
 		gen("/v1/messages", "anthropic_messages", decoded((*Server).handleAnthropicMessages)),
+		post("/v1/chat/completions/input_tokens", "chat_input_tokens", decoded((*Server).handleChatInputTokens)),
+		post("/v1/responses/input_tokens", "responses_input_tokens", decoded((*Server).handleResponsesInputTokens)),
 		post("/v1/messages/count_tokens", "anthropic_count_tokens", decoded((*Server).handleAnthropicCountTokens)),
 		post("/v1/embeddings", "embeddings", decoded((*Server).handleEmbeddings)),
 		post("/tokenize", "tokenize", decoded((*Server).handleTokenize)),
@@ -149,6 +151,9 @@ func routes() []route {
 		gen("/completion", "completion", decoded((*Server).handleNativeCompletion)),
 		gen("/completions", "completion", decoded((*Server).handleNativeCompletion)),
 		gen("/chat/completions", "chat_completions", decoded((*Server).handleChat)),
+		gen("/responses", "responses", decoded((*Server).handleResponses)),
+		post("/chat/completions/input_tokens", "chat_input_tokens", decoded((*Server).handleChatInputTokens)),
+		post("/responses/input_tokens", "responses_input_tokens", decoded((*Server).handleResponsesInputTokens)),
 		post("/embeddings", "embeddings", decoded((*Server).handleEmbeddings)),
 		get("/models", "models", needsKey, (*Front).handleModels),
 	}

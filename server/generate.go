@@ -29,6 +29,7 @@ type job struct {
 	start        time.Time
 	tools        *toolSetup  // chat with tools; nil: none
 	reply        *replySetup // chat: how replies are read (reasoning, tools); nil: completions
+	verbose      bool        // a whole answer carries llama-server's __verbose (verboseObject)
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, cr *completionRequest) {
@@ -50,6 +51,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request, p *commonParams,
 		return
 	}
 	j.start = start
+	j.verbose = s.native.verbose || p.Verbose != nil && *p.Verbose
 	s.run(r.Context(), j, s.blockStops(j, s.newResponder(w, r, j)))
 }
 

@@ -10,6 +10,8 @@ package server
 //	--n-predict N          the token budget of a request that gives none
 //	                       (-1 or 0: none)
 //	--temp T, --seed S     the sampling defaults a request starts from
+//	--verbose              every whole chat and completion answer carries
+//	                       llama-server's __verbose debug object
 //
 // (llama-server's --alias NAME, the model's id, is host.ModelIDs.)
 
@@ -22,13 +24,14 @@ import (
 // LlamaServerFlags are llama-server's switches on serve.
 // RegisterLlamaServerFlags declares them; Check validates them and Apply
 // fills the matching Options fields (NoMetrics, AnyModelName, NPredict,
-// Temperature, Seed).
+// Temperature, Seed, Verbose).
 type LlamaServerFlags struct {
 	metrics  bool
 	strict   bool
 	nPredict int
 	temp     *float32
 	seed     *uint64
+	verbose  bool
 }
 
 // RegisterLlamaServerFlags declares llama-server's switches on fs.
@@ -37,6 +40,8 @@ func RegisterLlamaServerFlags(fs *flag.FlagSet) *LlamaServerFlags {
 	fs.BoolVar(&lf.metrics, "metrics", true, "serve /metrics (llama-server's switch; --metrics=false answers 501)")
 	fs.BoolVar(&lf.strict, "strict-model-names", false, "answer 404 to a model field naming no served model even when one model is served\n"+
 		"(default: a single-model server answers any name with its model, as llama-server)")
+	fs.BoolVar(&lf.verbose, "verbose", false, "put llama-server's __verbose debug object (the prompt as the model saw it, the raw reply, counts)\n"+
+		"on every whole chat and completion answer (llama-server's --verbose; a request's \"verbose\": true does it for one)")
 	fs.IntVar(&lf.nPredict, "n-predict", 0, "the token budget of a generation request that gives none (llama-server's --n-predict;\n"+
 		"0 or -1: none, the context left)")
 	fs.Func("temp", "default sampling temperature of requests that give none (llama-server's --temp; default: the model's)", func(v string) error {
@@ -78,6 +83,7 @@ func (lf *LlamaServerFlags) Apply(o *Options) {
 	o.AnyModelName = !lf.strict
 	o.NPredict = max(lf.nPredict, 0)
 	o.Temperature, o.Seed = lf.temp, lf.seed
+	o.Verbose = lf.verbose
 }
 
 // flagError is a flag validation error in cmd/nanoserve's form (errFlag):

@@ -35,6 +35,7 @@ type nativeOptions struct {
 	noMetrics bool
 	anyName   bool // Options.AnyModelName
 	nPredict  int  // > 0: the token budget of a generation that gives none
+	verbose   bool // Options.Verbose
 }
 
 // newNativeOptions keeps o's llama-server switches and applies --temp and
@@ -49,15 +50,18 @@ func newNativeOptions(o Options, d *sample.Policy) nativeOptions {
 			d.Seed = &seed
 		}
 	}
-	return nativeOptions{noMetrics: o.NoMetrics, anyName: o.AnyModelName, nPredict: max(o.NPredict, 0)}
+	return nativeOptions{noMetrics: o.NoMetrics, anyName: o.AnyModelName, nPredict: max(o.NPredict, 0), verbose: o.Verbose}
 }
 
 // nativeAliases are llama-server's paths without /v1 and the twin each
 // answers as (same handlers, same access, same metrics label).
 var nativeAliases = map[string]string{
-	"/chat/completions": "/v1/chat/completions",
-	"/models":           "/v1/models",
-	"/embeddings":       "/v1/embeddings",
+	"/chat/completions":              "/v1/chat/completions",
+	"/chat/completions/input_tokens": "/v1/chat/completions/input_tokens",
+	"/responses":                     "/v1/responses",
+	"/responses/input_tokens":        "/v1/responses/input_tokens",
+	"/models":                        "/v1/models",
+	"/embeddings":                    "/v1/embeddings",
 }
 
 // budget gives --n-predict to every request of a job that has no token

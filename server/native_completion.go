@@ -428,19 +428,7 @@ func (o *nativeSink) End(out *outcome) {
 // final is prompt i's closing object.
 func (o *nativeSink) final(i int, res *engine.Result, content string) *nativeResponse {
 	ids := res.IDs
-	stopType, word := "limit", ""
-	if res.FinishReason == engine.FinishStop {
-		// The end-of-generation token that stopped it is not in ids; the
-		// tokens of a stop string are (the engine cut it from the text).
-		stopType = "eos"
-		full := o.s.tok.DecodeWith(ids, tokenizer.DecodeOptions{Special: tokenizer.SpecialSkip})
-		for _, w := range o.j.stops {
-			if w != "" && strings.Contains(full, w) {
-				stopType, word = "word", w
-				break
-			}
-		}
-	}
+	stopType, word := o.s.stopType(res, o.j.stops)
 	toks := []int{}
 	if o.j.retTokens {
 		toks = ids
@@ -457,6 +445,37 @@ func (o *nativeSink) final(i int, res *engine.Result, content string) *nativeRes
 		TokensPredicted: len(ids), TokensEvaluated: res.Usage.PromptTokens, GenerationSettings: o.j.settings,
 		Prompt: &prompt, HasNewLine: &hasNL, Truncated: &truncated, StopType: stopType, StoppingWord: &word,
 		TokensCached: &cached, Timings: llamaTimings(res, len(ids), len(ids)-1), Probs: probs}
+}
+
+// stopType is how llama-server names the end of res: "limit" (the token
+// budget), "eos" (an end-of-generation token) or "word" with the stop
+// string.
+func (s *Server) stopType(res *engine.Result, stops []string) (typ, word string) {
+	if res.FinishReason != engine.FinishStop {
+		return "limit", ""
+	}
+	// The end-of-generation token that stopped it is not in ids; the
+	// tokens of a stop string are (the engine cut it from the text).
+	full := s.tok.DecodeWith(res.IDs, tokenizer.DecodeOptions{Special: tokenizer.SpecialSkip})
+	for _, w := range stops {
+		if w != "" && strings.Contains(full, w) {
+			return "word", w
+		}
+	}
+	return "eos", ""
+}
+
+// verboseObject is llama-server's __verbose of an OpenAI answer (its
+// first choice): the native /completion object of res — the prompt as the
+// model saw it (its tokens decoded, control tokens shown), the raw text,
+// the counts and timings.
+func (s *Server) verboseObject(j *job, res *engine.Result) *nativeResponse {
+	typ, word := s.stopType(res, j.reqs[0].Policy.Stop)
+	prompt := s.tok.DecodeWith(res.PromptIDs, tokenizer.DecodeOptions{Special: tokenizer.SpecialRender})
+	hasNL, truncated, cached := strings.Contains(res.Text, "\n"), false, res.Usage.CachedTokens
+	return &nativeResponse{Content: res.Text, Tokens: []int{}, IDSlot: -1, Stop: true, Model: j.model,
+		TokensPredicted: len(res.IDs), TokensEvaluated: res.Usage.PromptTokens, Prompt: &prompt, HasNewLine: &hasNL,
+		Truncated: &truncated, StopType: typ, StoppingWord: &word, TokensCached: &cached, Timings: llamaTimings(res, len(res.IDs), len(res.IDs)-1)}
 }
 
 func (o *nativeSink) send(v any) bool {

@@ -376,3 +376,88 @@ func TestLlamaMetricsAndDefaults(t *testing.T) {
 		t.Error("llamacpp series lack their TYPE lines")
 	}
 }
+
+// TestApplyTemplateReasoning: /apply-template renders the prompt a chat
+// request would get, reasoning switches included, as llama-server (whose
+// templates read enable_thinking): the server's --reasoning, the request's
+// chat_template_kwargs and reasoning_effort; tools only reach the template
+// (a template without a tool-call format is no 400 here).
+func TestApplyTemplateReasoning(t *testing.T) {
+	msgs := `"messages":[{"role":"user","content":"What is today?"}]`
+	off := "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", nil)
+	offServer := reasoningServer(t, "Qwen-Qwen3-0.6B", func(o *Options) { f := false; o.Thinking = &f })
+	r1 := reasoningServer(t, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", nil)
+	r1off := reasoningServer(t, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", func(o *Options) { f := false; o.Thinking = &f })
+	for _, c := range []struct {
+		ts         *testServer
+		body, want string
+	}{
+		{ts, `{` + msgs + `}`, "<|im_start|>assistant\n"},
+		{ts, `{` + msgs + `,"chat_template_kwargs":{"enable_thinking":false}}`, off},
+		{ts, `{` + msgs + `,"reasoning_effort":"none"}`, off},
+		{offServer, `{` + msgs + `}`, off},
+		{offServer, `{` + msgs + `,"tools":[` + weatherTool + `]}`, off},
+		{r1, `{` + msgs + `}`, "<｜Assistant｜><think>\n"},
+		{r1, `{` + msgs + `,"tools":[` + weatherTool + `]}`, "<｜Assistant｜><think>\n"},
+		{r1off, `{` + msgs + `}`, "<｜Assistant｜><think>\n</think>"},
+	} {
+		code, _, b := c.ts.post(t, "/apply-template", c.body)
+		if got := decode[struct{ Prompt string }](t, b).Prompt; code != 200 || !strings.HasSuffix(got, c.want) {
+			t.Errorf("%s: %d %q, want it to end %q", c.body, code, b, c.want)
+		}
+	}
+	if code, _, b := ts.post(t, "/apply-template", `{`+msgs+`,"chat_template_kwargs":{"enable_thinking":"no"}}`); code != 400 {
+		t.Errorf("a string enable_thinking: %d %s", code, b)
+	}
+	// A trailing assistant message is continued (llama-server's prefill);
+	// two of them are a 400.
+	code, _, b := ts.post(t, "/apply-template", `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hel"}]}`)
+	if got := decode[struct{ Prompt string }](t, b).Prompt; code != 200 || !strings.HasSuffix(got, "<|im_start|>assistant\n<think></think>Hel") {
+		t.Errorf("prefill: %d %q", code, got)
+	}
+	if code, _, b := ts.post(t, "/apply-template", `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"}]}`); code != 400 || !strings.Contains(string(b), "2 or more assistant messages") {
+		t.Errorf("two trailing assistant messages: %d %s", code, b)
+	}
+}
+
+// TestVerboseNative: llama-server's debug object — a chat or completion
+// answer carries __verbose (the native /completion object: the prompt as
+// the model saw it, the raw text, the token counts) when the request sets
+// verbose or the server runs with Options.Verbose (serve --verbose);
+// usage has prompt_tokens_details.cached_tokens.
+func TestVerboseNative(t *testing.T) {
+	ts := newTestServer(t, nil)
+	type answer struct {
+		Choices []struct{ Message struct{ Content string } }
+		Usage   struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens *int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		}
+		Verbose *struct {
+			Prompt          string
+			Content         string
+			TokensEvaluated int    `json:"tokens_evaluated"`
+			StopType        string `json:"stop_type"`
+		} `json:"__verbose"`
+	}
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"temperature":0`
+	code, _, b := ts.post(t, "/v1/chat/completions", body+`,"verbose":true}`)
+	a := decode[answer](t, b)
+	if code != 200 || a.Verbose == nil || !strings.HasSuffix(a.Verbose.Prompt, "<|user|>hi\n<|assistant|>") || a.Verbose.Content != a.Choices[0].Message.Content ||
+		a.Verbose.TokensEvaluated != a.Usage.PromptTokens || a.Verbose.StopType != "limit" {
+		t.Errorf("verbose: %d %s", code, b)
+	}
+	if a.Usage.PromptTokensDetails == nil || a.Usage.PromptTokensDetails.CachedTokens == nil {
+		t.Errorf("no prompt_tokens_details.cached_tokens: %s", b)
+	}
+	if _, _, b := ts.post(t, "/v1/chat/completions", body+`}`); decode[answer](t, b).Verbose != nil {
+		t.Errorf("__verbose without verbose: %s", b)
+	}
+	vs := newTestServer(t, func(o *Options) { o.Verbose = true })
+	if _, _, b := vs.post(t, "/v1/completions", `{"prompt":"hi","max_tokens":2}`); !strings.Contains(string(b), `"__verbose":{`) {
+		t.Errorf("serve --verbose: %s", b)
+	}
+}

@@ -226,13 +226,17 @@ func (o *responder) whole(out *outcome) {
 		}
 	}
 	tm := outcomeTimings(out)
+	var verbose *nativeResponse
+	if o.j.verbose && len(results) > 0 {
+		verbose = o.s.verboseObject(o.j, results[0])
+	}
 	if o.j.chat {
 		writeJSON(o.w, http.StatusOK, chatResponse{ID: o.id, Object: "chat.completion", Created: o.created, Model: o.j.model, Choices: cc, Usage: &u,
-			SystemFingerprint: fingerprint(), Timings: tm})
+			SystemFingerprint: fingerprint(), Timings: tm, Verbose: verbose})
 		return
 	}
 	writeJSON(o.w, http.StatusOK, completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.j.model, Choices: tc, Usage: &u,
-		SystemFingerprint: fingerprint(), Timings: tm})
+		SystemFingerprint: fingerprint(), Timings: tm, Verbose: verbose})
 }
 
 // finishReason maps the engine's reason to OpenAI's: stop or length (a

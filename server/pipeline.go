@@ -162,10 +162,11 @@ func (s *Server) run(ctx context.Context, j *job, out sink) {
 			break // leaving the streams cancels the generation
 		}
 	}
-	prompt, completion := 0, 0
+	prompt, completion, cached := 0, 0, 0
 	for _, st := range streams {
 		rs := st.Results()
 		prompt += rs[0].Usage.PromptTokens
+		cached += rs[0].Usage.CachedTokens
 		for _, res := range rs {
 			completion += res.Usage.CompletionTokens
 			if res.FinishReason == engine.FinishError {
@@ -178,7 +179,8 @@ func (s *Server) run(ctx context.Context, j *job, out sink) {
 	for _, res := range o.Results {
 		s.lc.count(res) // llamacpp:* (native_metrics.go)
 	}
-	o.Usage = usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	o.Usage = usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
+		PromptTokensDetails: promptTokensDetails{CachedTokens: cached}}
 	if o.cancelled() {
 		o.Cut = cutError(ctx)
 	}

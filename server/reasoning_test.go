@@ -240,6 +240,8 @@ func TestContinueFinalMessage(t *testing.T) {
 		{`{"messages":[{"role":"user","content":"2+2?"}],"continue_final_message":true,"add_generation_prompt":false}`, "continue_final_message"},
 		{`{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"x"}],"continue_final_message":true}`, "add_generation_prompt"},
 		{`{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"x"},{"role":"assistant","content":"y"}]}`, "2 or more assistant messages"},
+		// a trailing assistant message with calls cannot be prefilled either
+		{`{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "contains tool calls"},
 	} {
 		status, _, body = ts.post(t, "/v1/chat/completions", bad.body)
 		if status != 400 || !strings.Contains(string(body), bad.field) {

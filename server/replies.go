@@ -33,6 +33,9 @@ type replyEnd struct {
 	reason  string // "stop", "length" or "tool_calls"
 	stopSeq string // the stop string that ended it ("" when none did)
 	usage   usage
+	cached  int // prompt tokens the cache held
+	// reasoningTokens is what the model spent thinking (reasoningCount).
+	reasoningTokens int
 }
 
 // replyEncoder turns one reply's parts into an API's events and body.
@@ -88,6 +91,62 @@ func (p *replyParser) feed(enc replyEncoder, text string, last bool) []sseEvent 
 // calls is the number of calls the reply made.
 func (p *replyParser) calls() int { return p.rs.Calls() }
 
+// reasoningCount counts a reply's reasoning tokens as they land: when the
+// reply reasons, the tokens it generated before its answer (content or a
+// call) began, markers and the whitespace around them included, or all
+// of them when no answer came; 0 when it did not reason. It reads the
+// tokens through a parser of its own, so a streamed reply and a whole
+// one count the same.
+type reasoningCount struct {
+	rs       *chat.ReplyStream // nil: the job cannot reason
+	fed      int               // tokens pushed so far
+	reasoned bool
+	answered bool
+	n        int
+}
+
+func newReasoningCount(j *job) *reasoningCount {
+	c := &reasoningCount{}
+	if j.reply.parses() && j.reply.cfg.Syntax.Reasons() {
+		c.rs = j.newReply()
+	}
+	return c
+}
+
+// push reads one landed piece of text and the tokens it completes.
+func (c *reasoningCount) push(text string, tokens int) {
+	if c.rs == nil || c.answered {
+		return
+	}
+	c.see(c.rs.Push(text))
+	if !c.answered {
+		c.fed += tokens
+	}
+}
+
+func (c *reasoningCount) see(d chat.ReplyDelta) {
+	if d.Reasoning != "" {
+		c.reasoned = true
+	}
+	if d.Content != "" || len(d.Calls) > 0 {
+		c.answered = true
+	}
+}
+
+// count is the reply's reasoning tokens, once every token has landed.
+func (c *reasoningCount) count() int {
+	if c.rs == nil {
+		return 0
+	}
+	if !c.answered {
+		c.see(c.rs.Finish())
+	}
+	if !c.reasoned {
+		return 0
+	}
+	return c.fed
+}
+
 // matchedStop is the stop string that ended res, or "": the text its ids
 // decode to holds the matched string right after the reply's text (the
 // engine cuts the text at the earliest match), so the earliest of the
@@ -129,13 +188,14 @@ type replySink struct {
 	enc          replyEncoder
 	parser       *replyParser
 	promptTokens int
+	thought      *reasoningCount
 	sse          sseWriter
 	started      bool
 	rename       func(*apiError) *apiError // the API's names for chat's fields in errors (nil: as they are)
 }
 
 func newReplySink(s *Server, w http.ResponseWriter, j *job, stream bool, enc replyEncoder) *replySink {
-	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: newReplyParser(j), sse: sseWriter{w: w}}
+	return &replySink{s: s, w: w, j: j, stream: stream, enc: enc, parser: newReplyParser(j), thought: newReasoningCount(j), sse: sseWriter{w: w}}
 }
 
 func (o *replySink) Fail(e *apiError) {
@@ -155,6 +215,9 @@ func (o *replySink) begin() bool {
 }
 
 func (o *replySink) Delta(i int, d delta) bool {
+	if d.Text != "" {
+		o.thought.push(d.Text, len(d.Tokens))
+	}
 	if !o.stream {
 		return true
 	}
@@ -192,7 +255,8 @@ func (o *replySink) End(out *outcome) {
 	evs := o.parser.feed(o.enc, "", true)
 	reason := o.j.finishReason(finishReason(res), o.parser.calls())
 	end := replyEnd{reason: reason, stopSeq: matchedStop(o.s.tok, res, o.j.reqs[0].Policy.Stop),
-		usage: usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens}}
+		usage:  usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.PromptTokens + res.Usage.CompletionTokens},
+		cached: res.Usage.CachedTokens, reasoningTokens: min(o.thought.count(), res.Usage.CompletionTokens)}
 	evs = append(evs, o.enc.end(end)...)
 	if o.stream {
 		o.sse.send(evs)

@@ -445,21 +445,32 @@ func responsesParam(e *apiError) *apiError {
 	return &c
 }
 
+// previousResponse is the conversation rr's previous_response_id names
+// (nil: none named), a 404 when the server does not hold it.
+func (s *Server) previousResponse(rr *responsesRequest) ([]wireMessage, *apiError) {
+	if rr.PreviousResponseID == nil || *rr.PreviousResponseID == "" {
+		return nil, nil
+	}
+	var prev []wireMessage
+	var ok bool
+	if s.responses != nil {
+		prev, ok = s.responses.get(*rr.PreviousResponseID)
+	}
+	if !ok {
+		return nil, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("previous_response_id"), Code: strp("previous_response_not_found"),
+			Message: fmt.Sprintf("previous response %q is not in this server's memory (it was never stored, or was dropped: the server keeps the last %d responses, %d MiB at most, and forgets them on restart); send the whole conversation as input instead",
+				*rr.PreviousResponseID, responseStoreCount, responseStoreBytes>>20)}
+	}
+	return prev, nil
+}
+
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, req *responsesRequest) {
 	start := time.Now()
 	rr := *req
-	var prev []wireMessage
-	if rr.PreviousResponseID != nil && *rr.PreviousResponseID != "" {
-		var ok bool
-		if s.responses != nil {
-			prev, ok = s.responses.get(*rr.PreviousResponseID)
-		}
-		if !ok {
-			writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("previous_response_id"), Code: strp("previous_response_not_found"),
-				Message: fmt.Sprintf("previous response %q is not in this server's memory (it was never stored, or was dropped: the server keeps the last %d responses, %d MiB at most, and forgets them on restart); send the whole conversation as input instead",
-					*rr.PreviousResponseID, responseStoreCount, responseStoreBytes>>20)})
-			return
-		}
+	prev, e := s.previousResponse(&rr)
+	if e != nil {
+		writeError(w, e)
+		return
 	}
 	cr, conv, e := responsesChat(&rr, prev)
 	if e != nil {

@@ -290,6 +290,8 @@ func (e *responsesEncoder) end(end replyEnd) []sseEvent {
 	evs := append(append(e.closeReasoning(), e.closeMessage()...), e.closeCall()...)
 	e.done = true
 	u := &responsesUsage{InputTokens: end.usage.PromptTokens, OutputTokens: end.usage.CompletionTokens, TotalTokens: end.usage.TotalTokens}
+	u.InputTokensDetails.CachedTokens = end.cached
+	u.OutputTokensDetails.ReasoningTokens = end.reasoningTokens
 	e.resp.Usage = u
 	if end.reason == "length" {
 		e.resp.Status = "incomplete"

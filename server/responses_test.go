@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strings"
 	"testing"
 
 	"nanoserve/chat"
+	"nanoserve/engine"
 )
 
 // TestResponsesInput: input items become the chat messages chat's own
@@ -316,5 +319,56 @@ func TestResponsesPreviousID(t *testing.T) {
 	code, _, b = ts.post(t, "/v1/responses", fmt.Sprintf(`{"previous_response_id":%q,"input":"three"}`, r2.ID))
 	if code != 404 || !strings.Contains(string(b), r2.ID) || !strings.Contains(string(b), `"param":"previous_response_id"`) {
 		t.Errorf("an unstored response as previous: %d %s", code, b)
+	}
+}
+
+// TestResponsesUsageDetails: usage.output_tokens_details.reasoning_tokens
+// counts the tokens the model spent before its answer when it reasoned
+// (thinkReply comes in 5-byte tokens: 8 of them up to "</think>\n\n"),
+// streamed and whole alike, 0 when it did not; input_tokens_details.
+// cached_tokens is the prompt the cache held.
+func TestResponsesUsageDetails(t *testing.T) {
+	sc := &script{replies: []string{thinkReply}}
+	ts := reasoningServer(t, "Qwen-Qwen3-0.6B", nil)
+	ts.gen = scripted(func(ctx context.Context, req engine.Request) (iter.Seq[engine.Token], func() *engine.Result) {
+		toks, res := sc.gen(ctx, req)
+		return toks, func() *engine.Result {
+			r := res()
+			r.Usage.PromptTokens, r.Usage.CachedTokens = 20, 16
+			return r
+		}
+	})
+	usageOf := func(body []byte, stream bool) responsesUsage {
+		t.Helper()
+		if !stream {
+			return *decode[responsesObject](t, body).Usage
+		}
+		var last []byte
+		for _, line := range strings.Split(string(body), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"type":"response.completed"`) {
+				last = []byte(d)
+			}
+		}
+		var ev struct{ Response responsesObject }
+		if err := json.Unmarshal(last, &ev); err != nil || ev.Response.Usage == nil {
+			t.Fatalf("no response.completed with usage in %s", body)
+		}
+		return *ev.Response.Usage
+	}
+	for _, c := range []struct {
+		reply string
+		want  int
+	}{{thinkReply, 8}, {"The answer is 4.", 0}} {
+		for _, stream := range []bool{false, true} {
+			sc.set(c.reply)
+			code, _, body := ts.post(t, "/v1/responses", fmt.Sprintf(`{"input":"2+2?","stream":%v}`, stream))
+			if code != 200 {
+				t.Fatalf("%d %s", code, body)
+			}
+			u := usageOf(body, stream)
+			if u.OutputTokensDetails.ReasoningTokens != c.want || u.InputTokensDetails.CachedTokens != 16 || u.OutputTokens != len(pieces(c.reply, 5)) {
+				t.Errorf("reply %q stream %v: usage %+v, want %d reasoning tokens and 16 cached", c.reply, stream, u, c.want)
+			}
+		}
 	}
 }

@@ -254,12 +254,15 @@ type Options struct {
 	// /api/ (serve sets it unless --strict-model-names; off: a 404);
 	// NPredict (> 0) is the token budget of a generation request that
 	// gives none (--n-predict); Temperature and Seed, when
-	// set, replace the model's defaults (--temp, --seed).
+	// set, replace the model's defaults (--temp, --seed); Verbose puts
+	// the __verbose debug object on every whole chat and completion
+	// answer (--verbose; a request's "verbose": true does it for one).
 	NoMetrics    bool
 	AnyModelName bool
 	NPredict     int
 	Temperature  *float32
 	Seed         *uint64
+	Verbose      bool
 }
 
 // Server is one model's handler: its engine, tokenizer, chat template,

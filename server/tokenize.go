@@ -16,8 +16,6 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
-
-	"nanoserve/chat"
 )
 
 type tokenizeRequest struct {
@@ -95,12 +93,16 @@ type applyTemplateRequest struct {
 	unsupportedParams
 	Messages []wireMessage `json:"messages"`
 	// llama-server's: the tools the template lists (as the client sent
-	// them), and whether the reply's header ends the prompt (default
-	// true).
-	Tools               json.RawMessage `json:"tools"`
-	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+	// them; no tool-call format is needed to list them), and chat's
+	// reasoning fields (add_generation_prompt, default true,
+	// continue_final_message, chat_template_kwargs, reasoning_effort).
+	Tools json.RawMessage `json:"tools"`
+	reasoningParams
 }
 
+// handleApplyTemplate answers the prompt a chat request with the same
+// messages, tools and reasoning fields would be given (reasoning.go's
+// template variables and prefill included), as llama-server does.
 func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request, req *applyTemplateRequest) {
 	if s.chat == nil {
 		writeError(w, badRequest("messages", "the model %q has no chat template (start the server with --chat-template)", s.names[0]))
@@ -111,25 +113,29 @@ func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request, req
 		writeError(w, e)
 		return
 	}
-	opts := s.chat.Options
-	opts.AddGenerationPrompt = req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
+	prompter := *s.chat
 	if !isNull(req.Tools) {
 		var tools []any
 		if err := json.Unmarshal(req.Tools, &tools); err != nil {
 			writeError(w, badRequest("tools", "tools must be an array"))
 			return
 		}
-		opts.Tools = tools
+		prompter.Options.Tools = tools
 	}
-	text, err := s.chat.Template.Render(msgs, opts)
-	if err != nil {
-		writeError(w, badRequest("messages", "the chat template failed: %v", err))
+	reply, e := s.reasoningSetup(&req.reasoningParams, &prompter, nil)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	text, skipBOS, e := reply.render(&prompter, msgs)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	// The BOS a template writes is the tokenizer's to add: llama-server
 	// answers the text after it.
-	if chat.StartsWithBOS(text, opts.BOS) {
-		text = strings.TrimPrefix(text, opts.BOS)
+	if skipBOS {
+		text = strings.TrimPrefix(text, prompter.Options.BOS)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }

@@ -94,8 +94,8 @@ func TestApplyTemplate(t *testing.T) {
 	ts2 := newTestServer(t, func(o *Options) {
 		o.Template, _ = chat.Parse(`{% for m in messages %}[{{ m.reasoning_content }}]{{ m.content }}{% endfor %}`)
 	})
-	code, _, body = ts2.post(t, "/apply-template", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_content":"think"}]}`)
-	if code != 200 || !strings.Contains(string(body), `[]q[think]a`) {
+	code, _, body = ts2.post(t, "/apply-template", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_content":"think"},{"role":"user","content":"q2"}]}`)
+	if code != 200 || !strings.Contains(string(body), `[]q[think]a[]q2`) {
 		t.Errorf("reasoning_content: %d %s", code, body)
 	}
 	if code, _, body := ts.post(t, "/apply-template", `{"messages":[{"role":"wizard","content":"x"}]}`); code != 400 || !strings.Contains(string(body), "messages[0].role") {

@@ -25,6 +25,7 @@ package llamaserver
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -305,24 +306,37 @@ func isBoolText(s string) bool {
 	return false
 }
 
-// TemplateDir is where llama.cpp's named templates are looked up
-// (models/templates of the source bundle); set by the shim.
+// TemplateDir is where the built-in templates are written as files (set
+// by the shim: the server outlives it, so a lasting folder).
 var TemplateDir string
 
-// templateFile maps a llama-server built-in template name to a file of
-// llama.cpp's template collection.
+// builtinTemplates are llama-server's built-in templates the suite names
+// (llama.cpp's src/llama-chat.cpp layouts, not Jinja files: each message's
+// content trimmed between its role markers, no system preamble), written
+// here as Jinja for nanoserve's --chat-template. "chatml" is not among
+// them: nanoserve falls back to ChatML by itself.
+var builtinTemplates = map[string]string{
+	"command-r": `{%- set tokens = {"system": "<|SYSTEM_TOKEN|>", "user": "<|USER_TOKEN|>", "assistant": "<|CHATBOT_TOKEN|>"} -%}` +
+		`{%- for m in messages -%}{%- if m.role in tokens -%}` +
+		`{{- "<|START_OF_TURN_TOKEN|>" + tokens[m.role] + (m.content | trim) + "<|END_OF_TURN_TOKEN|>" -}}` +
+		`{%- endif -%}{%- endfor -%}` +
+		`{%- if add_generation_prompt -%}{{- "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>" -}}{%- endif -%}`,
+	"llama3": `{%- for m in messages -%}` +
+		`{{- "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + (m.content | trim) + "<|eot_id|>" -}}` +
+		`{%- endfor -%}` +
+		`{%- if add_generation_prompt -%}{{- "<|start_header_id|>assistant<|end_header_id|>\n\n" -}}{%- endif -%}`,
+}
+
+// templateFile maps a llama-server built-in template name to a Jinja file
+// of builtinTemplates' source in TemplateDir.
 func templateFile(name string) (string, bool) {
-	if strings.ContainsAny(name, "{%\n") || TemplateDir == "" {
+	src, ok := builtinTemplates[name]
+	if !ok || TemplateDir == "" {
 		return "", false
 	}
-	files := map[string]string{
-		"chatml":    "",
-		"llama3":    "meta-llama-Llama-3.1-8B-Instruct.jinja",
-		"command-r": "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
-	}
-	f, ok := files[name]
-	if !ok || f == "" {
+	p := filepath.Join(TemplateDir, "nanoserve-shim-"+name+".jinja")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
 		return "", false
 	}
-	return filepath.Join(TemplateDir, f), true
+	return p, true
 }

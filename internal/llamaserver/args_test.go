@@ -1,9 +1,12 @@
 package llamaserver
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"nanoserve/chat"
 )
 
 const help = `Usage of serve:
@@ -62,5 +65,35 @@ func TestTranslate(t *testing.T) {
 	}
 	if _, err := Translate([]string{"--frobnicate"}, "/shared", known); err == nil {
 		t.Error("an unknown flag was accepted")
+	}
+}
+
+// TestBuiltinTemplates: llama-server's built-in command-r and llama3
+// templates (what --chat-template NAME selects) render their own layout —
+// trimmed contents, no preamble — not that of the Jinja files of the same
+// models.
+func TestBuiltinTemplates(t *testing.T) {
+	TemplateDir = t.TempDir()
+	msgs := []chat.Message{{Role: "system", Content: "You are a test."}, {Role: "user", Content: " Hi there\n"}}
+	for name, want := range map[string]string{
+		"command-r": "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test.<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi there<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+		"llama3":    "<|start_header_id|>system<|end_header_id|>\n\nYou are a test.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+	} {
+		p, ok := templateFile(name)
+		if !ok {
+			t.Fatalf("%s: no template", name)
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := chat.Parse(string(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tmpl.Render(msgs, chat.Options{AddGenerationPrompt: true})
+		if err != nil || got != want {
+			t.Errorf("%s: %q %v\nwant %q", name, got, err, want)
+		}
 	}
 }

@@ -7,8 +7,8 @@
 //
 // Environment: NANOSERVE_BIN (the nanoserve binary; default: "nanoserve" on
 // $PATH), NANOSERVE_SHARED (the ../shared folder; default: found by walking
-// up from this binary and the working directory), LLAMACPP_SRC (the llama.cpp
-// source, for named chat templates; default ~/.cache/llamacpp/llama.cpp).
+// up from this binary and the working directory). llama-server's built-in
+// chat templates the suite names are written to the temporary folder.
 package main
 
 import (
@@ -43,12 +43,7 @@ func run() error {
 	if len(known) == 0 {
 		return fmt.Errorf("%s serve -h listed no flags", bin)
 	}
-	src := os.Getenv("LLAMACPP_SRC")
-	if src == "" {
-		home, _ := os.UserHomeDir()
-		src = filepath.Join(home, ".cache", "llamacpp", "llama.cpp")
-	}
-	llamaserver.TemplateDir = filepath.Join(src, "models", "templates")
+	llamaserver.TemplateDir = os.TempDir()
 	shared := os.Getenv("NANOSERVE_SHARED")
 	if shared == "" {
 		shared = findShared()
