@@ -119,8 +119,11 @@ func (j *convJob) Range(lo, hi, _ int) {
 		st := j.c.State(j.b.Seq[i])[r.stateOff : r.stateOff+convLen]
 		x := hw.mix[i*ch : (i+1)*ch]
 		causalConvRange(hw.row, x, st, r.conv, ch, dc, c0, c1)
-		for t := c0; t < c1; t++ {
-			x[t] = silu(hw.row[t])
+		copy(x[c0:c1], hw.row[c0:c1])
+		// SiLU per d-wide block: the same spans (so the same bits)
+		// however the channels are split between workers.
+		for b0 := c0; b0 < c1; b0 += d {
+			tensor.SiLUs(x[b0:min(b0+d, c1)])
 		}
 		for kh := lo; kh < min(hi, 2*nk); kh++ {
 			qk := x[kh*d : (kh+1)*d]
@@ -164,9 +167,8 @@ func (j *deltaJob) Range(lo, hi, _ int) {
 			// Gated RMSNorm: RMSNorm(o_h)·SiLU(z_h).
 			rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
 			z := hw.z[i*vd+vh*d : i*vd+(vh+1)*d]
-			for t := range o {
-				o[t] *= silu(z[t])
-			}
+			tensor.SwiGLU(z, o) // z ← SiLU(z)·o (z is this token's and head's alone)
+			copy(o, z)
 		}
 	}
 }
