@@ -84,8 +84,7 @@ type hybridWork struct {
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
 
-	job  deltaJob // deltaNetMixer's head-parallel phase
-	conv convJob  // deltaNetMixer's channel-parallel phase
+	job deltaJob // deltaNetMixer's head-parallel pass
 
 	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up
 	sh       []float32 // (n, dim) shared expert's output

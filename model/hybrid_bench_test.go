@@ -32,7 +32,7 @@ func deltaStepScalar(out, S, q, k, v []float32, decay, beta float32) {
 // BenchmarkHybridSynth: the synthetic Qwen3.5-0.8B (nanoserve bench
 // --synthetic qwen35-0.8b --type q8_0 writes it), a 64-token prefill and
 // 16-token decodes, with the hot paths of before ("old": the scalar
-// delta-rule loop, the convolution phase on one thread) and now ("new"), alternating within one run:
+// delta-rule loop) and now ("new"), alternating within one run:
 //
 //	go test ./model -run '^$' -bench HybridSynth -benchtime 1x
 func BenchmarkHybridSynth(b *testing.B) {
@@ -48,9 +48,9 @@ func BenchmarkHybridSynth(b *testing.B) {
 	for r := range 3 * len(variants) { // old, new, old, new, ...: the same load for both
 		v := variants[r%len(variants)]
 		run := func(b *testing.B, n int, chunk int) {
-			saved, serial := deltaStepFn, deltaConvSerial
-			deltaStepFn, deltaConvSerial = v.step, v.name == "old"
-			defer func() { deltaStepFn, deltaConvSerial = saved, serial }()
+			saved := deltaStepFn
+			deltaStepFn = v.step
+			defer func() { deltaStepFn = saved }()
 			s := &kvcache.Seq{}
 			if err := c.Reserve(s, n); err != nil {
 				b.Fatal(err)
