@@ -45,6 +45,9 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	// spans whatever the split: batch invariant.
 	j := &hw.job
 	j.m, j.b, j.c, j.r, j.n = m, b, c, r, n
+	if deltaChunk > 0 && len(hw.chunk) < m.pool.Threads() {
+		hw.chunk = make([]chunkScratch, m.pool.Threads())
+	}
 	if work := n * nv * d * d; m.pool.Threads() > 1 && cfg.SSMKHeads > 1 && work >= parRowsMin {
 		m.pool.For(cfg.SSMKHeads, 1, j)
 	} else {
@@ -89,7 +92,7 @@ type deltaJob struct {
 	n int
 }
 
-func (j *deltaJob) Range(lo, hi, _ int) {
+func (j *deltaJob) Range(lo, hi, worker int) {
 	m, r := j.m, j.r
 	cfg := &m.Config
 	hw := &m.hw
@@ -97,41 +100,97 @@ func (j *deltaJob) Range(lo, hi, _ int) {
 	ch, dc, vd := cfg.ConvChannels(), cfg.ConvKernel, nv*d
 	convLen := (dc - 1) * ch
 	scale := float32(1 / math.Sqrt(float64(d)))
-	// conv runs the convolution and SiLU of the d channels of block blk
-	// (q heads, then k heads, then v heads) of one token.
-	conv := func(x, win []float32, blk int) {
-		c0, c1 := blk*d, (blk+1)*d
-		causalConvRange(hw.row, x, win, r.conv, ch, dc, c0, c1)
-		copy(x[c0:c1], hw.row[c0:c1])
-		tensor.SiLUs(x[c0:c1])
+	// prep runs token i's convolution and SiLU of key head kh's q and k
+	// channels and its value heads' v channels (d-wide blocks: q heads,
+	// then k heads, then v heads), then the q and k norms.
+	prep := func(i, kh int) {
+		st := j.c.State(j.b.Seq[i])[r.stateOff : r.stateOff+convLen]
+		x := hw.mix[i*ch : (i+1)*ch]
+		conv := func(blk int) {
+			c0, c1 := blk*d, (blk+1)*d
+			causalConvRange(hw.row, x, st, r.conv, ch, dc, c0, c1)
+			copy(x[c0:c1], hw.row[c0:c1])
+			tensor.SiLUs(x[c0:c1])
+		}
+		conv(kh)
+		conv(nk + kh)
+		for vh := kh; vh < nv; vh += nk { // value head vh reads key head vh mod n_k (tiled)
+			conv(2*nk + vh)
+		}
+		q, k := x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d]
+		l2Norm(q, q, cfg.NormEps)
+		for t := range q {
+			q[t] *= scale
+		}
+		l2Norm(k, k, cfg.NormEps)
+	}
+	// logDecay is token i's g for value head vh, and its β.
+	logDecay := func(i, vh int) (g, beta float32) {
+		return softplus(hw.alpha[i*nv+vh]+r.dtBias[vh]) * r.a[vh], sigmoid(hw.beta[i*nv+vh])
+	}
+	// gatedNorm is RMSNorm(o_h)·SiLU(z_h) for token i, value head vh.
+	gatedNorm := func(i, vh int) {
+		o := hw.o[i*vd+vh*d : i*vd+(vh+1)*d]
+		rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
+		z := hw.z[i*vd+vh*d : i*vd+(vh+1)*d]
+		tensor.SwiGLU(z, o) // z ← SiLU(z)·o (z is this token's and head's alone)
+		copy(o, z)
 	}
 	for kh := lo; kh < hi; kh++ {
-		for i := range j.n {
-			st := j.c.State(j.b.Seq[i])[r.stateOff:]
-			x := hw.mix[i*ch : (i+1)*ch]
-			conv(x, st[:convLen], kh)
-			conv(x, st[:convLen], nk+kh)
-			for vh := kh; vh < nv; vh += nk { // value head vh reads key head vh mod n_k (tiled)
-				conv(x, st[:convLen], 2*nk+vh)
+		for i0 := 0; i0 < j.n; {
+			// A run of one sequence's consecutive positions: chunked
+			// (when deltaChunk asks) or token by token.
+			i1 := i0 + 1
+			for deltaChunk > 0 && i1 < j.n && j.b.Seq[i1] == j.b.Seq[i0] {
+				i1++
 			}
-			q, k := x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d]
-			l2Norm(q, q, cfg.NormEps)
-			for t := range q {
-				q[t] *= scale
+			st := j.c.State(j.b.Seq[i0])[r.stateOff+convLen:]
+			if i1-i0 > 1 {
+				for i := i0; i < i1; i++ {
+					prep(i, kh)
+				}
+				w := &hw.chunk[worker]
+				for vh := kh; vh < nv; vh += nk {
+					w.g, w.b = grow(w.g, i1-i0), grow(w.b, i1-i0)
+					for i := i0; i < i1; i++ {
+						w.g[i-i0], w.b[i-i0] = logDecay(i, vh)
+					}
+					tensor.DeltaChunked(hw.o[i0*vd+vh*d:], vd, st[vh*d*d:(vh+1)*d*d],
+						hw.mix[i0*ch+kh*d:], hw.mix[i0*ch+(nk+kh)*d:], ch, hw.mix[i0*ch+2*nk*d+vh*d:], ch,
+						w.g, w.b, d, d, deltaChunk, &w.work)
+					for i := i0; i < i1; i++ {
+						gatedNorm(i, vh)
+					}
+				}
+				i0 = i1
+				continue
 			}
-			l2Norm(k, k, cfg.NormEps)
+			prep(i0, kh)
+			x := hw.mix[i0*ch : (i0+1)*ch]
 			for vh := kh; vh < nv; vh += nk {
-				g := softplus(hw.alpha[i*nv+vh]+r.dtBias[vh]) * r.a[vh]
-				beta := sigmoid(hw.beta[i*nv+vh])
-				o := hw.o[i*vd+vh*d : i*vd+(vh+1)*d]
-				deltaStep(o, st[convLen+vh*d*d:convLen+(vh+1)*d*d], q, k,
+				g, beta := logDecay(i0, vh)
+				deltaStep(hw.o[i0*vd+vh*d:i0*vd+(vh+1)*d], st[vh*d*d:(vh+1)*d*d], x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d],
 					x[2*nk*d+vh*d:2*nk*d+(vh+1)*d], float32(math.Exp(float64(g))), beta)
-				// Gated RMSNorm: RMSNorm(o_h)·SiLU(z_h).
-				rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
-				z := hw.z[i*vd+vh*d : i*vd+(vh+1)*d]
-				tensor.SwiGLU(z, o) // z ← SiLU(z)·o (z is this token's and head's alone)
-				copy(o, z)
+				gatedNorm(i0, vh)
 			}
+			i0 = i1
 		}
 	}
+}
+
+// deltaChunk, when above 0, runs each run of a sequence's consecutive
+// positions in a step through the chunked delta rule
+// (tensor.DeltaChunked, chunks of deltaChunk tokens) instead of token by
+// token. The forward pass leaves it at 0: the chunked form rounds
+// differently, so a token's logits would depend on where the engine's step
+// boundaries fell and on whether it came as prompt or was generated
+// (chunked prefill, sessions, preemption recompute, snapshots: all
+// compared with == to a lone cold run), and measured it is not worth
+// that (see the package docs in hybrid.go). Tests and benchmarks set it.
+var deltaChunk = 0
+
+// chunkScratch is one worker's chunked-delta-rule scratch.
+type chunkScratch struct {
+	work tensor.DeltaChunkWork
+	g, b []float32 // (run) log decays and write strengths of one value head
 }

@@ -84,7 +84,8 @@ type hybridWork struct {
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
 
-	job deltaJob // deltaNetMixer's head-parallel pass
+	job   deltaJob       // deltaNetMixer's head-parallel pass
+	chunk []chunkScratch // per worker (deltaChunk only)
 
 	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up
 	sh       []float32 // (n, dim) shared expert's output

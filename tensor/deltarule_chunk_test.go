@@ -139,3 +139,35 @@ func relErr(a []float32, b []float64, scale float64) float64 {
 	}
 	return w / scale
 }
+
+// BenchmarkDeltaChunked: one head (d = 128, Qwen3.5's) over a 512-token
+// prompt, recurrent DeltaStep against DeltaChunked at chunk sizes 16 to
+// 64, interleaved in one run:
+//
+//	go test ./tensor -run '^$' -bench DeltaChunked -count 3
+func BenchmarkDeltaChunked(b *testing.B) {
+	const L, d = 512, 128
+	q, k, v, g, bt := deltaInputs(rand.New(rand.NewPCG(1, 1)), L, d)
+	dec := make([]float32, L)
+	for i, x := range g {
+		dec[i] = float32(math.Exp(float64(x)))
+	}
+	S, out := make([]float32, d*d), make([]float32, L*d)
+	var w DeltaChunkWork
+	b.Run("recurrent", func(b *testing.B) {
+		for b.Loop() {
+			for t := range L {
+				DeltaStep(out[t*d:(t+1)*d], S, q[t*d:(t+1)*d], k[t*d:(t+1)*d], v[t*d:(t+1)*d], dec[t], bt[t])
+			}
+		}
+		b.ReportMetric(float64(L*b.N)/b.Elapsed().Seconds(), "tok/s")
+	})
+	for _, C := range []int{16, 32, 64} {
+		b.Run(fmt.Sprintf("chunked%d", C), func(b *testing.B) {
+			for b.Loop() {
+				DeltaChunked(out, d, S, q, k, d, v, d, g, bt, d, d, C, &w)
+			}
+			b.ReportMetric(float64(L*b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
