@@ -541,3 +541,31 @@ func TestHybridDeltaChunked(t *testing.T) {
 		checkLcppGoldenKV(t, m, g, 0.1, false, true, 0, tensor.F16)
 	}
 }
+
+// TestCausalConv4: the width-4 convolution is bit for bit the generic one,
+// outputs and the shifted window, over whole and partial channel ranges
+// and several tokens.
+func TestCausalConv4(t *testing.T) {
+	rng := newTestRand(3)
+	const ch = 40
+	kernel := make([]float32, ch*4)
+	for i := range kernel {
+		kernel[i] = float32(rng.norm())
+	}
+	for _, r := range [][2]int{{0, ch}, {8, 24}, {39, 40}} {
+		lo, hi := r[0], r[1]
+		st1, st2 := make([]float32, 3*ch), make([]float32, 3*ch)
+		for range 5 {
+			x := make([]float32, ch)
+			for i := range x {
+				x[i] = float32(rng.norm())
+			}
+			o1, o2 := make([]float32, ch), make([]float32, ch)
+			causalConv4(o1, x, st1, kernel, ch, lo, hi)
+			causalConvGeneric(o2, x, st2, kernel, ch, 4, lo, hi)
+			if !slices.Equal(o1, o2) || !slices.Equal(st1, st2) {
+				t.Fatalf("channels [%d, %d): width-4 %v / %v, generic %v / %v", lo, hi, o1, st1, o2, st2)
+			}
+		}
+	}
+}
