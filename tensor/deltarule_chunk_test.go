@@ -173,4 +173,3 @@ func BenchmarkDeltaChunked(b *testing.B) {
 		})
 	}
 }
-
