@@ -185,8 +185,9 @@ func (j *deltaJob) Range(lo, hi, worker int) {
 // differently, so a token's logits would depend on where the engine's step
 // boundaries fell and on whether it came as prompt or was generated
 // (chunked prefill, sessions, preemption recompute, snapshots: all
-// compared with == to a lone cold run), and measured it is not worth
-// that (see the package docs in hybrid.go). Tests and benchmarks set it.
+// compared with == to a lone cold run), and measured it is slower on a
+// CPU anyway (see the package docs in hybrid.go). Tests and benchmarks
+// set it.
 var deltaChunk = 0
 
 // chunkScratch is one worker's chunked-delta-rule scratch.

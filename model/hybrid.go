@@ -56,11 +56,11 @@ import (
 // float64 WY reference in deltarule.go) rounds differently, which would
 // make a token's logits depend on where the engine's steps began and on
 // whether it was prompt or generated (sessions and preemption feed
-// generated tokens back as prompt). It is at most ~1.3× faster than the
-// recurrent kernel (tensor's BenchmarkDeltaChunked), which is ~7% of a
-// 0.8B prefill, and no faster end to end within the noise
-// (BenchmarkHybridSynth's chunk32/chunk64): not worth the exactness.
-// deltaChunk switches it on for tests and benchmarks.
+// generated tokens back as prompt). Nor is it faster on a CPU: 0.55–0.7×
+// the recurrent kernel's tokens per CPU-second on a d = 128 head
+// (tensor's BenchmarkDeltaChunked), a kernel that is ~7% of a 0.8B
+// prefill. deltaChunk switches it on for tests and benchmarks
+// (BenchmarkHybridSynth's chunk32/chunk64).
 
 // recWeights are the weights of a recurrent mixer.
 type recWeights struct {
