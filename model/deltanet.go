@@ -32,8 +32,15 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	hw.row = grow(hw.row, ch)
 	m.pool.MatMul(hw.mix, r.wqkv, h, n)
 	m.pool.MatMul(hw.z, r.wz, h, n)
-	m.pool.MatMul(hw.beta, r.wBeta, h, n)
-	m.pool.MatMul(hw.alpha, r.wAlpha, h, n)
+	// β and α are n_v rows each: for a few tokens too little to hand out,
+	// so they run on this goroutine (a nil Pool; MatMul's numbers do not
+	// depend on the pool), two fewer waits for the workers per layer.
+	small := m.pool
+	if n <= 8 {
+		small = nil
+	}
+	small.MatMul(hw.beta, r.wBeta, h, n)
+	small.MatMul(hw.alpha, r.wAlpha, h, n)
 	// The rest of the mixer, key head by key head in one pass (one
 	// hand-out to the workers per layer, in decode as in prefill): for
 	// each token in batch order, the causal convolution (which advances
