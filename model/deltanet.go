@@ -21,7 +21,7 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	hw := &m.hw
 	dim, d := cfg.Dim, cfg.SSMHeadDim
 	nv := cfg.SSMVHeads
-	ch, dc := cfg.ConvChannels(), cfg.ConvKernel
+	ch := cfg.ConvChannels()
 	vd := nv * d
 	h := m.ws.xb[:n*dim]
 	hw.mix = grow(hw.mix, n*ch)
@@ -32,32 +32,33 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	hw.row = grow(hw.row, ch)
 	m.pool.MatMul(hw.mix, r.wqkv, h, n)
 	m.pool.MatMul(hw.z, r.wz, h, n)
-	m.pool.MatMul(hw.beta, r.wBeta, h, n)
-	m.pool.MatMul(hw.alpha, r.wAlpha, h, n)
-	// Phase 1: the causal convolution (which advances each sequence's
-	// window), SiLU, and the L2-normalised q and k of every key head (q
-	// also by 1/√d), in place in hw.mix. Channels are independent, so the
-	// workers take d-wide channel blocks (whole q/k heads), each running
-	// the batch's tokens in order: the same numbers whatever the split.
-	// One decode token's channels are too little work to hand out.
-	cj := &hw.conv
-	cj.m, cj.b, cj.c, cj.r, cj.n = m, b, c, r, n
-	if work := n * ch * dc; m.pool.Threads() > 1 && ch%d == 0 && work >= parRowsMin && !deltaConvSerial {
-		m.pool.For(ch/d, 1, cj)
-	} else {
-		cj.Range(0, ch/d, 0)
+	// β and α are n_v rows each: for a few tokens too little to hand out,
+	// so they run on this goroutine (a nil Pool; MatMul's numbers do not
+	// depend on the pool), two fewer waits for the workers per layer.
+	small := m.pool
+	if n <= 8 {
+		small = nil
 	}
-	cj.b, cj.c, cj.r = nil, nil, nil
-	// Phase 2: the delta rule and the gated norm, value head by value
-	// head (each head's state is its own, so heads run in parallel; within
-	// a head the tokens go in batch order, the same arithmetic whatever the
-	// split: batch invariant).
+	small.MatMul(hw.beta, r.wBeta, h, n)
+	small.MatMul(hw.alpha, r.wAlpha, h, n)
+	// The rest of the mixer, key head by key head in one pass (one
+	// hand-out to the workers per layer, in decode as in prefill): for
+	// each token in batch order, the causal convolution (which advances
+	// the sequence's window) of the head's q and k channels and of the v
+	// channels of its value heads, SiLU, the L2-normalised q (also by
+	// 1/√d) and k, then per value head the delta rule on its state and the
+	// gated norm. Heads share nothing but read-only weights, and within a
+	// head the tokens go in order with the same arithmetic on the same
+	// spans whatever the split: batch invariant.
 	j := &hw.job
 	j.m, j.b, j.c, j.r, j.n = m, b, c, r, n
-	if work := n * nv * d * d; m.pool.Threads() > 1 && nv > 1 && work >= parRowsMin {
-		m.pool.For(nv, 1, j)
+	if deltaChunk > 0 && len(hw.chunk) < m.pool.Threads() {
+		hw.chunk = make([]chunkScratch, m.pool.Threads())
+	}
+	if work := n * nv * d * d; m.pool.Threads() > 1 && cfg.SSMKHeads > 1 && work >= parRowsMin {
+		m.pool.For(cfg.SSMKHeads, 1, j)
 	} else {
-		j.Range(0, nv, 0)
+		j.Range(0, cfg.SSMKHeads, 0)
 	}
 	j.b, j.c, j.r = nil, nil, nil
 	m.pool.MatMul(h, r.wOut, hw.o[:n*vd], n)
@@ -75,10 +76,6 @@ func deltaStep(out, S, q, k, v []float32, decay, beta float32) {
 // previous scalar loop to measure old against new in one run.
 var deltaStepFn = tensor.DeltaStep
 
-// deltaConvSerial runs phase 1 of deltaNetMixer on one thread, as the
-// model did before (benchmarks: old against new).
-var deltaConvSerial = false
-
 // l2Norm writes o = x / √(Σx² + eps) (ggml_l2_norm as llama.cpp's
 // build_gdn_l2_norm computes it: an RMSNorm with eps/n, scaled by 1/√n).
 func l2Norm(o, x []float32, eps float32) {
@@ -92,50 +89,8 @@ func l2Norm(o, x []float32, eps float32) {
 	}
 }
 
-// convJob runs channel blocks [lo, hi) (d wide; the last may be
-// shorter) of phase 1 of deltaNetMixer, a tensor.RangeJob kept in the
-// workspace.
-type convJob struct {
-	m *Model
-	b *Batch
-	c *kvcache.Cache
-	r *recWeights
-	n int
-}
-
-func (j *convJob) Range(lo, hi, _ int) {
-	m, r := j.m, j.r
-	cfg := &m.Config
-	hw := &m.hw
-	d, nk := cfg.SSMHeadDim, cfg.SSMKHeads
-	ch, dc := cfg.ConvChannels(), cfg.ConvKernel
-	convLen := (dc - 1) * ch
-	scale := float32(1 / math.Sqrt(float64(d)))
-	c0, c1 := lo*d, min(hi*d, ch)
-	if hi >= ch/d {
-		c1 = ch
-	}
-	for i := range j.n {
-		st := j.c.State(j.b.Seq[i])[r.stateOff : r.stateOff+convLen]
-		x := hw.mix[i*ch : (i+1)*ch]
-		causalConvRange(hw.row, x, st, r.conv, ch, dc, c0, c1)
-		for t := c0; t < c1; t++ {
-			x[t] = silu(hw.row[t])
-		}
-		for kh := lo; kh < min(hi, 2*nk); kh++ {
-			qk := x[kh*d : (kh+1)*d]
-			l2Norm(qk, qk, cfg.NormEps)
-			if kh < nk {
-				for t := range qk {
-					qk[t] *= scale
-				}
-			}
-		}
-	}
-}
-
-// deltaJob runs value heads [lo, hi) of a delta-net layer over the batch
-// (phase 2 of deltaNetMixer), a tensor.RangeJob kept in the workspace.
+// deltaJob runs key heads [lo, hi) of a delta-net layer over the batch
+// (deltaNetMixer's fused pass), a tensor.RangeJob kept in the workspace.
 type deltaJob struct {
 	m *Model
 	b *Batch
@@ -144,29 +99,106 @@ type deltaJob struct {
 	n int
 }
 
-func (j *deltaJob) Range(lo, hi, _ int) {
+func (j *deltaJob) Range(lo, hi, worker int) {
 	m, r := j.m, j.r
 	cfg := &m.Config
 	hw := &m.hw
 	d, nk, nv := cfg.SSMHeadDim, cfg.SSMKHeads, cfg.SSMVHeads
-	ch, vd := cfg.ConvChannels(), nv*d
-	convLen := (cfg.ConvKernel - 1) * ch
-	for vh := lo; vh < hi; vh++ {
-		kh := vh % nk // value head vh reads key head vh mod n_k (tiled)
-		for i := range j.n {
-			st := j.c.State(j.b.Seq[i])[r.stateOff:]
-			x := hw.mix[i*ch : (i+1)*ch]
-			g := softplus(hw.alpha[i*nv+vh]+r.dtBias[vh]) * r.a[vh]
-			beta := sigmoid(hw.beta[i*nv+vh])
-			o := hw.o[i*vd+vh*d : i*vd+(vh+1)*d]
-			deltaStep(o, st[convLen+vh*d*d:convLen+(vh+1)*d*d], x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d],
-				x[2*nk*d+vh*d:2*nk*d+(vh+1)*d], float32(math.Exp(float64(g))), beta)
-			// Gated RMSNorm: RMSNorm(o_h)·SiLU(z_h).
-			rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
-			z := hw.z[i*vd+vh*d : i*vd+(vh+1)*d]
-			for t := range o {
-				o[t] *= silu(z[t])
+	ch, dc, vd := cfg.ConvChannels(), cfg.ConvKernel, nv*d
+	convLen := (dc - 1) * ch
+	scale := float32(1 / math.Sqrt(float64(d)))
+	// prep runs token i's convolution and SiLU of key head kh's q and k
+	// channels and its value heads' v channels (d-wide blocks: q heads,
+	// then k heads, then v heads), then the q and k norms.
+	prep := func(i, kh int) {
+		st := j.c.State(j.b.Seq[i])[r.stateOff : r.stateOff+convLen]
+		x := hw.mix[i*ch : (i+1)*ch]
+		conv := func(blk int) {
+			c0, c1 := blk*d, (blk+1)*d
+			causalConvRange(hw.row, x, st, r.conv, ch, dc, c0, c1)
+			copy(x[c0:c1], hw.row[c0:c1])
+			tensor.SiLUs(x[c0:c1])
+		}
+		conv(kh)
+		conv(nk + kh)
+		for vh := kh; vh < nv; vh += nk { // value head vh reads key head vh mod n_k (tiled)
+			conv(2*nk + vh)
+		}
+		q, k := x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d]
+		l2Norm(q, q, cfg.NormEps)
+		for t := range q {
+			q[t] *= scale
+		}
+		l2Norm(k, k, cfg.NormEps)
+	}
+	// logDecay is token i's g for value head vh, and its β.
+	logDecay := func(i, vh int) (g, beta float32) {
+		return softplus(hw.alpha[i*nv+vh]+r.dtBias[vh]) * r.a[vh], sigmoid(hw.beta[i*nv+vh])
+	}
+	// gatedNorm is RMSNorm(o_h)·SiLU(z_h) for token i, value head vh.
+	gatedNorm := func(i, vh int) {
+		o := hw.o[i*vd+vh*d : i*vd+(vh+1)*d]
+		rmsNorm(o, o, r.ssmNorm, cfg.NormEps)
+		z := hw.z[i*vd+vh*d : i*vd+(vh+1)*d]
+		tensor.SwiGLU(z, o) // z ← SiLU(z)·o (z is this token's and head's alone)
+		copy(o, z)
+	}
+	for kh := lo; kh < hi; kh++ {
+		for i0 := 0; i0 < j.n; {
+			// A run of one sequence's consecutive positions: chunked
+			// (when deltaChunk asks) or token by token.
+			i1 := i0 + 1
+			for deltaChunk > 0 && i1 < j.n && j.b.Seq[i1] == j.b.Seq[i0] {
+				i1++
 			}
+			st := j.c.State(j.b.Seq[i0])[r.stateOff+convLen:]
+			if i1-i0 > 1 {
+				for i := i0; i < i1; i++ {
+					prep(i, kh)
+				}
+				w := &hw.chunk[worker]
+				for vh := kh; vh < nv; vh += nk {
+					w.g, w.b = grow(w.g, i1-i0), grow(w.b, i1-i0)
+					for i := i0; i < i1; i++ {
+						w.g[i-i0], w.b[i-i0] = logDecay(i, vh)
+					}
+					tensor.DeltaChunked(hw.o[i0*vd+vh*d:], vd, st[vh*d*d:(vh+1)*d*d],
+						hw.mix[i0*ch+kh*d:], hw.mix[i0*ch+(nk+kh)*d:], ch, hw.mix[i0*ch+2*nk*d+vh*d:], ch,
+						w.g, w.b, d, d, deltaChunk, &w.work)
+					for i := i0; i < i1; i++ {
+						gatedNorm(i, vh)
+					}
+				}
+				i0 = i1
+				continue
+			}
+			prep(i0, kh)
+			x := hw.mix[i0*ch : (i0+1)*ch]
+			for vh := kh; vh < nv; vh += nk {
+				g, beta := logDecay(i0, vh)
+				deltaStep(hw.o[i0*vd+vh*d:i0*vd+(vh+1)*d], st[vh*d*d:(vh+1)*d*d], x[kh*d:(kh+1)*d], x[(nk+kh)*d:(nk+kh+1)*d],
+					x[2*nk*d+vh*d:2*nk*d+(vh+1)*d], float32(math.Exp(float64(g))), beta)
+				gatedNorm(i0, vh)
+			}
+			i0 = i1
 		}
 	}
+}
+
+// deltaChunk, when above 0, runs each run of a sequence's consecutive
+// positions in a step through the chunked delta rule
+// (tensor.DeltaChunked, chunks of deltaChunk tokens) instead of token by
+// token. The forward pass leaves it at 0: the chunked form rounds
+// differently, so a token's logits would depend on where the engine's step
+// boundaries fell and on whether it came as prompt or was generated
+// (chunked prefill, sessions, preemption recompute, snapshots: all
+// compared with == to a lone cold run), and measured it is slower on a
+// CPU anyway (see the package docs in hybrid.go). Tests and benchmarks
+// set it.
+var deltaChunk = 0
+
+// chunkScratch is one worker's chunked-delta-rule scratch.
+type chunkScratch struct {
+	work tensor.DeltaChunkWork
+	g, b []float32 // (run) log decays and write strengths of one value head
 }

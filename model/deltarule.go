@@ -25,7 +25,10 @@ import "math"
 // floating point they round differently, so the forward pass keeps the
 // recurrent form (deltaStep) for prefill too: a sequence's logits must not
 // depend on how its prompt is split into chunks (batch invariance).
-// TestDeltaRuleChunked holds this form to the float64 recurrence.
+// TestDeltaRuleChunked holds this form to the float64 recurrence; the
+// float32 production kernel is tensor.DeltaChunked (the same system solved
+// for δ through T = (I + A)⁻¹, TestDeltaChunked), which the model runs
+// only under deltaChunk (tests, benchmarks).
 
 // deltaRuleChunked runs one head over L tokens in chunks of C from state S
 // (d_v rows of d_k, updated in place) and returns the outputs (L, d); q, k,

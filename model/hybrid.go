@@ -51,9 +51,16 @@ import (
 // Batch invariance: every token's recurrent step runs the same scalar
 // arithmetic in position order whatever else is in the batch and however
 // its prompt was split into chunks, so a sequence's logits are bit for bit
-// those of the sequence alone, cold (the recurrent form of the delta rule
-// is used for prefill too; deltarule.go has the chunked form and its parity
-// test).
+// those of the sequence alone, cold. So the recurrent form of the delta
+// rule is used for prefill too: the chunked form (tensor.DeltaChunked; the
+// float64 WY reference in deltarule.go) rounds differently, which would
+// make a token's logits depend on where the engine's steps began and on
+// whether it was prompt or generated (sessions and preemption feed
+// generated tokens back as prompt). Nor is it faster on a CPU: 0.55–0.7×
+// the recurrent kernel's tokens per CPU-second on a d = 128 head
+// (tensor's BenchmarkDeltaChunked), a kernel that is ~7% of a 0.8B
+// prefill. deltaChunk switches it on for tests and benchmarks
+// (BenchmarkHybridSynth's chunk32/chunk64).
 
 // recWeights are the weights of a recurrent mixer.
 type recWeights struct {
@@ -84,8 +91,8 @@ type hybridWork struct {
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
 
-	job  deltaJob // deltaNetMixer's head-parallel phase
-	conv convJob  // deltaNetMixer's channel-parallel phase
+	job   deltaJob       // deltaNetMixer's head-parallel pass
+	chunk []chunkScratch // per worker (deltaChunk only)
 
 	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up
 	sh       []float32 // (n, dim) shared expert's output
@@ -500,6 +507,36 @@ func causalConv(out, x, state, kernel []float32, channels, dconv int) {
 // state still indexed by channel): channels are independent, so disjoint
 // ranges can run in parallel with the same numbers.
 func causalConvRange(out, x, state, kernel []float32, channels, dconv, lo, hi int) {
+	if dconv == 4 && hi > lo {
+		causalConv4(out, x, state, kernel, channels, lo, hi)
+		return
+	}
+	causalConvGeneric(out, x, state, kernel, channels, dconv, lo, hi)
+}
+
+// causalConv4 is causalConvRange for d_conv = 4 (Qwen3.5's and LFM2's
+// width): the same sums in the same order, the bounds checks hoisted out
+// of the loop (TestCausalConv4: bit for bit causalConvGeneric).
+func causalConv4(out, x, state, kernel []float32, channels, lo, hi int) {
+	o, xs, ks := out[lo:hi], x[lo:hi], kernel[lo*4:hi*4]
+	s0, s1, s2 := state[lo:hi], state[channels+lo:channels+hi], state[2*channels+lo:2*channels+hi]
+	_, _, _, _ = xs[len(o)-1], s0[len(o)-1], s1[len(o)-1], s2[len(o)-1]
+	for i := range o {
+		k := ks[4*i : 4*i+4 : 4*i+4]
+		var s float32
+		s += s0[i] * k[0]
+		s += s1[i] * k[1]
+		s += s2[i] * k[2]
+		s += xs[i] * k[3]
+		o[i] = s
+	}
+	copy(s0, s1) // the window moves on: oldest out, x in
+	copy(s1, s2)
+	copy(s2, xs)
+}
+
+// causalConvGeneric is causalConvRange for any width.
+func causalConvGeneric(out, x, state, kernel []float32, channels, dconv, lo, hi int) {
 	for ch := lo; ch < hi; ch++ {
 		k := kernel[ch*dconv : (ch+1)*dconv]
 		var s float32

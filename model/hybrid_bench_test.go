@@ -30,9 +30,12 @@ func deltaStepScalar(out, S, q, k, v []float32, decay, beta float32) {
 }
 
 // BenchmarkHybridSynth: the synthetic Qwen3.5-0.8B (nanoserve bench
-// --synthetic qwen35-0.8b --type q8_0 writes it), a 64-token prefill and
-// 16-token decodes, with the hot paths of before ("old": the scalar
-// delta-rule loop, the convolution phase on one thread) and now ("new"), alternating within one run:
+// --synthetic qwen35-0.8b --type q8_0 writes it), a 64-token and a
+// 256-token prefill and 16-token decodes, with the delta rule as before
+// ("old": the scalar loop), now ("new": tensor.DeltaStep token by token)
+// and chunked ("chunk32", "chunk64": tensor.DeltaChunked over each
+// prefill, which the forward pass does not use), alternating within one
+// run:
 //
 //	go test ./model -run '^$' -bench HybridSynth -benchtime 1x
 func BenchmarkHybridSynth(b *testing.B) {
@@ -42,15 +45,16 @@ func BenchmarkHybridSynth(b *testing.B) {
 		b.Fatal(err)
 	}
 	variants := []struct {
-		name string
-		step func(out, S, q, k, v []float32, decay, beta float32)
-	}{{"old", deltaStepScalar}, {"new", deltaStepFn}}
-	for r := range 3 * len(variants) { // old, new, old, new, ...: the same load for both
+		name  string
+		step  func(out, S, q, k, v []float32, decay, beta float32)
+		chunk int
+	}{{"old", deltaStepScalar, 0}, {"new", deltaStepFn, 0}, {"chunk32", deltaStepFn, 32}, {"chunk64", deltaStepFn, 64}}
+	for r := range 3 * len(variants) { // old, new, chunked, old, ...: the same load for all
 		v := variants[r%len(variants)]
 		run := func(b *testing.B, n int, chunk int) {
-			saved, serial := deltaStepFn, deltaConvSerial
-			deltaStepFn, deltaConvSerial = v.step, v.name == "old"
-			defer func() { deltaStepFn, deltaConvSerial = saved, serial }()
+			saved, savedChunk := deltaStepFn, deltaChunk
+			deltaStepFn, deltaChunk = v.step, v.chunk
+			defer func() { deltaStepFn, deltaChunk = saved, savedChunk }()
 			s := &kvcache.Seq{}
 			if err := c.Reserve(s, n); err != nil {
 				b.Fatal(err)
@@ -72,6 +76,9 @@ func BenchmarkHybridSynth(b *testing.B) {
 			reportRate(b, n*b.N, cpu0)
 		}
 		b.Run("pp64-"+v.name, func(b *testing.B) { run(b, 64, 64) })
-		b.Run("tg16-"+v.name, func(b *testing.B) { run(b, 16, 1) })
+		b.Run("pp256-"+v.name, func(b *testing.B) { run(b, 256, 256) })
+		if v.chunk == 0 {
+			b.Run("tg16-"+v.name, func(b *testing.B) { run(b, 16, 1) })
+		}
 	}
 }

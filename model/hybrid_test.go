@@ -503,3 +503,69 @@ func TestQwen35NextN(t *testing.T) {
 		t.Error("logits differ from the file without the extra block")
 	}
 }
+
+// TestHybridDeltaChunked: the forward pass with the chunked delta rule
+// (deltaChunk, chunks of 4, 16 and 64 over the whole prompt and over
+// steps of 7 tokens) against the recurrent one on the qwen35 fixture: the
+// logits of every position within 1e-5 relative to their largest (seen:
+// 2e-6; the two forms round differently) and llama.cpp's goldens hold.
+// The log shows the steps changing the chunked form's bits, which is why
+// the forward pass keeps the recurrent form.
+func TestHybridDeltaChunked(t *testing.T) {
+	g, path := archPath(t, "qwen35", "F16")
+	m := mustLoad(t, path, Options{Threads: 2})
+	p := g.Prompts[3]
+	toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
+	ref := runSeq(t, m, toks, 0)
+	scale := 0.0
+	for _, x := range ref {
+		scale = math.Max(scale, math.Abs(float64(x)))
+	}
+	defer func(c int) { deltaChunk = c }(deltaChunk)
+	for _, c := range []int{4, 16, 64} {
+		deltaChunk = c
+		var whole []float32
+		for _, step := range []int{0, 7} {
+			got := runSeq(t, m, toks, step)
+			d, at := maxAbsDiff(got, ref)
+			t.Logf("chunk %d, steps of %d (%d tokens): logits within %.2g of the recurrent form's (largest %.3g)", c, step, len(toks), d, scale)
+			if d > 1e-5*scale {
+				t.Errorf("chunk %d, steps of %d: logits off the recurrent form's by %g at %d", c, step, d, at)
+			}
+			if whole == nil {
+				whole = got
+			} else if d, _ := maxAbsDiff(got, whole); d != 0 {
+				t.Logf("chunk %d: steps of %d change the logits by %.2g (not batch invariant)", c, step, d)
+			}
+		}
+		checkLcppGoldenKV(t, m, g, 0.1, false, true, 0, tensor.F16)
+	}
+}
+
+// TestCausalConv4: the width-4 convolution is bit for bit the generic one,
+// outputs and the shifted window, over whole and partial channel ranges
+// and several tokens.
+func TestCausalConv4(t *testing.T) {
+	rng := newTestRand(3)
+	const ch = 40
+	kernel := make([]float32, ch*4)
+	for i := range kernel {
+		kernel[i] = float32(rng.norm())
+	}
+	for _, r := range [][2]int{{0, ch}, {8, 24}, {39, 40}} {
+		lo, hi := r[0], r[1]
+		st1, st2 := make([]float32, 3*ch), make([]float32, 3*ch)
+		for range 5 {
+			x := make([]float32, ch)
+			for i := range x {
+				x[i] = float32(rng.norm())
+			}
+			o1, o2 := make([]float32, ch), make([]float32, ch)
+			causalConv4(o1, x, st1, kernel, ch, lo, hi)
+			causalConvGeneric(o2, x, st2, kernel, ch, 4, lo, hi)
+			if !slices.Equal(o1, o2) || !slices.Equal(st1, st2) {
+				t.Fatalf("channels [%d, %d): width-4 %v / %v, generic %v / %v", lo, hi, o1, st1, o2, st2)
+			}
+		}
+	}
+}
