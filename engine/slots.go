@@ -32,7 +32,7 @@ type Slot struct {
 	// Prompt tokens, of which Cached came from the prefix cache or a
 	// session, and Processed have their K/V now (Cached included).
 	Prompt, Cached, Processed int
-	Decoded int // tokens generated so far
+	Decoded                   int // tokens generated so far
 	// Remain is how many tokens the budget still allows (-1: no budget
 	// but the context, or the slot is idle).
 	Remain int
