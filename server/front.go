@@ -141,6 +141,7 @@ func routes() []route {
 		probe(get("/ready", "ready", public, (*Front).handleReady)),
 		probe(get("/metrics", "metrics", metricsAccess, (*Front).handleMetrics)),
 		get("/props", "props", needsKey, (*Front).handleProps),
+		get("/slots", "slots", needsKey, (*Front).handleSlots),
 		get("/api/tags", "ollama_tags", needsKey, (*Front).handleOllamaTags),
 		get("/api/ps", "ollama_ps", needsKey, (*Front).handleOllamaPS),
 		get("/api/version", "ollama_version", needsKey, (*Front).handleOllamaVersion),

@@ -23,6 +23,8 @@
 //	POST /tokenize, /detokenize, /apply-template
 //	                           llama-server's token utilities over the served tokenizer and
 //	                           chat template (tokenize.go)
+//	GET  /slots                llama-server's slot monitor: what each of the engine's MaxSeqs
+//	                           sequence slots is doing (slots.go; Options.NoSlots: 501)
 //	GET  /health               liveness: 200 {"status":"ok"} (or "draining") while the process
 //	                           answers and the engine's scheduler loop beats; 503 when the loop
 //	                           stopped or hung (no heartbeat for Options.HealthStall)
@@ -254,8 +256,10 @@ type Options struct {
 	// /api/ (serve sets it unless --strict-model-names; off: a 404);
 	// NPredict (> 0) is the token budget of a generation request that
 	// gives none (--n-predict); Temperature and Seed, when
-	// set, replace the model's defaults (--temp, --seed).
+	// set, replace the model's defaults (--temp, --seed). NoSlots makes
+	// GET /slots answer 501 (--slots=false, llama-server's --no-slots).
 	NoMetrics    bool
+	NoSlots      bool
 	AnyModelName bool
 	NPredict     int
 	Temperature  *float32

@@ -85,6 +85,13 @@ var renamed = map[string]string{
 	"ctk":                "kv-cache-type",
 	"cache-type-k":       "kv-cache-type",
 	"chat-template-file": "chat-template",
+	"no-ui":              "no-webui",
+}
+
+// negated are llama-server's --no-X switches that nanoserve spells as a
+// bool flag set to false: --no-slots → --slots=false.
+var negated = map[string]string{
+	"no-slots": "slots",
 }
 
 // boolFlags are llama-server flags without a value (the rest take one).
@@ -160,6 +167,9 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 			}
 			i++
 			val, hasVal = argv[i], true
+		}
+		if pos, ok := negated[name]; ok && !hasVal {
+			name, val, hasVal = pos, "false", true
 		}
 		switch name {
 		case "ctx-size", "c":
