@@ -314,7 +314,7 @@ func New(eng *engine.Engine, opts Options) (*Front, error) {
 		return nil, err
 	}
 	lm := &LoadedModel{Engine: eng, Options: modelOptions(opts), Close: func() {}}
-	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Preload: true,
+	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Aliases: s.names[1:], Preload: true,
 		Load: func() (*LoadedModel, error) { return lm, nil }}}})
 	if err != nil {
 		return nil, err
