@@ -53,7 +53,7 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.modelsMemory = fs.String("models-memory", "", "most memory the loaded models (weights and KV cache) may hold together, as --kv-cache-memory (default: no limit)")
 	f.sf.register(fs)
 	fs.IntVar(&f.mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
-	f.listenHost = fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
+	f.listenHost = fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces; a comma list: each of them, as llama-server)")
 	f.port = fs.Int("port", 8080, "TCP port")
 	f.maxSeqs = fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
 	f.kvMemory = fs.String("kv-cache-memory", host.DefaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
