@@ -258,12 +258,16 @@ type Options struct {
 	// gives none (--n-predict); Temperature and Seed, when
 	// set, replace the model's defaults (--temp, --seed). NoSlots makes
 	// GET /slots answer 501 (--slots=false, llama-server's --no-slots).
-	NoMetrics    bool
-	NoSlots      bool
-	AnyModelName bool
-	NPredict     int
-	Temperature  *float32
-	Seed         *uint64
+	NoMetrics bool
+	NoSlots   bool
+	// PredictRoute, if set, serves Vertex AI's prediction protocol there
+	// (POST, predict.go); HealthRoute, if set, answers as /health
+	// (AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE under AIP_MODE=PREDICTION).
+	PredictRoute, HealthRoute string
+	AnyModelName              bool
+	NPredict                  int
+	Temperature               *float32
+	Seed                      *uint64
 }
 
 // Server is one model's handler: its engine, tokenizer, chat template,

@@ -52,6 +52,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		return pullSpec(ctx, src, name, f.mf.revision)
 	}
 	opts := f.options(log)
+	if err := gcpEnv(os.Getenv, f.port, &opts); err != nil {
+		return err
+	}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *f.modelsMax, MemoryBudget: f.budget, Pull: pull, PullRef: hubPullRef})
 	if err != nil {

@@ -191,13 +191,6 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 			continue
 		case "model", "m":
 			modelGiven = true
-		case "alias":
-			// llama-server's --alias NAME is the model's id; nanoserve's
-			// --alias is NAME=MODEL, its --served-name the id.
-			if !strings.Contains(val, "=") {
-				t.Args = append(t.Args, "--served-name", val)
-				continue
-			}
 		case "chat-template":
 			// llama-server names a built-in template ("chatml", "llama3");
 			// nanoserve takes a file: use llama.cpp's template of that name

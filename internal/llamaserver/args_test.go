@@ -48,7 +48,7 @@ func TestTranslate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Fields("--model /shared/testdata/gguf/llama_gqa/llama_gqa-F16.gguf --port 8080 --temp 0.8 --host 127.0.0.1 " +
-		"--slots=false --no-webui --metrics --served-name tinyllama-2 --max-seqs 2 --ctx-size 256 --kv-cache-tokens 512 --allow-long-context")
+		"--slots=false --no-webui --metrics --alias tinyllama-2 --max-seqs 2 --ctx-size 256 --kv-cache-tokens 512 --allow-long-context")
 	if !slices.Equal(tr.Args, want) {
 		t.Errorf("Args = %q\nwant   %q", tr.Args, want)
 	}
