@@ -367,7 +367,9 @@ func (e *Engine) deliver() {
 
 // snapshot copies the scheduler's state into the stats (under cmu).
 func (e *Engine) snapshot() {
+	e.slots.update(e.sch.running)
 	e.mu.Lock()
+	copy(e.slotView, e.slots.view)
 	e.stats.Running = len(e.sch.running)
 	e.nWaiting = len(e.sch.waiting)
 	e.stats.KVBlocksUsed = e.cache.UsedBlocks()

@@ -261,6 +261,7 @@ type Engine struct {
 	nextID   uint64
 	closed   bool
 	stats    Stats
+	slotView []Slot // the slot view as of the latest step (slots.go)
 
 	beat      atomic.Int64  // unix ns of the scheduler loop's latest iteration; 0: not running
 	wake      chan struct{} // (cap 1) something changed: new request, cancellation
@@ -278,6 +279,7 @@ type Engine struct {
 	ending  []*choice // choices that ended during this step, delivered after it
 	landed  []*Stream // streams that got tokens during this step, woken after it
 	specAll specState // every verification's record: where new sequences' acceptance starts
+	slots   slotTable // which running sequence holds which slot of the view (slots.go)
 }
 
 // New prepares an engine with a KV cache of opts.CacheTokens positions and
@@ -349,7 +351,8 @@ func resolve(o Options, ctx int) Options {
 func start(fw forwarder, tok *tokenizer.Tokenizer, vocab int, eog []int, cache *kvcache.Cache, o Options, defaults sample.Policy) *Engine {
 	e := &Engine{fw: fw, tok: tok, vocab: vocab, eog: eog, cache: cache, ctx: o.CtxSize, opts: o, defaults: defaults,
 		wake: make(chan struct{}, 1), idle: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
-		sch: newScheduler(cache, o)}
+		sch: newScheduler(cache, o), slots: newSlotTable(o.MaxSeqs)}
+	e.slotView = slices.Clone(e.slots.view)
 	e.spec = o.Spec
 	e.proposer, _ = resolveSpec(&e.spec) // checked by New (tests pass valid options)
 	if e.proposer != nil {

@@ -49,7 +49,7 @@ type Draft struct {
 // Spec is the table's entry for the served model me: loaded by Load,
 // described by Describe.
 func (s *Source) Spec(me Served) Spec {
-	return Spec{Names: me.Names, Preload: me.Named,
+	return Spec{Names: me.Names, Aliases: me.Aliases, Tags: me.Tags, Preload: me.Named,
 		Load:     func() (*Loaded, error) { return s.Load(me) },
 		Describe: func() (*Manifest, error) { return s.Describe(me) }}
 }

@@ -17,6 +17,10 @@ type Served struct {
 	Path  string   // local path
 	Names []string // served name first
 	Named bool     // named at start (loaded before the server is ready)
+	// Aliases are the names the operator gave the model (--served-name,
+	// --alias), as llama-server lists its --alias set; the names derived
+	// from the file are not among them. Tags are its --tags.
+	Aliases, Tags []string
 }
 
 // ListModels adds to out every model in dir ("": none) that out does not
@@ -109,6 +113,7 @@ func ApplyAliases(entries []Served, aliases []string) error {
 					}
 				}
 				entries[i].Names = append(entries[i].Names, name)
+				entries[i].Aliases = append(entries[i].Aliases, name)
 				found = true
 				break
 			}

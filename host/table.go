@@ -42,6 +42,9 @@ import (
 type Spec struct {
 	// Names the model answers to; the first is the one responses report.
 	Names []string
+	// Aliases are the names of Names the operator gave (the listings'
+	// aliases, as llama-server's --alias set), Tags its labels (--tags).
+	Aliases, Tags []string
 	// Load opens the model and its engine. The table calls it at most
 	// once at a time per model.
 	Load func() (*Loaded, error)
@@ -526,6 +529,8 @@ func (t *Table[T]) evict(keep *slot[T]) {
 // Entry is one model as the listings see it.
 type Entry[T any] struct {
 	Names    []string
+	Aliases  []string  // Spec.Aliases
+	Tags     []string  // Spec.Tags
 	Manifest *Manifest // nil: not known yet
 	Loaded   bool
 	Value    T         // the loaded model's (zero when not loaded)
@@ -540,7 +545,7 @@ func (t *Table[T]) Entries() []Entry[T] {
 	specs := t.List()
 	out := make([]Entry[T], len(specs))
 	for i, m := range specs {
-		out[i] = Entry[T]{Names: m.Names, Manifest: t.manifests[i]}
+		out[i] = Entry[T]{Names: m.Names, Aliases: m.Aliases, Tags: m.Tags, Manifest: t.manifests[i]}
 	}
 	for _, sl := range t.loadedLocked() {
 		e := &out[sl.spec]

@@ -576,9 +576,16 @@ type modelCard struct {
 	Created     int64  `json:"created"`
 	OwnedBy     string `json:"owned_by"`
 	MaxModelLen int    `json:"max_model_len"`
-	// A multi-model server's cards: the other names, whether the model is
-	// loaded, its manifest (once it has loaded).
-	Aliases  []string  `json:"aliases,omitempty"`
+	// llama-server's fields: the names the operator gave the model
+	// (--served-name, --alias; the names derived from its file are
+	// accepted but not listed) and its --tags, both always arrays; status
+	// (loaded or unloaded, as llama-server's router lists its models);
+	// meta, a loaded model's sizes (front_models.go).
+	Aliases []string     `json:"aliases"`
+	Tags    []string     `json:"tags"`
+	Status  *modelStatus `json:"status,omitempty"`
+	Meta    *modelMeta   `json:"meta,omitempty"`
+	// Whether the model is loaded, its manifest (once it has loaded).
 	Loaded   *bool     `json:"loaded,omitempty"`
 	Manifest *Manifest `json:"manifest,omitempty"`
 	// A loaded model's KV cache: its element type (f32, f16, q8_0) and

@@ -143,6 +143,7 @@ func routes() []route {
 		probe(get("/ready", "ready", public, (*Front).handleReady)),
 		probe(get("/metrics", "metrics", metricsAccess, (*Front).handleMetrics)),
 		get("/props", "props", needsKey, (*Front).handleProps),
+		get("/slots", "slots", needsKey, (*Front).handleSlots),
 		get("/api/tags", "ollama_tags", needsKey, (*Front).handleOllamaTags),
 		get("/api/ps", "ollama_ps", needsKey, (*Front).handleOllamaPS),
 		get("/api/version", "ollama_version", needsKey, (*Front).handleOllamaVersion),
@@ -175,13 +176,15 @@ func webuiRoutes() []route {
 	}
 }
 
-// table is the route table of a server with opts: routes, and the chat
-// page's when it has one.
+// table is the route table of a server with opts: routes, Vertex AI's
+// prediction routes when set (predict.go), and the chat page's when it
+// has one.
 func table(opts Options) []route {
+	rts := append(routes(), predictRoutes(opts)...)
 	if opts.WebUI != nil {
-		return append(routes(), webuiRoutes()...)
+		return append(rts, webuiRoutes()...)
 	}
-	return routes()
+	return rts
 }
 
 // Route is one entry of the route table as a client sees it.

@@ -15,12 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"nanoserve/engine"
 	"nanoserve/hub"
 )
 
 // listed is one model as the listings see it.
 type listed struct {
 	names    []string
+	aliases  []string // the operator's names (host.Spec.Aliases)
+	tags     []string
 	manifest *Manifest
 	srv      *Server // nil: not loaded
 	bytes    int64
@@ -31,7 +34,7 @@ type listed struct {
 func (f *Front) listModels() []listed {
 	var out []listed
 	for _, e := range f.models.Entries() {
-		m := listed{names: e.Names, manifest: e.Manifest}
+		m := listed{names: e.Names, aliases: e.Aliases, tags: e.Tags, manifest: e.Manifest}
 		if e.Loaded {
 			m.srv, m.bytes, m.expires = e.Value, e.Bytes, e.Expires
 		}
@@ -42,15 +45,54 @@ func (f *Front) listModels() []listed {
 
 func (f *Front) card(m listed) modelCard {
 	c := modelCard{ID: m.names[0], Object: "model", Created: f.created, OwnedBy: "nanoserve",
-		Aliases: m.names[1:], Loaded: new(m.srv != nil), Manifest: m.manifest}
+		Aliases: nonNil(m.aliases), Tags: nonNil(m.tags), Status: &modelStatus{Value: "unloaded"},
+		Loaded: new(m.srv != nil), Manifest: m.manifest}
 	switch {
 	case m.srv != nil:
 		c.MaxModelLen = m.srv.eng.CtxSize()
 		c = c.withCache(m.srv.eng)
+		c.Status.Value = "loaded"
+		c.Meta = newModelMeta(m.srv.eng, m.manifest)
 	case m.manifest != nil:
 		c.MaxModelLen = m.manifest.ContextLength
 	}
 	return c
+}
+
+// modelStatus is llama-server's status object of a listed model.
+type modelStatus struct {
+	Value string `json:"value"` // loaded, unloaded
+}
+
+// modelMeta is llama-server's meta object of a loaded model: vocabulary
+// size, the context a sequence gets and the trained one, the embedding
+// width, parameters and the weight files' bytes.
+type modelMeta struct {
+	NVocab    int   `json:"n_vocab"`
+	NCtx      int   `json:"n_ctx"`
+	NCtxTrain int   `json:"n_ctx_train"`
+	NEmbd     int   `json:"n_embd"`
+	NParams   int64 `json:"n_params"`
+	Size      int64 `json:"size"`
+}
+
+func newModelMeta(eng *engine.Engine, man *Manifest) *modelMeta {
+	m := &modelMeta{NVocab: eng.Tokenizer().Size(), NCtx: eng.CtxSize()}
+	if md := eng.Model(); md != nil {
+		m.NCtxTrain, m.NEmbd, m.NParams = md.ContextLen, md.Dim, md.ParamCount()
+	}
+	if man != nil {
+		m.Size = man.SizeBytes
+	}
+	return m
+}
+
+// nonNil is s, or an empty list (a JSON [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func (f *Front) handleModels(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,8 @@ package server
 // the command lines they know:
 //
 //	--metrics[=false]      /metrics on (the default) or off (501)
+//	--slots[=false]        GET /slots on (the default) or off (501;
+//	                       llama-server's --no-slots)
 //	--strict-model-names   a model field naming no served model is a 404 even
 //	                       with one model (default: the one model answers)
 //	--n-predict N          the token budget of a request that gives none
@@ -23,10 +25,11 @@ import (
 
 // LlamaServerFlags are llama-server's switches on serve.
 // RegisterLlamaServerFlags declares them; Check validates them and Apply
-// fills the matching Options fields (NoMetrics, AnyModelName, NPredict,
+// fills the matching Options fields (NoMetrics, NoSlots, AnyModelName, NPredict,
 // Temperature, Seed, Verbose).
 type LlamaServerFlags struct {
 	metrics  bool
+	slots    bool
 	strict   bool
 	nPredict int
 	temp     *float32
@@ -38,6 +41,7 @@ type LlamaServerFlags struct {
 func RegisterLlamaServerFlags(fs *flag.FlagSet) *LlamaServerFlags {
 	lf := &LlamaServerFlags{}
 	fs.BoolVar(&lf.metrics, "metrics", true, "serve /metrics (llama-server's switch; --metrics=false answers 501)")
+	fs.BoolVar(&lf.slots, "slots", true, "serve GET /slots, the slot monitor (llama-server's switch; --slots=false answers 501)")
 	fs.BoolVar(&lf.strict, "strict-model-names", false, "answer 404 to a model field naming no served model even when one model is served\n"+
 		"(default: a single-model server answers any name with its model, as llama-server)")
 	fs.BoolVar(&lf.verbose, "verbose", false, "put llama-server's __verbose debug object (the prompt as the model saw it, the raw reply, counts)\n"+
@@ -80,6 +84,7 @@ func (lf *LlamaServerFlags) Check() error {
 // Apply copies the switches into the server options.
 func (lf *LlamaServerFlags) Apply(o *Options) {
 	o.NoMetrics = !lf.metrics
+	o.NoSlots = !lf.slots
 	o.AnyModelName = !lf.strict
 	o.NPredict = max(lf.nPredict, 0)
 	o.Temperature, o.Seed = lf.temp, lf.seed

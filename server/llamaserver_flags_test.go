@@ -23,11 +23,11 @@ func TestLlamaFlags(t *testing.T) {
 		return o, nil
 	}
 	o, err := parse()
-	if err != nil || o.NoMetrics || !o.AnyModelName || o.NPredict != 0 || o.Temperature != nil || o.Seed != nil {
+	if err != nil || o.NoMetrics || o.NoSlots || !o.AnyModelName || o.NPredict != 0 || o.Temperature != nil || o.Seed != nil {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
-	o, err = parse("--metrics=false", "--strict-model-names", "--n-predict", "64", "--temp", "0.8", "--seed", "42")
-	if err != nil || !o.NoMetrics || o.AnyModelName || o.NPredict != 64 || o.Temperature == nil || *o.Temperature != 0.8 || o.Seed == nil || *o.Seed != 42 {
+	o, err = parse("--metrics=false", "--slots=false", "--strict-model-names", "--n-predict", "64", "--temp", "0.8", "--seed", "42")
+	if err != nil || !o.NoMetrics || !o.NoSlots || o.AnyModelName || o.NPredict != 64 || o.Temperature == nil || *o.Temperature != 0.8 || o.Seed == nil || *o.Seed != 42 {
 		t.Fatalf("set: %+v, %v", o, err)
 	}
 	if o, err = parse("--seed", "-1", "--n-predict", "-1"); err != nil || o.Seed != nil || o.NPredict != 0 {

@@ -33,6 +33,7 @@ import (
 // nativeOptions are the llama-server switches a Server keeps.
 type nativeOptions struct {
 	noMetrics bool
+	noSlots   bool // Options.NoSlots: GET /slots answers 501
 	anyName   bool // Options.AnyModelName
 	nPredict  int  // > 0: the token budget of a generation that gives none
 	verbose   bool // Options.Verbose
@@ -50,7 +51,7 @@ func newNativeOptions(o Options, d *sample.Policy) nativeOptions {
 			d.Seed = &seed
 		}
 	}
-	return nativeOptions{noMetrics: o.NoMetrics, anyName: o.AnyModelName, nPredict: max(o.NPredict, 0), verbose: o.Verbose}
+	return nativeOptions{noMetrics: o.NoMetrics, noSlots: o.NoSlots, anyName: o.AnyModelName, nPredict: max(o.NPredict, 0), verbose: o.Verbose}
 }
 
 // nativeAliases are llama-server's paths without /v1 and the twin each

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -459,5 +461,40 @@ func TestVerboseNative(t *testing.T) {
 	vs := newTestServer(t, func(o *Options) { o.Verbose = true })
 	if _, _, b := vs.post(t, "/v1/completions", `{"prompt":"hi","max_tokens":2}`); !strings.Contains(string(b), `"__verbose":{`) {
 		t.Errorf("serve --verbose: %s", b)
+	}
+}
+
+// TestModelsLlamaServerFields: /models lists each model as llama-server
+// does beside OpenAI's fields — aliases (only the names the operator gave,
+// not the file's) and tags, always arrays; status loaded or unloaded; a
+// loaded model's meta (vocabulary, contexts, width, parameters).
+func TestModelsLlamaServerFields(t *testing.T) {
+	a := testSpec(t, "aidreams", nil)
+	a.Names = append(a.Names, "code", "fim")
+	a.Aliases, a.Tags, a.Preload = []string{"code", "fim"}, []string{"chat", "small"}, true
+	ts := newTestRouter(t, RouterOptions{Models: []ModelSpec{a, testSpec(t, "mha", nil)}}, nil)
+	if err := ts.front.Preload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/models", "/v1/models"} {
+		resp, err := http.Get(ts.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		list := decode[struct{ Data []modelCard }](t, b)
+		if len(list.Data) != 2 {
+			t.Fatalf("%s: %s", path, b)
+		}
+		m, n := list.Data[0], list.Data[1]
+		if m.ID != "aidreams" || !slices.Equal(m.Aliases, []string{"code", "fim"}) || !slices.Equal(m.Tags, []string{"chat", "small"}) ||
+			m.Status == nil || m.Status.Value != "loaded" || m.Meta == nil || m.Meta.NVocab != 512 || m.Meta.NCtx != 128 ||
+			m.Meta.NEmbd == 0 || m.Meta.NParams == 0 || m.Meta.NCtxTrain == 0 {
+			t.Errorf("%s, the loaded model: %s", path, b)
+		}
+		if n.Status == nil || n.Status.Value != "unloaded" || n.Meta != nil || !strings.Contains(string(b), `"aliases":[],"tags":[]`) {
+			t.Errorf("%s, the model not loaded: %s", path, b)
+		}
 	}
 }

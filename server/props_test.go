@@ -14,8 +14,13 @@ func TestProps(t *testing.T) {
 	p := decode[propsResponse](t, get(t, ts.url+"/props"))
 	if p.DefaultGenerationSettings.NCtx != ts.eng.CtxSize() || p.DefaultGenerationSettings.NCtx != 128 ||
 		p.TotalSlots != ts.eng.Options().MaxSeqs || p.TotalSlots < 1 || p.ModelPath != testModel ||
-		p.ChatTemplate != testTemplate || p.BuildInfo == "" {
+		p.ChatTemplate != testTemplate || p.BuildInfo == "" || p.ModelAlias != testModel || !p.EndpointSlots || !p.EndpointMetrics ||
+		p.EndpointProps || p.IsSleeping || p.Modalities.Vision || p.BOSToken == "" {
 		t.Errorf("/props: %+v", p)
+	}
+	off := newTestServer(t, func(o *Options) { o.NoSlots, o.NoMetrics = true, true })
+	if q := decode[propsResponse](t, get(t, off.url+"/props")); q.EndpointSlots || q.EndpointMetrics {
+		t.Errorf("/props with /slots and /metrics off: %+v", q)
 	}
 	if q := decode[propsResponse](t, get(t, ts.url+"/props?model=alias")); !reflect.DeepEqual(q, p) {
 		t.Errorf("/props?model=alias: %+v, want %+v", q, p)

@@ -23,6 +23,8 @@
 //	POST /tokenize, /detokenize, /apply-template
 //	                           llama-server's token utilities over the served tokenizer and
 //	                           chat template (tokenize.go)
+//	GET  /slots                llama-server's slot monitor: what each of the engine's MaxSeqs
+//	                           sequence slots is doing (slots.go; Options.NoSlots: 501)
 //	GET  /health               liveness: 200 {"status":"ok"} (or "draining") while the process
 //	                           answers and the engine's scheduler loop beats; 503 when the loop
 //	                           stopped or hung (no heartbeat for Options.HealthStall)
@@ -257,12 +259,19 @@ type Options struct {
 	// set, replace the model's defaults (--temp, --seed); Verbose puts
 	// the __verbose debug object on every whole chat and completion
 	// answer (--verbose; a request's "verbose": true does it for one).
-	NoMetrics    bool
-	AnyModelName bool
-	NPredict     int
-	Temperature  *float32
-	Seed         *uint64
-	Verbose      bool
+	// NoSlots makes GET /slots answer 501 (--slots=false, llama-server's
+	// --no-slots).
+	NoMetrics bool
+	NoSlots   bool
+	// PredictRoute, if set, serves Vertex AI's prediction protocol there
+	// (POST, predict.go); HealthRoute, if set, answers as /health
+	// (AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE under AIP_MODE=PREDICTION).
+	PredictRoute, HealthRoute string
+	AnyModelName              bool
+	NPredict                  int
+	Temperature               *float32
+	Seed                      *uint64
+	Verbose                   bool
 }
 
 // Server is one model's handler: its engine, tokenizer, chat template,
@@ -313,7 +322,7 @@ func New(eng *engine.Engine, opts Options) (*Front, error) {
 		return nil, err
 	}
 	lm := &LoadedModel{Engine: eng, Options: modelOptions(opts), Close: func() {}}
-	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Preload: true,
+	f, err := NewRouter(RouterOptions{Options: opts, Models: []ModelSpec{{Names: s.names, Aliases: s.names[1:], Preload: true,
 		Load: func() (*LoadedModel, error) { return lm, nil }}}})
 	if err != nil {
 		return nil, err

@@ -52,6 +52,9 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 		return pullSpec(ctx, src, name, f.mf.revision)
 	}
 	opts := f.options(log)
+	if err := gcpEnv(os.Getenv, f.port, &opts); err != nil {
+		return err
+	}
 	server.Version = versionString()
 	srv, err := server.NewRouter(server.RouterOptions{Options: opts, Models: specs, MaxLoaded: *f.modelsMax, MemoryBudget: f.budget, Pull: pull, PullRef: hubPullRef})
 	if err != nil {
@@ -62,19 +65,19 @@ func serve(ctx context.Context, stop func(), args []string, listening func(net.A
 	for i, me := range entries {
 		served[i] = me.Names[0]
 	}
-	return listenAndServe(ctx, stop, srv, net.JoinHostPort(*f.listenHost, strconv.Itoa(*f.port)), *f.drain, log, listening,
+	return listenAndServe(ctx, stop, srv, hostAddrs(*f.listenHost, strconv.Itoa(*f.port)), *f.drain, log, listening,
 		"models", strings.Join(served, ", "), "models_max", *f.modelsMax, "kv_cache_memory", *f.kvMemory, "kv_cache_type", strings.ToLower(f.mf.kv.String()),
 		"prefix_cache", !*f.noPrefix, "spec", f.sf.mode, "threads", f.mf.threads, "auth", *f.apiKey != "")
 }
 
-// listenAndServe binds addr, loads the models named at start, logs that
-// the server serves (with attrs) and serves until ctx ends, draining for
-// at most drain. It binds before loading: a port in use fails at once, not
+// listenAndServe binds addrs (every --host address), loads the models
+// named at start, logs that the server serves (with attrs) and serves
+// until ctx ends, draining for at most drain. It binds before loading: a port in use fails at once, not
 // after a load of minutes; connections that arrive while the models load
 // wait in the listen backlog.
-func listenAndServe(ctx context.Context, stop func(), srv *server.Front, addr string, drain time.Duration, log *slog.Logger,
+func listenAndServe(ctx context.Context, stop func(), srv *server.Front, addrs []string, drain time.Duration, log *slog.Logger,
 	listening func(net.Addr), attrs ...any) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenAll(addrs)
 	if err != nil {
 		return err
 	}

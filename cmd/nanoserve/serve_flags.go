@@ -23,9 +23,9 @@ import (
 
 // serveFlags are serve's flags, and what parse makes of them.
 type serveFlags struct {
-	mf                                  modelFlags
-	sf                                  specFlags
-	models, aliases, cors, allowedHosts stringList
+	mf                                        modelFlags
+	sf                                        specFlags
+	models, aliases, cors, allowedHosts, tags stringList
 
 	modelsDir, modelsMemory, listenHost, kvMemory, apiKey, servedName, tmplPath, toolFormat *string
 	modelsMax, port, maxSeqs, kvTokens, maxQueue                                            *int
@@ -47,12 +47,13 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.mf.registerRest(fs)
 	fs.Var(&f.models, "model", modelUsage+";\nrepeatable: one server serves every model, each request routed by its \"model\" field")
 	fs.Var(&f.aliases, "alias", "NAME=MODEL: another name for a served model (MODEL: any of its names; repeatable)")
+	fs.Var(&f.tags, "tags", "TAG[,TAG]: labels of the first model, listed by /v1/models (llama-server's --tags; repeatable)")
 	f.modelsDir = fs.String("models-dir", "", "also serve every model in this folder (GGUF files, Hugging Face folders), each loaded on its first request")
 	f.modelsMax = fs.Int("models-max", 0, "most models loaded at once; past it the least recently used is unloaded once idle (0: no limit)")
 	f.modelsMemory = fs.String("models-memory", "", "most memory the loaded models (weights and KV cache) may hold together, as --kv-cache-memory (default: no limit)")
 	f.sf.register(fs)
 	fs.IntVar(&f.mf.ctxSize, "ctx", 0, "context length in tokens (same as --ctx-size; 0: the model's)")
-	f.listenHost = fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces)")
+	f.listenHost = fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces; a comma list: each of them, as llama-server)")
 	f.port = fs.Int("port", 8080, "TCP port")
 	f.maxSeqs = fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
 	f.kvMemory = fs.String("kv-cache-memory", host.DefaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
@@ -183,6 +184,10 @@ func (f *serveFlags) entries() ([]host.Served, error) {
 	}
 	if len(ids) > 0 {
 		entries[0].Names = host.NameFirst(entries[0].Names, ids)
+		entries[0].Aliases = ids
+	}
+	if tags := splitList(f.tags); len(tags) > 0 && len(entries) > 0 {
+		entries[0].Tags = tags
 	}
 	return entries, host.ApplyAliases(entries, aliases)
 }

@@ -86,6 +86,13 @@ var renamed = map[string]string{
 	"ctk":                "kv-cache-type",
 	"cache-type-k":       "kv-cache-type",
 	"chat-template-file": "chat-template",
+	"no-ui":              "no-webui",
+}
+
+// negated are llama-server's --no-X switches that nanoserve spells as a
+// bool flag set to false: --no-slots → --slots=false.
+var negated = map[string]string{
+	"no-slots": "slots",
 }
 
 // boolFlags are llama-server flags without a value (the rest take one).
@@ -162,6 +169,9 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 			i++
 			val, hasVal = argv[i], true
 		}
+		if pos, ok := negated[name]; ok && !hasVal {
+			name, val, hasVal = pos, "false", true
+		}
 		switch name {
 		case "ctx-size", "c":
 			ctx = val
@@ -182,13 +192,6 @@ func Translate(argv []string, shared string, known Known) (Translation, error) {
 			continue
 		case "model", "m":
 			modelGiven = true
-		case "alias":
-			// llama-server's --alias NAME is the model's id; nanoserve's
-			// --alias is NAME=MODEL, its --served-name the id.
-			if !strings.Contains(val, "=") {
-				t.Args = append(t.Args, "--served-name", val)
-				continue
-			}
 		case "chat-template":
 			// llama-server names a built-in template ("chatml", "llama3");
 			// nanoserve takes a file: use llama.cpp's template of that name

@@ -22,12 +22,16 @@ const help = `Usage of serve:
     	serve /metrics
   -model value
     	model
+  -no-webui
+    	no page
   -port int
     	port
   -host string
     	host
   -served-name string
     	id
+  -slots
+    	serve /slots
   -temp value
     	temperature
 `
@@ -41,17 +45,17 @@ func TestTranslate(t *testing.T) {
 		t.Fatalf("ParseHelp = %v", known)
 	}
 	argv := strings.Fields("--port 8080 --temp 0.8 --seed 42 --host 127.0.0.1 --hf-repo ggml-org/test-model-stories260K " +
-		"--batch-size 32 --no-slots --metrics --alias tinyllama-2 --ctx-size 512 --parallel 2 --n-predict 64 --no-jinja")
+		"--batch-size 32 --no-slots --no-ui --metrics --alias tinyllama-2 --ctx-size 512 --parallel 2 --n-predict 64 --no-jinja")
 	tr, err := Translate(argv, "/shared", known)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Fields("--model /shared/testdata/gguf/llama_gqa/llama_gqa-F16.gguf --port 8080 --temp 0.8 --host 127.0.0.1 " +
-		"--metrics --served-name tinyllama-2 --max-seqs 2 --ctx-size 256 --kv-cache-tokens 512 --allow-long-context")
+		"--slots=false --no-webui --metrics --alias tinyllama-2 --max-seqs 2 --ctx-size 256 --kv-cache-tokens 512 --allow-long-context")
 	if !slices.Equal(tr.Args, want) {
 		t.Errorf("Args = %q\nwant   %q", tr.Args, want)
 	}
-	if d := strings.Join(tr.Dropped, " "); d != "--seed 42 --batch-size 32 --no-slots --n-predict 64 --no-jinja" {
+	if d := strings.Join(tr.Dropped, " "); d != "--seed 42 --batch-size 32 --n-predict 64 --no-jinja" {
 		t.Errorf("Dropped = %q", d)
 	}
 	if tr, _ := Translate([]string{"--port", "1"}, "/shared", known); !slices.Contains(tr.Args, "--metrics=false") {
