@@ -36,7 +36,8 @@ import (
 // (row, token) with dot4's accumulator and fold) and the multi-token
 // quantized row dots (dotQRowsX4, for the types whose kernels are proven
 // identical: x4Invariant; dotQRowsX8, Q8_0 eight tokens at a time on
-// 512-bit registers where the CPU has AVX-512 VNNI; dotQRowsKX8, the
+// 512-bit registers where the CPU has AVX-512 VNNI, whose single-token
+// row dot is on zmm too, the ymm one's bits: hasQ8Z; dotQRowsKX8, the
 // K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
 // give the ymm kernels' bits: hasKZ). So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
