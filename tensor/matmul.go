@@ -352,6 +352,11 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 	rb := w.RowBytes()
 	x := j.x[t*w.Cols : (t+1)*w.Cols]
 	dst := j.dst[t*w.Rows : (t+1)*w.Rows]
+	if w.Type == F16 && hasAVX512 && w.Cols >= 8 {
+		// One row at a time, dot4's bits (dotRowsF16).
+		dotRowsF16(dst[lo:hi], w.Data[lo*rb:], rb, x)
+		return
+	}
 	var out [4]float32
 	r := lo
 	for ; r+4 <= hi; r += 4 {
