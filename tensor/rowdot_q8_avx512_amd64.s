@@ -37,7 +37,9 @@
 // Y6/Y7 their scales; Z13 0x80 bytes, Z14 zero; Z16-Z25 temporaries.
 
 // Q8ZPF is the prefetch distance in bytes (see the top): 32 KB, mid-range
-// of the measured plateau.
+// of the measured plateau. Each 136-byte step prefetches three lines, so
+// every line of the stream is covered: one line per step ran at half the
+// rate, two (94% of the lines) ~2% below three.
 #define Q8ZPF 32768
 
 // Q8ZACTS loads the activations of blocks b, b+1 at aoff(DI) with their
@@ -114,6 +116,7 @@ q80zrow:
 q80zloop4:
 	PREFETCHT1 Q8ZPF(SI)
 	PREFETCHT1 Q8ZPF+64(SI)
+	PREFETCHT1 Q8ZPF+128(SI)
 	Q8ZACTS(0, 0)
 	Q8ZROW(SI, 0, Z16, Y16, Z17, Y17, Y18, Y19, X19, Y20, X20, Y0)
 	Q8ZACTS(64, 8)
