@@ -50,12 +50,13 @@ func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
 	}
 }
 
-// dotRowsF16 sets dst[i] = row i · x for len(dst) F16 rows of len(x)
-// values, row i at w[i·stride:], each by dot4's arithmetic (the zmm set's:
-// dotRowsF16Z then the Cols%8 tail in Go, as dot4 adds it) — the n = 1
-// path of F16 on AVX-512 hosts, one read stream instead of dot4's four
-// interleaved rows. Requires hasAVX512 (and so hasSIMD) and len(x) ≥ 8.
-func dotRowsF16(dst []float32, w []byte, stride int, x []float32) {
+// dotRowsHalf sets dst[i] = row i · x for len(dst) F16 or BF16 rows (t)
+// of len(x) values, row i at w[i·stride:], each by dot4's arithmetic (the
+// zmm set's: dotRowsF16Z or dotRowsBF16Z, then the Cols%8 tail in Go, as
+// dot4 adds it) — the n = 1 path of the 16-bit float types on AVX-512
+// hosts, one read stream instead of dot4's four interleaved rows.
+// Requires hasAVX512 (and so hasSIMD) and len(x) ≥ 8.
+func dotRowsHalf(t DType, dst []float32, w []byte, stride int, x []float32) {
 	n := len(x)
 	rows := len(dst)
 	if rows == 0 {
@@ -63,13 +64,17 @@ func dotRowsF16(dst []float32, w []byte, stride int, x []float32) {
 	}
 	_ = w[(rows-1)*stride+2*n-1]
 	n8 := n &^ 7
-	if !hasAVX512 || n8 == 0 {
-		panic("tensor: dotRowsF16 without AVX-512 or with fewer than 8 columns")
+	if !hasAVX512 || n8 == 0 || t != F16 && t != BF16 {
+		panic("tensor: dotRowsHalf of " + t.String() + " without AVX-512 or with fewer than 8 columns")
 	}
-	dotRowsF16Z(&w[0], uintptr(stride), &x[0], n8, rows, &dst[0])
+	if t == F16 {
+		dotRowsF16Z(&w[0], uintptr(stride), &x[0], n8, rows, &dst[0])
+	} else {
+		dotRowsBF16Z(&w[0], uintptr(stride), &x[0], n8, rows, &dst[0])
+	}
 	if n8 < n {
 		for i := range dst {
-			dst[i] += dotGo(F16, w[i*stride:], x, n8, n)
+			dst[i] += dotGo(t, w[i*stride:], x, n8, n)
 		}
 	}
 }

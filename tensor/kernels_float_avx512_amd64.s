@@ -1069,3 +1069,68 @@ zr16done:
 	JNZ          zr16row
 	VZEROUPPER
 	RET
+
+// func dotRowsBF16Z(w *byte, stride uintptr, x *float32, n int, rows int, dst *float32)
+// dotRowsF16Z for BF16 rows (widened by a 16-bit shift, as dot4BF16Z
+// does): dot4BF16Z's bits, one row at a time.
+TEXT ·dotRowsBF16Z(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R10
+	MOVQ stride+8(FP), BX
+	MOVQ rows+32(FP), R9
+	MOVQ dst+40(FP), R8
+	MASK8
+
+zrb16row:
+	MOVQ   R10, SI
+	MOVQ   x+16(FP), DI
+	MOVQ   n+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	SUBQ   $32, CX
+	JL     zrb16mid
+
+zrb16loop:
+	PREFETCHT1  F16PF(SI)
+	VPMOVZXWD   (SI), Z10
+	VPSLLD      $16, Z10, Z10
+	VPMOVZXWD   32(SI), Z11
+	VPSLLD      $16, Z11, Z11
+	VFMADD231PS (DI), Z10, Z0
+	VFMADD231PS 64(DI), Z11, Z0
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JGE         zrb16loop
+
+zrb16mid:
+	ADDQ $32, CX
+	CMPQ CX, $16
+	JLT  zrb16tail
+	VPMOVZXWD   (SI), Z10
+	VPSLLD      $16, Z10, Z10
+	VFMADD231PS (DI), Z10, Z0
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+
+zrb16tail:
+	TESTQ CX, CX
+	JZ    zrb16done
+	VMOVUPS     (DI), Y8
+	VPMOVZXWD   (SI), Y10
+	VPSLLD      $16, Y10, Y10
+	VFMADD231PS Z10, Z8, K1, Z0
+
+zrb16done:
+	ZFOLD(Z0, Y0, Z4, Y4)
+	VEXTRACTF128 $1, Y0, X9
+	VHADDPS      X9, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSHDUP    X0, X9
+	VADDSS       X9, X0, X0
+	VMOVSS       X0, (R8)
+	ADDQ         $4, R8
+	ADDQ         BX, R10
+	DECQ         R9
+	JNZ          zrb16row
+	VZEROUPPER
+	RET

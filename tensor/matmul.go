@@ -68,7 +68,7 @@ import (
 //
 // On the AVX-512 kernels (the 2-CPU Zen 5 VM of issue 36) the decode rate
 // is set by how the row stream is fetched more than by arithmetic: one
-// read stream per core (F16: dotRowsF16 one row at a time instead of
+// read stream per core (F16, BF16: dotRowsHalf one row at a time instead of
 // dot4's four interleaved rows; Q8_0: qdotQ8_0Z keeps one row at a time
 // although two rows would double its in-cache rate), prefetched into L2
 // 16-32 KB ahead — several 4 KiB pages, so page walks and DRAM latency
@@ -362,9 +362,9 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 	rb := w.RowBytes()
 	x := j.x[t*w.Cols : (t+1)*w.Cols]
 	dst := j.dst[t*w.Rows : (t+1)*w.Rows]
-	if w.Type == F16 && hasAVX512 && w.Cols >= 8 {
-		// One row at a time, dot4's bits (dotRowsF16).
-		dotRowsF16(dst[lo:hi], w.Data[lo*rb:], rb, x)
+	if (w.Type == F16 || w.Type == BF16) && hasAVX512 && w.Cols >= 8 {
+		// One row at a time, dot4's bits (dotRowsHalf).
+		dotRowsHalf(w.Type, dst[lo:hi], w.Data[lo*rb:], rb, x)
 		return
 	}
 	var out [4]float32
