@@ -66,8 +66,8 @@ func TestMatMulBatchInvariant(t *testing.T) {
 	if testing.Short() {
 		ms = []int{2, 3, 5, 7, 8, 17, 65}
 	}
-	saved, savedVNNI, savedZ, savedKZ := hasSIMD, hasVNNI, hasAVX512, hasKZ
-	defer func() { hasSIMD, hasVNNI, hasAVX512, hasKZ = saved, savedVNNI, savedZ, savedKZ }()
+	saved, savedVNNI, savedZ, savedKZ, savedQ8Z := hasSIMD, hasVNNI, hasAVX512, hasKZ, hasQ8Z
+	defer func() { hasSIMD, hasVNNI, hasAVX512, hasKZ, hasQ8Z = saved, savedVNNI, savedZ, savedKZ, savedQ8Z }()
 	// The kernel sets: the CPU's own (zmm float kernels where AVX-512F is
 	// present; Q8_0's eight-token zmm and four-token VNNI kernels where
 	// AVX-512 VNNI is; the zmm K-quant and IQ4_XS row dots and
@@ -82,6 +82,7 @@ func TestMatMulBatchInvariant(t *testing.T) {
 		}
 		hasSIMD, hasVNNI, hasAVX512 = path.asm, path.vnni, path.z
 		hasKZ = path.z && savedKZ
+		hasQ8Z = path.z && savedQ8Z
 		testMatMulBatchInvariant(t, rng, pools, ms, path.name, invariantTypes)
 	}
 }

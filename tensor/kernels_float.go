@@ -50,6 +50,35 @@ func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
 	}
 }
 
+// dotRowsHalf sets dst[i] = row i · x for len(dst) F16 or BF16 rows (t)
+// of len(x) values, row i at w[i·stride:], each by dot4's arithmetic (the
+// zmm set's: dotRowsF16Z or dotRowsBF16Z, then the Cols%8 tail in Go, as
+// dot4 adds it) — the n = 1 path of the 16-bit float types on AVX-512
+// hosts, one read stream instead of dot4's four interleaved rows.
+// Requires hasAVX512 (and so hasSIMD) and len(x) ≥ 8.
+func dotRowsHalf(t DType, dst []float32, w []byte, stride int, x []float32) {
+	n := len(x)
+	rows := len(dst)
+	if rows == 0 {
+		return
+	}
+	_ = w[(rows-1)*stride+2*n-1]
+	n8 := n &^ 7
+	if !hasAVX512 || n8 == 0 || t != F16 && t != BF16 {
+		panic("tensor: dotRowsHalf of " + t.String() + " without AVX-512 or with fewer than 8 columns")
+	}
+	if t == F16 {
+		dotRowsF16Z(&w[0], uintptr(stride), &x[0], n8, rows, &dst[0])
+	} else {
+		dotRowsBF16Z(&w[0], uintptr(stride), &x[0], n8, rows, &dst[0])
+	}
+	if n8 < n {
+		for i := range dst {
+			dst[i] += dotGo(t, w[i*stride:], x, n8, n)
+		}
+	}
+}
+
 // dotGo is Σ_{lo≤c<hi} W[c]·x[c] for one row w encoded as t, in Go.
 func dotGo(t DType, w []byte, x []float32, lo, hi int) float32 {
 	var s0, s1, s2, s3 float32

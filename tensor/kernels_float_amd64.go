@@ -34,6 +34,16 @@ func dot4F32Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 //go:noescape
 func dot4F16Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 
+// dotRowsF16Z and dotRowsBF16Z are dot4F16Z's and dot4BF16Z's arithmetic
+// for rows one at a time (the decode kernels; see dotRowsHalf): dst[i] =
+// row i · x over n columns (a positive multiple of 8), rows ≥ 1.
+//
+//go:noescape
+func dotRowsF16Z(w *byte, stride uintptr, x *float32, n int, rows int, dst *float32)
+
+//go:noescape
+func dotRowsBF16Z(w *byte, stride uintptr, x *float32, n int, rows int, dst *float32)
+
 //go:noescape
 func dot4BF16Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 

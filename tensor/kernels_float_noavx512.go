@@ -9,6 +9,12 @@ var hasAVX512 = false
 func dot4F32Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32)  { panic("unreachable") }
 func dot4F16Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32)  { panic("unreachable") }
 func dot4BF16Z(w *byte, lda uintptr, x *float32, n int, out *[4]float32) { panic("unreachable") }
+func dotRowsF16Z(w *byte, stride uintptr, x *float32, n int, rows int, dst *float32) {
+	panic("unreachable")
+}
+func dotRowsBF16Z(w *byte, stride uintptr, x *float32, n int, rows int, dst *float32) {
+	panic("unreachable")
+}
 func tileF32x3Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }

@@ -36,7 +36,8 @@ import (
 // (row, token) with dot4's accumulator and fold) and the multi-token
 // quantized row dots (dotQRowsX4, for the types whose kernels are proven
 // identical: x4Invariant; dotQRowsX8, Q8_0 eight tokens at a time on
-// 512-bit registers where the CPU has AVX-512 VNNI; dotQRowsKX8, the
+// 512-bit registers where the CPU has AVX-512 VNNI, whose single-token
+// row dot is on zmm too, the ymm one's bits: hasQ8Z; dotQRowsKX8, the
 // K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
 // give the ymm kernels' bits: hasKZ). So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
@@ -64,6 +65,16 @@ import (
 // integer dot product (AVX2 for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
 // Q6_K; dotQRows runs a whole chunk of rows per call), so a Q4_K row
 // streams 0.56 B/weight and never expands to float.
+//
+// On the AVX-512 kernels (the 2-CPU Zen 5 VM of issue 36) the decode rate
+// is set by how the row stream is fetched more than by arithmetic: one
+// read stream per core (F16, BF16: dotRowsHalf one row at a time instead of
+// dot4's four interleaved rows; Q8_0: qdotQ8_0Z keeps one row at a time
+// although two rows would double its in-cache rate), prefetched into L2
+// 16-32 KB ahead — several 4 KiB pages, so page walks and DRAM latency
+// start early — with every line of the stream covered. Measured per
+// CPU-second from DRAM: Q8_0 ~1.3×, F16 ~1.2×, K-quants ~1.1× over the
+// near L1 prefetch the ymm kernels keep (tuned on AVX2 hosts).
 //
 // Several tokens (a decode step of several sequences, a prefill chunk)
 // take the same row kernels over chunks of rows sized to stay in L2, so W
@@ -351,6 +362,11 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 	rb := w.RowBytes()
 	x := j.x[t*w.Cols : (t+1)*w.Cols]
 	dst := j.dst[t*w.Rows : (t+1)*w.Rows]
+	if (w.Type == F16 || w.Type == BF16) && hasAVX512 && w.Cols >= 8 {
+		// One row at a time, dot4's bits (dotRowsHalf).
+		dotRowsHalf(w.Type, dst[lo:hi], w.Data[lo*rb:], rb, x)
+		return
+	}
 	var out [4]float32
 	r := lo
 	for ; r+4 <= hi; r += 4 {

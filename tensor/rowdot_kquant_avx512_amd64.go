@@ -39,3 +39,5 @@ func qdotIQ4_XSZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *fl
 
 //go:noescape
 func qdotIQ4_XSx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+var kzPF0, kzPF1 = 2048, 0

@@ -26,6 +26,14 @@
 #include "textflag.h"
 #include "rowdot_amd64.h"
 
+// KZPF is how far ahead the single-token kernels prefetch the row stream,
+// into L2 (PREFETCHT1, a super-block's lines per step): 16 KB, four 4 KiB
+// pages, so page walks and DRAM latency start early; the ymm kernels'
+// PREFETCHT0 2 KB ahead measured no better than none on the Zen 5 VM (see
+// rowdot_q8_avx512_amd64.s). TinyLlama Q4_K_M decode, tok/cpu-s: ~1.07×;
+// 110M Q4_K_M ~1.08× (A/B interleaved, BenchmarkSynth).
+#define KZPF 16384
+
 // VPSHUFB masks, one 64-byte entry per group g: scale word 2g in the low
 // 256 bits, word 2g+1 in the high 256 bits (the scales as words in every
 // 128-bit lane of the source).
@@ -111,8 +119,9 @@ q4kzrow:
 	PCALIGN $64
 
 q4kzloop:
-	PREFETCHT0 2048(SI) // as qdotQ4_KSIMD
-	PREFETCHT0 2112(SI)
+	PREFETCHT1 KZPF(SI)
+	PREFETCHT1 KZPF+64(SI)
+	PREFETCHT1 KZPF+128(SI)
 	VSHUFI64X2 $0, Z2, Z2, Z10
 	K4MIN
 	K4NEXT(144)
@@ -323,9 +332,9 @@ q5kzrow:
 	PCALIGN $64
 
 q5kzloop:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2176(SI)
+	PREFETCHT1 KZPF(SI)
+	PREFETCHT1 KZPF+64(SI)
+	PREFETCHT1 KZPF+128(SI)
 	VSHUFI64X2 $0, Z2, Z2, Z10
 	K4MIN
 	K4NEXT(176)
@@ -523,8 +532,10 @@ q6kzrow:
 	PCALIGN $64
 
 q6kzloop:
-	PREFETCHT0 2048(SI) // as qdotQ6_KSIMD
-	PREFETCHT0 2112(SI)
+	PREFETCHT1 KZPF(SI)
+	PREFETCHT1 KZPF+64(SI)
+	PREFETCHT1 KZPF+128(SI)
+	PREFETCHT1 KZPF+192(SI)
 	Q6ZSCALES(Y2, Z2)
 	VPMADDWD   (BX), Y2, Y3
 	VPSLLD     $5, Y3, Y3

@@ -39,3 +39,10 @@ func qdotIQ4_XSZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer,
 func qdotIQ4_XSx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
 	panic("unreachable")
 }
+
+// No zmm Q8_0 row dot off amd64 (rowdot_q8_avx512_amd64.go).
+var hasQ8Z = false
+
+func qdotQ8_0Z(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
+	panic("unreachable")
+}

@@ -44,7 +44,11 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 	pd, pw, pq, pdd, st := &dst[0], &w[0], &q[0], &d[0], uintptr(stride)
 	switch wt { // direct calls: the kernels are go:noescape
 	case Q8_0:
-		qdotQ8_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		if hasQ8Z {
+			qdotQ8_0Z(pd, rows, pw, st, pq, pdd, aux, nb)
+		} else {
+			qdotQ8_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
+		}
 	case Q4_0:
 		qdotQ4_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_1:
