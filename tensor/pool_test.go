@@ -1,6 +1,10 @@
 package tensor
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
 
 // TestPoolStats: every job handed to the workers counts one dispatch and
 // its time, inline calls (a single chunk, a nil Pool) count nothing, the
@@ -37,4 +41,77 @@ func TestPoolStats(t *testing.T) {
 	if st := nilPool.Stats(); st != (PoolStats{}) {
 		t.Errorf("nil Pool: %+v", st)
 	}
+}
+
+// TestMatMulShared: products sharing one input in one dispatch equal the
+// separate MatMuls bit for bit (float, one K-quant activation format
+// across Q4_K/Q6_K, Q8_0), in one hand-off where they can share and one
+// each where they cannot (two activation formats, several tokens).
+func TestMatMulShared(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	p := NewPool(2)
+	defer p.Close()
+	const cols = 512
+	for _, c := range []struct {
+		types    []DType
+		n        int
+		dispatch uint64
+	}{
+		{[]DType{F16, F16, F32}, 1, 1},
+		{[]DType{Q4_K, Q6_K, Q4_K}, 1, 1},
+		{[]DType{Q8_0, Q8_0}, 1, 1},
+		{[]DType{Q8_0, Q4_K}, 1, 2},
+		{[]DType{Q4_K, Q4_K}, 3, 2},
+	} {
+		var ws []*Mat
+		var got, want [][]float32
+		for i, ty := range c.types {
+			w := anyMat(t, rng, ty, 40+24*i, cols)
+			ws = append(ws, w)
+			got = append(got, make([]float32, c.n*w.Rows))
+			want = append(want, make([]float32, c.n*w.Rows))
+		}
+		x := make([]float32, c.n*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for i, w := range ws {
+			p.MatMul(want[i], w, x, c.n)
+		}
+		p.ResetStats()
+		p.MatMulShared(x, c.n, ws, got)
+		if d := p.Stats().Dispatches; d != c.dispatch {
+			t.Errorf("%v n=%d: %d dispatches, want %d", c.types, c.n, d, c.dispatch)
+		}
+		for i := range ws {
+			for r := range want[i] {
+				if math.Float32bits(got[i][r]) != math.Float32bits(want[i][r]) {
+					t.Fatalf("%v n=%d: matrix %d row %d: %v shared, %v alone", c.types, c.n, i, r, got[i][r], want[i][r])
+				}
+			}
+		}
+	}
+}
+
+// anyMat is a random (rows, cols) matrix of a float or quantized type.
+func anyMat(t *testing.T, rng *rand.Rand, ty DType, rows, cols int) *Mat {
+	if isFloat(ty) {
+		w, _ := randMat(rng, ty, rows, cols)
+		return w
+	}
+	rb, err := ty.RowBytes(cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, rows*rb)
+	for r := range rows {
+		if err := QuantizeRow(data[r*rb:(r+1)*rb], ty, randVec(rng, cols)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := NewMat(ty, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
