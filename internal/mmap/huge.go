@@ -62,7 +62,8 @@ func (m *Mapping) vma() []byte {
 // in now (MADV_HUGEPAGE, then MADV_POPULATE_READ). If that leaves less
 // than half of it in huge pages and dropCache is set, the file's cached
 // pages not mapped elsewhere are dropped and it is read again, so the
-// page cache can refill it in large folios. The result is advice: an
+// page cache can refill it in large folios (unless most of it stays
+// cached: other processes map it). The result is advice: an
 // error (an old kernel, another platform) leaves an ordinary mapping
 // that works as before.
 func (m *Mapping) Huge(dropCache bool) (Residency, error) {
@@ -83,6 +84,11 @@ func (m *Mapping) Huge(dropCache bool) (Residency, error) {
 	}
 	if err := m.dropCache(); err != nil {
 		return r, err
+	}
+	// Pages another process maps stay cached (and small): when most did,
+	// reading the file in again would not make it huge.
+	if cached(m.data) > 0.5 {
+		return m.Residency(), nil
 	}
 	err = populate(m.data, false)
 	return m.Residency(), err

@@ -34,6 +34,24 @@ func dontNeed(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) }
 
 func dropFileCache(f *os.File) error { return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) }
 
+// cached is the share of b's pages in the page cache (mincore; 0 when
+// unknown).
+func cached(b []byte) float64 {
+	vec := make([]byte, (len(b)+os.Getpagesize()-1)/os.Getpagesize())
+	if len(vec) == 0 {
+		return 0
+	}
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+	if e != 0 {
+		return 0
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return float64(n) / float64(len(vec))
+}
+
 // residency reads the Rss and huge-page lines of the /proc/self/smaps
 // entry of the mapping that starts at vma[0].
 func residency(vma []byte) (resident, huge int64) {

@@ -1,6 +1,10 @@
 package mmap
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // TestSmapsParse: the smaps lines residency reads.
 func TestSmapsParse(t *testing.T) {
@@ -25,5 +29,21 @@ func TestSmapsParse(t *testing.T) {
 	}
 	if r := a.Residency(); r.Resident < int64(len(b)) {
 		t.Errorf("Residency of a touched 4 MiB arena: %+v", r)
+	}
+}
+
+// TestCached: a file just written is in the page cache (mincore).
+func TestCached(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if c := cached(m.Bytes()); c < 0.5 {
+		t.Errorf("cached share of a file just written: %.2f", c)
 	}
 }
