@@ -26,6 +26,7 @@ package model
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"nanoserve/gguf"
 	"nanoserve/internal/mmap"
@@ -183,12 +184,14 @@ func (m *Model) placeWeights(opts Options) error {
 		r, _ := fileHuge(mp, true) // advice: an error leaves the mapping as it was
 		huge += r.Huge
 	}
-	if size > 0 && huge >= size*9/10 {
+	if size > 0 && float64(huge) >= mmap.HugeEnough*float64(size) {
 		// The matrices built at load (fused q/k/v) live on the Go heap,
 		// in 4 KiB pages: those move to a huge-page arena.
 		m.placement, m.placementWhy = PlacementMappedHuge, "the page cache gives the file 2 MiB pages"
 		if err := m.copyWeights(false); err != nil {
 			m.placementWhy += "; the matrices built at load stay on the heap: " + err.Error()
+		} else {
+			debug.FreeOSMemory() // their heap copies are garbage now: not counted in the RSS
 		}
 		return nil
 	}

@@ -60,7 +60,7 @@ func (m *Mapping) vma() []byte {
 
 // Huge asks for the file mapping to be held in 2 MiB pages and reads it
 // in now (MADV_HUGEPAGE, then MADV_POPULATE_READ). If that leaves less
-// than half of it in huge pages and dropCache is set, the file's cached
+// than HugeEnough of it in huge pages and dropCache is set, the file's cached
 // pages not mapped elsewhere are dropped and it is read again, so the
 // page cache can refill it in large folios (unless most of it stays
 // cached: other processes map it). The result is advice: an
@@ -75,7 +75,7 @@ func (m *Mapping) Huge(dropCache bool) (Residency, error) {
 		err = populate(m.data, false)
 	}
 	r := m.Residency()
-	if err != nil || !dropCache || r.HugeShare() >= 0.5 || m.path == "" {
+	if err != nil || !dropCache || r.HugeShare() >= HugeEnough || m.path == "" {
 		return r, err
 	}
 	// Our own mapping pins the pages: let go of them first.
@@ -93,6 +93,10 @@ func (m *Mapping) Huge(dropCache bool) (Residency, error) {
 	err = populate(m.data, false)
 	return m.Residency(), err
 }
+
+// HugeEnough is the share of a mapping in huge pages that Huge does not
+// try to better (and model takes as a mapping in huge pages).
+const HugeEnough = 0.9
 
 // Populate faults the whole mapping in now, writable for an Anon
 // mapping (MADV_POPULATE_WRITE), so that a copy into it does not take a
