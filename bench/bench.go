@@ -134,6 +134,12 @@ type Test struct {
 	GOps     float64 `json:"gops,omitempty"`
 	PeakFrac float64 `json:"peak_frac,omitempty"`
 
+	// Hand-offs (tensor.PoolStats over the timed repetitions): jobs
+	// handed to the worker pool per token, and the share of the test's
+	// time the caller spent waiting at the end-of-job barrier.
+	Dispatches   float64 `json:"dispatches_per_token,omitempty"`
+	PoolWaitFrac float64 `json:"pool_wait_frac,omitempty"`
+
 	Skipped string `json:"skipped,omitempty"` // why it was not run
 }
 
@@ -171,6 +177,9 @@ type ModelInfo struct {
 	LoadMs      float64 `json:"load_ms"`
 	GenerateMs  float64 `json:"generate_ms,omitempty"` // writing the synthetic file (0: cached)
 	KVType      string  `json:"kv_cache_type"`         // Options.KVType, set by Run
+	// Weights: where the weights are held and their memory, as the run
+	// ended (model.WeightMemory; set by Run).
+	Weights model.WeightMemory `json:"weights"`
 }
 
 // System describes the machine at measurement time.
@@ -420,6 +429,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 	}
 	res.prefillShares()
 	res.PeakRSS = peakRSS()
+	res.Model.Weights = m.WeightMemory()
 	res.System.LoadEnd = loadAvg()
 	res.Seconds = time.Since(t0).Seconds()
 	return res, nil
@@ -445,7 +455,21 @@ func (o *Options) logTest(t *Test) {
 		o.logf("%s: skipped: %s", t.Name, t.Skipped)
 		return
 	}
+	if t.Dispatches > 0 {
+		o.logf("%s: %.2f ± %.2f tok/s (%.1f pool dispatches per token, %.1f%% of the time waiting at their barriers)",
+			t.Name, t.TokS.Mean, t.TokS.SD, t.Dispatches, 100*t.PoolWaitFrac)
+		return
+	}
 	o.logf("%s: %.2f ± %.2f tok/s", t.Name, t.TokS.Mean, t.TokS.SD)
+}
+
+// handoffs fills t's pool counters: st over the timed part (wall seconds)
+// that processed tokens tokens.
+func handoffs(t *Test, st tensor.PoolStats, tokens int, wall float64) {
+	if tokens > 0 && wall > 0 {
+		t.Dispatches = float64(st.Dispatches) / float64(tokens)
+		t.PoolWaitFrac = st.Wait.Seconds() / wall
+	}
 }
 
 // randomTokens fills r.toks with n random ids.
@@ -484,7 +508,11 @@ func (r *runner) forward(seq *kvcache.Seq, toks []int, pos0 int) error {
 // pp times a prefill of t.NPrompt tokens into a fresh sequence.
 func (r *runner) pp(t *Test) error {
 	var rates, lat []float64
+	var wall float64
 	for rep := range r.opts.Reps + 1 {
+		if rep == 1 {
+			r.m.Pool().ResetStats()
+		}
 		seq := &kvcache.Seq{}
 		toks := r.randomTokens(t.NPrompt)
 		if err := r.cache.Reserve(seq, t.NPrompt); err != nil {
@@ -500,9 +528,11 @@ func (r *runner) pp(t *Test) error {
 		if rep > 0 { // rep 0 warms up
 			rates = append(rates, float64(t.NPrompt)/dt)
 			lat = append(lat, dt*1e3)
+			wall += dt
 		}
 	}
 	t.TokS, t.LatencyMs = newStats(rates), newStats(lat)
+	handoffs(t, r.m.Pool().Stats(), t.NPrompt*r.opts.Reps, wall)
 	return nil
 }
 
@@ -558,7 +588,11 @@ func (r *runner) tgDepths(tests []*Test) error {
 			}
 		}
 		var rates, lat []float64
+		var wall float64
 		for rep := range t.Reps + 1 {
+			if rep == 1 {
+				r.m.Pool().ResetStats()
+			}
 			var err error
 			if stamps, err = r.decode(seq, t.NGen, t.Depth, stamps); err != nil {
 				return err
@@ -567,9 +601,11 @@ func (r *runner) tgDepths(tests []*Test) error {
 				dt := stamps[len(stamps)-1].Seconds()
 				rates = append(rates, float64(t.NGen)/dt)
 				lat = append(lat, dt*1e3/float64(t.NGen))
+				wall += dt
 			}
 		}
 		t.TokS, t.LatencyMs = newStats(rates), newStats(lat)
+		handoffs(t, r.m.Pool().Stats(), t.NGen*t.Reps, wall)
 		r.bandwidth(t)
 	}
 	return nil

@@ -41,6 +41,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Reps, "r", 3, "timed repetitions of each test, after one warm-up")
 	fs.IntVar(&t.Threads, "threads", tensor.PhysicalCores(), "worker threads")
 	fs.BoolVar(&t.NoMmap, "no-mmap", false, model.NoMmapUsage)
+	fs.BoolVar(&t.Mmap, "mmap", false, model.MmapUsage)
 	fs.IntVar(&o.Batch, "batch", 512, "prefill tokens per forward call")
 	fs.StringVar(&f.depths, "depths", "0,128,512,1024", "decode-rate sweep: context depths (\"none\": off)")
 	fs.StringVar(&f.genLens, "gen-lens", "32,64,128,256", "decode-rate sweep: generated lengths (\"none\": off)")

@@ -114,6 +114,9 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	if m.KVType != "" {
 		fmt.Fprintf(&b, "KV cache: %s\n", m.KVType)
 	}
+	if m.Weights.Placement != "" {
+		fmt.Fprintf(&b, "weights: %s\n", m.Weights)
+	}
 	fmt.Fprintf(&b, "peak RSS: %.1f MiB", float64(r.PeakRSS)/(1<<20))
 	if r.RSSNote != "" {
 		fmt.Fprintf(&b, " (%s)", r.RSSNote)

@@ -408,6 +408,12 @@ func (o *ServeOptions) do(ctx context.Context, r request) (t trace) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	// A server may close a kept-alive connection just as a request goes
+	// out on it (llama-server does between requests); the server saw
+	// nothing, so the transport may send it again — which it does only
+	// for requests marked idempotent. A nil entry marks it without sending
+	// the header.
+	req.Header["Idempotency-Key"] = nil
 	if o.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+o.APIKey)
 	}

@@ -23,6 +23,7 @@ type Target struct {
 	CacheDir  string // where synthetic models are kept ("" : CacheDir())
 	Threads   int
 	NoMmap    bool      // model.Options.CopyWeights
+	Mmap      bool      // model.Options.MapWeights
 	Log       io.Writer // a line on the synthetic file written or reused
 }
 
@@ -56,7 +57,7 @@ func Measure(t Target, opts Options) (*Result, error) {
 		path = p
 	}
 	t0 := time.Now()
-	m, err := model.Load(path, model.Options{Tokenizer: t.Tokenizer, Threads: t.Threads, CopyWeights: t.NoMmap})
+	m, err := model.Load(path, model.Options{Tokenizer: t.Tokenizer, Threads: t.Threads, CopyWeights: t.NoMmap, MapWeights: t.Mmap})
 	if err != nil {
 		return nil, err
 	}

@@ -187,6 +187,20 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
+// Mappings are the file mappings holding the tensor data (the first file's,
+// then a split model's others); none for a parsed File. Owned by f: not
+// to be closed by the caller.
+func (f *File) Mappings() []*mmap.Mapping {
+	var ms []*mmap.Mapping
+	if f.m != nil {
+		ms = append(ms, f.m)
+	}
+	for _, p := range f.parts {
+		ms = append(ms, p.Mappings()...)
+	}
+	return ms
+}
+
 // Close releases the mapping of a File from Open; tensor data must not be
 // used afterwards. Metadata stays valid. Closing a parsed File is a no-op.
 func (f *File) Close() error {

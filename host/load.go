@@ -141,7 +141,7 @@ func (s *Source) draft(m *model.Model, cacheTokens int) (engine.SpecOptions, fun
 	if d.Mode != engine.SpecDraft {
 		return o, none, nil
 	}
-	dm, err := model.Load(d.Path, model.Options{Tokenizer: s.Model.Tokenizer, Threads: s.Model.Threads, CopyWeights: s.Model.CopyWeights})
+	dm, err := model.Load(d.Path, model.Options{Tokenizer: s.Model.Tokenizer, Threads: s.Model.Threads, CopyWeights: s.Model.CopyWeights, MapWeights: s.Model.MapWeights})
 	if err != nil {
 		return o, none, fmt.Errorf("--draft-model: %w", err)
 	}

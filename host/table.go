@@ -397,7 +397,11 @@ func (t *Table[T]) load(sl *slot[T]) {
 		t.log.Error("server: loading a model failed", "model", spec.Names[0], "err", err)
 		return
 	}
-	t.log.Info("model loaded", "model", spec.Names[0], "ms", time.Since(start).Milliseconds(), "bytes", lm.Bytes)
+	weights := ""
+	if lm.Engine != nil && lm.Engine.Model() != nil {
+		weights = lm.Engine.Model().WeightMemory().String()
+	}
+	t.log.Info("model loaded", "model", spec.Names[0], "ms", time.Since(start).Milliseconds(), "bytes", lm.Bytes, "weights", weights)
 	t.evict(sl)
 }
 

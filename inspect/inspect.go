@@ -32,17 +32,18 @@ import (
 
 // Info is what `nanoserve inspect` reports (the --json schema).
 type Info struct {
-	Path          string           `json:"path"`
-	Format        string           `json:"format"`
-	Architecture  string           `json:"architecture"`
-	Config        Config           `json:"config"`
-	Params        int64            `json:"params"`
-	TensorCount   int              `json:"tensor_count"`
-	TensorTypes   map[string]int   `json:"tensor_types"`
-	FileBytes     int64            `json:"file_bytes"`
-	Files         []File           `json:"files"`
-	KVBytesPerTok int64            `json:"kv_bytes_per_token"` // F16, the default --kv-cache-type
-	KVBytesByType map[string]int64 `json:"kv_bytes_per_token_by_type"`
+	Path          string             `json:"path"`
+	Format        string             `json:"format"`
+	Architecture  string             `json:"architecture"`
+	Config        Config             `json:"config"`
+	Params        int64              `json:"params"`
+	TensorCount   int                `json:"tensor_count"`
+	TensorTypes   map[string]int     `json:"tensor_types"`
+	FileBytes     int64              `json:"file_bytes"`
+	Files         []File             `json:"files"`
+	KVBytesPerTok int64              `json:"kv_bytes_per_token"` // F16, the default --kv-cache-type
+	Weights       model.WeightMemory `json:"weights"`            // where the default load holds the weights, and its memory
+	KVBytesByType map[string]int64   `json:"kv_bytes_per_token_by_type"`
 	// Hybrid models: the recurrent layers and one sequence's state.
 	RecurrentLayers []int           `json:"recurrent_layers,omitempty"`
 	StateBytes      int64           `json:"recurrent_state_bytes,omitempty"`
@@ -139,7 +140,7 @@ func Describe(path string, m *model.Model, hash bool) (*Info, error) {
 			AttnScale: c.AttentionScale(), AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap,
 			Experts: c.Experts, ExpertsUsed: c.ExpertsUsed, ExpertHiddenDim: c.ExpertHiddenDim},
 		Params: m.ParamCount(), TensorCount: len(m.Tensors), TensorTypes: map[string]int{},
-		KVBytesPerTok: m.KVBytesPerToken(tensor.F16), KVBytesByType: kvBytesByType(m), EOG: m.Gen.EOG, StateBytes: m.StateBytes(),
+		KVBytesPerTok: m.KVBytesPerToken(tensor.F16), Weights: m.WeightMemory(), KVBytesByType: kvBytesByType(m), EOG: m.Gen.EOG, StateBytes: m.StateBytes(),
 		ChatTemplate: m.Gen.ChatTemplate != "", ChatTmplBytes: len(m.Gen.ChatTemplate),
 	}
 	ic := &info.Config
@@ -346,6 +347,9 @@ func printSizes(w io.Writer, in *Info) {
 	}
 	if c.SharedKVLayers != nil {
 		fmt.Fprintf(w, "shared kv:      layers %v read the caches of layers %v (%d of %d layers own a cache)\n", c.SharedKVLayers, c.KVSources, c.KVCacheLayers, c.Layers)
+	}
+	if in.Weights.Placement != "" {
+		fmt.Fprintf(w, "weights memory: %s\n", in.Weights)
 	}
 	fmt.Fprintf(w, "kv cache:       %d bytes per token (f16)", in.KVBytesPerTok)
 	for _, t := range []string{"f32", "q8_0"} {

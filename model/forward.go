@@ -283,6 +283,12 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 				copy(k[i*kvd:(i+1)*kvd], r[qd:qd+kvd])
 				copy(v[i*kvd:(i+1)*kvd], r[qd+kvd:])
 			}
+		} else if lw.wk != nil && lw.wv != nil && n == 1 {
+			// Not fused (the types differ): one hand-off for the three.
+			pool.MatMulShared(ws.xb[:dim], 1, []*tensor.Mat{lw.wq, lw.wk, lw.wv}, [][]float32{q, k, v})
+			addBias(q, lw.bq, n)
+			addBias(k, lw.bk, n)
+			addBias(v, lw.bv, n)
 		} else {
 			pool.MatMul(q, lw.wq, ws.xb[:n*dim], n)
 			addBias(q, lw.bq, n)
@@ -353,8 +359,7 @@ func (m *Model) ffn(l int, lw *layerWeights, n int) {
 			}
 		case lw.wGate != nil:
 			hb2 := ws.hb2[:n*hid]
-			pool.MatMul(hb, lw.wGate, ws.xb[:n*dim], n)
-			pool.MatMul(hb2, lw.wUp, ws.xb[:n*dim], n)
+			pool.MatMulShared(ws.xb[:n*dim], n, []*tensor.Mat{lw.wGate, lw.wUp}, [][]float32{hb, hb2})
 			if cfg.GELUGate {
 				m.elementwise(jobGeGLU, hb, hb2, hid)
 			} else {

@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"nanoserve/gguf"
-	"nanoserve/internal/mmap"
 	"nanoserve/llamacpp"
 	"nanoserve/tensor"
 	"nanoserve/tokenizer"
@@ -52,24 +51,36 @@ type Options struct {
 	Context   int          // configured context per sequence (picks LongRoPE factors as llama.cpp's n_ctx_seq does); 0: the trained context length
 	Pool      *tensor.Pool // worker pool to share (one caller at a time: Forward calls on models sharing it must not overlap); nil: a new one with Threads workers
 
-	// CopyWeights copies the matrices the forward pass multiplies by out
-	// of the file mapping into anonymous memory advised for transparent
-	// huge pages (as llama.cpp's --no-mmap reads them into memory). Where
-	// address translation of 4 KiB file pages is costly — a virtual
-	// machine with shadow or nested paging — streaming the weights runs
-	// several times faster (TinyLlama Q8_0 on a 2-vCPU PVM guest: decode
-	// 3× per CPU-second, issue 16); the cost is a copy at load and memory
-	// the page cache can no longer reclaim.
+	// CopyWeights (CLI --no-mmap) copies the matrices the forward pass
+	// multiplies by out of the file into anonymous memory advised for
+	// transparent huge pages (as llama.cpp's --no-mmap reads them into
+	// memory). MapWeights (CLI --mmap) leaves them in the plain file
+	// mapping, paged in 4 KiB at a time on first use. Neither (the
+	// default): the weights are held in 2 MiB pages the cheapest way the
+	// kernel allows — the file mapping itself where the page cache gives
+	// it huge pages, else the copy — see placeWeights (weightmem.go).
+	// Where address translation is costly (a virtual machine with nested
+	// paging) 4 KiB pages cost decode a large share of its speed (issue
+	// 16, issue 36). Setting both is an error.
 	CopyWeights bool
+	MapWeights  bool
 }
 
-// NoMmapUsage is the help of the --no-mmap flag that sets Options.CopyWeights.
-const NoMmapUsage = "copy the weight matrices out of the file mapping into anonymous huge-page memory\n" +
-	"(faster decode where 4 KiB page translation is costly, e.g. some virtual machines; costs a copy at load)"
+// NoMmapUsage and MmapUsage are the help of the --no-mmap and --mmap
+// flags (Options.CopyWeights, Options.MapWeights).
+const (
+	NoMmapUsage = "copy the weight matrices out of the file into anonymous huge-page memory (costs a copy at load and\n" +
+		"memory the page cache cannot reclaim; default: the file mapping in huge pages where the kernel gives them, else this copy)"
+	MmapUsage = "leave the weights in the plain file mapping, paged in 4 KiB at a time on first use (least memory;\n" +
+		"slower decode where 4 KiB page translation is costly, e.g. virtual machines)"
+)
 
 // Load reads the model at path: a Hugging Face directory, a GGUF file (by
 // its magic) or else a llama2.c checkpoint.
 func Load(path string, opts Options) (*Model, error) {
+	if opts.CopyWeights && opts.MapWeights {
+		return nil, errors.New("model: --mmap (Options.MapWeights) and --no-mmap (Options.CopyWeights) contradict each other: choose one")
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -110,60 +121,11 @@ func Load(path string, opts Options) (*Model, error) {
 		m.Close()
 		return nil, err
 	}
-	if opts.CopyWeights {
-		if err := m.copyWeights(); err != nil {
-			m.Close()
-			return nil, err
-		}
+	if err := m.placeWeights(opts); err != nil {
+		m.Close()
+		return nil, err
 	}
 	return m, nil
-}
-
-// copyWeights moves the data of every matrix the forward pass multiplies
-// by (Options.CopyWeights) into one anonymous huge-page arena, each
-// matrix 64-byte aligned; the embedding table is left in place (Forward
-// reads one row per token) unless it is the tied output matrix.
-func (m *Model) copyWeights() error {
-	var mats []*tensor.Mat
-	seen := map[*tensor.Mat]bool{}
-	add := func(ws ...*tensor.Mat) {
-		for _, w := range ws {
-			if w != nil && len(w.Data) > 0 && !seen[w] {
-				seen[w] = true
-				mats = append(mats, w)
-			}
-		}
-	}
-	for l := range m.w.layers {
-		lw := &m.w.layers[l]
-		if lw.wqkv != nil {
-			add(lw.wqkv) // wq, wk, wv are its rows, or unused
-		} else {
-			add(lw.wq, lw.wk, lw.wv)
-		}
-		add(lw.wo, lw.wGate, lw.wUp, lw.wDown, lw.router, lw.plGate, lw.plProj)
-		add(lw.expGate...)
-		add(lw.expUp...)
-		add(lw.expDown...)
-	}
-	add(m.w.output, m.w.perLayerProj)
-	size := 0
-	for _, w := range mats {
-		size += (len(w.Data) + 63) &^ 63
-	}
-	arena, err := mmap.Anon(size)
-	if err != nil {
-		return fmt.Errorf("model: copying the weights: %w", err)
-	}
-	buf, off := arena.Bytes(), 0
-	for _, w := range mats {
-		n := len(w.Data)
-		copy(buf[off:off+n], w.Data)
-		w.Data = buf[off : off+n : off+n]
-		off += (n + 63) &^ 63
-	}
-	m.closers = append(m.closers, arena)
-	return nil
 }
 
 func hasExt(path, ext string) bool { return strings.EqualFold(filepath.Ext(path), ext) }

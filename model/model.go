@@ -78,6 +78,7 @@ import (
 	"slices"
 	"sync"
 
+	"nanoserve/internal/mmap"
 	"nanoserve/kvcache"
 	"nanoserve/llamacpp"
 	"nanoserve/tensor"
@@ -319,6 +320,9 @@ type Model struct {
 	invFreqSWA []float64
 	longRope   [2][]float32 // (RopeDim/2) LongRoPE factors long, short, when the model has both (Phi-3)
 	closers    []io.Closer
+	arena      *mmap.Mapping // the anonymous copy of the matrices (weightmem.go); nil when they are mapped
+	// placement and placementWhy: where the weights are (WeightMemory).
+	placement, placementWhy string
 
 	mu  sync.Mutex // serialises Forward (ws and moe are shared)
 	ws  workspace

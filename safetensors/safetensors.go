@@ -108,6 +108,9 @@ func (f *File) Tensor(name string) (*Tensor, bool) {
 	return t, ok
 }
 
+// Mappings are the file mappings holding the tensor data (owned by f).
+func (f *File) Mappings() []*mmap.Mapping { return f.maps }
+
 // Close releases the mappings; tensor data must not be used afterwards.
 func (f *File) Close() error {
 	var err error

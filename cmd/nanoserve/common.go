@@ -27,6 +27,7 @@ type modelFlags struct {
 	kvType    string
 	kv        tensor.DType // --kv-cache-type, parsed by load
 	noMmap    bool         // --no-mmap: model.Options.CopyWeights
+	mmap      bool         // --mmap: model.Options.MapWeights
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -43,6 +44,7 @@ func (mf *modelFlags) registerRest(fs *flag.FlagSet) {
 	fs.StringVar(&mf.tokenizer, "tokenizer", "", "tokenizer file or folder (overrides the model's own; needed for llama2.c checkpoints)")
 	fs.IntVar(&mf.threads, "threads", tensor.PhysicalCores(), "worker threads")
 	fs.BoolVar(&mf.noMmap, "no-mmap", false, model.NoMmapUsage)
+	fs.BoolVar(&mf.mmap, "mmap", false, model.MmapUsage)
 	fs.IntVar(&mf.ctxSize, "ctx-size", 0, "context length in tokens (0: the model's)")
 	fs.BoolVar(&mf.longCtx, "allow-long-context", false, "allow a context longer than the model was trained for (warns)")
 	fs.StringVar(&mf.kvType, "kv-cache-type", "f16", "KV cache element type: f32, f16 or q8_0 (q8_0 needs head_dim a multiple of 32)")
@@ -111,7 +113,7 @@ func (mf *modelFlags) open() (*model.Model, error) {
 		mf.model, mf.ref = path, ref
 	}
 	// The context per sequence also picks LongRoPE factors (llama.cpp n_ctx_seq).
-	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap})
+	return model.Load(path, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Context: mf.ctxSize, CopyWeights: mf.noMmap, MapWeights: mf.mmap})
 }
 
 // stringList is a repeatable string flag.
@@ -178,7 +180,7 @@ func (sf *specFlags) options(mf *modelFlags, m *model.Model, cacheTokens int) (e
 	if err := sf.check(); err != nil || sf.mode != engine.SpecDraft {
 		return o, func() {}, err
 	}
-	d, closeDraft, err := engine.OpenDraft(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap}, m, cacheTokens)
+	d, closeDraft, err := engine.OpenDraft(sf.draft, model.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, CopyWeights: mf.noMmap, MapWeights: mf.mmap}, m, cacheTokens)
 	if err != nil {
 		return o, func() {}, err
 	}

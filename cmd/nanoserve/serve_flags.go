@@ -205,7 +205,7 @@ func (f *serveFlags) source(log *slog.Logger, models int) *host.Source {
 		seqs = engine.DefaultMaxSeqs
 	}
 	bp, _ := builtinModelPath()
-	src := &host.Source{Model: model.Options{Tokenizer: f.mf.tokenizer, Threads: f.mf.threads, Context: f.mf.ctxSize, CopyWeights: f.mf.noMmap},
+	src := &host.Source{Model: model.Options{Tokenizer: f.mf.tokenizer, Threads: f.mf.threads, Context: f.mf.ctxSize, CopyWeights: f.mf.noMmap, MapWeights: f.mf.mmap},
 		LongContext: f.mf.longCtx, ChatTemplate: *f.tmplPath, ToolFormat: f.tf, BuiltinPath: bp, BuiltinPolicy: defaultmodel.Policy(),
 		KV:     host.KVInputs{Memory: f.kvBytes / int64(atOnce), MemoryFlag: *f.kvMemory, Ctx: f.mf.ctxSize, MaxSeqs: seqs, Tokens: *f.kvTokens},
 		Engine: engine.Options{MaxSeqs: seqs, MaxQueue: *f.maxQueue, NoPrefixCache: *f.noPrefix, KVType: f.mf.kv, Grammar: grammarOptions},

@@ -15,8 +15,10 @@ import (
 // Mapping is a read-only view of a whole file.
 type Mapping struct {
 	data   []byte
-	mapped bool   // data came from mmap and must be unmapped
-	whole  []byte // the whole mapping when data is an aligned part of it (Anon); nil otherwise
+	mapped bool        // data came from mmap and must be unmapped
+	whole  []byte      // the whole mapping when data is an aligned part of it (Anon); nil otherwise
+	path   string      // the file mapped (Open); "" for Anon
+	file   os.FileInfo // path's identity at Open (reopen checks it is still that file)
 }
 
 // Open maps the file at path. An empty file gives an empty Mapping.
@@ -40,7 +42,25 @@ func Open(path string) (*Mapping, error) {
 	if int64(int(size)) != size {
 		return nil, fmt.Errorf("mmap: %s is too large (%d bytes) for this platform", path, size)
 	}
-	return mapFile(f, int(size))
+	m, err := mapFile(f, int(size))
+	if err != nil {
+		return nil, err
+	}
+	m.path, m.file = path, fi
+	return m, nil
+}
+
+// reopen opens the mapped file again, checking it is the same file.
+func (m *Mapping) reopen() (*os.File, error) {
+	f, err := os.Open(m.path)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, m.file) {
+		f.Close()
+		return nil, fmt.Errorf("mmap: %s was replaced after it was mapped", m.path)
+	}
+	return f, nil
 }
 
 // Bytes returns the file's contents (read-only; valid until Close).

@@ -1,5 +1,0 @@
-//go:build unix && !linux
-
-package mmap
-
-func madviseHuge([]byte) error { return nil }
