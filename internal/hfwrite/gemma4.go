@@ -74,25 +74,7 @@ func Gemma4FromGGUF(path, dir string, vl bool) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	w, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		return err
-	}
-	if _, err := safetensors.WriteTo(w, ts, map[string]string{"format": "pt"}); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return writeCheckpoint(dir, cfg, ts)
 }
 
 // gemma4Config is the Gemma4TextConfig of a gemma4 GGUF.

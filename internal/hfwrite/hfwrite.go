@@ -153,6 +153,13 @@ func FromGGUF(path, dir string) error {
 		}
 		ts = append(ts, out...)
 	}
+	return writeCheckpoint(dir, cfg, ts)
+}
+
+// writeCheckpoint writes dir (made if missing) as a Hugging Face
+// checkpoint: cfg indented as config.json, ts as model.safetensors with
+// the {"format": "pt"} metadata transformers' loader expects.
+func writeCheckpoint(dir string, cfg any, ts []safetensors.Tensor) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -163,15 +170,7 @@ func FromGGUF(path, dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
 		return err
 	}
-	w, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		return err
-	}
-	if _, err := safetensors.WriteTo(w, ts, map[string]string{"format": "pt"}); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"})
 }
 
 // convertTensor returns the Hugging Face tensor(s) for one GGUF tensor.

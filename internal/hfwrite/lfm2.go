@@ -1,10 +1,7 @@
 package hfwrite
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"nanoserve/gguf"
@@ -100,15 +97,5 @@ func LFM2FromGGUF(path, dir string) error {
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: append([]byte(nil), t.Data...)})
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	return safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"})
+	return writeCheckpoint(dir, cfg, ts)
 }

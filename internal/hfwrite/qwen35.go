@@ -1,11 +1,8 @@
 package hfwrite
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -191,17 +188,7 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: data})
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	return safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"})
+	return writeCheckpoint(dir, cfg, ts)
 }
 
 // ungroup moves, from row off on, block h of blk rows (rowBytes each) to
