@@ -422,14 +422,8 @@ func archOf(a *llamacpp.Arch) string {
 
 // hfLoader reads safetensors tensors, keeping the first error.
 type hfLoader struct {
-	st  *safetensors.File
-	err error
-}
-
-func (h *hfLoader) fail(err error) {
-	if h.err == nil {
-		h.err = err
-	}
+	st *safetensors.File
+	firstErr
 }
 
 func (h *hfLoader) get(name string, required bool) *safetensors.Tensor {
@@ -791,8 +785,6 @@ func (r *hfReader) rows(name string) (int, bool) {
 	}
 	return t.Shape[0], true
 }
-
-func (r *hfReader) error() error { return r.err }
 
 // vecN reads gpt-oss's expert biases (no other Hugging Face architecture
 // has (experts, width) vectors): the gate's and up's interleaved in
