@@ -45,16 +45,7 @@ func TestArchRoundTrip(t *testing.T) {
 			toks := parityTokens(24, 32000)
 			checkClose(t, name, logits(t, mo, toks), logits(t, mc, toks), parityTol)
 			// Same tensor set, each 3-D expert tensor included.
-			fo, err := gguf.Open(orig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fo.Close()
-			fc, err := gguf.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fc.Close()
+			fo, fc := openGGUF(t, orig), openGGUF(t, out)
 			for _, ti := range fo.Tensors {
 				tc, ok := fc.Tensor(ti.Name)
 				if !ok || !slices.Equal(tc.Dims, ti.Dims) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"nanoserve/gguf"
 	"nanoserve/internal/archfix"
 	"nanoserve/internal/hfwrite"
 	"nanoserve/internal/testshared"
@@ -91,16 +90,7 @@ func gemma4HF(t *testing.T, path, dir string, vl bool) string {
 // gemma4.* metadata values.
 func sameGemma4File(t *testing.T, want, out string, skip func(string) bool) {
 	t.Helper()
-	fw, err := gguf.Open(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fw.Close()
-	fo, err := gguf.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fo.Close()
+	fw, fo := openGGUF(t, want), openGGUF(t, out)
 	n := 0
 	for _, tw := range fw.Tensors {
 		to, ok := fo.Tensor(tw.Name)
@@ -151,16 +141,7 @@ func TestGemma4ConvertLarger(t *testing.T) {
 			}
 			hf := gemma4HF(t, orig, filepath.Join(tmp, "hf"), false)
 			out := mustConvert(t, hf, filepath.Join(tmp, "out.gguf"), Options{})
-			fo, err := gguf.Open(orig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fo.Close()
-			fc, err := gguf.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fc.Close()
+			fo, fc := openGGUF(t, orig), openGGUF(t, out)
 			for _, ti := range fo.Tensors {
 				tc, ok := fc.Tensor(ti.Name)
 				if strings.Contains(ti.Name, "ffn_gate_exps") || strings.Contains(ti.Name, "ffn_up_exps") {

@@ -172,20 +172,22 @@ func checkGreedy(t *testing.T, m *model.Model, g *golden, tol float64) {
 	}
 }
 
+// openGGUF opens a GGUF file for the rest of the test (closed on cleanup).
+func openGGUF(t *testing.T, path string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // sameTensors requires two GGUF files to hold the same tensors (names,
 // types, dims and bytes), in any order.
 func sameTensors(t *testing.T, want, got string) {
 	t.Helper()
-	a, err := gguf.Open(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := gguf.Open(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openGGUF(t, want), openGGUF(t, got)
 	if len(a.Tensors) != len(b.Tensors) {
 		t.Errorf("%s has %d tensors, %s %d", filepath.Base(want), len(a.Tensors), filepath.Base(got), len(b.Tensors))
 	}

@@ -507,20 +507,32 @@ func nonNegInt(s *obj, kw, path string) (int, bool, error) {
 	return int(i), true, nil
 }
 
-func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
-	s = dropFormatCoveredLengths(s)
-	lo, hasLo, err := nonNegInt(s, "minLength", path)
+// countBounds reads a pair of count keywords (minLength/maxLength,
+// minItems/maxItems, minProperties/maxProperties), the min first: lo is 0
+// when the min is absent (hasLo false), hi is −1 when the max is absent
+// (no upper bound).
+func countBounds(s *obj, minKw, maxKw, path string) (lo int, hasLo bool, hi int, err error) {
+	lo, hasLo, err = nonNegInt(s, minKw, path)
 	if err != nil {
-		return nil, err
+		return 0, false, 0, err
 	}
-	hi, hasHi, err := nonNegInt(s, "maxLength", path)
+	hi, hasHi, err := nonNegInt(s, maxKw, path)
 	if err != nil {
-		return nil, err
+		return 0, false, 0, err
 	}
 	if !hasHi {
 		hi = -1
 	}
-	if hasHi && lo > hi {
+	return lo, hasLo, hi, nil
+}
+
+func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
+	s = dropFormatCoveredLengths(s)
+	lo, hasLo, hi, err := countBounds(s, "minLength", "maxLength", path)
+	if err != nil {
+		return nil, err
+	}
+	if hi >= 0 && lo > hi {
 		return nil, serr(path, "minLength", "minLength %d > maxLength %d", lo, hi)
 	}
 	// Each of format, pattern and the length bounds is a regular language
@@ -557,10 +569,10 @@ func (c *schemaCompiler) stringSchema(s *obj, path string) (expr, error) {
 	switch {
 	case len(parts) == 0:
 		return seq(lit(`"`), rep(c.baseRule("char"), lo, hi), lit(`"`)), nil
-	case len(parts) == 1 && !hasLo && !hasHi:
+	case len(parts) == 1 && !hasLo && hi < 0:
 		return seq(lit(`"`), jsonify(parts[0]), lit(`"`)), nil
 	}
-	if hasLo || hasHi {
+	if hasLo || hi >= 0 {
 		parts = append(parts, rep(classExpr{[]cpRange{{0, maxRune}}}, lo, hi))
 	}
 	a, err := c.intersectAll(parts)
@@ -685,16 +697,9 @@ func (c *schemaCompiler) objectSchema(s *obj, path string) (expr, error) {
 			schemas[r] = true
 		}
 	}
-	minP, _, err := nonNegInt(s, "minProperties", path)
+	minP, _, maxP, err := countBounds(s, "minProperties", "maxProperties", path)
 	if err != nil {
 		return nil, err
-	}
-	maxP, hasMax, err := nonNegInt(s, "maxProperties", path)
-	if err != nil {
-		return nil, err
-	}
-	if !hasMax {
-		maxP = -1
 	}
 	if len(names) == 0 {
 		// A map: any keys, values of additionalProperties.
@@ -828,16 +833,9 @@ func (c *schemaCompiler) arraySchema(s *obj, path string) (expr, error) {
 			return nil, serr(path, restKw, "must be a schema or an array of schemas")
 		}
 	}
-	lo, _, err := nonNegInt(s, "minItems", path)
+	lo, _, hi, err := countBounds(s, "minItems", "maxItems", path)
 	if err != nil {
 		return nil, err
-	}
-	hi, hasHi, err := nonNegInt(s, "maxItems", path)
-	if err != nil {
-		return nil, err
-	}
-	if !hasHi {
-		hi = -1
 	}
 	if (items == nil || closed) && (hi < 0 || hi > len(prefix)) {
 		hi = len(prefix)

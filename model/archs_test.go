@@ -498,8 +498,15 @@ func gemma4Large(t *testing.T) *Model {
 // gemma4LargePath writes gemma4Large's file and returns its path.
 func gemma4LargePath(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gemma4-k-eq-v.gguf")
-	if err := archfix.Gemma4KEqV(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"), path); err != nil {
+	return gemma4Variant(t, "gemma4-k-eq-v.gguf", archfix.Gemma4KEqV)
+}
+
+// gemma4Variant writes the archfix variant write makes of the shared
+// gemma4 fixture to a temporary file (name) and returns its path.
+func gemma4Variant(t *testing.T, name string, write func(src, dst string) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := write(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"), path); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -553,11 +560,7 @@ func TestGemma4GlobalKVHeadsAndVFromK(t *testing.T) {
 // values; no llama.cpp golden exists for it.
 func gemma4MoEFixture(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gemma4-moe.gguf")
-	if err := archfix.Gemma4MoE(testshared.Path(t, "testdata/gguf-archs/gemma4/gemma4-F16.gguf"), path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return gemma4Variant(t, "gemma4-moe.gguf", archfix.Gemma4MoE)
 }
 
 // TestGemma4MoE: the 26B-A4B's layer structure (dense GeGLU FFN beside a

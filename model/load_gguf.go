@@ -41,15 +41,21 @@ func loadGGUF(path string, ctx int) (*Model, error) {
 
 // ggufLoader collects the first error while reading tensors and keys.
 type ggufLoader struct {
-	f   *gguf.File
-	err error
+	f *gguf.File
+	firstErr
 }
 
-func (g *ggufLoader) fail(err error) {
-	if g.err == nil {
-		g.err = err
+// firstErr keeps the first error a loader meets (weightReader's fail and
+// error, for ggufLoader and hfLoader alike).
+type firstErr struct{ err error }
+
+func (e *firstErr) fail(err error) {
+	if e.err == nil {
+		e.err = err
 	}
 }
+
+func (e *firstErr) error() error { return e.err }
 
 // uint reads "<arch>.suffix"; missing keys give def (or an error when
 // required).
@@ -519,8 +525,6 @@ func (g *ggufLoader) rows(name string) (int, bool) {
 	}
 	return t.Rows(), true
 }
-
-func (g *ggufLoader) error() error { return g.err }
 
 func (g *ggufLoader) vecN(name string, n int) []float32 {
 	t, ok := g.f.Tensor(name)

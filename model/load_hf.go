@@ -422,14 +422,8 @@ func archOf(a *llamacpp.Arch) string {
 
 // hfLoader reads safetensors tensors, keeping the first error.
 type hfLoader struct {
-	st  *safetensors.File
-	err error
-}
-
-func (h *hfLoader) fail(err error) {
-	if h.err == nil {
-		h.err = err
-	}
+	st *safetensors.File
+	firstErr
 }
 
 func (h *hfLoader) get(name string, required bool) *safetensors.Tensor {
@@ -449,10 +443,7 @@ func (h *hfLoader) mat(name string, rows, cols int, required bool) *tensor.Mat {
 	if t == nil {
 		return nil
 	}
-	ty, err := t.Type()
-	if err == nil && !tensor.Computable(ty) {
-		err = fmt.Errorf("model: tensor %s has unsupported type %s", name, t.DType)
-	}
+	ty, err := computableType(t, name)
 	if err != nil {
 		h.fail(err)
 		return nil
@@ -465,15 +456,32 @@ func (h *hfLoader) mat(name string, rows, cols int, required bool) *tensor.Mat {
 		h.fail(fmt.Errorf("model: tensor %s has shape %v, want [%d %d] (config.json)", name, t.Shape, rows, cols))
 		return nil
 	}
-	data := t.Data
-	if ty == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
-		data = slices.Clone(data) // misaligned float32s: copy to an aligned buffer
-	}
+	data := f32Aligned(ty, t.Data)
 	m, err := tensor.NewMat(ty, rows, cols, data)
 	if err != nil {
 		h.fail(fmt.Errorf("model: tensor %s: %w", name, err))
 	}
 	return m
+}
+
+// computableType is the element type of checkpoint tensor t (name), or an
+// error when it is not one the tensor kernels multiply by (tensor.Computable).
+func computableType(t *safetensors.Tensor, name string) (tensor.DType, error) {
+	ty, err := t.Type()
+	if err == nil && !tensor.Computable(ty) {
+		err = fmt.Errorf("model: tensor %s has unsupported type %s", name, t.DType)
+	}
+	return ty, err
+}
+
+// f32Aligned is data, copied to a new (aligned) buffer when ty is F32 and
+// data does not start on a 4-byte boundary: a safetensors header may
+// leave the data misaligned, and the kernels view F32 bytes as []float32.
+func f32Aligned(ty tensor.DType, data []byte) []byte {
+	if ty == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
+		return slices.Clone(data)
+	}
+	return data
 }
 
 // conv1D returns a GPT-2 Conv1D weight stored (in, out) as an (out, in)
@@ -734,10 +742,7 @@ func (r *hfReader) stackedExperts(hn string, experts, rows, cols int) []*tensor.
 	if t == nil {
 		return nil
 	}
-	ty, err := t.Type()
-	if err == nil && !tensor.Computable(ty) {
-		err = fmt.Errorf("model: tensor %s has unsupported type %s", hn, t.DType)
-	}
+	ty, err := computableType(t, hn)
 	if err == nil && !slices.Equal(t.Shape, []int{experts, rows, cols}) {
 		err = fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", hn, t.Shape, experts, rows, cols)
 	}
@@ -745,10 +750,7 @@ func (r *hfReader) stackedExperts(hn string, experts, rows, cols int) []*tensor.
 		r.fail(err)
 		return nil
 	}
-	data := t.Data
-	if ty == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
-		data = slices.Clone(data) // misaligned float32s: copy to an aligned buffer
-	}
+	data := f32Aligned(ty, t.Data)
 	slab := len(data) / experts
 	out := make([]*tensor.Mat, experts)
 	for e := range out {
@@ -783,8 +785,6 @@ func (r *hfReader) rows(name string) (int, bool) {
 	}
 	return t.Shape[0], true
 }
-
-func (r *hfReader) error() error { return r.err }
 
 // vecN reads gpt-oss's expert biases (no other Hugging Face architecture
 // has (experts, width) vectors): the gate's and up's interleaved in
@@ -869,10 +869,7 @@ func (r *hfReader) gptOssExperts(name string, experts, rows, cols int) []*tensor
 	if parity >= 0 {
 		outW = 2 * rows
 	}
-	ty, err := t.Type()
-	if err == nil && !tensor.Computable(ty) {
-		err = fmt.Errorf("model: tensor %s has unsupported type %s", hn, t.DType)
-	}
+	ty, err := computableType(t, hn)
 	if err == nil && (len(t.Shape) != 3 || t.Shape[0] != experts || t.Shape[1] != cols || t.Shape[2] != outW) {
 		err = fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d] (config.json)", hn, t.Shape, experts, cols, outW)
 	}

@@ -25,19 +25,16 @@ func Gemma4MoE(src, dst string) error {
 	}
 	defer f.Close()
 	w := gguf.NewWriter()
-	for _, kv := range f.KV {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			return err
-		}
+	if err := w.AddFile(f); err != nil { // the fixture's keys and tensors, then the experts'
+		return err
 	}
 	const E, used, eh, dim = 4, 2, 16, 32
-	for k, v := range map[string]uint32{"gemma4.expert_count": E, "gemma4.expert_used_count": used, "gemma4.expert_feed_forward_length": eh} {
-		if err := w.AddKV(k, gguf.Uint32(v)); err != nil {
-			return err
-		}
-	}
-	for _, ti := range f.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
+	for _, kv := range []gguf.KV{
+		{Key: "gemma4.expert_count", Value: gguf.Uint32(E)},
+		{Key: "gemma4.expert_used_count", Value: gguf.Uint32(used)},
+		{Key: "gemma4.expert_feed_forward_length", Value: gguf.Uint32(eh)},
+	} {
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,7 @@
 package hfwrite
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -74,25 +71,7 @@ func Gemma4FromGGUF(path, dir string, vl bool) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	w, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		return err
-	}
-	if _, err := safetensors.WriteTo(w, ts, map[string]string{"format": "pt"}); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return writeCheckpoint(dir, cfg, ts)
 }
 
 // gemma4Config is the Gemma4TextConfig of a gemma4 GGUF.
@@ -259,14 +238,11 @@ func gemma4Tensors(f *gguf.File, prefix string) ([]safetensors.Tensor, error) {
 			}
 			name = prefix + "layers." + rest[:i] + "." + hf
 		}
-		dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+		dt := stDType[t.Type]
 		if dt == "" {
 			return nil, fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
 		}
-		shape := make([]int, len(t.Dims))
-		for i, d := range t.Dims {
-			shape[len(t.Dims)-1-i] = int(d)
-		}
+		shape := hfShape(t.Dims)
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: slices.Clone(t.Data)})
 	}
 	// Gemma4TextRouter always has per_expert_scale: ones where llama.cpp
@@ -299,7 +275,7 @@ func joinGateUp(f *gguf.File, gate *gguf.TensorInfo, blk string) (safetensors.Te
 	if !ok || up.Type != gate.Type || !slices.Equal(up.Dims, gate.Dims) || len(gate.Dims) != 3 {
 		return safetensors.Tensor{}, fmt.Errorf("hfwrite: %sffn_gate_exps without a matching ffn_up_exps", blk)
 	}
-	dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[gate.Type]
+	dt := stDType[gate.Type]
 	if dt == "" {
 		return safetensors.Tensor{}, fmt.Errorf("hfwrite: %sffn_gate_exps has type %s", blk, gate.Type)
 	}
@@ -311,42 +287,4 @@ func joinGateUp(f *gguf.File, gate *gguf.TensorInfo, blk string) (safetensors.Te
 		out = append(out, up.Data[e*slab:(e+1)*slab]...)
 	}
 	return safetensors.Tensor{DType: dt, Shape: []int{E, 2 * ffn, hidden}, Data: out}, nil
-}
-
-// SentencePieceTokenizer gives dir a SentencePiece tokenizer: the
-// tokenizer.model at spm, and a tokenizer_config.json saying whether BOS
-// is added (as Gemma 3's and the Llama fixtures' directories carry it).
-func SentencePieceTokenizer(dir, spm string, addBOS bool) error {
-	data, err := os.ReadFile(spm)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.model"), data, 0o644); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(map[string]any{"add_bos_token": addBOS, "add_eos_token": false})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), raw, 0o644)
-}
-
-// DropTensors rewrites dir/model.safetensors without the tensors drop
-// names (e.g. the shared-KV layers' k_proj, v_proj and k_norm, which a
-// checkpoint transformers saves does not have: Gemma4TextAttention makes
-// them only for layers that own their KV).
-func DropTensors(dir string, drop func(name string) bool) error {
-	p := filepath.Join(dir, "model.safetensors")
-	f, err := safetensors.Open(p)
-	if err != nil {
-		return err
-	}
-	var keep []safetensors.Tensor
-	for _, t := range f.Tensors {
-		if !drop(t.Name) {
-			keep = append(keep, safetensors.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: slices.Clone(t.Data)})
-		}
-	}
-	f.Close()
-	return safetensors.Write(p, keep, map[string]string{"format": "pt"})
 }

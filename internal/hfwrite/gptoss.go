@@ -149,7 +149,7 @@ func mxfp4Blocks(name string, a, b *gguf.TensorInfo) ([]safetensors.Tensor, erro
 
 // floatExperts writes the unquantized form of one layer's experts.
 func floatExperts(p string, gate, up, down *gguf.TensorInfo) ([]safetensors.Tensor, error) {
-	dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[gate.Type]
+	dt := stDType[gate.Type]
 	if dt == "" || up.Type != gate.Type || down.Type != gate.Type || len(gate.Dims) != 3 || len(down.Dims) != 3 {
 		return nil, fmt.Errorf("hfwrite: %s: want 3-D float tensors of one type", p)
 	}

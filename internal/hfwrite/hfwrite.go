@@ -24,17 +24,22 @@
 //     llama.cpp's converter permuted each head's rows to interleaved pairs
 //     (row 2j+a of a head came from row a·d/2+j), so they are permuted
 //     back. Qwen3, Gemma and Phi-3 are NEOX in llama.cpp: rows as they are.
-//   - Gemma norms: GemmaRMSNorm multiplies by (1 + weight), llama.cpp
+//   - Gemma 2/3 norms: GemmaRMSNorm multiplies by (1 + weight), llama.cpp
 //     stores 1 + weight, so weight = stored − 1.
 //   - Experts: llama.cpp's 3-D ffn_*_exps tensors are split into one 2-D
-//     tensor per expert (slab e is expert e).
+//     tensor per expert (slab e is expert e); gpt-oss's are fused back
+//     into its release's layout (gptoss.go).
+//
+// The architectures whose checkpoints differ more have their own writers:
+// LFM2FromGGUF (lfm2.go), Qwen35FromGGUF (qwen35.go: the hybrid's
+// linear-attention layers) and Gemma4FromGGUF (gemma4.go: norms as
+// stored, proportional RoPE in config.json); the last two write the
+// vision-language layout too. dir.go writes a directory's files and edits
+// a written one (SetConfig, DropTensors, SentencePieceTokenizer).
 package hfwrite
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -153,25 +158,23 @@ func FromGGUF(path, dir string) error {
 		}
 		ts = append(ts, out...)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	return writeCheckpoint(dir, cfg, ts)
+}
+
+// stDType is the safetensors dtype of the float GGUF types a checkpoint
+// is written in ("" for any other: quantized tensors are not written).
+var stDType = map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}
+
+// hfShape is a GGUF tensor's dims as a safetensors shape: GGUF lists the
+// innermost (column) dimension first, safetensors the outermost, so a
+// (rows, cols) matrix has dims [cols rows] and shape [rows cols]; the
+// bytes are the same.
+func hfShape(dims []uint64) []int {
+	shape := make([]int, len(dims))
+	for i, d := range dims {
+		shape[len(dims)-1-i] = int(d)
 	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	w, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		return err
-	}
-	if _, err := safetensors.WriteTo(w, ts, map[string]string{"format": "pt"}); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return shape
 }
 
 // convertTensor returns the Hugging Face tensor(s) for one GGUF tensor.
@@ -183,14 +186,11 @@ func convertTensor(arch string, t *gguf.TensorInfo, heads, kvHeads, hd int) ([]s
 	if name == "" {
 		return nil, nil
 	}
-	dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+	dt := stDType[t.Type]
 	if dt == "" {
 		return nil, fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
 	}
-	shape := make([]int, len(t.Dims))
-	for i, d := range t.Dims {
-		shape[len(t.Dims)-1-i] = int(d)
-	}
+	shape := hfShape(t.Dims)
 	data := append([]byte(nil), t.Data...)
 	switch {
 	case strings.Contains(arch, "gemma") && strings.HasSuffix(t.Name, "norm.weight"):
@@ -308,25 +308,4 @@ func hfName(arch, name string) (string, error) {
 		return "", fmt.Errorf("hfwrite: tensor %s", name)
 	}
 	return "model.layers." + layer + "." + hf, nil
-}
-
-// SetConfig merges fields into dir/config.json (e.g. Phi-3's longrope
-// rope_scaling, which has no GGUF tensor to come from).
-func SetConfig(dir string, fields map[string]any) error {
-	p := filepath.Join(dir, "config.json")
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		return err
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Errorf("hfwrite: %s: %w", p, err)
-	}
-	for k, v := range fields {
-		cfg[k] = v
-	}
-	if raw, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-		return err
-	}
-	return os.WriteFile(p, raw, 0o644)
 }

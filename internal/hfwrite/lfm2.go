@@ -1,15 +1,11 @@
 package hfwrite
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"nanoserve/gguf"
 	"nanoserve/safetensors"
-	"nanoserve/tensor"
 )
 
 // LFM2FromGGUF writes an LFM2 checkpoint (Lfm2ForCausalLM) from an lfm2
@@ -87,28 +83,15 @@ func LFM2FromGGUF(path, dir string) error {
 			}
 			name = "model.layers." + layer + "." + hf
 		}
-		dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+		dt := stDType[t.Type]
 		if dt == "" {
 			return fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
 		}
-		shape := make([]int, len(t.Dims))
-		for i, d := range t.Dims {
-			shape[len(t.Dims)-1-i] = int(d)
-		}
+		shape := hfShape(t.Dims)
 		if strings.HasSuffix(t.Name, "shortconv.conv.weight") {
 			shape = []int{shape[0], 1, shape[1]} // Conv1d(dim, dim, L, groups=dim) weight
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: append([]byte(nil), t.Data...)})
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	return safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"})
+	return writeCheckpoint(dir, cfg, ts)
 }

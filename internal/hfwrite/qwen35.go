@@ -1,11 +1,8 @@
 package hfwrite
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -124,7 +121,7 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 			if proj, ok := expertNames[s]; ok && len(t.Dims) == 3 {
 				// One (rows, cols) tensor per expert, transformers' names.
 				rows, cols, e := int(t.Dims[1]), int(t.Dims[0]), int(t.Dims[2])
-				dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+				dt := stDType[t.Type]
 				if dt == "" || len(t.Data)%e != 0 {
 					return fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
 				}
@@ -141,14 +138,11 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 			}
 			name, suffix = model+"layers."+layer+"."+hf, s
 		}
-		dt := map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}[t.Type]
+		dt := stDType[t.Type]
 		if dt == "" {
 			return fmt.Errorf("hfwrite: tensor %s has type %s (want a float type)", t.Name, t.Type)
 		}
-		shape := make([]int, len(t.Dims))
-		for i, dd := range t.Dims {
-			shape[len(t.Dims)-1-i] = int(dd)
-		}
+		shape := hfShape(t.Dims)
 		data := slices.Clone(t.Data)
 		rowBytes := len(data) / shape[0] // a vector's: one element
 		switch suffix {
@@ -191,17 +185,7 @@ func Qwen35FromGGUF(path, dir string, vl bool) error {
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: data})
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
-		return err
-	}
-	return safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"})
+	return writeCheckpoint(dir, cfg, ts)
 }
 
 // ungroup moves, from row off on, block h of blk rows (rowBytes each) to
