@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
+	"nanoserve/chat"
 	"nanoserve/engine"
 	"nanoserve/sample"
 )
@@ -175,6 +177,9 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	prompter := *s.chat
 	if tools != nil {
 		prompter.Options.Tools = tools.tools
+		if tools.format == chat.ToolFormatGeneric && tools.parse() {
+			msgs = genericSystem(msgs, chat.GenericToolPrompt(tools.fns, tools.choice != "auto", tools.parallel))
+		}
 	}
 	reply, e := s.reasoningSetup(&cr.reasoningParams, &prompter, tools)
 	if e != nil {
@@ -278,3 +283,17 @@ func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
 // noSpeculation reports whether the request turned speculative decoding
 // off ("speculative": false).
 func noSpeculation(c *commonParams) bool { return c.Speculative != nil && !*c.Speculative }
+
+// genericSystem shows a template without tool syntax the tools: their
+// description joins the leading system message, or is one.
+func genericSystem(msgs []chat.Message, text string) []chat.Message {
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		out := slices.Clone(msgs)
+		if out[0].Content != "" {
+			text = out[0].Content + "\n\n" + text
+		}
+		out[0].Content = text
+		return out
+	}
+	return append([]chat.Message{{Role: "system", Content: text}}, msgs...)
+}
