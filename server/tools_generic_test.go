@@ -226,3 +226,38 @@ func TestGenericToolsConstrained(t *testing.T) {
 		})
 	}
 }
+
+// TestGenericToolsOtherAPIs: the Anthropic Messages API and the Responses
+// API read generic-format calls through the same pipeline.
+func TestGenericToolsOtherAPIs(t *testing.T) {
+	ts := newTestServer(t, nil)
+	sc := &script{replies: []string{`{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`}}
+	ts.gen = scripted(sc.gen)
+	resp, b := postRaw(t, ts.url+"/v1/messages", `{"max_tokens":50,"messages":[{"role":"user","content":"Weather in Paris?"}],`+
+		`"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}`)
+	var msg struct {
+		StopReason string `json:"stop_reason"`
+		Content    []struct {
+			Type  string          `json:"type"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"content"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &msg) != nil || msg.StopReason != "tool_use" || len(msg.Content) != 1 ||
+		msg.Content[0].Type != "tool_use" || msg.Content[0].Name != "get_weather" || string(msg.Content[0].Input) != `{"city":"Paris"}` {
+		t.Errorf("anthropic: %d %s", resp.StatusCode, b)
+	}
+	resp, b = postRaw(t, ts.url+"/v1/responses", `{"input":"Weather in Paris?","max_output_tokens":50,`+
+		`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`)
+	var r struct {
+		Output []struct {
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"output"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &r) != nil || len(r.Output) != 1 || r.Output[0].Type != "function_call" ||
+		r.Output[0].Name != "get_weather" || r.Output[0].Arguments != `{"city": "Paris"}` {
+		t.Errorf("responses: %d %s", resp.StatusCode, b)
+	}
+}
