@@ -65,8 +65,9 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.metricsAuth = fs.Bool("metrics-auth", false, "put /metrics behind --api-key too")
 	f.servedName = fs.String("served-name", "", "the first model's id, the name responses report (the file's base name, with or without extension, is always accepted too)")
 	f.tmplPath = fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
-	f.toolFormat = fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
-		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
+	f.toolFormat = fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template; generic when it has no tool syntax),\n"+
+		"hermes (Qwen), llama3-json, mistral, generic (tools described in the system message, the reply a JSON object),\n"+
+		"or none (requests with tools get 400 unless tool_choice is \"none\")")
 	f.reasoning = server.RegisterReasoningFlags(fs)
 	f.maxBody = fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	f.drain = fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
