@@ -61,6 +61,7 @@ func errorBody(e *apiError) any {
 // share. Pointers tell "absent or null" from a given value.
 type commonParams struct {
 	unsupportedParams
+	telemetryFields                        // llama-server's timings_per_token, return_progress (telemetry.go)
 	Model               string             `json:"model"`
 	Verbose             *bool              `json:"verbose"` // llama-server's: the answer carries __verbose (native.go)
 	MaxTokens           *int               `json:"max_tokens"`
@@ -663,6 +664,7 @@ type completionResponse struct {
 	// answer, a stream's usage chunk); native.go.
 	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
 	Timings           *nativeTimings  `json:"timings,omitempty"`
+	PromptProgress    *promptProgress `json:"prompt_progress,omitempty"` // return_progress (telemetry.go)
 	Verbose           *nativeResponse `json:"__verbose,omitempty"`
 }
 
@@ -722,5 +724,6 @@ type chatResponse struct {
 	// llama-server's, as on completionResponse.
 	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
 	Timings           *nativeTimings  `json:"timings,omitempty"`
+	PromptProgress    *promptProgress `json:"prompt_progress,omitempty"`
 	Verbose           *nativeResponse `json:"__verbose,omitempty"`
 }

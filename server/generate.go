@@ -32,6 +32,11 @@ type job struct {
 	tools        *toolSetup  // chat with tools; nil: none
 	reply        *replySetup // chat: how replies are read (reasoning, tools); nil: completions
 	verbose      bool        // a whole answer carries llama-server's __verbose (verboseObject)
+	// telemetry: a stream's timings_per_token / return_progress state
+	// (telemetry.go; nil: neither asked for); progress: stream
+	// prompt_progress chunks.
+	telemetry *telemetry
+	progress  bool
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, cr *completionRequest) {
@@ -54,6 +59,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request, p *commonParams,
 	}
 	j.start = start
 	j.verbose = s.native.verbose || p.Verbose != nil && *p.Verbose
+	j.setTelemetry(p.telemetryFields, j.stream)
 	s.run(r.Context(), j, s.blockStops(j, s.newResponder(w, r, j)))
 }
 
