@@ -51,7 +51,7 @@ const (
 )
 
 // ToolFormats lists the formats ParseToolFormat accepts (for flag help).
-var ToolFormats = []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatNone}
+var ToolFormats = []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatGeneric, ToolFormatNone}
 
 // ParseToolFormat reads a format name as a CLI flag gives it; "" and "auto"
 // return "" (meaning: detect from the template).

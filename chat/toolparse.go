@@ -55,12 +55,18 @@ func syntaxOf(f ToolFormat) (toolSyntax, bool) {
 // format f (ToolFormatNone or an unknown format: all content). newID names
 // each call (nil: NewToolCallID(f)).
 func ParseToolCalls(f ToolFormat, text string, newID func() string) (content string, calls []ToolCall) {
+	if newID == nil {
+		newID = func() string { return NewToolCallID(f) }
+	}
+	if f == ToolFormatGeneric {
+		if content, calls, ok := parseGeneric(text); ok {
+			return content, nameCalls(calls, newID)
+		}
+		return text, nil
+	}
 	syn, ok := syntaxOf(f)
 	if !ok {
 		return text, nil
-	}
-	if newID == nil {
-		newID = func() string { return NewToolCallID(f) }
 	}
 	rest := trimLeftSpace(text)
 	for _, b := range syn.bare {
@@ -308,6 +314,7 @@ type ToolCallDelta struct {
 type ToolStream struct {
 	syn     toolSyntax
 	on      bool
+	generic bool // ToolFormatGeneric: the whole reply is held to the end
 	newID   func() string
 	buf     string // unconsumed text
 	started bool   // the first non-space text has been seen
@@ -325,7 +332,8 @@ func NewToolStream(f ToolFormat, newID func() string) *ToolStream {
 	if newID == nil {
 		newID = func() string { return NewToolCallID(f) }
 	}
-	return &ToolStream{syn: syn, on: ok, newID: newID}
+	g := f == ToolFormatGeneric
+	return &ToolStream{syn: syn, on: ok || g, generic: g, newID: newID}
 }
 
 // Calls reports how many calls have been emitted so far.
@@ -338,6 +346,9 @@ func (s *ToolStream) Push(text string) (content string, deltas []ToolCallDelta) 
 	}
 	var out strings.Builder
 	s.buf += text
+	if s.generic {
+		return "", nil
+	}
 	if !s.started {
 		t := trimLeftSpace(s.buf)
 		if t == "" {
@@ -364,6 +375,12 @@ func (s *ToolStream) Push(text string) (content string, deltas []ToolCallDelta) 
 func (s *ToolStream) Finish() (content string, deltas []ToolCallDelta) {
 	if !s.on {
 		return "", nil
+	}
+	if s.generic {
+		text := s.buf
+		s.buf = ""
+		content, calls := ParseToolCalls(ToolFormatGeneric, text, func() string { return "" })
+		return content, s.emitCalls(calls, nil)
 	}
 	var out strings.Builder
 	if s.bare {

@@ -56,6 +56,16 @@ func TestParseToolCalls(t *testing.T) {
 		{"mistral bare (control token dropped)", ToolFormatMistral, " [{\"name\": \"f\", \"arguments\": {}}]", "", []call{{"id0", "f", `{}`}}},
 		{"mistral bad", ToolFormatMistral, "[TOOL_CALLS] [{\"name\": \"f\"", "[TOOL_CALLS] [{\"name\": \"f\"", nil},
 		{"mistral list text", ToolFormatMistral, "[1, 2]", "[1, 2]", nil},
+		{"generic call", ToolFormatGeneric, " {\"tool_call\": {\"name\": \"f\", \"arguments\": {\"a\": 1}}}\n", "", []call{{"id0", "f", `{"a": 1}`}}},
+		{"generic calls", ToolFormatGeneric, "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": {\"x\": \"}\"}}]}", "",
+			[]call{{"id0", "f", `{}`}, {"id1", "g", `{"x": "}"}`}}},
+		{"generic response", ToolFormatGeneric, "{\"response\": \"Hi \\\"you\\\"\\n\"}", "Hi \"you\"\n", nil},
+		{"generic structured response", ToolFormatGeneric, "{\"response\": {\"k\": [1]}}", `{"k": [1]}`, nil},
+		{"generic cut short", ToolFormatGeneric, "{\"response\": \"Hi", "{\"response\": \"Hi", nil},
+		{"generic other object", ToolFormatGeneric, "{\"answer\": 1}", "{\"answer\": 1}", nil},
+		{"generic trailing text", ToolFormatGeneric, "{\"response\": \"a\"} b", "{\"response\": \"a\"} b", nil},
+		{"generic bad call", ToolFormatGeneric, "{\"tool_call\": {\"name\": \"\"}}", "{\"tool_call\": {\"name\": \"\"}}", nil},
+		{"generic plain text", ToolFormatGeneric, "Hello.", "Hello.", nil},
 		{"none", ToolFormatNone, "<tool_call>{\"name\":\"a\",\"arguments\":{}}</tool_call>", "<tool_call>{\"name\":\"a\",\"arguments\":{}}</tool_call>", nil},
 	}
 	for _, c := range cases {
@@ -156,11 +166,13 @@ var toolSamples = []string{
 	"[{\"name\": \"f\", \"arguments\": {}}] trailing",
 	"[TOOL_CALLS [ ] \t\n",
 	"{\"name\": \"f\", \"parameters\": {}",
+	"{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}]}",
+	" {\"response\": \"<tool_call>\"} ",
 	"héllo 🦙 <tool_call>{\"name\":\"🦙\",\"arguments\":{\"k\":\"\\u00e9\"}}</tool_call>",
 }
 
 func allFormats() []ToolFormat {
-	return []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatNone}
+	return []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatGeneric, ToolFormatNone}
 }
 
 // TestToolStreamRandomSplits: for every sample and format, random chunkings
@@ -187,7 +199,7 @@ func FuzzToolStream(f *testing.F) {
 		f.Add(s, uint8(3), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, text string, size, format uint8) {
-		fm := allFormats()[int(format)%4]
+		fm := allFormats()[int(format)%len(allFormats())]
 		sz := []int{1 + int(size%16), 1 + int(size/16)}
 		checkStreamAgrees(t, fm, text, sz)
 		_, calls := ParseToolCalls(fm, text, counterIDs())

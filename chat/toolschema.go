@@ -76,68 +76,20 @@ func ToolCallConstraint(f ToolFormat, fns []ToolFunction, only string, parallel 
 	if len(fns) == 0 {
 		return nil, fmt.Errorf("chat: a forced tool call needs at least one tool")
 	}
+	if f == ToolFormatGeneric {
+		return genericConstraint(fns, only, parallel, false)
+	}
 	argsKey := "arguments"
 	if f == ToolFormatLlama3 {
 		argsKey = "parameters"
 	}
-	type offered struct {
-		i      int
-		params []byte
-	}
-	var picked []offered
-	for i, fn := range fns {
-		if fn.Name == "" {
-			return nil, fmt.Errorf("chat: tools[%d].function.name is empty", i)
-		}
-		if only != "" && fn.Name != only {
-			continue
-		}
-		params := bytes.TrimSpace(fn.Parameters)
-		if len(params) == 0 || string(params) == "null" {
-			params = []byte(`{"type":"object","properties":{}}`)
-		}
-		if params[0] != '{' || !json.Valid(params) {
-			return nil, fmt.Errorf("chat: tools[%d].function.parameters (%s) must be a JSON Schema object", i, fn.Name)
-		}
-		picked = append(picked, offered{i, params})
-	}
-	if len(picked) == 0 {
-		return nil, fmt.Errorf("chat: tool_choice names function %q, which is not among the tools", only)
-	}
-	// Each parameters schema is its own document: its references ("#",
-	// "#/$defs/X", what Pydantic writes) point into it. Inside the call
-	// schema it sits at a known JSON pointer, so they are rebased there.
 	base := ""
 	if f == ToolFormatMistral {
 		base = "/items"
 	}
-	var alts []json.RawMessage
-	for k, o := range picked {
-		fn := fns[o.i]
-		at := base
-		if len(picked) > 1 {
-			at += fmt.Sprintf("/anyOf/%d", k)
-		}
-		at += "/properties/" + escapePointer(argsKey)
-		params, err := rebaseRefs(o.params, at)
-		if err != nil {
-			return nil, fmt.Errorf("chat: tools[%d].function.parameters (%s): %v", o.i, fn.Name, err)
-		}
-		s, err := json.Marshal(callSchema{Type: "object", Properties: callProps{fn.Name, argsKey, params},
-			Required: []string{"name", argsKey}, AdditionalProperties: false})
-		if err != nil {
-			return nil, fmt.Errorf("chat: tools[%d] (%s): %w", o.i, fn.Name, err)
-		}
-		alts = append(alts, s)
-	}
-	one := alts[0]
-	if len(alts) > 1 {
-		var err error
-		if one, err = json.Marshal(struct {
-			AnyOf []json.RawMessage `json:"anyOf"`
-		}{alts}); err != nil {
-			return nil, err
-		}
+	one, err := callAlternatives(fns, only, argsKey, base)
+	if err != nil {
+		return nil, err
 	}
 	switch f {
 	case ToolFormatHermes:
@@ -294,4 +246,64 @@ func rebaseRefs(raw []byte, base string) ([]byte, error) {
 
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// callAlternatives is the schema of one call to any of fns (only the one
+// named only, when only != ""): {"name": {"const": name}, argsKey:
+// parameters}, or an anyOf of those. base is the JSON pointer at which the
+// result sits in the whole schema (each parameters schema's own references
+// are rebased under it).
+func callAlternatives(fns []ToolFunction, only, argsKey, base string) (json.RawMessage, error) {
+	type offered struct {
+		i      int
+		params []byte
+	}
+	var picked []offered
+	for i, fn := range fns {
+		if fn.Name == "" {
+			return nil, fmt.Errorf("chat: tools[%d].function.name is empty", i)
+		}
+		if only != "" && fn.Name != only {
+			continue
+		}
+		params := bytes.TrimSpace(fn.Parameters)
+		if len(params) == 0 || string(params) == "null" {
+			params = []byte(`{"type":"object","properties":{}}`)
+		}
+		if params[0] != '{' || !json.Valid(params) {
+			return nil, fmt.Errorf("chat: tools[%d].function.parameters (%s) must be a JSON Schema object", i, fn.Name)
+		}
+		picked = append(picked, offered{i, params})
+	}
+	if len(picked) == 0 {
+		return nil, fmt.Errorf("chat: tool_choice names function %q, which is not among the tools", only)
+	}
+	// Each parameters schema is its own document: its references ("#",
+	// "#/$defs/X", what Pydantic writes) point into it. Inside the call
+	// schema it sits at a known JSON pointer, so they are rebased there.
+	var alts []json.RawMessage
+	for k, o := range picked {
+		fn := fns[o.i]
+		at := base
+		if len(picked) > 1 {
+			at += fmt.Sprintf("/anyOf/%d", k)
+		}
+		at += "/properties/" + escapePointer(argsKey)
+		params, err := rebaseRefs(o.params, at)
+		if err != nil {
+			return nil, fmt.Errorf("chat: tools[%d].function.parameters (%s): %v", o.i, fn.Name, err)
+		}
+		s, err := json.Marshal(callSchema{Type: "object", Properties: callProps{fn.Name, argsKey, params},
+			Required: []string{"name", argsKey}, AdditionalProperties: false})
+		if err != nil {
+			return nil, fmt.Errorf("chat: tools[%d] (%s): %w", o.i, fn.Name, err)
+		}
+		alts = append(alts, s)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return json.Marshal(struct {
+		AnyOf []json.RawMessage `json:"anyOf"`
+	}{alts})
 }

@@ -115,3 +115,44 @@ func TestCallConstraintGBNFRoot(t *testing.T) {
 		t.Errorf("literal %s", got)
 	}
 }
+
+// TestGenericConstraint: the generic reply's schema — a call object, a
+// list of them with parallel calls, and with tool_choice auto the
+// {"response"} alternative — with each parameters schema's references
+// rebased to where it sits.
+func TestGenericConstraint(t *testing.T) {
+	fns := []ToolFunction{{Name: "f", Parameters: json.RawMessage(`{"$defs":{"X":{"type":"integer"}},"type":"object","properties":{"x":{"$ref":"#/$defs/X"}}}`)}}
+	args := func(base string) string {
+		return `{"type":"object","properties":{"name":{"const":"f"},"arguments":{"$defs":{"X":{"type":"integer"}},"type":"object","properties":{"x":{"$ref":"#` +
+			base + `/properties/arguments/$defs/X"}}}},"required":["name","arguments"],"additionalProperties":false}`
+	}
+	obj := func(key, schema string) string {
+		return `{"type":"object","properties":{"` + key + `":` + schema + `},"required":["` + key + `"],"additionalProperties":false}`
+	}
+	resp := obj("response", `{"type":"string"}`)
+	c, err := ToolCallConstraint(ToolFormatGeneric, fns, "", false)
+	if want := obj("tool_call", args("/properties/tool_call")); err != nil || string(c.Schema) != want {
+		t.Errorf("required:\n%s %v\nwant\n%s", c.Schema, err, want)
+	}
+	c, err = ToolCallConstraint(ToolFormatGeneric, fns, "f", true)
+	if want := obj("tool_calls", `{"type":"array","items":`+args("/properties/tool_calls/items")+`,"minItems":1}`); err != nil || string(c.Schema) != want {
+		t.Errorf("named, parallel:\n%s %v\nwant\n%s", c.Schema, err, want)
+	}
+	c, err = GenericReplyConstraint(fns, false)
+	if want := `{"anyOf":[` + obj("tool_call", args("/anyOf/0/properties/tool_call")) + `,` + resp + `]}`; err != nil || string(c.Schema) != want {
+		t.Errorf("auto:\n%s %v\nwant\n%s", c.Schema, err, want)
+	}
+	if c.Prefix != "" || c.Suffix != "" || c.Repeat {
+		t.Errorf("the generic reply is bare JSON: %+v", c)
+	}
+	if _, err := ToolCallConstraint(ToolFormatGeneric, fns, "g", false); err == nil {
+		t.Error("an unknown named function is accepted")
+	}
+	p := GenericToolPrompt(fns, true, false)
+	if !strings.Contains(p, `{"name":"f","parameters":{"$defs"`) || !strings.Contains(p, `{"tool_call": `) || strings.Contains(p, `"response"`) {
+		t.Errorf("required prompt %q", p)
+	}
+	if p := GenericToolPrompt(fns, false, true); !strings.Contains(p, `{"tool_calls": [`) || !strings.Contains(p, `{"response": `) {
+		t.Errorf("auto parallel prompt %q", p)
+	}
+}

@@ -6,6 +6,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"nanoserve/sample"
 )
@@ -105,6 +106,20 @@ type Request struct {
 	// file separator. Off (left to right), every FIM marker is masked from
 	// sampling. See "Control tokens".
 	FIM bool
+	// Progress, if set, is told how the prompt's prefill goes: once when
+	// the sequence is first admitted (Processed = Cached: the positions
+	// the cache already held) and after each step that fed it prompt
+	// tokens, the last with Processed = Total. It runs on the engine's
+	// scheduler goroutine: it must return at once (never block).
+	Progress func(PromptProgress)
+}
+
+// PromptProgress is how far a request's prompt has been processed:
+// Total prompt tokens, of which Cached came from the cache and Processed
+// (Cached included) have K/V; Elapsed since the first admission.
+type PromptProgress struct {
+	Total, Cached, Processed int
+	Elapsed                  time.Duration
 }
 
 // Token is one generated token as it lands.

@@ -38,6 +38,9 @@ type seq struct {
 	// the driver accepts them.
 	draft []int
 
+	progress func(PromptProgress) // Request.Progress (nil: none)
+	shown    int                  // the prompt positions progress has reported (never goes back)
+
 	admitted bool      // admitted at least once
 	cached   int       // positions reused at the first admission (prefix or session)
 	tSched   time.Time // first admission
@@ -352,6 +355,10 @@ func (sc *scheduler) admit(p *plan, s *seq) bool {
 		s.cached = cached
 		sc.prefixQuery += int64(s.nPrompt)
 		sc.prefixHit += int64(cached)
+		if s.progress != nil {
+			s.shown = cached
+			s.progress(PromptProgress{Total: s.nPrompt, Cached: cached, Processed: cached})
+		}
 	}
 	return true
 }
@@ -470,6 +477,12 @@ func (sc *scheduler) commit(p *plan, r stepResult) []*seq {
 		return done
 	}
 	for _, s := range p.seqs {
+		if done := min(s.kv.Len, s.nPrompt); s.progress != nil && done > s.shown {
+			// This step fed prompt tokens (kv.Len counts them; a preempted
+			// sequence's recomputation is not reported again).
+			s.shown = done
+			s.progress(PromptProgress{Total: s.nPrompt, Cached: s.cached, Processed: done, Elapsed: time.Since(s.tSched)})
+		}
 		if !sc.noPrefix {
 			sc.cache.Commit(s.kv, s.tokens)
 			if sc.stateBoundary(s, s.kv.Len) {

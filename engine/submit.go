@@ -218,7 +218,7 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*submission, error) 
 		choices[i] = c
 	}
 	s := &seq{ctx: ctx, tokens: append(make([]int, 0, len(prefill)+64), prefill...), nPrompt: len(prefill),
-		sess: req.Session, c: choices[0], forks: choices[1:]}
+		sess: req.Session, c: choices[0], forks: choices[1:], progress: req.Progress}
 	s.kv = &s.own
 	if sess := req.Session; sess != nil {
 		if !sess.busy.CompareAndSwap(false, true) {

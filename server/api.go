@@ -61,6 +61,7 @@ func errorBody(e *apiError) any {
 // share. Pointers tell "absent or null" from a given value.
 type commonParams struct {
 	unsupportedParams
+	telemetryFields                        // llama-server's timings_per_token, return_progress (telemetry.go)
 	Model               string             `json:"model"`
 	Verbose             *bool              `json:"verbose"` // llama-server's: the answer carries __verbose (native.go)
 	MaxTokens           *int               `json:"max_tokens"`
@@ -549,10 +550,53 @@ func chatMessages(in []wireMessage, format chat.ToolFormat) ([]chat.Message, *ap
 			}
 			content = strings.Join(texts, "\n")
 		}
+		if format == chat.ToolFormatGeneric && len(msg.ToolCalls) > 0 {
+			// A template without tool syntax drops tool_calls: the turn
+			// shows the calls as the generic reply object it was.
+			if calls := genericHistory(m); len(calls) > 0 {
+				if content != "" {
+					content += "\n"
+				}
+				content += chat.GenericCallsText(calls)
+			}
+		}
 		msg.Content = content
 		out = append(out, msg)
 	}
 	return out, nil
+}
+
+// genericHistory reads an assistant message's calls (tool_calls, or the
+// legacy function_call) as name and arguments text; assistantCalls has
+// already checked their shape.
+func genericHistory(m wireMessage) []chat.ToolCall {
+	type fn struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	var fns []fn
+	var calls []struct {
+		Function fn `json:"function"`
+	}
+	if json.Unmarshal(m.ToolCalls, &calls) == nil {
+		for _, c := range calls {
+			fns = append(fns, c.Function)
+		}
+	}
+	var legacy fn
+	if !isNull(m.FunctionCall) && json.Unmarshal(m.FunctionCall, &legacy) == nil {
+		fns = append(fns, legacy)
+	}
+	out := make([]chat.ToolCall, 0, len(fns))
+	for _, f := range fns {
+		args := string(f.Arguments)
+		var str string
+		if json.Unmarshal(f.Arguments, &str) == nil {
+			args = str // OpenAI's arguments: JSON text in a string
+		}
+		out = append(out, chat.ToolCall{Name: f.Name, Arguments: args})
+	}
+	return out
 }
 
 // ---- responses ----
@@ -627,6 +671,7 @@ type completionResponse struct {
 	// answer, a stream's usage chunk); native.go.
 	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
 	Timings           *nativeTimings  `json:"timings,omitempty"`
+	PromptProgress    *promptProgress `json:"prompt_progress,omitempty"` // return_progress (telemetry.go)
 	Verbose           *nativeResponse `json:"__verbose,omitempty"`
 }
 
@@ -686,5 +731,6 @@ type chatResponse struct {
 	// llama-server's, as on completionResponse.
 	SystemFingerprint string          `json:"system_fingerprint,omitempty"`
 	Timings           *nativeTimings  `json:"timings,omitempty"`
+	PromptProgress    *promptProgress `json:"prompt_progress,omitempty"`
 	Verbose           *nativeResponse `json:"__verbose,omitempty"`
 }

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
+	"nanoserve/chat"
 	"nanoserve/engine"
 	"nanoserve/sample"
 )
@@ -30,6 +32,11 @@ type job struct {
 	tools        *toolSetup  // chat with tools; nil: none
 	reply        *replySetup // chat: how replies are read (reasoning, tools); nil: completions
 	verbose      bool        // a whole answer carries llama-server's __verbose (verboseObject)
+	// telemetry: a stream's timings_per_token / return_progress state
+	// (telemetry.go; nil: neither asked for); progress: stream
+	// prompt_progress chunks.
+	telemetry *telemetry
+	progress  bool
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, cr *completionRequest) {
@@ -52,6 +59,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request, p *commonParams,
 	}
 	j.start = start
 	j.verbose = s.native.verbose || p.Verbose != nil && *p.Verbose
+	j.setTelemetry(p.telemetryFields, j.stream)
 	s.run(r.Context(), j, s.blockStops(j, s.newResponder(w, r, j)))
 }
 
@@ -175,6 +183,9 @@ func (s *Server) chatJob(cr *chatRequest) (*job, *apiError) {
 	prompter := *s.chat
 	if tools != nil {
 		prompter.Options.Tools = tools.tools
+		if tools.format == chat.ToolFormatGeneric && tools.parse() {
+			msgs = genericSystem(msgs, chat.GenericToolPrompt(tools.fns, tools.choice != "auto", tools.parallel))
+		}
 	}
 	reply, e := s.reasoningSetup(&cr.reasoningParams, &prompter, tools)
 	if e != nil {
@@ -278,3 +289,17 @@ func (s *Server) startError(ctx context.Context, err error, j *job) *apiError {
 // noSpeculation reports whether the request turned speculative decoding
 // off ("speculative": false).
 func noSpeculation(c *commonParams) bool { return c.Speculative != nil && !*c.Speculative }
+
+// genericSystem shows a template without tool syntax the tools: their
+// description joins the leading system message, or is one.
+func genericSystem(msgs []chat.Message, text string) []chat.Message {
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		out := slices.Clone(msgs)
+		if out[0].Content != "" {
+			text = out[0].Content + "\n\n" + text
+		}
+		out[0].Content = text
+		return out
+	}
+	return append([]chat.Message{{Role: "system", Content: text}}, msgs...)
+}

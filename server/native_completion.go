@@ -16,7 +16,8 @@ package server
 // output constraints (grammar, json_schema, response_format: constrain.go),
 // stream. Fields of llama-server's own machinery — cache_prompt (the
 // prefix cache is always on), samplers (the order is nanoserve's), id_slot,
-// n_keep, t_max_prompt_ms, timings_per_token — are accepted and ignored.
+// n_keep, t_max_prompt_ms — are accepted and ignored; timings_per_token and
+// return_progress stream llama-server's telemetry (telemetry.go).
 //
 // Response: llama-server's completion object: content, tokens (the ids
 // when return_tokens), id_slot -1, stop, model, tokens_predicted,
@@ -84,6 +85,7 @@ func (s *Server) handleNativeCompletion(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	j.start = start
+	j.setTelemetry(nr.telemetryFields, j.stream)
 	s.run(r.Context(), j.job, s.newNativeSink(w, j))
 }
 
@@ -289,23 +291,24 @@ type tokenProb struct {
 // nativeResponse is llama-server's answer object, of /completion and of
 // /infill (which never sets completion_probabilities).
 type nativeResponse struct {
-	Index              int            `json:"index"`
-	Content            string         `json:"content"`
-	Tokens             []int          `json:"tokens"`
-	IDSlot             int            `json:"id_slot"`
-	Stop               bool           `json:"stop"`
-	Model              string         `json:"model,omitempty"`
-	TokensPredicted    int            `json:"tokens_predicted"`
-	TokensEvaluated    int            `json:"tokens_evaluated"`
-	GenerationSettings map[string]any `json:"generation_settings,omitempty"`
-	Prompt             *string        `json:"prompt,omitempty"`
-	HasNewLine         *bool          `json:"has_new_line,omitempty"`
-	Truncated          *bool          `json:"truncated,omitempty"`
-	StopType           string         `json:"stop_type,omitempty"`
-	StoppingWord       *string        `json:"stopping_word,omitempty"`
-	TokensCached       *int           `json:"tokens_cached,omitempty"`
-	Timings            *nativeTimings `json:"timings,omitempty"`
-	Probs              []tokenProb    `json:"completion_probabilities,omitempty"`
+	Index              int             `json:"index"`
+	Content            string          `json:"content"`
+	Tokens             []int           `json:"tokens"`
+	IDSlot             int             `json:"id_slot"`
+	Stop               bool            `json:"stop"`
+	Model              string          `json:"model,omitempty"`
+	TokensPredicted    int             `json:"tokens_predicted"`
+	TokensEvaluated    int             `json:"tokens_evaluated"`
+	GenerationSettings map[string]any  `json:"generation_settings,omitempty"`
+	Prompt             *string         `json:"prompt,omitempty"`
+	HasNewLine         *bool           `json:"has_new_line,omitempty"`
+	Truncated          *bool           `json:"truncated,omitempty"`
+	StopType           string          `json:"stop_type,omitempty"`
+	StoppingWord       *string         `json:"stopping_word,omitempty"`
+	TokensCached       *int            `json:"tokens_cached,omitempty"`
+	Timings            *nativeTimings  `json:"timings,omitempty"`
+	PromptProgress     *promptProgress `json:"prompt_progress,omitempty"`
+	Probs              []tokenProb     `json:"completion_probabilities,omitempty"`
 }
 
 // nativeSink writes /completion's answer.
@@ -345,7 +348,14 @@ func (o *nativeSink) Delta(i int, d delta) bool {
 	for k, t := range d.Tokens {
 		toks[k] = t.ID
 	}
-	return o.send(&nativeResponse{Index: i, Content: d.Text, Tokens: toks, IDSlot: -1, TokensPredicted: len(o.ids[i]), Probs: probs})
+	return o.send(&nativeResponse{Index: i, Content: d.Text, Tokens: toks, IDSlot: -1, TokensPredicted: len(o.ids[i]), Probs: probs,
+		Timings: o.j.timingsNow(i)})
+}
+
+// Progress streams a prompt_progress chunk (return_progress).
+func (o *nativeSink) Progress(p engine.PromptProgress) bool {
+	return o.send(&nativeResponse{Content: "", Tokens: []int{}, IDSlot: -1, TokensEvaluated: p.Total,
+		Timings: o.j.progressTimings(p), PromptProgress: progressOf(p)})
 }
 
 // prob is one token's completion_probabilities entry.

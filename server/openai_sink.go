@@ -60,8 +60,39 @@ func (o *responder) startStream() bool {
 	return o.flush()
 }
 
-// send writes one server-sent event.
-func (o *responder) send(v any) bool { return o.sse(v) }
+// send writes one server-sent event; with timings_per_token a chunk of a
+// choice carries the timings as they stand (the opening role chunk none).
+func (o *responder) send(v any) bool {
+	switch c := v.(type) {
+	case chatResponse:
+		if c.Timings == nil && len(c.Choices) == 1 && c.Choices[0].Delta != nil && c.Choices[0].Delta.Role == "" {
+			c.Timings = o.j.timingsNow(c.Choices[0].Index)
+		}
+		v = c
+	case completionResponse:
+		if c.Timings == nil && len(c.Choices) == 1 {
+			c.Timings = o.j.timingsNow(c.Choices[0].Index)
+		}
+		v = c
+	}
+	return o.sse(v)
+}
+
+// Progress streams a prompt_progress chunk (return_progress): chat's
+// carries delta {role, content: null}, a completion's empty text.
+func (o *responder) Progress(p engine.PromptProgress) bool {
+	if !o.startStream() {
+		return false
+	}
+	if o.j.chat {
+		c := o.chatChunk(0, &chatMessage{Role: "assistant"}, nil, nil)
+		c.Timings, c.PromptProgress = o.j.progressTimings(p), progressOf(p)
+		return o.send(c)
+	}
+	c := o.completionChunk(0, "", nil, nil)
+	c.Timings, c.PromptProgress = o.j.progressTimings(p), progressOf(p)
+	return o.send(c)
+}
 
 // Fail answers a job that could not start.
 func (o *responder) Fail(e *apiError) { writeError(o.w, e) }

@@ -98,14 +98,15 @@ func TestOpenAIToolConversation(t *testing.T) {
 
 // TestOpenAIToolChoiceRequired: in every tool-call format — llama3-json's
 // bare JSON, Hermes' <tool_call> blocks (the Qwen2 template's own format)
-// and Mistral's [TOOL_CALLS] array (which this vocabulary spells as text)
+// Mistral's [TOOL_CALLS] array (which this vocabulary spells as text) and
+// the generic format's {"tool_call"} / {"tool_calls": [...]} object
 // — tool_choice "required" and a named function make the random-weight
 // Qwen2 model itself, with no script, answer with calls that parse and
 // validate against the function's schema (an independent JSON Schema
 // validator), greedy and sampled, with and without parallel calls; a
 // streamed reply accumulated by the client equals the non-streamed one.
 func TestOpenAIToolChoiceRequired(t *testing.T) {
-	for _, format := range []chat.ToolFormat{chat.ToolFormatLlama3, chat.ToolFormatHermes, chat.ToolFormatMistral} {
+	for _, format := range []chat.ToolFormat{chat.ToolFormatLlama3, chat.ToolFormatHermes, chat.ToolFormatMistral, chat.ToolFormatGeneric} {
 		t.Run(string(format), func(t *testing.T) { testForcedCalls(t, format) })
 	}
 }

@@ -141,7 +141,7 @@ func (s *Server) run(ctx context.Context, j *job, out sink) {
 		return
 	}
 	o := &outcome{Start: j.start, Held: map[int][]engine.Token{}, Load: loadDuration(ctx)}
-	for it := range merge(streams, j.n) {
+	for it := range s.withProgress(ctx, j, out, merge(streams, j.n)) {
 		now := time.Now()
 		if o.First.IsZero() {
 			o.First = now
@@ -157,6 +157,9 @@ func (s *Server) run(ctx context.Context, j *job, out sink) {
 		if d.Text != "" {
 			d.Tokens = o.Held[it.index]
 			delete(o.Held, it.index)
+		}
+		if j.telemetry != nil {
+			j.telemetry.count(it.index, d)
 		}
 		if ctx.Err() != nil || !out.Delta(it.index, d) {
 			break // leaving the streams cancels the generation
@@ -229,6 +232,60 @@ func merge(streams []tokenStream, n int) iter.Seq[indexed] {
 				close(quit)
 				for range ch { // let the forwarders leave their streams
 				}
+				return
+			}
+		}
+	}
+}
+
+// withProgress hands a return_progress job's prefill reports to its sink
+// (progressSink) as they come, from this goroutine, between the tokens of
+// toks; other jobs get toks as they are. A sink that answers false ends
+// the job as a failed Delta does.
+func (s *Server) withProgress(ctx context.Context, j *job, out sink, toks iter.Seq[indexed]) iter.Seq[indexed] {
+	ps, ok := out.(progressSink)
+	if !ok || !j.progress || j.telemetry == nil {
+		return toks
+	}
+	log := j.telemetry.log
+	return func(yield func(indexed) bool) {
+		ch := make(chan indexed)
+		quit := make(chan struct{})
+		go func() {
+			defer close(ch)
+			for it := range toks {
+				select {
+				case ch <- it:
+				case <-quit:
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(quit)
+			for range ch { // let the forwarder leave the streams
+			}
+		}()
+		send := func() bool {
+			for _, p := range log.take() {
+				if !ps.Progress(p) {
+					return false
+				}
+			}
+			return true
+		}
+		for {
+			select {
+			case <-log.notify:
+				if !send() {
+					return
+				}
+			case it, more := <-ch:
+				// The prefill's last report precedes its first token.
+				if !send() || !more || !yield(it) {
+					return
+				}
+			case <-ctx.Done():
 				return
 			}
 		}

@@ -227,7 +227,38 @@ func (o *replySink) Delta(i int, d delta) bool {
 	if d.Text == "" {
 		return true
 	}
-	return o.sse.send(o.parser.feed(o.enc, d.Text, false))
+	return o.sse.send(o.withTimings(o.parser.feed(o.enc, d.Text, false), o.j.timingsNow(i)))
+}
+
+// withTimings puts tm (nil: nothing) on the last of evs, as llama-server
+// puts its timings on the last event of a step (event data that is an
+// object of fields only).
+func (o *replySink) withTimings(evs []sseEvent, tm *nativeTimings) []sseEvent {
+	if tm == nil || len(evs) == 0 {
+		return evs
+	}
+	if m, ok := evs[len(evs)-1].data.(map[string]any); ok {
+		m["timings"] = tm
+	}
+	return evs
+}
+
+// progressEncoder is an encoder with a prompt-progress event
+// (return_progress): the Responses API's response.in_progress.
+type progressEncoder interface {
+	progress(p *promptProgress) sseEvent
+}
+
+// Progress streams a prompt-progress event when the API has one.
+func (o *replySink) Progress(p engine.PromptProgress) bool {
+	pe, ok := o.enc.(progressEncoder)
+	if !o.stream || !ok {
+		return true
+	}
+	if !o.begin() {
+		return false
+	}
+	return o.sse.send(o.withTimings([]sseEvent{pe.progress(progressOf(p))}, o.j.progressTimings(p)))
 }
 
 func (o *replySink) End(out *outcome) {
@@ -259,6 +290,10 @@ func (o *replySink) End(out *outcome) {
 		cached: res.Usage.CachedTokens, reasoningTokens: min(o.thought.count(), res.Usage.CompletionTokens)}
 	evs = append(evs, o.enc.end(end)...)
 	if o.stream {
+		if _, ok := o.enc.(progressEncoder); ok {
+			// llama-server's Responses stream ends with the final timings.
+			evs = o.withTimings(evs, outcomeTimings(out))
+		}
 		o.sse.send(evs)
 		return
 	}

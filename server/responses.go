@@ -46,6 +46,7 @@ import (
 
 type responsesRequest struct {
 	unsupportedParams
+	telemetryFields                    // llama-server's timings_per_token, return_progress (telemetry.go)
 	Model              string          `json:"model"`
 	Input              json.RawMessage `json:"input"`
 	Instructions       *string         `json:"instructions"`
@@ -486,6 +487,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, req *re
 	j.start = start
 	enc := newResponsesEncoder(&rr, j.model, j.tools == nil || j.tools.parallel)
 	stream := rr.Stream != nil && *rr.Stream
+	j.setTelemetry(rr.telemetryFields, stream)
 	out := newReplySink(s, w, j, stream, enc)
 	out.rename = responsesParam
 	s.run(r.Context(), j, out)

@@ -162,6 +162,12 @@ func (e *responsesEncoder) ev(typ string, fields map[string]any) sseEvent {
 	return sseEvent{typ, fields}
 }
 
+// progress is a response.in_progress event with llama-server's
+// prompt_progress (return_progress).
+func (e *responsesEncoder) progress(p *promptProgress) sseEvent {
+	return e.ev("response.in_progress", map[string]any{"response": e.snapshot(), "prompt_progress": p})
+}
+
 // snapshot is the response object as it stands (events carry copies).
 func (e *responsesEncoder) snapshot() responsesObject {
 	r := e.resp

@@ -158,7 +158,8 @@ type Options struct {
 	Template        *chat.Template
 	TemplateOptions chat.Options
 	// ToolFormat is how the model writes tool calls; "": detected from the
-	// template (chat.Template.ToolFormat).
+	// template (chat.Template.ToolFormat), the generic JSON format
+	// (chat.ToolFormatGeneric) when the template has no tool syntax.
 	ToolFormat chat.ToolFormat
 	// ReasoningFormat is how chat replies return a reasoning model's
 	// thinking ("": auto, llama-server's default); a request's
@@ -376,6 +377,12 @@ func newModelServer(eng *engine.Engine, opts Options) (*Server, error) {
 		s.toolFormat = chat.ToolFormatNone
 		if opts.Template != nil {
 			s.toolFormat = opts.Template.ToolFormat()
+		}
+		if s.toolFormat == chat.ToolFormatNone {
+			// A template without tool syntax: the server's own JSON
+			// format (chat/toolgeneric.go), as llama-server falls back.
+			// An explicit --tool-call-format none keeps tools off.
+			s.toolFormat = chat.ToolFormatGeneric
 		}
 	}
 	s.gen = engineGen{eng}

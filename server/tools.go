@@ -89,10 +89,19 @@ func (s *Server) chatTools(cr *chatRequest) (*toolSetup, *apiError) {
 		return nil, badRequest(tf.field, "%s need a tool-call format to read calls from the reply, but the model's chat template has no tool-call format "+
 			"(start the server with --tool-call-format, or send %s \"none\")", tf.field, tf.choiceField)
 	}
-	if ts.choice == "required" || ts.choice == "function" {
+	switch {
+	case ts.choice == "required" || ts.choice == "function":
 		if e := ts.forcedCall(tf.choiceField); e != nil {
 			return nil, e
 		}
+	case ts.choice == "auto" && ts.format == chat.ToolFormatGeneric:
+		// The generic format has no markers to notice a call by: the
+		// reply is always the format's JSON object, a call or an answer.
+		c, err := chat.GenericReplyConstraint(ts.fns, ts.parallel)
+		if err != nil {
+			return nil, badRequest(tf.field, "%s", strings.TrimPrefix(err.Error(), "chat: "))
+		}
+		ts.forced = &constraintSpec{field: tf.field, kind: engine.ConstraintJSONSchema, spec: string(c.Schema)}
 	}
 	return ts, nil
 }

@@ -421,9 +421,11 @@ func TestToolErrors(t *testing.T) {
 			checkError(t, resp, b, 400, tc.param, "", tc.want)
 		})
 	}
-	// A template that teaches no tool-call format: tools are a 400 unless
-	// tool_choice is "none" (then they only reach the template).
-	plain := newTestServer(t, nil)
+	// With the tool-call format switched off (--tool-call-format none):
+	// tools are a 400 unless tool_choice is "none" (then they only reach
+	// the template). A template without one gets the generic format
+	// (TestGenericTools).
+	plain := newTestServer(t, func(o *Options) { o.ToolFormat = chat.ToolFormatNone })
 	resp, b := postRaw(t, plain.url+"/v1/chat/completions", `{`+user+`,`+tools+`}`)
 	checkError(t, resp, b, 400, "tools", "", "no tool-call format")
 	resp, b = postRaw(t, plain.url+"/v1/chat/completions", `{`+user+`,`+tools+`,"tool_choice":"none","max_tokens":2}`)

@@ -28,7 +28,7 @@ type serveFlags struct {
 	models, aliases, cors, allowedHosts, tags stringList
 
 	modelsDir, modelsMemory, listenHost, kvMemory, apiKey, servedName, tmplPath, toolFormat *string
-	modelsMax, port, maxSeqs, kvTokens, maxQueue                                            *int
+	modelsMax, port, maxSeqs, kvTokens, maxQueue, batchSize                                 *int
 	noPrefix, metricsAuth, spmInfill, noWebUI                                               *bool
 	maxBody                                                                                 *int64
 	drain, headerTimeout, bodyTimeout, idleTimeout, reqTimeout, healthStall                 *time.Duration
@@ -56,6 +56,8 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.listenHost = fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: all interfaces; a comma list: each of them, as llama-server)")
 	f.port = fs.Int("port", 8080, "TCP port")
 	f.maxSeqs = fs.Int("max-seqs", 0, "sequences the engine batches at once (0: the engine's default)")
+	f.batchSize = fs.Int("batch-size", 0, "most prompt tokens one sequence prefills per engine step, as llama-server's --batch-size\n"+
+		"(a longer prompt is processed in chunks of this size; 0: the engine's default)")
 	f.kvMemory = fs.String("kv-cache-memory", host.DefaultKVMemory, "KV cache memory: bytes (4GiB, 512MiB) or a share of the machine's memory (25%);\n"+
 		"the cache holds max-seqs full contexts within it, and the default context shrinks to fit")
 	f.kvTokens = fs.Int("kv-cache-tokens", 0, "KV cache positions shared by all running sequences, overriding --kv-cache-memory (0: from it)")
@@ -66,8 +68,9 @@ func newServeFlags() (*serveFlags, *flag.FlagSet) {
 	f.metricsAuth = fs.Bool("metrics-auth", false, "put /metrics behind --api-key too")
 	f.servedName = fs.String("served-name", "", "the first model's id, the name responses report (the file's base name, with or without extension, is always accepted too)")
 	f.tmplPath = fs.String("chat-template", "", "chat template: a Jinja file or a tokenizer_config.json (default: the model's own)")
-	f.toolFormat = fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template), hermes (Qwen),\n"+
-		"llama3-json, mistral, or none (requests with tools get 400 unless tool_choice is \"none\")")
+	f.toolFormat = fs.String("tool-call-format", "auto", "how the model writes tool calls: auto (from the chat template; generic when it has no tool syntax),\n"+
+		"hermes (Qwen), llama3-json, mistral, generic (tools described in the system message, the reply a JSON object),\n"+
+		"or none (requests with tools get 400 unless tool_choice is \"none\")")
 	f.reasoning = server.RegisterReasoningFlags(fs)
 	f.maxBody = fs.Int64("max-body", 4<<20, "largest request body in bytes")
 	f.drain = fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish;\n"+
@@ -119,6 +122,7 @@ func (f *serveFlags) parse(fs *flag.FlagSet, args []string) error {
 	}{
 		{"port", int64(*f.port), 0, "want a TCP port in [0, 65535] (0: any free port)"},
 		{"max-seqs", int64(*f.maxSeqs), 0, "want a number of sequences (0: the engine's default)"},
+		{"batch-size", int64(*f.batchSize), 0, "want a number of tokens (0: the engine's default)"},
 		{"kv-cache-tokens", int64(*f.kvTokens), 0, "want a number of positions (0: from --kv-cache-memory)"},
 		{"max-queue", int64(*f.maxQueue), 0, "want a number of requests (0: the engine's default)"},
 		{"models-max", int64(*f.modelsMax), 0, "want a number of models (0: no limit)"},
@@ -208,7 +212,7 @@ func (f *serveFlags) source(log *slog.Logger, models int) *host.Source {
 	src := &host.Source{Model: model.Options{Tokenizer: f.mf.tokenizer, Threads: f.mf.threads, Context: f.mf.ctxSize, CopyWeights: f.mf.noMmap, MapWeights: f.mf.mmap},
 		LongContext: f.mf.longCtx, ChatTemplate: *f.tmplPath, ToolFormat: f.tf, BuiltinPath: bp, BuiltinPolicy: defaultmodel.Policy(),
 		KV:     host.KVInputs{Memory: f.kvBytes / int64(atOnce), MemoryFlag: *f.kvMemory, Ctx: f.mf.ctxSize, MaxSeqs: seqs, Tokens: *f.kvTokens},
-		Engine: engine.Options{MaxSeqs: seqs, MaxQueue: *f.maxQueue, NoPrefixCache: *f.noPrefix, KVType: f.mf.kv, Grammar: grammarOptions},
+		Engine: engine.Options{MaxSeqs: seqs, MaxQueue: *f.maxQueue, PrefillChunk: *f.batchSize, NoPrefixCache: *f.noPrefix, KVType: f.mf.kv, Grammar: grammarOptions},
 		Draft:  host.Draft{Mode: f.sf.mode, K: f.sf.k, Fixed: f.sf.fixed, Path: f.sf.draft}, Log: log}
 	return src
 }
