@@ -61,8 +61,22 @@ func iqRandRow(t testing.TB, rng *rand.Rand, ty DType, cols int, std float64, ra
 // TestIQRowDotsBitwise: the assembly row dots of the table formats equal
 // the reference dots bit for bit (one arithmetic, rowdot_iq_ref.go), for
 // 1 to 9 blocks (the kernels' unrolled loops and tails), several rows per
-// call at a stride, and activations at an offset.
+// call at a stride, and activations at an offset — on the zmm kernels
+// where the CPU has them (hasKZ) and on the ymm ones (hasKZ off, what
+// NANOSERVE_NOAVX512=1 selects).
 func TestIQRowDotsBitwise(t *testing.T) {
+	defer func(saved bool) { hasKZ = saved }(hasKZ)
+	paths := []bool{false}
+	if hasKZ {
+		paths = []bool{true, false}
+	}
+	for _, z := range paths {
+		hasKZ = z
+		testIQRowDotsBitwise(t, map[bool]string{true: "zmm", false: "ymm"}[z])
+	}
+}
+
+func testIQRowDotsBitwise(t *testing.T, path string) {
 	rng := rand.New(rand.NewPCG(31, 4))
 	for _, ty := range laneTypes {
 		if !hasIQKernel(ty) {
@@ -95,7 +109,7 @@ func TestIQRowDotsBitwise(t *testing.T) {
 					for r := range rows {
 						want := dotQ(ty, wm[r*stride:r*stride+rb], &a, off)
 						if math.Float32bits(got[r]) != math.Float32bits(want) {
-							t.Fatalf("%s nb=%d trial %d off=%d row %d: kernel %v, reference %v", ty, nb, trial, off, r, got[r], want)
+							t.Fatalf("%s %s nb=%d trial %d off=%d row %d: kernel %v, reference %v", path, ty, nb, trial, off, r, got[r], want)
 						}
 					}
 				}
