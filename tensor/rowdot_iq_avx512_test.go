@@ -56,3 +56,67 @@ func TestIQZx8(t *testing.T) {
 		}
 	}
 }
+
+// iqZTypes are the table formats whose zmm kernels BenchmarkIQZ times.
+var iqZTypes = []DType{IQ4_NL, MXFP4}
+
+// BenchmarkIQZ sets the zmm and ymm kernels of the table formats side by
+// side in one run, as BenchmarkKQuantZ: "L2" dotQRows over 32
+// L2-resident rows of 4096 (cpuMB/s of weights per CPU-second), "DRAM" a
+// decode MatMul through TinyLlama's (5632, 2048) FFN shape on one thread,
+// "prefill" a 64-token MatMul through (2048, 2048) on one thread (the
+// eight-token zmm kernels against the ymm row dots token after token).
+//
+//	go test ./tensor -run XXX -bench IQZ -benchtime 100x -count 3
+func BenchmarkIQZ(b *testing.B) {
+	defer func(saved bool) { hasKZ = saved }(hasKZ)
+	paths := []string{"zmm", "ymm"}
+	if !hasKZ {
+		paths = paths[1:]
+	}
+	for _, wt := range iqZTypes {
+		for _, path := range paths {
+			b.Run(wt.String()+"/L2/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				const rows = 32
+				w, x := benchRow(b, wt)
+				wm := make([]byte, 0, rows*len(w))
+				for range rows {
+					wm = append(wm, w...)
+				}
+				var a quantizedActs
+				if err := quantizeActs(&a, wt, x); err != nil {
+					b.Fatal(err)
+				}
+				dst := make([]float32, rows)
+				b.SetBytes(int64(len(wm)))
+				c0 := cpuSeconds()
+				for b.Loop() {
+					dotQRows(wt, dst, wm, len(w), benchCols, &a, 0)
+				}
+				if c := cpuSeconds() - c0; c > 0 {
+					b.ReportMetric(float64(len(wm))*float64(b.N)/c/1e6, "cpuMB/s")
+				}
+			})
+		}
+		for _, path := range paths {
+			b.Run(wt.String()+"/DRAM/5632x2048/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				benchMatVec(b, benchMats(b, wt, 5632, 2048), 1)
+			})
+		}
+		for _, path := range paths {
+			b.Run(wt.String()+"/prefill/2048x2048/n=64/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				const rows, cols, n = 2048, 2048, 64
+				w := benchMats(b, wt, rows, cols)[0]
+				x := randVec(rand.New(rand.NewPCG(5, 6)), n*cols)
+				dst := make([]float32, n*rows)
+				for b.Loop() {
+					(*Pool)(nil).MatMul(dst, w, x, n)
+				}
+				b.ReportMetric(2*rows*cols*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			})
+		}
+	}
+}
