@@ -56,7 +56,11 @@ func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, 
 			qdotIQ4_XSSIMD(dst, rows, w, stride, q, d, aux, nb)
 		}
 	case IQ3_S:
-		qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+		if hasKZ {
+			qdotIQ3_SZ(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+		} else {
+			qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+		}
 	case Q2_K:
 		qdotQ2_KSIMD(dst, rows, w, stride, q, d, aux, nb)
 	case Q3_K:

@@ -17,3 +17,11 @@ func qdotIQ4_NLx8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx 
 
 //go:noescape
 func qdotMXFP4x8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, aux unsafe.Pointer, nb int, ldd uintptr)
+
+// qdotIQ3_SZ is qdotIQ3_SSIMD on zmm, the same bits.
+//
+//go:noescape
+func qdotIQ3_SZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+//go:noescape
+func qdotIQ3_Sx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)

@@ -629,3 +629,169 @@ mxx8loop:
 	JNZ  mxx8loop
 
 	NX8END(mxx8row)
+
+// ---------------------------------------------------------------- IQ3_S
+
+// qdotIQ3_SZ is qdotIQ3_SSIMD (rowdot_iq_amd64.s) with two sub-blocks per
+// 512-bit register (sub-block 2k in the low 256 bits, 2k+1 in the high, as
+// qdotIQ4_XSZ lays out a group): one VPGATHERDD fetches the 16 groups'
+// grid entries (the 64 magnitudes in element order), the 64 sign bits are
+// one mask register (KMOVQ: bit e of the sign bytes is element e) under
+// which the activations are negated, VPMADDUBSW pairs them and VPDPWSSD
+// adds the pairs times the sub-blocks' odd scales into the int32 lanes.
+// Lanes j and j+8 are added at the super-block's end: the exact lane sums
+// of the ymm kernel, then its float step and fold — its bits, and the
+// reference's (TestIQRowDotsBitwise). qdotIQ3_Sx8Z unpacks a super-block
+// once for eight tokens as qdotIQ4_XSx8Z does (its XSX8PAIR), per (row,
+// token) the same bits (TestKQuantZx8).
+
+// Dword lane indices 0..15 (the qh shift counts).
+DATA s3zlane<>+0(SB)/8, $0x0000000100000000
+DATA s3zlane<>+8(SB)/8, $0x0000000300000002
+DATA s3zlane<>+16(SB)/8, $0x0000000500000004
+DATA s3zlane<>+24(SB)/8, $0x0000000700000006
+DATA s3zlane<>+32(SB)/8, $0x0000000900000008
+DATA s3zlane<>+40(SB)/8, $0x0000000b0000000a
+DATA s3zlane<>+48(SB)/8, $0x0000000d0000000c
+DATA s3zlane<>+56(SB)/8, $0x0000000f0000000e
+GLOBL s3zlane<>(SB), RODATA|NOPTR, $64
+
+// S3ZGRID gathers the grid entries of sub-blocks 2k, 2k+1 of the
+// super-block at SI into V: index qs byte | bit g of qh<<8, the qh word
+// (qh[2k] | qh[2k+1]<<8) shifted left by 8 and right by the lane number
+// (Z15) so that bit 8 is lane g's bit. Z14 = 0x100 (dwords), BX = grid;
+// I, T, AX and the gather mask KG clobbered.
+#define S3ZGRID(k, V, I, T, KG) \
+	VPMOVZXBD    (2+16*k)(SI), I; \
+	MOVWLZX      (66+2*k)(SI), AX; \
+	SHLL         $8, AX; \
+	VPBROADCASTD AX, T; \
+	VPSRLVD      Z15, T, T; \
+	VPANDD       Z14, T, T; \
+	VPORD        T, I, I; \
+	KXNORW       KG, KG, KG; \
+	VPGATHERDD   (BX)(I*4), KG, V
+
+// S3ZSCALE sets S to the scale words of sub-blocks 2k, 2k+1 (1+2s, the
+// nibbles of scales byte k) in its low and high 256 bits; AX, R13, Y (S's
+// upper half as a ymm) clobbered.
+#define S3ZSCALE(k, S, YS, Y) \
+	MOVBLZX      (106+k)(SI), AX; \
+	MOVL         AX, R13; \
+	ANDL         $15, AX; \
+	SHRL         $4, R13; \
+	LEAL         1(AX)(AX*1), AX; \
+	LEAL         1(R13)(R13*1), R13; \
+	VPBROADCASTW AX, YS; \
+	VPBROADCASTW R13, Y; \
+	VINSERTI64X4 $1, Y, S, S
+
+// S3ZPAIR adds sub-blocks 2k, 2k+1 (activations at 64k(DI)) into the
+// int32 lanes Z1; Z12 = 0.
+#define S3ZPAIR(k) \
+	S3ZGRID(k, Z5, Z2, Z3, K1); \
+	KMOVQ      (74+8*k)(SI), K2; \
+	VMOVDQU64  (64*k)(DI), Z3; \
+	VPSUBB     Z3, Z12, K2, Z3; \
+	VPMADDUBSW Z3, Z5, Z5; \
+	S3ZSCALE(k, Z4, Y4, Y6); \
+	VPDPWSSD   Z4, Z5, Z1
+
+// func qdotIQ3_SZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: &iq3sGrid[0].
+TEXT ·qdotIQ3_SZ(SB), NOSPLIT, $0-64
+	MOVQ      dst+0(FP), R8
+	MOVQ      w+16(FP), R10
+	VMOVDQU64 s3zlane<>(SB), Z15
+	BCAST32($0x00000100, Z14, X14)
+	VPXORD    Z12, Z12, Z12
+
+s3zrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $64
+
+s3zloop:
+	PREFETCHT0    2048(SI)
+	PREFETCHT0    2112(SI)
+	VPXORD        Z1, Z1, Z1
+	S3ZPAIR(0)
+	S3ZPAIR(1)
+	S3ZPAIR(2)
+	S3ZPAIR(3)
+	VEXTRACTI64X4 $1, Z1, Y2
+	VPADDD        Y2, Y1, Y2
+	VPBROADCASTW  0(SI), X4
+	VCVTPH2PS     X4, Y4
+	VBROADCASTSS  (DX), Y5
+	VMULPS        Y5, Y4, Y4
+	VCVTDQ2PS     Y2, Y2
+	VMULPS        Y4, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	ADDQ          $110, SI
+	ADDQ          $256, DI
+	ADDQ          $4, DX
+	DECQ          CX
+	JNZ           s3zloop
+
+	FOLD8(Y0, X0)
+	ROWEND(s3zrow)
+
+// func qdotIQ3_Sx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// IQ3_S weights against eight consecutive tokens, as qdotIQ4_XSx8Z (see
+// dotQRowsKX8; bs unused): per row and super-block the four pairs' grid
+// magnitudes (Z4-Z7), sign masks (K1, K2, K3, K5) and scale words
+// (Z8-Z11) are unpacked once, then XSX8PAIR runs each token pair.
+TEXT ·qdotIQ3_Sx8Z(SB), NOSPLIT, $0-80
+	MOVQ      dst+0(FP), R8
+	MOVQ      w+16(FP), R10
+	MOVQ      n+64(FP), R11
+	LEAQ      (R11)(R11*2), R12
+	LEAQ      ·iq3sGrid(SB), BX
+	VMOVDQU64 s3zlane<>(SB), Z15
+	BCAST32($0x00000100, Z14, X14)
+	VPXORD    Z12, Z12, Z12
+
+s3x8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+s3x8loop:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	S3ZGRID(0, Z4, Z24, Z25, K6)
+	S3ZGRID(1, Z5, Z24, Z25, K6)
+	S3ZGRID(2, Z6, Z24, Z25, K6)
+	S3ZGRID(3, Z7, Z24, Z25, K6)
+	KMOVQ        74(SI), K1
+	KMOVQ        82(SI), K2
+	KMOVQ        90(SI), K3
+	KMOVQ        98(SI), K5
+	S3ZSCALE(0, Z8, Y8, Y30)
+	S3ZSCALE(1, Z9, Y9, Y30)
+	S3ZSCALE(2, Z10, Y10, Y30)
+	S3ZSCALE(3, Z11, Y11, Y30)
+	VPBROADCASTW 0(SI), Y23
+	VCVTPH2PS    Y23, Z23
+	XSX8PAIR((DI), (DI)(R11*1), 0, Z0)
+	XSX8PAIR((DI)(R11*2), (DI)(R12*1), 64, Z1)
+	XSX8PAIR((R9), (R9)(R11*1), 128, Z2)
+	XSX8PAIR((R9)(R11*2), (R9)(R12*1), 192, Z3)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  s3x8loop
+
+	X8STORE(s3x8row)

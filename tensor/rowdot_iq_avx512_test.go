@@ -57,8 +57,17 @@ func TestIQZx8(t *testing.T) {
 	}
 }
 
+// TestIQ3SZx8 checks IQ3_S's eight-token zmm kernel (dotQRowsKX8) against
+// its row dots bit for bit, as TestKQuantZx8 does the K-quants'.
+func TestIQ3SZx8(t *testing.T) {
+	if !hasKZ {
+		t.Skip("no AVX-512 BW+VNNI")
+	}
+	testKQuantZx8(t, rand.New(rand.NewPCG(77, 78)), IQ3_S)
+}
+
 // iqZTypes are the table formats whose zmm kernels BenchmarkIQZ times.
-var iqZTypes = []DType{IQ4_NL, MXFP4}
+var iqZTypes = []DType{IQ4_NL, MXFP4, IQ3_S}
 
 // BenchmarkIQZ sets the zmm and ymm kernels of the table formats side by
 // side in one run, as BenchmarkKQuantZ: "L2" dotQRows over 32

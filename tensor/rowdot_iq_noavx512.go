@@ -14,3 +14,7 @@ func qdotIQ4_NLx8Z(*float32, int, *byte, uintptr, *byte, *float32, unsafe.Pointe
 func qdotMXFP4x8Z(*float32, int, *byte, uintptr, *byte, *float32, unsafe.Pointer, int, uintptr) {
 	panic("unreachable")
 }
+
+func qdotIQ3_Sx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
+	panic("unreachable")
+}
