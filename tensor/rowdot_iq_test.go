@@ -72,7 +72,7 @@ func TestIQRowDotsBitwise(t *testing.T) {
 	}
 	for _, z := range paths {
 		hasKZ = z
-		testIQRowDotsBitwise(t, map[bool]string{true: "zmm", false: "ymm"}[z])
+		testIQRowDotsBitwise(t, map[bool]string{true: "zmm", false: "asm"}[z])
 	}
 }
 
