@@ -415,18 +415,19 @@ nlzloop4:
 	SUBQ $4, CX
 	JGE  nlzloop4
 
-nlztail:
+nlztail: // CX + 4 blocks left, 0 to 3
 	ADDQ $4, CX
-	SUBQ $2, CX
+	CMPQ CX, $2
 	JL   nlzone
 	NZPAIR(0, 18, 2, 0, 0, VPTESTNMB, NLDW)
 	ADDQ $36, SI
 	ADDQ $64, DI
 	ADDQ $8, DX
+	SUBQ $2, CX
 
 nlzone:
-	ADDQ $2, CX
-	JZ   nlzsum
+	TESTQ CX, CX
+	JZ    nlzsum
 	NZONE(2, VPTESTNMB, NLDW1)
 
 nlzsum:
@@ -457,18 +458,19 @@ mxzloop4:
 	SUBQ $4, CX
 	JGE  mxzloop4
 
-mxztail:
+mxztail: // CX + 4 blocks left, 0 to 3
 	ADDQ $4, CX
-	SUBQ $2, CX
+	CMPQ CX, $2
 	JL   mxzone
 	NZPAIR(0, 17, 1, 0, 0, VPTESTMB, MXDW)
 	ADDQ $34, SI
 	ADDQ $64, DI
 	ADDQ $8, DX
+	SUBQ $2, CX
 
 mxzone:
-	ADDQ $2, CX
-	JZ   mxzsum
+	TESTQ CX, CX
+	JZ    mxzsum
 	NZONE(1, VPTESTMB, MXDW1)
 
 mxzsum:
