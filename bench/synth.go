@@ -154,7 +154,7 @@ func ParseMix(name string) (Mix, error) {
 	}
 	f, ok := llamacpp.ParseFileType(name)
 	if !ok {
-		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(llamacpp.FileTypeNames(), ", "))
+		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(MixNames(), ", "))
 	}
 	if !tensor.Computable(f.Base) || (f.Quantized() && !tensor.CanQuantize(f.Base)) {
 		return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", f.Name)
