@@ -10,7 +10,8 @@ import (
 // (dotQRowsIQX8) against the single-token row dots bit for bit, for each
 // of the eight tokens of groups at several offsets in a batch (one token
 // with a 30× range), raw and quantized rows of several lengths (odd block
-// counts too) at a padded stride, and row ranges not starting at 0.
+// counts too) at a stride padded with noise, and row ranges not starting
+// at 0.
 func TestIQZx8(t *testing.T) {
 	if !hasKZ {
 		t.Skip("no AVX-512 BW+VNNI")
@@ -21,7 +22,10 @@ func TestIQZx8(t *testing.T) {
 			const rows, n = 11, 19
 			rb, _ := wt.RowBytes(cols)
 			stride := rb + 3
-			w := make([]byte, rows*stride)
+			w := make([]byte, rows*stride+rb)
+			for i := range w { // noise in the padding and past the last row
+				w[i] = byte(rng.Uint32())
+			}
 			for r := range rows {
 				copy(w[r*stride:], iqRandRow(t, rng, wt, cols, 0.02, r%2 == 0))
 			}
