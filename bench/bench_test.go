@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -315,5 +316,28 @@ func TestSyntheticTokenizer(t *testing.T) {
 	}
 	if got := tok.Decode([]int{1, 300, 3 + 'x'}); got != " t300x" && got != "t300x" {
 		t.Errorf("Decode = %q, want %q", got, " t300x")
+	}
+}
+
+// TestMixNames: every name --type lists (MixNames) is a mix ParseMix
+// accepts, the formats of issue 31 among them, and the flag's help shows
+// the list.
+func TestMixNames(t *testing.T) {
+	names := MixNames()
+	for _, n := range names {
+		if _, err := ParseMix(n); err != nil {
+			t.Errorf("--type lists %q: %v", n, err)
+		}
+	}
+	for _, n := range []string{"iq4_xs", "iq4_nl", "iq3_s", "mxfp4", "q2_k", "q3_k_m"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("--type does not list %s", n)
+		}
+	}
+	var f Flags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	f.RegisterFlags(fs)
+	if u := fs.Lookup("type").Usage; !strings.Contains(u, strings.Join(names, ", ")) {
+		t.Errorf("--type help %q does not list the mixes", u)
 	}
 }

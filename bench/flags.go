@@ -33,7 +33,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Path, "model", "", "model to measure: GGUF file, Hugging Face directory or llama2.c .bin")
 	fs.StringVar(&t.Tokenizer, "tokenizer", "", "tokenizer (only needed to load llama2.c checkpoints)")
 	fs.StringVar(&t.Synthetic, "synthetic", "", "measure a seeded random-weight model of a standard shape: "+strings.Join(ShapeNames(), ", "))
-	fs.StringVar(&t.Type, "type", "f16", "weight type of the synthetic model: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_s, q4_k_m, q5_k_s, q5_k_m")
+	fs.StringVar(&t.Type, "type", "f16", "weight type of the synthetic model: "+strings.Join(MixNames(), ", "))
 	fs.Uint64Var(&t.Seed, "seed", 1, "seed of the synthetic weights and of the random prompt tokens")
 	fs.StringVar(&t.CacheDir, "cache-dir", "", "where synthetic models are kept (default "+CacheDir()+")")
 	fs.StringVar(&f.prompts, "p", "128,512", "prompt lengths to prefill (pp tests), comma-separated")

@@ -136,9 +136,10 @@ func (s *Shape) validate() error {
 
 // Mix is a weight-type recipe, named like llama.cpp's file types: one type
 // for every matrix (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q6_k), or
-// a K-quant mix (q4_k_s, q4_k_m, q5_k_s, q5_k_m) that, like llama-quantize,
-// gives some tensors more bits (llamacpp.FileType.TensorType). 1-D tensors
-// (norm gains, biases) are always F32.
+// a mix (q4_k_s … q5_k_m, q2_k, q3_k_s/m/l, iq4_nl, iq4_xs, iq3_s, iq3_m,
+// mxfp4_moe) that, like llama-quantize, gives some tensors more bits
+// (llamacpp.FileType.TensorType); MixNames lists them. 1-D tensors (norm
+// gains, biases) are always F32.
 type Mix struct {
 	llamacpp.FileType // Name, ID (general.file_type), Base
 }
@@ -153,13 +154,17 @@ func ParseMix(name string) (Mix, error) {
 	}
 	f, ok := llamacpp.ParseFileType(name)
 	if !ok {
-		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(llamacpp.FileTypeNames(), ", "))
+		return Mix{}, fmt.Errorf("bench: unknown weight type %q (have %s)", name, strings.Join(MixNames(), ", "))
 	}
 	if !tensor.Computable(f.Base) || (f.Quantized() && !tensor.CanQuantize(f.Base)) {
 		return Mix{}, fmt.Errorf("bench: weight type %s is not supported by this build's tensor package", f.Name)
 	}
 	return Mix{f}, nil
 }
+
+// MixNames lists the names ParseMix accepts: llama.cpp's file types
+// (llamacpp.FileTypes) and "mxfp4".
+func MixNames() []string { return append(llamacpp.FileTypeNames(), "mxfp4") }
 
 // TensorType is the type the mix gives a matrix: kind is the llama.cpp
 // tensor name without "blk.N." and ".weight", layer its block (-1 outside

@@ -39,7 +39,8 @@ import (
 // 512-bit registers where the CPU has AVX-512 VNNI, whose single-token
 // row dot is on zmm too, the ymm one's bits: hasQ8Z; dotQRowsKX8, the
 // K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
-// give the ymm kernels' bits: hasKZ). So a token's output row is bit-identical
+// give the ymm kernels' bits: hasKZ; dotQRowsIQX8, IQ4_NL and MXFP4 on
+// hasKZ). So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
 // load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
@@ -161,7 +162,7 @@ type matJob struct {
 	chunk int  // rows per claimed matrix-vector chunk or tile block
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
-	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
+	x8    bool // x4 and Q8_0 on AVX-512 VNNI, or IQ4_NL, MXFP4 on hasKZ: the first n&^7 tokens eight at a time (dotQRowsX8, dotQRowsIQX8)
 	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
@@ -231,15 +232,16 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				qx4Group(&toks, t0, n)
 				qx4Prep(s.shared.dxv[t0/4*g:(t0/4+1)*g], w.Type, &s.acts, w.Cols, &toks)
 			}
-			if n >= 8 && useQ8x8(w.Type) {
-				// Groups of eight tokens, packed once for all workers.
-				j.x8 = true
-				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
-				s.shared.q8 = growBytes(s.shared.q8, n/8*pl)
-				s.shared.dx8 = growBuf(s.shared.dx8, n/8*dl)
-				for t0 := 0; t0+8 <= n; t0 += 8 {
-					qx8Pack(s.shared.q8[t0/8*pl:(t0/8+1)*pl], s.shared.dx8[t0/8*dl:(t0/8+1)*dl], &s.acts, w.Cols, t0)
-				}
+		}
+		if n >= 8 && (j.x4 && useQ8x8(w.Type) || useIQx8(w.Type)) {
+			// Groups of eight tokens (Q8_0 activations), packed once for
+			// all workers.
+			j.x8 = true
+			pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
+			s.shared.q8 = growBytes(s.shared.q8, n/8*pl)
+			s.shared.dx8 = growBuf(s.shared.dx8, n/8*dl)
+			for t0 := 0; t0+8 <= n; t0 += 8 {
+				qx8Pack(s.shared.q8[t0/8*pl:(t0/8+1)*pl], s.shared.dx8[t0/8*dl:(t0/8+1)*dl], &s.acts, w.Cols, t0)
 			}
 		}
 		if n >= 8 && useKx8(w.Type) {
@@ -309,7 +311,11 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 			if j.x8 && t%8 == 0 && t+8 <= j.n {
 				// Eight tokens at a time, two per 512-bit register.
 				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
-				dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
+				if w.Type == Q8_0 {
+					dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
+				} else {
+					dotQRowsIQX8(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
+				}
 				t += 7
 				continue
 			}

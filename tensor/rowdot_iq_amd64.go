@@ -38,9 +38,17 @@ func hasIQKernel(wt DType) bool {
 func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	switch wt {
 	case IQ4_NL:
-		qdotIQ4_NLSIMD(dst, rows, w, stride, q, d, aux, nb)
+		if hasKZ {
+			qdotIQ4_NLZ(dst, rows, w, stride, q, d, aux, nb)
+		} else {
+			qdotIQ4_NLSIMD(dst, rows, w, stride, q, d, aux, nb)
+		}
 	case MXFP4:
-		qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
+		if hasKZ {
+			qdotMXFP4Z(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
+		} else {
+			qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
+		}
 	case IQ4_XS:
 		if hasKZ {
 			qdotIQ4_XSZ(dst, rows, w, stride, q, d, aux, nb)
@@ -48,7 +56,11 @@ func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, 
 			qdotIQ4_XSSIMD(dst, rows, w, stride, q, d, aux, nb)
 		}
 	case IQ3_S:
-		qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+		if hasKZ {
+			qdotIQ3_SZ(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+		} else {
+			qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+		}
 	case Q2_K:
 		qdotQ2_KSIMD(dst, rows, w, stride, q, d, aux, nb)
 	case Q3_K:

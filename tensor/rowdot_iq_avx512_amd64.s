@@ -278,3 +278,523 @@ xsx8loop:
 	JNZ  xsx8loop
 
 	X8STORE(xsx8row)
+
+// ---------------------------------------------------------------- IQ4_NL, MXFP4
+
+// The 32-element table formats on zmm, selected by hasKZ as qdotIQ4_XSZ:
+// qdotIQ4_NLZ and qdotMXFP4Z are qdotIQ4_NLSIMD and qdotMXFP4SIMD
+// (rowdot_iq_amd64.s) with two blocks per 512-bit register, and
+// qdotIQ4_NLx8Z, qdotMXFP4x8Z run eight tokens per unpacked block. Every
+// (row, token) keeps the ymm kernels' arithmetic: the int32 lane j of a
+// block is the exact sum of its elements 4j..4j+3 (VPDPBUSD adds four
+// byte products without saturating), then VCVTDQ2PS, VMULPS by the block's
+// dw·da, VADDPS into the token's 8-lane accumulator in block order (never
+// two blocks at once: the high half of a register waits for the low), and
+// FOLD8 — so the results are the ymm kernels' bits and the Go reference's
+// (TestIQRowDotsBitwise, TestIQZx8, TestMatMulBatchInvariant).
+
+// |level| by code, in every 128-bit lane. IQ4_NL's negative levels are
+// codes 0-7 (bit 3 clear), MXFP4's codes 8-15 (bit 3 set; code 8 is −0).
+DATA mxzabs<>+0(SB)/8, $0x0c08060403020100
+DATA mxzabs<>+8(SB)/8, $0x0c08060403020100
+GLOBL mxzabs<>(SB), RODATA|NOPTR, $16
+
+// The signed levels by code (the eight-token kernels multiply the tokens'
+// biased activations by them), as iq4nlLevels, fp4Levels.
+DATA iq4zlv<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4zlv<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4zlv<>(SB), RODATA|NOPTR, $16
+DATA mxzlv<>+0(SB)/8, $0x0c08060403020100
+DATA mxzlv<>+8(SB)/8, $0xf4f8fafcfdfeff00
+GLOBL mxzlv<>(SB), RODATA|NOPTR, $16
+
+// NZPAIR adds two blocks of bb bytes at off(SI) and off+bb(SI) (codes at
+// +co) into Y0: activations at aoff(DI), their scales at daoff(DX). The
+// 64 |levels| go in element order into Z2 (block off in the low 256 bits,
+// as qdotIQ4_XSZ lays out a group), the activations are negated under
+// the sign mask (TEST: VPTESTNMB for IQ4_NL, VPTESTMB for MXFP4), one
+// VPDPBUSD from zero gives both blocks' eight lanes, scaled by
+// [s_off ×8 | s_off+bb ×8] from DW(off, bb) (Z4) and added low half first.
+// Z15 = 0x0f bytes, Z14 = 0x08 bytes, Z13 = |levels|, Z12 = 0, K4 = word
+// lanes 1 and 3; Z1-Z6 clobbered.
+#define NZPAIR(off, bb, co, aoff, daoff, TEST, DW) \
+	VMOVDQU       off+co(SI), X2; \
+	VINSERTI128   $1, off+bb+co(SI), Y2, Y2; \
+	VSHUFI64X2    $0x50, Z2, Z2, Z2; \
+	VPSRLW        $4, Z2, K4, Z2; \
+	VPANDD        Z15, Z2, Z2; \
+	TEST          Z14, Z2, K3; \
+	VPSHUFB       Z2, Z13, Z2; \
+	VMOVDQU64     aoff(DI), Z3; \
+	VPSUBB        Z3, Z12, K3, Z3; \
+	VPXORD        Z1, Z1, Z1; \
+	VPDPBUSD      Z3, Z2, Z1; \
+	DW(off, bb); \
+	VBROADCASTSS  daoff(DX), Y5; \
+	VBROADCASTSS  daoff+4(DX), Y6; \
+	VINSERTF64X4  $1, Y6, Z5, Z5; \
+	VMULPS        Z5, Z4, Z4; \
+	VCVTDQ2PS     Z1, Z1; \
+	VMULPS        Z4, Z1, Z1; \
+	VADDPS        Y1, Y0, Y0; \
+	VEXTRACTF64X4 $1, Z1, Y1; \
+	VADDPS        Y1, Y0, Y0
+
+// NZONE adds one block (the row's odd last) the same way on 256 bits.
+#define NZONE(co, TEST, DW1) \
+	VBROADCASTI128 co(SI), Y2; \
+	VPSRLW         $4, Y2, K4, Y2; \
+	VPANDD         Y15, Y2, Y2; \
+	TEST           Y14, Y2, K3; \
+	VPSHUFB        Y2, Y13, Y2; \
+	VMOVDQU        (DI), Y3; \
+	VPSUBB         Y3, Y12, K3, Y3; \
+	VPXORD         Y1, Y1, Y1; \
+	VPDPBUSD       Y3, Y2, Y1; \
+	DW1; \
+	VBROADCASTSS   (DX), Y5; \
+	VMULPS         Y5, Y4, Y4; \
+	VCVTDQ2PS      Y1, Y1; \
+	VMULPS         Y4, Y1, Y1; \
+	VADDPS         Y1, Y0, Y0
+
+// The weight scales dw of two blocks into Z4, [dw_off ×8 | dw_off+bb ×8]:
+// IQ4_NL's fp16 d, MXFP4's 2^(e−128) from the table at BX (AX clobbered);
+// and of one block at 0(SI) into Y4.
+#define NLDW(off, bb) \
+	VPBROADCASTW off(SI), X4; \
+	VPBROADCASTW off+bb(SI), X5; \
+	VINSERTI128  $1, X5, Y4, Y4; \
+	VCVTPH2PS    Y4, Z4
+
+#define MXDW(off, bb) \
+	MOVBLZX      off(SI), AX; \
+	VBROADCASTSS (BX)(AX*4), Y4; \
+	MOVBLZX      off+bb(SI), AX; \
+	VBROADCASTSS (BX)(AX*4), Y5; \
+	VINSERTF64X4 $1, Y5, Z4, Z4
+
+#define NLDW1 \
+	VPBROADCASTW 0(SI), X4; \
+	VCVTPH2PS    X4, Y4
+
+#define MXDW1 \
+	MOVBLZX      0(SI), AX; \
+	VBROADCASTSS (BX)(AX*4), Y4
+
+// NZSETUP loads the constants of the single-token kernels, table tab.
+#define NZSETUP(tab) \
+	MOVQ            dst+0(FP), R8; \
+	MOVQ            w+16(FP), R10; \
+	BCAST32($0x0f0f0f0f, Z15, X15); \
+	BCAST32($0x08080808, Z14, X14); \
+	VBROADCASTI32X4 tab(SB), Z13; \
+	VPXORD          Z12, Z12, Z12; \
+	MOVL            $0xff00ff00, AX; \
+	KMOVD           AX, K4
+
+// func qdotIQ4_NLZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotIQ4_NLZ(SB), NOSPLIT, $0-64
+	NZSETUP(iq4zabs<>)
+
+nlzrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	SUBQ   $4, CX
+	JL     nlztail
+
+	PCALIGN $64
+
+nlzloop4:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	NZPAIR(0, 18, 2, 0, 0, VPTESTNMB, NLDW)
+	NZPAIR(36, 18, 2, 64, 8, VPTESTNMB, NLDW)
+	ADDQ $72, SI
+	ADDQ $128, DI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	JGE  nlzloop4
+
+nlztail: // CX + 4 blocks left, 0 to 3
+	ADDQ $4, CX
+	CMPQ CX, $2
+	JL   nlzone
+	NZPAIR(0, 18, 2, 0, 0, VPTESTNMB, NLDW)
+	ADDQ $36, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+
+nlzone:
+	TESTQ CX, CX
+	JZ    nlzsum
+	NZONE(2, VPTESTNMB, NLDW1)
+
+nlzsum:
+	FOLD8(Y0, X0)
+	ROWEND(nlzrow)
+
+// func qdotMXFP4Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: e8m0HalfTab.
+TEXT ·qdotMXFP4Z(SB), NOSPLIT, $0-64
+	NZSETUP(mxzabs<>)
+
+mxzrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	SUBQ   $4, CX
+	JL     mxztail
+
+	PCALIGN $64
+
+mxzloop4:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	NZPAIR(0, 17, 1, 0, 0, VPTESTMB, MXDW)
+	NZPAIR(34, 17, 1, 64, 8, VPTESTMB, MXDW)
+	ADDQ $68, SI
+	ADDQ $128, DI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	JGE  mxzloop4
+
+mxztail: // CX + 4 blocks left, 0 to 3
+	ADDQ $4, CX
+	CMPQ CX, $2
+	JL   mxzone
+	NZPAIR(0, 17, 1, 0, 0, VPTESTMB, MXDW)
+	ADDQ $34, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+
+mxzone:
+	TESTQ CX, CX
+	JZ    mxzsum
+	NZONE(1, VPTESTMB, MXDW1)
+
+mxzsum:
+	FOLD8(Y0, X0)
+	ROWEND(mxzrow)
+
+// ---------------------------------------------------------------- IQ4_NL, MXFP4 eight tokens
+
+// func qdotIQ4_NLx8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, aux unsafe.Pointer, nb int, ldd uintptr)
+// IQ4_NL weights against eight consecutive tokens, two per 512-bit
+// register as qdotQ8_0x8Z (whose packed activations p and scales dx,
+// qx8Pack, it shares; see dotQRowsIQX8): per row and block the 32 signed
+// levels are unpacked once into both halves of Z4, −128·Σ of each lane's
+// four levels (Z12) is the bias correction, and each token pair takes one
+// VPDPBUSD of its biased activations from Z12 — the exact int32 lanes of
+// the row dot — then VCVTDQ2PS, VMULPS by its dw·da (VPERMPS of the
+// block's eight products) and VADDPS into the pair's accumulator. dst
+// receives token t, row i at dst + t·ldd + 4i (ldd in bytes).
+// Registers: Z0-Z3 the pairs' accumulators; Z4 levels; Z6 the products
+// dw·da; Z11 the signed level table; Z12 the correction; Z13 0x80 bytes;
+// Z14 0; Z15 0x0f bytes; Z16-Z19 the pairs' VPERMPS indices; K4 word lanes
+// 1 and 3; Z20-Z31 temporaries.
+
+// NX8PAIR: pair k's activations at aoff(DI), index I, into F.
+#define NX8PAIR(aoff, I, F, A, T, S) \
+	VMOVDQU64 aoff(DI), A; \
+	VMOVDQA64 Z12, T; \
+	VPDPBUSD  Z4, A, T; \
+	VCVTDQ2PS T, T; \
+	VPERMPS   Z6, I, S; \
+	VMULPS    S, T, T; \
+	VADDPS    T, F, F
+
+// NX8BLK runs the block at 0(SI) (codes at co(SI), weight scale by
+// DW8 into Z6) for the eight tokens.
+#define NX8BLK(co, DW8) \
+	VBROADCASTI32X4 co(SI), Z4; \
+	VPSRLW          $4, Z4, K4, Z4; \
+	VPANDD          Z15, Z4, Z4; \
+	VPSHUFB         Z4, Z11, Z4; \
+	VPXORD          Z12, Z12, Z12; \
+	VPDPBUSD        Z4, Z13, Z12; \
+	VPSUBD          Z12, Z14, Z12; \
+	DW8; \
+	VBROADCASTF64X4 (CX), Z5; \
+	VMULPS          Z5, Z6, Z6; \
+	NX8PAIR(0, Z16, Z0, Z20, Z24, Z28); \
+	NX8PAIR(64, Z17, Z1, Z21, Z25, Z29); \
+	NX8PAIR(128, Z18, Z2, Z22, Z26, Z30); \
+	NX8PAIR(192, Z19, Z3, Z23, Z27, Z31)
+
+#define NLDW8 \
+	VPBROADCASTW 0(SI), Y6; \
+	VCVTPH2PS    Y6, Z6
+
+#define MXDW8 \
+	MOVBLZX      0(SI), AX; \
+	VBROADCASTSS (BX)(AX*4), Z6
+
+DATA nx8idx<>+0(SB)/8, $0x0000000000000000
+DATA nx8idx<>+8(SB)/8, $0x0000000000000000
+DATA nx8idx<>+16(SB)/8, $0x0000000000000000
+DATA nx8idx<>+24(SB)/8, $0x0000000000000000
+DATA nx8idx<>+32(SB)/8, $0x0000000100000001
+DATA nx8idx<>+40(SB)/8, $0x0000000100000001
+DATA nx8idx<>+48(SB)/8, $0x0000000100000001
+DATA nx8idx<>+56(SB)/8, $0x0000000100000001
+GLOBL nx8idx<>(SB), RODATA|NOPTR, $64
+
+// NX8SETUP loads the constants, signed level table tab.
+#define NX8SETUP(tab) \
+	MOVQ            dst+0(FP), R8; \
+	MOVQ            w+16(FP), R10; \
+	MOVQ            ldd+64(FP), R11; \
+	LEAQ            (R11)(R11*2), R12; \
+	LEAQ            (R8)(R11*4), R9; \
+	MOVQ            aux+48(FP), BX; \
+	BCAST32($0x80808080, Z13, X13); \
+	BCAST32($0x0f0f0f0f, Z15, X15); \
+	VPXORD          Z14, Z14, Z14; \
+	VBROADCASTI32X4 tab(SB), Z11; \
+	MOVL            $0xff00ff00, AX; \
+	KMOVD           AX, K4; \
+	VMOVDQU64       nx8idx<>(SB), Z16; \
+	BCAST32($2, Z10, X10); \
+	VPADDD          Z10, Z16, Z17; \
+	VPADDD          Z10, Z17, Z18; \
+	VPADDD          Z10, Z18, Z19
+
+// NX8ROW starts a row: walkers at its start, accumulators cleared.
+#define NX8ROW \
+	MOVQ   R10, SI; \
+	MOVQ   p+32(FP), DI; \
+	MOVQ   dx+40(FP), CX; \
+	MOVQ   nb+56(FP), R13; \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3
+
+// NX8END folds and stores the row's eight results and moves to the next
+// row, jumping to label if any are left.
+#define NX8END(label) \
+	Q8ZFOLD(Z0, Y0, X0, Z1, Y1); \
+	Q8ZFOLD(Z2, Y2, X2, Z3, Y3); \
+	VMOVSS     X0, (R8); \
+	VEXTRACTPS $1, X0, (R8)(R11*1); \
+	VEXTRACTPS $2, X0, (R8)(R11*2); \
+	VEXTRACTPS $3, X0, (R8)(R12*1); \
+	VMOVSS     X2, (R9); \
+	VEXTRACTPS $1, X2, (R9)(R11*1); \
+	VEXTRACTPS $2, X2, (R9)(R11*2); \
+	VEXTRACTPS $3, X2, (R9)(R12*1); \
+	ADDQ       $4, R8; \
+	ADDQ       $4, R9; \
+	ADDQ       stride+24(FP), R10; \
+	DECQ       rows+8(FP); \
+	JNZ        label; \
+	VZEROUPPER; \
+	RET
+
+TEXT ·qdotIQ4_NLx8Z(SB), NOSPLIT, $0-72
+	NX8SETUP(iq4zlv<>)
+
+nlx8row:
+	NX8ROW
+
+	PCALIGN $64
+
+nlx8loop:
+	PREFETCHT0 2048(SI)
+	NX8BLK(2, NLDW8)
+	ADDQ $18, SI
+	ADDQ $256, DI
+	ADDQ $32, CX
+	DECQ R13
+	JNZ  nlx8loop
+
+	NX8END(nlx8row)
+
+// func qdotMXFP4x8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, aux unsafe.Pointer, nb int, ldd uintptr)
+// qdotIQ4_NLx8Z for MXFP4 blocks; aux: e8m0HalfTab.
+TEXT ·qdotMXFP4x8Z(SB), NOSPLIT, $0-72
+	NX8SETUP(mxzlv<>)
+
+mxx8row:
+	NX8ROW
+
+	PCALIGN $64
+
+mxx8loop:
+	PREFETCHT0 2048(SI)
+	NX8BLK(1, MXDW8)
+	ADDQ $17, SI
+	ADDQ $256, DI
+	ADDQ $32, CX
+	DECQ R13
+	JNZ  mxx8loop
+
+	NX8END(mxx8row)
+
+// ---------------------------------------------------------------- IQ3_S
+
+// qdotIQ3_SZ is qdotIQ3_SSIMD (rowdot_iq_amd64.s) with two sub-blocks per
+// 512-bit register (sub-block 2k in the low 256 bits, 2k+1 in the high, as
+// qdotIQ4_XSZ lays out a group): one VPGATHERDD fetches the 16 groups'
+// grid entries (the 64 magnitudes in element order), the 64 sign bits are
+// one mask register (KMOVQ: bit e of the sign bytes is element e) under
+// which the activations are negated, VPMADDUBSW pairs them and VPDPWSSD
+// adds the pairs times the sub-blocks' odd scales into the int32 lanes.
+// Lanes j and j+8 are added at the super-block's end: the exact lane sums
+// of the ymm kernel, then its float step and fold — its bits, and the
+// reference's (TestIQRowDotsBitwise). qdotIQ3_Sx8Z unpacks a super-block
+// once for eight tokens as qdotIQ4_XSx8Z does (its XSX8PAIR), per (row,
+// token) the same bits (TestKQuantZx8).
+
+// Dword lane indices 0..15 (the qh shift counts).
+DATA s3zlane<>+0(SB)/8, $0x0000000100000000
+DATA s3zlane<>+8(SB)/8, $0x0000000300000002
+DATA s3zlane<>+16(SB)/8, $0x0000000500000004
+DATA s3zlane<>+24(SB)/8, $0x0000000700000006
+DATA s3zlane<>+32(SB)/8, $0x0000000900000008
+DATA s3zlane<>+40(SB)/8, $0x0000000b0000000a
+DATA s3zlane<>+48(SB)/8, $0x0000000d0000000c
+DATA s3zlane<>+56(SB)/8, $0x0000000f0000000e
+GLOBL s3zlane<>(SB), RODATA|NOPTR, $64
+
+// S3ZGRID gathers the grid entries of sub-blocks 2k, 2k+1 of the
+// super-block at SI into V: index qs byte | bit g of qh<<8, the qh word
+// (qh[2k] | qh[2k+1]<<8) shifted left by 8 and right by the lane number
+// (Z15) so that bit 8 is lane g's bit. Z14 = 0x100 (dwords), BX = grid;
+// I, T, AX and the gather mask KG clobbered.
+#define S3ZGRID(k, V, I, T, KG) \
+	VPMOVZXBD    (2+16*k)(SI), I; \
+	MOVWLZX      (66+2*k)(SI), AX; \
+	SHLL         $8, AX; \
+	VPBROADCASTD AX, T; \
+	VPSRLVD      Z15, T, T; \
+	VPANDD       Z14, T, T; \
+	VPORD        T, I, I; \
+	KXNORW       KG, KG, KG; \
+	VPGATHERDD   (BX)(I*4), KG, V
+
+// S3ZSCALE sets S to the scale words of sub-blocks 2k, 2k+1 (1+2s, the
+// nibbles of scales byte k) in its low and high 256 bits; AX, R13, Y (S's
+// upper half as a ymm) clobbered.
+#define S3ZSCALE(k, S, YS, Y) \
+	MOVBLZX      (106+k)(SI), AX; \
+	MOVL         AX, R13; \
+	ANDL         $15, AX; \
+	SHRL         $4, R13; \
+	LEAL         1(AX)(AX*1), AX; \
+	LEAL         1(R13)(R13*1), R13; \
+	VPBROADCASTW AX, YS; \
+	VPBROADCASTW R13, Y; \
+	VINSERTI64X4 $1, Y, S, S
+
+// S3ZPAIR adds sub-blocks 2k, 2k+1 (activations at 64k(DI)) into the
+// int32 lanes Z1; Z12 = 0.
+#define S3ZPAIR(k) \
+	S3ZGRID(k, Z5, Z2, Z3, K1); \
+	KMOVQ      (74+8*k)(SI), K2; \
+	VMOVDQU64  (64*k)(DI), Z3; \
+	VPSUBB     Z3, Z12, K2, Z3; \
+	VPMADDUBSW Z3, Z5, Z5; \
+	S3ZSCALE(k, Z4, Y4, Y6); \
+	VPDPWSSD   Z4, Z5, Z1
+
+// func qdotIQ3_SZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: &iq3sGrid[0].
+TEXT ·qdotIQ3_SZ(SB), NOSPLIT, $0-64
+	MOVQ      dst+0(FP), R8
+	MOVQ      w+16(FP), R10
+	VMOVDQU64 s3zlane<>(SB), Z15
+	BCAST32($0x00000100, Z14, X14)
+	VPXORD    Z12, Z12, Z12
+
+s3zrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $64
+
+s3zloop:
+	PREFETCHT0    2048(SI)
+	PREFETCHT0    2112(SI)
+	VPXORD        Z1, Z1, Z1
+	S3ZPAIR(0)
+	S3ZPAIR(1)
+	S3ZPAIR(2)
+	S3ZPAIR(3)
+	VEXTRACTI64X4 $1, Z1, Y2
+	VPADDD        Y2, Y1, Y2
+	VPBROADCASTW  0(SI), X4
+	VCVTPH2PS     X4, Y4
+	VBROADCASTSS  (DX), Y5
+	VMULPS        Y5, Y4, Y4
+	VCVTDQ2PS     Y2, Y2
+	VMULPS        Y4, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	ADDQ          $110, SI
+	ADDQ          $256, DI
+	ADDQ          $4, DX
+	DECQ          CX
+	JNZ           s3zloop
+
+	FOLD8(Y0, X0)
+	ROWEND(s3zrow)
+
+// func qdotIQ3_Sx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// IQ3_S weights against eight consecutive tokens, as qdotIQ4_XSx8Z (see
+// dotQRowsKX8; bs unused): per row and super-block the four pairs' grid
+// magnitudes (Z4-Z7), sign masks (K1, K2, K3, K5) and scale words
+// (Z8-Z11) are unpacked once, then XSX8PAIR runs each token pair.
+TEXT ·qdotIQ3_Sx8Z(SB), NOSPLIT, $0-80
+	MOVQ      dst+0(FP), R8
+	MOVQ      w+16(FP), R10
+	MOVQ      n+64(FP), R11
+	LEAQ      (R11)(R11*2), R12
+	LEAQ      ·iq3sGrid(SB), BX
+	VMOVDQU64 s3zlane<>(SB), Z15
+	BCAST32($0x00000100, Z14, X14)
+	VPXORD    Z12, Z12, Z12
+
+s3x8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+s3x8loop:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	S3ZGRID(0, Z4, Z24, Z25, K6)
+	S3ZGRID(1, Z5, Z24, Z25, K6)
+	S3ZGRID(2, Z6, Z24, Z25, K6)
+	S3ZGRID(3, Z7, Z24, Z25, K6)
+	KMOVQ        74(SI), K1
+	KMOVQ        82(SI), K2
+	KMOVQ        90(SI), K3
+	KMOVQ        98(SI), K5
+	S3ZSCALE(0, Z8, Y8, Y30)
+	S3ZSCALE(1, Z9, Y9, Y30)
+	S3ZSCALE(2, Z10, Y10, Y30)
+	S3ZSCALE(3, Z11, Y11, Y30)
+	VPBROADCASTW 0(SI), Y23
+	VCVTPH2PS    Y23, Z23
+	XSX8PAIR((DI), (DI)(R11*1), 0, Z0)
+	XSX8PAIR((DI)(R11*2), (DI)(R12*1), 64, Z1)
+	XSX8PAIR((R9), (R9)(R11*1), 128, Z2)
+	XSX8PAIR((R9)(R11*2), (R9)(R12*1), 192, Z3)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  s3x8loop
+
+	X8STORE(s3x8row)

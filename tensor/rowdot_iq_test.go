@@ -61,8 +61,23 @@ func iqRandRow(t testing.TB, rng *rand.Rand, ty DType, cols int, std float64, ra
 // TestIQRowDotsBitwise: the assembly row dots of the table formats equal
 // the reference dots bit for bit (one arithmetic, rowdot_iq_ref.go), for
 // 1 to 9 blocks (the kernels' unrolled loops and tails), several rows per
-// call at a stride, and activations at an offset.
+// call back to back or at a stride with random padding, and activations
+// at an offset — on the zmm kernels
+// where the CPU has them (hasKZ) and on the ymm ones (hasKZ off, what
+// NANOSERVE_NOAVX512=1 selects).
 func TestIQRowDotsBitwise(t *testing.T) {
+	defer func(saved bool) { hasKZ = saved }(hasKZ)
+	paths := []bool{false}
+	if hasKZ {
+		paths = []bool{true, false}
+	}
+	for _, z := range paths {
+		hasKZ = z
+		testIQRowDotsBitwise(t, map[bool]string{true: "zmm", false: "asm"}[z])
+	}
+}
+
+func testIQRowDotsBitwise(t *testing.T, path string) {
 	rng := rand.New(rand.NewPCG(31, 4))
 	for _, ty := range laneTypes {
 		if !hasIQKernel(ty) {
@@ -76,8 +91,11 @@ func TestIQRowDotsBitwise(t *testing.T) {
 				raw := trial >= 2
 				const rows = 5
 				rb, _ := ty.RowBytes(cols)
-				stride := rb + 3
-				wm := make([]byte, rows*stride)
+				stride := rb + 3*(trial%2) // rows back to back, or padded
+				wm := make([]byte, rows*stride+rb)
+				for i := range wm { // padding and the bytes past the last row: noise a kernel must not read
+					wm[i] = byte(rng.Uint32())
+				}
 				for r := range rows {
 					copy(wm[r*stride:], iqRandRow(t, rng, ty, cols, []float64{0.02, 3}[trial%2], raw))
 				}
@@ -95,7 +113,7 @@ func TestIQRowDotsBitwise(t *testing.T) {
 					for r := range rows {
 						want := dotQ(ty, wm[r*stride:r*stride+rb], &a, off)
 						if math.Float32bits(got[r]) != math.Float32bits(want) {
-							t.Fatalf("%s nb=%d trial %d off=%d row %d: kernel %v, reference %v", ty, nb, trial, off, r, got[r], want)
+							t.Fatalf("%s %s nb=%d trial %d off=%d row %d: kernel %v, reference %v", path, ty, nb, trial, off, r, got[r], want)
 						}
 					}
 				}

@@ -18,7 +18,7 @@ package tensor
 // batch (TestKQuantZx8, TestMatMulBatchInvariant). IQ4_XS (qdotIQ4_XSx8Z,
 // Q8_K activations too, the packed scales of qx8PackK) runs its prefill
 // the same way, eight tokens per unpacked super-block instead of the row
-// dot token after token.
+// dot token after token; IQ3_S (qdotIQ3_Sx8Z) likewise.
 
 // useKx8 reports whether MatMul takes the eight-token zmm kernel for
 // weights wt.
@@ -26,7 +26,7 @@ func useKx8(wt DType) bool {
 	switch wt {
 	case Q4_K, Q5_K, Q6_K:
 		return hasKZ && hasQdotX4(wt)
-	case IQ4_XS:
+	case IQ4_XS, IQ3_S:
 		return hasKZ && hasIQKernel(wt) && qdotX4On
 	}
 	return false
@@ -89,6 +89,8 @@ func dotQRowsKX8(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n i
 		qdotQ6_Kx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	case IQ4_XS:
 		qdotIQ4_XSx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
+	case IQ3_S:
+		qdotIQ3_Sx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	default:
 		panic("tensor: dotQRowsKX8: " + wt.String())
 	}

@@ -1,0 +1,135 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestIQZx8 checks the eight-token zmm kernels of IQ4_NL and MXFP4
+// (dotQRowsIQX8) against the single-token row dots bit for bit, for each
+// of the eight tokens of groups at several offsets in a batch (one token
+// with a 30× range), raw and quantized rows of several lengths (odd block
+// counts too) at a stride padded with noise, and row ranges not starting
+// at 0.
+func TestIQZx8(t *testing.T) {
+	if !hasKZ {
+		t.Skip("no AVX-512 BW+VNNI")
+	}
+	rng := rand.New(rand.NewPCG(75, 76))
+	for _, wt := range []DType{IQ4_NL, MXFP4} {
+		for _, cols := range []int{32, 96, 256, 2048} {
+			const rows, n = 11, 19
+			rb, _ := wt.RowBytes(cols)
+			stride := rb + 3
+			w := make([]byte, rows*stride+rb)
+			for i := range w { // noise in the padding and past the last row
+				w[i] = byte(rng.Uint32())
+			}
+			for r := range rows {
+				copy(w[r*stride:], iqRandRow(t, rng, wt, cols, 0.02, r%2 == 0))
+			}
+			x := randVec(rng, n*cols)
+			for i := range cols {
+				x[9*cols+i] *= 30
+			}
+			var a quantizedActs
+			if err := quantizeActs(&a, wt, x); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float32, n*rows)
+			for tok := range n {
+				dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
+			}
+			p, dx := make([]byte, qx8PackLen(cols)), make([]float32, cols/32*8)
+			for _, t0 := range []int{0, 3, 11} {
+				qx8Pack(p, dx, &a, cols, t0)
+				for _, lo := range []int{0, 4} {
+					got := make([]float32, n*rows)
+					dotQRowsIQX8(wt, got, rows, w, stride, lo, rows, cols, p, dx, t0)
+					for tok := t0; tok < t0+8; tok++ {
+						for r := lo; r < rows; r++ {
+							g, wnt := got[tok*rows+r], want[tok*rows+r]
+							if math.Float32bits(g) != math.Float32bits(wnt) {
+								t.Fatalf("%s cols=%d t0=%d lo=%d token %d row %d: x8 %v, row dot %v", wt, cols, t0, lo, tok, r, g, wnt)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestIQ3SZx8 checks IQ3_S's eight-token zmm kernel (dotQRowsKX8) against
+// its row dots bit for bit, as TestKQuantZx8 does the K-quants'.
+func TestIQ3SZx8(t *testing.T) {
+	if !hasKZ {
+		t.Skip("no AVX-512 BW+VNNI")
+	}
+	testKQuantZx8(t, rand.New(rand.NewPCG(77, 78)), IQ3_S)
+}
+
+// iqZTypes are the table formats whose zmm kernels BenchmarkIQZ times.
+var iqZTypes = []DType{IQ4_NL, MXFP4, IQ3_S}
+
+// BenchmarkIQZ sets the zmm and ymm kernels of the table formats side by
+// side in one run, as BenchmarkKQuantZ: "L2" dotQRows over 32
+// L2-resident rows of 4096 (cpuMB/s of weights per CPU-second), "DRAM" a
+// decode MatMul through TinyLlama's (5632, 2048) FFN shape on one thread,
+// "prefill" a 64-token MatMul through (2048, 2048) on one thread (the
+// eight-token zmm kernels against the ymm row dots token after token).
+//
+//	go test ./tensor -run XXX -bench IQZ -benchtime 100x -count 3
+func BenchmarkIQZ(b *testing.B) {
+	defer func(saved bool) { hasKZ = saved }(hasKZ)
+	paths := []string{"zmm", "ymm"}
+	if !hasKZ {
+		paths = paths[1:]
+	}
+	for _, wt := range iqZTypes {
+		for _, path := range paths {
+			b.Run(wt.String()+"/L2/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				const rows = 32
+				w, x := benchRow(b, wt)
+				wm := make([]byte, 0, rows*len(w))
+				for range rows {
+					wm = append(wm, w...)
+				}
+				var a quantizedActs
+				if err := quantizeActs(&a, wt, x); err != nil {
+					b.Fatal(err)
+				}
+				dst := make([]float32, rows)
+				b.SetBytes(int64(len(wm)))
+				c0 := cpuSeconds()
+				for b.Loop() {
+					dotQRows(wt, dst, wm, len(w), benchCols, &a, 0)
+				}
+				if c := cpuSeconds() - c0; c > 0 {
+					b.ReportMetric(float64(len(wm))*float64(b.N)/c/1e6, "cpuMB/s")
+				}
+			})
+		}
+		for _, path := range paths {
+			b.Run(wt.String()+"/DRAM/5632x2048/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				benchMatVec(b, benchMats(b, wt, 5632, 2048), 1)
+			})
+		}
+		for _, path := range paths {
+			b.Run(wt.String()+"/prefill/2048x2048/n=64/"+path, func(b *testing.B) {
+				hasKZ = path == "zmm"
+				const rows, cols, n = 2048, 2048, 64
+				w := benchMats(b, wt, rows, cols)[0]
+				x := randVec(rand.New(rand.NewPCG(5, 6)), n*cols)
+				dst := make([]float32, n*rows)
+				for b.Loop() {
+					(*Pool)(nil).MatMul(dst, w, x, n)
+				}
+				b.ReportMetric(2*rows*cols*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			})
+		}
+	}
+}
