@@ -173,7 +173,7 @@ func cases() []tcase {
 		{`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":99}`, "top_logprobs", "top_logprobs"},
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools[0].function", "required"},
 		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"always"}`, "tool_choice", "not supported"},
-		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, "tools", "no tool-call format"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`, "tool_choice", "not among"},
 		{`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "functions", "together"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, "response_format", "not supported"},
 		{`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","minProperties":2}}}}`, "response_format", "minProperties"},
