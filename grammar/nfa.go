@@ -107,11 +107,8 @@ func (a *enfa) build(e expr, from, to int) error {
 	case repExpr:
 		cur := from
 		for i := 0; i < e.min; i++ {
-			next, err := a.state()
+			next, err := a.then(e.e, cur)
 			if err != nil {
-				return err
-			}
-			if err := a.build(e.e, cur, next); err != nil {
 				return err
 			}
 			cur = next
@@ -130,11 +127,8 @@ func (a *enfa) build(e expr, from, to int) error {
 		default:
 			for i := e.min; i < e.max; i++ {
 				a.eps[cur] = append(a.eps[cur], to) // stop here
-				next, err := a.state()
+				next, err := a.then(e.e, cur)
 				if err != nil {
-					return err
-				}
-				if err := a.build(e.e, cur, next); err != nil {
 					return err
 				}
 				cur = next
@@ -380,4 +374,14 @@ func (c *schemaCompiler) rules(a *nfa, wrap func([]cpRange) expr) (expr, error) 
 		}
 	}
 	return ref(name(0)), nil
+}
+
+// then builds one more copy of e from state cur to a new state, and returns
+// that state (one repetition of a repExpr).
+func (a *enfa) then(e expr, cur int) (int, error) {
+	next, err := a.state()
+	if err != nil {
+		return 0, err
+	}
+	return next, a.build(e, cur, next)
 }
