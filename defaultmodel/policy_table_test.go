@@ -10,29 +10,10 @@ import (
 	"testing"
 
 	"nanoserve/engine"
+	"nanoserve/internal/cli"
 	"nanoserve/model"
 	"nanoserve/sample"
 )
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			s := prev[j-1]
-			if a[i-1] != b[j-1] {
-				s++
-			}
-			cur[j] = min(s, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 func penalties(p sample.Policy, pp, f float32) sample.Policy {
 	p.PresencePenalty, p.FrequencyPenalty = pp, f
@@ -142,7 +123,7 @@ func TestBuiltinPolicyTable(t *testing.T) {
 				exact++
 			}
 			if m := max(len(got), len(c.line)); m > 0 {
-				sim += 1 - float64(levenshtein(got, c.line))/float64(m)
+				sim += 1 - float64(cli.EditDistance(got, c.line))/float64(m)
 			} else {
 				sim++
 			}

@@ -159,7 +159,7 @@ func didYouMean(s string, names []string, prefix string) string {
 	best, bestD := "", len(s)/3+2
 	sort.Strings(names)
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
+		if d := EditDistance(s, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -169,8 +169,8 @@ func didYouMean(s string, names []string, prefix string) string {
 	return " (did you mean " + prefix + best + "?)"
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b (bytes).
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
