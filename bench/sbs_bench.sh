@@ -20,7 +20,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
-CELLS=${CELLS:-"tinyllama-1.1b:f16 tinyllama-1.1b:q8_0 tinyllama-1.1b:q4_k_m tinyllama-1.1b:q5_k_m tinyllama-1.1b:q6_k tinyllama-1.1b:iq4_xs tinyllama-1.1b:mxfp4 tinyllama-1.1b:iq4_nl llama2c-110m:f16 llama2c-110m:q8_0 llama2c-110m:q4_k_m qwen35-0.8b:q8_0 qwen35-0.8b:q4_k_m"}
+CELLS=${CELLS:-"tinyllama-1.1b:f16 tinyllama-1.1b:q8_0 tinyllama-1.1b:q4_k_m tinyllama-1.1b:q5_k_m tinyllama-1.1b:q6_k tinyllama-1.1b:iq4_xs tinyllama-1.1b:mxfp4 tinyllama-1.1b:iq4_nl tinyllama-1.1b:iq3_s llama2c-110m:f16 llama2c-110m:q8_0 llama2c-110m:q4_k_m qwen35-0.8b:f16 qwen35-0.8b:q8_0 qwen35-0.8b:q4_k_m"}
 LLAMA_BENCH=${LLAMA_BENCH:-$HOME/.cache/llamacpp/llama.cpp/build/bin/llama-bench}
 OUT=${OUT:-/tmp/sbs_bench.jsonl}
 if [[ -z ${NANOSERVE:-} ]]; then
