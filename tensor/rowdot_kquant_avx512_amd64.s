@@ -21,7 +21,9 @@
 // int16 pairs × scale words added into int32) by [sc_2g ×16 | sc_2g+1
 // ×16] add lane l (sub-block 2g) and lane 8+l (sub-block 2g+1). After the
 // four groups, lanes l and 8+l are added: the ymm kernel's Y5, exactly.
-// Half the ymm kernel's integer instructions per super-block. The scales
+// Half the ymm kernel's integer instructions per super-block. (qdotQ4_KZ
+// itself pairs the sub-blocks differently, two registers per 64-byte load
+// against activations permuted to match: see K4ZPNIB.) The scales
 // and mins are unpacked on zmm too (K4ZSC: 9 instructions where K4SCALES,
 // the scale broadcast and K4MIN took 17, the mins doubled so that their
 // products with the bsums are one VPMADDWD).
@@ -188,6 +190,66 @@ GLOBL k4zsc<>(SB), RODATA|NOPTR, $320
 	VEXTRACTI64X4   $1, Z9, Y3; \
 	VPMADDWD        (BX), Y3, Y4
 
+// The single-token Q4_K kernel reads its nibbles 64 bytes at a time: the
+// packed bytes of groups h and h+1 (h = 0, 2) hold sub-blocks 2h, 2h+2 in
+// their low nibbles and 2h+1, 2h+3 in their high ones, so one load, one
+// VPANDD for the low nibbles and a VPSRLW+VPANDD for the high ones give
+// two registers of 64 values — [sub-block 2h | 2h+2] and [2h+1 | 2h+3] —
+// where K4ZNIB's broadcasts give one register per load. The activations
+// come paired to match (quantizedActs.QP, pairK4: sub-blocks 0, 2, 1, 3,
+// 4, 6, 5, 7), and the scale words too (k4zpshuf: register p of the
+// super-block takes [sc_a ×16 | sc_b ×16] for its pair (a, b) = (0, 2),
+// (1, 3), (4, 6), (5, 7)). Lane l of the register's VPDPWSSD still adds
+// sc_a·(its four products), lane 8+l sc_b·(its four), so after K4ZSUM
+// lane l holds the same exact int32 as before.
+DATA k4zpshuf<>+0(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+8(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+16(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+24(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+32(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+40(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+48(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+56(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+64(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+72(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+80(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+88(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+96(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+104(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+112(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+120(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+128(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+136(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+144(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+152(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+160(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+168(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+176(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+184(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+192(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+200(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+208(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+216(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zpshuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zpshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zpshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k4zpshuf<>(SB), RODATA|NOPTR, $256
+
+// K4ZPNIB loads the 64 packed bytes at off(SI) and sets LO to their low
+// nibbles, HI to their high nibbles.
+#define K4ZPNIB(off, LO, HI) \
+	VMOVDQU64 off(SI), HI; \
+	VPANDD    Z15, HI, LO; \
+	VPSRLW    $4, HI, HI; \
+	VPANDD    Z15, HI, HI
+
+// K4ZPDOT is K4ZDOT for register p of the pairing (k4zpshuf).
+#define K4ZPDOT(p, aoff, V, T, ACC) \
+	VPMADDUBSW aoff(DI), V, V; \
+	VPSHUFB    k4zpshuf<>+64*p(SB), Z10, T; \
+	VPDPWSSD   T, V, ACC
+
 // func qdotQ4_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Y0 the float accumulator, Z10 the scale words, Y4 the min products, Y5
 // the integer sums (qdotQ4_KSIMD's roles); Z24-Z28 K4ZSC's table.
@@ -210,14 +272,12 @@ q4kzloop:
 	K4ZSC
 	VPXORD     Z5, Z5, Z5
 	VPXORD     Z6, Z6, Z6
-	K4ZNIB(16, Z16)
-	K4ZNIB(48, Z17)
-	K4ZNIB(80, Z18)
-	K4ZNIB(112, Z19)
-	K4ZDOT(0, 0, Z16, Z20, Z5)
-	K4ZDOT(1, 64, Z17, Z21, Z6)
-	K4ZDOT(2, 128, Z18, Z22, Z5)
-	K4ZDOT(3, 192, Z19, Z23, Z6)
+	K4ZPNIB(16, Z16, Z17)
+	K4ZPNIB(80, Z18, Z19)
+	K4ZPDOT(0, 0, Z16, Z20, Z5)
+	K4ZPDOT(1, 64, Z17, Z21, Z6)
+	K4ZPDOT(2, 128, Z18, Z22, Z5)
+	K4ZPDOT(3, 192, Z19, Z23, Z6)
 	K4ZSUM
 	K4FINISH
 	ADDQ    $144, SI
