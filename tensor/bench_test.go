@@ -171,6 +171,81 @@ func BenchmarkMatVecCached(b *testing.B) {
 	}
 }
 
+// BenchmarkRowDotStream is the quantized decode kernels alone (dotQRows,
+// 128 rows of 2048 columns per call, no pool, no quantizeActs), one
+// goroutine, over a set of 128 rows that stays in L2 ("l2") or a 256 MB
+// set walked contiguously ("dram", a decode worker's stream); "read" is a
+// plain SIMD read (sumF32) of the same DRAM set, the ceiling of one core's
+// stream. cpuMB/s is per CPU-second of the process, so on a shared machine
+// compare kernel/read within one run: the kernels' share of the read rate
+// and their in-cache headroom over it say whether a decode kernel is
+// bound by its arithmetic or by the stream.
+//
+//	go test ./tensor -run XXX -bench RowDotStream -benchtime 0.3s -count 5
+func BenchmarkRowDotStream(b *testing.B) {
+	const cols, chunk = 2048, 128
+	for _, c := range []struct {
+		t    DType
+		set  string
+		read bool
+	}{
+		{Q8_0, "l2", false}, {Q4_K, "l2", false}, {Q6_K, "l2", false},
+		{Q8_0, "dram", false}, {Q4_K, "dram", false}, {Q6_K, "dram", false},
+		{Q4_K, "dram", true},
+	} {
+		name := fmt.Sprintf("%s/%s", c.t, c.set)
+		if c.read {
+			name = "read/" + c.set
+		}
+		b.Run(name, func(b *testing.B) {
+			rb, _ := c.t.RowBytes(cols)
+			rng := rand.New(rand.NewPCG(1, 2))
+			proto := make([]byte, chunk*rb)
+			v := make([]float32, cols)
+			for r := range chunk {
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				if err := QuantizeRow(proto[r*rb:(r+1)*rb], c.t, v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rows := chunk
+			if c.set == "dram" {
+				rows = (256 << 20) / rb / chunk * chunk
+			}
+			data := make([]byte, rows*rb)
+			for o := 0; o < len(data); o += len(proto) {
+				copy(data[o:], proto)
+			}
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			var a quantizedActs
+			if err := quantizeActs(&a, c.t, v); err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]float32, chunk)
+			b.SetBytes(int64(chunk * rb))
+			r := 0
+			c0 := cpuSeconds()
+			for b.Loop() {
+				if c.read {
+					dst[0] += sumF32(BytesF32(data[r*rb : (r+chunk)*rb]))
+				} else {
+					dotQRows(c.t, dst, data[r*rb:], rb, cols, &a, 0)
+				}
+				if r += chunk; r+chunk > rows {
+					r = 0
+				}
+			}
+			if cpu := cpuSeconds() - c0; cpu > 0 {
+				b.ReportMetric(float64(chunk*rb)*float64(b.N)/cpu/1e6, "cpuMB/s")
+			}
+		})
+	}
+}
+
 // BenchmarkGEMM is prefill: n tokens through a (rows, cols) matrix
 // (benchMatMul's GFLOP/s and cpuGFLOP/s).
 func BenchmarkGEMM(b *testing.B) {

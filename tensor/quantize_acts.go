@@ -33,6 +33,7 @@ type quantizedActs struct {
 	D      []float32 // (N/blockSize) block scales; fp16-rounded for Q8_0/Q8_1 as ggml stores them
 	S      []float32 // Q8_1 only: (N/32) fp16(d·Σq) per block
 	BSums  []int16   // Q8_K only: (N/16) sums of 16 consecutive Q
+	QP     []int8    // Q8_K where kzActs: (N) Q with each super-block's 32-value sub-blocks paired as qdotQ4_KZ reads them (pairK4)
 }
 
 func growI8(s []int8, n int) []int8 {
@@ -58,7 +59,30 @@ func quantizeActs(dst *quantizedActs, wt DType, x []float32) error {
 		return err
 	}
 	dst.quantizeBlocks(x, 0, len(x)/dst.Format.BlockSize())
+	if dst.Format == Q8_K && kzActs {
+		dst.QP = growI8(dst.QP, len(x))
+		pairK4(dst.QP, dst.Q)
+	}
 	return nil
+}
+
+// pairK4 sets p to q (Q8_K values) with each super-block's eight 32-value
+// sub-blocks in the order 0, 2, 1, 3, 4, 6, 5, 7: the order in which
+// qdotQ4_KZ unpacks a Q4_K super-block — 64 bytes of packed nibbles at a
+// time, whose low nibbles are sub-blocks 2h and 2h+2 and high nibbles 2h+1
+// and 2h+3 (h = 0, 2) — so that one 64-byte load of p meets each unpacked
+// register. A permutation of whole sub-blocks: the same products, the same
+// exact int32 lane sums.
+func pairK4(p, q []int8) {
+	for b := 0; b+qkK <= len(q); b += qkK {
+		for h := 0; h < 8; h += 4 {
+			o := b + 32*h
+			copy(p[o:o+32], q[o:o+32])
+			copy(p[o+32:o+64], q[o+64:o+96])
+			copy(p[o+64:o+96], q[o+32:o+64])
+			copy(p[o+96:o+128], q[o+96:o+128])
+		}
+	}
 }
 
 // resize sets dst up for n activations in the format for weights wt,

@@ -14,6 +14,12 @@ import (
 // turns it off with the zmm float kernels (hasAVX512).
 var hasKZ = hasSIMD && hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
+// kzActs is hasKZ as detected at start-up: where it holds, quantizeActs
+// also writes the Q8_K values in qdotQ4_KZ's sub-block pairing (QP,
+// pairK4). Tests that flip hasKZ leave it alone, so the copy is there
+// whenever the zmm kernel can be selected.
+var kzActs = hasKZ
+
 //go:noescape
 func qdotQ4_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 

@@ -21,7 +21,12 @@
 // int16 pairs × scale words added into int32) by [sc_2g ×16 | sc_2g+1
 // ×16] add lane l (sub-block 2g) and lane 8+l (sub-block 2g+1). After the
 // four groups, lanes l and 8+l are added: the ymm kernel's Y5, exactly.
-// Half the ymm kernel's integer instructions per super-block.
+// Half the ymm kernel's integer instructions per super-block. (qdotQ4_KZ
+// itself pairs the sub-blocks differently, two registers per 64-byte load
+// against activations permuted to match: see K4ZPNIB.) The scales
+// and mins are unpacked on zmm too (K4ZSC: 9 instructions where K4SCALES,
+// the scale broadcast and K4MIN took 17, the mins doubled so that their
+// products with the bsums are one VPMADDWD).
 
 #include "textflag.h"
 #include "rowdot_amd64.h"
@@ -103,18 +108,160 @@ GLOBL k4zshuf<>(SB), RODATA|NOPTR, $256
 	VEXTRACTI64X4 $1, Z5, Y6; \
 	VPADDD        Y6, Y5, Y5
 
+// The single-token kernels' scales and mins (qdotQ4_KZ, qdotQ5_KZ): one
+// 512-bit pass over the 12 packed bytes b[0..11] at 4(SI) instead of
+// K4SCALES' xmm steps (scaleMinK4's formulas, the values are the same).
+// VPSHUFB (the bytes in every 128-bit lane, VBROADCASTI32X4) forms words
+// w = b[x] | b[y]<<8 and each word becomes ((w >> s1) & m1) | ((w >> s2)
+// & m2), per-word shifts (VPSRLVW) and masks from the table k4zsc:
+//
+//	words 0-7 (and 8-15):  sc_j, j < 4: w = b[j],                 w & 0x3f
+//	                             j ≥ 4: w = b[j+4] | b[j-4]<<8,   (w & 0x0f) | ((w >> 10) & 0x30)
+//	words 16-23: m_j twice, j < 4:      w = b[j+4],               w & 0x3f
+//	words 24-31: m_j twice, j ≥ 4:      w = b[j+4] | b[j]<<8,     ((w >> 4) & 0x0f) | ((w >> 10) & 0x30)
+//
+// The doubled mins make the min products one VPMADDWD against the bsums:
+// lane j = m_j·bsum_2j + m_j·bsum_2j+1, the integer K4MIN computes as
+// m_j·(bsum_2j + bsum_2j+1) — exact int32 either way, so the float steps
+// that follow see the same values (TestKQuantZBitwise).
+//
+// Table: the VPSHUFB indexes (0x80: a zero byte), s1, s2, m2, m1; 64
+// bytes each, loaded into Z24-Z28 by K4ZSCSETUP.
+DATA k4zsc<>+0(SB)/8, $0x8003800280018000
+DATA k4zsc<>+8(SB)/8, $0x030b020a01090008
+DATA k4zsc<>+16(SB)/8, $0x8003800280018000
+DATA k4zsc<>+24(SB)/8, $0x030b020a01090008
+DATA k4zsc<>+32(SB)/8, $0x8005800580048004
+DATA k4zsc<>+40(SB)/8, $0x8007800780068006
+DATA k4zsc<>+48(SB)/8, $0x0509050904080408
+DATA k4zsc<>+56(SB)/8, $0x070b070b060a060a
+DATA k4zsc<>+64(SB)/8, $0x0000000000000000
+DATA k4zsc<>+72(SB)/8, $0x0000000000000000
+DATA k4zsc<>+80(SB)/8, $0x0000000000000000
+DATA k4zsc<>+88(SB)/8, $0x0000000000000000
+DATA k4zsc<>+96(SB)/8, $0x0000000000000000
+DATA k4zsc<>+104(SB)/8, $0x0000000000000000
+DATA k4zsc<>+112(SB)/8, $0x0004000400040004
+DATA k4zsc<>+120(SB)/8, $0x0004000400040004
+DATA k4zsc<>+128(SB)/8, $0x0000000000000000
+DATA k4zsc<>+136(SB)/8, $0x000a000a000a000a
+DATA k4zsc<>+144(SB)/8, $0x0000000000000000
+DATA k4zsc<>+152(SB)/8, $0x000a000a000a000a
+DATA k4zsc<>+160(SB)/8, $0x0000000000000000
+DATA k4zsc<>+168(SB)/8, $0x0000000000000000
+DATA k4zsc<>+176(SB)/8, $0x000a000a000a000a
+DATA k4zsc<>+184(SB)/8, $0x000a000a000a000a
+DATA k4zsc<>+192(SB)/8, $0x0000000000000000
+DATA k4zsc<>+200(SB)/8, $0x0030003000300030
+DATA k4zsc<>+208(SB)/8, $0x0000000000000000
+DATA k4zsc<>+216(SB)/8, $0x0030003000300030
+DATA k4zsc<>+224(SB)/8, $0x0000000000000000
+DATA k4zsc<>+232(SB)/8, $0x0000000000000000
+DATA k4zsc<>+240(SB)/8, $0x0030003000300030
+DATA k4zsc<>+248(SB)/8, $0x0030003000300030
+DATA k4zsc<>+256(SB)/8, $0x003f003f003f003f
+DATA k4zsc<>+264(SB)/8, $0x000f000f000f000f
+DATA k4zsc<>+272(SB)/8, $0x003f003f003f003f
+DATA k4zsc<>+280(SB)/8, $0x000f000f000f000f
+DATA k4zsc<>+288(SB)/8, $0x003f003f003f003f
+DATA k4zsc<>+296(SB)/8, $0x003f003f003f003f
+DATA k4zsc<>+304(SB)/8, $0x000f000f000f000f
+DATA k4zsc<>+312(SB)/8, $0x000f000f000f000f
+GLOBL k4zsc<>(SB), RODATA|NOPTR, $320
+
+#define K4ZSCSETUP \
+	VMOVDQU64 k4zsc<>+0(SB), Z24; \
+	VMOVDQU64 k4zsc<>+64(SB), Z25; \
+	VMOVDQU64 k4zsc<>+128(SB), Z26; \
+	VMOVDQU64 k4zsc<>+192(SB), Z27; \
+	VMOVDQU64 k4zsc<>+256(SB), Z28
+
+// K4ZSC sets Z10 to the super-block's eight scale words in every 128-bit
+// lane (for K4ZDOT) and Y4 to the min products (K4MIN's lanes), from the
+// scales at 4(SI) and the bsums at (BX). Z8, Z9, Y3 clobbered.
+#define K4ZSC \
+	VBROADCASTI32X4 4(SI), Z8; \
+	VPSHUFB         Z24, Z8, Z8; \
+	VPSRLVW         Z25, Z8, Z9; \
+	VPSRLVW         Z26, Z8, Z8; \
+	VPANDD          Z27, Z8, Z8; \
+	VPTERNLOGD      $0xEA, Z8, Z28, Z9; \
+	VSHUFI64X2      $0, Z9, Z9, Z10; \
+	VEXTRACTI64X4   $1, Z9, Y3; \
+	VPMADDWD        (BX), Y3, Y4
+
+// The single-token Q4_K kernel reads its nibbles 64 bytes at a time: the
+// packed bytes of groups h and h+1 (h = 0, 2) hold sub-blocks 2h, 2h+2 in
+// their low nibbles and 2h+1, 2h+3 in their high ones, so one load, one
+// VPANDD for the low nibbles and a VPSRLW+VPANDD for the high ones give
+// two registers of 64 values — [sub-block 2h | 2h+2] and [2h+1 | 2h+3] —
+// where K4ZNIB's broadcasts give one register per load. The activations
+// come paired to match (quantizedActs.QP, pairK4: sub-blocks 0, 2, 1, 3,
+// 4, 6, 5, 7), and the scale words too (k4zpshuf: register p of the
+// super-block takes [sc_a ×16 | sc_b ×16] for its pair (a, b) = (0, 2),
+// (1, 3), (4, 6), (5, 7)). Lane l of the register's VPDPWSSD still adds
+// sc_a·(its four products), lane 8+l sc_b·(its four), so after K4ZSUM
+// lane l holds the same exact int32 as before.
+DATA k4zpshuf<>+0(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+8(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+16(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+24(SB)/8, $0x0100010001000100
+DATA k4zpshuf<>+32(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+40(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+48(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+56(SB)/8, $0x0504050405040504
+DATA k4zpshuf<>+64(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+72(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+80(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+88(SB)/8, $0x0302030203020302
+DATA k4zpshuf<>+96(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+104(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+112(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+120(SB)/8, $0x0706070607060706
+DATA k4zpshuf<>+128(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+136(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+144(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+152(SB)/8, $0x0908090809080908
+DATA k4zpshuf<>+160(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+168(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+176(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+184(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zpshuf<>+192(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+200(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+208(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+216(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zpshuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zpshuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zpshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zpshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k4zpshuf<>(SB), RODATA|NOPTR, $256
+
+// K4ZPNIB loads the 64 packed bytes at off(SI) and sets LO to their low
+// nibbles, HI to their high nibbles.
+#define K4ZPNIB(off, LO, HI) \
+	VMOVDQU64 off(SI), HI; \
+	VPANDD    Z15, HI, LO; \
+	VPSRLW    $4, HI, HI; \
+	VPANDD    Z15, HI, HI
+
+// K4ZPDOT is K4ZDOT for register p of the pairing (k4zpshuf).
+#define K4ZPDOT(p, aoff, V, T, ACC) \
+	VPMADDUBSW aoff(DI), V, V; \
+	VPSHUFB    k4zpshuf<>+64*p(SB), Z10, T; \
+	VPDPWSSD   T, V, ACC
+
 // func qdotQ4_KZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-// qdotQ4_KSIMD's registers: Y0 the float accumulator, Y2 (Y1 next) the
-// scale words, Y3 the mins, Y4 the min products, Y5 the integer sums.
+// Y0 the float accumulator, Z10 the scale words, Y4 the min products, Y5
+// the integer sums (qdotQ4_KSIMD's roles); Z24-Z28 K4ZSC's table.
 TEXT ·qdotQ4_KZ(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	K4ZSETUP
+	K4ZSCSETUP
 
 q4kzrow:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
-	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
 
 	PCALIGN $64
 
@@ -122,23 +269,17 @@ q4kzloop:
 	PREFETCHT1 KZPF(SI)
 	PREFETCHT1 KZPF+64(SI)
 	PREFETCHT1 KZPF+128(SI)
-	VSHUFI64X2 $0, Z2, Z2, Z10
-	K4MIN
-	K4NEXT(144)
-	K4SCALES(R9, Y1, X1, Y3, X3, X8, X9)
+	K4ZSC
 	VPXORD     Z5, Z5, Z5
 	VPXORD     Z6, Z6, Z6
-	K4ZNIB(16, Z16)
-	K4ZNIB(48, Z17)
-	K4ZNIB(80, Z18)
-	K4ZNIB(112, Z19)
-	K4ZDOT(0, 0, Z16, Z20, Z5)
-	K4ZDOT(1, 64, Z17, Z21, Z6)
-	K4ZDOT(2, 128, Z18, Z22, Z5)
-	K4ZDOT(3, 192, Z19, Z23, Z6)
+	K4ZPNIB(16, Z16, Z17)
+	K4ZPNIB(80, Z18, Z19)
+	K4ZPDOT(0, 0, Z16, Z20, Z5)
+	K4ZPDOT(1, 64, Z17, Z21, Z6)
+	K4ZPDOT(2, 128, Z18, Z22, Z5)
+	K4ZPDOT(3, 192, Z19, Z23, Z6)
 	K4ZSUM
 	K4FINISH
-	VMOVDQA Y1, Y2
 	ADDQ    $144, SI
 	ADDQ    $256, DI
 	ADDQ    $4, DX
@@ -323,11 +464,11 @@ TEXT ·qdotQ5_KZ(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
 	K5ZSETUP
+	K4ZSCSETUP
 
 q5kzrow:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
-	K4SCALES(SI, Y2, X2, Y3, X3, X8, X9)
 
 	PCALIGN $64
 
@@ -335,10 +476,7 @@ q5kzloop:
 	PREFETCHT1 KZPF(SI)
 	PREFETCHT1 KZPF+64(SI)
 	PREFETCHT1 KZPF+128(SI)
-	VSHUFI64X2 $0, Z2, Z2, Z10
-	K4MIN
-	K4NEXT(176)
-	K4SCALES(R9, Y1, X1, Y3, X3, X8, X9)
+	K4ZSC
 	VPXORD          Z5, Z5, Z5
 	VPXORD          Z6, Z6, Z6
 	VBROADCASTI64X4 16(SI), Z30
@@ -356,7 +494,6 @@ q5kzloop:
 	K4ZDOT(3, 192, Z19, Z23, Z6)
 	K4ZSUM
 	K4FINISH
-	VMOVDQA Y1, Y2
 	ADDQ    $176, SI
 	ADDQ    $256, DI
 	ADDQ    $4, DX

@@ -8,6 +8,9 @@ import "unsafe"
 // flag stays off and the stubs are never called.
 var hasKZ = false
 
+// kzActs is off too: quantizeActs fills no paired copy (QP).
+const kzActs = false
+
 func qdotQ4_KZ(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }

@@ -59,7 +59,8 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 		qdotQ5_1SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_K:
 		if hasKZ {
-			qdotQ4_KZ(pd, rows, pw, st, pq, pdd, aux, nb)
+			qp := a.QP[off : off+n] // the values paired as the kernel unpacks (pairK4)
+			qdotQ4_KZ(pd, rows, pw, st, &qp[0], pdd, aux, nb)
 		} else {
 			qdotQ4_KSIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 		}
