@@ -30,8 +30,11 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	hw.alpha = grow(hw.alpha, n*nv)
 	hw.o = grow(hw.o, n*vd)
 	hw.row = grow(hw.row, ch)
-	m.pool.MatMul(hw.mix, r.wqkv, h, n)
-	m.pool.MatMul(hw.z, r.wz, h, n)
+	// The two wide projections in one hand-off to the workers when
+	// MatMulShared can (one token); bit for bit two MatMuls either way.
+	hw.mats[0], hw.mats[1] = r.wqkv, r.wz
+	hw.dsts[0], hw.dsts[1] = hw.mix, hw.z
+	m.pool.MatMulShared(h, n, hw.mats[:2], hw.dsts[:2])
 	// β and α are n_v rows each: for a few tokens too little to hand out,
 	// so they run on this goroutine (a nil Pool; MatMul's numbers do not
 	// depend on the pool), two fewer waits for the workers per layer.
@@ -220,14 +223,13 @@ var deltaStepSwapped bool
 
 // deltaChunk, when above 0, runs each run of a sequence's consecutive
 // positions in a step through the chunked delta rule
-// (tensor.DeltaChunked, chunks of deltaChunk tokens) instead of token by
-// token. The forward pass leaves it at 0: the chunked form rounds
+// (tensor.DeltaChunked, chunks of deltaChunk tokens) instead of the
+// recurrent one. The forward pass leaves it at 0: the chunked form rounds
 // differently, so a token's logits would depend on where the engine's step
 // boundaries fell and on whether it came as prompt or was generated
 // (chunked prefill, sessions, preemption recompute, snapshots: all
 // compared with == to a lone cold run), and measured it is slower on a
-// CPU anyway (see the package docs in hybrid.go). Tests and benchmarks
-// set it.
+// CPU anyway (tensor/deltarule_chunk.go). Tests and benchmarks set it.
 var deltaChunk = 0
 
 // chunkScratch is one worker's chunked-delta-rule scratch.

@@ -267,9 +267,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		}
 		q, k, v := ws.q[:n*qd], ws.k[:n*kvd], ws.v[:n*kvd]
 		if cfg.AttnGate {
-			m.gatedQuery(lw, q, n)
-			pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
-			pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+			m.gatedQuery(lw, q, k, v, n)
 		} else if lw.wqkv != nil {
 			wd := qd + 2*kvd
 			qkv := ws.qkv[:n*wd]
