@@ -320,10 +320,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 				c.Store(kl, ws.slots[i], kr, vr)
 			}
 		}
-		m.attention(b, c, l, n)
-		if cfg.AttnGate {
-			m.applyAttnGate(ws.att[:n*qd])
-		}
+		m.attention(b, c, l, n) // with Qwen3.5's output gate (AttnGate)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
 		addBias(ws.xb[:n*dim], lw.bo, n)
 		if lw.attnPostNorm != nil {

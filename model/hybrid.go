@@ -594,13 +594,6 @@ func (m *Model) gatedQuery(lw *layerWeights, q, k, v []float32, n int) {
 	}
 }
 
-// applyAttnGate multiplies the attention output by σ(gate).
-func (m *Model) applyAttnGate(att []float32) {
-	for i, g := range m.hw.gate[:len(att)] {
-		att[i] *= sigmoid(g)
-	}
-}
-
 // sharedExpert runs layer lw's shared expert (qwen35moe) on the n rows of
 // ws.xb: σ(w·x)·SwiGLU(x), returned (n, dim) in the workspace; nil when
 // the layer has none.
