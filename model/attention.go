@@ -156,6 +156,11 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 				for c := range out {
 					out[c] *= inv
 				}
+				if m.AttnGate { // Qwen3.5: the head's output times σ(its gate), here on the workers
+					for c, gt := range m.hw.gate[q0+j*hd : q0+(j+1)*hd] {
+						out[c] *= sigmoid(gt)
+					}
+				}
 			}
 		}
 	}

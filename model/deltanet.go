@@ -30,8 +30,11 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	hw.alpha = grow(hw.alpha, n*nv)
 	hw.o = grow(hw.o, n*vd)
 	hw.row = grow(hw.row, ch)
-	m.pool.MatMul(hw.mix, r.wqkv, h, n)
-	m.pool.MatMul(hw.z, r.wz, h, n)
+	// The two wide projections in one hand-off to the workers when
+	// MatMulShared can (one token); bit for bit two MatMuls either way.
+	hw.mats[0], hw.mats[1] = r.wqkv, r.wz
+	hw.dsts[0], hw.dsts[1] = hw.mix, hw.z
+	m.pool.MatMulShared(h, n, hw.mats[:2], hw.dsts[:2])
 	// β and α are n_v rows each: for a few tokens too little to hand out,
 	// so they run on this goroutine (a nil Pool; MatMul's numbers do not
 	// depend on the pool), two fewer waits for the workers per layer.
@@ -52,7 +55,7 @@ func (m *Model) deltaNetMixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) 
 	// spans whatever the split: batch invariant.
 	j := &hw.job
 	j.m, j.b, j.c, j.r, j.n = m, b, c, r, n
-	if deltaChunk > 0 && len(hw.chunk) < m.pool.Threads() {
+	if len(hw.chunk) < m.pool.Threads() {
 		hw.chunk = make([]chunkScratch, m.pool.Threads())
 	}
 	if work := n * nv * d * d; m.pool.Threads() > 1 && cfg.SSMKHeads > 1 && work >= parRowsMin {
@@ -143,28 +146,46 @@ func (j *deltaJob) Range(lo, hi, worker int) {
 		tensor.SwiGLU(z, o) // z ← SiLU(z)·o (z is this token's and head's alone)
 		copy(o, z)
 	}
+	blocked := deltaBlocked(d)
+	w := &hw.chunk[worker]
 	for kh := lo; kh < hi; kh++ {
 		for i0 := 0; i0 < j.n; {
-			// A run of one sequence's consecutive positions: chunked
-			// (when deltaChunk asks) or token by token.
+			// A run of one sequence's consecutive positions: through
+			// tensor.DeltaStepsBlocked in one call per value head (its bits
+			// do not depend on the run's length: a run of one is decode),
+			// chunked (when deltaChunk asks), or token by token.
 			i1 := i0 + 1
-			for deltaChunk > 0 && i1 < j.n && j.b.Seq[i1] == j.b.Seq[i0] {
+			for (blocked || deltaChunk > 0) && i1 < j.n && j.b.Seq[i1] == j.b.Seq[i0] {
 				i1++
 			}
 			st := j.c.State(j.b.Seq[i0])[r.stateOff+convLen:]
-			if i1-i0 > 1 {
+			if blocked || i1-i0 > 1 {
 				for i := i0; i < i1; i++ {
 					prep(i, kh)
 				}
-				w := &hw.chunk[worker]
 				for vh := kh; vh < nv; vh += nk {
 					w.g, w.b = grow(w.g, i1-i0), grow(w.b, i1-i0)
 					for i := i0; i < i1; i++ {
 						w.g[i-i0], w.b[i-i0] = logDecay(i, vh)
 					}
-					tensor.DeltaChunked(hw.o[i0*vd+vh*d:], vd, st[vh*d*d:(vh+1)*d*d],
-						hw.mix[i0*ch+kh*d:], hw.mix[i0*ch+(nk+kh)*d:], ch, hw.mix[i0*ch+2*nk*d+vh*d:], ch,
-						w.g, w.b, d, d, deltaChunk, &w.work)
+					S := st[vh*d*d : (vh+1)*d*d]
+					q, k, v := hw.mix[i0*ch+kh*d:], hw.mix[i0*ch+(nk+kh)*d:], hw.mix[i0*ch+2*nk*d+vh*d:]
+					if deltaChunk > 0 {
+						if blocked { // the state is held blocked; the chunked form takes it row-major
+							w.rm = grow(w.rm, d*d)
+							tensor.DeltaFromBlocked(w.rm, S, d)
+							S = w.rm
+						}
+						tensor.DeltaChunked(hw.o[i0*vd+vh*d:], vd, S, q, k, ch, v, ch, w.g, w.b, d, d, deltaChunk, &w.work)
+						if blocked {
+							tensor.DeltaToBlocked(st[vh*d*d:(vh+1)*d*d], S, d)
+						}
+					} else {
+						for t, g := range w.g {
+							w.g[t] = float32(math.Exp(float64(g))) // the decay e^g, as deltaStep takes it
+						}
+						tensor.DeltaStepsBlocked(hw.o[i0*vd+vh*d:], vd, S, q, k, ch, v, ch, w.g, w.b, d)
+					}
 					for i := i0; i < i1; i++ {
 						gatedNorm(i, vh)
 					}
@@ -185,20 +206,35 @@ func (j *deltaJob) Range(lo, hi, worker int) {
 	}
 }
 
+// deltaBlocked reports whether the delta-net states of heads of d × d are
+// held in tensor.DeltaStepsBlocked's row-block layout and stepped by it
+// (where it runs in SIMD registers: AVX-512, d a multiple of 16), rather
+// than row-major and stepped token by token by deltaStep. It depends only
+// on the CPU and the shape, so one process holds every state one way (a
+// state is never read by another process). deltaStepFn swapped for a
+// benchmark's old kernel turns it off.
+func deltaBlocked(d int) bool {
+	return tensor.DeltaBlockedSIMD(d, d) && !deltaStepSwapped
+}
+
+// deltaStepSwapped is set by benchmarks that run deltaStepFn's old
+// kernels, which take the row-major layout.
+var deltaStepSwapped bool
+
 // deltaChunk, when above 0, runs each run of a sequence's consecutive
 // positions in a step through the chunked delta rule
-// (tensor.DeltaChunked, chunks of deltaChunk tokens) instead of token by
-// token. The forward pass leaves it at 0: the chunked form rounds
+// (tensor.DeltaChunked, chunks of deltaChunk tokens) instead of the
+// recurrent one. The forward pass leaves it at 0: the chunked form rounds
 // differently, so a token's logits would depend on where the engine's step
 // boundaries fell and on whether it came as prompt or was generated
 // (chunked prefill, sessions, preemption recompute, snapshots: all
 // compared with == to a lone cold run), and measured it is slower on a
-// CPU anyway (see the package docs in hybrid.go). Tests and benchmarks
-// set it.
+// CPU anyway (tensor/deltarule_chunk.go). Tests and benchmarks set it.
 var deltaChunk = 0
 
 // chunkScratch is one worker's chunked-delta-rule scratch.
 type chunkScratch struct {
 	work tensor.DeltaChunkWork
-	g, b []float32 // (run) log decays and write strengths of one value head
+	g, b []float32 // (run) log decays (then decays) and write strengths of one value head
+	rm   []float32 // (d, d) a blocked state row-major, for the chunked form
 }

@@ -23,8 +23,10 @@ import "math"
 // These are matrix products over the chunk (what a GPU or a GEMM wants),
 // and the same numbers as the recurrent form in exact arithmetic; in
 // floating point they round differently, so the forward pass keeps the
-// recurrent form (deltaStep) for prefill too: a sequence's logits must not
-// depend on how its prompt is split into chunks (batch invariance).
+// recurrent form (tensor.DeltaStepsBlocked, or deltaStep) for prefill too:
+// a sequence's logits must not depend on how its prompt is split into
+// chunks (batch invariance); and on a CPU the recurrent form is the faster
+// one (tensor/deltarule_chunk.go).
 // TestDeltaRuleChunked holds this form to the float64 recurrence; the
 // float32 production kernel is tensor.DeltaChunked (the same system solved
 // for δ through T = (I + A)⁻¹, TestDeltaChunked), which the model runs

@@ -267,9 +267,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		}
 		q, k, v := ws.q[:n*qd], ws.k[:n*kvd], ws.v[:n*kvd]
 		if cfg.AttnGate {
-			m.gatedQuery(lw, q, n)
-			pool.MatMul(k, lw.wk, ws.xb[:n*dim], n)
-			pool.MatMul(v, lw.wv, ws.xb[:n*dim], n)
+			m.gatedQuery(lw, q, k, v, n)
 		} else if lw.wqkv != nil {
 			wd := qd + 2*kvd
 			qkv := ws.qkv[:n*wd]
@@ -322,10 +320,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 				c.Store(kl, ws.slots[i], kr, vr)
 			}
 		}
-		m.attention(b, c, l, n)
-		if cfg.AttnGate {
-			m.applyAttnGate(ws.att[:n*qd])
-		}
+		m.attention(b, c, l, n) // with Qwen3.5's output gate (AttnGate)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
 		addBias(ws.xb[:n*dim], lw.bo, n)
 		if lw.attnPostNorm != nil {

@@ -48,19 +48,22 @@ import (
 // error): the cache makes Truncate forget everything and Match find
 // nothing for a hybrid.
 //
-// Batch invariance: every token's recurrent step runs the same scalar
+// Batch invariance: every token's recurrent step runs the same
 // arithmetic in position order whatever else is in the batch and however
 // its prompt was split into chunks, so a sequence's logits are bit for bit
-// those of the sequence alone, cold. So the recurrent form of the delta
-// rule is used for prefill too: the chunked form (tensor.DeltaChunked; the
-// float64 WY reference in deltarule.go) rounds differently, which would
-// make a token's logits depend on where the engine's steps began and on
-// whether it was prompt or generated (sessions and preemption feed
-// generated tokens back as prompt). Nor is it faster on a CPU: 0.55–0.7×
-// the recurrent kernel's tokens per CPU-second on a d = 128 head
-// (tensor's BenchmarkDeltaChunked), a kernel that is ~7% of a 0.8B
-// prefill. deltaChunk switches it on for tests and benchmarks
-// (BenchmarkHybridSynth's chunk32/chunk64).
+// those of the sequence alone, cold. The delta rule runs in its recurrent
+// form in prefill and decode alike: tensor.DeltaStepsBlocked over each run
+// of a sequence's tokens in a step (its bits do not depend on the run's
+// length; a decode is a run of one), on states held in its row-block
+// layout, where the CPU runs it in SIMD (else tensor.DeltaStep token by
+// token on row-major states; deltanet.go's deltaBlocked). The chunked form
+// (tensor.DeltaChunked; the float64 WY reference in deltarule.go) rounds
+// differently, which would make a token's logits depend on where the
+// engine's steps began and on whether it was prompt or generated, and is
+// slower on a CPU anyway: 0.3–0.45× the blocked recurrent rule's tokens
+// per CPU-second on a d = 128 head (tensor/deltarule_chunk.go has the
+// arithmetic, the measurements and the decision). deltaChunk switches it
+// on for tests and benchmarks (BenchmarkHybridSynth's chunk32/chunk64).
 
 // recWeights are the weights of a recurrent mixer.
 type recWeights struct {
@@ -90,6 +93,9 @@ type hybridWork struct {
 	qg    []float32 // (n, 2·q_dim) Qwen3.5 attention [query ‖ gate] per head
 	gate  []float32 // (n, q_dim)
 	row   []float32 // (channels) one token's conv output
+
+	mats [3]*tensor.Mat // MatMulShared's matrices and outputs, kept to not allocate
+	dsts [3][]float32
 
 	job   deltaJob       // deltaNetMixer's head-parallel pass
 	chunk []chunkScratch // per worker (deltaChunk only)
@@ -566,28 +572,25 @@ func softplus(x float32) float32 {
 	return float32(math.Log1p(math.Exp(float64(x))))
 }
 
-// gatedQuery splits Qwen3.5's attention query projection: attn_q yields
-// per head [query (head_dim) ‖ gate (head_dim)]; q gets the queries, the
+// gatedQuery runs Qwen3.5's attention projections q, k and v (one
+// hand-off to the workers for a single token: MatMulShared, bit for bit
+// three MatMuls) and splits the query projection: attn_q yields per head
+// [query (head_dim) ‖ gate (head_dim)]; q gets the queries, the
 // workspace's gate the gates.
-func (m *Model) gatedQuery(lw *layerWeights, q []float32, n int) {
+func (m *Model) gatedQuery(lw *layerWeights, q, k, v []float32, n int) {
 	hw := &m.hw
 	qd, hd := m.QDim(), m.HeadDim
 	hw.qg = grow(hw.qg, n*2*qd)
 	hw.gate = grow(hw.gate, n*qd)
-	m.pool.MatMul(hw.qg, lw.wq, m.ws.xb[:n*m.Dim], n)
+	hw.mats[0], hw.mats[1], hw.mats[2] = lw.wq, lw.wk, lw.wv
+	hw.dsts[0], hw.dsts[1], hw.dsts[2] = hw.qg, k, v
+	m.pool.MatMulShared(m.ws.xb[:n*m.Dim], n, hw.mats[:], hw.dsts[:])
 	for i := range n {
 		r := hw.qg[i*2*qd : (i+1)*2*qd]
 		for h := range m.Heads {
 			copy(q[i*qd+h*hd:i*qd+(h+1)*hd], r[2*h*hd:(2*h+1)*hd])
 			copy(hw.gate[i*qd+h*hd:i*qd+(h+1)*hd], r[(2*h+1)*hd:(2*h+2)*hd])
 		}
-	}
-}
-
-// applyAttnGate multiplies the attention output by σ(gate).
-func (m *Model) applyAttnGate(att []float32) {
-	for i, g := range m.hw.gate[:len(att)] {
-		att[i] *= sigmoid(g)
 	}
 }
 

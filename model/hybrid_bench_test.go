@@ -31,11 +31,12 @@ func deltaStepScalar(out, S, q, k, v []float32, decay, beta float32) {
 
 // BenchmarkHybridSynth: the synthetic Qwen3.5-0.8B (nanoserve bench
 // --synthetic qwen35-0.8b --type q8_0 writes it), a 64-token and a
-// 256-token prefill and 16-token decodes, with the delta rule as before
-// ("old": the scalar loop), now ("new": tensor.DeltaStep token by token)
-// and chunked ("chunk32", "chunk64": tensor.DeltaChunked over each
-// prefill, which the forward pass does not use), alternating within one
-// run:
+// 256-token prefill and 16-token decodes, with the delta rule as it was
+// ("old": the scalar loop; "rowmajor": tensor.DeltaStep token by token on
+// row-major states), now ("blocked": tensor.DeltaStepsBlocked where the
+// CPU runs it, else as rowmajor) and chunked ("chunk32", "chunk64":
+// tensor.DeltaChunked over each prefill, which the forward pass does not
+// use), alternating within one run:
 //
 //	go test ./model -run '^$' -bench HybridSynth -benchtime 1x
 func BenchmarkHybridSynth(b *testing.B) {
@@ -45,16 +46,18 @@ func BenchmarkHybridSynth(b *testing.B) {
 		b.Fatal(err)
 	}
 	variants := []struct {
-		name  string
-		step  func(out, S, q, k, v []float32, decay, beta float32)
-		chunk int
-	}{{"old", deltaStepScalar, 0}, {"new", deltaStepFn, 0}, {"chunk32", deltaStepFn, 32}, {"chunk64", deltaStepFn, 64}}
+		name   string
+		step   func(out, S, q, k, v []float32, decay, beta float32)
+		rowMaj bool
+		chunk  int
+	}{{"old", deltaStepScalar, true, 0}, {"rowmajor", deltaStepFn, true, 0}, {"blocked", deltaStepFn, false, 0},
+		{"chunk32", deltaStepFn, false, 32}, {"chunk64", deltaStepFn, false, 64}}
 	for r := range 3 * len(variants) { // old, new, chunked, old, ...: the same load for all
 		v := variants[r%len(variants)]
 		run := func(b *testing.B, n int, chunk int) {
-			saved, savedChunk := deltaStepFn, deltaChunk
-			deltaStepFn, deltaChunk = v.step, v.chunk
-			defer func() { deltaStepFn, deltaChunk = saved, savedChunk }()
+			saved, savedChunk, savedSw := deltaStepFn, deltaChunk, deltaStepSwapped
+			deltaStepFn, deltaChunk, deltaStepSwapped = v.step, v.chunk, v.rowMaj
+			defer func() { deltaStepFn, deltaChunk, deltaStepSwapped = saved, savedChunk, savedSw }()
 			s := &kvcache.Seq{}
 			if err := c.Reserve(s, n); err != nil {
 				b.Fatal(err)

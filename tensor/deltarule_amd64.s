@@ -248,3 +248,171 @@ zpass2:
 done16:
 	VZEROUPPER
 	RET
+
+// func deltaStepsBlocked512(out, S, q, k, v, decay, beta *float32, ldo, ldqk, ldv, T, dk, blocks int)
+//
+// DeltaStepsBlocked on zmm registers, lanes = the 16 rows of a row block
+// (deltarule_blocked.go): S is blocks of d_k columns of 16 values, and a
+// column times a broadcast k_i or q_i is 16 rows' terms at once, so the
+// dot products need no horizontal folds. Per block, token by token (the
+// block, 8 KiB at d_k = 128, stays in L1 across the tokens):
+//
+//	s = Σ_i S_i k_i      (8 accumulators, column i into Z(i mod 8); folded as a tree)
+//	e = β(v − decay·s)
+//	S_i = decay·S_i + e·k_i,  out = Σ_i S_i q_i   (the same accumulators and fold)
+//
+// d_k a multiple of 8 (8 columns a step); strides in floats.
+TEXT ·deltaStepsBlocked512(SB), NOSPLIT, $0-104
+	MOVQ ldo+56(FP), R12
+	SHLQ $2, R12
+	MOVQ ldqk+64(FP), CX
+	SHLQ $2, CX
+	MOVQ ldv+72(FP), DX
+	SHLQ $2, DX
+	MOVQ S+8(FP), SI
+	XORQ R13, R13 // block b
+
+bblock:
+	CMPQ R13, blocks+96(FP)
+	JAE  bdone
+	MOVQ R13, AX
+	SHLQ $6, AX // b·16 floats
+	MOVQ out+0(FP), DI
+	ADDQ AX, DI
+	MOVQ v+32(FP), R10
+	ADDQ AX, R10
+	MOVQ q+16(FP), R8
+	MOVQ k+24(FP), R9
+	XORQ R11, R11 // token t
+
+btok:
+	MOVQ decay+40(FP), AX
+	VBROADCASTSS (AX)(R11*4), Z30
+	MOVQ beta+48(FP), AX
+	VBROADCASTSS (AX)(R11*4), Z29
+	// Pass 1: s = S k.
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	MOVQ SI, AX
+	XORQ BX, BX
+
+bpass1:
+	VMOVUPS 0(AX), Z8
+	VMOVUPS 64(AX), Z9
+	VMOVUPS 128(AX), Z10
+	VMOVUPS 192(AX), Z11
+	VMOVUPS 256(AX), Z12
+	VMOVUPS 320(AX), Z13
+	VMOVUPS 384(AX), Z14
+	VMOVUPS 448(AX), Z15
+	VFMADD231PS.BCST 0(R9)(BX*4), Z8, Z0
+	VFMADD231PS.BCST 4(R9)(BX*4), Z9, Z1
+	VFMADD231PS.BCST 8(R9)(BX*4), Z10, Z2
+	VFMADD231PS.BCST 12(R9)(BX*4), Z11, Z3
+	VFMADD231PS.BCST 16(R9)(BX*4), Z12, Z4
+	VFMADD231PS.BCST 20(R9)(BX*4), Z13, Z5
+	VFMADD231PS.BCST 24(R9)(BX*4), Z14, Z6
+	VFMADD231PS.BCST 28(R9)(BX*4), Z15, Z7
+	ADDQ $512, AX
+	ADDQ $8, BX
+	CMPQ BX, dk+88(FP)
+	JB   bpass1
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z5, Z4, Z4
+	VADDPS Z7, Z6, Z6
+	VADDPS Z2, Z0, Z0
+	VADDPS Z6, Z4, Z4
+	VADDPS Z4, Z0, Z0
+	// e = β(v − decay·s).
+	VMULPS Z30, Z0, Z0
+	VMOVUPS (R10), Z1
+	VSUBPS Z0, Z1, Z1
+	VMULPS Z29, Z1, Z28
+	// Pass 2: S_i = decay·S_i + e·k_i; out = S q.
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	MOVQ SI, AX
+	XORQ BX, BX
+
+bpass2:
+	VMOVUPS 0(AX), Z8
+	VMOVUPS 64(AX), Z9
+	VMOVUPS 128(AX), Z10
+	VMOVUPS 192(AX), Z11
+	VMOVUPS 256(AX), Z12
+	VMOVUPS 320(AX), Z13
+	VMOVUPS 384(AX), Z14
+	VMOVUPS 448(AX), Z15
+	VMULPS.BCST 0(R9)(BX*4), Z28, Z16
+	VMULPS.BCST 4(R9)(BX*4), Z28, Z17
+	VMULPS.BCST 8(R9)(BX*4), Z28, Z18
+	VMULPS.BCST 12(R9)(BX*4), Z28, Z19
+	VMULPS.BCST 16(R9)(BX*4), Z28, Z20
+	VMULPS.BCST 20(R9)(BX*4), Z28, Z21
+	VMULPS.BCST 24(R9)(BX*4), Z28, Z22
+	VMULPS.BCST 28(R9)(BX*4), Z28, Z23
+	VFMADD213PS Z16, Z30, Z8
+	VFMADD213PS Z17, Z30, Z9
+	VFMADD213PS Z18, Z30, Z10
+	VFMADD213PS Z19, Z30, Z11
+	VFMADD213PS Z20, Z30, Z12
+	VFMADD213PS Z21, Z30, Z13
+	VFMADD213PS Z22, Z30, Z14
+	VFMADD213PS Z23, Z30, Z15
+	VMOVUPS Z8, 0(AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, 192(AX)
+	VMOVUPS Z12, 256(AX)
+	VMOVUPS Z13, 320(AX)
+	VMOVUPS Z14, 384(AX)
+	VMOVUPS Z15, 448(AX)
+	VFMADD231PS.BCST 0(R8)(BX*4), Z8, Z0
+	VFMADD231PS.BCST 4(R8)(BX*4), Z9, Z1
+	VFMADD231PS.BCST 8(R8)(BX*4), Z10, Z2
+	VFMADD231PS.BCST 12(R8)(BX*4), Z11, Z3
+	VFMADD231PS.BCST 16(R8)(BX*4), Z12, Z4
+	VFMADD231PS.BCST 20(R8)(BX*4), Z13, Z5
+	VFMADD231PS.BCST 24(R8)(BX*4), Z14, Z6
+	VFMADD231PS.BCST 28(R8)(BX*4), Z15, Z7
+	ADDQ $512, AX
+	ADDQ $8, BX
+	CMPQ BX, dk+88(FP)
+	JB   bpass2
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z5, Z4, Z4
+	VADDPS Z7, Z6, Z6
+	VADDPS Z2, Z0, Z0
+	VADDPS Z6, Z4, Z4
+	VADDPS Z4, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ CX, R8
+	ADDQ CX, R9
+	ADDQ DX, R10
+	ADDQ R12, DI
+	INCQ R11
+	CMPQ R11, T+80(FP)
+	JB   btok
+	MOVQ dk+88(FP), AX
+	SHLQ $6, AX // d_k·16 floats
+	ADDQ AX, SI
+	INCQ R13
+	JMP  bblock
+
+bdone:
+	VZEROUPPER
+	RET

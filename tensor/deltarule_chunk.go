@@ -27,16 +27,61 @@ import "fmt"
 // across chunks, and held transposed (Sᵀ, d_k rows of d_v) for the length
 // of the call so that every product is in GemmNN's row-major "NN" shape.
 // Per chunk this is 3·n·d² + O(n²·d) multiply-adds, the recurrent form's
-// 3·n·d², in tiles that reuse each load instead of two passes over S per
-// token; measured on a CPU (BenchmarkDeltaChunked, d = 128) the n² terms,
-// the transposes and the scalar substitution still make it 0.55–0.7× the
-// recurrent kernel's speed.
+// 3·n·d², in tiles that reuse each load instead of passes over S per
+// token.
 //
 // The two forms are the same numbers in exact arithmetic and round
 // differently in float32 (TestDeltaChunked holds both to a float64
-// recurrence); the model's forward pass uses the recurrent form wherever
-// its bits must not depend on how a sequence was split into steps (see
-// model/deltanet.go).
+// recurrence).
+//
+// Why inference runs the recurrent rule for prefill too (issue 30 asked
+// for "prefill chunked, decode recurrent"; decided by measurement):
+//
+// Arithmetic per token and value head at d_k = d_v = d = 128. Recurrent:
+// S k, the update a·S + e kᵀ and S q are 3d² FMAs and d² multiplies, 65.5k
+// vector-lane operations (7d² = 115 kFLOP). Chunked, C = 64: the products
+// with S_0 (K Sᵀ, Q Sᵀ) and the state update Kᵀ Δ are 3d² per token; K Kᵀ,
+// Q Kᵀ, T R and M Δ add 4·C·d (2·C·d if their triangles were skipped),
+// the substitution C²/6: 82.6k FMAs, 1.13–1.26× the recurrent count.
+// Qwen3.5-0.8B and -2B both have 18 delta layers of 16 value heads:
+// 33 MFLOP a token, against ~1.0 GFLOP (0.8B) and ~2.9 GFLOP (2B) of
+// weight products per prefill token: 3% and 1% of a prefill's arithmetic.
+//
+// Bytes: a head's state is 64 KiB (1 MiB a layer, 18 MiB per 0.8B
+// sequence). Row-major DeltaStep streams it through L2 every token (two
+// reads, one write); DeltaStepsBlocked keeps an 8 KiB row block in L1 for
+// all the tokens of a call; the chunked form reads and writes it once a
+// chunk. This machine (Zen 5, 48 KiB L1d and 1 MiB L2 per core, two zmm
+// FMAs a cycle: bench --peak measures ~209 GFLOP/s on one idle thread) so
+// holds either form's working set in L1/L2, and the rule is bound by
+// arithmetic and its dependency chains, not memory.
+//
+// Measured (BenchmarkDeltaChunked, one d = 128 head, variants alternating
+// in three rounds, load average ~10 from other jobs; tokens per
+// CPU-second): at L = 128, DeltaStep 0.63 M, DeltaStepsBlocked 1.03 M,
+// chunked C = 16/32/64 0.17/0.39/0.32 M; at L = 512, 0.63 M, 0.92 M and
+// 0.18/0.42/0.33 M. DeltaStepsBlocked is 115 GFLOP/s, ~55% of the FMA
+// peak; to beat it the chunked form would have to run 1.13–1.26× the
+// arithmetic at 62–70% of peak, with four of its seven products small
+// (n ≤ 64) GEMMs plus the transposes, the exponentials and the scalar
+// substitution: it runs at 0.3–0.45× the blocked recurrent rule. The most
+// it could save even at the FMA peak is under 2% of a 0.8B prefill (the
+// blocked rule is ~4% of its CPU time).
+//
+// Exactness: in the engine a token's logits must be the same bits however
+// its prompt was split into steps and whether it came as prompt or was
+// generated (chunked prefill, sessions, preemption recompute, prefix
+// snapshots are compared with == to a lone cold run). The chunked form
+// could only do that with chunks aligned to absolute positions (multiples
+// of C) and each token's output computed from S at the last aligned
+// boundary and the rows before it in the chunk: the state would carry up
+// to C−1 pending tokens' q, k, v, g, β (66 KiB a head at C = 64: twice the
+// state, twice every snapshot), and decode would pay the pending rows'
+// products on every token. So the forward pass runs DeltaStepsBlocked (or
+// DeltaStep where it has no SIMD) in prefill and decode alike, and
+// DeltaChunked stays as the tested float32 form of the blocked algebra
+// (TestDeltaChunked, model's TestHybridDeltaChunked under deltaChunk) and
+// the benchmark's yardstick.
 
 // DeltaChunkWork is DeltaChunked's scratch, grown on demand and reused
 // (one per goroutine).

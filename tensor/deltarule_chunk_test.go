@@ -140,36 +140,50 @@ func relErr(a []float32, b []float64, scale float64) float64 {
 	return w / scale
 }
 
-// BenchmarkDeltaChunked: one head (d = 128, Qwen3.5's) over a 512-token
-// prompt, recurrent DeltaStep against DeltaChunked at chunk sizes 16 to
-// 64, interleaved in one run:
+// BenchmarkDeltaChunked: one head (d = 128, Qwen3.5's) over a prompt of L
+// tokens (128 and 512), the recurrent DeltaStep token by token, the
+// recurrent DeltaStepsBlocked (all L tokens in one call, as the model's
+// prefill runs it) and DeltaChunked at chunk sizes 16 to 64, alternating
+// within one run (three rounds):
 //
-//	go test ./tensor -run '^$' -bench DeltaChunked -count 3
+//	go test ./tensor -run '^$' -bench DeltaChunked -benchtime 20x
 func BenchmarkDeltaChunked(b *testing.B) {
-	const L, d = 512, 128
-	q, k, v, g, bt := deltaInputs(rand.New(rand.NewPCG(1, 1)), L, d)
-	dec := make([]float32, L)
-	for i, x := range g {
-		dec[i] = float32(math.Exp(float64(x)))
-	}
-	S, out := make([]float32, d*d), make([]float32, L*d)
-	var w DeltaChunkWork
-	b.Run("recurrent", func(b *testing.B) {
-		cpu0 := cpuSeconds()
-		for b.Loop() {
-			for t := range L {
-				DeltaStep(out[t*d:(t+1)*d], S, q[t*d:(t+1)*d], k[t*d:(t+1)*d], v[t*d:(t+1)*d], dec[t], bt[t])
-			}
+	const d = 128
+	for _, L := range []int{128, 512} {
+		q, k, v, g, bt := deltaInputs(rand.New(rand.NewPCG(1, 1)), L, d)
+		dec := make([]float32, L)
+		for i, x := range g {
+			dec[i] = float32(math.Exp(float64(x)))
 		}
-		b.ReportMetric(float64(L*b.N)/(cpuSeconds()-cpu0), "tok/cpu-s")
-	})
-	for _, C := range []int{16, 32, 64} {
-		b.Run(fmt.Sprintf("chunked%d", C), func(b *testing.B) {
-			cpu0 := cpuSeconds()
-			for b.Loop() {
-				DeltaChunked(out, d, S, q, k, d, v, d, g, bt, d, d, C, &w)
-			}
-			b.ReportMetric(float64(L*b.N)/(cpuSeconds()-cpu0), "tok/cpu-s")
-		})
+		S, out := make([]float32, d*d), make([]float32, L*d)
+		var w DeltaChunkWork
+		variants := []struct {
+			name string
+			run  func()
+		}{
+			{"recurrent", func() {
+				for t := range L {
+					DeltaStep(out[t*d:(t+1)*d], S, q[t*d:(t+1)*d], k[t*d:(t+1)*d], v[t*d:(t+1)*d], dec[t], bt[t])
+				}
+			}},
+			{"blocked", func() { DeltaStepsBlocked(out, d, S, q, k, d, v, d, dec, bt, d) }},
+		}
+		for _, C := range []int{16, 32, 64} {
+			variants = append(variants, struct {
+				name string
+				run  func()
+			}{fmt.Sprintf("chunked%d", C), func() { DeltaChunked(out, d, S, q, k, d, v, d, g, bt, d, d, C, &w) }})
+		}
+		for r := range 3 * len(variants) {
+			vr := variants[r%len(variants)]
+			b.Run(fmt.Sprintf("L%d-%s", L, vr.name), func(b *testing.B) {
+				clear(S)
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					vr.run()
+				}
+				b.ReportMetric(float64(L*b.N)/(cpuSeconds()-cpu0), "tok/cpu-s")
+			})
+		}
 	}
 }
