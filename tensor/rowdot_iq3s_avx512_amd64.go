@@ -1,6 +1,10 @@
 package tensor
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // IQ3_S's zmm kernels without gathers (rowdot_iq3s_avx512_amd64.s).
 //
@@ -40,3 +44,47 @@ func qdotIQ3_SZP(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *fl
 //
 //go:noescape
 func qdotIQ3_Sx8ZP(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+// hasIQ3V selects the byte-permute kernels (AVX-512 VBMI: VPERMB,
+// VPERMT2B), which look a super-block's 64 groups up with eight permutes
+// where the word kernels need sixteen.
+var hasIQ3V = hasKZ && cpu.X86.HasAVX512VBMI
+
+// iq3sNibB is iq3sNib split into bytes: the low bytes of the 512 words,
+// then the high bytes.
+var iq3sNibB = func() (t [1024]byte) {
+	for i, v := range iq3sNib {
+		t[i], t[512+i] = byte(v), byte(v>>8)
+	}
+	return
+}()
+
+// qdotIQ3_SZV is qdotIQ3_SZP with the byte lookup (hasIQ3V): the same bits.
+//
+//go:noescape
+func qdotIQ3_SZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+
+// qdotIQ3_Sx8ZV is qdotIQ3_Sx8ZP with the byte lookup: the same bits.
+//
+//go:noescape
+func qdotIQ3_Sx8ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+// qdotIQ3_SZ2 runs IQ3_S's zmm row dot: the byte lookup where the CPU has
+// VBMI, else the word lookup.
+func qdotIQ3_SZ2(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, nb int) {
+	if hasIQ3V {
+		qdotIQ3_SZV(dst, rows, w, stride, q, d, nil, nb)
+	} else {
+		qdotIQ3_SZP(dst, rows, w, stride, q, d, nil, nb)
+	}
+}
+
+// qdotIQ3_Sx8Z2 runs IQ3_S's eight-token zmm kernel, chosen as
+// qdotIQ3_SZ2's.
+func qdotIQ3_Sx8Z2(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr) {
+	if hasIQ3V {
+		qdotIQ3_Sx8ZV(dst, rows, w, stride, q, bs, dz, nb, n, ldd)
+	} else {
+		qdotIQ3_Sx8ZP(dst, rows, w, stride, q, bs, dz, nb, n, ldd)
+	}
+}

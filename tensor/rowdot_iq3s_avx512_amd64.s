@@ -273,3 +273,175 @@ s3px8loop:
 	JNZ  s3px8loop
 
 	X8STORE(s3px8row)
+
+// ---------------------------------------------------------------- VBMI
+
+// With AVX-512 VBMI (hasIQ3V) the lookup runs on bytes: VPERMT2B looks 64
+// indices up at once in a 128-byte table, so a super-block's 64 groups
+// take four permutes and three blends for the low bytes of their
+// iq3sNib words (iq3sNibB[0:512]) and as many for the high bytes
+// (iq3sNibB[512:]), the table picked by index bits 7 (the qs byte's top
+// bit, VPMOVB2M) and 8 (the qh bit). S3VLOOK first puts the 64 index bytes
+// and qh bits in the order π (s3vperm, VPERMB; the qh mask via
+// VPMOVM2B/VPMOVB2M): byte p = 16L+4k+i holds group 16k+4L+i, so that
+// interleaving low and high bytes into words (VPUNPCKLBW/HBW) and then
+// the words' nibbles (as in S3PLOOK) yields the four 64-byte registers of
+// magnitudes in element order.
+
+DATA s3vperm<>+0(SB)/8, $0x1312111003020100
+DATA s3vperm<>+8(SB)/8, $0x3332313023222120
+DATA s3vperm<>+16(SB)/8, $0x1716151407060504
+DATA s3vperm<>+24(SB)/8, $0x3736353427262524
+DATA s3vperm<>+32(SB)/8, $0x1b1a19180b0a0908
+DATA s3vperm<>+40(SB)/8, $0x3b3a39382b2a2928
+DATA s3vperm<>+48(SB)/8, $0x1f1e1d1c0f0e0d0c
+DATA s3vperm<>+56(SB)/8, $0x3f3e3d3c2f2e2d2c
+GLOBL s3vperm<>(SB), RODATA|NOPTR, $64
+
+// S3VCONST: S3PCONST's scale constants, Z15 = π, BX = iq3sNibB.
+#define S3VCONST \
+	VMOVDQU64       s3vperm<>(SB), Z15; \
+	BCAST32($0x0f0f0f0f, Z20, X20); \
+	VBROADCASTI32X4 s3pdup<>(SB), Z21; \
+	VBROADCASTI32X4 s3psh<>(SB), Z22; \
+	BCAST32($0x000f000f, Z13, X13); \
+	BCAST32($0x00010001, Z14, X14); \
+	VPXORD          Z12, Z12, Z12; \
+	LEAQ            ·iq3sNibB(SB), BX
+
+// S3VBYTE looks the π-ordered index bytes Z24 up in the byte table at
+// off(BX) (four 128-byte pieces by index bits 7, 8: masks K6, K7) into V;
+// T1, T2 clobbered.
+#define S3VBYTE(off, V, T1, T2) \
+	VMOVDQU64 (off)(BX), V; \
+	VPERMT2B  (off+64)(BX), Z24, V; \
+	VMOVDQU64 (off+128)(BX), T1; \
+	VPERMT2B  (off+192)(BX), Z24, T1; \
+	VPBLENDMB T1, V, K6, V; \
+	VMOVDQU64 (off+256)(BX), T1; \
+	VPERMT2B  (off+320)(BX), Z24, T1; \
+	VMOVDQU64 (off+384)(BX), T2; \
+	VPERMT2B  (off+448)(BX), Z24, T2; \
+	VPBLENDMB T2, T1, K6, T1; \
+	VPBLENDMB T1, V, K7, V
+
+// S3VNIB splits the nibble words W into magnitudes in element order: O0
+// from the low four words of each 128-bit lane, O1 from the high four; T
+// clobbered.
+#define S3VNIB(W, T, O0, O1) \
+	VPSRLW     $4, W, T; \
+	VPANDD     Z20, W, W; \
+	VPANDD     Z20, T, T; \
+	VPUNPCKLBW T, W, O0; \
+	VPUNPCKHBW T, W, O1
+
+// S3VLOOK sets Z4-Z7 to the 256 magnitudes of the super-block at SI;
+// Z24-Z28, K4, K6, K7 clobbered.
+#define S3VLOOK \
+	VMOVDQU64  2(SI), Z24; \
+	VPERMB     Z24, Z15, Z24; \
+	KMOVQ      66(SI), K4; \
+	VPMOVM2B   K4, Z25; \
+	VPERMB     Z25, Z15, Z25; \
+	VPMOVB2M   Z25, K7; \
+	VPMOVB2M   Z24, K6; \
+	S3VBYTE(0, Z25, Z26, Z27); \
+	S3VBYTE(512, Z26, Z27, Z28); \
+	VPUNPCKLBW Z26, Z25, Z27; \
+	VPUNPCKHBW Z26, Z25, Z28; \
+	S3VNIB(Z27, Z24, Z4, Z5); \
+	S3VNIB(Z28, Z25, Z6, Z7)
+
+// func qdotIQ3_SZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// qdotIQ3_SZP with S3VLOOK.
+TEXT ·qdotIQ3_SZV(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	S3VCONST
+
+s3vrow:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	MOVQ   d+40(FP), DX
+	MOVQ   nb+56(FP), CX
+	VXORPS Y0, Y0, Y0
+
+	PCALIGN $64
+
+s3vloop:
+	PREFETCHT0    2048(SI)
+	PREFETCHT0    2112(SI)
+	VPXORD        Z1, Z1, Z1
+	S3PSCALES
+	S3VLOOK
+	S3PDOT(0, Z4)
+	S3PDOT(1, Z5)
+	S3PDOT(2, Z6)
+	S3PDOT(3, Z7)
+	VEXTRACTI64X4 $1, Z1, Y2
+	VPADDD        Y2, Y1, Y2
+	VPBROADCASTW  0(SI), X4
+	VCVTPH2PS     X4, Y4
+	VBROADCASTSS  (DX), Y5
+	VMULPS        Y5, Y4, Y4
+	VCVTDQ2PS     Y2, Y2
+	VMULPS        Y4, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	ADDQ          $110, SI
+	ADDQ          $256, DI
+	ADDQ          $4, DX
+	DECQ          CX
+	JNZ           s3vloop
+
+	FOLD8(Y0, X0)
+	ROWEND(s3vrow)
+
+// func qdotIQ3_Sx8ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+// qdotIQ3_Sx8ZP with S3VLOOK.
+TEXT ·qdotIQ3_Sx8ZV(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), R8
+	MOVQ w+16(FP), R10
+	MOVQ n+64(FP), R11
+	LEAQ (R11)(R11*2), R12
+	S3VCONST
+
+s3vx8row:
+	MOVQ   R10, SI
+	MOVQ   q+32(FP), DI
+	LEAQ   (DI)(R11*4), R9
+	MOVQ   dz+48(FP), DX
+	MOVQ   nb+56(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	PCALIGN $64
+
+s3vx8loop:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	S3VLOOK
+	KMOVQ        74(SI), K1
+	KMOVQ        82(SI), K2
+	KMOVQ        90(SI), K3
+	KMOVQ        98(SI), K5
+	S3PSCALES
+	VPSHUFB      s3pshuf<>+0(SB), Z29, Z8
+	VPSHUFB      s3pshuf<>+64(SB), Z29, Z9
+	VPSHUFB      s3pshuf<>+128(SB), Z29, Z10
+	VPSHUFB      s3pshuf<>+192(SB), Z29, Z11
+	VPBROADCASTW 0(SI), Y23
+	VCVTPH2PS    Y23, Z23
+	S3PX8PAIR((DI), (DI)(R11*1), 0, Z0)
+	S3PX8PAIR((DI)(R11*2), (DI)(R12*1), 64, Z1)
+	S3PX8PAIR((R9), (R9)(R11*1), 128, Z2)
+	S3PX8PAIR((R9)(R11*2), (R9)(R12*1), 192, Z3)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  s3vx8loop
+
+	X8STORE(s3vx8row)
