@@ -21,8 +21,12 @@ import (
 // 128 bytes — one VPERMT2W each looks up 32 indices in a piece, and a
 // three-level VPBLENDMW tree picks the piece by the index's top three
 // bits. 32 groups (128 weights) cost eight permutes and seven blends
-// instead of two gathers. The lookup changes no arithmetic: the lanes are
-// exact int32 sums, so the results are qdotIQ3_SZ's bits.
+// instead of two gathers; with VBMI (hasIQ3V) VPERMT2B looks up all 64
+// groups of a super-block per 128-byte piece of the low and high bytes.
+// The lookup changes no arithmetic: the lanes are exact int32 sums, so the
+// results are qdotIQ3_SZ's bits. The gather kernels (qdotIQ3_SZ,
+// qdotIQ3_Sx8Z) are no longer dispatched; they stay as
+// BenchmarkIQ3SLookup's baseline.
 
 // iq3sNib is iq3sGrid with each magnitude in a nibble: entry i's
 // magnitude j at bits 4j..4j+3.
