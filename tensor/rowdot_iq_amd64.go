@@ -57,7 +57,7 @@ func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, 
 		}
 	case IQ3_S:
 		if hasKZ {
-			qdotIQ3_SZ(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
+			qdotIQ3_SZ2(dst, rows, w, stride, q, d, nb)
 		} else {
 			qdotIQ3_SSIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&iq3sGrid[0]), nb)
 		}

@@ -18,7 +18,7 @@ package tensor
 // batch (TestKQuantZx8, TestMatMulBatchInvariant). IQ4_XS (qdotIQ4_XSx8Z,
 // Q8_K activations too, the packed scales of qx8PackK) runs its prefill
 // the same way, eight tokens per unpacked super-block instead of the row
-// dot token after token; IQ3_S (qdotIQ3_Sx8Z) likewise.
+// dot token after token; IQ3_S (qdotIQ3_Sx8Z2) likewise.
 
 // useKx8 reports whether MatMul takes the eight-token zmm kernel for
 // weights wt.
@@ -90,7 +90,7 @@ func dotQRowsKX8(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n i
 	case IQ4_XS:
 		qdotIQ4_XSx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	case IQ3_S:
-		qdotIQ3_Sx8Z(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
+		qdotIQ3_Sx8Z2(pd, hi-lo, pw, st, pq, pb, pz, nb, pn, pl)
 	default:
 		panic("tensor: dotQRowsKX8: " + wt.String())
 	}
