@@ -161,9 +161,11 @@ func (sc *scheduler) enqueue(s *seq) {
 }
 
 // prefillSplit is the scheduler's split (see plan): prompt tokens a step
-// holds before a completed prompt ends its prompt work. Below about this
-// many rows a prefill step is bound by reading the weights, not by
-// arithmetic, so several short prompts still share one step.
+// holds before a completed prompt ends its prompt work. The step a split
+// adds costs about one decode step (a pass over the weights: 7 ms on a
+// 110M Q4_K_M model, where 64 prompt tokens take about 70 ms on 2
+// threads), small next to 64 tokens' arithmetic; below it, short prompts
+// share one step rather than pay that pass each.
 const prefillSplit = 64
 
 // plan builds the next step: it ends cancelled sequences, gives every
