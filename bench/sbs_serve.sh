@@ -23,6 +23,13 @@
 #   LLAMA_SERVER        llama-server binary (default ~/.cache/llamacpp/llama.cpp/build/bin/llama-server)
 #   OUT                 directory for the per-run JSON and server logs (default: a temp dir)
 #
+# Each client count gets its own prompts (bench serve --seed = the count): with
+# one seed for all, the 4-client run's first 8 prompts were the 1-client run's,
+# already in both servers' prompt caches, and its TTFT measured cache hits
+# (llama-server evaluates 1 token of a cached prompt, nanoserve up to a block).
+# 32 words are about 220 tokens on the synthetic vocabulary, so the 1-client
+# TTFT is that prompt's prefill.
+#
 # Each server runs alone: started, waited for, measured at every client count
 # (bench serve sends one untimed warm-up request first), stopped. Run it on a
 # quiet machine; the load average at each point's start is in the table.
@@ -108,7 +115,7 @@ for server in $SERVERS; do
 		n=$((c * PROMPTS_PER_CLIENT))
 		((n < 8)) && n=8
 		echo "$server: $c clients, $n requests" >&2
-		"$NANOSERVE" bench serve --base-url "http://127.0.0.1:$PORT" --concurrency "$c" --num-prompts "$n" \
+		"$NANOSERVE" bench serve --base-url "http://127.0.0.1:$PORT" --concurrency "$c" --num-prompts "$n" --seed "$c" \
 			--input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --json >"$OUT/$server-c$c.json" ||
 			echo "sbs_serve: bench serve failed for $server at $c clients" >&2
 	done

@@ -47,7 +47,11 @@
 //  3. admits waiting requests first come, first served while fewer than
 //     MaxSeqs run, budget is left and the cache can hold their whole
 //     remaining prompt (ceil(tokens/BlockSize) blocks, less those reused
-//     from the prefix cache); the head of the queue is never overtaken;
+//     from the prefix cache); the head of the queue is never overtaken.
+//     In 2 and 3, prompt work stops joining the step once a prompt
+//     completes in it and it holds at least 64 prompt tokens: prompts that
+//     arrive together get their first tokens one after another instead of
+//     all at the end of one long step (decodes ride in every step);
 //  4. runs one Forward over the batch, registers the newly filled blocks in
 //     the prefix cache, and samples one token for every sequence whose
 //     logits came back; stop ids, stop strings, max tokens and the context

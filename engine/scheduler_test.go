@@ -411,3 +411,42 @@ func TestSchedSpeculativePlan(t *testing.T) {
 		t.Errorf("%d blocks used after the end", used)
 	}
 }
+
+// Prompts that arrive together reach their first tokens one after
+// another: once a prompt completes in a step that holds at least split
+// prompt tokens, the next prompt waits for the next step (every token of a
+// step lands at once, so packing it in would only delay the first). The
+// running decode rides in every step; prompts shorter than split still
+// share a step; a running sequence's unfinished prompt waits like a new
+// one.
+func TestSchedOneCompletedPromptPerStep(t *testing.T) {
+	h := newHarness(t, Options{MaxBatchTokens: 256, MaxSeqs: 8, NoPrefixCache: true}, 16, 64)
+	h.add("D", 8, 1, 6)
+	h.script("D[0:8]")
+	h.add("A", 100, 2, 2)
+	h.add("B", 100, 3, 2)
+	h.add("C", 40, 4, 1)
+	h.script(
+		"D[8:9] A[0:100]",                   // A completes: B and C wait (not A[0:100] B[0:100] C[0:40])
+		"D[9:10] A[100:101] B[0:100] -A",    // A's second token ends it; B completes, C waits
+		"D[10:11] B[100:101] C[0:40] -B -C", // C alone is a prompt of its own
+		"D[11:12]",
+		"D[12:13] -D",
+	)
+	// Short prompts (under split tokens together) share one step.
+	for _, n := range []string{"S1", "S2", "S3", "S4", "S5"} {
+		h.add(n, 20, 5, 1)
+	}
+	h.script("S1[0:20] S2[0:20] S3[0:20] S4[0:20] -S1 -S2 -S3 -S4", "S5[0:20] -S5")
+	// A prompt fed in chunks completes in a step where a later running
+	// sequence's prompt is only part-way: that one waits a step.
+	h = newHarness(t, Options{MaxBatchTokens: 128, PrefillChunk: 96, MaxSeqs: 8, NoPrefixCache: true}, 16, 64)
+	h.add("X", 160, 6, 1)
+	h.add("Y", 200, 7, 1)
+	h.script(
+		"X[0:96] Y[0:32]",
+		"X[96:160] -X", // X completes with 64 prompt tokens: Y sits this step out
+		"Y[32:128]",    // then Y goes on
+		"Y[128:200] -Y",
+	)
+}
