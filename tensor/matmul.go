@@ -61,7 +61,8 @@ import (
 // So the kernel's only job is to stream W at full speed: dot4 reads four
 // rows at once (four prefetch streams, x loaded once per four rows from L1),
 // widening F16 (VCVTPH2PS) or BF16 (shift) in registers; workers claim
-// 16-row-aligned chunks of rows. Block-quantized weights take llama.cpp's
+// 16-row-aligned chunks of rows, from a contiguous region per worker first
+// (claims.go). Block-quantized weights take llama.cpp's
 // route: x is quantized once to 8 bits (quantizeActs) and each row is an
 // integer dot product (AVX2 for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
 // Q6_K; dotQRows runs a whole chunk of rows per call), so a Q4_K row
@@ -261,6 +262,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		}
 	}
 	j.phase = phaseMatVec
+	s.cl.reset(s.n, (w.Rows+j.chunk-1)/j.chunk)
 	s.run(j)
 	j.dst, j.x, j.w = nil, nil, nil
 }
@@ -278,11 +280,13 @@ func (j *matJob) run(worker int) {
 	sc := &j.s.scratch[worker]
 	switch j.phase {
 	case phaseMatVec:
-		for {
-			lo := int(j.next.Add(int64(j.chunk))) - j.chunk
-			if lo >= j.w.Rows {
+		// Chunks from the worker's own contiguous region first (claims.go).
+		for r := worker; ; {
+			c, ok := j.s.cl.claim(&r)
+			if !ok {
 				return
 			}
+			lo := c * j.chunk
 			j.matVec(sc, lo, min(lo+j.chunk, j.w.Rows))
 		}
 	case phaseTile:
