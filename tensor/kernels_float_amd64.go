@@ -62,6 +62,14 @@ func tileF32x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float
 //go:noescape
 func tileF16x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
 
+// tileF16x6ZP is tileF16x6Z over one panel of k columns, the 24
+// accumulators loaded from acc (mode&1) and, unless the panel is the
+// row's last (mode&2: remainder, folds, dst as tileF16x6Z), stored back
+// to acc unfolded (tileF16Panels).
+//
+//go:noescape
+func tileF16x6ZP(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, acc *float32, mode int)
+
 //go:noescape
 func tileBF16x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
 

@@ -997,6 +997,124 @@ zbf16x6tail:
 zbf16x6done:
 	ZTILE6EPILOG
 
+// func tileF16x6ZP(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, acc *float32, mode int)
+// tileF16x6Z over one panel of columns of a longer row (see tileF16Panels):
+// with mode&1 the 24 accumulators start from acc (24·16 floats, Z0-Z23 in
+// order) instead of zero; with mode&2 the panel is the row's last — the
+// masked 8-column remainder, the folds and the stores to dst follow as in
+// tileF16x6Z — otherwise k is a multiple of 16 and the accumulators are
+// stored to acc unfolded. A float32 store and reload is exact, so each
+// (row, token) gets tileF16x6Z's FMAs in tileF16x6Z's order, bit for bit.
+// R14 holds acc.
+TEXT ·tileF16x6ZP(SB), NOSPLIT, $0-72
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	MOVQ k+32(FP), CX
+	MOVQ dst+40(FP), AX
+	MOVQ ldd+48(FP), R10
+	ZTILE6PROLOG
+	MOVQ  mode+64(FP), R14
+	TESTQ $1, R14
+	JZ    zf16x6pgo
+	MOVQ  acc+56(FP), R14
+	VMOVUPS 0(R14), Z0
+	VMOVUPS 64(R14), Z1
+	VMOVUPS 128(R14), Z2
+	VMOVUPS 192(R14), Z3
+	VMOVUPS 256(R14), Z4
+	VMOVUPS 320(R14), Z5
+	VMOVUPS 384(R14), Z6
+	VMOVUPS 448(R14), Z7
+	VMOVUPS 512(R14), Z8
+	VMOVUPS 576(R14), Z9
+	VMOVUPS 640(R14), Z10
+	VMOVUPS 704(R14), Z11
+	VMOVUPS 768(R14), Z12
+	VMOVUPS 832(R14), Z13
+	VMOVUPS 896(R14), Z14
+	VMOVUPS 960(R14), Z15
+	VMOVUPS 1024(R14), Z16
+	VMOVUPS 1088(R14), Z17
+	VMOVUPS 1152(R14), Z18
+	VMOVUPS 1216(R14), Z19
+	VMOVUPS 1280(R14), Z20
+	VMOVUPS 1344(R14), Z21
+	VMOVUPS 1408(R14), Z22
+	VMOVUPS 1472(R14), Z23
+
+zf16x6pgo:
+	TESTQ CX, CX
+	JZ    zf16x6pend
+	PCALIGN $32
+
+zf16x6ploop:
+	ZX6LOADS
+	VCVTPH2PS (SI), Z30
+	ZFMA6(Z0, Z1, Z2, Z12, Z13, Z14)
+	VCVTPH2PS (SI)(BX*1), Z30
+	ZFMA6(Z3, Z4, Z5, Z15, Z16, Z17)
+	VCVTPH2PS (R8), Z30
+	ZFMA6(Z6, Z7, Z8, Z18, Z19, Z20)
+	VCVTPH2PS (R8)(BX*1), Z30
+	ZFMA6(Z9, Z10, Z11, Z21, Z22, Z23)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $64, DI
+	ADDQ $64, R9
+	ADDQ $64, R13
+	DECQ CX
+	JNZ  zf16x6ploop
+
+zf16x6pend:
+	MOVQ  mode+64(FP), R14
+	TESTQ $2, R14
+	JNZ   zf16x6ptail
+	MOVQ  acc+56(FP), R14
+	VMOVUPS Z0, 0(R14)
+	VMOVUPS Z1, 64(R14)
+	VMOVUPS Z2, 128(R14)
+	VMOVUPS Z3, 192(R14)
+	VMOVUPS Z4, 256(R14)
+	VMOVUPS Z5, 320(R14)
+	VMOVUPS Z6, 384(R14)
+	VMOVUPS Z7, 448(R14)
+	VMOVUPS Z8, 512(R14)
+	VMOVUPS Z9, 576(R14)
+	VMOVUPS Z10, 640(R14)
+	VMOVUPS Z11, 704(R14)
+	VMOVUPS Z12, 768(R14)
+	VMOVUPS Z13, 832(R14)
+	VMOVUPS Z14, 896(R14)
+	VMOVUPS Z15, 960(R14)
+	VMOVUPS Z16, 1024(R14)
+	VMOVUPS Z17, 1088(R14)
+	VMOVUPS Z18, 1152(R14)
+	VMOVUPS Z19, 1216(R14)
+	VMOVUPS Z20, 1280(R14)
+	VMOVUPS Z21, 1344(R14)
+	VMOVUPS Z22, 1408(R14)
+	VMOVUPS Z23, 1472(R14)
+	VZEROUPPER
+	RET
+
+zf16x6ptail:
+	TESTQ R12, R12
+	JZ    zf16x6pdone
+	ZX6LOADSK
+	VCVTPH2PS.Z (SI), K1, Z30
+	ZFMA6K(Z0, Z1, Z2, Z12, Z13, Z14)
+	VCVTPH2PS.Z (SI)(BX*1), K1, Z30
+	ZFMA6K(Z3, Z4, Z5, Z15, Z16, Z17)
+	VCVTPH2PS.Z (R8), K1, Z30
+	ZFMA6K(Z6, Z7, Z8, Z18, Z19, Z20)
+	VCVTPH2PS.Z (R8)(BX*1), K1, Z30
+	ZFMA6K(Z9, Z10, Z11, Z21, Z22, Z23)
+
+zf16x6pdone:
+	ZTILE6EPILOG
+
 // func dotRowsF16Z(w *byte, stride uintptr, x *float32, n int, rows int, dst *float32)
 // dst[i] = row i (at w + i·stride, n F16 values, n a positive multiple of
 // 8) · x, for i < rows: dot4F16Z's arithmetic for each row, bit for bit

@@ -30,6 +30,9 @@ func tileF32x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float
 func tileF16x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }
+func tileF16x6ZP(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, acc *float32, mode int) {
+	panic("unreachable")
+}
 func tileBF16x6Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr) {
 	panic("unreachable")
 }

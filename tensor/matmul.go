@@ -61,7 +61,8 @@ import (
 // So the kernel's only job is to stream W at full speed: dot4 reads four
 // rows at once (four prefetch streams, x loaded once per four rows from L1),
 // widening F16 (VCVTPH2PS) or BF16 (shift) in registers; workers claim
-// 16-row-aligned chunks of rows. Block-quantized weights take llama.cpp's
+// 16-row-aligned chunks of rows, from a contiguous region per worker first
+// (claims.go). Block-quantized weights take llama.cpp's
 // route: x is quantized once to 8 bits (quantizeActs) and each row is an
 // integer dot product (AVX2 for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
 // Q6_K; dotQRows runs a whole chunk of rows per call), so a Q4_K row
@@ -114,6 +115,7 @@ const (
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
 	rows []float32 // (4, Cols) dequantized rows, generic matrix-vector
+	acc  []float32 // (tilePanelGroups, tiles, tileAccLen) unfolded tile accumulators between panels (tileF16Panels)
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
@@ -261,6 +263,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		}
 	}
 	j.phase = phaseMatVec
+	s.cl.reset(s.n, (w.Rows+j.chunk-1)/j.chunk)
 	s.run(j)
 	j.dst, j.x, j.w = nil, nil, nil
 }
@@ -278,11 +281,13 @@ func (j *matJob) run(worker int) {
 	sc := &j.s.scratch[worker]
 	switch j.phase {
 	case phaseMatVec:
-		for {
-			lo := int(j.next.Add(int64(j.chunk))) - j.chunk
-			if lo >= j.w.Rows {
+		// Chunks from the worker's own contiguous region first (claims.go).
+		for r := worker; ; {
+			c, ok := j.s.cl.claim(&r)
+			if !ok {
 				return
 			}
+			lo := c * j.chunk
 			j.matVec(sc, lo, min(lo+j.chunk, j.w.Rows))
 		}
 	case phaseTile:
@@ -291,7 +296,7 @@ func (j *matJob) run(worker int) {
 			if r0 >= j.w.Rows {
 				return
 			}
-			j.tileBlock(r0, min(r0+j.chunk, j.w.Rows))
+			j.tileBlock(sc, r0, min(r0+j.chunk, j.w.Rows))
 		}
 	}
 }
@@ -391,13 +396,17 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 // groups pass over them; the rows are read in place (F16 and BF16 widened
 // in registers). The last m%4 rows and a lone token take dot4, whose
 // arithmetic the tiles share.
-func (j *matJob) tileBlock(r0, r1 int) {
+func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
 	w := j.w
 	K, rb := w.Cols, w.RowBytes()
 	m := r1 - r0
 	k8 := K &^ 7
 	mt := m &^ (tileMR - 1)
-	for t0 := 0; t0 < j.n; {
+	t0 := 0
+	if w.Type == F16 && hasAVX512 && k8 > tilePanelK && mt > 0 {
+		t0 = j.tileF16Panels(sc, r0, r1)
+	}
+	for t0 < j.n {
 		nt := tileTokens(j.n - t0)
 		if nt == 1 {
 			j.dot4Rows(r0, r1, t0)
@@ -425,6 +434,86 @@ func (j *matJob) tileBlock(r0, r1 int) {
 		}
 		t0 += nt
 	}
+}
+
+// Long F16 rows on zmm (K > tilePanelK: TinyLlama's down projection, K =
+// 5632; Qwen3.5-0.8B's, 3584) are multiplied panel by panel of columns:
+// a 4×6 tile reads six tokens' activations, 6·K·4 bytes, which from
+// K ≈ 2048 no longer stay in the 48 KB L1 beside the rows while the
+// block's tiles pass over them, and the tile ran at ~80% of its in-cache
+// rate (BenchmarkGEMM-style, cpuGFLOP/s: K = 1024 ~177, 3584 ~150, 5632
+// ~145). Panels of tilePanelK columns keep the group's activations in L1;
+// each tile's 24 accumulators are kept unfolded in the worker's scratch
+// between panels (tileF16x6ZP), which changes no bit: every (row, token)
+// still sees one 16-lane accumulator over its columns in order.
+const (
+	tilePanelK      = 1024    // columns per panel (a multiple of 16)
+	tilePanelGroups = 8       // 6-token groups per pass over the panels (their accumulators: 8·16 tiles·1.5 KB in L2)
+	tileAccLen      = 24 * 16 // floats of one 4×6 tile's accumulators
+)
+
+// tileF16Panels runs, for F16 rows [r0, r1) of a block, the leading
+// 6-token groups (those tileTokens gives 6) panel by panel, then their
+// Cols%8 tails and the block's last m%4 rows, and returns the first token
+// it did not compute.
+func (j *matJob) tileF16Panels(sc *workerScratch, r0, r1 int) int {
+	w := j.w
+	K, rb, ld := w.Cols, w.RowBytes(), w.Rows
+	k8 := K &^ 7
+	m := r1 - r0
+	mt := m &^ (tileMR - 1)
+	tiles := mt / tileMR
+	g6 := 0 // leading 6-token groups, as tileBlock's loop would take them
+	for t := 0; t < j.n && tileTokens(j.n-t) == tileNRZ; t += tileNRZ {
+		g6++
+	}
+	if g6 == 0 {
+		return 0
+	}
+	// Every panel call reads rows r0.. at most 2·k8 bytes in, tokens up
+	// to 6·g6 and writes dst within those tokens' rows: checked once here.
+	_ = w.Data[(r0+mt-1)*rb+2*k8-1]
+	_ = j.x[(tileNRZ*g6-1)*K+k8-1]
+	_ = j.dst[(tileNRZ*g6-1)*ld+r0+mt-1]
+	sc.acc = growBuf(sc.acc, tilePanelGroups*tiles*tileAccLen)
+	for gb0 := 0; gb0 < g6; gb0 += tilePanelGroups {
+		gb := min(tilePanelGroups, g6-gb0)
+		for kc0 := 0; kc0 < k8; kc0 += tilePanelK {
+			kc := min(tilePanelK, k8-kc0)
+			mode := 0
+			if kc0 > 0 {
+				mode |= 1
+			}
+			if kc0+kc == k8 {
+				mode |= 2
+			}
+			for g := range gb {
+				t0 := (gb0 + g) * tileNRZ
+				for i := range tiles {
+					r := r0 + i*tileMR
+					tileF16x6ZP(&w.Data[r*rb+2*kc0], uintptr(rb), &j.x[t0*K+kc0], uintptr(4*K), kc,
+						&j.dst[t0*ld+r], uintptr(4*ld), &sc.acc[(g*tiles+i)*tileAccLen], mode)
+				}
+			}
+		}
+		for g := range gb {
+			t0 := (gb0 + g) * tileNRZ
+			if k8 < K {
+				// The Cols%8 tail, added as dot4 adds it.
+				for r := r0; r < r0+mt; r++ {
+					for t := t0; t < t0+tileNRZ; t++ {
+						j.dst[t*ld+r] += dotGo(F16, w.Data[r*rb:(r+1)*rb], j.x[t*K:(t+1)*K], k8, K)
+					}
+				}
+			}
+			if mt < m {
+				for t := t0; t < t0+tileNRZ; t++ {
+					j.dot4Rows(r0+mt, r1, t)
+				}
+			}
+		}
+	}
+	return g6 * tileNRZ
 }
 
 // tileTokens is how many of the rem tokens left the next tile takes: 3,

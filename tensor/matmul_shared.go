@@ -1,9 +1,6 @@
 package tensor
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "fmt"
 
 // Matrix products that share their input, in one hand-off. A decode step
 // multiplies the same normalised token by q, k and v (when they were not
@@ -67,13 +64,13 @@ func shareable(ws []*Mat) bool {
 }
 
 // sharedJob is the task behind MatMulShared: matrix i's chunks are the
-// claim indexes [starts[i], starts[i+1]). One lives in each pool.
+// claim indexes [starts[i], starts[i+1]), dealt to the workers' regions
+// as one sequence (claims.go). One lives in each pool.
 type sharedJob struct {
 	s      *pool
 	jobs   [maxShared]matJob
 	starts [maxShared + 1]int
 	nj     int
-	next   atomic.Int64
 }
 
 func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
@@ -96,7 +93,7 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 		j.chunk = max(16, (w.Rows/(8*s.n)+15)&^15) // as matMul's for one token
 		sj.starts[i+1] = sj.starts[i] + (w.Rows+j.chunk-1)/j.chunk
 	}
-	sj.next.Store(0)
+	s.cl.reset(s.n, sj.starts[sj.nj])
 	s.run(sj)
 	for i := range sj.nj {
 		j := &sj.jobs[i]
@@ -106,10 +103,9 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 
 func (sj *sharedJob) run(worker int) {
 	sc := &sj.s.scratch[worker]
-	end := sj.starts[sj.nj]
-	for {
-		c := int(sj.next.Add(1)) - 1
-		if c >= end {
+	for r := worker; ; {
+		c, ok := sj.s.cl.claim(&r)
+		if !ok {
 			return
 		}
 		i := 0

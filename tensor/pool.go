@@ -59,6 +59,7 @@ type pool struct {
 	scratch []workerScratch // per worker
 	mm      matJob          // the MatMul job, reused (no allocation per call)
 	sh      sharedJob       // the MatMulShared job, reused
+	cl      claims          // the matrix-vector jobs' chunks, one region per worker (claims.go)
 	fr      forTask         // the For job, reused
 	shared  sharedScratch   // buffers prepared by the caller, read by all workers
 	acts    quantizedActs   // x quantized for a quantized matrix-vector product

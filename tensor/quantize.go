@@ -41,6 +41,14 @@ func qsqrt(f float32) float32 { return float32(math.Sqrt(float64(f))) }
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, IQ3_S, MXFP4, and the
 // plain F32, F16, BF16.
 func QuantizeRow(dst []byte, t DType, src []float32) error {
+	if t == F16 {
+		// The KV cache's encoding, once per token and layer: the kernel.
+		if len(dst) != 2*len(src) {
+			return fmt.Errorf("tensor: %d %s elements need %d bytes, dst has %d", len(src), t, 2*len(src), len(dst))
+		}
+		encodeF16Row(dst, src)
+		return nil
+	}
 	q, ok := quantizers[t]
 	if !ok {
 		if t == F32 || t == F16 || t == BF16 {
