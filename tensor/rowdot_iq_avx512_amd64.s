@@ -798,3 +798,206 @@ s3x8loop:
 	JNZ  s3x8loop
 
 	X8STORE(s3x8row)
+
+// ---------------------------------------------------------------- IQ4_NL, MXFP4 single token, VBMI
+
+// qdotIQ4_NLZV and qdotMXFP4ZV are qdotIQ4_NLZ and qdotMXFP4Z (the same
+// lanes, float steps and order, so the same bits: TestIQRowDotsBitwise)
+// with fewer instructions per pair of blocks, for hosts with AVX-512 VBMI
+// (hasNLZV). A decode from DRAM ran the older kernels at ~12-13 GB/s per
+// CPU-second on the Zen 5 VM, in L2 no faster: compute-bound. Per pair:
+//
+//   - one masked load of the two blocks' 2·bb bytes (no fault past the
+//     row) and one VPERMB into the code layout [bytes 0-15, 0-15, 16-31,
+//     16-31] (was a load, VINSERTI128 and VSHUFI64X2);
+//   - the lookup by VPERMB from a 64-byte table (the 16 |levels| four
+//     times): it reads the low 6 bits of each byte, so the high nibble's
+//     neighbour bits left by VPSRLW need no VPANDD; the sign test reads
+//     bit 3 only;
+//   - the scales dw·da formed for the two blocks in one xmm (IQ4_NL's fp16
+//     d by one VPERMB and VCVTPH2PS, MXFP4's from the table; da by one
+//     VMOVQ; one VMULPS) and spread by one VPERMPS to [s_b ×8 | s_b+1 ×8]
+//     (was two broadcasts and an insert each for dw and da and a 16-lane
+//     VMULPS). Each product is the same single rounding of dw·da.
+//
+// A far PREFETCHT1 covers every line of the row as in qdotQ8_0Z.
+// Registers: Z0 accumulates (Y0); Z1 the pair's integer lanes; Z2 the raw
+// bytes; Z3 the levels; Z4 the scales; Z13 the 64-byte |level| table; Z14
+// 0x08 bytes; Z15 0x0f bytes (NZONE); Z12 0; Z16 the VPERMB code index;
+// Z17 the VPERMB index of the two d (IQ4_NL); Z18 the VPERMPS index
+// [0 ×8 | 1 ×8]; K4 word lanes 1 and 3; K5 the low 2·bb bytes.
+
+#define NZVPF 16384
+
+// The VPERMB code indices: [co..co+15, co..co+15, bb+co..bb+co+15 twice].
+DATA nzvnl<>+0(SB)/8, $0x0908070605040302
+DATA nzvnl<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA nzvnl<>+16(SB)/8, $0x0908070605040302
+DATA nzvnl<>+24(SB)/8, $0x11100f0e0d0c0b0a
+DATA nzvnl<>+32(SB)/8, $0x1b1a191817161514
+DATA nzvnl<>+40(SB)/8, $0x232221201f1e1d1c
+DATA nzvnl<>+48(SB)/8, $0x1b1a191817161514
+DATA nzvnl<>+56(SB)/8, $0x232221201f1e1d1c
+GLOBL nzvnl<>(SB), RODATA|NOPTR, $64
+
+DATA nzvmx<>+0(SB)/8, $0x0807060504030201
+DATA nzvmx<>+8(SB)/8, $0x100f0e0d0c0b0a09
+DATA nzvmx<>+16(SB)/8, $0x0807060504030201
+DATA nzvmx<>+24(SB)/8, $0x100f0e0d0c0b0a09
+DATA nzvmx<>+32(SB)/8, $0x1918171615141312
+DATA nzvmx<>+40(SB)/8, $0x21201f1e1d1c1b1a
+DATA nzvmx<>+48(SB)/8, $0x1918171615141312
+DATA nzvmx<>+56(SB)/8, $0x21201f1e1d1c1b1a
+GLOBL nzvmx<>(SB), RODATA|NOPTR, $64
+
+// The VPERMB index of IQ4_NL's two d (bytes 0-1 and 18-19).
+DATA nzvdw<>+0(SB)/8, $0x0000000013120100
+DATA nzvdw<>+8(SB)/8, $0x0000000000000000
+GLOBL nzvdw<>(SB), RODATA|NOPTR, $16
+
+// The VPERMPS index [0 ×8 | 1 ×8].
+DATA nzvsp<>+0(SB)/8, $0x0000000000000000
+DATA nzvsp<>+8(SB)/8, $0x0000000000000000
+DATA nzvsp<>+16(SB)/8, $0x0000000000000000
+DATA nzvsp<>+24(SB)/8, $0x0000000000000000
+DATA nzvsp<>+32(SB)/8, $0x0000000100000001
+DATA nzvsp<>+40(SB)/8, $0x0000000100000001
+DATA nzvsp<>+48(SB)/8, $0x0000000100000001
+DATA nzvsp<>+56(SB)/8, $0x0000000100000001
+GLOBL nzvsp<>(SB), RODATA|NOPTR, $64
+
+// NZVPAIR adds the two blocks at off(SI) into Y0 (activations at
+// aoff(DI), their scales at daoff(DX)); TEST and DW as NZPAIR's.
+#define NZVPAIR(off, aoff, daoff, TEST, DW) \
+	VMOVDQU8.Z  off(SI), K5, Z2; \
+	VPERMB      Z2, Z16, Z3; \
+	VPSRLW      $4, Z3, K4, Z3; \
+	TEST        Z14, Z3, K3; \
+	VPERMB      Z13, Z3, Z3; \
+	VMOVDQU64   aoff(DI), Z1; \
+	VPSUBB      Z1, Z12, K3, Z1; \
+	VPXORD      Z5, Z5, Z5; \
+	VPDPBUSD    Z1, Z3, Z5; \
+	DW(off); \
+	VMOVQ       daoff(DX), X6; \
+	VMULPS      X6, X4, X4; \
+	VPERMPS     Z4, Z18, Z4; \
+	VCVTDQ2PS   Z5, Z5; \
+	VMULPS      Z4, Z5, Z5; \
+	VADDPS      Y5, Y0, Y0; \
+	VEXTRACTF64X4 $1, Z5, Y5; \
+	VADDPS      Y5, Y0, Y0
+
+// The two blocks' weight scales in X4's low floats: IQ4_NL's fp16 d
+// (bytes 0-1 and 18-19 of Z2), MXFP4's from the table at BX (AX clobbered).
+#define NLDWV(off) \
+	VPERMB    Z2, Z17, Z4; \
+	VCVTPH2PS X4, X4
+
+#define MXDWV(off) \
+	MOVBLZX   off(SI), AX; \
+	VMOVSS    (BX)(AX*4), X4; \
+	MOVBLZX   off+17(SI), AX; \
+	VINSERTPS $0x10, (BX)(AX*4), X4, X4
+
+// NZVSETUP loads the constants: |level| table tab (16 bytes, replicated),
+// code index idx, pair bytes mask.
+#define NZVSETUP(tab, idx, mask) \
+	MOVQ            dst+0(FP), R8; \
+	MOVQ            w+16(FP), R10; \
+	BCAST32($0x0f0f0f0f, Z15, X15); \
+	BCAST32($0x08080808, Z14, X14); \
+	VBROADCASTI32X4 tab(SB), Z13; \
+	VPXORD          Z12, Z12, Z12; \
+	MOVL            $0xff00ff00, AX; \
+	KMOVD           AX, K4; \
+	MOVQ            mask, AX; \
+	KMOVQ           AX, K5; \
+	VMOVDQU64       idx(SB), Z16; \
+	VBROADCASTI32X4 nzvdw<>(SB), Z17; \
+	VMOVDQU64       nzvsp<>(SB), Z18
+
+// func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+TEXT ·qdotIQ4_NLZV(SB), NOSPLIT, $0-64
+	NZVSETUP(iq4zabs<>, nzvnl<>, $0xfffffffff)
+
+nlzvrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	SUBQ   $4, CX
+	JL     nlzvtail
+
+	PCALIGN $64
+
+nlzvloop4:
+	PREFETCHT1 NZVPF(SI)
+	PREFETCHT1 NZVPF+64(SI)
+	NZVPAIR(0, 0, 0, VPTESTNMB, NLDWV)
+	NZVPAIR(36, 64, 8, VPTESTNMB, NLDWV)
+	ADDQ $72, SI
+	ADDQ $128, DI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	JGE  nlzvloop4
+
+nlzvtail: // CX + 4 blocks left, 0 to 3
+	ADDQ $4, CX
+	CMPQ CX, $2
+	JL   nlzvone
+	NZVPAIR(0, 0, 0, VPTESTNMB, NLDWV)
+	ADDQ $36, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+
+nlzvone:
+	TESTQ CX, CX
+	JZ    nlzvsum
+	NZONE(2, VPTESTNMB, NLDW1)
+
+nlzvsum:
+	FOLD8(Y0, X0)
+	ROWEND(nlzvrow)
+
+// func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// aux: e8m0HalfTab.
+TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $0-64
+	NZVSETUP(mxzabs<>, nzvmx<>, $0x3ffffffff)
+
+mxzvrow:
+	ROWSTART
+	VXORPS Y0, Y0, Y0
+	SUBQ   $4, CX
+	JL     mxzvtail
+
+	PCALIGN $64
+
+mxzvloop4:
+	PREFETCHT1 NZVPF(SI)
+	PREFETCHT1 NZVPF+64(SI)
+	NZVPAIR(0, 0, 0, VPTESTMB, MXDWV)
+	NZVPAIR(34, 64, 8, VPTESTMB, MXDWV)
+	ADDQ $68, SI
+	ADDQ $128, DI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	JGE  mxzvloop4
+
+mxzvtail: // CX + 4 blocks left, 0 to 3
+	ADDQ $4, CX
+	CMPQ CX, $2
+	JL   mxzvone
+	NZVPAIR(0, 0, 0, VPTESTMB, MXDWV)
+	ADDQ $34, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+
+mxzvone:
+	TESTQ CX, CX
+	JZ    mxzvsum
+	NZONE(1, VPTESTMB, MXDW1)
+
+mxzvsum:
+	FOLD8(Y0, X0)
+	ROWEND(mxzvrow)
