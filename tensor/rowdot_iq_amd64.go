@@ -40,16 +40,12 @@ func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, 
 	case IQ4_NL:
 		if hasKZ && hasNLZV {
 			qdotIQ4_NLZV(dst, rows, w, stride, q, d, aux, nb)
-		} else if hasKZ {
-			qdotIQ4_NLZ(dst, rows, w, stride, q, d, aux, nb)
 		} else {
 			qdotIQ4_NLSIMD(dst, rows, w, stride, q, d, aux, nb)
 		}
 	case MXFP4:
 		if hasKZ && hasNLZV {
 			qdotMXFP4ZV(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
-		} else if hasKZ {
-			qdotMXFP4Z(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 		} else {
 			qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 		}

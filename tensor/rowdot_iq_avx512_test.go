@@ -6,20 +6,19 @@ import (
 	"testing"
 )
 
-// TestIQZx8 checks the eight-token zmm kernels of IQ4_NL and MXFP4
-// (dotQRowsIQX8) against the single-token row dots bit for bit, for each
-// of the eight tokens of groups at several offsets in a batch (one token
-// with a 30× range), raw and quantized rows of several lengths (odd block
-// counts too) at a stride padded with noise, and row ranges not starting
-// at 0.
-func TestIQZx8(t *testing.T) {
-	if !hasKZ {
-		t.Skip("no AVX-512 BW+VNNI")
+// TestNLTile checks the 16-token tiles of IQ4_NL and MXFP4
+// (dotQRowsNLTile) against the row dots bit for bit, for every token of
+// two groups (one token with a 30× range), raw and quantized rows of
+// several lengths (odd block counts too) at a stride padded with noise,
+// row ranges not starting at 0 and not whole tiles of four rows.
+func TestNLTile(t *testing.T) {
+	if !hasNLZV {
+		t.Skip("no AVX-512 BW+VNNI+VBMI")
 	}
 	rng := rand.New(rand.NewPCG(75, 76))
 	for _, wt := range []DType{IQ4_NL, MXFP4} {
 		for _, cols := range []int{32, 96, 256, 2048} {
-			const rows, n = 11, 19
+			const rows, n = 11, 35
 			rb, _ := wt.RowBytes(cols)
 			stride := rb + 3
 			w := make([]byte, rows*stride+rb)
@@ -41,18 +40,24 @@ func TestIQZx8(t *testing.T) {
 			for tok := range n {
 				dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
 			}
-			p, dx := make([]byte, qx8PackLen(cols)), make([]float32, cols/32*8)
-			for _, t0 := range []int{0, 3, 11} {
-				qx8Pack(p, dx, &a, cols, t0)
-				for _, lo := range []int{0, 4} {
-					got := make([]float32, n*rows)
-					dotQRowsIQX8(wt, got, rows, w, stride, lo, rows, cols, p, dx, t0)
-					for tok := t0; tok < t0+8; tok++ {
-						for r := lo; r < rows; r++ {
-							g, wnt := got[tok*rows+r], want[tok*rows+r]
-							if math.Float32bits(g) != math.Float32bits(wnt) {
-								t.Fatalf("%s cols=%d t0=%d lo=%d token %d row %d: x8 %v, row dot %v", wt, cols, t0, lo, tok, r, g, wnt)
-							}
+			const n16 = 32
+			pl := nlPackLen(cols)
+			pk := make([]byte, n16/16*pl)
+			for t0 := 0; t0 < n16; t0 += 16 {
+				nlPack(pk[t0/16*pl:(t0/16+1)*pl], &a, cols, t0)
+			}
+			ws := make([]byte, nlWSLen(cols))
+			for _, lo := range []int{0, 1, 4} {
+				got := make([]float32, n*rows)
+				dotQRowsNLTile(wt, got, rows, w, stride, lo, rows, cols, pk, n16, &a, ws)
+				for tok := range n {
+					for r := range rows {
+						g, wnt := got[tok*rows+r], want[tok*rows+r]
+						if tok >= n16 || r < lo {
+							wnt = 0 // not the tiles' to write
+						}
+						if math.Float32bits(g) != math.Float32bits(wnt) {
+							t.Fatalf("%s cols=%d lo=%d token %d row %d: tile %v, row dot %v", wt, cols, lo, tok, r, g, wnt)
 						}
 					}
 				}
