@@ -13,16 +13,16 @@
 // reads the low 6 bits of each byte, so the neighbour bits VPSRLW leaves
 // need no mask, and the sign test reads bit 3 only); the activations
 // negated where the level is negative; one VPDPBUSD from zero: the 16
-// int32 lanes [block b: elements 4j..4j+3 | block b+1]. Four blocks (two
-// pairs) are reduced together to [P_0 P_1 P_2 P_3] (VSHUFI64X2 ×2,
-// VPADDD, two VPSHUFD/VPADDD, VPERMD), converted and scaled in one xmm
-// and added to X0 in block order. A far PREFETCHT1 covers every line of
+// int32 lanes [block b: elements 4j..4j+3 | block b+1]. Eight blocks
+// (four pairs) are reduced together to [P_0 … P_7] (NZVRED8), converted
+// and scaled in one ymm, and added to X0 in block order (the row's last
+// 1-7 blocks one at a time, NZV1). A far PREFETCHT1 covers every line of
 // the row as in qdotQ8_0Z.
 //
 // Registers: X0 accumulates; Z13 the 64-byte |level| table; Z14 0x08
 // bytes; Z15 0x0f bytes; Z12 0; Z16 the VPERMB code index; Z17 the
-// VPERMT2B index of IQ4_NL's four d; Z18 the VPERMD index of the reduced
-// dots; K4 word lanes 1 and 3; K5 the low 2·bb bytes.
+// VPERMT2B index of IQ4_NL's four d of two pairs; Z26 the VPERMD index of
+// the reduced dots; K4 word lanes 1 and 3; K5 the low 2·bb bytes.
 
 #include "textflag.h"
 #include "rowdot_amd64.h"
@@ -65,10 +65,16 @@ DATA nzvdw<>+0(SB)/8, $0x5352414013120100
 DATA nzvdw<>+8(SB)/8, $0x0000000000000000
 GLOBL nzvdw<>(SB), RODATA|NOPTR, $16
 
-// VPERMD index of the reduced dots: dword 0 of each 128-bit lane.
-DATA nzvpd<>+0(SB)/8, $0x0000000400000000
-DATA nzvpd<>+8(SB)/8, $0x0000000c00000008
-GLOBL nzvpd<>(SB), RODATA|NOPTR, $16
+// VPERMD index of the reduced dots: dwords 0 then 2 of each 128-bit lane.
+DATA nzvp8<>+0(SB)/8, $0x0000000400000000
+DATA nzvp8<>+8(SB)/8, $0x0000000c00000008
+DATA nzvp8<>+16(SB)/8, $0x0000000600000002
+DATA nzvp8<>+24(SB)/8, $0x0000000e0000000a
+DATA nzvp8<>+32(SB)/8, $0x0000000000000000
+DATA nzvp8<>+40(SB)/8, $0x0000000000000000
+DATA nzvp8<>+48(SB)/8, $0x0000000000000000
+DATA nzvp8<>+56(SB)/8, $0x0000000000000000
+GLOBL nzvp8<>(SB), RODATA|NOPTR, $64
 
 // NZVINT(off, aoff, RAW, LV, A, OUT, TEST): the 16 int32 lanes of the
 // block pair at off(SI) (activations at aoff(DI)) into OUT; RAW keeps the
@@ -84,49 +90,67 @@ GLOBL nzvpd<>(SB), RODATA|NOPTR, $16
 	VPXORD     OUT, OUT, OUT; \
 	VPDPBUSD   A, LV, OUT
 
-// NZVRED: the pairs' lanes Z5 (blocks 0, 1) and Z6 (blocks 2, 3) reduced
-// to [P_0 P_1 P_2 P_3] in X7 (Z8 clobbered).
-#define NZVRED \
-	VSHUFI64X2 $0x88, Z6, Z5, Z7; \
-	VSHUFI64X2 $0xdd, Z6, Z5, Z8; \
-	VPADDD     Z8, Z7, Z7; \
-	VPSHUFD    $0x4e, Z7, Z8; \
-	VPADDD     Z8, Z7, Z7; \
-	VPSHUFD    $0xb1, Z7, Z8; \
-	VPADDD     Z8, Z7, Z7; \
-	VPERMD     Z7, Z18, Z7
+// NZVRED8: the pairs' lanes Z5 (blocks 0, 1), Z6 (2, 3), Z7 (4, 5), Z8
+// (6, 7) reduced to [P_0 … P_7] in Y9 (Z10, Z11 clobbered): 128-bit lanes
+// added pairwise (VSHUFI64X2), so lane j holds four partial sums of block
+// j (Z9) and of block 4+j (Z10); those summed by VPUNPCKL/HQDQ, VPSHUFD
+// and VPADDD, then gathered in block order (VPERMD by Z26).
+#define NZVRED8 \
+	VSHUFI64X2  $0x88, Z6, Z5, Z9; \
+	VSHUFI64X2  $0xdd, Z6, Z5, Z10; \
+	VPADDD      Z10, Z9, Z9; \
+	VSHUFI64X2  $0x88, Z8, Z7, Z10; \
+	VSHUFI64X2  $0xdd, Z8, Z7, Z11; \
+	VPADDD      Z11, Z10, Z10; \
+	VPUNPCKLQDQ Z10, Z9, Z11; \
+	VPUNPCKHQDQ Z10, Z9, Z9; \
+	VPADDD      Z11, Z9, Z9; \
+	VPSHUFD     $0xb1, Z9, Z10; \
+	VPADDD      Z10, Z9, Z9; \
+	VPERMD      Z9, Z26, Z9
 
-// NZVACC4: X0 += the four blocks' float32(s·float32(P)) in order, from the
-// dots X7 and the weight scales X4 (activation scales at 0(DX)).
-#define NZVACC4 \
-	VCVTDQ2PS X7, X7; \
-	VMULPS    (DX), X4, X4; \
-	VMULPS    X4, X7, X7; \
-	VADDSS    X7, X0, X0; \
-	VMOVSHDUP X7, X8; \
-	VADDSS    X8, X0, X0; \
-	VMOVHLPS  X7, X8, X8; \
-	VADDSS    X8, X0, X0; \
-	VPERMILPS $0xff, X7, X8; \
-	VADDSS    X8, X0, X0
+// NZVACC8: X0 += the eight blocks' float32(s·float32(P)) in block order,
+// from the dots Y9 and the weight scales Y4 (activation scales at 0(DX));
+// the eight terms go through the frame at 0(SP).
+#define NZVACC8 \
+	VCVTDQ2PS Y9, Y9; \
+	VMULPS    (DX), Y4, Y4; \
+	VMULPS    Y4, Y9, Y9; \
+	VMOVUPS   Y9, (SP); \
+	VADDSS    (SP), X0, X0; \
+	VADDSS    4(SP), X0, X0; \
+	VADDSS    8(SP), X0, X0; \
+	VADDSS    12(SP), X0, X0; \
+	VADDSS    16(SP), X0, X0; \
+	VADDSS    20(SP), X0, X0; \
+	VADDSS    24(SP), X0, X0; \
+	VADDSS    28(SP), X0, X0
 
-// NLDWZ4, MXDWZ4: the four blocks' dw in X4. IQ4_NL's from the two raw
-// registers (Z2 clobbered), MXFP4's from the table at BX (AX clobbered).
-#define NLDWZ4 \
-	VPERMT2B  Z19, Z17, Z2; \
-	VCVTPH2PS X2, X4
+// NLDWZ8, MXDWZ8: the eight blocks' dw in Y4. IQ4_NL's from the four raw
+// registers Z2, Z19, Z22, Z25 (Z2, Z22 clobbered), MXFP4's from the
+// table at BX (AX, X10 clobbered).
+#define NLDWZ8 \
+	VPERMT2B    Z19, Z17, Z2; \
+	VPERMT2B    Z25, Z17, Z22; \
+	VPUNPCKLQDQ X22, X2, X4; \
+	VCVTPH2PS   X4, Y4
 
-#define MXDWZ4 \
-	MOVBLZX   (SI), AX; \
-	VMOVSS    (BX)(AX*4), X4; \
-	MOVBLZX   17(SI), AX; \
-	VINSERTPS $0x10, (BX)(AX*4), X4, X4; \
-	MOVBLZX   34(SI), AX; \
-	VINSERTPS $0x20, (BX)(AX*4), X4, X4; \
-	MOVBLZX   51(SI), AX; \
-	VINSERTPS $0x30, (BX)(AX*4), X4, X4
+#define MXDW4X(off, X) \
+	MOVBLZX   off(SI), AX; \
+	VMOVSS    (BX)(AX*4), X; \
+	MOVBLZX   off+17(SI), AX; \
+	VINSERTPS $0x10, (BX)(AX*4), X, X; \
+	MOVBLZX   off+34(SI), AX; \
+	VINSERTPS $0x20, (BX)(AX*4), X, X; \
+	MOVBLZX   off+51(SI), AX; \
+	VINSERTPS $0x30, (BX)(AX*4), X, X
 
-// NZV1(co, TEST, DW1): one block at 0(SI) (the row's last 1-3), its dot
+#define MXDWZ8 \
+	MXDW4X(0, X4); \
+	MXDW4X(68, X10); \
+	VINSERTF128 $1, X10, Y4, Y4
+
+// NZV1(co, TEST, DW1): one block at 0(SI) (the row's last 1-7), its dot
 // reduced on 256 bits, then X0 += float32(s·float32(P)).
 #define NZV1(co, TEST, DW1) \
 	VBROADCASTI128 co(SI), Y2; \
@@ -172,31 +196,34 @@ GLOBL nzvpd<>(SB), RODATA|NOPTR, $16
 	KMOVQ           AX, K5; \
 	VMOVDQU64       idx(SB), Z16; \
 	VBROADCASTI32X4 nzvdw<>(SB), Z17; \
-	VBROADCASTI32X4 nzvpd<>(SB), Z18
+	VMOVDQU64       nzvp8<>(SB), Z26
 
-// NZVROW is the row loop: bb block bytes, codes at +co, sign test TEST,
+// NZVROWS is the row loop: bb block bytes, codes at +co, sign test TEST,
 // weight scales DW4 and DW1, labels prefixed by L.
-#define NZVROWS(bb, co, TEST, DW4, DW1, row, loop4, tail, loop1, sum) \
+#define NZVROWS(bb, co, TEST, DW8, DW1, row, loop8, tail, loop1, sum) \
 row: \
 	ROWSTART; \
 	VXORPS Y0, Y0, Y0; \
-	SUBQ   $4, CX; \
+	SUBQ   $8, CX; \
 	JL     tail; \
-loop4: \
+loop8: \
 	PREFETCHT1 NZVPF(SI); \
 	PREFETCHT1 NZVPF+64(SI); \
+	PREFETCHT1 NZVPF+128(SI); \
 	NZVINT(0, 0, Z2, Z3, Z1, Z5, TEST); \
 	NZVINT(2*bb, 64, Z19, Z20, Z21, Z6, TEST); \
-	NZVRED; \
-	DW4; \
-	NZVACC4; \
-	ADDQ $4*bb, SI; \
-	ADDQ $128, DI; \
-	ADDQ $16, DX; \
-	SUBQ $4, CX; \
-	JGE  loop4; \
+	NZVINT(4*bb, 128, Z22, Z3, Z1, Z7, TEST); \
+	NZVINT(6*bb, 192, Z25, Z20, Z21, Z8, TEST); \
+	NZVRED8; \
+	DW8; \
+	NZVACC8; \
+	ADDQ $8*bb, SI; \
+	ADDQ $256, DI; \
+	ADDQ $32, DX; \
+	SUBQ $8, CX; \
+	JGE  loop8; \
 tail: \
-	ADDQ $4, CX; \
+	ADDQ $8, CX; \
 	JZ   sum; \
 loop1: \
 	NZV1(co, TEST, DW1); \
@@ -209,15 +236,15 @@ sum: \
 	ROWEND(row)
 
 // func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotIQ4_NLZV(SB), NOSPLIT, $0-64
+TEXT ·qdotIQ4_NLZV(SB), NOSPLIT, $32-64
 	NZVSETUP(nzvnlabs<>, nzvnl<>, $0xfffffffff)
-	NZVROWS(18, 2, VPTESTNMB, NLDWZ4, NLDWZ1, nlzvrow, nlzvloop4, nlzvtail, nlzvloop1, nlzvsum)
+	NZVROWS(18, 2, VPTESTNMB, NLDWZ8, NLDWZ1, nlzvrow, nlzvloop8, nlzvtail, nlzvloop1, nlzvsum)
 
 // func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // aux: e8m0HalfTab.
-TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $0-64
+TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $32-64
 	NZVSETUP(nzvmxabs<>, nzvmx<>, $0x3ffffffff)
-	NZVROWS(17, 1, VPTESTMB, MXDWZ4, MXDWZ1, mxzvrow, mxzvloop4, mxzvtail, mxzvloop1, mxzvsum)
+	NZVROWS(17, 1, VPTESTMB, MXDWZ8, MXDWZ1, mxzvrow, mxzvloop8, mxzvtail, mxzvloop1, mxzvsum)
 
 // ---------------------------------------------------------------- tiles: 4 rows × 16 tokens
 
