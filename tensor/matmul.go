@@ -165,7 +165,7 @@ type matJob struct {
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
-	nlt   bool // IQ4_NL or MXFP4 on hasNLZV: the first n&^15 tokens sixteen at a time (dotQRowsNLTile)
+	nlt   bool // IQ4_NL or MXFP4 on hasNLZV: the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
 	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
@@ -236,14 +236,15 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				qx4Prep(s.shared.dxv[t0/4*g:(t0/4+1)*g], w.Type, &s.acts, w.Cols, &toks)
 			}
 		}
-		if n >= nlTileTokens && useNLTile(w.Type) {
+		if nlTiled(n) > 0 && useNLTile(w.Type) {
 			// Groups of 16 tokens packed once for all workers; each
 			// worker unpacks its rows into its own scratch.
 			j.nlt = true
-			pl := nlPackLen(w.Cols)
-			s.shared.q8 = growBytes(s.shared.q8, n/nlTileTokens*pl)
-			for t0 := 0; t0+nlTileTokens <= n; t0 += nlTileTokens {
-				nlPack(s.shared.q8[t0/nlTileTokens*pl:(t0/nlTileTokens+1)*pl], &s.acts, w.Cols, t0)
+			nt, pl := nlTiled(n), nlPackLen(w.Cols)
+			ng := (nt + nlTileTokens - 1) / nlTileTokens
+			s.shared.q8 = growBytes(s.shared.q8, ng*pl)
+			for g := range ng {
+				nlPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*nlTileTokens, min(nlTileTokens, nt-g*nlTileTokens))
 			}
 			for i := range s.scratch {
 				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, nlWSLen(w.Cols))
@@ -326,7 +327,7 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		t0 := 0
 		if j.nlt {
 			// Sixteen tokens at a time in the vector lanes.
-			t0 = j.n &^ (nlTileTokens - 1)
+			t0 = nlTiled(j.n)
 			dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
 		}
 		for t := t0; t < j.n; t++ {

@@ -30,7 +30,7 @@ func qdotIQ3_SZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *flo
 func qdotIQ3_Sx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
 
 //go:noescape
-func qdotNLTileZ(dst *float32, ldd int, ws *byte, pk *byte, nb int)
+func qdotNLTileZ(dst *float32, ldd int, ws *byte, pk *byte, nb int, mask int)
 
 //go:noescape
 func nlUnpack4IQ4NL(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)

@@ -8,7 +8,8 @@ import (
 
 // TestNLTile checks the 16-token tiles of IQ4_NL and MXFP4
 // (dotQRowsNLTile) against the row dots bit for bit, for every token of
-// two groups (one token with a 30× range), raw and quantized rows of
+// two groups and of a last partial group (one token with a 30× range),
+// raw and quantized rows of
 // several lengths (odd block counts too) at a stride padded with noise,
 // row ranges not starting at 0 and not whole tiles of four rows.
 func TestNLTile(t *testing.T) {
@@ -40,24 +41,29 @@ func TestNLTile(t *testing.T) {
 			for tok := range n {
 				dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
 			}
-			const n16 = 32
 			pl := nlPackLen(cols)
-			pk := make([]byte, n16/16*pl)
-			for t0 := 0; t0 < n16; t0 += 16 {
-				nlPack(pk[t0/16*pl:(t0/16+1)*pl], &a, cols, t0)
-			}
-			ws := make([]byte, nlWSLen(cols))
-			for _, lo := range []int{0, 1, 4} {
-				got := make([]float32, n*rows)
-				dotQRowsNLTile(wt, got, rows, w, stride, lo, rows, cols, pk, n16, &a, ws)
-				for tok := range n {
-					for r := range rows {
-						g, wnt := got[tok*rows+r], want[tok*rows+r]
-						if tok >= n16 || r < lo {
-							wnt = 0 // not the tiles' to write
-						}
-						if math.Float32bits(g) != math.Float32bits(wnt) {
-							t.Fatalf("%s cols=%d lo=%d token %d row %d: tile %v, row dot %v", wt, cols, lo, tok, r, g, wnt)
+			for _, nt := range []int{32, 35, 21} { // whole groups, a last group of 3 (not nlTiled's) or 5
+				ng := (nt + 15) / 16
+				pk := make([]byte, ng*pl)
+				for i := range pk { // noise the packing must overwrite
+					pk[i] = byte(rng.Uint32())
+				}
+				for g := range ng {
+					nlPack(pk[g*pl:(g+1)*pl], &a, cols, 16*g, min(16, nt-16*g))
+				}
+				ws := make([]byte, nlWSLen(cols))
+				for _, lo := range []int{0, 1, 4} {
+					got := make([]float32, n*rows)
+					dotQRowsNLTile(wt, got, rows, w, stride, lo, rows, cols, pk, nt, &a, ws)
+					for tok := range n {
+						for r := range rows {
+							g, wnt := got[tok*rows+r], want[tok*rows+r]
+							if tok >= nt || r < lo {
+								wnt = 0 // not the tiles' to write
+							}
+							if math.Float32bits(g) != math.Float32bits(wnt) {
+								t.Fatalf("%s cols=%d nt=%d lo=%d token %d row %d: tile %v, row dot %v", wt, cols, nt, lo, tok, r, g, wnt)
+							}
 						}
 					}
 				}

@@ -260,7 +260,8 @@ TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $32-64
 // s_b = dw·da, then VCVTDQ2PS, VMULPS, VADDPS into the row's accumulator —
 // the row dot's float steps in the same order, so each (row, token) is
 // its bits (TestNLTile, TestMatMulBatchInvariant). dst[t·ldd + r]
-// receives row r, token t (ldd in floats).
+// receives row r, token t (ldd in floats) for the tokens t whose bit is
+// set in mask (a last group may hold fewer than 16).
 // Registers: Z0-Z3 the rows' accumulators; Z4-Z7 their dots; Z8-Z11 their
 // scales; Z16-Z23 the chunks; Z24 the da; Z25 the store indices t·ldd.
 
@@ -290,8 +291,8 @@ GLOBL nltidx<>(SB), RODATA|NOPTR, $64
 	VMULPS        S, T, T; \
 	VADDPS        T, ACC, ACC
 
-// func qdotNLTileZ(dst *float32, ldd int, ws *byte, pk *byte, nb int)
-TEXT ·qdotNLTileZ(SB), NOSPLIT, $0-40
+// func qdotNLTileZ(dst *float32, ldd int, ws *byte, pk *byte, nb int, mask int)
+TEXT ·qdotNLTileZ(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), R8
 	MOVQ         ldd+8(FP), AX
 	MOVQ         ws+16(FP), SI
@@ -326,13 +327,14 @@ nltloop:
 	DECQ CX
 	JNZ  nltloop
 
-	KXNORW      K1, K1, K1
+	MOVQ        mask+40(FP), AX
+	KMOVW       AX, K1
 	VSCATTERDPS Z0, K1, (R8)(Z25*4)
-	KXNORW      K1, K1, K1
+	KMOVW       AX, K1
 	VSCATTERDPS Z1, K1, 4(R8)(Z25*4)
-	KXNORW      K1, K1, K1
+	KMOVW       AX, K1
 	VSCATTERDPS Z2, K1, 8(R8)(Z25*4)
-	KXNORW      K1, K1, K1
+	KMOVW       AX, K1
 	VSCATTERDPS Z3, K1, 12(R8)(Z25*4)
 	VZEROUPPER
 	RET

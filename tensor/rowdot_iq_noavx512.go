@@ -13,7 +13,7 @@ func qdotIQ3_Sx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, u
 	panic("unreachable")
 }
 
-func qdotNLTileZ(*float32, int, *byte, *byte, int) { panic("unreachable") }
+func qdotNLTileZ(*float32, int, *byte, *byte, int, int) { panic("unreachable") }
 
 func nlUnpack4IQ4NL(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
 

@@ -27,10 +27,13 @@ import (
 // block and group). Rows past the last four and tokens past the last 16
 // take the row dots, whose bits the tiles reproduce.
 
-// nlTileTokens is the tile's token count; nlTileRows its row count.
+// nlTileTokens is the tile's token count; nlTileRows its row count. A
+// last group of nlTileMin to 15 tokens takes a tile too, its free lanes
+// unused (a tile of 16 costs about as much as four tokens' row dots).
 const (
 	nlTileTokens = 16
 	nlTileRows   = 4
+	nlTileMin    = 4
 )
 
 // useNLTile reports whether MatMul takes the tiles for weights wt.
@@ -38,20 +41,38 @@ func useNLTile(wt DType) bool {
 	return (wt == IQ4_NL || wt == MXFP4) && hasNLZV && hasKZ && qdotX4On
 }
 
+// nlTiled is how many of n tokens the tiles take: whole groups of 16 and
+// a last group of at least nlTileMin.
+func nlTiled(n int) int {
+	if n%nlTileTokens >= nlTileMin {
+		return n
+	}
+	return n &^ (nlTileTokens - 1)
+}
+
 // nlPackLen is the packed length in bytes of one group of 16 tokens for
 // rows of n elements; nlWSLen a worker's unpacked four rows.
 func nlPackLen(n int) int { return n / 32 * 576 }
 func nlWSLen(n int) int   { return n / 32 * 160 }
 
-// nlPack fills p (nlPackLen(n) bytes) with tokens t0..t0+15 of the Q8_0
-// activations a (rows of n elements): p[b·576 + 64k + 4t + i] =
-// a.Q[(t0+t)·n + 32b + 4k + i] XOR 0x80 (i < 4), and the float32
-// a.D[(t0+t)·(n/32) + b] at p[b·576 + 512 + 4t].
-func nlPack(p []byte, a *quantizedActs, n, t0 int) {
+// nlPack fills p (nlPackLen(n) bytes) with the m ≤ 16 tokens t0..t0+m−1
+// of the Q8_0 activations a (rows of n elements): p[b·576 + 64k + 4t + i]
+// = a.Q[(t0+t)·n + 32b + 4k + i] XOR 0x80 (i < 4), and the float32
+// a.D[(t0+t)·(n/32) + b] at p[b·576 + 512 + 4t]; lanes t ≥ m are zero.
+func nlPack(p []byte, a *quantizedActs, n, t0, m int) {
 	nb := n / 32
 	_ = p[nb*576-1]
 	q := unsafe.Slice((*byte)(unsafe.Pointer(&a.Q[0])), len(a.Q))
 	for t := range nlTileTokens {
+		if t >= m {
+			for b := range nb {
+				blk := p[b*576 : b*576+576]
+				for k := range 9 {
+					binary.LittleEndian.PutUint32(blk[64*k+4*t:], 0)
+				}
+			}
+			continue
+		}
 		row := q[(t0+t)*n : (t0+t+1)*n]
 		d := a.D[(t0+t)*nb : (t0+t+1)*nb]
 		for b := range nb {
@@ -67,24 +88,25 @@ func nlPack(p []byte, a *quantizedActs, n, t0 int) {
 
 // dotQRowsNLTile sets dst[t·ldd + r] = the row dot of row r of the
 // weights w (type wt, row r at w[r·stride], n elements) and token t, for
-// rows [lo, hi) and tokens t < n16 (a multiple of 16), from the groups'
-// packed activations pk (nlPack, group g at g·nlPackLen(n)) and the Q8_0
+// rows [lo, hi) and tokens t < nt, from the groups' packed activations pk
+// (nlPack, group g — tokens 16g.. — at g·nlPackLen(n)) and the Q8_0
 // activations a (for the rows past the last four). ws is the worker's
 // scratch (nlWSLen(n) bytes). Requires useNLTile(wt).
-func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk []byte, n16 int, a *quantizedActs, ws []byte) {
+func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk []byte, nt int, a *quantizedActs, ws []byte) {
 	nb := n / 32
-	if n%32 != 0 || nb == 0 || n16%nlTileTokens != 0 {
-		panic("tensor: dotQRowsNLTile: rows not whole blocks or tokens not whole groups")
+	if n%32 != 0 || nb == 0 {
+		panic("tensor: dotQRowsNLTile: rows not whole blocks")
 	}
-	if n16 == 0 || hi <= lo {
+	if nt == 0 || hi <= lo {
 		return
 	}
 	_, bb := qBlock(wt)
 	pl := nlPackLen(n)
+	ng := (nt + nlTileTokens - 1) / nlTileTokens
 	_ = w[(hi-1)*stride+nb*bb-1]
-	_ = pk[n16/nlTileTokens*pl-1]
+	_ = pk[ng*pl-1]
 	_ = ws[nlWSLen(n)-1]
-	_ = dst[(n16-1)*ldd+hi-1]
+	_ = dst[(nt-1)*ldd+hi-1]
 	r := lo
 	for ; r+nlTileRows <= hi; r += nlTileRows {
 		switch wt {
@@ -95,12 +117,13 @@ func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 		default:
 			panic("tensor: dotQRowsNLTile: " + wt.String())
 		}
-		for t := 0; t < n16; t += nlTileTokens {
-			qdotNLTileZ(&dst[t*ldd+r], ldd, &ws[0], &pk[t/nlTileTokens*pl], nb)
+		for t := 0; t < nt; t += nlTileTokens {
+			mask := 1<<min(nlTileTokens, nt-t) - 1
+			qdotNLTileZ(&dst[t*ldd+r], ldd, &ws[0], &pk[t/nlTileTokens*pl], nb, mask)
 		}
 	}
 	for ; r < hi; r++ {
-		for t := range n16 {
+		for t := range nt {
 			dotQRows(wt, dst[t*ldd+r:t*ldd+r+1], w[r*stride:], stride, n, a, t*n)
 		}
 	}
