@@ -89,7 +89,8 @@ var iqZTypes = []DType{IQ4_NL, MXFP4, IQ3_S}
 // L2-resident rows of 4096 (cpuMB/s of weights per CPU-second), "DRAM" a
 // decode MatMul through TinyLlama's (5632, 2048) FFN shape on one thread,
 // "prefill" a 64-token MatMul through (2048, 2048) on one thread (the
-// eight-token zmm kernels against the ymm row dots token after token).
+// zmm tiles or eight-token kernels against the ymm row dots token after
+// token).
 //
 //	go test ./tensor -run XXX -bench IQZ -benchtime 100x -count 3
 func BenchmarkIQZ(b *testing.B) {
