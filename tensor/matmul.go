@@ -39,8 +39,9 @@ import (
 // 512-bit registers where the CPU has AVX-512 VNNI, whose single-token
 // row dot is on zmm too, the ymm one's bits: hasQ8Z; dotQRowsKX8, the
 // K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
-// give the ymm kernels' bits: hasKZ; dotQRowsIQX8, IQ4_NL and MXFP4 on
-// hasKZ). So a token's output row is bit-identical
+// give the ymm kernels' bits: hasKZ; dotQRowsNLTile, IQ4_NL and MXFP4 16
+// tokens at a time in the vector lanes where AVX-512 has VBMI: hasNLZV).
+// So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
 // load (TestMatMulBatchInvariant here, TestBatchInvariant in model,
@@ -116,6 +117,7 @@ const (
 type workerScratch struct {
 	rows []float32 // (4, Cols) dequantized rows, generic matrix-vector
 	acc  []float32 // (tilePanelGroups, tiles, tileAccLen) unfolded tile accumulators between panels (tileF16Panels)
+	nlw  []byte    // (nlWSLen(Cols)) four unpacked IQ4_NL/MXFP4 rows (dotQRowsNLTile)
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
@@ -164,7 +166,8 @@ type matJob struct {
 	chunk int  // rows per claimed matrix-vector chunk or tile block
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
-	x8    bool // x4 and Q8_0 on AVX-512 VNNI, or IQ4_NL, MXFP4 on hasKZ: the first n&^7 tokens eight at a time (dotQRowsX8, dotQRowsIQX8)
+	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
+	nlt   bool // IQ4_NL or MXFP4 on hasNLZV: the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
 	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
@@ -235,7 +238,21 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				qx4Prep(s.shared.dxv[t0/4*g:(t0/4+1)*g], w.Type, &s.acts, w.Cols, &toks)
 			}
 		}
-		if n >= 8 && (j.x4 && useQ8x8(w.Type) || useIQx8(w.Type)) {
+		if nlTiled(n) > 0 && useNLTile(w.Type) {
+			// Groups of 16 tokens packed once for all workers; each
+			// worker unpacks its rows into its own scratch.
+			j.nlt = true
+			nt, pl := nlTiled(n), nlPackLen(w.Cols)
+			ng := (nt + nlTileTokens - 1) / nlTileTokens
+			s.shared.q8 = growBytes(s.shared.q8, ng*pl)
+			for g := range ng {
+				nlPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*nlTileTokens, min(nlTileTokens, nt-g*nlTileTokens))
+			}
+			for i := range s.scratch {
+				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, nlWSLen(w.Cols))
+			}
+		}
+		if n >= 8 && j.x4 && useQ8x8(w.Type) {
 			// Groups of eight tokens (Q8_0 activations), packed once for
 			// all workers.
 			j.x8 = true
@@ -312,15 +329,17 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 			j.dot4Rows(lo, hi, t)
 		}
 	case j.quant:
-		for t := 0; t < j.n; t++ {
+		t0 := 0
+		if j.nlt {
+			// Sixteen tokens at a time in the vector lanes.
+			t0 = nlTiled(j.n)
+			dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+		}
+		for t := t0; t < j.n; t++ {
 			if j.x8 && t%8 == 0 && t+8 <= j.n {
 				// Eight tokens at a time, two per 512-bit register.
 				pl, dl := qx8PackLen(w.Cols), w.Cols/32*8
-				if w.Type == Q8_0 {
-					dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
-				} else {
-					dotQRowsIQX8(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
-				}
+				dotQRowsX8(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8[t/8*pl:(t/8+1)*pl], j.s.shared.dx8[t/8*dl:(t/8+1)*dl], t)
 				t += 7
 				continue
 			}

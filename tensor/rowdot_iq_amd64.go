@@ -38,14 +38,14 @@ func hasIQKernel(wt DType) bool {
 func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	switch wt {
 	case IQ4_NL:
-		if hasKZ {
-			qdotIQ4_NLZ(dst, rows, w, stride, q, d, aux, nb)
+		if hasKZ && hasNLZV {
+			qdotIQ4_NLZV(dst, rows, w, stride, q, d, aux, nb)
 		} else {
 			qdotIQ4_NLSIMD(dst, rows, w, stride, q, d, aux, nb)
 		}
 	case MXFP4:
-		if hasKZ {
-			qdotMXFP4Z(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
+		if hasKZ && hasNLZV {
+			qdotMXFP4ZV(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 		} else {
 			qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 		}

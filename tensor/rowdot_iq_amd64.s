@@ -1,8 +1,9 @@
 // AVX2 row dots of the table formats (dequant_iq.go) against 8-bit
 // activations, bit for bit the canonical arithmetic of rowdot_iq_ref.go:
-// eight float lanes, lane l taking the exact int32 sum of elements
-// 4l..4l+3 of each 32-element (sub-)block, scaled (VMULPS) and added
-// (VADDPS, never fused) block after block, folded by FOLD8.
+// for IQ4_XS and IQ3_S eight float lanes, lane l taking the exact int32
+// sum of elements 4l..4l+3 of each 32-element sub-block, scaled (VMULPS)
+// and added (VADDPS, never fused) super-block after super-block, folded
+// by FOLD8; for IQ4_NL and MXFP4 one float step per block (below).
 //
 // Signature as the kernels of rowdot_quant_amd64.s:
 //
@@ -55,34 +56,104 @@ DATA fp4Levels<>+0(SB)/8, $0x0c08060403020100
 DATA fp4Levels<>+8(SB)/8, $0xf4f8fafcfdfeff00
 GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 
-// NLBLK: IQ4_NL block {d fp16; qs[16]} at off(SI), activations aoff(DI),
-// their scale daoff(DX).
-#define NLBLK(off, aoff, daoff) \
-	LEVELS32(off+2); \
-	LANES32(aoff, Y14); \
-	VPBROADCASTW off(SI), X4; \
-	VCVTPH2PS    X4, Y4; \
-	VBROADCASTSS daoff(DX), Y5; \
-	VMULPS       Y5, Y4, Y4; \
-	ACCLANES
+// IQ4_NL and MXFP4 take one float step per block (rowdot_iq_ref.go): the
+// block's eight int32 lanes are summed to its exact dot P_b, and
+// acc ← acc + float32(s_b·float32(P_b)) in block order, s_b = dw·da.
+// Four blocks at a time: three VPHADDD and one VPADDD reduce their lanes
+// to [P_0 P_1 P_2 P_3] in one xmm, one VCVTDQ2PS, one VMULPS by the four
+// dw (gathered into an xmm) times the four da, one VMULPS, then four
+// VADDSS in block order into X0.
 
-// MXBLK: MXFP4 block {e u8; qs[16]} at off(SI); 2^(e−128) from the table at BX.
-#define MXBLK(off, aoff, daoff) \
-	LEVELS32(off+1); \
-	LANES32(aoff, Y14); \
-	MOVBLZX      off(SI), AX; \
-	VBROADCASTSS (BX)(AX*4), Y4; \
-	VBROADCASTSS daoff(DX), Y5; \
-	VMULPS       Y5, Y4, Y4; \
-	ACCLANES
+// NLINT4(bb, co): the int32 lanes of the four blocks at 0, bb, 2bb, 3bb(SI)
+// (codes at +co; activations at 0(DI)) reduced to [P_0 P_1 P_2 P_3] in X6
+// (Y2, Y3, Y7, Y8 clobbered).
+#define NLINT4(bb, co) \
+	LEVELS32(co); \
+	LANES32(0, Y14); \
+	VMOVDQA      Y2, Y6; \
+	LEVELS32(bb+co); \
+	LANES32(32, Y14); \
+	VMOVDQA      Y2, Y7; \
+	LEVELS32(2*bb+co); \
+	LANES32(64, Y14); \
+	VMOVDQA      Y2, Y8; \
+	LEVELS32(3*bb+co); \
+	LANES32(96, Y14); \
+	VPHADDD      Y7, Y6, Y6; \
+	VPHADDD      Y2, Y8, Y8; \
+	VPHADDD      Y8, Y6, Y6; \
+	VEXTRACTI128 $1, Y6, X7; \
+	VPADDD       X7, X6, X6
+
+// ACC4: X0 += the four blocks' float32(s·float32(P)) in order, from the
+// dots X6 and the weight scales X4 (activation scales at 0(DX)).
+#define ACC4 \
+	VCVTDQ2PS X6, X6; \
+	VMULPS    (DX), X4, X4; \
+	VMULPS    X4, X6, X6; \
+	VADDSS    X6, X0, X0; \
+	VMOVSHDUP X6, X7; \
+	VADDSS    X7, X0, X0; \
+	VMOVHLPS  X6, X7, X7; \
+	VADDSS    X7, X0, X0; \
+	VPERMILPS $0xff, X6, X7; \
+	VADDSS    X7, X0, X0
+
+// NLDW4, MXDW4: the four blocks' dw in X4 (AX clobbered).
+#define NLDW4 \
+	MOVWLZX (SI), AX; \
+	VMOVD   AX, X4; \
+	VPINSRW $1, 18(SI), X4, X4; \
+	VPINSRW $2, 36(SI), X4, X4; \
+	VPINSRW $3, 54(SI), X4, X4; \
+	VCVTPH2PS X4, X4
+
+#define MXDW4 \
+	MOVBLZX   (SI), AX; \
+	VMOVSS    (BX)(AX*4), X4; \
+	MOVBLZX   17(SI), AX; \
+	VINSERTPS $0x10, (BX)(AX*4), X4, X4; \
+	MOVBLZX   34(SI), AX; \
+	VINSERTPS $0x20, (BX)(AX*4), X4, X4; \
+	MOVBLZX   51(SI), AX; \
+	VINSERTPS $0x30, (BX)(AX*4), X4, X4
+
+// NLINT1(co): one block's dot P in X2's low lane (Y3 clobbered).
+#define NLINT1(co) \
+	LEVELS32(co); \
+	LANES32(0, Y14); \
+	VEXTRACTI128 $1, Y2, X3; \
+	VPADDD       X3, X2, X2; \
+	VPHADDD      X2, X2, X2; \
+	VPHADDD      X2, X2, X2
+
+// ACC1: X0 += float32(s·float32(P)) of one block, P in X2, dw in X4.
+#define ACC1 \
+	VCVTDQ2PS X2, X2; \
+	VMULSS    (DX), X4, X4; \
+	VMULSS    X4, X2, X2; \
+	VADDSS    X2, X0, X0
+
+#define NLDW1Y \
+	MOVWLZX   (SI), AX; \
+	VMOVD     AX, X4; \
+	VCVTPH2PS X4, X4
+
+#define MXDW1Y \
+	MOVBLZX (SI), AX; \
+	VMOVSS  (BX)(AX*4), X4
+
+// NLSETUP loads the constants, level table tab.
+#define NLSETUP(tab) \
+	MOVQ dst+0(FP), R8; \
+	MOVQ w+16(FP), R10; \
+	BCAST32($0x0f0f0f0f, Y15, X15); \
+	BCAST32($0x00010001, Y14, X14); \
+	VBROADCASTI128 tab(SB), Y13
 
 // func qdotIQ4_NLSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 TEXT ·qdotIQ4_NLSIMD(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), R8
-	MOVQ w+16(FP), R10
-	BCAST32($0x0f0f0f0f, Y15, X15)
-	BCAST32($0x00010001, Y14, X14)
-	VBROADCASTI128 iq4nlLevels<>(SB), Y13
+	NLSETUP(iq4nlLevels<>)
 
 nlrow:
 	ROWSTART
@@ -95,10 +166,9 @@ nlrow:
 nlloop4:
 	PREFETCHT0 2048(SI) // see qdotQ8_0SIMD
 	PREFETCHT0 2112(SI)
-	NLBLK(0, 0, 0)
-	NLBLK(18, 32, 4)
-	NLBLK(36, 64, 8)
-	NLBLK(54, 96, 12)
+	NLINT4(18, 2)
+	NLDW4
+	ACC4
 	ADDQ $72, SI
 	ADDQ $128, DI
 	ADDQ $16, DX
@@ -110,7 +180,9 @@ nltail:
 	JZ   nlsum
 
 nlloop1:
-	NLBLK(0, 0, 0)
+	NLINT1(2)
+	NLDW1Y
+	ACC1
 	ADDQ $18, SI
 	ADDQ $32, DI
 	ADDQ $4, DX
@@ -118,16 +190,11 @@ nlloop1:
 	JNZ  nlloop1
 
 nlsum:
-	FOLD8(Y0, X0)
 	ROWEND(nlrow)
 
 // func qdotMXFP4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 TEXT ·qdotMXFP4SIMD(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), R8
-	MOVQ w+16(FP), R10
-	BCAST32($0x0f0f0f0f, Y15, X15)
-	BCAST32($0x00010001, Y14, X14)
-	VBROADCASTI128 fp4Levels<>(SB), Y13
+	NLSETUP(fp4Levels<>)
 
 mxrow:
 	ROWSTART
@@ -140,10 +207,9 @@ mxrow:
 mxloop4:
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	MXBLK(0, 0, 0)
-	MXBLK(17, 32, 4)
-	MXBLK(34, 64, 8)
-	MXBLK(51, 96, 12)
+	NLINT4(17, 1)
+	MXDW4
+	ACC4
 	ADDQ $68, SI
 	ADDQ $128, DI
 	ADDQ $16, DX
@@ -155,7 +221,9 @@ mxtail:
 	JZ   mxsum
 
 mxloop1:
-	MXBLK(0, 0, 0)
+	NLINT1(1)
+	MXDW1Y
+	ACC1
 	ADDQ $17, SI
 	ADDQ $32, DI
 	ADDQ $4, DX
@@ -163,7 +231,6 @@ mxloop1:
 	JNZ  mxloop1
 
 mxsum:
-	FOLD8(Y0, X0)
 	ROWEND(mxrow)
 
 // ---------------------------------------------------------------- IQ4_XS

@@ -1,9 +1,11 @@
-// NEON (SDOT) row dots of IQ4_NL and MXFP4 against Q8_0 activations, bit
-// for bit the lane arithmetic of rowdot_iq_ref.go: per block, TBL looks the
-// 32 codes up in the level table (V31), two SDOTs give the eight int32
-// lanes (elements 4l..4l+3), which are converted, multiplied by s = dw·da
-// (FMUL by element) and added (FADD, never fused) into V16 (lanes 0-3) and
-// V17 (lanes 4-7); FADDP thrice folds ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
+// NEON (SDOT) row dots of IQ4_NL, MXFP4, IQ4_XS and IQ3_S, bit for bit
+// the arithmetic of rowdot_iq_ref.go. IQ4_NL and MXFP4: per block, TBL
+// looks the 32 codes up in the level table (V31), two SDOTs give eight
+// int32 lanes, ADD and ADDV sum them to the block's exact dot P, then
+// SCVTF, FMUL by s = dw·da and FADD (never fused) into S16, block after
+// block. IQ4_XS and IQ3_S keep eight lanes per super-block in V16 (lanes
+// 0-3) and V17 (lanes 4-7); FADDP thrice folds
+// ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
 // Instructions Go's assembler does not know are WORD encodings, the
 // instruction in the comment.
 //
@@ -36,9 +38,9 @@ GLOBL fp4LevelsARM<>(SB), RODATA|NOPTR, $16
 	VEOR V16.B16, V16.B16, V16.B16 \
 	VEOR V17.B16, V17.B16, V17.B16
 
-// IQ_LANES: the 16 code bytes at R7 (post-incremented) against 32
-// activations at R8; F4 = s. Lanes into V16, V17.
-#define IQ_LANES \
+// NL_BLOCK: the 16 code bytes at R7 (post-incremented) against 32
+// activations at R8; F4 = s. S16 += float32(s·float32(P)).
+#define NL_BLOCK \
 	VLD1.P 16(R7), [V0.B16] \
 	VLD1.P 32(R8), [V2.B16, V3.B16] \
 	VAND V30.B16, V0.B16, V1.B16 \
@@ -49,12 +51,17 @@ GLOBL fp4LevelsARM<>(SB), RODATA|NOPTR, $16
 	VEOR V6.B16, V6.B16, V6.B16 \
 	WORD $0x4e829425 /* sdot v5.4s, v1.16b, v2.16b */ \
 	WORD $0x4e839406 /* sdot v6.4s, v0.16b, v3.16b */ \
-	WORD $0x4e21d8a5 /* scvtf v5.4s, v5.4s */ \
-	WORD $0x4e21d8c6 /* scvtf v6.4s, v6.4s */ \
-	WORD $0x4f8490a5 /* fmul v5.4s, v5.4s, v4.s[0] */ \
-	WORD $0x4f8490c6 /* fmul v6.4s, v6.4s, v4.s[0] */ \
-	WORD $0x4e25d610 /* fadd v16.4s, v16.4s, v5.4s */ \
-	WORD $0x4e26d631 /* fadd v17.4s, v17.4s, v6.4s */
+	VADD V6.S4, V5.S4, V5.S4 \
+	VADDV V5.S4, V5 \
+	WORD $0x5e21d8a5 /* scvtf s5, s5 */ \
+	FMULS F4, F5, F5 \
+	FADDS F5, F16, F16
+
+#define NL_ROW_END(label) \
+	FMOVS.P F16, 4(R0) \
+	ADD R3, R2, R2 \
+	SUBS $1, R1, R1 \
+	BNE label
 
 #define IQ_ROW_END(label) \
 	WORD $0x6e31d610 /* faddp v16.4s, v16.4s, v17.4s */ \
@@ -77,10 +84,10 @@ nlblock:
 	FMOVS.P 4(R9), F4
 	WORD $0x1ee240a5 // fcvt s5, h5
 	WORD $0x1e250884 // fmul s4, s4, s5
-	IQ_LANES
+	NL_BLOCK
 	SUBS $1, R10, R10
 	BNE nlblock
-	IQ_ROW_END(nlrow)
+	NL_ROW_END(nlrow)
 	RET
 
 // func qdotMXFP4SDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
@@ -96,10 +103,10 @@ mxblock:
 	FMOVS R11, F5
 	FMOVS.P 4(R9), F4
 	WORD $0x1e250884 // fmul s4, s4, s5
-	IQ_LANES
+	NL_BLOCK
 	SUBS $1, R10, R10
 	BNE mxblock
-	IQ_ROW_END(mxrow)
+	NL_ROW_END(mxrow)
 	RET
 
 // XSSUB adds sub-block ib of the IQ4_XS super-block (codes at R7,

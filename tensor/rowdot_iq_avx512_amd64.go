@@ -1,22 +1,25 @@
 package tensor
 
-import "unsafe"
+import (
+	"unsafe"
 
-// The zmm kernels of the 32-element table formats
-// (rowdot_iq_avx512_amd64.s), selected by hasKZ like qdotIQ4_XSZ: the
-// ymm kernels' bits, one row dot or eight tokens per unpacked block.
+	"golang.org/x/sys/cpu"
+)
+
+// The zmm kernels of IQ4_NL and MXFP4 (rowdot_iq_nl_avx512_amd64.s) and
+// IQ3_S (rowdot_iq_avx512_amd64.s).
+
+// hasNLZV selects the zmm kernels of IQ4_NL and MXFP4 (qdotIQ4_NLZV,
+// qdotMXFP4ZV and the tiles of rowdot_iq_tile.go): AVX-512 BW and VNNI
+// (hasKZ) with VBMI (VPERMB); the ymm row dots otherwise. Both give the
+// canonical bits of rowdot_iq_ref.go; tests flip it to compare them.
+var hasNLZV = hasKZ && cpu.X86.HasAVX512VBMI
 
 //go:noescape
-func qdotIQ4_NLZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
 //go:noescape
-func qdotMXFP4Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-
-//go:noescape
-func qdotIQ4_NLx8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, aux unsafe.Pointer, nb int, ldd uintptr)
-
-//go:noescape
-func qdotMXFP4x8Z(dst *float32, rows int, w *byte, stride uintptr, p *byte, dx *float32, aux unsafe.Pointer, nb int, ldd uintptr)
+func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
 // qdotIQ3_SZ is qdotIQ3_SSIMD on zmm, the same bits.
 //
@@ -25,3 +28,12 @@ func qdotIQ3_SZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *flo
 
 //go:noescape
 func qdotIQ3_Sx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
+
+//go:noescape
+func qdotNLTileZ(dst *float32, ldd int, ws *byte, pk *byte, nb int, mask int)
+
+//go:noescape
+func nlUnpack4IQ4NL(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
+
+//go:noescape
+func nlUnpack4MXFP4(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)

@@ -6,20 +6,20 @@ import (
 	"testing"
 )
 
-// TestIQZx8 checks the eight-token zmm kernels of IQ4_NL and MXFP4
-// (dotQRowsIQX8) against the single-token row dots bit for bit, for each
-// of the eight tokens of groups at several offsets in a batch (one token
-// with a 30× range), raw and quantized rows of several lengths (odd block
-// counts too) at a stride padded with noise, and row ranges not starting
-// at 0.
-func TestIQZx8(t *testing.T) {
-	if !hasKZ {
-		t.Skip("no AVX-512 BW+VNNI")
+// TestNLTile checks the 16-token tiles of IQ4_NL and MXFP4
+// (dotQRowsNLTile) against the row dots bit for bit, for every token of
+// two groups and of a last partial group (one token with a 30× range),
+// raw and quantized rows of
+// several lengths (odd block counts too) at a stride padded with noise,
+// row ranges not starting at 0 and not whole tiles of four rows.
+func TestNLTile(t *testing.T) {
+	if !hasNLZV {
+		t.Skip("no AVX-512 BW+VNNI+VBMI")
 	}
 	rng := rand.New(rand.NewPCG(75, 76))
 	for _, wt := range []DType{IQ4_NL, MXFP4} {
 		for _, cols := range []int{32, 96, 256, 2048} {
-			const rows, n = 11, 19
+			const rows, n = 11, 35
 			rb, _ := wt.RowBytes(cols)
 			stride := rb + 3
 			w := make([]byte, rows*stride+rb)
@@ -41,17 +41,28 @@ func TestIQZx8(t *testing.T) {
 			for tok := range n {
 				dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
 			}
-			p, dx := make([]byte, qx8PackLen(cols)), make([]float32, cols/32*8)
-			for _, t0 := range []int{0, 3, 11} {
-				qx8Pack(p, dx, &a, cols, t0)
-				for _, lo := range []int{0, 4} {
+			pl := nlPackLen(cols)
+			for _, nt := range []int{32, 35, 21} { // whole groups, a last group of 3 (not nlTiled's) or 5
+				ng := (nt + 15) / 16
+				pk := make([]byte, ng*pl)
+				for i := range pk { // noise the packing must overwrite
+					pk[i] = byte(rng.Uint32())
+				}
+				for g := range ng {
+					nlPack(pk[g*pl:(g+1)*pl], &a, cols, 16*g, min(16, nt-16*g))
+				}
+				ws := make([]byte, nlWSLen(cols))
+				for _, lo := range []int{0, 1, 4} {
 					got := make([]float32, n*rows)
-					dotQRowsIQX8(wt, got, rows, w, stride, lo, rows, cols, p, dx, t0)
-					for tok := t0; tok < t0+8; tok++ {
-						for r := lo; r < rows; r++ {
+					dotQRowsNLTile(wt, got, rows, w, stride, lo, rows, cols, pk, nt, &a, ws)
+					for tok := range n {
+						for r := range rows {
 							g, wnt := got[tok*rows+r], want[tok*rows+r]
+							if tok >= nt || r < lo {
+								wnt = 0 // not the tiles' to write
+							}
 							if math.Float32bits(g) != math.Float32bits(wnt) {
-								t.Fatalf("%s cols=%d t0=%d lo=%d token %d row %d: x8 %v, row dot %v", wt, cols, t0, lo, tok, r, g, wnt)
+								t.Fatalf("%s cols=%d nt=%d lo=%d token %d row %d: tile %v, row dot %v", wt, cols, nt, lo, tok, r, g, wnt)
 							}
 						}
 					}
@@ -78,7 +89,8 @@ var iqZTypes = []DType{IQ4_NL, MXFP4, IQ3_S}
 // L2-resident rows of 4096 (cpuMB/s of weights per CPU-second), "DRAM" a
 // decode MatMul through TinyLlama's (5632, 2048) FFN shape on one thread,
 // "prefill" a 64-token MatMul through (2048, 2048) on one thread (the
-// eight-token zmm kernels against the ymm row dots token after token).
+// zmm tiles or eight-token kernels against the ymm row dots token after
+// token).
 //
 //	go test ./tensor -run XXX -bench IQZ -benchtime 100x -count 3
 func BenchmarkIQZ(b *testing.B) {

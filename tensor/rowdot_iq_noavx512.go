@@ -7,14 +7,14 @@ import "unsafe"
 // No zmm table-format kernels off amd64 (rowdot_iq_avx512_amd64.go):
 // hasKZ is false and the stubs are never called.
 
-func qdotIQ4_NLx8Z(*float32, int, *byte, uintptr, *byte, *float32, unsafe.Pointer, int, uintptr) {
-	panic("unreachable")
-}
-
-func qdotMXFP4x8Z(*float32, int, *byte, uintptr, *byte, *float32, unsafe.Pointer, int, uintptr) {
-	panic("unreachable")
-}
+var hasNLZV = false
 
 func qdotIQ3_Sx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
 	panic("unreachable")
 }
+
+func qdotNLTileZ(*float32, int, *byte, *byte, int, int) { panic("unreachable") }
+
+func nlUnpack4IQ4NL(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
+
+func nlUnpack4MXFP4(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }

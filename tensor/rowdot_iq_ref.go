@@ -7,17 +7,23 @@ package tensor
 // llama.cpp pairs IQ4_NL and MXFP4 with Q8_0 activations, IQ4_XS and IQ3_S
 // with Q8_K (ggml-cpu's vec_dot_type); so does actsFormat.
 //
-// Every type runs on eight float lanes, lane l (0..7) taking, from each
-// 32-element (sub-)block, the exact integer sum over its elements 4l..4l+3
-// — how a 256-bit register holds a block: 32 levels in element order,
-// VPMADDUBSW then VPMADDWD summing four neighbours per 32-bit lane.
+// IQ4_XS and IQ3_S run on eight float lanes, lane l (0..7) taking, from
+// each 32-element sub-block, the exact integer sum over its elements
+// 4l..4l+3 — how a 256-bit register holds a block: 32 levels in element
+// order, VPMADDUBSW then VPMADDWD summing four neighbours per 32-bit lane.
 //
-// IQ4_NL, MXFP4 (blocks of 32, Q8_0 activations): block b adds
+// IQ4_NL, MXFP4 (blocks of 32, Q8_0 activations) instead take one float
+// per block, not eight: the block's exact integer dot P_b =
+// Σ_{i<32} level(i)·qa(i), then
 //
-//	acc_l ← acc_l + float32(s_b·float32(p_bl)),  p_bl = Σ_{k<4} level(4l+k)·qa(4l+k)
+//	acc ← acc + float32(s_b·float32(P_b)),  acc from 0, block after block,
 //
 // with s_b = float32(dw_b·da_b) (dw: the fp16 d, or MXFP4's 2^(e−128)): a
-// multiply then an add, never fused.
+// multiply then an add, never fused; the row's value is acc (no fold).
+// One float step per block and token is what lets the multi-token kernels
+// (rowdot_iq_tile.go) keep tokens in the vector lanes, as llama.cpp's
+// repacked IQ4_NL/MXFP4 GEMMs do, instead of eight float lanes per block
+// and token; the row dots reduce each block's integer lanes to P_b.
 //
 // IQ4_XS, IQ3_S (super-blocks of 256 = 8 sub-blocks of 32, Q8_K
 // activations): the lane's integer sum over the whole super-block,
@@ -34,22 +40,18 @@ func fold8(a *[8]float32) float32 {
 // dotNL32 is the 32-element table formats' dot: blocks of bb bytes whose
 // last 16 hold the codes, levels lv, per-block weight scale dw(block).
 func dotNL32(w []byte, bb int, lv *[16]int8, dw func(blk []byte) float32, q []int8, d []float32) float32 {
-	var acc [8]float32
+	var acc float32
 	for b := 0; b < len(w)/bb; b++ {
 		blk := w[bb*b : bb*b+bb]
 		qs, y := blk[bb-16:bb], q[32*b:32*b+32]
-		s := dw(blk) * d[b]
-		for l := range 4 {
-			var lo, hi int32
-			for k := 4 * l; k < 4*l+4; k++ {
-				lo += int32(lv[qs[k]&0xF]) * int32(y[k])
-				hi += int32(lv[qs[k]>>4]) * int32(y[k+16])
-			}
-			acc[l] += float32(s * float32(lo))
-			acc[l+4] += float32(s * float32(hi))
+		var p int32
+		for k := range 16 {
+			p += int32(lv[qs[k]&0xF])*int32(y[k]) + int32(lv[qs[k]>>4])*int32(y[k+16])
 		}
+		s := float32(dw(blk) * d[b])
+		acc += float32(s * float32(p))
 	}
-	return fold8(&acc)
+	return acc
 }
 
 func dwIQ4NL(blk []byte) float32 { return f16At(blk) }

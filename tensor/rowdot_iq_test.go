@@ -63,17 +63,25 @@ func iqRandRow(t testing.TB, rng *rand.Rand, ty DType, cols int, std float64, ra
 // 1 to 9 blocks (the kernels' unrolled loops and tails), several rows per
 // call back to back or at a stride with random padding, and activations
 // at an offset — on the zmm kernels
-// where the CPU has them (hasKZ) and on the ymm ones (hasKZ off, what
-// NANOSERVE_NOAVX512=1 selects).
+// where the CPU has them (hasKZ; IQ4_NL's and MXFP4's with and without
+// VBMI, hasNLZV) and on the ymm ones (hasKZ off, what NANOSERVE_NOAVX512=1
+// selects).
 func TestIQRowDotsBitwise(t *testing.T) {
-	defer func(saved bool) { hasKZ = saved }(hasKZ)
-	paths := []bool{false}
-	if hasKZ {
-		paths = []bool{true, false}
+	defer func(kz, v bool) { hasKZ, hasNLZV = kz, v }(hasKZ, hasNLZV)
+	type path struct {
+		name  string
+		kz, v bool
 	}
-	for _, z := range paths {
-		hasKZ = z
-		testIQRowDotsBitwise(t, map[bool]string{true: "zmm", false: "asm"}[z])
+	paths := []path{{"asm", false, false}}
+	if hasKZ {
+		paths = append(paths, path{"zmm", true, false})
+	}
+	if hasNLZV {
+		paths = append(paths, path{"zmm+vbmi", true, true})
+	}
+	for _, p := range paths {
+		hasKZ, hasNLZV = p.kz, p.v
+		testIQRowDotsBitwise(t, p.name)
 	}
 }
 
