@@ -629,7 +629,8 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arc
 		}
 		c.RopeFactors = "rope_scaling." + name
 		if scale := float64(c.ContextLen) / float64(orig); scale > 1 {
-			c.RopeAttnFactor = math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))
+			// rounded to the float32 the converter writes (rope.scaling.attn_factor)
+			c.RopeAttnFactor = float64(float32(math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))))
 		}
 	}
 	return nil

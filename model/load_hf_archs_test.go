@@ -36,8 +36,16 @@ func TestHFArchs(t *testing.T) {
 			p := g.Prompts[0]
 			toks := append(slices.Clone(p.PromptIDs), p.GeneratedIDs...)
 			lg, lh := runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0)
-			if d, at := maxAbsDiff(lg, lh); d > 1e-4 {
-				t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
+			// The same weight bytes in the same layout give the same
+			// logits bit for bit. Only where llama.cpp permuted Q/K rows
+			// to interleaved RoPE pairs (mixtral, smollm3) does the
+			// checkpoint, used in place with rotate-half (NEOX) RoPE,
+			// keep a different head-dimension order: the same rotated
+			// values, but every q·k sums its products in another order.
+			// That rounding measured at most 3.2e-5 on these prompts
+			// (AVX-512 and NANOSERVE_NOAVX512=1 alike).
+			if d, at := maxAbsDiff(lg, lh); mg.RopeNeox == mh.RopeNeox && d != 0 || d > 1e-4 {
+				t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d (RoPE NEOX: GGUF %v, HF %v)", d, at, mg.RopeNeox, mh.RopeNeox)
 			}
 		})
 	}

@@ -95,7 +95,7 @@ func argmaxes(logits []float32, vocab int) []int {
 // language model, and as transformers saves it (no K/V weights in the
 // shared-KV layers), loads with the GGUF's geometry; on every golden prompt
 // (and held-out text) its tokenizer gives llama.cpp's prompt ids, its
-// logits are within 1e-4 of the GGUF's at every position, the argmax ids
+// logits equal the GGUF's bit for bit at every position, the argmax ids
 // are the same, and greedy decoding reproduces llama.cpp's generated ids.
 func TestGemma4HF(t *testing.T) {
 	g, path := archPath(t, "gemma4", "F16")
@@ -152,7 +152,7 @@ func TestGemma4HF(t *testing.T) {
 			lg, lh := runSeq(t, mg, s.toks, 0), runSeq(t, mh, s.toks, 0)
 			d, at := maxAbsDiff(lg, lh)
 			worst = max(worst, d)
-			if d > 1e-4 {
+			if d != 0 { // the same bytes in the same layout: bit for bit
 				t.Errorf("vl %v %s: Hugging Face logits differ from the GGUF's by %g at position %d id %d", vl, s.name, d, at/mg.Vocab, at%mg.Vocab)
 			}
 			ag, ah := argmaxes(lg, mg.Vocab), argmaxes(lh, mh.Vocab)
@@ -173,7 +173,7 @@ func TestGemma4HF(t *testing.T) {
 // (enable_moe_block: router.proj/scale/per_expert_scale, 3-D
 // experts.gate_up_proj and down_proj, the extra norms), written from the
 // fixtures the GGUF tests build — load with the GGUF's geometry and give
-// its logits within 1e-4 (no llama.cpp golden exists for these).
+// its logits bit for bit (no llama.cpp golden exists for these).
 func TestGemma4HFLarger(t *testing.T) {
 	g, _ := archPath(t, "gemma4", "F16")
 	toks := append(slices.Clone(g.Prompts[0].PromptIDs), g.Prompts[0].GeneratedIDs...)
@@ -186,7 +186,7 @@ func TestGemma4HFLarger(t *testing.T) {
 					t.Fatalf("vl %v: %s", vl, d)
 				}
 				d, at := maxAbsDiff(runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0))
-				if d > 1e-4 {
+				if d != 0 {
 					t.Errorf("vl %v: Hugging Face logits differ from the GGUF's by %g at %d", vl, d, at)
 				}
 				t.Logf("vl %v: max |Δ logit| = %.3g", vl, d)
@@ -228,7 +228,7 @@ func TestGemma4HFConfig(t *testing.T) {
 	restore()
 
 	set(map[string]any{"global_head_dim": nil, "per_layer_config": map[string]any{"2": map[string]any{"head_dim": 32}, "5": map[string]any{"head_dim": 32}}})
-	if d, at := maxAbsDiff(want, runSeq(t, mustLoad(t, dir, Options{Threads: 1}), toks, 0)); d > 1e-4 {
+	if d, at := maxAbsDiff(want, runSeq(t, mustLoad(t, dir, Options{Threads: 1}), toks, 0)); d != 0 {
 		t.Errorf("per_layer_config's head_dim: logits differ by %g at %d", d, at)
 	}
 	restore()

@@ -106,7 +106,8 @@ func TestPhi3LongRope(t *testing.T) {
 // has rope_scaling {"type": "longrope", long_factor, short_factor} gives
 // the logits of the GGUF file llama.cpp's converter would write from it
 // (rope_factors_long/short tensors, attn_factor √(1 + ln(s)/ln(orig)) for
-// s = 16384/4096), with either set chosen by the configured context.
+// s = 16384/4096, a float32 there), with either set chosen by the
+// configured context: bit for bit, the weights being the same bytes.
 func TestPhi3LongRopeHF(t *testing.T) {
 	dir := t.TempDir()
 	attn := float32(math.Sqrt(1 + math.Log(4)/math.Log(4096)))
@@ -123,10 +124,11 @@ func TestPhi3LongRopeHF(t *testing.T) {
 	for _, ctx := range []int{4096, 8192} {
 		mg := mustLoad(t, path, Options{Context: ctx})
 		mh := mustLoad(t, hf, Options{Context: ctx})
-		if math.Abs(mh.RopeAttnFactor-float64(attn)) > 1e-6 {
-			t.Errorf("attn_factor %g, want %g", mh.RopeAttnFactor, attn)
+		if mh.RopeAttnFactor != float64(attn) {
+			t.Errorf("attn_factor %g, want %g (the GGUF's float32)", mh.RopeAttnFactor, attn)
 		}
-		if d, at := maxAbsDiff(runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0)); d > 1e-4 {
+		if lg, lh := runSeq(t, mg, toks, 0), runSeq(t, mh, toks, 0); !slices.Equal(lg, lh) {
+			d, at := maxAbsDiff(lg, lh)
 			t.Errorf("context %d (%s vs %s): logits differ by %g at %d", ctx, mg.RopeFactors, mh.RopeFactors, d, at)
 		}
 	}
