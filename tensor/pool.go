@@ -48,15 +48,12 @@ import (
 // then holds the CPU that the thread it waits for needs, and a 110M
 // decode step measured 2-4× slower with 50-500 µs spins. So each waiter
 // (every worker, and the caller at the end-of-job barrier) keeps its own
-// budget, measured in time, between spinMin and spinMax (which covers a
-// decode step's gaps), set by the lengths of its recent waits (adapt): a
-// wait that ends while polling doubles it, a parked wait shorter than
-// spinMax raises it to twice that wait, a longer one halves it. On free
-// cores the waits inside a forward pass are short, so they end while
-// polling and nobody parks; on busy ones the thread waited for is often
-// descheduled, waits run long, the budgets shrink and the pool parks
-// almost at once. Between requests a worker polls at most spinMax, then
-// parks and burns no CPU.
+// budget, measured in time: a wait that ends while polling doubles it (up
+// to spinMax, which covers a decode step's gaps), a wait that has to park
+// halves it (down to spinMin). On free cores the waits end while polling
+// and nobody parks inside a forward pass; on busy ones they time out, the
+// budgets shrink, and the pool parks almost at once, as before. Between
+// requests a worker polls at most spinMax, then parks and burns no CPU.
 //
 // Work inside a job is split dynamically: workers claim chunks (aligned
 // groups of rows) from an atomic counter until none are left, so a worker
@@ -83,7 +80,6 @@ type pool struct {
 	gen      atomic.Uint64 // bumped once per job
 	state    atomic.Uint64 // the current job: generation (low 32 bits) << 32 | stClosed | workers inside
 	joins    atomic.Uint64 // background workers that entered a job (Stats.Joins)
-	parked   atomic.Bool   // the caller is blocked on done
 	sleepers atomic.Int32  // background workers parked on cond
 	closed   atomic.Bool
 	mu       sync.Mutex
@@ -158,17 +154,12 @@ const (
 	spinMax = 100 * time.Microsecond
 )
 
-// adapt updates a spin budget after a wait of length w (0: it ended while
-// polling): doubled when it ended within the budget, twice w when it
-// parked but polling up to spinMax would have caught it, halved when it
-// outlasted spinMax.
-func adapt(budget *time.Duration, w time.Duration) {
-	switch {
-	case w <= *budget:
+// adapt updates a spin budget after a wait: doubled when the wait ended
+// while polling (ok), halved when the waiter had to park.
+func adapt(budget *time.Duration, ok bool) {
+	if ok {
 		*budget = min(2**budget, spinMax)
-	case w <= spinMax:
-		*budget = min(2*w, spinMax)
-	default:
+	} else {
 		*budget = max(*budget/2, spinMin)
 	}
 }
@@ -230,13 +221,6 @@ func (s *pool) enter(g uint64) bool {
 func (s *pool) leave() {
 	if st := s.state.Add(^uint64(0)); st&stClosed != 0 && st&stInside == 0 {
 		s.done <- struct{}{}
-		if s.parked.Load() {
-			// The send made the caller runnable on this worker's P, where
-			// it would wait behind this goroutine's polling until another
-			// P steals it (after a few µs, or a thread wake-up): yield,
-			// and the caller runs here at once.
-			runtime.Gosched()
-		}
 	}
 }
 
@@ -290,20 +274,17 @@ func (s *pool) worker(id int) {
 		// Wait for a new generation: spin, then park.
 		g := s.gen.Load()
 		if g == seen {
-			t0 := time.Now()
-			if g = spinGen(&s.gen, seen, budget); g != seen {
-				adapt(&budget, 0)
+			g = spinGen(&s.gen, seen, budget)
+			adapt(&budget, g != seen)
+		}
+		if g == seen {
+			s.mu.Lock()
+			s.sleepers.Add(1)
+			for g = s.gen.Load(); g == seen; g = s.gen.Load() {
+				s.cond.Wait()
 			}
-			if g == seen {
-				s.mu.Lock()
-				s.sleepers.Add(1)
-				for g = s.gen.Load(); g == seen; g = s.gen.Load() {
-					s.cond.Wait()
-				}
-				s.sleepers.Add(-1)
-				s.mu.Unlock()
-				adapt(&budget, time.Since(t0))
-			}
+			s.sleepers.Add(-1)
+			s.mu.Unlock()
 		}
 		seen = g
 		if s.closed.Load() {
@@ -343,16 +324,12 @@ func (s *pool) run(t task) {
 	// t.run returned: nothing is left to claim. Close the job and wait for
 	// the workers inside it, if any.
 	if st := s.state.Or(stClosed); st&stInside != 0 {
-		if spinEmpty(&s.state, s.waitBudget) {
-			<-s.done // sent by the last worker to leave: there or on its way
-			adapt(&s.waitBudget, 0)
-		} else {
+		ok := spinEmpty(&s.state, s.waitBudget)
+		adapt(&s.waitBudget, ok)
+		if !ok {
 			s.stats.Parks++
-			s.parked.Store(true)
-			<-s.done
-			s.parked.Store(false)
-			adapt(&s.waitBudget, time.Since(t1))
 		}
+		<-s.done // sent by the last worker to leave
 	}
 	s.job = nil
 	t2 := time.Now()

@@ -118,38 +118,25 @@ func TestPoolIdleWorkersPark(t *testing.T) {
 	}
 }
 
-// TestAdaptBudget: a spin budget doubles when a wait ends while polling,
-// rises to twice a parked wait shorter than spinMax, halves after a longer
-// one, within [spinMin, spinMax].
+// TestAdaptBudget: a spin budget doubles on success and halves on a park,
+// within [spinMin, spinMax].
 func TestAdaptBudget(t *testing.T) {
 	b := spinMax
 	for range 20 {
-		adapt(&b, time.Second)
+		adapt(&b, false)
 	}
 	if b != spinMin {
-		t.Errorf("after 20 long waits: %v, want %v", b, spinMin)
+		t.Errorf("after 20 parks: %v, want %v", b, spinMin)
 	}
-	adapt(&b, 0)
+	adapt(&b, true)
 	if b != 2*spinMin {
-		t.Errorf("after a wait that ended polling: %v, want %v", b, 2*spinMin)
-	}
-	adapt(&b, 20*time.Microsecond) // parked, but 40 µs of polling would have caught it
-	if b != 40*time.Microsecond {
-		t.Errorf("after a parked 20 µs wait: %v, want 40µs", b)
-	}
-	adapt(&b, spinMax) // the longest wait polling may still cover
-	if b != spinMax {
-		t.Errorf("after a parked wait of spinMax: %v, want %v", b, spinMax)
-	}
-	adapt(&b, spinMax+1)
-	if b != spinMax/2 {
-		t.Errorf("after a wait just over spinMax: %v, want %v", b, spinMax/2)
+		t.Errorf("after a success: %v, want %v", b, 2*spinMin)
 	}
 	for range 20 {
-		adapt(&b, 0)
+		adapt(&b, true)
 	}
 	if b != spinMax {
-		t.Errorf("after 20 waits that ended polling: %v, want %v", b, spinMax)
+		t.Errorf("after 20 successes: %v, want %v", b, spinMax)
 	}
 }
 
