@@ -136,9 +136,14 @@ type Test struct {
 
 	// Hand-offs (tensor.PoolStats over the timed repetitions): jobs
 	// handed to the worker pool per token, and the share of the test's
-	// time the caller spent waiting at the end-of-job barrier.
+	// time the caller spent waiting at the end-of-job barrier; of the
+	// jobs, the share that had to wake a parked worker, and the share of
+	// the background workers' places in them that workers took (1: every
+	// worker joined every job; low when the cores are busy elsewhere).
 	Dispatches   float64 `json:"dispatches_per_token,omitempty"`
 	PoolWaitFrac float64 `json:"pool_wait_frac,omitempty"`
+	PoolWakeFrac float64 `json:"pool_wake_frac,omitempty"`
+	PoolJoinFrac float64 `json:"pool_join_frac,omitempty"`
 
 	Skipped string `json:"skipped,omitempty"` // why it was not run
 }
@@ -456,8 +461,8 @@ func (o *Options) logTest(t *Test) {
 		return
 	}
 	if t.Dispatches > 0 {
-		o.logf("%s: %.2f ± %.2f tok/s (%.1f pool dispatches per token, %.1f%% of the time waiting at their barriers)",
-			t.Name, t.TokS.Mean, t.TokS.SD, t.Dispatches, 100*t.PoolWaitFrac)
+		o.logf("%s: %.2f ± %.2f tok/s (%.1f pool dispatches per token, %.1f%% of the time waiting at their barriers, %.0f%% waking a worker, %.0f%% of worker places taken)",
+			t.Name, t.TokS.Mean, t.TokS.SD, t.Dispatches, 100*t.PoolWaitFrac, 100*t.PoolWakeFrac, 100*t.PoolJoinFrac)
 		return
 	}
 	o.logf("%s: %.2f ± %.2f tok/s", t.Name, t.TokS.Mean, t.TokS.SD)
@@ -465,10 +470,14 @@ func (o *Options) logTest(t *Test) {
 
 // handoffs fills t's pool counters: st over the timed part (wall seconds)
 // that processed tokens tokens.
-func handoffs(t *Test, st tensor.PoolStats, tokens int, wall float64) {
+func handoffs(t *Test, st tensor.PoolStats, threads, tokens int, wall float64) {
 	if tokens > 0 && wall > 0 {
 		t.Dispatches = float64(st.Dispatches) / float64(tokens)
 		t.PoolWaitFrac = st.Wait.Seconds() / wall
+	}
+	if st.Dispatches > 0 {
+		t.PoolWakeFrac = float64(st.Wakes) / float64(st.Dispatches)
+		t.PoolJoinFrac = float64(st.Joins) / float64(st.Dispatches*uint64(max(threads-1, 1)))
 	}
 }
 
@@ -532,7 +541,7 @@ func (r *runner) pp(t *Test) error {
 		}
 	}
 	t.TokS, t.LatencyMs = newStats(rates), newStats(lat)
-	handoffs(t, r.m.Pool().Stats(), t.NPrompt*r.opts.Reps, wall)
+	handoffs(t, r.m.Pool().Stats(), r.m.Pool().Threads(), t.NPrompt*r.opts.Reps, wall)
 	return nil
 }
 
@@ -605,7 +614,7 @@ func (r *runner) tgDepths(tests []*Test) error {
 			}
 		}
 		t.TokS, t.LatencyMs = newStats(rates), newStats(lat)
-		handoffs(t, r.m.Pool().Stats(), t.NGen*t.Reps, wall)
+		handoffs(t, r.m.Pool().Stats(), r.m.Pool().Threads(), t.NGen*t.Reps, wall)
 		r.bandwidth(t)
 	}
 	return nil

@@ -41,8 +41,9 @@ import (
 // Below these many multiply-adds a job runs on the calling goroutine:
 // waking a worker costs microseconds.
 const (
-	parAttnMin = 1 << 16
-	parRowsMin = 1 << 15
+	parAttnMin  = 1 << 16
+	parRowsMin  = 1 << 15
+	parStoreMin = 1 << 13 // values stored into the KV cache (both K and V: twice this)
 )
 
 // attention computes ws.att (n, q_dim) for layer l: each token's query

@@ -309,16 +309,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 			m.ropeAll(l, lw, q, k, n)
 		}
 		if cfg.OwnsKV(l) {
-			ck, kl := c.KVDim, lw.kvLayer
-			for i := range n {
-				kr, vr := k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd]
-				if kvd < ck { // a narrower layer: its values, then zeros
-					copy(ws.kpad[:kvd], kr)
-					copy(ws.kpad[ck:ck+kvd], vr)
-					kr, vr = ws.kpad[:ck], ws.kpad[ck:]
-				}
-				c.Store(kl, ws.slots[i], kr, vr)
-			}
+			m.storeKV(b, c, lw.kvLayer, k, v, kvd, n)
 		}
 		m.attention(b, c, l, n) // with Qwen3.5's output gate (AttnGate)
 		pool.MatMul(ws.xb[:n*dim], lw.wo, ws.att[:n*qd], n)
@@ -330,6 +321,45 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		m.ffn(l, lw, n)
 	}
 	return m.head(b, nOut, n)
+}
+
+// storeKV writes the n tokens' K and V rows (kvd wide) into cache layer
+// kl. Converting a prompt's rows to the cache type (F16, Q8_0) is a
+// serial section the other workers would sit out (~8% of a 110M F16
+// prefill's CPU time), so a long batch of one sequence stores on the pool,
+// by tokens: its positions are distinct, so are its slots, and each row's
+// conversion is the same whoever runs it. Other batches (several
+// sequences, whose slots the cache keeps apart too, but which decode steps
+// keep short) and a layer narrower than the cache (one padding buffer)
+// store on the caller.
+func (m *Model) storeKV(b *Batch, c *kvcache.Cache, kl int, k, v []float32, kvd, n int) {
+	ws := &m.ws
+	ck := c.KVDim
+	if kvd == ck && n*kvd >= parStoreMin && m.pool.Threads() > 1 && oneSeq(b) {
+		j := &m.job
+		j.c, j.l, j.x, j.o, j.width = c, kl, k, v, kvd
+		m.parallel(jobStore, n, max(1, n/(4*m.pool.Threads())))
+		return
+	}
+	for i := range n {
+		kr, vr := k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd]
+		if kvd < ck { // a narrower layer: its values, then zeros
+			copy(ws.kpad[:kvd], kr)
+			copy(ws.kpad[ck:ck+kvd], vr)
+			kr, vr = ws.kpad[:ck], ws.kpad[ck:]
+		}
+		c.Store(kl, ws.slots[i], kr, vr)
+	}
+}
+
+// oneSeq reports whether every token of b belongs to one sequence.
+func oneSeq(b *Batch) bool {
+	for _, s := range b.Seq[1:] {
+		if s != b.Seq[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // ffn runs layer l's feed-forward block (weights lw) on the residual

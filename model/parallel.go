@@ -19,6 +19,7 @@ const (
 	jobRope                   // RoPE of q and k, per token
 	jobGeGLU                  // gelu(x)·o over elements
 	jobExperts                // mixture of experts: whole experts of m.moe.active
+	jobStore                  // KV cache store of tokens' K and V rows (storeKV)
 )
 
 // parJob is one parallel job, a tensor.RangeJob run on the model's pool
@@ -28,14 +29,14 @@ type parJob struct {
 	m    *Model
 	kind jobKind
 
-	b  *Batch // jobAttn, jobRope
-	c  *kvcache.Cache
-	l  int
-	lw *layerWeights // jobRope
+	b  *Batch         // jobAttn, jobRope
+	c  *kvcache.Cache // jobAttn, jobStore
+	l  int            // layer; jobStore: cache layer
+	lw *layerWeights  // jobRope
 
-	width int // jobSwiGLU, jobGELU, jobGeGLU: row width (items are rows)
+	width int // jobSwiGLU, jobGELU, jobGeGLU, jobStore: row width (items are rows)
 
-	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o
+	o, x, g, bias []float32 // jobNorm: rows of o = norm(x); jobSwiGLU: x = swiglu(x, o); jobGELU: x; jobRope: q = x, k = o; jobStore: K = x, V = o
 }
 
 // Range computes the job's items [lo, hi) on worker.
@@ -70,6 +71,11 @@ func (j *parJob) Range(lo, hi, worker int) {
 		}
 	case jobRope:
 		m.ropeTokens(j.l, j.lw, j.x, j.o, lo, hi)
+	case jobStore:
+		w := j.width
+		for i := lo; i < hi; i++ {
+			j.c.Store(j.l, m.ws.slots[i], j.x[i*w:(i+1)*w], j.o[i*w:(i+1)*w])
+		}
 	}
 }
 

@@ -17,13 +17,43 @@ import (
 // started once (NewPool) and woken per job:
 //
 //   - the caller publishes the job and bumps a generation counter;
-//   - a worker that finished its previous job recently is still spinning on
-//     that counter (spinIters loads, tens of microseconds) and starts at once;
+//   - a worker that finished its previous job recently is still polling
+//     that counter (for its spin budget, see below) and starts at once;
 //   - a worker that has been idle longer is parked on a sync.Cond and is
 //     woken by a Broadcast (the caller only takes the lock when someone
 //     sleeps);
-//   - the caller works too (it is worker 0), then waits for the others the
-//     same way: spin on the pending count, then block on a channel.
+//   - the caller works too (it is worker 0); when it runs out of work to
+//     claim it closes the job and waits, the same way (poll, then block on
+//     a channel), for the workers that joined it and are still computing —
+//     never for one that has not joined yet.
+//
+// A worker joins a job by entering it (an atomic count tagged with the
+// job's generation) and can enter only while the job is open. The caller
+// closes the job when its own task.run returns, which a task does only
+// when no work is left to claim, so a worker that arrives after that
+// would find nothing to do: it is not waited for. Before, the caller
+// waited for every worker to see every job; a worker that was parked, or
+// whose thread the OS had descheduled, made the caller wait for its
+// wake-up even when the caller had meanwhile computed the whole job (a
+// 110M decode step's products are tens of microseconds, a wake-up on a
+// loaded VM about 100). Stats.Joins counts the workers that took part.
+//
+// Spin, then park, with an adaptive budget. A wake-up through the lock
+// and the Go scheduler costs tens of microseconds on a VM, longer than the
+// serial gaps between two products of a small model's decode step
+// (attention, norms, the KV store); with a fixed 20k-load spin (5-15 µs on
+// Zen 5) every one of a 110M decode step's 53 dispatches found its worker
+// parked. Polling longer fixes that on idle cores but is ruinous when the
+// cores are oversubscribed (more runnable threads than CPUs): a poller
+// then holds the CPU that the thread it waits for needs, and a 110M
+// decode step measured 2-4× slower with 50-500 µs spins. So each waiter
+// (every worker, and the caller at the end-of-job barrier) keeps its own
+// budget, measured in time: a wait that ends while polling doubles it (up
+// to spinMax, which covers a decode step's gaps), a wait that has to park
+// halves it (down to spinMin). On free cores the waits end while polling
+// and nobody parks inside a forward pass; on busy ones they time out, the
+// budgets shrink, and the pool parks almost at once, as before. Between
+// requests a worker polls at most spinMax, then parks and burns no CPU.
 //
 // Work inside a job is split dynamically: workers claim chunks (aligned
 // groups of rows) from an atomic counter until none are left, so a worker
@@ -48,13 +78,14 @@ type pool struct {
 	n int // workers including the caller
 
 	gen      atomic.Uint64 // bumped once per job
-	pending  atomic.Int32  // background workers still running the current job
+	state    atomic.Uint64 // the current job: generation (low 32 bits) << 32 | stClosed | workers inside
+	joins    atomic.Uint64 // background workers that entered a job (Stats.Joins)
 	sleepers atomic.Int32  // background workers parked on cond
 	closed   atomic.Bool
 	mu       sync.Mutex
 	cond     sync.Cond
-	done     chan struct{} // the last background worker to finish sends one token
-	job      task          // the current job, valid while pending > 0
+	done     chan struct{} // after close, the last worker to leave the job sends one token
+	job      task          // the current job, valid while it is open or a worker is inside
 
 	scratch []workerScratch // per worker
 	mm      matJob          // the MatMul job, reused (no allocation per call)
@@ -64,19 +95,26 @@ type pool struct {
 	shared  sharedScratch   // buffers prepared by the caller, read by all workers
 	acts    quantizedActs   // x quantized for a quantized matrix-vector product
 
+	waitBudget time.Duration // the caller's spin budget at the end-of-job barrier
+	joins0     uint64        // joins at the last ResetStats
+
 	stats PoolStats // the caller's counters (Stats); written by the caller only
 }
 
 // PoolStats are a Pool's hand-off counters since NewPool or ResetStats:
 // what a job costs beyond its arithmetic. At small shapes (a 110M model's
-// decode step: ~60 products of tens of microseconds) the hand-offs are a
+// decode step: ~50 products of tens of microseconds) the hand-offs are a
 // visible share of a step: Wait/Busy is the share of the dispatched time
-// the caller spent idle at the end-of-job barrier (the other workers
-// still computing, or still being woken), Wakes how often a parked worker
-// had to be woken through the lock.
+// the caller spent idle at the end-of-job barrier (workers that joined
+// still computing), Wakes how often a parked worker had to be woken
+// through the lock, Parks how often the caller's poll at the barrier
+// timed out, Joins/(Dispatches·(Threads-1)) the share of places in jobs
+// that workers took (low when their cores are busy with other work).
 type PoolStats struct {
 	Dispatches uint64        // jobs handed to the workers (MatMul, For and a nil Pool's inline calls excluded)
 	Wakes      uint64        // dispatches that found a worker parked and broadcast to it
+	Parks      uint64        // end-of-job barriers where the caller stopped polling and blocked
+	Joins      uint64        // background workers that entered a job (at most Dispatches·(Threads-1))
 	Busy       time.Duration // time from publishing a job to its end, summed
 	Wait       time.Duration // of Busy, the caller's time waiting for the others after its own share
 }
@@ -87,26 +125,105 @@ func (p *Pool) Stats() PoolStats {
 	if p == nil {
 		return PoolStats{}
 	}
-	return p.stats
+	st := p.stats
+	st.Joins = p.joins.Load() - p.joins0
+	return st
 }
 
 // ResetStats zeroes the counters.
 func (p *Pool) ResetStats() {
 	if p != nil {
 		p.stats = PoolStats{}
+		p.joins0 = p.joins.Load()
 	}
 }
 
-// task is a job run by every worker; run claims its own pieces of work.
+// task is a job run by every worker that joins it; run claims pieces of
+// work until none are left and only then returns (the caller's return
+// closes the job: see Pool).
 type task interface {
 	run(worker int)
 }
 
-// spinIters is how many times an idle worker (or the waiting caller) polls
-// before parking. ~20k atomic loads is on the order of 10-40 µs: longer than
-// the gap between two matrix products of a decode step, far shorter than
-// the gap between two requests.
-const spinIters = 20000
+// The bounds of a waiter's spin budget (see Pool). spinMax covers the
+// serial gaps of a decode step (a 110M model's attention at short context
+// takes tens of microseconds on the caller alone) and is far shorter than
+// the gap between two requests; spinMin is what a waiter keeps polling
+// when its waits keep timing out.
+const (
+	spinMin = 4 * time.Microsecond
+	spinMax = 100 * time.Microsecond
+)
+
+// adapt updates a spin budget after a wait: doubled when the wait ended
+// while polling (ok), halved when the waiter had to park.
+func adapt(budget *time.Duration, ok bool) {
+	if ok {
+		*budget = min(2**budget, spinMax)
+	} else {
+		*budget = max(*budget/2, spinMin)
+	}
+}
+
+// spinGen polls g until it differs from old or budget has passed, and
+// returns its last value. The clock is read once per 64 loads.
+func spinGen(g *atomic.Uint64, old uint64, budget time.Duration) uint64 {
+	t0 := time.Now()
+	for {
+		for range 64 {
+			if v := g.Load(); v != old {
+				return v
+			}
+		}
+		if time.Since(t0) > budget {
+			return g.Load()
+		}
+	}
+}
+
+// spinEmpty polls a job's state until no worker is inside or budget has
+// passed, and reports whether the job emptied.
+func spinEmpty(st *atomic.Uint64, budget time.Duration) bool {
+	t0 := time.Now()
+	for {
+		for range 64 {
+			if st.Load()&stInside == 0 {
+				return true
+			}
+		}
+		if time.Since(t0) > budget {
+			return st.Load()&stInside == 0
+		}
+	}
+}
+
+// The bits of pool.state below the generation tag.
+const (
+	stClosed = 1 << 31      // the caller has run out of work: no worker may enter
+	stInside = stClosed - 1 // workers inside the job
+)
+
+// enter makes the calling worker a participant of job g, if g is still
+// the current job and open.
+func (s *pool) enter(g uint64) bool {
+	for {
+		st := s.state.Load()
+		if st>>32 != g&(1<<32-1) || st&stClosed != 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(st, st+1) {
+			return true
+		}
+	}
+}
+
+// leave ends a worker's part in the current job; the last to leave a
+// closed job tells the caller.
+func (s *pool) leave() {
+	if st := s.state.Add(^uint64(0)); st&stClosed != 0 && st&stInside == 0 {
+		s.done <- struct{}{}
+	}
+}
 
 // NewPool returns a pool of n workers (n < 1 means 1). The calling goroutine
 // is one of them, so n-1 goroutines are started. Call Close to stop them
@@ -115,7 +232,7 @@ func NewPool(n int) *Pool {
 	if n < 1 {
 		n = 1
 	}
-	s := &pool{n: n, done: make(chan struct{}, 1), scratch: make([]workerScratch, n)}
+	s := &pool{n: n, done: make(chan struct{}, 1), scratch: make([]workerScratch, n), waitBudget: spinMax}
 	s.cond.L = &s.mu
 	for i := 1; i < n; i++ {
 		go s.worker(i)
@@ -153,11 +270,13 @@ func (s *pool) close() {
 
 func (s *pool) worker(id int) {
 	var seen uint64 // not s.gen.Load(): a job may be published before this goroutine runs
+	budget := spinMax
 	for {
 		// Wait for a new generation: spin, then park.
 		g := s.gen.Load()
-		for i := 0; g == seen && i < spinIters; i++ {
-			g = s.gen.Load()
+		if g == seen {
+			g = spinGen(&s.gen, seen, budget)
+			adapt(&budget, g != seen)
 		}
 		if g == seen {
 			s.mu.Lock()
@@ -172,10 +291,12 @@ func (s *pool) worker(id int) {
 		if s.closed.Load() {
 			return
 		}
-		s.job.run(id)
-		if s.pending.Add(-1) == 0 {
-			s.done <- struct{}{}
+		if !s.enter(g) {
+			continue // closed already (or superseded): nothing left to claim
 		}
+		s.joins.Add(1)
+		s.job.run(id)
+		s.leave()
 	}
 }
 
@@ -190,8 +311,9 @@ func (s *pool) run(t task) {
 	}
 	t0 := time.Now()
 	s.job = t
-	s.pending.Store(int32(s.n - 1))
-	s.gen.Add(1) // publishes job (atomics are sequentially consistent)
+	g := s.gen.Load() + 1  // only the caller (and close) change gen
+	s.state.Store(g << 32) // open, nobody inside
+	s.gen.Store(g)         // publishes job (atomics are sequentially consistent)
 	if s.sleepers.Load() > 0 {
 		s.mu.Lock()
 		s.cond.Broadcast()
@@ -200,9 +322,16 @@ func (s *pool) run(t task) {
 	}
 	t.run(0)
 	t1 := time.Now()
-	for i := 0; i < spinIters && s.pending.Load() != 0; i++ {
+	// t.run returned: nothing is left to claim. Close the job and wait for
+	// the workers inside it, if any.
+	if st := s.state.Or(stClosed); st&stInside != 0 {
+		ok := spinEmpty(&s.state, s.waitBudget)
+		adapt(&s.waitBudget, ok)
+		if !ok {
+			s.stats.Parks++
+		}
+		<-s.done // sent by the last worker to leave
 	}
-	<-s.done
 	s.job = nil
 	t2 := time.Now()
 	s.stats.Dispatches++

@@ -32,9 +32,16 @@ func TestPoolStats(t *testing.T) {
 	if st.Busy <= 0 || st.Wait < 0 || st.Wait > st.Busy {
 		t.Errorf("Busy %v, Wait %v: want 0 < Busy and 0 ≤ Wait ≤ Busy", st.Busy, st.Wait)
 	}
+	if st.Joins > st.Dispatches || st.Parks > st.Dispatches || st.Wakes > st.Dispatches {
+		t.Errorf("%+v: want Joins ≤ Dispatches·(Threads-1) = Dispatches, Parks, Wakes ≤ Dispatches", st)
+	}
 	p.ResetStats()
 	if st := p.Stats(); st != (PoolStats{}) {
 		t.Errorf("after ResetStats: %+v", st)
+	}
+	p.For(100, 10, job)
+	if st := p.Stats(); st.Dispatches != 1 || st.Joins > 1 {
+		t.Errorf("one job after ResetStats: %+v", st)
 	}
 	var nilPool *Pool
 	nilPool.For(100, 10, job)
