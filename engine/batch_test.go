@@ -82,6 +82,26 @@ func concurrently(t testing.TB, e *Engine, reqs []Request) []*Result {
 	return out
 }
 
+// together submits reqs as one SubmitAll — queued in one go, so the
+// first step already sees all of them whatever the machine's load (Submit
+// one by one lets a busy engine start the first before the last arrives) —
+// and waits for their results.
+func together(t testing.TB, e *Engine, reqs []Request) []*Result {
+	t.Helper()
+	streams, err := e.SubmitAll(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*Result, len(reqs))
+	for i, st := range streams {
+		out[i] = st.Result()
+		if out[i].FinishReason == FinishError {
+			t.Fatalf("request %d failed: %v", i, out[i].Err)
+		}
+	}
+	return out
+}
+
 func sameTokens(t *testing.T, what string, got, want []*Result) {
 	t.Helper()
 	for i := range want {
