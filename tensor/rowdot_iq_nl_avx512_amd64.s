@@ -69,6 +69,12 @@ DATA nzvdw<>+0(SB)/8, $0x5352414013120100
 DATA nzvdw<>+8(SB)/8, $0x0000000000000000
 GLOBL nzvdw<>(SB), RODATA|NOPTR, $16
 
+// VPERMT2B index of MXFP4's four exponent bytes of two pairs (bytes 0
+// and 17 of each pair's raw bytes) into bytes 0, 4, 8, 12.
+DATA nzvmxe<>+0(SB)/8, $0x0000001100000000
+DATA nzvmxe<>+8(SB)/8, $0x0000005100000040
+GLOBL nzvmxe<>(SB), RODATA|NOPTR, $16
+
 // VPERMD index of the reduced dots: dwords 0 then 2 of each 128-bit lane.
 DATA nzvp8<>+0(SB)/8, $0x0000000400000000
 DATA nzvp8<>+8(SB)/8, $0x0000000c00000008
@@ -136,20 +142,20 @@ GLOBL nzvp8<>(SB), RODATA|NOPTR, $64
 	VPUNPCKLQDQ X22, X2, X4; \
 	VCVTPH2PS   X4, Y4
 
-#define MXDW4X(off, X) \
-	MOVBLZX   off(SI), AX; \
-	VMOVSS    (BX)(AX*4), X; \
-	MOVBLZX   off+17(SI), AX; \
-	VINSERTPS $0x10, (BX)(AX*4), X, X; \
-	MOVBLZX   off+34(SI), AX; \
-	VINSERTPS $0x20, (BX)(AX*4), X, X; \
-	MOVBLZX   off+51(SI), AX; \
-	VINSERTPS $0x30, (BX)(AX*4), X, X
-
+// MXDWZ8: 2^(e−128) (e8m0Half) of the eight blocks' exponent bytes e,
+// computed: VPERMT2B (index Z18, zeroing mask K3) moves e of the four
+// pairs' raw bytes Z2, Z19 and Z22, Z25 into dword lanes (Z2, Z22
+// clobbered); then the float bits (e−1)<<23, or for e < 2 the subnormal
+// 0x00200000<<e (Y12 ones, Y23 twos, Y14 0x00200000; Y11, K1 clobbered).
 #define MXDWZ8 \
-	MXDW4X(0, X4); \
-	MXDW4X(68, X10); \
-	VINSERTF128 $1, X10, Y4, Y4
+	VPERMT2B.Z   Z19, Z18, K3, Z2; \
+	VPERMT2B.Z   Z25, Z18, K3, Z22; \
+	VINSERTI32X4 $1, X22, Y2, Y4; \
+	VPSLLVD      Y4, Y14, Y11; \
+	VPCMPUD      $1, Y23, Y4, K1; \
+	VPSUBD       Y12, Y4, Y4; \
+	VPSLLD       $23, Y4, Y4; \
+	VMOVDQA32    Y11, K1, Y4
 
 // NZV1(co, DW1): one block at 0(SI) (the row's last 1-7), its biased dot
 // reduced on 256 bits and corrected by 0(R11), then
@@ -247,6 +253,12 @@ TEXT ·qdotIQ4_NLZV(SB), NOSPLIT, $32-72
 // aux: e8m0HalfTab.
 TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $32-72
 	NZVSETUP(nzvmxb<>, nzvmx<>, $0x3ffffffff)
+	VBROADCASTI32X4 nzvmxe<>(SB), Z18
+	MOVL            $0x1111, AX
+	KMOVW           AX, K3
+	BCAST32($1, Z12, X12)
+	BCAST32($2, Z23, X23)
+	BCAST32($0x00200000, Z14, X14)
 	NZVROWS(17, 1, MXDWZ8, MXDWZ1, mxzvrow, mxzvloop8, mxzvtail, mxzvloop1, mxzvsum)
 
 // ---------------------------------------------------------------- tiles: 4 rows × 16 tokens
