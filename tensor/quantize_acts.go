@@ -34,6 +34,7 @@ type quantizedActs struct {
 	S      []float32 // Q8_1 only: (N/32) fp16(d·Σq) per block
 	BSums  []int16   // Q8_K only: (N/16) sums of 16 consecutive Q
 	QP     []int8    // Q8_K where kzActs: (N) Q with each super-block's 32-value sub-blocks paired as qdotQ4_KZ reads them (pairK4)
+	NS     []int32   // Q8_0 for IQ4_NL and MXFP4 weights: (N/32) −128·Σq per block, the bias correction of the biased-level kernels (qdotIQ4_NLZV); empty otherwise
 }
 
 func growI8(s []int8, n int) []int8 {
@@ -63,7 +64,30 @@ func quantizeActs(dst *quantizedActs, wt DType, x []float32) error {
 		dst.QP = growI8(dst.QP, len(x))
 		pairK4(dst.QP, dst.Q)
 	}
+	dst.NS = dst.NS[:0]
+	if dst.Format == Q8_0 && (wt == IQ4_NL || wt == MXFP4) {
+		dst.NS = biasSums(dst.NS, dst.Q)
+	}
 	return nil
+}
+
+// biasSums returns ns (grown) holding −128·Σ q[32b : 32b+32] for every
+// block b of q: what a dot against unsigned level+128 bytes must add to
+// be the dot against the signed levels.
+func biasSums(ns []int32, q []int8) []int32 {
+	nb := len(q) / 32
+	if cap(ns) < nb {
+		ns = make([]int32, nb)
+	}
+	ns = ns[:nb]
+	for b := range ns {
+		var s int32
+		for _, v := range q[32*b : 32*b+32] {
+			s += int32(v)
+		}
+		ns[b] = -128 * s
+	}
+	return ns
 }
 
 // pairK4 sets p to q (Q8_K values) with each super-block's eight 32-value

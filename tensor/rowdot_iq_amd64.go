@@ -37,15 +37,15 @@ func hasIQKernel(wt DType) bool {
 // qdotIQ runs wt's kernel (hasIQKernel(wt) must hold).
 func qdotIQ(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	switch wt {
-	case IQ4_NL:
-		if hasKZ && hasNLZV {
-			qdotIQ4_NLZV(dst, rows, w, stride, q, d, aux, nb)
+	case IQ4_NL: // aux: quantizedActs.NS from the row's first block, or nil
+		if hasKZ && hasNLZV && aux != nil {
+			qdotIQ4_NLZV(dst, rows, w, stride, q, d, nil, nb, (*int32)(aux))
 		} else {
-			qdotIQ4_NLSIMD(dst, rows, w, stride, q, d, aux, nb)
+			qdotIQ4_NLSIMD(dst, rows, w, stride, q, d, nil, nb)
 		}
 	case MXFP4:
-		if hasKZ && hasNLZV {
-			qdotMXFP4ZV(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
+		if hasKZ && hasNLZV && aux != nil {
+			qdotMXFP4ZV(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb, (*int32)(aux))
 		} else {
 			qdotMXFP4SIMD(dst, rows, w, stride, q, d, unsafe.Pointer(&e8m0HalfTab[0]), nb)
 		}

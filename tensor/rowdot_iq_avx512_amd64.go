@@ -15,11 +15,15 @@ import (
 // canonical bits of rowdot_iq_ref.go; tests flip it to compare them.
 var hasNLZV = hasKZ && cpu.X86.HasAVX512VBMI
 
+// qdotIQ4_NLZV and qdotMXFP4ZV take, besides the row dot's arguments, ns:
+// the activations' per-block corrections −128·Σq (quantizedActs.NS from
+// the row's first block), since they multiply biased levels level+128.
+//
 //go:noescape
-func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int, ns *int32)
 
 //go:noescape
-func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int, ns *int32)
 
 // qdotIQ3_SZ is qdotIQ3_SSIMD on zmm, the same bits.
 //

@@ -9,18 +9,23 @@
 // register. Per pair of blocks: one masked load of their 2·bb bytes (no
 // fault past the row) and one VPERMB into the code layout [bytes 0-15,
 // 0-15, 16-31, 16-31] of the codes; VPSRLW by 4 of lanes 1 and 3; the
-// lookup by VPERMB from a 64-byte table (the 16 |levels| four times: it
-// reads the low 6 bits of each byte, so the neighbour bits VPSRLW leaves
-// need no mask, and the sign test reads bit 3 only); the activations
-// negated where the level is negative; one VPDPBUSD from zero: the 16
-// int32 lanes [block b: elements 4j..4j+3 | block b+1]. Eight blocks
-// (four pairs) are reduced together to [P_0 … P_7] (NZVRED8), converted
-// and scaled in one ymm, and added to X0 in block order (the row's last
-// 1-7 blocks one at a time, NZV1). A far PREFETCHT1 covers every line of
+// lookup by VPERMB from a 64-byte table of the biased levels level+128
+// (1..241 as unsigned bytes, the 16 four times: it reads the low 6 bits
+// of each byte, so the neighbour bits VPSRLW leaves need no mask); one
+// VPDPBUSD from zero of those unsigned bytes against the activations,
+// straight from memory: the 16 int32 lanes [block b: elements 4j..4j+3 |
+// block b+1], each Σ(level+128)·a. Eight blocks (four pairs) are reduced
+// together (NZVRED8) and corrected to [P_0 … P_7] by adding the eight
+// blocks' −128·Σa (the ns argument: quantizedActs.NS, computed once per
+// MatVec; exact in int32, so P_b is the reference's), converted and
+// scaled in one ymm, and added to X0 in block order (the row's last 1-7
+// blocks one at a time, NZV1). Against the signed-level form (sign test,
+// activations negated, loaded separately) a block pair takes six
+// instructions where it took nine. A far PREFETCHT1 covers every line of
 // the row as in qdotQ8_0Z.
 //
-// Registers: X0 accumulates; Z13 the 64-byte |level| table; Z14 0x08
-// bytes; Z15 0x0f bytes; Z12 0; Z16 the VPERMB code index; Z17 the
+// Registers: X0 accumulates; Z13 the 64-byte level+128 table; Z15 0x0f
+// bytes; R11 the corrections −128·Σa; Z16 the VPERMB code index; Z17 the
 // VPERMT2B index of IQ4_NL's four d of two pairs; Z26 the VPERMD index of
 // the reduced dots; K4 word lanes 1 and 3; K5 the low 2·bb bytes.
 
@@ -29,14 +34,13 @@
 
 #define NZVPF 16384
 
-// |level| by code, in every 128-bit lane. IQ4_NL's negative levels are
-// codes 0-7 (bit 3 clear), MXFP4's codes 8-15 (bit 3 set; code 8 is −0).
-DATA nzvnlabs<>+0(SB)/8, $0x0a1623314153687f
-DATA nzvnlabs<>+8(SB)/8, $0x7159453526190d01
-GLOBL nzvnlabs<>(SB), RODATA|NOPTR, $16
-DATA nzvmxabs<>+0(SB)/8, $0x0c08060403020100
-DATA nzvmxabs<>+8(SB)/8, $0x0c08060403020100
-GLOBL nzvmxabs<>(SB), RODATA|NOPTR, $16
+// level+128 by code (unsigned bytes 1..241), in every 128-bit lane.
+DATA nzvnlb<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA nzvnlb<>+8(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL nzvnlb<>(SB), RODATA|NOPTR, $16
+DATA nzvmxb<>+0(SB)/8, $0x8c88868483828180
+DATA nzvmxb<>+8(SB)/8, $0x74787a7c7d7e7f80
+GLOBL nzvmxb<>(SB), RODATA|NOPTR, $16
 
 // The VPERMB code indices: [co..co+15, co..co+15, bb+co..bb+co+15 twice].
 DATA nzvnl<>+0(SB)/8, $0x0908070605040302
@@ -65,6 +69,12 @@ DATA nzvdw<>+0(SB)/8, $0x5352414013120100
 DATA nzvdw<>+8(SB)/8, $0x0000000000000000
 GLOBL nzvdw<>(SB), RODATA|NOPTR, $16
 
+// VPERMT2B index of MXFP4's four exponent bytes of two pairs (bytes 0
+// and 17 of each pair's raw bytes) into bytes 0, 4, 8, 12.
+DATA nzvmxe<>+0(SB)/8, $0x0000001100000000
+DATA nzvmxe<>+8(SB)/8, $0x0000005100000040
+GLOBL nzvmxe<>(SB), RODATA|NOPTR, $16
+
 // VPERMD index of the reduced dots: dwords 0 then 2 of each 128-bit lane.
 DATA nzvp8<>+0(SB)/8, $0x0000000400000000
 DATA nzvp8<>+8(SB)/8, $0x0000000c00000008
@@ -76,19 +86,16 @@ DATA nzvp8<>+48(SB)/8, $0x0000000000000000
 DATA nzvp8<>+56(SB)/8, $0x0000000000000000
 GLOBL nzvp8<>(SB), RODATA|NOPTR, $64
 
-// NZVINT(off, aoff, RAW, LV, A, OUT, TEST): the 16 int32 lanes of the
-// block pair at off(SI) (activations at aoff(DI)) into OUT; RAW keeps the
-// raw bytes.
-#define NZVINT(off, aoff, RAW, LV, A, OUT, TEST) \
+// NZVINT(off, aoff, RAW, LV, OUT): the 16 int32 lanes of the block pair
+// at off(SI) (activations at aoff(DI)) into OUT, each biased by 128 times
+// its four activations' sum (the biased levels); RAW keeps the raw bytes.
+#define NZVINT(off, aoff, RAW, LV, OUT) \
 	VMOVDQU8.Z off(SI), K5, RAW; \
 	VPERMB     RAW, Z16, LV; \
 	VPSRLW     $4, LV, K4, LV; \
-	TEST       Z14, LV, K3; \
 	VPERMB     Z13, LV, LV; \
-	VMOVDQU64  aoff(DI), A; \
-	VPSUBB     A, Z12, K3, A; \
 	VPXORD     OUT, OUT, OUT; \
-	VPDPBUSD   A, LV, OUT
+	VPDPBUSD   aoff(DI), LV, OUT
 
 // NZVRED8: the pairs' lanes Z5 (blocks 0, 1), Z6 (2, 3), Z7 (4, 5), Z8
 // (6, 7) reduced to [P_0 … P_7] in Y9 (Z10, Z11 clobbered): 128-bit lanes
@@ -135,37 +142,37 @@ GLOBL nzvp8<>(SB), RODATA|NOPTR, $64
 	VPUNPCKLQDQ X22, X2, X4; \
 	VCVTPH2PS   X4, Y4
 
-#define MXDW4X(off, X) \
-	MOVBLZX   off(SI), AX; \
-	VMOVSS    (BX)(AX*4), X; \
-	MOVBLZX   off+17(SI), AX; \
-	VINSERTPS $0x10, (BX)(AX*4), X, X; \
-	MOVBLZX   off+34(SI), AX; \
-	VINSERTPS $0x20, (BX)(AX*4), X, X; \
-	MOVBLZX   off+51(SI), AX; \
-	VINSERTPS $0x30, (BX)(AX*4), X, X
-
+// MXDWZ8: 2^(e−128) (e8m0Half) of the eight blocks' exponent bytes e,
+// computed: VPERMT2B (index Z18, zeroing mask K3) moves e of the four
+// pairs' raw bytes Z2, Z19 and Z22, Z25 into dword lanes (Z2, Z22
+// clobbered); then the float bits (e−1)<<23, or for e < 2 the subnormal
+// 0x00200000<<e (Y12 ones, Y23 twos, Y14 0x00200000; Y11, K1 clobbered).
 #define MXDWZ8 \
-	MXDW4X(0, X4); \
-	MXDW4X(68, X10); \
-	VINSERTF128 $1, X10, Y4, Y4
+	VPERMT2B.Z   Z19, Z18, K3, Z2; \
+	VPERMT2B.Z   Z25, Z18, K3, Z22; \
+	VINSERTI32X4 $1, X22, Y2, Y4; \
+	VPSLLVD      Y4, Y14, Y11; \
+	VPCMPUD      $1, Y23, Y4, K1; \
+	VPSUBD       Y12, Y4, Y4; \
+	VPSLLD       $23, Y4, Y4; \
+	VMOVDQA32    Y11, K1, Y4
 
-// NZV1(co, TEST, DW1): one block at 0(SI) (the row's last 1-7), its dot
-// reduced on 256 bits, then X0 += float32(s·float32(P)).
-#define NZV1(co, TEST, DW1) \
+// NZV1(co, DW1): one block at 0(SI) (the row's last 1-7), its biased dot
+// reduced on 256 bits and corrected by 0(R11), then
+// X0 += float32(s·float32(P)).
+#define NZV1(co, DW1) \
 	VBROADCASTI128 co(SI), Y2; \
 	VPSRLW         $4, Y2, K4, Y2; \
 	VPANDD         Y15, Y2, Y2; \
-	TEST           Y14, Y2, K3; \
 	VPSHUFB        Y2, Y13, Y2; \
-	VMOVDQU        (DI), Y3; \
-	VPSUBB         Y3, Y12, K3, Y3; \
 	VPXORD         Y1, Y1, Y1; \
-	VPDPBUSD       Y3, Y2, Y1; \
+	VPDPBUSD       (DI), Y2, Y1; \
 	VEXTRACTI128   $1, Y1, X3; \
 	VPADDD         X3, X1, X1; \
 	VPHADDD        X1, X1, X1; \
 	VPHADDD        X1, X1, X1; \
+	VMOVD          (R11), X3; \
+	VPADDD         X3, X1, X1; \
 	VCVTDQ2PS      X1, X1; \
 	DW1; \
 	VMULSS         (DX), X4, X4; \
@@ -181,15 +188,13 @@ GLOBL nzvp8<>(SB), RODATA|NOPTR, $64
 	MOVBLZX (SI), AX; \
 	VMOVSS  (BX)(AX*4), X4
 
-// NZVSETUP loads the constants: |level| table tab, code index idx, pair
+// NZVSETUP loads the constants: level+128 table tab, code index idx, pair
 // bytes mask.
 #define NZVSETUP(tab, idx, mask) \
 	MOVQ            dst+0(FP), R8; \
 	MOVQ            w+16(FP), R10; \
 	BCAST32($0x0f0f0f0f, Z15, X15); \
-	BCAST32($0x08080808, Z14, X14); \
 	VBROADCASTI32X4 tab(SB), Z13; \
-	VPXORD          Z12, Z12, Z12; \
 	MOVL            $0xff00ff00, AX; \
 	KMOVD           AX, K4; \
 	MOVQ            mask, AX; \
@@ -198,11 +203,12 @@ GLOBL nzvp8<>(SB), RODATA|NOPTR, $64
 	VBROADCASTI32X4 nzvdw<>(SB), Z17; \
 	VMOVDQU64       nzvp8<>(SB), Z26
 
-// NZVROWS is the row loop: bb block bytes, codes at +co, sign test TEST,
+// NZVROWS is the row loop: bb block bytes, codes at +co,
 // weight scales DW4 and DW1, labels prefixed by L.
-#define NZVROWS(bb, co, TEST, DW8, DW1, row, loop8, tail, loop1, sum) \
+#define NZVROWS(bb, co, DW8, DW1, row, loop8, tail, loop1, sum) \
 row: \
 	ROWSTART; \
+	MOVQ   ns+64(FP), R11; \
 	VXORPS Y0, Y0, Y0; \
 	SUBQ   $8, CX; \
 	JL     tail; \
@@ -210,41 +216,50 @@ loop8: \
 	PREFETCHT1 NZVPF(SI); \
 	PREFETCHT1 NZVPF+64(SI); \
 	PREFETCHT1 NZVPF+128(SI); \
-	NZVINT(0, 0, Z2, Z3, Z1, Z5, TEST); \
-	NZVINT(2*bb, 64, Z19, Z20, Z21, Z6, TEST); \
-	NZVINT(4*bb, 128, Z22, Z3, Z1, Z7, TEST); \
-	NZVINT(6*bb, 192, Z25, Z20, Z21, Z8, TEST); \
+	NZVINT(0, 0, Z2, Z3, Z5); \
+	NZVINT(2*bb, 64, Z19, Z20, Z6); \
+	NZVINT(4*bb, 128, Z22, Z3, Z7); \
+	NZVINT(6*bb, 192, Z25, Z20, Z8); \
 	NZVRED8; \
+	VPADDD  (R11), Y9, Y9; \
 	DW8; \
 	NZVACC8; \
 	ADDQ $8*bb, SI; \
 	ADDQ $256, DI; \
 	ADDQ $32, DX; \
+	ADDQ $32, R11; \
 	SUBQ $8, CX; \
 	JGE  loop8; \
 tail: \
 	ADDQ $8, CX; \
 	JZ   sum; \
 loop1: \
-	NZV1(co, TEST, DW1); \
+	NZV1(co, DW1); \
 	ADDQ $bb, SI; \
 	ADDQ $32, DI; \
 	ADDQ $4, DX; \
+	ADDQ $4, R11; \
 	DECQ CX; \
 	JNZ  loop1; \
 sum: \
 	ROWEND(row)
 
-// func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotIQ4_NLZV(SB), NOSPLIT, $32-64
-	NZVSETUP(nzvnlabs<>, nzvnl<>, $0xfffffffff)
-	NZVROWS(18, 2, VPTESTNMB, NLDWZ8, NLDWZ1, nlzvrow, nlzvloop8, nlzvtail, nlzvloop1, nlzvsum)
+// func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int, ns *int32)
+TEXT ·qdotIQ4_NLZV(SB), NOSPLIT, $32-72
+	NZVSETUP(nzvnlb<>, nzvnl<>, $0xfffffffff)
+	NZVROWS(18, 2, NLDWZ8, NLDWZ1, nlzvrow, nlzvloop8, nlzvtail, nlzvloop1, nlzvsum)
 
-// func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
+// func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int, ns *int32)
 // aux: e8m0HalfTab.
-TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $32-64
-	NZVSETUP(nzvmxabs<>, nzvmx<>, $0x3ffffffff)
-	NZVROWS(17, 1, VPTESTMB, MXDWZ8, MXDWZ1, mxzvrow, mxzvloop8, mxzvtail, mxzvloop1, mxzvsum)
+TEXT ·qdotMXFP4ZV(SB), NOSPLIT, $32-72
+	NZVSETUP(nzvmxb<>, nzvmx<>, $0x3ffffffff)
+	VBROADCASTI32X4 nzvmxe<>(SB), Z18
+	MOVL            $0x1111, AX
+	KMOVW           AX, K3
+	BCAST32($1, Z12, X12)
+	BCAST32($2, Z23, X23)
+	BCAST32($0x00200000, Z14, X14)
+	NZVROWS(17, 1, MXDWZ8, MXDWZ1, mxzvrow, mxzvloop8, mxzvtail, mxzvloop1, mxzvsum)
 
 // ---------------------------------------------------------------- tiles: 4 rows × 16 tokens
 

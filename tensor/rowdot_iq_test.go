@@ -340,3 +340,40 @@ func TestQuantRealIQ(t *testing.T) {
 		t.Logf("%s: %d/%d quantized tensors byte-identical to llama-quantize's", filepath.Base(path), exact, n)
 	}
 }
+
+// TestMXFP4Exponents runs every E8M0 exponent byte through the row dots:
+// row e has eight blocks (one pass of the zmm kernel's eight-block loop,
+// which computes 2^(e−128) instead of looking it up) all with exponent e,
+// against activations scaled so the result stays a normal float.
+func TestMXFP4Exponents(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 255))
+	const nb = 8
+	cols := 32 * nb
+	row := make([]byte, 17*nb)
+	x := make([]float32, cols)
+	for e := range 256 {
+		for b := range nb {
+			row[17*b] = byte(e)
+			for k := 1; k < 17; k++ {
+				row[17*b+k] = byte(rng.Uint32())
+			}
+		}
+		sc := math.Ldexp(1, min(16, max(-16, 128-e))) // da stays within fp16
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * sc)
+		}
+		var a quantizedActs
+		if err := quantizeActs(&a, MXFP4, x); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, 1)
+		dotQRows(MXFP4, got, row, len(row), cols, &a, 0)
+		want := dotQ(MXFP4, row, &a, 0)
+		if math.Float32bits(got[0]) != math.Float32bits(want) {
+			t.Fatalf("e=%d: kernel %v, reference %v", e, got[0], want)
+		}
+		if want == 0 || math.IsInf(float64(want), 0) || math.IsNaN(float64(want)) {
+			t.Fatalf("e=%d: reference %v, want a finite nonzero dot", e, want)
+		}
+	}
+}

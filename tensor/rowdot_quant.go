@@ -40,6 +40,10 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 		aux = unsafe.Pointer(&s[0])
 	default:
 		d = a.D[off/32 : off/32+nb]
+		if (wt == IQ4_NL || wt == MXFP4) && len(a.NS) >= (off+n)/32 {
+			ns := a.NS[off/32 : off/32+nb] // the biased-level kernels' corrections
+			aux = unsafe.Pointer(&ns[0])
+		}
 	}
 	pd, pw, pq, pdd, st := &dst[0], &w[0], &q[0], &d[0], uintptr(stride)
 	switch wt { // direct calls: the kernels are go:noescape
