@@ -9,8 +9,8 @@ import (
 // IQ3_S's zmm kernels without gathers (rowdot_iq3s_avx512_amd64.s).
 //
 // A super-block's 64 groups of four weights each take one of 512 grid
-// entries. qdotIQ3_SZ fetches them with VPGATHERDD, 16 entries per
-// instruction; on AMD Zen 5 a 512-bit gather costs about as much as the
+// entries. Fetched with VPGATHERDD, 16 entries per instruction (the
+// first zmm kernels did), on AMD Zen 5 a 512-bit gather costs about as much as the
 // rest of the super-block's work together, and a super-block needs four,
 // so decode stayed far below what the bytes allow and prefill (eight
 // tokens per unpacked super-block) still spent ~40% of its time in them.
@@ -24,9 +24,7 @@ import (
 // instead of two gathers; with VBMI (hasIQ3V) VPERMT2B looks up all 64
 // groups of a super-block per 128-byte piece of the low and high bytes.
 // The lookup changes no arithmetic: the lanes are exact int32 sums, so the
-// results are qdotIQ3_SZ's bits. The gather kernels (qdotIQ3_SZ,
-// qdotIQ3_Sx8Z) are no longer dispatched; they stay as
-// BenchmarkIQ3SLookup's baseline.
+// results are the ymm kernel's (qdotIQ3_SSIMD) and the reference's bits.
 
 // iq3sNib is iq3sGrid with each magnitude in a nibble: entry i's
 // magnitude j at bits 4j..4j+3.
@@ -39,12 +37,13 @@ var iq3sNib = func() (t [512]uint16) {
 	return
 }()
 
-// qdotIQ3_SZP is qdotIQ3_SZ with the permute lookup: the same bits.
+// qdotIQ3_SZP is qdotIQ3_SSIMD on zmm with the permute lookup: the same bits.
 //
 //go:noescape
 func qdotIQ3_SZP(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
-// qdotIQ3_Sx8ZP is qdotIQ3_Sx8Z with the permute lookup: the same bits.
+// qdotIQ3_Sx8ZP unpacks a super-block once for eight tokens (as
+// qdotIQ4_XSx8Z does), per (row, token) the row dot's bits.
 //
 //go:noescape
 func qdotIQ3_Sx8ZP(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)

@@ -23,7 +23,7 @@
 // 16L..16L+15) and the high unpack words 8L+4..8L+7 (elements 64+16L…).
 //
 // The integer sums are exact, so the lanes and the float step are
-// qdotIQ3_SZ's and the reference's bit for bit (TestIQRowDotsBitwise,
+// the ymm kernel's (qdotIQ3_SSIMD) and the reference's bit for bit (TestIQRowDotsBitwise,
 // TestIQ3SZx8, TestIQ3SPermLookup).
 
 #include "textflag.h"
@@ -145,7 +145,7 @@ GLOBL s3pshuf<>(SB), RODATA|NOPTR, $256
 
 // func qdotIQ3_SZP(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // The row dot (aux unused): per super-block two S3PLOOKs, four S3PDOTs,
-// lanes j and j+8 added, then qdotIQ3_SZ's float step.
+// lanes j and j+8 added, then the ymm kernel's float step.
 TEXT ·qdotIQ3_SZP(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), R8
 	MOVQ w+16(FP), R10
@@ -221,7 +221,7 @@ s3ploop:
 	VADDPS     Z30, F, F
 
 // func qdotIQ3_Sx8ZP(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
-// IQ3_S weights against eight consecutive tokens, as qdotIQ3_Sx8Z (see
+// IQ3_S weights against eight consecutive tokens, as qdotIQ4_XSx8Z runs IQ4_XS (see
 // dotQRowsKX8; bs unused): per row and super-block the magnitudes (Z4-Z7,
 // two S3PLOOKs), sign masks (K1, K2, K3, K5) and scale words (Z8-Z11) are
 // unpacked once, then S3PX8PAIR runs each token pair.

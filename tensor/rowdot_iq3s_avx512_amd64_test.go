@@ -115,8 +115,7 @@ func TestIQ3SPermLookup(t *testing.T) {
 	}
 }
 
-// BenchmarkIQ3SLookup sets the gather kernels (qdotIQ3_SZ, qdotIQ3_Sx8Z)
-// and the permute kernels (word; byte with VBMI) side by side on 32 L2-resident rows of 2048:
+// BenchmarkIQ3SLookup sets the permute kernels (word; byte with VBMI) side by side on 32 L2-resident rows of 2048:
 // "row" one token (MB/s of weights per CPU-second, cpuMB/s), "x8" eight
 // tokens per call.
 //
@@ -137,17 +136,12 @@ func BenchmarkIQ3SLookup(b *testing.B) {
 	bs, dz := make([]int16, lb), make([]float32, ld)
 	qx8PackK(bs, dz, &a, cols, 0)
 	dst := make([]float32, 8*rows)
-	grid := unsafe.Pointer(&iq3sGrid[0])
 	kernels := []struct {
 		name string
 		run  func()
 	}{
-		{"row/gather", func() { qdotIQ3_SZ(&dst[0], rows, &w[0], uintptr(stride), &a.Q[0], &a.D[0], grid, nb) }},
 		{"row/permute", func() { qdotIQ3_SZP(&dst[0], rows, &w[0], uintptr(stride), &a.Q[0], &a.D[0], nil, nb) }},
 		{"row/byte", func() { qdotIQ3_SZV(&dst[0], rows, &w[0], uintptr(stride), &a.Q[0], &a.D[0], nil, nb) }},
-		{"x8/gather", func() {
-			qdotIQ3_Sx8Z(&dst[0], rows, &w[0], uintptr(stride), &a.Q[0], &bs[0], &dz[0], nb, uintptr(cols), rows*4)
-		}},
 		{"x8/permute", func() {
 			qdotIQ3_Sx8ZP(&dst[0], rows, &w[0], uintptr(stride), &a.Q[0], &bs[0], &dz[0], nb, uintptr(cols), rows*4)
 		}},

@@ -25,14 +25,6 @@ func qdotIQ4_NLZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 //go:noescape
 func qdotMXFP4ZV(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int, ns *int32)
 
-// qdotIQ3_SZ is qdotIQ3_SSIMD on zmm, the same bits.
-//
-//go:noescape
-func qdotIQ3_SZ(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-
-//go:noescape
-func qdotIQ3_Sx8Z(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dz *float32, nb int, n uintptr, ldd uintptr)
-
 //go:noescape
 func qdotNLTileZ(dst *float32, ldd int, ws *byte, pk *byte, nb int, mask int)
 

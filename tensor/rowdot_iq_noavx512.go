@@ -9,10 +9,6 @@ import "unsafe"
 
 var hasNLZV = false
 
-func qdotIQ3_Sx8Z(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, uintptr, uintptr) {
-	panic("unreachable")
-}
-
 func qdotNLTileZ(*float32, int, *byte, *byte, int, int) { panic("unreachable") }
 
 func nlUnpack4IQ4NL(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
