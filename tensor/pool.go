@@ -48,11 +48,21 @@ import (
 // then holds the CPU that the thread it waits for needs, and a 110M
 // decode step measured 2-4× slower with 50-500 µs spins. So each waiter
 // (every worker, and the caller at the end-of-job barrier) keeps its own
-// budget, measured in time: a wait that ends while polling doubles it (up
-// to spinMax, which covers a decode step's gaps), a wait that has to park
-// halves it (down to spinMin). On free cores the waits end while polling
-// and nobody parks inside a forward pass; on busy ones they time out, the
-// budgets shrink, and the pool parks almost at once, as before. Between
+// budget, measured in time, and sets it from how long its waits actually
+// were: a wait shorter than spinMax (which covers a decode step's gaps)
+// doubles the budget, whether it ended while polling or after parking —
+// polling a little longer would have caught it — and a longer one halves
+// it (down to spinMin). A parked worker measures its wait up to the job's
+// publication, not its own wake-up, which comes tens of microseconds
+// later. (Halving on every park, as before, was a trap: once a budget
+// had shrunk below the typical gap, every wait parked, nothing doubled it
+// again, and a TinyLlama decode step kept its worker joining each of its
+// ~100 jobs a wake-up late, 5-30% of its decode rate.) On free cores the
+// waits are short, the budgets stay at spinMax and nobody parks inside a
+// forward pass; on oversubscribed ones the thread waited for is
+// descheduled for whole time slices, and a wait that long (sliceWait)
+// drops the budget to spinMin and holds it there for a while (holdFor),
+// so the pool parks almost at once, as a shared core needs. Between
 // requests a worker polls at most spinMax, then parks and burns no CPU.
 //
 // Work inside a job is split dynamically: workers claim chunks (aligned
@@ -78,6 +88,7 @@ type pool struct {
 	n int // workers including the caller
 
 	gen      atomic.Uint64 // bumped once per job
+	pub      atomic.Int64  // when the current job was published, ns since epoch (a parked worker's wait ends there)
 	state    atomic.Uint64 // the current job: generation (low 32 bits) << 32 | stClosed | workers inside
 	joins    atomic.Uint64 // background workers that entered a job (Stats.Joins)
 	sleepers atomic.Int32  // background workers parked on cond
@@ -95,8 +106,8 @@ type pool struct {
 	shared  sharedScratch   // buffers prepared by the caller, read by all workers
 	acts    quantizedActs   // x quantized for a quantized matrix-vector product
 
-	waitBudget time.Duration // the caller's spin budget at the end-of-job barrier
-	joins0     uint64        // joins at the last ResetStats
+	waitBudget spinBudget // the caller's spin budget at the end-of-job barrier
+	joins0     uint64     // joins at the last ResetStats
 
 	stats PoolStats // the caller's counters (Stats); written by the caller only
 }
@@ -149,21 +160,44 @@ type task interface {
 // serial gaps of a decode step (a 110M model's attention at short context
 // takes tens of microseconds on the caller alone) and is far shorter than
 // the gap between two requests; spinMin is what a waiter keeps polling
-// when its waits keep timing out.
+// when its waits keep timing out. A wait longer than sliceWait means the
+// thread waited for was descheduled (the cores are oversubscribed, or
+// the pool is idle between requests): the budget drops to spinMin and
+// stays there for holdFor — under oversubscription such waits recur every
+// few time slices, so the pool keeps parking at once, which is what a
+// shared core needs (a poller would hold the CPU that the thread it waits
+// for is queued for); on free cores they are rare, and the budget grows
+// back within a few jobs after holdFor.
 const (
-	spinMin = 4 * time.Microsecond
-	spinMax = 100 * time.Microsecond
+	spinMin   = 4 * time.Microsecond
+	spinMax   = 100 * time.Microsecond
+	sliceWait = 500 * time.Microsecond
+	holdFor   = 5 * time.Millisecond
 )
 
-// adapt updates a spin budget after a wait: doubled when the wait ended
-// while polling (ok), halved when the waiter had to park.
-func adapt(budget *time.Duration, ok bool) {
-	if ok {
-		*budget = min(2**budget, spinMax)
-	} else {
-		*budget = max(*budget/2, spinMin)
+// spinBudget is one waiter's spin budget.
+type spinBudget struct {
+	d    time.Duration // how long the next wait polls before it parks
+	hold time.Time     // d does not grow before this time
+}
+
+// adapt updates the budget after a wait that lasted waited and ended at
+// now: doubled when the wait was at most spinMax (polling would have
+// caught it, or did), halved when it was longer, dropped to spinMin and
+// held there when it was longer than sliceWait.
+func (b *spinBudget) adapt(waited time.Duration, now time.Time) {
+	switch {
+	case waited > sliceWait:
+		b.d, b.hold = spinMin, now.Add(holdFor)
+	case waited > spinMax:
+		b.d = max(b.d/2, spinMin)
+	case now.After(b.hold):
+		b.d = min(2*b.d, spinMax)
 	}
 }
+
+// epoch is the origin of pool.pub's clock (monotonic readings).
+var epoch = time.Now()
 
 // spinGen polls g until it differs from old or budget has passed, and
 // returns its last value. The clock is read once per 64 loads.
@@ -232,7 +266,7 @@ func NewPool(n int) *Pool {
 	if n < 1 {
 		n = 1
 	}
-	s := &pool{n: n, done: make(chan struct{}, 1), scratch: make([]workerScratch, n), waitBudget: spinMax}
+	s := &pool{n: n, done: make(chan struct{}, 1), scratch: make([]workerScratch, n), waitBudget: spinBudget{d: spinMax}}
 	s.cond.L = &s.mu
 	for i := 1; i < n; i++ {
 		go s.worker(i)
@@ -270,22 +304,26 @@ func (s *pool) close() {
 
 func (s *pool) worker(id int) {
 	var seen uint64 // not s.gen.Load(): a job may be published before this goroutine runs
-	budget := spinMax
+	budget := spinBudget{d: spinMax}
 	for {
 		// Wait for a new generation: spin, then park.
 		g := s.gen.Load()
 		if g == seen {
-			g = spinGen(&s.gen, seen, budget)
-			adapt(&budget, g != seen)
-		}
-		if g == seen {
-			s.mu.Lock()
-			s.sleepers.Add(1)
-			for g = s.gen.Load(); g == seen; g = s.gen.Load() {
-				s.cond.Wait()
+			t0 := time.Now()
+			g = spinGen(&s.gen, seen, budget.d)
+			if g != seen {
+				now := time.Now()
+				budget.adapt(now.Sub(t0), now)
+			} else {
+				s.mu.Lock()
+				s.sleepers.Add(1)
+				for g = s.gen.Load(); g == seen; g = s.gen.Load() {
+					s.cond.Wait()
+				}
+				s.sleepers.Add(-1)
+				s.mu.Unlock()
+				budget.adapt(time.Duration(s.pub.Load()-int64(t0.Sub(epoch))), time.Now())
 			}
-			s.sleepers.Add(-1)
-			s.mu.Unlock()
 		}
 		seen = g
 		if s.closed.Load() {
@@ -311,6 +349,7 @@ func (s *pool) run(t task) {
 	}
 	t0 := time.Now()
 	s.job = t
+	s.pub.Store(int64(t0.Sub(epoch)))
 	g := s.gen.Load() + 1  // only the caller (and close) change gen
 	s.state.Store(g << 32) // open, nobody inside
 	s.gen.Store(g)         // publishes job (atomics are sequentially consistent)
@@ -325,12 +364,12 @@ func (s *pool) run(t task) {
 	// t.run returned: nothing is left to claim. Close the job and wait for
 	// the workers inside it, if any.
 	if st := s.state.Or(stClosed); st&stInside != 0 {
-		ok := spinEmpty(&s.state, s.waitBudget)
-		adapt(&s.waitBudget, ok)
-		if !ok {
+		if !spinEmpty(&s.state, s.waitBudget.d) {
 			s.stats.Parks++
 		}
 		<-s.done // sent by the last worker to leave
+		now := time.Now()
+		s.waitBudget.adapt(now.Sub(t1), now)
 	}
 	s.job = nil
 	t2 := time.Now()

@@ -21,7 +21,7 @@ import (
 // the old protocol the caller waited for all Threads-1 workers to see every
 // job, so this run would block.
 func TestPoolCallerDoesNotWaitForAbsentWorker(t *testing.T) {
-	s := &pool{n: 3, done: make(chan struct{}, 1), scratch: make([]workerScratch, 3), waitBudget: spinMax}
+	s := &pool{n: 3, done: make(chan struct{}, 1), scratch: make([]workerScratch, 3), waitBudget: spinBudget{d: spinMax}}
 	s.cond.L = &s.mu
 	out := make([]int, 100)
 	finished := make(chan struct{})
@@ -118,25 +118,52 @@ func TestPoolIdleWorkersPark(t *testing.T) {
 	}
 }
 
-// TestAdaptBudget: a spin budget doubles on success and halves on a park,
-// within [spinMin, spinMax].
+// TestAdaptBudget: a spin budget follows the length of the waits, within
+// [spinMin, spinMax]: halved by waits longer than spinMax, doubled by
+// shorter ones — also when the budget had run out and the waiter parked
+// (a 30 µs gap with a 4 µs budget), which is what gets a budget out of
+// spinMin again once the gaps are short — and held at spinMin for holdFor
+// after a wait longer than sliceWait.
 func TestAdaptBudget(t *testing.T) {
-	b := spinMax
+	now := time.Now()
+	b := spinBudget{d: spinMax}
 	for range 20 {
-		adapt(&b, false)
+		b.adapt(2*spinMax, now)
 	}
-	if b != spinMin {
-		t.Errorf("after 20 parks: %v, want %v", b, spinMin)
+	if b.d != spinMin {
+		t.Errorf("after 20 long waits: %v, want %v", b.d, spinMin)
 	}
-	adapt(&b, true)
-	if b != 2*spinMin {
-		t.Errorf("after a success: %v, want %v", b, 2*spinMin)
+	b.adapt(30*time.Microsecond, now) // longer than the budget: the waiter parked
+	if b.d != 2*spinMin {
+		t.Errorf("after a 30 µs wait: %v, want %v", b.d, 2*spinMin)
 	}
 	for range 20 {
-		adapt(&b, true)
+		b.adapt(time.Microsecond, now)
 	}
-	if b != spinMax {
-		t.Errorf("after 20 successes: %v, want %v", b, spinMax)
+	if b.d != spinMax {
+		t.Errorf("after 20 short waits: %v, want %v", b.d, spinMax)
+	}
+	b.adapt(spinMax, now)
+	if b.d != spinMax {
+		t.Errorf("after a wait of spinMax: %v, want %v", b.d, spinMax)
+	}
+	b.adapt(spinMax+time.Microsecond, now)
+	if b.d != spinMax/2 {
+		t.Errorf("after a wait just over spinMax: %v, want %v", b.d, spinMax/2)
+	}
+
+	// A time-slice-long wait: spinMin, and short waits do not raise it
+	// until holdFor has passed.
+	b.adapt(sliceWait+time.Microsecond, now)
+	for i := range 20 {
+		b.adapt(time.Microsecond, now.Add(holdFor*time.Duration(i)/20))
+	}
+	if b.d != spinMin {
+		t.Errorf("short waits within holdFor of a %v wait: %v, want %v", sliceWait, b.d, spinMin)
+	}
+	b.adapt(time.Microsecond, now.Add(holdFor+time.Microsecond))
+	if b.d != 2*spinMin {
+		t.Errorf("a short wait after holdFor: %v, want %v", b.d, 2*spinMin)
 	}
 }
 
