@@ -70,3 +70,32 @@ func TestClaimsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeChunk: a one-token product's chunks are multiples of 16 rows,
+// at least 16, an eighth of a worker's share for small matrices and at
+// most decodeChunkBytes of weights for large ones (Qwen3.5-2B's F16
+// output projection had 63 MB chunks, a 2.5 ms tail on one core).
+func TestDecodeChunk(t *testing.T) {
+	for _, c := range []struct {
+		t          DType
+		rows, cols int
+		th, want   int
+	}{
+		{F16, 248320, 2048, 2, 64},  // 256 KiB / 4 KiB rows
+		{Q8_0, 5632, 2048, 2, 112},  // 5632/16 = 352 > 256 KiB / 2176 B = 120 → 112
+		{Q4_K, 5632, 2048, 2, 224},  // 352 > 256 KiB / 1152 B = 227 → 224
+		{Q4_K, 2048, 2048, 2, 128},  // an eighth of a share: 2048/16
+		{Q8_0, 256, 2048, 2, 16},    // small: at least 16
+		{F32, 100000, 65536, 2, 16}, // 256 KiB rows: still 16
+	} {
+		rb, _ := c.t.RowBytes(c.cols)
+		w := &Mat{Type: c.t, Rows: c.rows, Cols: c.cols}
+		got := decodeChunk(w, c.th)
+		if got != c.want {
+			t.Errorf("%s (%d, %d) on %d threads: chunk %d rows, want %d", c.t, c.rows, c.cols, c.th, got, c.want)
+		}
+		if got%16 != 0 || (got > 16 && got*rb > decodeChunkBytes) {
+			t.Errorf("%s (%d, %d): chunk %d rows of %d bytes breaks the rule", c.t, c.rows, c.cols, got, rb)
+		}
+	}
+}

@@ -111,7 +111,28 @@ const (
 	// row dots are sized to stay in L2.
 	rowwiseFloatMax   = 1
 	rowwiseChunkBytes = 128 << 10
+
+	// decodeChunkBytes caps a one-token product's chunk of rows (see
+	// decodeChunk).
+	decodeChunkBytes = 256 << 10
 )
+
+// decodeChunk is the rows per claimed chunk of a one-token (decode)
+// product of w on threads workers: an eighth of a worker's share, but at
+// most decodeChunkBytes of weights, in multiples of 16 rows (a dst cache
+// line). The cap bounds the end-of-job imbalance: the last chunk runs on
+// one core while the others have nothing left to claim, and an eighth of
+// a share of a large matrix was megabytes — Qwen3.5-2B's F16 output
+// projection (248,320 × 2048) 63 MB, 2.5 ms on one core, TinyLlama's 4-8
+// MB. 256 KiB is ~10 µs of one core's stream; a worker still claims its
+// region's chunks in order, so its read stream runs on across them.
+func decodeChunk(w *Mat, threads int) int {
+	c := (w.Rows/(8*threads) + 15) &^ 15
+	if rb := w.RowBytes(); rb > 0 {
+		c = min(c, (decodeChunkBytes/rb)&^15)
+	}
+	return max(16, c)
+}
 
 // workerScratch is one worker's reusable memory.
 type workerScratch struct {
@@ -218,7 +239,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	// still read from DRAM once).
 	th := s.n
 	if n == 1 {
-		j.chunk = max(16, (w.Rows/(8*th)+15)&^15)
+		j.chunk = decodeChunk(w, th)
 	} else {
 		j.chunk = max(4, min(rowwiseChunkBytes/w.RowBytes(), w.Rows/(4*th))&^3)
 	}

@@ -90,7 +90,7 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 		j := &sj.jobs[i]
 		j.s, j.phase, j.dst, j.w, j.x, j.n = s, phaseMatVec, dsts[i], w, x, 1
 		j.quant, j.x4, j.x8, j.kx8 = quant, false, false, false
-		j.chunk = max(16, (w.Rows/(8*s.n)+15)&^15) // as matMul's for one token
+		j.chunk = decodeChunk(w, s.n) // as matMul's for one token
 		sj.starts[i+1] = sj.starts[i] + (w.Rows+j.chunk-1)/j.chunk
 	}
 	s.cl.reset(s.n, sj.starts[sj.nj])
