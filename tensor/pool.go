@@ -363,16 +363,19 @@ func (s *pool) run(t task) {
 	t1 := time.Now()
 	// t.run returned: nothing is left to claim. Close the job and wait for
 	// the workers inside it, if any.
+	waited := false
 	if st := s.state.Or(stClosed); st&stInside != 0 {
 		if !spinEmpty(&s.state, s.waitBudget.d) {
 			s.stats.Parks++
 		}
 		<-s.done // sent by the last worker to leave
-		now := time.Now()
-		s.waitBudget.adapt(now.Sub(t1), now)
+		waited = true
 	}
 	s.job = nil
 	t2 := time.Now()
+	if waited {
+		s.waitBudget.adapt(t2.Sub(t1), t2)
+	}
 	s.stats.Dispatches++
 	s.stats.Busy += t2.Sub(t0)
 	s.stats.Wait += t2.Sub(t1)
