@@ -122,6 +122,12 @@ type Test struct {
 	WeightGBps    float64 `json:"weight_gbps,omitempty"`
 	BandwidthFrac float64 `json:"bandwidth_frac,omitempty"`
 	KVBytes       int64   `json:"kv_bytes_per_token,omitempty"`
+	// The tg tests of Options.Gens, with the probe on: the mean rate of
+	// a read of the model's own weights interleaved with the test's
+	// decode steps (pairedRead), and the decode's weight GB/s as a share
+	// of it.
+	ReadGBps float64 `json:"paired_read_gbps,omitempty"`
+	ReadFrac float64 `json:"paired_read_frac,omitempty"`
 
 	// Prefill only: the arithmetic of one prompt (prefillOps: matrix
 	// products at 2 ops per weight, attention's 4·ctx·q_dim per layer and
@@ -226,6 +232,8 @@ type runner struct {
 	toks []int
 	pos  []int
 	seqs []*kvcache.Seq
+
+	pair *pairedRead // nil: no paired read (no probe)
 }
 
 // decodeBytes computes ModelInfo's byte counts from the tensor list.
@@ -357,6 +365,9 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	r := &runner{m: m, cache: cache, opts: &o, rng: newRNG(o.Seed ^ 0x746f6b656e73), res: res}
+	if o.BandwidthBytes > 0 && info.DecodeBytes > 0 {
+		r.pair = newPairedRead(m.WeightData(), o.Threads)
+	}
 	fits := func(n int) string {
 		if hard > 0 && n > hard {
 			return fmt.Sprintf("needs %d positions, the model has %d (learned positions)", n, hard)
@@ -384,7 +395,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 		}
 		t := Test{Name: fmt.Sprintf("tg%d", n), Kind: "tg", NGen: n, Reps: o.Reps}
 		if t.Skipped = fits(n); t.Skipped == "" {
-			if err := r.tgDepths([]*Test{&t}); err != nil {
+			if err := r.tgDepths([]*Test{&t}, r.pair); err != nil {
 				return nil, err
 			}
 		}
@@ -404,7 +415,7 @@ func Run(m *model.Model, info ModelInfo, opts Options) (*Result, error) {
 				run = append(run, t)
 			}
 		}
-		if err := r.tgDepths(run); err != nil {
+		if err := r.tgDepths(run, nil); err != nil {
 			return nil, err
 		}
 		for i := range res.DepthSweep {
@@ -546,8 +557,10 @@ func (r *runner) pp(t *Test) error {
 }
 
 // decode runs n single-token steps at positions pos0.. of seq and returns
-// the time after each step, from the start.
-func (r *runner) decode(seq *kvcache.Seq, n, pos0 int, stamps []time.Duration) ([]time.Duration, error) {
+// the time after each step, from the start. With pair non-nil, pair
+// reads pairTokens tokens' worth of weights after every pairEvery steps,
+// outside the returned times.
+func (r *runner) decode(seq *kvcache.Seq, n, pos0 int, stamps []time.Duration, pair *pairedRead) ([]time.Duration, error) {
 	if seq.Len > pos0 {
 		r.cache.Truncate(seq, pos0)
 	}
@@ -569,21 +582,29 @@ func (r *runner) decode(seq *kvcache.Seq, n, pos0 int, stamps []time.Duration) (
 	stamps = stamps[:0]
 	one := [1]*kvcache.Seq{seq}
 	var tok, pos [1]int
+	var paused time.Duration
 	start := time.Now()
 	for i := range n {
 		tok[0], pos[0] = toks[i], pos0+i
 		if _, err := r.m.Forward(model.Batch{Tokens: tok[:], Pos: pos[:], Seq: one[:]}, r.cache); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		stamps = append(stamps, time.Since(start))
+		stamps = append(stamps, time.Since(start)-paused)
+		if pair != nil && (i+1)%pairEvery == 0 && i+1 < n {
+			t0 := time.Now()
+			pair.read(pairTokens * r.res.Model.DecodeBytes)
+			paused += time.Since(t0)
+		}
 	}
 	return stamps, nil
 }
 
 // tgDepths measures decode tests in increasing Depth order on one
 // sequence: it is prefilled (untimed) up to each test's depth, then
-// decodes NGen tokens, rewound Reps+1 times (the first warms up).
-func (r *runner) tgDepths(tests []*Test) error {
+// decodes NGen tokens, rewound Reps+1 times (the first warms up). With
+// pair non-nil the timed repetitions are interleaved with its reads
+// (Test.ReadGBps).
+func (r *runner) tgDepths(tests []*Test, pair *pairedRead) error {
 	seq := &kvcache.Seq{}
 	defer r.cache.Release(seq)
 	var stamps []time.Duration
@@ -599,11 +620,18 @@ func (r *runner) tgDepths(tests []*Test) error {
 		var rates, lat []float64
 		var wall float64
 		for rep := range t.Reps + 1 {
+			var p *pairedRead
+			if rep > 0 {
+				p = pair
+			}
 			if rep == 1 {
 				r.m.Pool().ResetStats()
+				if pair != nil {
+					pair.reset()
+				}
 			}
 			var err error
-			if stamps, err = r.decode(seq, t.NGen, t.Depth, stamps); err != nil {
+			if stamps, err = r.decode(seq, t.NGen, t.Depth, stamps, p); err != nil {
 				return err
 			}
 			if rep > 0 {
@@ -616,6 +644,11 @@ func (r *runner) tgDepths(tests []*Test) error {
 		t.TokS, t.LatencyMs = newStats(rates), newStats(lat)
 		handoffs(t, r.m.Pool().Stats(), r.m.Pool().Threads(), t.NGen*t.Reps, wall)
 		r.bandwidth(t)
+		if pair != nil {
+			if t.ReadGBps = pair.gbps(); t.ReadGBps > 0 {
+				t.ReadFrac = t.WeightGBps / t.ReadGBps
+			}
+		}
 	}
 	return nil
 }
@@ -640,7 +673,7 @@ func (r *runner) genSweep(lens []int) ([]GenPoint, error) {
 	var stamps []time.Duration
 	for rep := range r.opts.SweepReps + 1 {
 		var err error
-		if stamps, err = r.decode(seq, n, 0, stamps); err != nil {
+		if stamps, err = r.decode(seq, n, 0, stamps, nil); err != nil {
 			return nil, err
 		}
 		if rep == 0 {

@@ -146,7 +146,7 @@ func TestRunTiny(t *testing.T) {
 		}
 		info := Describe(m, p)
 		info.Synthetic, info.Type = s.Name, mix.Name
-		opts := Options{Prompts: []int{16, 40}, Gens: []int{8}, Reps: 2, Batch: 32, Depths: []int{0, 24, 300},
+		opts := Options{Prompts: []int{16, 40}, Gens: []int{2 * pairEvery}, Reps: 2, Batch: 32, Depths: []int{0, 24, 300},
 			GenLens: []int{4, 8}, SweepGen: 4, SweepReps: 2, BandwidthBytes: 4 << 20, smallProbe: true, KVType: c.kv,
 			PeakDur: time.Millisecond}
 		res, err := Run(m, info, opts)
@@ -195,6 +195,7 @@ func TestRunTiny(t *testing.T) {
 			"bandwidth.gbps_1_thread", "bandwidth.gbps_n_threads", "tg_limit_tok_s", "peak_rss_bytes", "seconds",
 			"tests.0.tok_s.mean", "tests.0.latency_ms.mean", "tests.1.tok_s.mean", "tests.2.tok_s.mean",
 			"tests.2.latency_ms.mean", "tests.2.weight_gbps", "tests.2.bandwidth_frac",
+			"tests.2.paired_read_gbps", "tests.2.paired_read_frac",
 			"depth_sweep.0.tok_s.mean", "depth_sweep.1.tok_s.mean", "depth_sweep.1.kv_bytes_per_token",
 			"gen_sweep.0.cum_tok_s.mean", "gen_sweep.1.window_tok_s.mean",
 			"tests.0.float_ops", "tests.1.gops",
@@ -218,7 +219,7 @@ func TestRunTiny(t *testing.T) {
 		} else if res.Tests[1].Int8Ops != 0 {
 			t.Errorf("%s %s: %v int8 ops", c.shape, c.typ, res.Tests[1].Int8Ops)
 		}
-		if res.Tests[0].Name != "pp16" || res.Tests[2].Name != "tg8" || len(res.Tests[2].TokS.Samples) != 2 {
+		if res.Tests[0].Name != "pp16" || res.Tests[2].Name != fmt.Sprintf("tg%d", 2*pairEvery) || len(res.Tests[2].TokS.Samples) != 2 {
 			t.Errorf("%s: tests %+v", c.shape, res.Tests)
 		}
 		// GPT-2's learned positions end at 256: depth 300 cannot run.

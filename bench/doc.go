@@ -31,7 +31,12 @@
 // machine's read bandwidth with 1 and Threads workers streaming a buffer
 // far larger than the last-level cache, so a report can say what share of
 // the achievable bandwidth decoding reaches, and what the ceiling is:
-// tok/s ≤ bandwidth / bytes per token.
+// tok/s ≤ bandwidth / bytes per token. The probe runs once, before the
+// tests; on a shared host the bandwidth left by other tenants moves
+// by tens of percent within seconds, so the tg tests also read the
+// model's own weights between their decode steps (pairedRead) and
+// report the decode's share of that read, measured in the same seconds
+// from the same memory (of read / paired_read_frac).
 //
 // # Why prefill is a compute problem
 //

@@ -29,17 +29,17 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	if m.Params < 1e9 {
 		params = fmt.Sprintf("%.1f M", float64(m.Params)/1e6)
 	}
-	fmt.Fprintf(&b, "| model | type | size | params | threads | test | t/s | latency | weight GB/s | of BW | GOP/s | of peak |\n")
-	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&b, "| model | type | size | params | threads | test | t/s | latency | weight GB/s | of BW | of read | GOP/s | of peak |\n")
+	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	row := func(t *Test) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | ", name, m.Type, size, params, r.System.Threads, t.Name)
 		if t.Skipped != "" {
-			fmt.Fprintf(&b, "skipped: %s | | | | | |\n", t.Skipped)
+			fmt.Fprintf(&b, "skipped: %s | | | | | | |\n", t.Skipped)
 			return
 		}
 		fmt.Fprintf(&b, "%.2f ± %.2f | ", t.TokS.Mean, t.TokS.SD)
 		if t.Kind == "pp" {
-			fmt.Fprintf(&b, "%.1f ms | | | %.1f | ", t.LatencyMs.Mean, t.GOps)
+			fmt.Fprintf(&b, "%.1f ms | | | | %.1f | ", t.LatencyMs.Mean, t.GOps)
 			if t.PeakFrac > 0 {
 				fmt.Fprintf(&b, "%.0f%% |\n", 100*t.PeakFrac)
 			} else {
@@ -47,12 +47,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 			}
 			return
 		}
-		fmt.Fprintf(&b, "%.2f ms/tok | %.1f | ", t.LatencyMs.Mean, t.WeightGBps)
-		if t.BandwidthFrac > 0 {
-			fmt.Fprintf(&b, "%.0f%% | | |\n", 100*t.BandwidthFrac)
-		} else {
-			fmt.Fprintf(&b, " | | |\n")
-		}
+		fmt.Fprintf(&b, "%.2f ms/tok | %.1f | %s | %s | | |\n", t.LatencyMs.Mean, t.WeightGBps, pct(t.BandwidthFrac), pct(t.ReadFrac))
 	}
 	for i := range r.Tests {
 		row(&r.Tests[i])
@@ -78,6 +73,12 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 		}
 	}
 	fmt.Fprintln(&b)
+	for i := range r.Tests {
+		if t := &r.Tests[i]; t.ReadGBps > 0 && r.Bandwidth != nil {
+			fmt.Fprintf(&b, "%s: the model's weights read at %.1f GB/s on %d threads between its decode steps (%d tokens' worth after every %d); of read = decode's weight GB/s over that, of BW = over the probe below\n",
+				t.Name, t.ReadGBps, r.Bandwidth.Threads, pairTokens, pairEvery)
+		}
+	}
 	if bw := r.Bandwidth; bw != nil {
 		fmt.Fprintf(&b, "memory read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads), best of %d passes over %d MiB\n",
 			bw.GBps1, bw.GBpsN, bw.Threads, bw.Passes, bw.BufferBytes>>20)
@@ -130,4 +131,12 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "model: %s\n", m.Path)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// pct formats a share as a whole percentage, or nothing when it is 0.
+func pct(f float64) string {
+	if f <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
 }

@@ -1,15 +1,17 @@
 # sbs_summary.py FILE — the medians of bench/sbs_bench.sh's JSON lines as a table:
 # tok/s nanoserve / llama.cpp (ratio) per file and test, bold below 1.0x, and
-# nanoserve's decode share of its bandwidth probe.
+# nanoserve's decode share of its bandwidth probe (of BW) and of the read of
+# its own weights interleaved with the decode (of read; bench/paired.go).
 import json,statistics,collections,sys
 rows=[json.loads(l) for l in open(sys.argv[1] if len(sys.argv)>1 else '/tmp/sbs_bench.jsonl')]
-v=collections.defaultdict(list); loads=collections.defaultdict(list); bwfrac=collections.defaultdict(list)
+v=collections.defaultdict(list); loads=collections.defaultdict(list); bwfrac=collections.defaultdict(list); rdfrac=collections.defaultdict(list)
 for r in rows:
     c=r['cell']; e=r['engine']; loads[r['round']].append(r['load'])
     if e=='nanoserve':
         for t in r['res']['tests']:
             v[(c,t['name'],e)].append(t['tok_s']['mean'])
             if t['kind']=='tg' and t.get('bandwidth_frac'): bwfrac[c].append(t['bandwidth_frac'])
+            if t['kind']=='tg' and t.get('paired_read_frac'): rdfrac[c].append(t['paired_read_frac'])
     else:
         for t in r['res']:
             name=('pp%d'%t['n_prompt']) if t['n_gen']==0 else ('tg%d'%t['n_gen'])
@@ -17,8 +19,8 @@ for r in rows:
 cells=[]; 
 for r in rows:
     if r['cell'] not in cells: cells.append(r['cell'])
-print('| file | pp128 | pp512 | tg128 | decode share of bandwidth |')
-print('|---|---|---|---|---|')
+print('| file | pp128 | pp512 | tg128 | decode of BW | decode of read |')
+print('|---|---|---|---|---|---|')
 below=0; tot=0
 for c in cells:
     out=[c]
@@ -28,5 +30,6 @@ for c in cells:
         ma,mb=statistics.median(a),statistics.median(b); ratio=ma/mb; tot+=1; below+= ratio<1
         out.append(('**%.1f / %.1f (%.2f×)**' if ratio<1 else '%.1f / %.1f (%.2f×)')%(ma,mb,ratio))
     out.append('%.0f%%'%(100*statistics.median(bwfrac[c])) if bwfrac[c] else '')
+    out.append('%.0f%%'%(100*statistics.median(rdfrac[c])) if rdfrac[c] else '')
     print('| '+' | '.join(out)+' |')
 print('\nbelow llama.cpp: %d of %d cells; load at round starts: %s'%(below,tot,{k:(min(x),max(x)) for k,x in loads.items()}))

@@ -80,6 +80,20 @@ func (w WeightMemory) String() string {
 
 func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 
+// WeightData returns the bytes of the model's weight matrices in the
+// order a decode step reads them (layer by layer, then the output
+// projection), each matrix once. It is for readers that want to stream
+// the very memory decoding streams (bench's paired read); the slices
+// alias the weights and must not be written.
+func (m *Model) WeightData() [][]byte {
+	mats := m.matrices()
+	out := make([][]byte, len(mats))
+	for i, w := range mats {
+		out[i] = w.Data
+	}
+	return out
+}
+
 // WeightMemory reports the weights' placement and their memory now.
 func (m *Model) WeightMemory() WeightMemory {
 	w := WeightMemory{Placement: m.placement, Why: m.placementWhy}
