@@ -65,6 +65,32 @@ func l3Bytes() int64 {
 // sink keeps the sums alive so the reads cannot be optimised away.
 var sink uint64
 
+// readParts reads parts[w] on worker w, all workers at once, and returns
+// the sum of what was read as 64-bit lanes (also added to sink) and the
+// wall seconds it took. Every slice's length must be a multiple of 256.
+func readParts(parts [][][]byte) (uint64, float64) {
+	var wg sync.WaitGroup
+	sums := make([]uint64, len(parts))
+	t0 := time.Now()
+	for w := range parts {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for _, b := range parts[w] {
+				sums[w] += readSum(b)
+			}
+		}(w)
+	}
+	wg.Wait()
+	dt := time.Since(t0).Seconds()
+	var sum uint64
+	for _, v := range sums {
+		sum += v
+	}
+	sink += sum
+	return sum, dt
+}
+
 // Probe measures read bandwidth from memory: a buffer of size bytes
 // (raised to 4× the L3 cache if smaller, so it cannot be served from
 // cache) is filled, then read passes times by 1 worker and by threads
@@ -104,21 +130,12 @@ func probe(size int64, threads, passes int) (Bandwidth, error) {
 	rate := func(workers int) float64 {
 		best := 0.0
 		per := (size / int64(workers)) &^ 255
+		parts := make([][][]byte, workers)
+		for w := range parts {
+			parts[w] = [][]byte{buf[int64(w)*per : int64(w+1)*per]}
+		}
 		for range passes {
-			sums := make([]uint64, workers)
-			t0 := time.Now()
-			for w := range workers {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					sums[w] = readSum(buf[int64(w)*per : int64(w+1)*per])
-				}(w)
-			}
-			wg.Wait()
-			dt := time.Since(t0).Seconds()
-			for _, s := range sums {
-				sink += s
-			}
+			_, dt := readParts(parts)
 			best = max(best, float64(per*int64(workers))/dt/1e9)
 		}
 		return best

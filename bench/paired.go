@@ -1,10 +1,6 @@
 package bench
 
-import (
-	"sort"
-	"sync"
-	"time"
-)
+import "sort"
 
 // pairedRead measures the read bandwidth a decode test could have had, in
 // the same seconds as the test: between decode steps (pairEvery tokens
@@ -100,26 +96,9 @@ func (p *pairedRead) read(n int64) uint64 {
 			got += int64(len(b))
 		}
 	}
-	var wg sync.WaitGroup
-	sums := make([]uint64, len(parts))
-	t0 := time.Now()
-	for w := range parts {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for _, b := range parts[w] {
-				sums[w] += readSum(b)
-			}
-		}(w)
-	}
-	wg.Wait()
-	p.secs += time.Since(t0).Seconds()
+	sum, dt := readParts(parts)
+	p.secs += dt
 	p.bytes += got
 	p.off = (p.off + n) % p.total
-	var sum uint64
-	for _, v := range sums {
-		sum += v
-	}
-	sink += sum
 	return sum
 }
