@@ -14,6 +14,17 @@
 #   LLAMA_BENCH  llama-bench (default ~/.cache/llamacpp/llama.cpp/build/bin/llama-bench,
 #                what ../shared/tools/llamacpp-build.sh builds)
 #   OUT          JSON lines, one per tool, file and round (default /tmp/sbs_bench.jsonl)
+#   DROP         1 (default): drop the file's pages from the page cache before each
+#                round's cell (GNU dd iflag=nocache), so each round reads it into
+#                freshly placed memory; 0: keep whatever placement the cache has
+# Why DROP: on the shared VM where these tables are measured, the physical memory
+# a file's cached pages happen to occupy moves decode speed by up to ±15% for as
+# long as the pages stay cached (paired in-process runs, 2026-12-06: TinyLlama
+# Q4_K_M decode from a long-cached mapping 1.155× slower than from a fresh copy of
+# the same weights, equal after the cache was dropped and re-read; Q8_0 1.09×
+# slower before, 1.09× faster after). Both tools map the same cached pages, so a
+# round compares them fairly either way; dropping re-draws the placement every
+# round, so the medians average over placements instead of inheriting one.
 # Synthetic files are written once to /tmp/nanoserve-bench (a 1.1B file takes
 # minutes to quantize). Run it with nothing else on the machine: the load
 # average at each cell's start is recorded.
@@ -23,6 +34,7 @@ ROUNDS=${ROUNDS:-3}
 CELLS=${CELLS:-"tinyllama-1.1b:f16 tinyllama-1.1b:q8_0 tinyllama-1.1b:q4_k_m tinyllama-1.1b:q5_k_m tinyllama-1.1b:q6_k tinyllama-1.1b:iq4_xs tinyllama-1.1b:mxfp4 tinyllama-1.1b:iq4_nl tinyllama-1.1b:iq3_s llama2c-110m:f16 llama2c-110m:q8_0 llama2c-110m:q4_k_m qwen35-0.8b:f16 qwen35-0.8b:q8_0 qwen35-0.8b:q4_k_m"}
 LLAMA_BENCH=${LLAMA_BENCH:-$HOME/.cache/llamacpp/llama.cpp/build/bin/llama-bench}
 OUT=${OUT:-/tmp/sbs_bench.jsonl}
+DROP=${DROP:-1}
 if [[ -z ${NANOSERVE:-} ]]; then
 	NANOSERVE=$(mktemp -d /tmp/sbs_bench.XXXXXX)/nanoserve
 	(cd "$here" && CGO_ENABLED=0 go build -o "$NANOSERVE" ./cmd/nanoserve)
@@ -39,6 +51,7 @@ record() { # engine cell round load: wraps stdin's JSON
 for r in $(seq 1 "$ROUNDS"); do
 	for c in $CELLS; do
 		f=/tmp/nanoserve-bench/${c%%:*}-${c##*:}-1.gguf
+		if ((DROP)); then dd if="$f" iflag=nocache count=0 status=none; fi
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		ns() { "$NANOSERVE" bench --model "$f" -p 128,512 -n 128 -r 1 --threads 2 --depths none --gen-lens none \
 			--bw-mib 1024 --peak=false --json 2>/dev/null | record nanoserve "$c" "$r" "$load"; }
