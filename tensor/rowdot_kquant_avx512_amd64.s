@@ -36,7 +36,15 @@
 // pages, so page walks and DRAM latency start early; the ymm kernels'
 // PREFETCHT0 2 KB ahead measured no better than none on the Zen 5 VM (see
 // rowdot_q8_avx512_amd64.s). TinyLlama Q4_K_M decode, tok/cpu-s: ~1.07×;
-// 110M Q4_K_M ~1.08× (A/B interleaved, BenchmarkSynth).
+// 110M Q4_K_M ~1.08× (A/B interleaved, BenchmarkSynth). Alternated
+// against this kernel every 8 tokens of TinyLlama Q4_K_M decode in one
+// process (50-60 rounds, median ratio, 2026-12-06): 8 KB ahead 1.01, 32 KB
+// 0.99; one PREFETCHT1 per super-block instead of one per line 0.76 (the
+// hardware prefetchers do not carry the stream alone); qdotQ4_KZ unrolled
+// to two super-blocks per iteration (five prefetches, one pointer update)
+// 0.995. A knock-out that keeps only qdotQ4_KZ's loads and prefetches
+// (wrong results, timing only) decodes 1.125× faster: the most any Q4_K
+// kernel with this stream can gain here.
 #define KZPF 16384
 
 // VPSHUFB masks, one 64-byte entry per group g: scale word 2g in the low
