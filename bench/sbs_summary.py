@@ -11,19 +11,17 @@
 import json,statistics,collections,sys
 rows=[json.loads(l) for l in open(sys.argv[1] if len(sys.argv)>1 else '/tmp/sbs_bench.jsonl')]
 per=collections.defaultdict(dict)  # (cell, test) -> round -> {engine: tok/s}
-v=collections.defaultdict(list); loads=collections.defaultdict(list); bwfrac=collections.defaultdict(list); rdfrac=collections.defaultdict(list)
+loads=collections.defaultdict(list); bwfrac=collections.defaultdict(list); rdfrac=collections.defaultdict(list)
 for r in rows:
     c=r['cell']; e=r['engine']; loads[r['round']].append(r['load'])
     if e=='nanoserve':
         for t in r['res']['tests']:
-            v[(c,t['name'],e)].append(t['tok_s']['mean'])
             per[(c,t['name'])].setdefault(r['round'],{})[e]=t['tok_s']['mean']
             if t['kind']=='tg' and t.get('bandwidth_frac'): bwfrac[c].append(t['bandwidth_frac'])
             if t['kind']=='tg' and t.get('paired_read_frac'): rdfrac[c].append(t['paired_read_frac'])
     else:
         for t in r['res']:
             name=('pp%d'%t['n_prompt']) if t['n_gen']==0 else ('tg%d'%t['n_gen'])
-            v[(c,name,e)].append(t['avg_ts'])
             per[(c,name)].setdefault(r['round'],{})[e]=t['avg_ts']
 cells=[]; 
 for r in rows:
@@ -34,7 +32,8 @@ below=0; tot=0
 for c in cells:
     out=[c]
     for t in ['pp128','pp512','tg128']:
-        a=v.get((c,t,'nanoserve'),[]); b=v.get((c,t,'llama.cpp'),[])
+        rs=per.get((c,t),{}).values()
+        a=[x['nanoserve'] for x in rs if 'nanoserve' in x]; b=[x['llama.cpp'] for x in rs if 'llama.cpp' in x]
         if not a or not b: out.append('n/a'); continue
         ma,mb=statistics.median(a),statistics.median(b); ratio=ma/mb; tot+=1; below+= ratio<1
         out.append(('**%.1f / %.1f (%.2f×)**' if ratio<1 else '%.1f / %.1f (%.2f×)')%(ma,mb,ratio))
