@@ -154,6 +154,10 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiEr
 	rc.SetReadDeadline(time.Now().Add(f.bodyTimeout))
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
 	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			f.linger(rc, r, mbe.Limit)
+		}
 		// Keep the connection's read deadline in the past. Before writing
 		// the response, and again when the handler returns, net/http reads
 		// and discards what is left of a small unread body so it can reuse
@@ -162,7 +166,6 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiEr
 		// With the deadline passed it fails at once, and the connection is
 		// closed after the reply.
 		rc.SetReadDeadline(time.Now())
-		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
 			return nil, &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("request_too_large"),
@@ -182,6 +185,31 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiEr
 		return nil, badRequest("", "the request body is empty; expected a JSON object")
 	}
 	return data, nil
+}
+
+// A body the server will not use (over the limit, or refused before its
+// handler) is read on and discarded, up to lingerBytes within lingerTime,
+// before the error is written. net/http closes such a connection after the
+// reply with the rest of the body unread, and a peer still sending then gets
+// a reset that can reach it before the reply: Go's client, the SDKs over it
+// and curl report "connection reset by peer" instead of the 413 or 401.
+// Reading the rest first lets the client finish its upload and read the
+// answer, as nginx's lingering close does. A body announced longer than
+// lingerBytes past what was read is answered at once, unread.
+const (
+	lingerBytes = 8 << 20
+	lingerTime  = 2 * time.Second
+)
+
+// linger reads and discards the rest of r's body, of which read bytes are
+// gone, bounded by lingerBytes and by lingerTime or the body timeout,
+// whichever is shorter. The caller sets the read deadline it wants after.
+func (f *Front) linger(rc *http.ResponseController, r *http.Request, read int64) {
+	if r.ContentLength == 0 || r.ContentLength > read+lingerBytes {
+		return
+	}
+	rc.SetReadDeadline(time.Now().Add(min(lingerTime, f.bodyTimeout)))
+	io.CopyN(io.Discard, r.Body, lingerBytes)
 }
 
 // wrongContentType is a 415 for a body that is not JSON sent with a

@@ -421,7 +421,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a request before its handler runs (403, 401, 404, 405).
-// Its body is unread, so the connection is closed after the answer:
+// Its body is read and discarded (linger: bounded, so the client sees the
+// answer rather than a reset), and the connection is closed after it:
 // net/http would otherwise read the rest of a small body to reuse the
 // connection, with no deadline, so a client that stalls its body would
 // hold the connection (and a goroutine) for as long as it likes. The read
@@ -429,7 +430,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *Front) refuse(w http.ResponseWriter, r *http.Request, e *apiError) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
-		http.NewResponseController(w).SetReadDeadline(time.Now())
+		rc := http.NewResponseController(w)
+		f.linger(rc, r, 0)
+		rc.SetReadDeadline(time.Now())
 	}
 	writeError(w, e)
 }

@@ -19,7 +19,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -76,9 +75,9 @@ func predictPath(format string) (string, bool) {
 }
 
 func (f *Front) handlePredict(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
-	if err != nil {
-		writeError(w, badRequest("", "server: reading the body: %v", err))
+	body, e := f.readBody(w, r)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	var req struct {
