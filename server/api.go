@@ -152,7 +152,18 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiEr
 	// long generation, which cancels it.)
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(f.bodyTimeout))
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
+	// MaxBytesReader tells net/http the limit was hit (it then closes the
+	// connection after a half-close and a grace) only when given net/http's
+	// own writer, not the front's statusWriter around it.
+	base := w
+	for {
+		u, ok := base.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		base = u.Unwrap()
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(base, r.Body, f.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -38,17 +38,21 @@ func TestRejectedBodyAnswered(t *testing.T) {
 		{"/v1/completions", "Bearer nope", 401, "API key"},
 		{"/v1/complete", "Bearer k", 404, "no such endpoint"},
 	} {
-		status, b := pacedPost(t, u.Host, c.path, c.auth, big)
-		if status != c.status || !strings.Contains(string(b), c.msg) {
-			t.Errorf("%s: %d %s, want %d naming %q", c.path, status, b, c.status, c.msg)
+		resp, b := pacedPost(t, u.Host, c.path, c.auth, big)
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.msg) {
+			t.Errorf("%s: %d %s, want %d naming %q", c.path, resp.StatusCode, b, c.status, c.msg)
+		}
+		// The server closes the connection after a rejected body, and says so.
+		if !resp.Close {
+			t.Errorf("%s: the %d answer lacks Connection: close", c.path, resp.StatusCode)
 		}
 	}
 }
 
 // pacedPost sends body's first half at once and the rest in 10 pieces
 // 100 ms apart over raw TCP, failing t if a write fails, and returns the
-// answer's status and body.
-func pacedPost(t *testing.T, host, path, auth, body string) (int, []byte) {
+// answer and its body.
+func pacedPost(t *testing.T, host, path, auth, body string) (*http.Response, []byte) {
 	t.Helper()
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
@@ -74,5 +78,5 @@ func pacedPost(t *testing.T, host, path, auth, body string) (int, []byte) {
 		t.Fatalf("%s: no answer: %v", path, err)
 	}
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp, b
 }
