@@ -80,3 +80,28 @@ func pacedPost(t *testing.T, host, path, auth, body string) (*http.Response, []b
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
 }
+
+// TestRefusedExpectContinue: a client that sends Expect: 100-continue and
+// waits gets the refusal (401) as its first answer — the server does not
+// read (and so ask for, with a 100) a body it is refusing.
+func TestRefusedExpectContinue(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) { o.APIKey = "k" })
+	u, err := url.Parse(ts.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer nope\r\nContent-Type: application/json\r\nContent-Length: 20000\r\nExpect: 100-continue\r\n\r\n", u.Host)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("first answer %d, want 401 (the server asked for the body it refuses)", resp.StatusCode)
+	}
+}
