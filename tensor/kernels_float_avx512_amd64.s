@@ -1006,6 +1006,16 @@ zbf16x6done:
 // stored to acc unfolded. A float32 store and reload is exact, so each
 // (row, token) gets tileF16x6Z's FMAs in tileF16x6Z's order, bit for bit.
 // R14 holds acc.
+//
+// The VCVTPH2PS per weight vector costs nothing here: the same kernel on
+// rows widened to float32 beforehand (a VMOVUPS in its place, what
+// tileF32x6Z does) ran at the same rate in L1, 206 against 205 GFLOP/s on
+// one core (k = 1024, mode 2, 4 runs each, 2026-12-06; ~the core's zmm
+// FMA peak), so widening each panel once per block of token groups would
+// only double the L2 traffic. The whole F16 GEMM runs at ~75% of that
+// peak (BenchmarkGEMM-style, n = 128 on 2 threads, ~300 GFLOP/s from
+// weights in DRAM); the rest is the memory around the tile, and tilePanelK,
+// tilePanelGroups and tileMC measured no lever there (matmul.go).
 TEXT ·tileF16x6ZP(SB), NOSPLIT, $0-72
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
