@@ -215,8 +215,12 @@ const (
 // linger reads and discards the rest of r's body, of which read bytes are
 // gone, bounded by lingerBytes and by lingerTime or the body timeout,
 // whichever is shorter. The caller sets the read deadline it wants after.
+// A client that sent Expect: 100-continue and has not been asked for its
+// body yet (nothing read) waits for the answer before sending it: reading
+// would send it the 100 that asks for the body being refused.
 func (f *Front) linger(rc *http.ResponseController, r *http.Request, read int64) {
-	if r.ContentLength == 0 || r.ContentLength > read+lingerBytes {
+	if r.ContentLength == 0 || r.ContentLength > read+lingerBytes ||
+		read == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
 		return
 	}
 	rc.SetReadDeadline(time.Now().Add(min(lingerTime, f.bodyTimeout)))

@@ -431,12 +431,7 @@ func (f *Front) refuse(w http.ResponseWriter, r *http.Request, e *apiError) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 		rc := http.NewResponseController(w)
-		// A client that sent Expect: 100-continue waits for the answer
-		// before it sends the body; reading the body would send it the
-		// 100 that asks for it.
-		if !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
-			f.linger(rc, r, 0)
-		}
+		f.linger(rc, r, 0)
 		rc.SetReadDeadline(time.Now())
 	}
 	writeError(w, e)
