@@ -40,7 +40,9 @@ import (
 // row dot is on zmm too, the ymm one's bits: hasQ8Z; dotQRowsKX8, the
 // K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
 // give the ymm kernels' bits: hasKZ; dotQRowsNLTile, IQ4_NL and MXFP4 16
-// tokens at a time in the vector lanes where AVX-512 has VBMI: hasNLZV).
+// tokens at a time in the vector lanes where AVX-512 has VBMI (hasNLZV),
+// 8 at a time on AVX2 (hasNLTileY); dotQRowsXSTile, IQ4_XS 8 tokens at a
+// time on AVX2 where the zmm kernels are not taken: hasXSTileY).
 // So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
@@ -138,7 +140,7 @@ func decodeChunk(w *Mat, threads int) int {
 type workerScratch struct {
 	rows []float32 // (4, Cols) dequantized rows, generic matrix-vector
 	acc  []float32 // (tilePanelGroups, tiles, tileAccLen) unfolded tile accumulators between panels (tileF16Panels)
-	nlw  []byte    // (nlWSLen(Cols)) four unpacked IQ4_NL/MXFP4 rows (dotQRowsNLTile)
+	nlw  []byte    // (nlWSLen(Cols)) four unpacked IQ4_NL/MXFP4 rows (dotQRowsNLTile), or (xsWSLen(Cols)) IQ4_XS rows (dotQRowsXSTile)
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
@@ -188,7 +190,8 @@ type matJob struct {
 	quant bool // matrix-vector through s.acts (8-bit activations)
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
-	nlt   bool // IQ4_NL or MXFP4 on hasNLZV: the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
+	nlt   bool // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
+	xst   bool // IQ4_XS with ymm tiles (useXSTile): the first xsTiled(n) tokens eight at a time (dotQRowsXSTile)
 	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
@@ -273,6 +276,20 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, nlWSLen(w.Cols))
 			}
 		}
+		if useXSTile(w.Type, n) && xsTiled(n) > 0 {
+			// Groups of 8 tokens packed once for all workers; each
+			// worker unpacks its rows into its own scratch.
+			j.xst = true
+			nt, pl := xsTiled(n), xsPackLen(w.Cols)
+			ng := (nt + xsTileTokens - 1) / xsTileTokens
+			s.shared.q8 = growBytes(s.shared.q8, ng*pl)
+			for g := range ng {
+				xsPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*xsTileTokens, min(xsTileTokens, nt-g*xsTileTokens))
+			}
+			for i := range s.scratch {
+				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, xsWSLen(w.Cols))
+			}
+		}
 		if n >= 8 && j.x4 && useQ8x8(w.Type) {
 			// Groups of eight tokens (Q8_0 activations), packed once for
 			// all workers.
@@ -355,6 +372,11 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 			// Sixteen tokens at a time in the vector lanes.
 			t0 = nlTiled(j.n)
 			dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+		}
+		if j.xst {
+			// Eight tokens at a time in the vector lanes.
+			t0 = xsTiled(j.n)
+			dotQRowsXSTile(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, sc.nlw)
 		}
 		for t := t0; t < j.n; t++ {
 			if j.x8 && t%8 == 0 && t+8 <= j.n {

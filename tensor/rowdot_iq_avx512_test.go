@@ -13,8 +13,26 @@ import (
 // several lengths (odd block counts too) at a stride padded with noise,
 // row ranges not starting at 0 and not whole tiles of four rows.
 func TestNLTile(t *testing.T) {
-	if !hasNLZV {
-		t.Skip("no AVX-512 BW+VNNI+VBMI")
+	savedZ := hasNLZV
+	defer func() { hasNLZV = savedZ }()
+	ran := false
+	for _, z := range []bool{true, false} {
+		if z && !savedZ || !z && !hasNLTileY {
+			continue
+		}
+		hasNLZV, ran = z, true
+		t.Run(map[bool]string{true: "zmm", false: "ymm"}[z], testNLTile)
+	}
+	if !ran {
+		t.Skip("no IQ4_NL/MXFP4 tiles here (neither AVX-512 BW+VNNI+VBMI nor AVX2)")
+	}
+}
+
+// testNLTile checks dotQRowsNLTile's tiles (those hasNLZV selects) against
+// the row dots, bit for bit.
+func testNLTile(t *testing.T) {
+	if !useNLTile(IQ4_NL) {
+		t.Fatal("the tiles are off")
 	}
 	rng := rand.New(rand.NewPCG(75, 76))
 	for _, wt := range []DType{IQ4_NL, MXFP4} {

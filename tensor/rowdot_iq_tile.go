@@ -6,8 +6,9 @@ import (
 	"unsafe"
 )
 
-// Multi-token row dots of IQ4_NL and MXFP4 on 512-bit registers
-// (hasNLZV), tokens in the vector lanes.
+// Multi-token row dots of IQ4_NL and MXFP4, tokens in the vector lanes:
+// 16 per 512-bit register (hasNLZV), or 8 per 256-bit one on AVX2
+// (hasNLTileY, below).
 //
 // The canonical arithmetic of these types (rowdot_iq_ref.go) takes one
 // float step per block and token: the block's exact integer dot P_b, then
@@ -26,6 +27,14 @@ import (
 // groups' activations are packed once per MatMul (nlPack, 576 bytes per
 // block and group). Rows past the last four and tokens past the last 16
 // take the row dots, whose bits the tiles reproduce.
+//
+// On AVX2 without AVX-512 (hasNLTileY) the same groups of 16 run as two
+// halves of 8 tokens (qdotNLTileY, rowdot_iq_nl_amd64.s: 4 rows × 8
+// tokens, VPSIGNB/VPMADDUBSW/VPMADDWD for the missing VPDPBUSD), over rows
+// unpacked as magnitudes and signed levels (nlUnpack4…Y, 272 bytes per
+// block) — the same canonical steps, so the same bits. Before them these
+// types' prefill took the row dots token by token: TinyLlama-shaped
+// IQ4_XS/MXFP4 prefill at 0.28-0.44× llama.cpp on a Zen 3 host.
 
 // nlTileTokens is the tile's token count; nlTileRows its row count. A
 // last group of nlTileMin to 15 tokens takes a tile too, its free lanes
@@ -38,8 +47,11 @@ const (
 
 // useNLTile reports whether MatMul takes the tiles for weights wt.
 func useNLTile(wt DType) bool {
-	return (wt == IQ4_NL || wt == MXFP4) && hasNLZV && hasKZ && qdotX4On
+	return (wt == IQ4_NL || wt == MXFP4) && (nlTileZ() || hasNLTileY) && qdotX4On
 }
+
+// nlTileZ reports whether the tiles run on 512-bit registers (else ymm).
+func nlTileZ() bool { return hasNLZV && hasKZ }
 
 // nlTiled is how many of n tokens the tiles take: whole groups of 16 and
 // a last group of at least nlTileMin.
@@ -51,9 +63,10 @@ func nlTiled(n int) int {
 }
 
 // nlPackLen is the packed length in bytes of one group of 16 tokens for
-// rows of n elements; nlWSLen a worker's unpacked four rows.
+// rows of n elements; nlWSLen a worker's unpacked four rows (160 bytes
+// per block for the zmm tiles, 272 for the ymm ones: room for either).
 func nlPackLen(n int) int { return n / 32 * 576 }
-func nlWSLen(n int) int   { return n / 32 * 160 }
+func nlWSLen(n int) int   { return n / 32 * 272 }
 
 // nlPack fills p (nlPackLen(n) bytes) with the m ≤ 16 tokens t0..t0+m−1
 // of the Q8_0 activations a (rows of n elements): p[b·576 + 64k + 4t + i]
@@ -108,6 +121,9 @@ func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 	_ = ws[nlWSLen(n)-1]
 	_ = dst[(nt-1)*ldd+hi-1]
 	r := lo
+	if !nlTileZ() {
+		r = dotQRowsNLTileY(wt, dst, ldd, w, stride, lo, hi, nb, pk, nt, ws)
+	}
 	for ; r+nlTileRows <= hi; r += nlTileRows {
 		switch wt {
 		case IQ4_NL:
@@ -127,4 +143,33 @@ func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 			dotQRows(wt, dst[t*ldd+r:t*ldd+r+1], w[r*stride:], stride, n, a, t*n)
 		}
 	}
+}
+
+// dotQRowsNLTileY is dotQRowsNLTile's ymm tiles (hasNLTileY): rows lo.. in
+// fours, each group of 16 tokens as two halves of 8 (a half with no token
+// below nt skipped); it returns the first row it left to the row dots.
+func dotQRowsNLTileY(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, nb int, pk []byte, nt int, ws []byte) int {
+	pl := nb * 576
+	var out [nlTileRows * 8]float32
+	r := lo
+	for ; r+nlTileRows <= hi; r += nlTileRows {
+		switch wt {
+		case IQ4_NL:
+			nlUnpack4IQ4NLY(&ws[0], &w[r*stride], uintptr(stride), nb, nil)
+		case MXFP4:
+			nlUnpack4MXFP4Y(&ws[0], &w[r*stride], uintptr(stride), nb, unsafe.Pointer(&e8m0HalfTab[0]))
+		default:
+			panic("tensor: dotQRowsNLTile: " + wt.String())
+		}
+		for t := 0; t < nt; t += 8 {
+			qdotNLTileY(&out[0], &ws[0], &pk[t/nlTileTokens*pl+t%nlTileTokens*4], nb)
+			for tt := range min(8, nt-t) {
+				d := dst[(t+tt)*ldd+r : (t+tt)*ldd+r+nlTileRows]
+				for i := range d {
+					d[i] = out[8*i+tt]
+				}
+			}
+		}
+	}
+	return r
 }

@@ -1,0 +1,35 @@
+package tensor
+
+import "unsafe"
+
+// hasNLTileY selects the ymm tiles of IQ4_NL and MXFP4
+// (rowdot_iq_nl_amd64.s: AVX2, 4 rows × 8 tokens) where the zmm ones
+// (hasNLZV) are not taken; both give the row dots' bits.
+var hasNLTileY = hasSIMD
+
+// qdotNLTileY sets out[8r + t] (r < 4, t < 8) to the dots of the four rows
+// unpacked in ws (nlUnpack4…Y) and the eight tokens of the packed half at
+// pk (nlPack's group, +32 bytes for tokens 8-15), over nb blocks.
+//
+//go:noescape
+func qdotNLTileY(out *float32, ws *byte, pk *byte, nb int)
+
+//go:noescape
+func nlUnpack4IQ4NLY(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
+
+//go:noescape
+func nlUnpack4MXFP4Y(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
+
+// hasXSTileY selects the ymm tiles of IQ4_XS (rowdot_iq_xs_amd64.s) where
+// the zmm eight-token kernels (useKx8) are not taken.
+var hasXSTileY = hasSIMD
+
+// qdotXSTileY sets out[t] (t < 8) to the dot of the row unpacked in ws
+// (xsUnpack) and token t of the group packed at pk (xsPack), over nb
+// super-blocks.
+//
+//go:noescape
+func qdotXSTileY(out *float32, ws *byte, pk *byte, nb int)
+
+//go:noescape
+func xsUnpackLevels(ws *byte, w *byte, nb int)

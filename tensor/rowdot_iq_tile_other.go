@@ -1,0 +1,17 @@
+//go:build !amd64
+
+package tensor
+
+import "unsafe"
+
+// No ymm tiles of IQ4_NL and MXFP4 off amd64 (rowdot_iq_tile_amd64.go).
+var hasNLTileY = false
+
+func qdotNLTileY(*float32, *byte, *byte, int)                    { panic("unreachable") }
+func nlUnpack4IQ4NLY(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
+func nlUnpack4MXFP4Y(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
+
+var hasXSTileY = false
+
+func qdotXSTileY(*float32, *byte, *byte, int) { panic("unreachable") }
+func xsUnpackLevels(*byte, *byte, int)        { panic("unreachable") }

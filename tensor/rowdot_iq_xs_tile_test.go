@@ -1,0 +1,74 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestXSTile checks IQ4_XS's ymm tiles (dotQRowsXSTile) against the row
+// dots bit for bit: every token of whole groups and of a last partial
+// group (one token with a 30× range), raw and quantized rows of one to
+// nine super-blocks at a stride padded with noise, packs and scratch
+// prefilled with noise, row ranges not starting at 0 and not whole tiles.
+func TestXSTile(t *testing.T) {
+	if !hasXSTileY {
+		t.Skip("no IQ4_XS ymm tiles here (amd64 with AVX2 only)")
+	}
+	rng := rand.New(rand.NewPCG(77, 78))
+	const wt = IQ4_XS
+	for _, cols := range []int{256, 768, 2304} {
+		const rows, n = 19, 21
+		rb, _ := wt.RowBytes(cols)
+		stride := rb + 5
+		w := make([]byte, rows*stride+rb)
+		for i := range w {
+			w[i] = byte(rng.Uint32())
+		}
+		for r := range rows {
+			copy(w[r*stride:], iqRandRow(t, rng, wt, cols, 0.02, r%2 == 0))
+		}
+		x := randVec(rng, n*cols)
+		for i := range cols {
+			x[9*cols+i] *= 30
+		}
+		var a quantizedActs
+		if err := quantizeActs(&a, wt, x); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n*rows)
+		for tok := range n {
+			dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
+		}
+		pl := xsPackLen(cols)
+		for _, nt := range []int{16, 21, 10} { // whole groups, a last group of 5 or 2
+			ng := (nt + 7) / 8
+			pk := make([]byte, ng*pl)
+			for i := range pk {
+				pk[i] = byte(rng.Uint32())
+			}
+			for g := range ng {
+				xsPack(pk[g*pl:(g+1)*pl], &a, cols, 8*g, min(8, nt-8*g))
+			}
+			ws := make([]byte, xsWSLen(cols))
+			for i := range ws {
+				ws[i] = byte(rng.Uint32())
+			}
+			for _, lo := range []int{0, 3, 11} {
+				got := make([]float32, n*rows)
+				dotQRowsXSTile(got, rows, w, stride, lo, rows, cols, pk, nt, ws)
+				for tok := range n {
+					for r := range rows {
+						g, wnt := got[tok*rows+r], want[tok*rows+r]
+						if tok >= nt || r < lo {
+							wnt = 0 // not the tiles' to write
+						}
+						if math.Float32bits(g) != math.Float32bits(wnt) {
+							t.Fatalf("cols=%d nt=%d lo=%d token %d row %d: tile %v, row dot %v", cols, nt, lo, tok, r, g, wnt)
+						}
+					}
+				}
+			}
+		}
+	}
+}
