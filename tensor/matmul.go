@@ -42,7 +42,7 @@ import (
 // give the ymm kernels' bits: hasKZ; dotQRowsNLTile, IQ4_NL and MXFP4 16
 // tokens at a time in the vector lanes where AVX-512 has VBMI (hasNLZV),
 // 8 at a time on AVX2 (hasNLTileY); dotQRowsXSTile, IQ4_XS 8 tokens at a
-// time on AVX2 where the zmm kernels are not taken: hasXSTileY).
+// time on AVX2 where the zmm kernels are not taken, and IQ3_S: hasXSTileY).
 // So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
@@ -191,7 +191,7 @@ type matJob struct {
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
 	nlt   bool // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
-	xst   bool // IQ4_XS with ymm tiles (useXSTile): the first xsTiled(n) tokens eight at a time (dotQRowsXSTile)
+	xst   bool // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(n) tokens eight at a time (dotQRowsXSTile)
 	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
@@ -376,7 +376,7 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		if j.xst {
 			// Eight tokens at a time in the vector lanes.
 			t0 = xsTiled(j.n)
-			dotQRowsXSTile(j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, sc.nlw)
+			dotQRowsXSTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, sc.nlw)
 		}
 		for t := t0; t < j.n; t++ {
 			if j.x8 && t%8 == 0 && t+8 <= j.n {

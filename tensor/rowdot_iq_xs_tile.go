@@ -23,6 +23,14 @@ import (
 // the row dots token by token on AVX2 hosts: TinyLlama-shaped pp512 at
 // 0.38× llama.cpp on a Zen 3 host.
 //
+// IQ3_S has the same lane arithmetic (lane g takes group g, elements
+// 4g..4g+3, of every sub-block, times the sub-block's scale), so the same
+// kernel runs it over rows unpacked from its grid: magnitudes from
+// iq3sGrid, signs from the sign bits, the odd scales 1+2s (xsUnpack, in
+// Go). Its row dots, one grid lookup per group and token, made IQ3_S
+// prefill slower than its decode (TinyLlama-shaped pp512 5.4 tok/s, 0.07×
+// llama.cpp, on a Zen 3 host).
+//
 // Where AVX-512 VNNI is present the eight-token zmm kernels (dotQRowsKX8)
 // are taken instead; both give the row dots' bits.
 
@@ -37,7 +45,7 @@ const (
 // useXSTile reports whether MatMul takes the IQ4_XS tiles for weights wt
 // of n tokens.
 func useXSTile(wt DType, n int) bool {
-	return wt == IQ4_XS && hasXSTileY && qdotX4On && !useKx8(wt) && n >= xsTileMin
+	return (wt == IQ4_XS || wt == IQ3_S) && hasXSTileY && qdotX4On && !useKx8(wt) && n >= xsTileMin
 }
 
 // xsTiled is how many of n tokens the tiles take: whole groups of 8 and a
@@ -80,29 +88,50 @@ func xsPack(p []byte, a *quantizedActs, n, t0, m int) {
 	}
 }
 
-// xsUnpack writes one row's nb super-blocks (at w) into ws (576 bytes
-// each, qdotXSTileY's layout): the levels by xsUnpackLevels, then the
-// eight scales as word pairs (sc, sc) at 512 and dw at 544.
-func xsUnpack(ws []byte, w []byte, nb int) {
+// xsUnpack writes one row's nb super-blocks of type wt (IQ4_XS or IQ3_S,
+// at w) into ws (576 bytes each, qdotXSTileY's layout): the levels'
+// magnitudes at 0 and signed at 256 in element order (IQ4_XS's by
+// xsUnpackLevels), the eight scales as word pairs (sc, sc) at 512 and dw
+// at 544.
+func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
+	_, bb := qBlock(wt)
 	_ = ws[nb*xsWSSB-1]
-	_ = w[nb*136-1]
-	xsUnpackLevels(&ws[0], &w[0], nb)
+	_ = w[nb*bb-1]
+	if wt == IQ4_XS {
+		xsUnpackLevels(&ws[0], &w[0], nb)
+	}
 	for sb := range nb {
-		blk, o := w[sb*136:(sb+1)*136], ws[sb*xsWSSB:(sb+1)*xsWSSB]
+		blk, o := w[sb*bb:(sb+1)*bb], ws[sb*xsWSSB:(sb+1)*xsWSSB]
 		for ib := range 8 {
-			sc := uint32(uint16(int16(iq4xsScale(blk, ib))))
-			binary.LittleEndian.PutUint32(o[512+4*ib:], sc|sc<<16)
+			var sc int32
+			if wt == IQ4_XS {
+				sc = iq4xsScale(blk, ib)
+			} else {
+				sc = iq3sScale(blk, ib)
+				qs, qh, sg := blk[2+8*ib:2+8*ib+8], uint32(blk[66+ib]), blk[74+4*ib:74+4*ib+4]
+				mag, lv := o[32*ib:32*ib+32], o[256+32*ib:256+32*ib+32]
+				for g := range 8 {
+					// Magnitudes from the grid; a byte x negated where its sign
+					// bit is set: (x XOR 0xff) + 1, no carry out as x ≥ 1.
+					grid := iq3sGrid[uint32(qs[g])|qh>>g&1<<8]
+					m := iq3sNeg[sg[g/2]>>(4*(g%2))&0xF]
+					binary.LittleEndian.PutUint32(mag[4*g:], grid)
+					binary.LittleEndian.PutUint32(lv[4*g:], grid^m+m&0x01010101)
+				}
+			}
+			u := uint32(uint16(int16(sc)))
+			binary.LittleEndian.PutUint32(o[512+4*ib:], u|u<<16)
 		}
 		binary.LittleEndian.PutUint32(o[544:], math.Float32bits(f16At(blk)))
 	}
 }
 
-// dotQRowsXSTile sets dst[t·ldd + r] = the row dot of row r of the IQ4_XS
-// weights w (row r at w[r·stride], n elements) and token t, for rows
+// dotQRowsXSTile sets dst[t·ldd + r] = the row dot of row r of the
+// weights w (IQ4_XS or IQ3_S: wt) (row r at w[r·stride], n elements) and token t, for rows
 // [lo, hi) and tokens t < nt, from the groups' packed activations pk
 // (xsPack, group g — tokens 8g.. — at g·xsPackLen(n)). ws is the worker's
 // scratch (xsWSLen(n) bytes). Requires hasXSTileY.
-func dotQRowsXSTile(dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk []byte, nt int, ws []byte) {
+func dotQRowsXSTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk []byte, nt int, ws []byte) {
 	nb := n / qkK
 	if n%qkK != 0 || nb == 0 {
 		panic("tensor: dotQRowsXSTile: rows not whole super-blocks")
@@ -112,7 +141,8 @@ func dotQRowsXSTile(dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk 
 	}
 	pl := xsPackLen(n)
 	ng := (nt + xsTileTokens - 1) / xsTileTokens
-	_ = w[(hi-1)*stride+nb*136-1]
+	_, bb := qBlock(wt)
+	_ = w[(hi-1)*stride+nb*bb-1]
 	_ = pk[ng*pl-1]
 	_ = ws[xsWSLen(n)-1]
 	_ = dst[(nt-1)*ldd+hi-1]
@@ -121,7 +151,7 @@ func dotQRowsXSTile(dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk 
 	for r0 := lo; r0 < hi; r0 += xsTileRows {
 		m := min(xsTileRows, hi-r0)
 		for i := range m {
-			xsUnpack(ws[i*wl:(i+1)*wl], w[(r0+i)*stride:], nb)
+			xsUnpack(wt, ws[i*wl:(i+1)*wl], w[(r0+i)*stride:], nb)
 		}
 		for g := range ng {
 			for i := range m {
@@ -133,3 +163,15 @@ func dotQRowsXSTile(dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk 
 		}
 	}
 }
+
+// iq3sNeg maps four sign bits to a mask of 0xff bytes where a bit is set.
+var iq3sNeg = func() (t [16]uint32) {
+	for i := range t {
+		for j := range 4 {
+			if i>>j&1 != 0 {
+				t[i] |= 0xff << (8 * j)
+			}
+		}
+	}
+	return
+}()

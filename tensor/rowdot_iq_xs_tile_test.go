@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestXSTile checks IQ4_XS's ymm tiles (dotQRowsXSTile) against the row
+// TestXSTile checks the ymm tiles of IQ4_XS and IQ3_S (dotQRowsXSTile) against the row
 // dots bit for bit: every token of whole groups and of a last partial
 // group (one token with a 30× range), raw and quantized rows of one to
 // nine super-blocks at a stride padded with noise, packs and scratch
@@ -16,8 +16,11 @@ func TestXSTile(t *testing.T) {
 		t.Skip("no IQ4_XS ymm tiles here (amd64 with AVX2 only)")
 	}
 	rng := rand.New(rand.NewPCG(77, 78))
-	const wt = IQ4_XS
-	for _, cols := range []int{256, 768, 2304} {
+	for _, c := range []struct {
+		wt   DType
+		cols int
+	}{{IQ4_XS, 256}, {IQ4_XS, 768}, {IQ4_XS, 2304}, {IQ3_S, 256}, {IQ3_S, 2304}} {
+		wt, cols := c.wt, c.cols
 		const rows, n = 19, 21
 		rb, _ := wt.RowBytes(cols)
 		stride := rb + 5
@@ -56,7 +59,7 @@ func TestXSTile(t *testing.T) {
 			}
 			for _, lo := range []int{0, 3, 11} {
 				got := make([]float32, n*rows)
-				dotQRowsXSTile(got, rows, w, stride, lo, rows, cols, pk, nt, ws)
+				dotQRowsXSTile(wt, got, rows, w, stride, lo, rows, cols, pk, nt, ws)
 				for tok := range n {
 					for r := range rows {
 						g, wnt := got[tok*rows+r], want[tok*rows+r]
@@ -64,7 +67,7 @@ func TestXSTile(t *testing.T) {
 							wnt = 0 // not the tiles' to write
 						}
 						if math.Float32bits(g) != math.Float32bits(wnt) {
-							t.Fatalf("cols=%d nt=%d lo=%d token %d row %d: tile %v, row dot %v", cols, nt, lo, tok, r, g, wnt)
+							t.Fatalf("%s cols=%d nt=%d lo=%d token %d row %d: tile %v, row dot %v", wt, cols, nt, lo, tok, r, g, wnt)
 						}
 					}
 				}
