@@ -37,9 +37,13 @@ import (
 const (
 	xsTileTokens = 8
 	xsTileRows   = 8
-	xsTileMin    = 4 // a last group of 4-7 tokens takes a tile, its free lanes unused
-	xsPackSB     = 2080
-	xsWSSB       = 576
+	// Only whole groups: a row's unpacking costs about a token's row dot
+	// (IQ3_S more), so tiles of fewer than 8 tokens measured slower than
+	// the row dots (TinyLlama-shaped pp4 on a Zen 3 host: IQ4_XS 19.6 vs
+	// 26.8 tok/s, IQ3_S 4.8 vs 9.1; pp8 42.1 vs 37.8 and 9.9 vs 8.0).
+	xsTileMin = 8
+	xsPackSB  = 2080
+	xsWSSB    = 576
 )
 
 // useXSTile reports whether MatMul takes the IQ4_XS tiles for weights wt
@@ -48,14 +52,8 @@ func useXSTile(wt DType, n int) bool {
 	return (wt == IQ4_XS || wt == IQ3_S) && hasXSTileY && qdotX4On && !useKx8(wt) && n >= xsTileMin
 }
 
-// xsTiled is how many of n tokens the tiles take: whole groups of 8 and a
-// last group of at least xsTileMin.
-func xsTiled(n int) int {
-	if n%xsTileTokens >= xsTileMin {
-		return n
-	}
-	return n &^ (xsTileTokens - 1)
-}
+// xsTiled is how many of n tokens the tiles take: the whole groups of 8.
+func xsTiled(n int) int { return n &^ (xsTileTokens - 1) }
 
 // xsPackLen is the packed length in bytes of one group of 8 tokens for
 // rows of n elements; xsWSLen a worker's xsTileRows unpacked rows.
