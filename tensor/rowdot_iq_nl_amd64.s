@@ -49,6 +49,29 @@
 	NLYROW(2, k, Y6); \
 	NLYROW(3, k, Y7)
 
+// MXFP4's levels are small (|level| ≤ 12): a chunk's int16 pair sums are
+// at most 2·12·127 = 3048, so the eight chunks of a block add up in int16
+// lanes (VPADDW, ≤ 24384 < 2^15, exact) and one VPMADDWD per block and row
+// turns them into the int32 dots — the same P_b with 7 fewer multiplies
+// per block and row (qdotNLTileYMX).
+
+// NLYROWW(r, k, ACC): row r's chunk k (activations in Y8) into the int16
+// lanes ACC.
+#define NLYROWW(r, k, ACC) \
+	VPBROADCASTD 32*r+4*k(SI), Y9; \
+	VPBROADCASTD 128+32*r+4*k(SI), Y10; \
+	VPSIGNB      Y10, Y8, Y10; \
+	VPMADDUBSW   Y10, Y9, Y10; \
+	VPADDW       Y10, ACC, ACC
+
+#define NLYCHUNKW(k) \
+	VMOVDQU 64*k(DI), Y8; \
+	VPXOR   Y13, Y8, Y8; \
+	NLYROWW(0, k, Y4); \
+	NLYROWW(1, k, Y5); \
+	NLYROWW(2, k, Y6); \
+	NLYROWW(3, k, Y7)
+
 // NLYACC(r, P, ACC): ACC += float32(float32(dw_r·da)·float32(P)).
 #define NLYACC(r, P, ACC) \
 	VBROADCASTSS 256+4*r(SI), Y11; \
@@ -97,6 +120,57 @@ nlyloop:
 	ADDQ $576, DI
 	DECQ CX
 	JNZ  nlyloop
+
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VZEROUPPER
+	RET
+
+// func qdotNLTileYMX(out *float32, ws *byte, pk *byte, nb int)
+// qdotNLTileY for MXFP4 rows (|level| ≤ 12), the block's chunks summed in
+// int16 lanes; the same registers.
+TEXT ·qdotNLTileYMX(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), R8
+	MOVQ ws+8(FP), SI
+	MOVQ pk+16(FP), DI
+	MOVQ nb+24(FP), CX
+	BCAST32($0x80808080, Y13, X13)
+	BCAST32($0x00010001, Y14, X14)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+	PCALIGN $64
+
+nlymxloop:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	NLYCHUNKW(0)
+	NLYCHUNKW(1)
+	NLYCHUNKW(2)
+	NLYCHUNKW(3)
+	NLYCHUNKW(4)
+	NLYCHUNKW(5)
+	NLYCHUNKW(6)
+	NLYCHUNKW(7)
+	VPMADDWD Y14, Y4, Y4
+	VPMADDWD Y14, Y5, Y5
+	VPMADDWD Y14, Y6, Y6
+	VPMADDWD Y14, Y7, Y7
+	VMOVUPS  512(DI), Y15
+	NLYACC(0, Y4, Y0)
+	NLYACC(1, Y5, Y1)
+	NLYACC(2, Y6, Y2)
+	NLYACC(3, Y7, Y3)
+	ADDQ $272, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  nlymxloop
 
 	VMOVUPS Y0, (R8)
 	VMOVUPS Y1, 32(R8)

@@ -162,7 +162,11 @@ func dotQRowsNLTileY(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi,
 			panic("tensor: dotQRowsNLTile: " + wt.String())
 		}
 		for t := 0; t < nt; t += 8 {
-			qdotNLTileY(&out[0], &ws[0], &pk[t/nlTileTokens*pl+t%nlTileTokens*4], nb)
+			if pkt := &pk[t/nlTileTokens*pl+t%nlTileTokens*4]; wt == MXFP4 {
+				qdotNLTileYMX(&out[0], &ws[0], pkt, nb)
+			} else {
+				qdotNLTileY(&out[0], &ws[0], pkt, nb)
+			}
 			for tt := range min(8, nt-t) {
 				d := dst[(t+tt)*ldd+r : (t+tt)*ldd+r+nlTileRows]
 				for i := range d {

@@ -14,6 +14,12 @@ var hasNLTileY = hasSIMD
 //go:noescape
 func qdotNLTileY(out *float32, ws *byte, pk *byte, nb int)
 
+// qdotNLTileYMX is qdotNLTileY for MXFP4 rows (levels of at most 12 in
+// magnitude), the same results.
+//
+//go:noescape
+func qdotNLTileYMX(out *float32, ws *byte, pk *byte, nb int)
+
 //go:noescape
 func nlUnpack4IQ4NLY(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
 

@@ -8,6 +8,7 @@ import "unsafe"
 var hasNLTileY = false
 
 func qdotNLTileY(*float32, *byte, *byte, int)                    { panic("unreachable") }
+func qdotNLTileYMX(*float32, *byte, *byte, int)                  { panic("unreachable") }
 func nlUnpack4IQ4NLY(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
 func nlUnpack4MXFP4Y(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreachable") }
 
