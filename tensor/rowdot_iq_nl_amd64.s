@@ -80,118 +80,67 @@
 	VMULPS       Y11, P, P; \
 	VADDPS       P, ACC, ACC
 
-// func qdotNLTileY(out *float32, ws *byte, pk *byte, nb int)
-// out[8r + t] = row r, token t (of the half at pk) over nb blocks.
+// NLYTILE(CHUNK, DOTS, loop): the tile's body, CHUNK a chunk's macro,
+// DOTS what turns the block's lanes Y4-Y7 into its int32 dots.
 // Registers: Y0-Y3 the rows' accumulators; Y4-Y7 their block dots; Y8
 // the chunk; Y13 0x80 bytes; Y14 ones (words); Y15 the tokens' da.
-TEXT ·qdotNLTileY(SB), NOSPLIT, $0-32
-	MOVQ out+0(FP), R8
-	MOVQ ws+8(FP), SI
-	MOVQ pk+16(FP), DI
-	MOVQ nb+24(FP), CX
-	BCAST32($0x80808080, Y13, X13)
-	BCAST32($0x00010001, Y14, X14)
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-	PCALIGN $64
-
-nlyloop:
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	NLYCHUNK(0)
-	NLYCHUNK(1)
-	NLYCHUNK(2)
-	NLYCHUNK(3)
-	NLYCHUNK(4)
-	NLYCHUNK(5)
-	NLYCHUNK(6)
-	NLYCHUNK(7)
-	VMOVUPS 512(DI), Y15
-	NLYACC(0, Y4, Y0)
-	NLYACC(1, Y5, Y1)
-	NLYACC(2, Y6, Y2)
-	NLYACC(3, Y7, Y3)
-	ADDQ $272, SI
-	ADDQ $576, DI
-	DECQ CX
-	JNZ  nlyloop
-
-	VMOVUPS Y0, (R8)
-	VMOVUPS Y1, 32(R8)
-	VMOVUPS Y2, 64(R8)
-	VMOVUPS Y3, 96(R8)
-	VZEROUPPER
+#define NLYTILE(CHUNK, DOTS, loop) \
+	MOVQ   out+0(FP), R8; \
+	MOVQ   ws+8(FP), SI; \
+	MOVQ   pk+16(FP), DI; \
+	MOVQ   nb+24(FP), CX; \
+	BCAST32($0x80808080, Y13, X13); \
+	BCAST32($0x00010001, Y14, X14); \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	PCALIGN $64; \
+loop: \
+	VPXOR   Y4, Y4, Y4; \
+	VPXOR   Y5, Y5, Y5; \
+	VPXOR   Y6, Y6, Y6; \
+	VPXOR   Y7, Y7, Y7; \
+	CHUNK(0); \
+	CHUNK(1); \
+	CHUNK(2); \
+	CHUNK(3); \
+	CHUNK(4); \
+	CHUNK(5); \
+	CHUNK(6); \
+	CHUNK(7); \
+	DOTS; \
+	VMOVUPS 512(DI), Y15; \
+	NLYACC(0, Y4, Y0); \
+	NLYACC(1, Y5, Y1); \
+	NLYACC(2, Y6, Y2); \
+	NLYACC(3, Y7, Y3); \
+	ADDQ    $272, SI; \
+	ADDQ    $576, DI; \
+	DECQ    CX; \
+	JNZ     loop; \
+	VMOVUPS Y0, (R8); \
+	VMOVUPS Y1, 32(R8); \
+	VMOVUPS Y2, 64(R8); \
+	VMOVUPS Y3, 96(R8); \
+	VZEROUPPER; \
 	RET
 
-// func qdotNLTileYMX(out *float32, ws *byte, pk *byte, nb int)
-// qdotNLTileY for MXFP4 rows (|level| ≤ 12), the block's chunks summed in
-// int16 lanes; the same registers.
-TEXT ·qdotNLTileYMX(SB), NOSPLIT, $0-32
-	MOVQ out+0(FP), R8
-	MOVQ ws+8(FP), SI
-	MOVQ pk+16(FP), DI
-	MOVQ nb+24(FP), CX
-	BCAST32($0x80808080, Y13, X13)
-	BCAST32($0x00010001, Y14, X14)
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+// NLYDOTS32: the lanes already hold int32 dots (NLYCHUNK).
+#define NLYDOTS32
 
-	PCALIGN $64
-
-nlymxloop:
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	NLYCHUNKW(0)
-	NLYCHUNKW(1)
-	NLYCHUNKW(2)
-	NLYCHUNKW(3)
-	NLYCHUNKW(4)
-	NLYCHUNKW(5)
-	NLYCHUNKW(6)
-	NLYCHUNKW(7)
-	VPMADDWD Y14, Y4, Y4
-	VPMADDWD Y14, Y5, Y5
-	VPMADDWD Y14, Y6, Y6
+// NLYDOTS16: the int16 lanes of NLYCHUNKW summed in pairs into int32.
+#define NLYDOTS16 \
+	VPMADDWD Y14, Y4, Y4; \
+	VPMADDWD Y14, Y5, Y5; \
+	VPMADDWD Y14, Y6, Y6; \
 	VPMADDWD Y14, Y7, Y7
-	VMOVUPS  512(DI), Y15
-	NLYACC(0, Y4, Y0)
-	NLYACC(1, Y5, Y1)
-	NLYACC(2, Y6, Y2)
-	NLYACC(3, Y7, Y3)
-	ADDQ $272, SI
-	ADDQ $576, DI
-	DECQ CX
-	JNZ  nlymxloop
-
-	VMOVUPS Y0, (R8)
-	VMOVUPS Y1, 32(R8)
-	VMOVUPS Y2, 64(R8)
-	VMOVUPS Y3, 96(R8)
-	VZEROUPPER
-	RET
 
 // nlUnpack4…Y: four rows (at w, w+stride, ...) of nb blocks into ws (the
 // layout above). Per block and row: the 16 code bytes split into 32
 // nibbles in element order and looked up (VPSHUFB) in the signed level
-// table Y13; VPABSB for the magnitudes; dw as float32.
+// table Y13 (kIQ4NL or kFP4, dequant_iq.go); VPABSB for the magnitudes; dw as float32.
 // Registers: R9-R12 the rows' blocks; Y15 0x0f bytes.
-
-DATA nlylv<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA nlylv<>+8(SB)/8, $0x7159453526190d01
-GLOBL nlylv<>(SB), RODATA|NOPTR, $16
-
-DATA mxylv<>+0(SB)/8, $0x0c08060403020100
-DATA mxylv<>+8(SB)/8, $0xf4f8fafcfdfeff00
-GLOBL mxylv<>(SB), RODATA|NOPTR, $16
 
 // NLYUROW(R, r, co, DW): row r's block at (R).
 #define NLYUROW(R, r, co, DW) \
@@ -243,11 +192,22 @@ loop: \
 
 // func nlUnpack4IQ4NLY(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
 TEXT ·nlUnpack4IQ4NLY(SB), NOSPLIT, $0-40
-	VBROADCASTI128 nlylv<>(SB), Y13
+	VBROADCASTI128 ·kIQ4NL(SB), Y13
 	NLYUBODY(18, 2, NLYUDW, nlyuloop)
 
 // func nlUnpack4MXFP4Y(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
 // aux: e8m0HalfTab.
 TEXT ·nlUnpack4MXFP4Y(SB), NOSPLIT, $0-40
-	VBROADCASTI128 mxylv<>(SB), Y13
+	VBROADCASTI128 ·kFP4(SB), Y13
 	NLYUBODY(17, 1, MXYUDW, mxyuloop)
+
+// func qdotNLTileY(out *float32, ws *byte, pk *byte, nb int)
+// out[8r + t] = row r, token t (of the half at pk) over nb blocks.
+TEXT ·qdotNLTileY(SB), NOSPLIT, $0-32
+	NLYTILE(NLYCHUNK, NLYDOTS32, nlyloop)
+
+// func qdotNLTileYMX(out *float32, ws *byte, pk *byte, nb int)
+// qdotNLTileY for MXFP4 rows (|level| ≤ 12), the block's chunks summed in
+// int16 lanes.
+TEXT ·qdotNLTileYMX(SB), NOSPLIT, $0-32
+	NLYTILE(NLYCHUNKW, NLYDOTS16, nlymxloop)

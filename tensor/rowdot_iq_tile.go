@@ -120,22 +120,17 @@ func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 	_ = pk[ng*pl-1]
 	_ = ws[nlWSLen(n)-1]
 	_ = dst[(nt-1)*ldd+hi-1]
+	z := nlTileZ()
 	r := lo
-	if !nlTileZ() {
-		r = dotQRowsNLTileY(wt, dst, ldd, w, stride, lo, hi, nb, pk, nt, ws)
-	}
 	for ; r+nlTileRows <= hi; r += nlTileRows {
-		switch wt {
-		case IQ4_NL:
-			nlUnpack4IQ4NL(&ws[0], &w[r*stride], uintptr(stride), nb, nil)
-		case MXFP4:
-			nlUnpack4MXFP4(&ws[0], &w[r*stride], uintptr(stride), nb, unsafe.Pointer(&e8m0HalfTab[0]))
-		default:
-			panic("tensor: dotQRowsNLTile: " + wt.String())
-		}
-		for t := 0; t < nt; t += nlTileTokens {
-			mask := 1<<min(nlTileTokens, nt-t) - 1
-			qdotNLTileZ(&dst[t*ldd+r], ldd, &ws[0], &pk[t/nlTileTokens*pl], nb, mask)
+		nlUnpack4(wt, z, ws, w[r*stride:], stride, nb)
+		if z {
+			for t := 0; t < nt; t += nlTileTokens {
+				mask := 1<<min(nlTileTokens, nt-t) - 1
+				qdotNLTileZ(&dst[t*ldd+r], ldd, &ws[0], &pk[t/nlTileTokens*pl], nb, mask)
+			}
+		} else {
+			nlTileY4(wt == MXFP4, dst[r:], ldd, ws, pk, pl, nb, nt)
 		}
 	}
 	for ; r < hi; r++ {
@@ -145,35 +140,39 @@ func dotQRowsNLTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 	}
 }
 
-// dotQRowsNLTileY is dotQRowsNLTile's ymm tiles (hasNLTileY): rows lo.. in
-// fours, each group of 16 tokens as two halves of 8 (a half with no token
-// below nt skipped); it returns the first row it left to the row dots.
-func dotQRowsNLTileY(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, nb int, pk []byte, nt int, ws []byte) int {
-	pl := nb * 576
+// nlUnpack4 unpacks four rows of wt (at w, w+stride, ...) into ws for the
+// zmm tiles (z) or the ymm ones.
+func nlUnpack4(wt DType, z bool, ws, w []byte, stride, nb int) {
+	switch {
+	case wt == IQ4_NL && z:
+		nlUnpack4IQ4NL(&ws[0], &w[0], uintptr(stride), nb, nil)
+	case wt == IQ4_NL:
+		nlUnpack4IQ4NLY(&ws[0], &w[0], uintptr(stride), nb, nil)
+	case wt == MXFP4 && z:
+		nlUnpack4MXFP4(&ws[0], &w[0], uintptr(stride), nb, unsafe.Pointer(&e8m0HalfTab[0]))
+	case wt == MXFP4:
+		nlUnpack4MXFP4Y(&ws[0], &w[0], uintptr(stride), nb, unsafe.Pointer(&e8m0HalfTab[0]))
+	default:
+		panic("tensor: dotQRowsNLTile: " + wt.String())
+	}
+}
+
+// nlTileY4 runs the ymm tiles (hasNLTileY) of the four rows unpacked in ws
+// over tokens t < nt, each group of 16 (pl bytes each in pk) as two halves
+// of 8, and sets dst[t·ldd + i] for row i < 4 of them.
+func nlTileY4(mx bool, dst []float32, ldd int, ws, pk []byte, pl, nb, nt int) {
 	var out [nlTileRows * 8]float32
-	r := lo
-	for ; r+nlTileRows <= hi; r += nlTileRows {
-		switch wt {
-		case IQ4_NL:
-			nlUnpack4IQ4NLY(&ws[0], &w[r*stride], uintptr(stride), nb, nil)
-		case MXFP4:
-			nlUnpack4MXFP4Y(&ws[0], &w[r*stride], uintptr(stride), nb, unsafe.Pointer(&e8m0HalfTab[0]))
-		default:
-			panic("tensor: dotQRowsNLTile: " + wt.String())
+	for t := 0; t < nt; t += 8 {
+		if pkt := &pk[t/nlTileTokens*pl+t%nlTileTokens*4]; mx {
+			qdotNLTileYMX(&out[0], &ws[0], pkt, nb)
+		} else {
+			qdotNLTileY(&out[0], &ws[0], pkt, nb)
 		}
-		for t := 0; t < nt; t += 8 {
-			if pkt := &pk[t/nlTileTokens*pl+t%nlTileTokens*4]; wt == MXFP4 {
-				qdotNLTileYMX(&out[0], &ws[0], pkt, nb)
-			} else {
-				qdotNLTileY(&out[0], &ws[0], pkt, nb)
-			}
-			for tt := range min(8, nt-t) {
-				d := dst[(t+tt)*ldd+r : (t+tt)*ldd+r+nlTileRows]
-				for i := range d {
-					d[i] = out[8*i+tt]
-				}
+		for tt := range min(8, nt-t) {
+			d := dst[(t+tt)*ldd : (t+tt)*ldd+nlTileRows]
+			for i := range d {
+				d[i] = out[8*i+tt]
 			}
 		}
 	}
-	return r
 }

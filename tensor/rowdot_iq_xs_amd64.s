@@ -120,22 +120,17 @@ xsloop:
 	VZEROUPPER
 	RET
 
-// IQ4_NL's levels (kIQ4NL) as signed bytes.
-DATA xslv<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA xslv<>+8(SB)/8, $0x7159453526190d01
-GLOBL xslv<>(SB), RODATA|NOPTR, $16
-
 // func xsUnpackLevels(ws *byte, w *byte, nb int)
 // The levels of one row's nb super-blocks (136 bytes each at w) into ws
 // (576 bytes each): per sub-block the 16 code bytes split into 32 nibbles
-// in element order, looked up (VPSHUFB) in IQ4_NL's level table, stored
+// in element order, looked up (VPSHUFB) in IQ4_NL's levels (kIQ4NL), stored
 // signed (at 256) and as magnitudes (VPABSB). The scales and dw are
 // xsUnpack's, in Go.
 TEXT ·xsUnpackLevels(SB), NOSPLIT, $0-24
 	MOVQ           ws+0(FP), DI
 	MOVQ           w+8(FP), SI
 	MOVQ           nb+16(FP), CX
-	VBROADCASTI128 xslv<>(SB), Y13
+	VBROADCASTI128 ·kIQ4NL(SB), Y13
 	BCAST32($0x0f0f0f0f, Y15, X15)
 
 xsuloop:
