@@ -35,6 +35,7 @@ type quantizedActs struct {
 	BSums  []int16   // Q8_K only: (N/16) sums of 16 consecutive Q
 	QP     []int8    // Q8_K where kzActs: (N) Q with each super-block's 32-value sub-blocks paired as qdotQ4_KZ reads them (pairK4)
 	NS     []int32   // Q8_0 for IQ4_NL and MXFP4 weights: (N/32) −128·Σq per block, the bias correction of the biased-level kernels (qdotIQ4_NLZV); empty otherwise
+	QN     []int8    // Q8_0 for IQ4_NL and MXFP4 weights where nlPairActs(): (2·N rounded down to 512 per 8 blocks) Q and |Q| paired as the ymm row dots read them (pairNL); empty otherwise
 }
 
 func growI8(s []int8, n int) []int8 {
@@ -65,10 +66,49 @@ func quantizeActs(dst *quantizedActs, wt DType, x []float32) error {
 		pairK4(dst.QP, dst.Q)
 	}
 	dst.NS = dst.NS[:0]
+	dst.QN = dst.QN[:0]
 	if dst.Format == Q8_0 && (wt == IQ4_NL || wt == MXFP4) {
 		dst.NS = biasSums(dst.NS, dst.Q)
+		if nlPairActs() {
+			dst.QN = pairNL(dst.QN, dst.Q)
+		}
 	}
 	return nil
+}
+
+// pairNL returns p (grown) holding, for every whole group of eight 32-value
+// blocks of q (blocks 8g..8g+7, from q's start), 512 bytes in the order the
+// ymm IQ4_NL/MXFP4 row dots read them: for each pair j = 0..3 of blocks
+// b = 8g+j and b+4, whose code bytes share one register (block b in the
+// low 128 bits, b+4 in the high), 128 bytes
+//
+//	q_b[0:16]  q_(b+4)[0:16]    the values of the low nibbles
+//	q_b[16:32] q_(b+4)[16:32]   the values of the high nibbles
+//	|…|, |…|                    the same two 32-byte rows in magnitude
+//
+// The kernel takes sign(q) onto the levels (VPSIGNB) and |q| as
+// VPMADDUBSW's unsigned operand: the same products, the same exact block
+// sums. |q| ≤ 127 (Q8_0 never holds −128).
+func pairNL(p []int8, q []int8) []int8 {
+	groups := len(q) / 256
+	if cap(p) < 512*groups {
+		p = make([]int8, 512*groups)
+	}
+	p = p[:512*groups]
+	for g := range groups {
+		for j := range 4 {
+			lo, hi := q[256*g+32*j:], q[256*g+32*(j+4):]
+			o := p[512*g+128*j : 512*g+128*j+128]
+			copy(o[0:16], lo[0:16])
+			copy(o[16:32], hi[0:16])
+			copy(o[32:48], lo[16:32])
+			copy(o[48:64], hi[16:32])
+			for i, v := range o[:64] {
+				o[64+i] = max(v, -v)
+			}
+		}
+	}
+	return p
 }
 
 // biasSums returns ns (grown) holding −128·Σ q[32b : 32b+32] for every

@@ -10,7 +10,8 @@
 //	func qdotXxxSIMD(dst *float32, rows int, w *byte, stride uintptr,
 //	                 q *int8, d *float32, aux unsafe.Pointer, nb int)
 //
-// aux: MXFP4's table of 2^(e−128) by e (e8m0HalfTab); unused otherwise.
+// aux: IQ4_NL's and MXFP4's paired activations (quantizedActs.QN from the
+// row's first block) or nil; unused otherwise.
 //
 // A block's 16 code bytes become 32 bytes (low nibbles, then high nibbles:
 // element order) and VPSHUFB looks each code up in the level table, held in
@@ -108,15 +109,19 @@ GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 	VPINSRW $3, 54(SI), X4, X4; \
 	VCVTPH2PS X4, X4
 
-#define MXDW4 \
-	MOVBLZX   (SI), AX; \
-	VMOVSS    (BX)(AX*4), X4; \
-	MOVBLZX   17(SI), AX; \
-	VINSERTPS $0x10, (BX)(AX*4), X4, X4; \
-	MOVBLZX   34(SI), AX; \
-	VINSERTPS $0x20, (BX)(AX*4), X4, X4; \
-	MOVBLZX   51(SI), AX; \
-	VINSERTPS $0x30, (BX)(AX*4), X4, X4
+#define MXDW4 MXDW4AT(0, X4)
+
+// MXDW4AT(off, x): the dw of the four MXFP4 blocks at off(SI) in x
+// (R12: e8m0HalfTab).
+#define MXDW4AT(off, x) \
+	MOVBLZX   off(SI), AX; \
+	VMOVSS    (R12)(AX*4), x; \
+	MOVBLZX   off+17(SI), AX; \
+	VINSERTPS $0x10, (R12)(AX*4), x, x; \
+	MOVBLZX   off+34(SI), AX; \
+	VINSERTPS $0x20, (R12)(AX*4), x, x; \
+	MOVBLZX   off+51(SI), AX; \
+	VINSERTPS $0x30, (R12)(AX*4), x, x
 
 // NLINT1(co): one block's dot P in X2's low lane (Y3 clobbered).
 #define NLINT1(co) \
@@ -141,7 +146,105 @@ GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 
 #define MXDW1Y \
 	MOVBLZX (SI), AX; \
-	VMOVSS  (BX)(AX*4), X4
+	VMOVSS  (R12)(AX*4), X4
+
+// Eight blocks per step where aux holds the activations paired as
+// quantizedActs.QN lays them out (pairNL; nil: none, the four-block steps
+// do all): the code bytes of blocks b and b+4 (b = 0..3 of the group)
+// share one register, the low nibbles of both in Y2 and the high in Y3,
+// each a VPSHUFB from the level table; the levels take the activations'
+// signs (VPSIGNB) and meet |q| in VPMADDUBSW, so a pair costs 15 vector
+// instructions where two single blocks cost 20 (LEVELS32, LANES32). Three
+// VPHADDD reduce the four pairs' lanes to [P_0..P_3 | P_4..P_7], one
+// VCVTDQ2PS, VMULPS (dw·da) and VMULPS give the eight block products, and
+// eight VADDSS add them in block order (ADDSEQ4): the canonical steps.
+
+// NLPAIR(j, bb, co, v): the int32 lanes of blocks j (low half) and j+4
+// (high half) of the group at SI (blocks of bb bytes, codes at +co;
+// paired activations at BX) in v (Y2-Y5 clobbered).
+#define NLPAIR(j, bb, co, v) \
+	VMOVDQU     co+bb*j(SI), X2; \
+	VINSERTI128 $1, co+bb*j+4*bb(SI), Y2, Y2; \
+	VPSRLW      $4, Y2, Y3; \
+	VPAND       Y15, Y2, Y2; \
+	VPAND       Y15, Y3, Y3; \
+	VPSHUFB     Y2, Y13, Y2; \
+	VPSHUFB     Y3, Y13, Y3; \
+	VPSIGNB     128*j(BX), Y2, Y2; \
+	VPSIGNB     128*j+32(BX), Y3, Y3; \
+	VMOVDQU     128*j+64(BX), Y4; \
+	VMOVDQU     128*j+96(BX), Y5; \
+	VPMADDUBSW  Y2, Y4, Y2; \
+	VPMADDUBSW  Y3, Y5, Y3; \
+	VPMADDWD    Y14, Y2, Y2; \
+	VPMADDWD    Y14, Y3, Y3; \
+	VPADDD      Y3, Y2, v
+
+// MXPAIR is NLPAIR for MXFP4, whose |level| ≤ 12: the two halves' int16
+// pair sums (≤ 2·12·127 each) add exactly in int16 before one VPMADDWD.
+#define MXPAIR(j, v) \
+	VMOVDQU     1+17*j(SI), X2; \
+	VINSERTI128 $1, 1+17*j+68(SI), Y2, Y2; \
+	VPSRLW      $4, Y2, Y3; \
+	VPAND       Y15, Y2, Y2; \
+	VPAND       Y15, Y3, Y3; \
+	VPSHUFB     Y2, Y13, Y2; \
+	VPSHUFB     Y3, Y13, Y3; \
+	VPSIGNB     128*j(BX), Y2, Y2; \
+	VPSIGNB     128*j+32(BX), Y3, Y3; \
+	VMOVDQU     128*j+64(BX), Y4; \
+	VMOVDQU     128*j+96(BX), Y5; \
+	VPMADDUBSW  Y2, Y4, Y2; \
+	VPMADDUBSW  Y3, Y5, Y3; \
+	VPADDW      Y3, Y2, Y2; \
+	VPMADDWD    Y14, Y2, v
+
+// GROUPINT: the four pairs' lanes Y6-Y9 reduced to the eight block dots
+// [P_0 P_1 P_2 P_3 | P_4 P_5 P_6 P_7] in Y6, as float32 (exact: |P| <
+// 2^24).
+#define GROUPINT \
+	VPHADDD   Y7, Y6, Y6; \
+	VPHADDD   Y9, Y8, Y8; \
+	VPHADDD   Y8, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6
+
+// ADDSEQ4(x): X0 += the four floats of x in order (X7 clobbered).
+#define ADDSEQ4(x) \
+	VADDSS    x, X0, X0; \
+	VMOVSHDUP x, X7; \
+	VADDSS    X7, X0, X0; \
+	VMOVHLPS  x, X7, X7; \
+	VADDSS    X7, X0, X0; \
+	VPERMILPS $0xff, x, X7; \
+	VADDSS    X7, X0, X0
+
+// GROUPACC: X0 += float32(s_b·P_b) for the group's eight blocks in order,
+// P in Y6 (float), dw in Y10; the activation scales at 0(DX).
+#define GROUPACC \
+	VMULPS       (DX), Y10, Y10; \
+	VMULPS       Y10, Y6, Y6; \
+	ADDSEQ4(X6); \
+	VEXTRACTF128 $1, Y6, X6; \
+	ADDSEQ4(X6)
+
+// NLDW8: the eight IQ4_NL blocks' dw (fp16 at 0, 18, .., 126(SI)) in Y10.
+#define NLDW8 \
+	MOVWLZX   (SI), AX; \
+	VMOVD     AX, X10; \
+	VPINSRW   $1, 18(SI), X10, X10; \
+	VPINSRW   $2, 36(SI), X10, X10; \
+	VPINSRW   $3, 54(SI), X10, X10; \
+	VPINSRW   $4, 72(SI), X10, X10; \
+	VPINSRW   $5, 90(SI), X10, X10; \
+	VPINSRW   $6, 108(SI), X10, X10; \
+	VPINSRW   $7, 126(SI), X10, X10; \
+	VCVTPH2PS X10, Y10
+
+// MXDW8: the eight MXFP4 blocks' dw in Y10 (X11 clobbered).
+#define MXDW8 \
+	MXDW4AT(0, X10); \
+	MXDW4AT(68, X11); \
+	VINSERTF128 $1, X11, Y10, Y10
 
 // NLSETUP loads the constants, level table tab.
 #define NLSETUP(tab) \
@@ -158,6 +261,33 @@ TEXT ·qdotIQ4_NLSIMD(SB), NOSPLIT, $0-64
 nlrow:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
+	TESTQ  BX, BX
+	JZ     nlquad
+	MOVQ   CX, R9
+	ANDQ   $7, CX
+	SHRQ   $3, R9 // whole groups of eight blocks (R9), the rest (CX) below
+	JZ     nlquad
+	PCALIGN $32
+
+nlloop8:
+	PREFETCHT0 2048(SI) // see qdotQ8_0SIMD
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	NLPAIR(0, 18, 2, Y6)
+	NLPAIR(1, 18, 2, Y7)
+	NLPAIR(2, 18, 2, Y8)
+	NLPAIR(3, 18, 2, Y9)
+	GROUPINT
+	NLDW8
+	GROUPACC
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $512, BX
+	DECQ R9
+	JNZ  nlloop8
+
+nlquad:
 	SUBQ   $4, CX
 	JL     nltail
 
@@ -195,10 +325,38 @@ nlsum:
 // func qdotMXFP4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 TEXT ·qdotMXFP4SIMD(SB), NOSPLIT, $0-64
 	NLSETUP(fp4Levels<>)
+	LEAQ ·e8m0HalfTab(SB), R12
 
 mxrow:
 	ROWSTART
 	VXORPS Y0, Y0, Y0
+	TESTQ  BX, BX
+	JZ     mxquad
+	MOVQ   CX, R9
+	ANDQ   $7, CX
+	SHRQ   $3, R9 // whole groups of eight blocks (R9), the rest (CX) below
+	JZ     mxquad
+	PCALIGN $32
+
+mxloop8:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	MXPAIR(0, Y6)
+	MXPAIR(1, Y7)
+	MXPAIR(2, Y8)
+	MXPAIR(3, Y9)
+	GROUPINT
+	MXDW8
+	GROUPACC
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $512, BX
+	DECQ R9
+	JNZ  mxloop8
+
+mxquad:
 	SUBQ   $4, CX
 	JL     mxtail
 

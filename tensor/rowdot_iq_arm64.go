@@ -20,6 +20,9 @@ func qdotIQ4_XSSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d 
 //go:noescape
 func qdotIQ3_SSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
+// nlPairActs: no paired IQ4_NL/MXFP4 activations here (rowdot_iq_amd64.go).
+func nlPairActs() bool { return false }
+
 // hasIQKernel reports whether weight type wt has an assembly kernel of
 // rowdot_iq_arm64.s on this machine.
 func hasIQKernel(wt DType) bool {

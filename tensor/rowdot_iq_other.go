@@ -9,6 +9,9 @@ import "unsafe"
 
 func hasIQKernel(DType) bool { return false }
 
+// nlPairActs: no paired IQ4_NL/MXFP4 activations here (rowdot_iq_amd64.go).
+func nlPairActs() bool { return false }
+
 func qdotIQ(DType, *float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }

@@ -60,7 +60,8 @@ func iqRandRow(t testing.TB, rng *rand.Rand, ty DType, cols int, std float64, ra
 
 // TestIQRowDotsBitwise: the assembly row dots of the table formats equal
 // the reference dots bit for bit (one arithmetic, rowdot_iq_ref.go), for
-// 1 to 9 blocks (the kernels' unrolled loops and tails), several rows per
+// 1 to 9, 16 and 21 blocks (the kernels' unrolled loops and tails;
+// IQ4_NL's and MXFP4's ymm steps of eight, four and one), several rows per
 // call back to back or at a stride with random padding, and activations
 // at an offset — on the zmm kernels
 // where the CPU has them (hasKZ; IQ4_NL's and MXFP4's with and without
@@ -93,11 +94,11 @@ func testIQRowDotsBitwise(t *testing.T, path string) {
 			continue
 		}
 		bs := ty.BlockSize()
-		for nb := 1; nb <= 9; nb++ {
+		for _, nb := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 21} {
 			cols := nb * bs
 			for trial := range 4 {
 				raw := trial >= 2
-				const rows = 5
+				const rows = 13 // eight (the ymm IQ4_NL/MXFP4 kernels' rows at a time) and five more
 				rb, _ := ty.RowBytes(cols)
 				stride := rb + 3*(trial%2) // rows back to back, or padded
 				wm := make([]byte, rows*stride+rb)

@@ -40,7 +40,14 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 		aux = unsafe.Pointer(&s[0])
 	default:
 		d = a.D[off/32 : off/32+nb]
-		if (wt == IQ4_NL || wt == MXFP4) && len(a.NS) >= (off+n)/32 {
+		switch g := nb / 8; {
+		case wt != IQ4_NL && wt != MXFP4:
+		case nlPairActs():
+			if off%256 == 0 && g > 0 && len(a.QN) >= 2*off+512*g {
+				qn := a.QN[2*off : 2*off+512*g] // the ymm kernels' paired values (pairNL), groups aligned with the row's start
+				aux = unsafe.Pointer(&qn[0])
+			}
+		case len(a.NS) >= (off+n)/32:
 			ns := a.NS[off/32 : off/32+nb] // the biased-level kernels' corrections
 			aux = unsafe.Pointer(&ns[0])
 		}
