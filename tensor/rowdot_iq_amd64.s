@@ -479,14 +479,16 @@ DATA signshuf<>+24(SB)/8, $0x0303030303030303
 GLOBL signshuf<>(SB), RODATA|NOPTR, $32
 
 // S3SUB adds sub-block ib of the IQ3_S super-block at SI (activations at
-// DI, the grid at BX) to the int32 lanes Y1. The eight 9-bit grid indices
-// (qs byte | bit g of qh<<8) are built as words in X2, moved to two
-// general registers and looked up one by one (VMOVD, VPINSRD: on a Zen 3
-// host 1.3-1.5x faster than VPGATHERDD, which took ~60% of the kernel's
-// time) into the 32 magnitudes in element order; the 32 sign bits become
-// 0xFF bytes that negate the activations ((a XOR m) − m); the int16-pair
-// sums are weighted by the odd scale 1+2s of the sub-block (S3SCALES).
-#define S3SUB(ib) \
+// DI, the grid at BX) to the int32 lanes Y1: the magnitudes by S3GRID
+// (VMOVD, VPINSRD: on a Zen 3 host 1.3-1.5x faster than VPGATHERDD, which
+// took ~60% of the kernel's time); the 32 sign bits become 0xFF bytes that
+// negate the activations ((a XOR m) − m); the int16-pair sums are weighted
+// by the odd scale 1+2s of the sub-block (S3SCALES).
+// S3GRID(ib): the 32 magnitudes of sub-block ib of the IQ3_S super-block
+// at SI (the grid at BX) in element order in Y5 (X2-X4, AX, R9, R14
+// clobbered): the eight 9-bit indices (qs byte | bit g of qh<<8) built as
+// words in X2, moved to two general registers and looked up one by one.
+#define S3GRID(ib) \
 	VPMOVZXBW    (2+8*ib)(SI), X2; \
 	VPBROADCASTW (66+ib)(SI), X3; \
 	VPAND        X15, X3, X3; \
@@ -514,11 +516,18 @@ GLOBL signshuf<>(SB), RODATA|NOPTR, $32
 	VPINSRD      $2, (BX)(AX*4), X4, X4; \
 	SHRQ         $16, R14; \
 	VPINSRD      $3, (BX)(R14*4), X4, X4; \
-	VINSERTI128  $1, X4, Y5, Y5; \
+	VINSERTI128  $1, X4, Y5, Y5
+
+// S3SIGNS(ib): the sign bits of sub-block ib as 0xFF bytes in Y3.
+#define S3SIGNS(ib) \
 	VPBROADCASTD (74+4*ib)(SI), Y3; \
 	VPSHUFB      Y13, Y3, Y3; \
 	VPAND        Y12, Y3, Y3; \
-	VPCMPEQB     Y12, Y3, Y3; \
+	VPCMPEQB     Y12, Y3, Y3
+
+#define S3SUB(ib) \
+	S3GRID(ib); \
+	S3SIGNS(ib); \
 	VMOVDQU      (32*ib)(DI), Y2; \
 	VPXOR        Y3, Y2, Y2; \
 	VPSUBB       Y3, Y2, Y2; \
@@ -585,6 +594,57 @@ s3loop:
 
 	FOLD8(Y0, X0)
 	ROWEND(s3row)
+
+// S3UNPACK(ib): sub-block ib's magnitudes to 32ib(DI) and its signed
+// levels, (x XOR m) − m, to 256+32ib(DI).
+#define S3UNPACK(ib) \
+	S3GRID(ib); \
+	VMOVDQU Y5, (32*ib)(DI); \
+	S3SIGNS(ib); \
+	VPXOR   Y3, Y5, Y5; \
+	VPSUBB  Y3, Y5, Y5; \
+	VMOVDQU Y5, (256+32*ib)(DI)
+
+// func xsUnpackIQ3S(ws *byte, w *byte, nb int)
+// One IQ3_S row's nb super-blocks (110 bytes each at w) into ws in
+// qdotXSTileY's layout (576 bytes each, see xsUnpack): magnitudes at 0 and
+// signed levels at 256 in element order, the eight odd scales as word
+// pairs at 512, dw as float32 at 544.
+TEXT ·xsUnpackIQ3S(SB), NOSPLIT, $0-24
+	MOVQ    ws+0(FP), DI
+	MOVQ    w+8(FP), SI
+	MOVQ    nb+16(FP), CX
+	LEAQ    ·iq3sGrid(SB), BX
+	VMOVDQU iq3sBit<>(SB), X15
+	VMOVDQU iq3sMul<>(SB), X14
+	VMOVDQU signshuf<>(SB), Y13
+	VMOVDQU bitsel<>(SB), Y12
+	BCAST32($0x0f0f0f0f, Y11, X11)
+	BCAST32($0x00010001, Y10, X10)
+
+xs3loop:
+	S3UNPACK(0)
+	S3UNPACK(1)
+	S3UNPACK(2)
+	S3UNPACK(3)
+	S3UNPACK(4)
+	S3UNPACK(5)
+	S3UNPACK(6)
+	S3UNPACK(7)
+	S3SCALES
+	VPUNPCKLWD   X6, X6, X7
+	VPUNPCKHWD   X6, X6, X8
+	VMOVDQU      X7, 512(DI)
+	VMOVDQU      X8, 528(DI)
+	VPBROADCASTW (SI), X9
+	VCVTPH2PS    X9, X9
+	VMOVSS       X9, 544(DI)
+	ADDQ         $110, SI
+	ADDQ         $576, DI
+	DECQ         CX
+	JNZ          xs3loop
+	VZEROUPPER
+	RET
 
 // ---------------------------------------------------------------- Q2_K, Q3_K
 

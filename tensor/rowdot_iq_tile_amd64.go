@@ -39,3 +39,10 @@ func qdotXSTileY(out *float32, ws *byte, pk *byte, nb int)
 
 //go:noescape
 func xsUnpackLevels(ws *byte, w *byte, nb int)
+
+// xsUnpackIQ3S writes one IQ3_S row's nb super-blocks at w into ws in
+// qdotXSTileY's layout (xsUnpack): magnitudes, signed levels, the odd
+// scales as word pairs and dw (rowdot_iq_amd64.s).
+//
+//go:noescape
+func xsUnpackIQ3S(ws *byte, w *byte, nb int)

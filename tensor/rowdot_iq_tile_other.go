@@ -16,3 +16,4 @@ var hasXSTileY = false
 
 func qdotXSTileY(*float32, *byte, *byte, int) { panic("unreachable") }
 func xsUnpackLevels(*byte, *byte, int)        { panic("unreachable") }
+func xsUnpackIQ3S(*byte, *byte, int)          { panic("unreachable") }

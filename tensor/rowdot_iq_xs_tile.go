@@ -86,6 +86,10 @@ func xsPack(p []byte, a *quantizedActs, n, t0, m int) {
 	}
 }
 
+// xsUnpackGo makes xsUnpack take its Go IQ3_S path where the assembly
+// (xsUnpackIQ3S) would run (tests: the two agree).
+var xsUnpackGo = false
+
 // xsUnpack writes one row's nb super-blocks of type wt (IQ4_XS or IQ3_S,
 // at w) into ws (576 bytes each, qdotXSTileY's layout): the levels'
 // magnitudes at 0 and signed at 256 in element order (IQ4_XS's by
@@ -95,8 +99,12 @@ func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
 	_, bb := qBlock(wt)
 	_ = ws[nb*xsWSSB-1]
 	_ = w[nb*bb-1]
-	if wt == IQ4_XS {
+	switch {
+	case wt == IQ4_XS:
 		xsUnpackLevels(&ws[0], &w[0], nb)
+	case hasSIMD && !xsUnpackGo:
+		xsUnpackIQ3S(&ws[0], &w[0], nb)
+		return
 	}
 	for sb := range nb {
 		blk, o := w[sb*bb:(sb+1)*bb], ws[sb*xsWSSB:(sb+1)*xsWSSB]

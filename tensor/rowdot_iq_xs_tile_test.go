@@ -75,3 +75,36 @@ func TestXSTile(t *testing.T) {
 		}
 	}
 }
+
+// TestXSUnpackIQ3S: the assembly IQ3_S unpacking (xsUnpackIQ3S) writes the
+// Go path's bytes (xsUnpack with xsUnpackGo): magnitudes, signed levels,
+// scales and dw of raw rows (every grid index, sign pattern and scale
+// nibble) of one to five super-blocks, into scratch prefilled with the
+// same noise. Seen failing with the bit-8 multiplier of word 0 wrong and
+// with the high scale words' unpacking (VPUNPCKHWD) swapped for the low.
+func TestXSUnpackIQ3S(t *testing.T) {
+	if !hasSIMD || !hasXSTileY {
+		t.Skip("no AVX2 here: xsUnpack runs in Go only")
+	}
+	defer func() { xsUnpackGo = false }()
+	rng := rand.New(rand.NewPCG(91, 92))
+	for nb := 1; nb <= 5; nb++ {
+		for trial := range 8 {
+			w := iqRandRow(t, rng, IQ3_S, nb*qkK, 0, true)
+			noise := make([]byte, nb*xsWSSB)
+			for i := range noise {
+				noise[i] = byte(rng.Uint32())
+			}
+			got, want := append([]byte(nil), noise...), append([]byte(nil), noise...)
+			xsUnpackGo = true
+			xsUnpack(IQ3_S, want, w, nb)
+			xsUnpackGo = false
+			xsUnpack(IQ3_S, got, w, nb)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("nb=%d trial %d: byte %d (super-block %d, offset %d): asm %#x, Go %#x", nb, trial, i, i/xsWSSB, i%xsWSSB, got[i], want[i])
+				}
+			}
+		}
+	}
+}
