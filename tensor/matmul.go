@@ -246,7 +246,11 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	} else {
 		j.chunk = max(4, min(rowwiseChunkBytes/w.RowBytes(), w.Rows/(4*th))&^3)
 	}
-	if _, ok := actsFormat(w.Type); ok && quantizeActs(&s.acts, w.Type, x[:n*w.Cols]) == nil {
+	pairFrom := 0 // the tiles' tokens need no paired values (quantizeActsFrom)
+	if nlTiled(n) > 0 && useNLTile(w.Type) {
+		pairFrom = nlTiled(n) * w.Cols
+	}
+	if _, ok := actsFormat(w.Type); ok && quantizeActsFrom(&s.acts, w.Type, x[:n*w.Cols], pairFrom) == nil {
 		j.quant = true
 		if n > 1 && hasQdotX4(w.Type) {
 			j.x4 = true

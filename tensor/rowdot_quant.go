@@ -43,7 +43,7 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 		switch g := nb / 8; {
 		case wt != IQ4_NL && wt != MXFP4:
 		case nlPairActs():
-			if off%256 == 0 && g > 0 && len(a.QN) >= 2*off+512*g {
+			if off%256 == 0 && g > 0 && off >= a.QNFrom && len(a.QN) >= 2*off+512*g {
 				qn := a.QN[2*off : 2*off+512*g] // the ymm kernels' paired values (pairNL), groups aligned with the row's start
 				aux = unsafe.Pointer(&qn[0])
 			}
