@@ -86,19 +86,23 @@ GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 	VEXTRACTI128 $1, Y6, X7; \
 	VPADDD       X7, X6, X6
 
+// ADDSEQ4(x): X0 += the four floats of x in order (X7 clobbered).
+#define ADDSEQ4(x) \
+	VADDSS    x, X0, X0; \
+	VMOVSHDUP x, X7; \
+	VADDSS    X7, X0, X0; \
+	VMOVHLPS  x, X7, X7; \
+	VADDSS    X7, X0, X0; \
+	VPERMILPS $0xff, x, X7; \
+	VADDSS    X7, X0, X0
+
 // ACC4: X0 += the four blocks' float32(s·float32(P)) in order, from the
 // dots X6 and the weight scales X4 (activation scales at 0(DX)).
 #define ACC4 \
 	VCVTDQ2PS X6, X6; \
 	VMULPS    (DX), X4, X4; \
 	VMULPS    X4, X6, X6; \
-	VADDSS    X6, X0, X0; \
-	VMOVSHDUP X6, X7; \
-	VADDSS    X7, X0, X0; \
-	VMOVHLPS  X6, X7, X7; \
-	VADDSS    X7, X0, X0; \
-	VPERMILPS $0xff, X6, X7; \
-	VADDSS    X7, X0, X0
+	ADDSEQ4(X6)
 
 // NLDW4, MXDW4: the four blocks' dw in X4 (AX clobbered).
 #define NLDW4 \
@@ -159,10 +163,11 @@ GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 // VCVTDQ2PS, VMULPS (dw·da) and VMULPS give the eight block products, and
 // eight VADDSS add them in block order (ADDSEQ4): the canonical steps.
 
-// NLPAIR(j, bb, co, v): the int32 lanes of blocks j (low half) and j+4
+// PAIRDOTS(j, bb, co): the int16 pair sums of blocks j (low half) and j+4
 // (high half) of the group at SI (blocks of bb bytes, codes at +co;
-// paired activations at BX) in v (Y2-Y5 clobbered).
-#define NLPAIR(j, bb, co, v) \
+// paired activations at BX), the low nibbles' in Y2 and the high ones' in
+// Y3 (Y4, Y5 clobbered).
+#define PAIRDOTS(j, bb, co) \
 	VMOVDQU     co+bb*j(SI), X2; \
 	VINSERTI128 $1, co+bb*j+4*bb(SI), Y2, Y2; \
 	VPSRLW      $4, Y2, Y3; \
@@ -175,29 +180,21 @@ GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 	VMOVDQU     128*j+64(BX), Y4; \
 	VMOVDQU     128*j+96(BX), Y5; \
 	VPMADDUBSW  Y2, Y4, Y2; \
-	VPMADDUBSW  Y3, Y5, Y3; \
-	VPMADDWD    Y14, Y2, Y2; \
-	VPMADDWD    Y14, Y3, Y3; \
-	VPADDD      Y3, Y2, v
+	VPMADDUBSW  Y3, Y5, Y3
+
+// NLPAIR(j, bb, co, v): the int32 lanes of the pair (PAIRDOTS) in v.
+#define NLPAIR(j, bb, co, v) \
+	PAIRDOTS(j, bb, co); \
+	VPMADDWD Y14, Y2, Y2; \
+	VPMADDWD Y14, Y3, Y3; \
+	VPADDD   Y3, Y2, v
 
 // MXPAIR is NLPAIR for MXFP4, whose |level| ≤ 12: the two halves' int16
 // pair sums (≤ 2·12·127 each) add exactly in int16 before one VPMADDWD.
 #define MXPAIR(j, v) \
-	VMOVDQU     1+17*j(SI), X2; \
-	VINSERTI128 $1, 1+17*j+68(SI), Y2, Y2; \
-	VPSRLW      $4, Y2, Y3; \
-	VPAND       Y15, Y2, Y2; \
-	VPAND       Y15, Y3, Y3; \
-	VPSHUFB     Y2, Y13, Y2; \
-	VPSHUFB     Y3, Y13, Y3; \
-	VPSIGNB     128*j(BX), Y2, Y2; \
-	VPSIGNB     128*j+32(BX), Y3, Y3; \
-	VMOVDQU     128*j+64(BX), Y4; \
-	VMOVDQU     128*j+96(BX), Y5; \
-	VPMADDUBSW  Y2, Y4, Y2; \
-	VPMADDUBSW  Y3, Y5, Y3; \
-	VPADDW      Y3, Y2, Y2; \
-	VPMADDWD    Y14, Y2, v
+	PAIRDOTS(j, 17, 1); \
+	VPADDW   Y3, Y2, Y2; \
+	VPMADDWD Y14, Y2, v
 
 // GROUPINT: the four pairs' lanes Y6-Y9 reduced to the eight block dots
 // [P_0 P_1 P_2 P_3 | P_4 P_5 P_6 P_7] in Y6, as float32 (exact: |P| <
@@ -207,16 +204,6 @@ GLOBL fp4Levels<>(SB), RODATA|NOPTR, $16
 	VPHADDD   Y9, Y8, Y8; \
 	VPHADDD   Y8, Y6, Y6; \
 	VCVTDQ2PS Y6, Y6
-
-// ADDSEQ4(x): X0 += the four floats of x in order (X7 clobbered).
-#define ADDSEQ4(x) \
-	VADDSS    x, X0, X0; \
-	VMOVSHDUP x, X7; \
-	VADDSS    X7, X0, X0; \
-	VMOVHLPS  x, X7, X7; \
-	VADDSS    X7, X0, X0; \
-	VPERMILPS $0xff, x, X7; \
-	VADDSS    X7, X0, X0
 
 // GROUPACC: X0 += float32(s_b·P_b) for the group's eight blocks in order,
 // P in Y6 (float), dw in Y10; the activation scales at 0(DX).
@@ -484,6 +471,20 @@ GLOBL signshuf<>(SB), RODATA|NOPTR, $32
 // took ~60% of the kernel's time); the 32 sign bits become 0xFF bytes that
 // negate the activations ((a XOR m) − m); the int16-pair sums are weighted
 // by the odd scale 1+2s of the sub-block (S3SCALES).
+// S3LOOK4(r, x): the grid entries of the four index words in r (low word
+// first) in x's dwords (r, AX clobbered).
+#define S3LOOK4(r, x) \
+	MOVWLZX r, AX; \
+	VMOVD   (BX)(AX*4), x; \
+	SHRQ    $16, r; \
+	MOVWLZX r, AX; \
+	VPINSRD $1, (BX)(AX*4), x, x; \
+	SHRQ    $16, r; \
+	MOVWLZX r, AX; \
+	VPINSRD $2, (BX)(AX*4), x, x; \
+	SHRQ    $16, r; \
+	VPINSRD $3, (BX)(r*4), x, x
+
 // S3GRID(ib): the 32 magnitudes of sub-block ib of the IQ3_S super-block
 // at SI (the grid at BX) in element order in Y5 (X2-X4, AX, R9, R14
 // clobbered): the eight 9-bit indices (qs byte | bit g of qh<<8) built as
@@ -496,26 +497,8 @@ GLOBL signshuf<>(SB), RODATA|NOPTR, $32
 	VPOR         X3, X2, X2; \
 	VMOVQ        X2, R9; \
 	VPEXTRQ      $1, X2, R14; \
-	MOVWLZX      R9, AX; \
-	VMOVD        (BX)(AX*4), X5; \
-	SHRQ         $16, R9; \
-	MOVWLZX      R9, AX; \
-	VPINSRD      $1, (BX)(AX*4), X5, X5; \
-	SHRQ         $16, R9; \
-	MOVWLZX      R9, AX; \
-	VPINSRD      $2, (BX)(AX*4), X5, X5; \
-	SHRQ         $16, R9; \
-	VPINSRD      $3, (BX)(R9*4), X5, X5; \
-	MOVWLZX      R14, AX; \
-	VMOVD        (BX)(AX*4), X4; \
-	SHRQ         $16, R14; \
-	MOVWLZX      R14, AX; \
-	VPINSRD      $1, (BX)(AX*4), X4, X4; \
-	SHRQ         $16, R14; \
-	MOVWLZX      R14, AX; \
-	VPINSRD      $2, (BX)(AX*4), X4, X4; \
-	SHRQ         $16, R14; \
-	VPINSRD      $3, (BX)(R14*4), X4, X4; \
+	S3LOOK4(R9, X5); \
+	S3LOOK4(R14, X4); \
 	VINSERTI128  $1, X4, Y5, Y5
 
 // S3SIGNS(ib): the sign bits of sub-block ib as 0xFF bytes in Y3.
