@@ -288,7 +288,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 			ng := (nt + xsTileTokens - 1) / xsTileTokens
 			s.shared.q8 = growBytes(s.shared.q8, ng*pl)
 			for g := range ng {
-				xsPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*xsTileTokens, min(xsTileTokens, nt-g*xsTileTokens))
+				xsPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*xsTileTokens, min(xsTileTokens, nt-g*xsTileTokens), w.Type == IQ3_S)
 			}
 			for i := range s.scratch {
 				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, xsWSLen(w.Cols))

@@ -588,11 +588,22 @@ s3loop:
 	VPSUBB  Y3, Y5, Y5; \
 	VMOVDQU Y5, (256+32*ib)(DI)
 
+// S3UNPACKB(ib) is S3UNPACK adding to Y9 the sub-block's lane sums of its
+// signed levels times its scale (Y8 = 0x01 bytes, scale words in Y6).
+#define S3UNPACKB(ib) \
+	S3UNPACK(ib); \
+	VPMADDUBSW Y5, Y8, Y4; \
+	VPSHUFB    wbc<>+(32*ib)(SB), Y6, Y3; \
+	VPMADDWD   Y3, Y4, Y4; \
+	VPADDD     Y4, Y9, Y9
+
 // func xsUnpackIQ3S(ws *byte, w *byte, nb int)
 // One IQ3_S row's nb super-blocks (110 bytes each at w) into ws in
-// qdotXSTileY's layout (576 bytes each, see xsUnpack): magnitudes at 0 and
-// signed levels at 256 in element order, the eight odd scales as word
-// pairs at 512, dw as float32 at 544.
+// qdotXSTileY's layout (576 bytes each, see xsUnpack): magnitudes at 32 to
+// 255 and signed levels at 256 in element order, the eight odd scales as
+// word pairs at 512, dw as float32 at 544, and at 0 the eight lanes' bias
+// corrections of qdotXSTileY3S, −128·Σ_ib sc_ib·(the sum of the lane's
+// four signed levels in sub-block ib).
 TEXT ·xsUnpackIQ3S(SB), NOSPLIT, $0-24
 	MOVQ    ws+0(FP), DI
 	MOVQ    w+8(FP), SI
@@ -604,21 +615,27 @@ TEXT ·xsUnpackIQ3S(SB), NOSPLIT, $0-24
 	VMOVDQU bitsel<>(SB), Y12
 	BCAST32($0x0f0f0f0f, Y11, X11)
 	BCAST32($0x00010001, Y10, X10)
+	BCAST32($0x01010101, Y8, X8)
 
 xs3loop:
-	S3UNPACK(0)
-	S3UNPACK(1)
-	S3UNPACK(2)
-	S3UNPACK(3)
-	S3UNPACK(4)
-	S3UNPACK(5)
-	S3UNPACK(6)
-	S3UNPACK(7)
 	S3SCALES
+	VPXOR Y9, Y9, Y9
+	S3UNPACKB(0)
+	S3UNPACKB(1)
+	S3UNPACKB(2)
+	S3UNPACKB(3)
+	S3UNPACKB(4)
+	S3UNPACKB(5)
+	S3UNPACKB(6)
+	S3UNPACKB(7)
+	VPSLLD       $7, Y9, Y9
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       Y9, Y4, Y9
+	VMOVDQU      Y9, (DI)
 	VPUNPCKLWD   X6, X6, X7
-	VPUNPCKHWD   X6, X6, X8
+	VPUNPCKHWD   X6, X6, X3
 	VMOVDQU      X7, 512(DI)
-	VMOVDQU      X8, 528(DI)
+	VMOVDQU      X3, 528(DI)
 	VPBROADCASTW (SI), X9
 	VCVTPH2PS    X9, X9
 	VMOVSS       X9, 544(DI)

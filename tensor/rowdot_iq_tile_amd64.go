@@ -37,6 +37,12 @@ var hasXSTileY = hasSIMD
 //go:noescape
 func qdotXSTileY(out *float32, ws *byte, pk *byte, nb int)
 
+// qdotXSTileY3S is qdotXSTileY for IQ3_S rows (xsUnpackIQ3S: the lanes'
+// bias corrections at 0) against biased activations (xsPack with bias).
+//
+//go:noescape
+func qdotXSTileY3S(out *float32, ws *byte, pk *byte, nb int)
+
 //go:noescape
 func xsUnpackLevels(ws *byte, w *byte, nb int)
 

@@ -53,6 +53,23 @@
 	VADDPS    32*l(SP), L, L; \
 	VMOVUPS   L, 32*l(SP)
 
+// XSFOLD: fold8 of the frame's lanes, ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7))
+// per token, to out (R8).
+#define XSFOLD \
+	VMOVUPS 0(SP), Y0; \
+	VADDPS  32(SP), Y0, Y0; \
+	VMOVUPS 64(SP), Y2; \
+	VADDPS  96(SP), Y2, Y2; \
+	VADDPS  Y2, Y0, Y0; \
+	VMOVUPS 128(SP), Y4; \
+	VADDPS  160(SP), Y4, Y4; \
+	VMOVUPS 192(SP), Y6; \
+	VADDPS  224(SP), Y6, Y6; \
+	VADDPS  Y6, Y4, Y4; \
+	VADDPS  Y4, Y0, Y0; \
+	VMOVUPS Y0, (R8); \
+	VZEROUPPER
+
 // func qdotXSTileY(out *float32, ws *byte, pk *byte, nb int)
 // out[t] = the row's dot with token t (t < 8) over nb super-blocks.
 // Registers: Y0-Y7 the lanes' int32 sums; Y8-Y10 temporaries; Y12 the
@@ -104,20 +121,86 @@ xsloop:
 	DECQ CX
 	JNZ  xsloop
 
-	// fold8: ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)), per token.
-	VMOVUPS 0(SP), Y0
-	VADDPS  32(SP), Y0, Y0
-	VMOVUPS 64(SP), Y2
-	VADDPS  96(SP), Y2, Y2
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS 128(SP), Y4
-	VADDPS  160(SP), Y4, Y4
-	VMOVUPS 192(SP), Y6
-	VADDPS  224(SP), Y6, Y6
-	VADDPS  Y6, Y4, Y4
-	VADDPS  Y4, Y0, Y0
-	VMOVUPS Y0, (R8)
-	VZEROUPPER
+	XSFOLD
+	RET
+
+// IQ3_S's levels are small (|level| ≤ 15), so its tile takes the
+// activations biased to unsigned bytes, a+128 (xsPack with bias), as
+// VPMADDUBSW's unsigned operand against the signed levels: pair sums ≤
+// 2·255·15, exact, and no VPSIGNB; the lanes start each super-block at
+// the row's correction −128·Σ sc·Σ level (xsUnpackIQ3S, at 0 of the
+// unpacked super-block), so they hold the row dot's exact int32 sums.
+// Three vector ALU instructions per chunk instead of four.
+
+// XS3CHUNK(c, L): chunk c into lane register L (biased activations,
+// scale words in Y12).
+#define XS3CHUNK(c, L) \
+	VMOVDQU      32*(c)(DI), Y8; \
+	VPBROADCASTD 256+4*(c)(SI), Y10; \
+	VPMADDUBSW   Y10, Y8, Y10; \
+	VPMADDWD     Y12, Y10, Y10; \
+	VPADDD       Y10, L, L
+
+#define XS3SUB(ib) \
+	VPBROADCASTD 512+4*ib(SI), Y12; \
+	XS3CHUNK(8*ib, Y0); \
+	XS3CHUNK(8*ib+1, Y1); \
+	XS3CHUNK(8*ib+2, Y2); \
+	XS3CHUNK(8*ib+3, Y3); \
+	XS3CHUNK(8*ib+4, Y4); \
+	XS3CHUNK(8*ib+5, Y5); \
+	XS3CHUNK(8*ib+6, Y6); \
+	XS3CHUNK(8*ib+7, Y7)
+
+// func qdotXSTileY3S(out *float32, ws *byte, pk *byte, nb int)
+// qdotXSTileY for IQ3_S rows (xsUnpackIQ3S) and biased activations.
+TEXT ·qdotXSTileY3S(SB), NOSPLIT, $256-32
+	MOVQ   out+0(FP), R8
+	MOVQ   ws+8(FP), SI
+	MOVQ   pk+16(FP), DI
+	MOVQ   nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+
+xs3sloop:
+	VPBROADCASTD 0(SI), Y0
+	VPBROADCASTD 4(SI), Y1
+	VPBROADCASTD 8(SI), Y2
+	VPBROADCASTD 12(SI), Y3
+	VPBROADCASTD 16(SI), Y4
+	VPBROADCASTD 20(SI), Y5
+	VPBROADCASTD 24(SI), Y6
+	VPBROADCASTD 28(SI), Y7
+	XS3SUB(0)
+	XS3SUB(1)
+	XS3SUB(2)
+	XS3SUB(3)
+	XS3SUB(4)
+	XS3SUB(5)
+	XS3SUB(6)
+	XS3SUB(7)
+	VBROADCASTSS 544(SI), Y14
+	VMULPS       2048(DI), Y14, Y14
+	XSACC(0, Y0)
+	XSACC(1, Y1)
+	XSACC(2, Y2)
+	XSACC(3, Y3)
+	XSACC(4, Y4)
+	XSACC(5, Y5)
+	XSACC(6, Y6)
+	XSACC(7, Y7)
+	ADDQ $576, SI
+	ADDQ $2080, DI
+	DECQ CX
+	JNZ  xs3sloop
+	XSFOLD
 	RET
 
 // func xsUnpackLevels(ws *byte, w *byte, nb int)

@@ -64,7 +64,9 @@ func xsWSLen(n int) int   { return xsTileRows * n / qkK * xsWSSB }
 // the Q8_K activations a (rows of n elements): p[sb·2080 + 32c + 4t + i] =
 // a.Q[(t0+t)·n + 256sb + 4c + i] (chunk c < 64, i < 4) and the float32
 // a.D[(t0+t)·(n/256) + sb] at p[sb·2080 + 2048 + 4t]; lanes t ≥ m are zero.
-func xsPack(p []byte, a *quantizedActs, n, t0, m int) {
+// With bias (IQ3_S's tile, qdotXSTileY3S) the activations are stored as
+// a+128, unsigned.
+func xsPack(p []byte, a *quantizedActs, n, t0, m int, bias bool) {
 	nb := n / qkK
 	_ = p[nb*xsPackSB-1]
 	q := unsafe.Slice((*byte)(unsafe.Pointer(&a.Q[0])), len(a.Q))
@@ -80,6 +82,11 @@ func xsPack(p []byte, a *quantizedActs, n, t0, m int) {
 			row := q[(t0+t)*n+sb*qkK : (t0+t)*n+(sb+1)*qkK]
 			for c := range 64 {
 				copy(blk[32*c+4*t:32*c+4*t+4], row[4*c:4*c+4])
+				if bias {
+					for i := range 4 {
+						blk[32*c+4*t+i] ^= 0x80 // a+128 as an unsigned byte
+					}
+				}
 			}
 			binary.LittleEndian.PutUint32(blk[2048+4*t:], math.Float32bits(a.D[(t0+t)*nb+sb]))
 		}
@@ -94,7 +101,9 @@ var xsUnpackGo = false
 // at w) into ws (576 bytes each, qdotXSTileY's layout): the levels'
 // magnitudes at 0 and signed at 256 in element order (IQ4_XS's by
 // xsUnpackLevels), the eight scales as word pairs (sc, sc) at 512 and dw
-// at 544.
+// at 544; for IQ3_S the first 32 bytes instead hold the eight lanes' bias
+// corrections −128·Σ_ib sc_ib·(lane's four signed levels) of its tile
+// (qdotXSTileY3S), which never reads the magnitudes.
 func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
 	_, bb := qBlock(wt)
 	_ = ws[nb*xsWSSB-1]
@@ -108,6 +117,7 @@ func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
 	}
 	for sb := range nb {
 		blk, o := w[sb*bb:(sb+1)*bb], ws[sb*xsWSSB:(sb+1)*xsWSSB]
+		var corr [8]int32 // IQ3_S: the lanes' −128·Σ sc·Σ level (qdotXSTileY3S)
 		for ib := range 8 {
 			var sc int32
 			if wt == IQ4_XS {
@@ -123,12 +133,20 @@ func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
 					m := iq3sNeg[sg[g/2]>>(4*(g%2))&0xF]
 					binary.LittleEndian.PutUint32(mag[4*g:], grid)
 					binary.LittleEndian.PutUint32(lv[4*g:], grid^m+m&0x01010101)
+					for i := range 4 {
+						corr[g] += sc * int32(int8(lv[4*g+i]))
+					}
 				}
 			}
 			u := uint32(uint16(int16(sc)))
 			binary.LittleEndian.PutUint32(o[512+4*ib:], u|u<<16)
 		}
 		binary.LittleEndian.PutUint32(o[544:], math.Float32bits(f16At(blk)))
+		if wt == IQ3_S {
+			for l, c := range corr {
+				binary.LittleEndian.PutUint32(o[4*l:], uint32(-128*c))
+			}
+		}
 	}
 }
 
@@ -161,7 +179,11 @@ func dotQRowsXSTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 		}
 		for g := range ng {
 			for i := range m {
-				qdotXSTileY(&out[0], &ws[i*wl], &pk[g*pl], nb)
+				if wt == IQ3_S {
+					qdotXSTileY3S(&out[0], &ws[i*wl], &pk[g*pl], nb)
+				} else {
+					qdotXSTileY(&out[0], &ws[i*wl], &pk[g*pl], nb)
+				}
 				for tt := range min(xsTileTokens, nt-g*xsTileTokens) {
 					dst[(g*xsTileTokens+tt)*ldd+r0+i] = out[tt]
 				}

@@ -51,7 +51,7 @@ func TestXSTile(t *testing.T) {
 				pk[i] = byte(rng.Uint32())
 			}
 			for g := range ng {
-				xsPack(pk[g*pl:(g+1)*pl], &a, cols, 8*g, min(8, nt-8*g))
+				xsPack(pk[g*pl:(g+1)*pl], &a, cols, 8*g, min(8, nt-8*g), wt == IQ3_S)
 			}
 			ws := make([]byte, xsWSLen(cols))
 			for i := range ws {
