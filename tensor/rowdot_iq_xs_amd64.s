@@ -53,6 +53,34 @@
 	VADDPS    32*l(SP), L, L; \
 	VMOVUPS   L, 32*l(SP)
 
+// XSZEROFRAME zeroes the eight float lanes in the frame (0-255(SP)).
+#define XSZEROFRAME \
+	VXORPS  Y0, Y0, Y0; \
+	VMOVUPS Y0, 0(SP); \
+	VMOVUPS Y0, 32(SP); \
+	VMOVUPS Y0, 64(SP); \
+	VMOVUPS Y0, 96(SP); \
+	VMOVUPS Y0, 128(SP); \
+	VMOVUPS Y0, 160(SP); \
+	VMOVUPS Y0, 192(SP); \
+	VMOVUPS Y0, 224(SP)
+
+// XSSTEP: the super-block's float steps, s = dw·da for the 8 tokens and
+// XSACC for the eight lanes Y0-Y7, then on to the next super-block.
+#define XSSTEP \
+	VBROADCASTSS 544(SI), Y14; \
+	VMULPS       2048(DI), Y14, Y14; \
+	XSACC(0, Y0); \
+	XSACC(1, Y1); \
+	XSACC(2, Y2); \
+	XSACC(3, Y3); \
+	XSACC(4, Y4); \
+	XSACC(5, Y5); \
+	XSACC(6, Y6); \
+	XSACC(7, Y7); \
+	ADDQ         $576, SI; \
+	ADDQ         $2080, DI
+
 // XSFOLD: fold8 of the frame's lanes, ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7))
 // per token, to out (R8).
 #define XSFOLD \
@@ -79,15 +107,7 @@ TEXT ·qdotXSTileY(SB), NOSPLIT, $256-32
 	MOVQ   ws+8(FP), SI
 	MOVQ   pk+16(FP), DI
 	MOVQ   nb+24(FP), CX
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS Y0, 160(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	XSZEROFRAME
 
 xsloop:
 	VPXOR Y0, Y0, Y0
@@ -106,18 +126,7 @@ xsloop:
 	XSSUB(5)
 	XSSUB(6)
 	XSSUB(7)
-	VBROADCASTSS 544(SI), Y14
-	VMULPS       2048(DI), Y14, Y14
-	XSACC(0, Y0)
-	XSACC(1, Y1)
-	XSACC(2, Y2)
-	XSACC(3, Y3)
-	XSACC(4, Y4)
-	XSACC(5, Y5)
-	XSACC(6, Y6)
-	XSACC(7, Y7)
-	ADDQ $576, SI
-	ADDQ $2080, DI
+	XSSTEP
 	DECQ CX
 	JNZ  xsloop
 
@@ -159,15 +168,7 @@ TEXT ·qdotXSTileY3S(SB), NOSPLIT, $256-32
 	MOVQ   ws+8(FP), SI
 	MOVQ   pk+16(FP), DI
 	MOVQ   nb+24(FP), CX
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS Y0, 160(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	XSZEROFRAME
 
 xs3sloop:
 	VPBROADCASTD 0(SI), Y0
@@ -186,18 +187,7 @@ xs3sloop:
 	XS3SUB(5)
 	XS3SUB(6)
 	XS3SUB(7)
-	VBROADCASTSS 544(SI), Y14
-	VMULPS       2048(DI), Y14, Y14
-	XSACC(0, Y0)
-	XSACC(1, Y1)
-	XSACC(2, Y2)
-	XSACC(3, Y3)
-	XSACC(4, Y4)
-	XSACC(5, Y5)
-	XSACC(6, Y6)
-	XSACC(7, Y7)
-	ADDQ $576, SI
-	ADDQ $2080, DI
+	XSSTEP
 	DECQ CX
 	JNZ  xs3sloop
 	XSFOLD
