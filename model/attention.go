@@ -15,15 +15,25 @@ import (
 //
 // where K_g[p] is the HeadDim-wide slice at offset g·HeadDim of the cache
 // row Slot(s, p). Within a cache block the rows of consecutive positions
-// are consecutive (stride kv_dim), as are the rows of consecutive blocks
-// with consecutive ids, so both loops run over strided runs of rows
-// (cacheRun): attnScores (eight rows per step, q loaded once for the
+// are consecutive (stride kv_dim), so both loops run over strided runs of
+// rows (cacheRun): attnScores (eight rows per step, q loaded once for the
 // eight, in the assembly) and attnAccum (a 64-wide output held in
 // registers over the whole run). The softmax is left unnormalised
 // (tensor.SoftmaxExp, vectorised exp) and the HeadDim-wide output divided by the
 // sum instead. Each (token, head) needs only its (pos+1)-float score row,
-// so a worker's scratch is O(positions) (group·(pos+1) floats for a
-// group's heads) and a long prompt never materialises an (n × n) matrix.
+// so a worker's scratch is O(positions) (a pass's queries · (pos+1)
+// floats) and a long prompt never materialises an (n × n) matrix.
+//
+// The queries that read the same K/V rows — a KV group's heads, and the
+// consecutive tokens of a prompt — go through the rows together, three at
+// a time in the multi-query kernels (attnScores3, attnAccum3): each row is
+// read, widened and held in a register once for three queries. A score's
+// arithmetic (one 8-lane FMA accumulator over the head's columns, one
+// fold: attention_amd64.h) and an output column's (its rows' FMAs in
+// position order) are the same in every kernel and for any split of a run
+// of rows, so a token's attention is bit for bit the same alone or beside
+// any other tokens (batch invariance), however the allocator laid out its
+// blocks.
 //
 // The cache's rows are float32, F16 or Q8_0 (kvRows): F16 rows go to
 // kernels that widen each half in registers (attnScoresF16, attnAccumF16),
@@ -31,12 +41,12 @@ import (
 // is the float32 kernels', so the result is the float32 kernels' on the
 // rounded values, bit for bit.
 //
-// Work is split by (token, KV group) tasks claimed in chunks by the
+// Work is split by (token block, KV group) tasks claimed in chunks by the
 // workers of the model's tensor.Pool (For; the caller is worker 0), so a
 // prefill's causal imbalance (later tokens attend over more positions)
-// and a busy core both even out. Within a task the group's heads go
+// and a busy core both even out. Within a task the pass's queries go
 // through the cache rows tile by tile, so each K/V row is read from memory
-// or L2 once per token and group, not once per head (see attendRange).
+// or L2 once per pass, not once per head and token (see attendRange).
 
 // Below these many multiply-adds a job runs on the calling goroutine:
 // waking a worker costs microseconds.
@@ -49,7 +59,7 @@ const (
 // attention computes ws.att (n, q_dim) for layer l: each token's query
 // heads attend over its sequence's cached positions [start, pos].
 func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
-	tasks := n * m.LayerKVHeads(l)
+	tasks := attnBlocks(n, m.Heads/m.LayerKVHeads(l)) * m.LayerKVHeads(l)
 	work := 0
 	for i := range n {
 		work += b.Pos[i] + 1
@@ -64,38 +74,92 @@ func (m *Model) attention(b *Batch, c *kvcache.Cache, l, n int) {
 	m.parallel(jobAttn, tasks, tasks/(16*m.pool.Threads()))
 }
 
-// attnTile is how many cache rows attendRange runs through all heads of a
-// group before moving on: 16 rows of a 64-wide head are 4 KB of K (or V),
-// which stay in L1 while the group's heads reuse them. Cache rows are
+// attnTile is how many cache rows attendRange runs through all queries of
+// a pass before moving on: 16 rows of a 64-wide head are 4 KB of K (or V),
+// which stay in L1 while the queries reuse them. Cache rows are
 // kv_dim apart (1 KB for TinyLlama), so rows 4 apart share L1 sets; 32
 // rows already fill 8-way sets and measured 25% slower, 8 rows pay more
 // per-call overhead (BenchmarkAttnPrefill).
 const attnTile = 16
 
-// attendRange handles the (token, KV group) tasks [lo, hi) of a batch of
-// n tokens, task g·n + i for token i and group g: the group's query heads
-// g·group .. g·group+group-1 share its K/V rows. Tasks are numbered
-// group-major, so consecutive tasks read the same group's rows, which then
-// stay in L2 from one token to the next (token-major order would cycle
-// through the whole layer's cache for every token).
+// A task of attendRange is a block of attnTokens(group) consecutive tokens
+// of the batch and one KV group: its queries are those tokens' heads of
+// the group, so the consecutive tokens of a prompt share the group's K and
+// V rows as a group's heads do (llama2.c's 110M has one head per group).
+// The multi-query kernels take three queries at a time, so a block holds
+// a multiple of three queries, at least attnQueries; attnPass (also a
+// multiple of three) bounds the queries of one pass (their score rows are
+// the worker's scratch).
+const (
+	attnQueries = 6
+	attnPass    = 24
+)
+
+// attnTokens is the tokens of one task for KV groups of group heads: the
+// fewest whose heads make at least attnQueries queries, a multiple of
+// three (one head per group: 6; TinyLlama's 8: 3, 24 queries).
+func attnTokens(group int) int {
+	t := 1
+	for t*group < attnQueries || t*group%3 != 0 {
+		t++
+	}
+	return t
+}
+
+// attnBlocks is the number of token blocks of a batch of n tokens.
+func attnBlocks(n, group int) int { tb := attnTokens(group); return (n + tb - 1) / tb }
+
+// attnPassQueries is the most queries one pass of attendRange holds for
+// the model's layers (its scratch: score rows of that many queries).
+func (c *Config) attnPassQueries() int {
+	q := 0
+	for l := range c.Layers {
+		g := c.Heads / c.LayerKVHeads(l)
+		q = max(q, min(attnPass, attnTokens(g)*g))
+	}
+	return q
+}
+
+// attnQuery is one query of a pass: token i's head h, its query at q in
+// ws.q (and output at q in ws.att), the positions [start, pos] it attends,
+// and its score row at off in the scratch (np scores, then the sink's
+// logit where the model has sinks).
+type attnQuery struct {
+	i, h, q         int
+	start, pos, off int
+}
+
+// attendRange handles the tasks [lo, hi) of a batch of n tokens: task
+// g·blocks + k is KV group g and the k-th block of attnTokens(group)
+// batch tokens. Tasks are numbered group-major, so consecutive tasks read
+// the same group's rows, which then stay in L2 from one block to the next
+// (token-major order would cycle through the whole layer's cache for every
+// token).
 //
-// For each tile of attnTile consecutive cache rows, every head of the
-// group takes its scores (then, after the softmax, its weighted sum of V)
-// from the tile while it is in L1. scores holds the group's score rows,
-// (group, pos+1-start), each followed by the head's sink logit when the
-// model has attention sinks (gpt-oss): the sink joins the softmax's
+// A block's tokens that are consecutive positions of one sequence (a
+// prompt's) are taken together: their heads of the group, token-major, are
+// the queries of one pass (attnPass at most; a decode batch's tokens, one
+// per sequence, each make their own pass). For each tile of attnTile
+// consecutive cache rows every query takes its scores (then, after the
+// softmax, its weighted sum of V) from the tile while it is in L1, three
+// queries at a time where the multi-query kernels apply. scores holds the
+// pass's score rows, each followed by the head's sink logit when the model
+// has attention sinks (gpt-oss): the sink joins the softmax's
 // denominator, Σ_p e^(s_p) + e^(sink), and contributes no value.
+//
+// Every (query, row) score and every output column has one arithmetic
+// whichever kernel and grouping computes it (attention_amd64.h), so a
+// token's attention is the same alone, beside its prompt's other tokens or
+// in any batch.
 //
 // Layer l reads the cache layer of model layer KVSource(l) (itself, or for
 // a shared-KV layer the owner it shares; its kvLayer numbers the owners,
 // skipping a hybrid model's recurrent layers) with its own head width.
 func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []float32) {
-	hd, qd := m.LayerHeadDim(l), m.LayerQDim(l)
+	hd := m.LayerHeadDim(l)
 	group := m.Heads / m.LayerKVHeads(l)
 	n := len(b.Seq)
-	scale := float32(m.attnScale())
-	window, softc := m.Window(l), m.AttnSoftcap
-	sinks := m.w.layers[l].sinks
+	tb, nblk := attnTokens(group), attnBlocks(n, group)
 	tw := attnTile * m.maxHeadDim()
 	tile := scores[len(scores)-tw:] // Q8_0 scratch (forward.go sizes it)
 	scores = scores[:len(scores)-tw]
@@ -106,65 +170,162 @@ func (m *Model) attendRange(b *Batch, c *kvcache.Cache, l, lo, hi int, scores []
 	} else {
 		vr.e = c.VE[cl]
 	}
-	bs := c.BlockSize
-	var sums [16]float32 // softmax sums of up to 16 heads per group at a time
+	var qs [attnPass]attnQuery
 	for t := lo; t < hi; t++ {
-		g, i := t/n, t%n
-		s, pos := b.Seq[i], b.Pos[i]
+		g, k := t/nblk, t%nblk
+		i0, i1 := k*tb, min(n, (k+1)*tb)
+		kr.head(g*hd, hd)
+		vr.head(g*hd, hd)
+		for i := i0; i < i1; {
+			e := i + 1 // tokens [i, e): consecutive positions of one sequence
+			for e < i1 && b.Seq[e] == b.Seq[i] && b.Pos[e] == b.Pos[e-1]+1 {
+				e++
+			}
+			total := (e - i) * group
+			for q0 := 0; q0 < total; q0 += attnPass {
+				pass := qs[:min(attnPass, total-q0)]
+				m.passQueries(pass, b, l, i, g, q0, group)
+				m.attendPass(pass, b.Seq[i], c.BlockSize, l, &kr, &vr, scores)
+			}
+			i = e
+		}
+	}
+}
+
+// passQueries fills pass with the queries q0.. of the tokens from batch
+// index i and KV group g (token-major: query j is token i + j/group's head
+// g·group + j%group) and lays out their score rows.
+func (m *Model) passQueries(pass []attnQuery, b *Batch, l, i, g, q0, group int) {
+	hd, qd := m.LayerHeadDim(l), m.LayerQDim(l)
+	window := m.Window(l)
+	off := 0
+	for j := range pass {
+		ti, h := i+(q0+j)/group, g*group+(q0+j)%group
+		pos := b.Pos[ti]
 		start := 0
 		if window > 0 {
 			start = max(0, pos-window+1)
 		}
-		np := pos + 1 - start
-		ns := np // score row stride
-		if sinks != nil {
-			ns++
+		pass[j] = attnQuery{i: ti, h: h, q: ti*qd + h*hd, start: start, pos: pos, off: off}
+		off += pos + 1 - start
+		if m.w.layers[l].sinks != nil {
+			off++
 		}
-		kr.head(g*hd, hd)
-		vr.head(g*hd, hd)
-		for h0 := 0; h0 < group; h0 += len(sums) {
-			hs := min(len(sums), group-h0) // heads in this pass
-			q0 := i*qd + (g*group+h0)*hd   // first head's query
-			for p := start; p <= pos; {
-				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
-				kr.load(row, cnt)
-				for j := range hs {
-					sc := scores[j*ns+p-start : j*ns+p-start+cnt]
-					kr.scores(sc, m.ws.q[q0+j*hd:q0+(j+1)*hd], row, cnt, scale)
-				}
-				p += cnt
-			}
-			for j := range hs {
-				if softc > 0 {
-					softcap(scores[j*ns:j*ns+np], softc)
-				}
-				if sinks != nil {
-					scores[j*ns+np] = sinks[g*group+h0+j]
-				}
-				sums[j] = tensor.SoftmaxExp(scores[j*ns : (j+1)*ns])
-				clear(m.ws.att[q0+j*hd : q0+(j+1)*hd])
-			}
-			for p := start; p <= pos; {
-				row, cnt := cacheRun(s.Blocks, bs, p, min(pos, p+attnTile-1))
-				vr.load(row, cnt)
-				for j := range hs {
-					vr.accum(m.ws.att[q0+j*hd:q0+(j+1)*hd], row, scores[j*ns+p-start:j*ns+p-start+cnt])
-				}
-				p += cnt
-			}
-			for j := range hs {
-				out, inv := m.ws.att[q0+j*hd:q0+(j+1)*hd], 1/sums[j]
-				for c := range out {
-					out[c] *= inv
-				}
-				if m.AttnGate { // Qwen3.5: the head's output times σ(its gate), here on the workers
-					for c, gt := range m.hw.gate[q0+j*hd : q0+(j+1)*hd] {
-						out[c] *= sigmoid(gt)
+	}
+}
+
+// attendPass computes the attention outputs of the queries of one pass,
+// all of sequence s (cache blocks of bs rows), from the K rows kr and V
+// rows vr of layer l's cache.
+func (m *Model) attendPass(pass []attnQuery, s *kvcache.Seq, bs, l int, kr, vr *kvRows, scores []float32) {
+	hd := m.LayerHeadDim(l)
+	scale := float32(m.attnScale())
+	softc, sinks := m.AttnSoftcap, m.w.layers[l].sinks
+	first, last := pass[0].start, pass[0].pos
+	for _, q := range pass {
+		first, last = min(first, q.start), max(last, q.pos)
+	}
+	var sums [attnPass]float32 // the queries' softmax sums
+	var o3, x3 [3][]float32    // a chunk's outputs and queries (or weights)
+	for p := first; p <= last; {
+		row, cnt := cacheRun(s.Blocks, bs, p, min(last, p+attnTile-1))
+		kr.load(row, cnt)
+		for j0 := 0; j0 < len(pass); j0 += 3 {
+			ch := pass[j0:min(len(pass), j0+3)]
+			clo, chi := commonRows(ch, p, p+cnt-1)
+			for t, q := range ch {
+				lo, hi := max(p, q.start), min(p+cnt-1, q.pos)
+				qv := m.ws.q[q.q : q.q+hd]
+				if clo > chi { // no rows in common: each alone
+					if lo <= hi {
+						kr.scores(scores[q.off+lo-q.start:], qv, row+lo-p, hi-lo+1, scale)
 					}
+					continue
 				}
+				if lo < clo {
+					kr.scores(scores[q.off+lo-q.start:], qv, row+lo-p, clo-lo, scale)
+				}
+				if hi > chi {
+					kr.scores(scores[q.off+chi+1-q.start:], qv, row+chi+1-p, hi-chi, scale)
+				}
+				o3[t], x3[t] = scores[q.off+clo-q.start:], qv
+			}
+			if clo <= chi {
+				kr.scores3(o3[:len(ch)], x3[:len(ch)], row+clo-p, chi-clo+1, scale)
+			}
+		}
+		p += cnt
+	}
+	for j, q := range pass {
+		np := q.pos + 1 - q.start
+		sc := scores[q.off : q.off+np]
+		if softc > 0 {
+			softcap(sc, softc)
+		}
+		if sinks != nil {
+			scores[q.off+np] = sinks[q.h]
+			sc = scores[q.off : q.off+np+1]
+		}
+		sums[j] = tensor.SoftmaxExp(sc)
+		clear(m.ws.att[q.q : q.q+hd])
+	}
+	for p := first; p <= last; {
+		row, cnt := cacheRun(s.Blocks, bs, p, min(last, p+attnTile-1))
+		vr.load(row, cnt)
+		for j0 := 0; j0 < len(pass); j0 += 3 {
+			ch := pass[j0:min(len(pass), j0+3)]
+			clo, chi := commonRows(ch, p, p+cnt-1)
+			// Each query's rows in position order: those before the
+			// common ones alone, the common ones together, the rest alone.
+			if clo <= chi {
+				for t, q := range ch {
+					lo := max(p, q.start)
+					out := m.ws.att[q.q : q.q+hd]
+					if lo < clo {
+						vr.accum(out, row+lo-p, scores[q.off+lo-q.start:q.off+clo-q.start])
+					}
+					o3[t], x3[t] = out, scores[q.off+clo-q.start:q.off+chi+1-q.start]
+				}
+				vr.accum3(o3[:len(ch)], row+clo-p, x3[:len(ch)])
+			}
+			for _, q := range ch {
+				lo, hi := max(p, q.start), min(p+cnt-1, q.pos)
+				if clo > chi { // no rows in common: each alone
+					if lo <= hi {
+						vr.accum(m.ws.att[q.q:q.q+hd], row+lo-p, scores[q.off+lo-q.start:q.off+hi+1-q.start])
+					}
+				} else if hi > chi {
+					vr.accum(m.ws.att[q.q:q.q+hd], row+chi+1-p, scores[q.off+chi+1-q.start:q.off+hi+1-q.start])
+				}
+			}
+		}
+		p += cnt
+	}
+	for j, q := range pass {
+		out, inv := m.ws.att[q.q:q.q+hd], 1/sums[j]
+		for c := range out {
+			out[c] *= inv
+		}
+		if m.AttnGate { // Qwen3.5: the head's output times σ(its gate), here on the workers
+			for c, gt := range m.hw.gate[q.q : q.q+hd] {
+				out[c] *= sigmoid(gt)
 			}
 		}
 	}
+}
+
+// commonRows is the range [lo, hi] of positions within [p, last] that all
+// queries of ch attend (empty, lo > hi, for a single query: it goes
+// alone).
+func commonRows(ch []attnQuery, p, last int) (lo, hi int) {
+	if len(ch) < 2 {
+		return 1, 0
+	}
+	lo, hi = p, last
+	for _, q := range ch {
+		lo, hi = max(lo, q.start), min(hi, q.pos)
+	}
+	return lo, hi
 }
 
 // kvRows is one layer's K (or V) storage as the kernels read it: float32
@@ -182,6 +343,7 @@ type kvRows struct {
 	stride, off int
 	hd          int
 	tile        []float32 // Q8_0: (attnTile, hd) the loaded run's head slices
+	base        int       // Q8_0: the cache row of the tile's first
 }
 
 // layerRows is layer l's K rows of c (the caller swaps in V); tile is
@@ -212,6 +374,7 @@ func (r *kvRows) load(row, n int) {
 	if r.typ != tensor.Q8_0 {
 		return
 	}
+	r.base = row
 	w := r.hd / 32 * q8Block
 	for i := range n {
 		o := (row+i)*r.stride + r.off
@@ -219,7 +382,8 @@ func (r *kvRows) load(row, n int) {
 	}
 }
 
-// scores sets out[i] = scale · q·k for the n rows from row (loaded).
+// scores sets out[i] = scale · q·k for the n rows from row (within the
+// loaded run).
 func (r *kvRows) scores(out, q []float32, row, n int, scale float32) {
 	switch r.typ {
 	case tensor.F32:
@@ -227,11 +391,31 @@ func (r *kvRows) scores(out, q []float32, row, n int, scale float32) {
 	case tensor.F16:
 		attnScoresF16(out, q, r.e[row*r.stride+r.off:], r.stride, n, scale)
 	default:
-		attnScores(out, q, r.tile, r.hd, n, scale)
+		attnScores(out, q, r.tile[(row-r.base)*r.hd:], r.hd, n, scale)
 	}
 }
 
-// accum adds Σ_i a[i]·v_i into out for the len(a) rows from row (loaded).
+// scores3 is scores for two or three queries q[t] into out[t], each with
+// scores' bits: at once where a multi-query kernel applies.
+func (r *kvRows) scores3(out, q [][]float32, row, n int, scale float32) {
+	var done bool
+	switch r.typ {
+	case tensor.F32:
+		done = attnScores3(out, q, r.f[row*r.stride+r.off:], r.stride, n, scale)
+	case tensor.F16:
+		done = attnScores3F16(out, q, r.e[row*r.stride+r.off:], r.stride, n, scale)
+	default:
+		done = attnScores3(out, q, r.tile[(row-r.base)*r.hd:], r.hd, n, scale)
+	}
+	if !done {
+		for t := range q {
+			r.scores(out[t], q[t], row, n, scale)
+		}
+	}
+}
+
+// accum adds Σ_i a[i]·v_i into out for the len(a) rows from row (within
+// the loaded run).
 func (r *kvRows) accum(out []float32, row int, a []float32) {
 	switch r.typ {
 	case tensor.F32:
@@ -239,18 +423,36 @@ func (r *kvRows) accum(out []float32, row int, a []float32) {
 	case tensor.F16:
 		attnAccumF16(out, r.e[row*r.stride+r.off:], r.stride, a)
 	default:
-		attnAccum(out, r.tile, r.hd, a)
+		attnAccum(out, r.tile[(row-r.base)*r.hd:], r.hd, a)
+	}
+}
+
+// accum3 is accum for two or three outputs out[t] with weights a[t] (of
+// equal length), each with accum's bits: at once where a multi-query
+// kernel applies.
+func (r *kvRows) accum3(out [][]float32, row int, a [][]float32) {
+	var done bool
+	switch r.typ {
+	case tensor.F32:
+		done = attnAccum3(out, r.f[row*r.stride+r.off:], r.stride, a)
+	case tensor.F16:
+		done = attnAccum3F16(out, r.e[row*r.stride+r.off:], r.stride, a)
+	default:
+		done = attnAccum3(out, r.tile[(row-r.base)*r.hd:], r.hd, a)
+	}
+	if !done {
+		for t := range out {
+			r.accum(out[t], row, a[t])
+		}
 	}
 }
 
 // cacheRun returns the cache row of position p of a sequence with block
 // table blocks, and how many positions from p up to last lie in
 // consecutive rows: the rest of p's block. It does not run on into a
-// following block even when its id is consecutive: attnScores groups a
-// run's rows eight and four at a time with per-group reduction orders, so
-// a run that depended on which block ids the allocator handed out (the
-// other sequences' history) would make a token's scores depend on its
-// batch (batch invariance, see tensor's MatMul).
+// following block even when its id is consecutive (no bit would change:
+// the kernels' arithmetic does not depend on how rows are grouped; but a
+// run's length then does not depend on the allocator either).
 func cacheRun(blocks []int, bs, p, last int) (row, cnt int) {
 	k := p / bs
 	row = blocks[k]*bs + p%bs

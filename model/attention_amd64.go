@@ -83,3 +83,76 @@ func attnAccumF16(out []float32, v []byte, stride int, a []float32) {
 	}
 	attnAccumF16Go(out, v, stride, a)
 }
+
+//go:noescape
+func attnScores3AVX2(q0, q1, q2 *float32, k *float32, stride uintptr, n int, hd int, scale float32, out0, out1, out2 *float32)
+
+//go:noescape
+func attnScores3F16AVX2(q0, q1, q2 *float32, k *byte, stride uintptr, n int, hd int, scale float32, out0, out1, out2 *float32)
+
+//go:noescape
+func attnAccum3AVX2(out0, out1, out2 *float32, v *float32, stride uintptr, n int, hd int, a0, a1, a2 *float32)
+
+//go:noescape
+func attnAccum3F16AVX2(out0, out1, out2 *float32, v *byte, stride uintptr, n int, hd int, a0, a1, a2 *float32)
+
+// attnScores3 runs attnScores for the two or three queries q[t] at once
+// (out[t] their scores, each query's bits of attnScores) where the
+// multi-query kernel applies, and reports whether it ran.
+func attnScores3(out, q [][]float32, k []float32, stride, n int, scale float32) bool {
+	hd, t2 := len(q[0]), len(q)-1
+	if !hasAVX2 || hd == 0 || hd%8 != 0 || t2 < 1 || t2 > 2 || n <= 0 {
+		return false
+	}
+	_ = k[(n-1)*stride+hd-1]
+	for t := range q {
+		_, _ = q[t][hd-1], out[t][n-1]
+	}
+	attnScores3AVX2(&q[0][0], &q[1][0], &q[t2][0], &k[0], uintptr(stride*4), n, hd, scale, &out[0][0], &out[1][0], &out[t2][0])
+	return true
+}
+
+// attnScores3F16 is attnScores3 over F16 rows (attnScoresF16's bits).
+func attnScores3F16(out, q [][]float32, k []byte, stride, n int, scale float32) bool {
+	hd, t2 := len(q[0]), len(q)-1
+	if !hasAVX2 || !hasF16C || hd == 0 || hd%8 != 0 || t2 < 1 || t2 > 2 || n <= 0 {
+		return false
+	}
+	_ = k[(n-1)*stride+2*hd-1]
+	for t := range q {
+		_, _ = q[t][hd-1], out[t][n-1]
+	}
+	attnScores3F16AVX2(&q[0][0], &q[1][0], &q[t2][0], &k[0], uintptr(stride), n, hd, scale, &out[0][0], &out[1][0], &out[t2][0])
+	return true
+}
+
+// attnAccum3 runs attnAccum for the two or three outputs out[t] with
+// weights a[t] (each len(a[0]) rows) at once where the multi-query kernel
+// applies (head widths a multiple of 32), with attnAccum's bits, and
+// reports whether it ran.
+func attnAccum3(out [][]float32, v []float32, stride int, a [][]float32) bool {
+	hd, n, t2 := len(out[0]), len(a[0]), len(out)-1
+	if !hasAVX2 || hd == 0 || hd%32 != 0 || t2 < 1 || t2 > 2 || n == 0 {
+		return false
+	}
+	_ = v[(n-1)*stride+hd-1]
+	for t := range out {
+		_, _ = out[t][hd-1], a[t][n-1]
+	}
+	attnAccum3AVX2(&out[0][0], &out[1][0], &out[t2][0], &v[0], uintptr(stride*4), n, hd, &a[0][0], &a[1][0], &a[t2][0])
+	return true
+}
+
+// attnAccum3F16 is attnAccum3 over F16 rows (attnAccumF16's bits).
+func attnAccum3F16(out [][]float32, v []byte, stride int, a [][]float32) bool {
+	hd, n, t2 := len(out[0]), len(a[0]), len(out)-1
+	if !hasAVX2 || !hasF16C || hd == 0 || hd%32 != 0 || t2 < 1 || t2 > 2 || n == 0 {
+		return false
+	}
+	_ = v[(n-1)*stride+2*hd-1]
+	for t := range out {
+		_, _ = out[t][hd-1], a[t][n-1]
+	}
+	attnAccum3F16AVX2(&out[0][0], &out[1][0], &out[t2][0], &v[0], uintptr(stride), n, hd, &a[0][0], &a[1][0], &a[t2][0])
+	return true
+}

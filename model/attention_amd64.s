@@ -3,14 +3,15 @@
 // of 8; attention.go holds the Go versions they are tested against).
 
 #include "textflag.h"
+#include "attention_amd64.h"
 
 // func attnScoresAVX2(q *float32, k *float32, stride uintptr, n int, hd int, scale float32, out *float32)
 //
 // out[i] = scale · Σ_{c<hd} q[c]·k_i[c] for the n rows k_i = k + i·stride
 // (stride in bytes); hd is a positive multiple of 8. Rows go eight at a
-// time, then at most one group of four (each 16-column step loads q once
-// for the four rows into eight independent accumulators: Y0-Y3 columns
-// 0-7, Y4-Y7 columns 8-15), then one by one.
+// time, then at most one group of four, then one by one, each row with one
+// accumulator over its columns, folded as attention_amd64.h states (the
+// bits of attnScores3AVX2 and any split of the rows).
 TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-56
 	MOVQ         q+0(FP), DI
 	MOVQ         k+8(FP), SI
@@ -92,53 +93,23 @@ s4rows:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
 	MOVQ   R10, CX
-	SUBQ   $16, CX
-	JL     s4tail
 
 s4loop:
 	VMOVUPS     (DI)(AX*1), Y8
-	VMOVUPS     32(DI)(AX*1), Y9
-	VFMADD231PS (SI)(AX*1), Y8, Y0
-	VFMADD231PS 32(SI)(AX*1), Y9, Y4
-	VFMADD231PS (R11)(AX*1), Y8, Y1
-	VFMADD231PS 32(R11)(AX*1), Y9, Y5
-	VFMADD231PS (R8)(AX*1), Y8, Y2
-	VFMADD231PS 32(R8)(AX*1), Y9, Y6
-	VFMADD231PS (R12)(AX*1), Y8, Y3
-	VFMADD231PS 32(R12)(AX*1), Y9, Y7
-	ADDQ        $64, AX
-	SUBQ        $16, CX
-	JGE         s4loop
-
-s4tail:
-	ADDQ        $16, CX
-	JZ          s4reduce
-	VMOVUPS     (DI)(AX*1), Y8
 	VFMADD231PS (SI)(AX*1), Y8, Y0
 	VFMADD231PS (R11)(AX*1), Y8, Y1
 	VFMADD231PS (R8)(AX*1), Y8, Y2
 	VFMADD231PS (R12)(AX*1), Y8, Y3
-
-s4reduce:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VHADDPS      Y1, Y0, Y0
-	VHADDPS      Y3, Y2, Y2
-	VHADDPS      Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMULPS       X15, X0, X0
-	VMOVUPS      X0, (DX)
-	ADDQ         $16, DX
-	LEAQ         (R8)(BX*2), SI // row 4
-	SUBQ         $4, R9
+	ADDQ        $32, AX
+	SUBQ        $8, CX
+	JNZ         s4loop
+	FOLD4ROWS(Y0, Y1, Y2, Y3, X0, X1)
+	VMULPS      X15, X0, X0
+	VMOVUPS     X0, (DX)
+	ADDQ        $16, DX
+	LEAQ        (R8)(BX*2), SI // row 4
+	SUBQ        $4, R9
 
 s1start:
 	ADDQ $4, R9
@@ -155,10 +126,7 @@ s1loop:
 	ADDQ        $32, AX
 	SUBQ        $8, CX
 	JG          s1loop
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	FOLD1ROW(Y0, X0, X1)
 	VMULSS       X15, X0, X0
 	VMOVSS       X0, (DX)
 	ADDQ         $4, DX
@@ -175,8 +143,10 @@ sdone:
 // out[c] += Σ_{i<n} a[i]·v_i[c] for c < hd and the n ≥ 1 rows
 // v_i = v + i·stride (stride in bytes); hd is a positive multiple of 8.
 // Columns go 64 at a time held in Y0-Y7 across all rows (eight
-// independent FMA chains), then 32 (two rows a step into Y0-Y3 and
-// Y4-Y7, added at the end), then 8 at a time.
+// independent FMA chains), then 32, then 8 at a time; every column takes
+// its rows' FMAs in order, so the bits do not depend on how the rows are
+// split into calls or on the multi-query kernels (attnAccum3AVX2) taking
+// them.
 TEXT ·attnAccumAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -228,63 +198,36 @@ a64row:
 	JMP          a64
 
 a32:
-	// Two rows a step into two sets of four accumulators (eight
-	// independent FMA chains: one chain would wait on the FMA latency),
-	// added at the end.
+	// 32 columns in Y0-Y3 over all rows, one row a step: each column's
+	// FMAs in row order, as in the 64-column steps (and attnAccum3AVX2),
+	// so a run's bits do not depend on how it is split into calls.
 	CMPQ    CX, $32
 	JL      a8
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
 	VMOVUPS 96(DI), Y3
-	VXORPS  Y4, Y4, Y4
-	VXORPS  Y5, Y5, Y5
-	VXORPS  Y6, Y6, Y6
-	VXORPS  Y7, Y7, Y7
 	MOVQ    SI, R11
 	MOVQ    R10, R12
 	MOVQ    R9, R13
-	SUBQ    $2, R13
-	JL      a32one
 
-a32pair:
-	VBROADCASTSS (R12), Y8
-	VBROADCASTSS 4(R12), Y9
-	LEAQ         (R11)(BX*1), R8
-	VFMADD231PS  (R11), Y8, Y0
-	VFMADD231PS  32(R11), Y8, Y1
-	VFMADD231PS  64(R11), Y8, Y2
-	VFMADD231PS  96(R11), Y8, Y3
-	VFMADD231PS  (R8), Y9, Y4
-	VFMADD231PS  32(R8), Y9, Y5
-	VFMADD231PS  64(R8), Y9, Y6
-	VFMADD231PS  96(R8), Y9, Y7
-	ADDQ         $8, R12
-	LEAQ         (R11)(BX*2), R11
-	SUBQ         $2, R13
-	JGE          a32pair
-
-a32one:
-	ADDQ         $2, R13 // rows left: 0 or 1
-	JZ           a32sum
+a32row:
 	VBROADCASTSS (R12), Y8
 	VFMADD231PS  (R11), Y8, Y0
 	VFMADD231PS  32(R11), Y8, Y1
 	VFMADD231PS  64(R11), Y8, Y2
 	VFMADD231PS  96(R11), Y8, Y3
-
-a32sum:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, DI
-	ADDQ    $128, SI
-	SUBQ    $32, CX
+	ADDQ         $4, R12
+	ADDQ         BX, R11
+	DECQ         R13
+	JNZ          a32row
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $128, DI
+	ADDQ         $128, SI
+	SUBQ         $32, CX
 
 a8:
 	CMPQ    CX, $8
@@ -318,7 +261,7 @@ adone:
 // time by VCVTPH2PS (F16C); hd is a positive multiple of 8. Rows go eight
 // at a time (q loaded once per 8 columns for all eight rows), then at most
 // one group of four, then one by one, with attnScoresAVX2's accumulators
-// and folds: F16 rows give the bits attnScoresAVX2 gives for the same
+// and fold: F16 rows give the bits attnScoresAVX2 gives for the same
 // values widened to float32.
 TEXT ·attnScoresF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ         q+0(FP), DI
@@ -397,9 +340,9 @@ h4start:
 	ADDQ $4, R9 // rows left - 4
 	JL   h1start
 
-	// Four rows, as attnScoresAVX2's s4rows (the same accumulators and
-	// folding, so equal values give bit-equal scores): SI, R11, R8, R12
-	// walk rows 0-3 sixteen halves at a time, AX the q byte offset.
+	// Four rows, one accumulator each, as attnScoresAVX2's s4rows: SI,
+	// R11, R8, R12 walk rows 0-3 eight halves at a time, AX the q byte
+	// offset.
 	LEAQ   (SI)(BX*1), R11
 	LEAQ   (SI)(BX*2), R8
 	LEAQ   (R8)(BX*1), R12
@@ -408,71 +351,32 @@ h4start:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
 	MOVQ   R10, CX
-	SUBQ   $16, CX
-	JL     h4tail
 
 h4loop:
 	VMOVUPS     (DI)(AX*1), Y8
-	VMOVUPS     32(DI)(AX*1), Y9
-	VCVTPH2PS   (SI), Y10
-	VCVTPH2PS   16(SI), Y11
-	VCVTPH2PS   (R11), Y12
-	VCVTPH2PS   16(R11), Y13
-	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y9, Y4
-	VFMADD231PS Y12, Y8, Y1
-	VFMADD231PS Y13, Y9, Y5
-	VCVTPH2PS   (R8), Y10
-	VCVTPH2PS   16(R8), Y11
+	VCVTPH2PS   (SI), Y9
+	VCVTPH2PS   (R11), Y10
+	VCVTPH2PS   (R8), Y11
 	VCVTPH2PS   (R12), Y12
-	VCVTPH2PS   16(R12), Y13
-	VFMADD231PS Y10, Y8, Y2
-	VFMADD231PS Y11, Y9, Y6
+	VFMADD231PS Y9, Y8, Y0
+	VFMADD231PS Y10, Y8, Y1
+	VFMADD231PS Y11, Y8, Y2
 	VFMADD231PS Y12, Y8, Y3
-	VFMADD231PS Y13, Y9, Y7
-	ADDQ        $64, AX
-	ADDQ        $32, SI
-	ADDQ        $32, R11
-	ADDQ        $32, R8
-	ADDQ        $32, R12
-	SUBQ        $16, CX
-	JGE         h4loop
-
-h4tail:
-	ADDQ        $16, CX
-	JZ          h4reduce
-	VMOVUPS     (DI)(AX*1), Y8
-	VCVTPH2PS   (SI), Y10
-	VCVTPH2PS   (R11), Y11
-	VCVTPH2PS   (R8), Y12
-	VCVTPH2PS   (R12), Y13
-	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y8, Y1
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y13, Y8, Y3
+	ADDQ        $32, AX
 	ADDQ        $16, SI
-
-h4reduce:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VHADDPS      Y1, Y0, Y0
-	VHADDPS      Y3, Y2, Y2
-	VHADDPS      Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMULPS       X15, X0, X0
-	VMOVUPS      X0, (DX)
-	ADDQ         $16, DX
-	SUBQ         R14, SI        // row 0 back to its start
-	LEAQ         (SI)(BX*4), SI // row 4
-	SUBQ         $4, R9
+	ADDQ        $16, R11
+	ADDQ        $16, R8
+	ADDQ        $16, R12
+	SUBQ        $8, CX
+	JNZ         h4loop
+	FOLD4ROWS(Y0, Y1, Y2, Y3, X0, X1)
+	VMULPS      X15, X0, X0
+	VMOVUPS     X0, (DX)
+	ADDQ        $16, DX
+	SUBQ        R14, SI        // row 0 back to its start
+	LEAQ        (SI)(BX*4), SI // row 4
+	SUBQ        $4, R9
 
 h1start:
 	ADDQ $4, R9
@@ -492,10 +396,7 @@ h1loop:
 	ADDQ        $16, R8
 	SUBQ        $8, CX
 	JG          h1loop
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	FOLD1ROW(Y0, X0, X1)
 	VMULSS       X15, X0, X0
 	VMOVSS       X0, (DX)
 	ADDQ         $4, DX
@@ -512,7 +413,7 @@ hdone:
 // attnAccumAVX2 over F16 rows: out[c] += Σ_{i<n} a[i]·v_i[c] with v_i the
 // hd halves at v + i·stride (stride in bytes); n ≥ 1, hd a positive
 // multiple of 8. Columns go 64 at a time held in Y0-Y7 across all rows,
-// then 32 (two rows a step, as attnAccumAVX2), then 8 at a time.
+// then 32, then 8 at a time, as attnAccumAVX2.
 TEXT ·attnAccumF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -572,51 +473,18 @@ g64row:
 	JMP          g64
 
 g32:
-	// As a32: two rows a step, eight FMA chains.
+	// As a32: one row a step, each column's FMAs in row order.
 	CMPQ    CX, $32
 	JL      g8
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
 	VMOVUPS 96(DI), Y3
-	VXORPS  Y4, Y4, Y4
-	VXORPS  Y5, Y5, Y5
-	VXORPS  Y6, Y6, Y6
-	VXORPS  Y7, Y7, Y7
 	MOVQ    SI, R11
 	MOVQ    R10, R12
 	MOVQ    R9, R13
-	SUBQ    $2, R13
-	JL      g32one
 
-g32pair:
-	VBROADCASTSS (R12), Y8
-	VBROADCASTSS 4(R12), Y9
-	LEAQ         (R11)(BX*1), R8
-	VCVTPH2PS    (R11), Y10
-	VCVTPH2PS    16(R11), Y11
-	VCVTPH2PS    32(R11), Y12
-	VCVTPH2PS    48(R11), Y13
-	VFMADD231PS  Y10, Y8, Y0
-	VFMADD231PS  Y11, Y8, Y1
-	VFMADD231PS  Y12, Y8, Y2
-	VFMADD231PS  Y13, Y8, Y3
-	VCVTPH2PS    (R8), Y10
-	VCVTPH2PS    16(R8), Y11
-	VCVTPH2PS    32(R8), Y12
-	VCVTPH2PS    48(R8), Y13
-	VFMADD231PS  Y10, Y9, Y4
-	VFMADD231PS  Y11, Y9, Y5
-	VFMADD231PS  Y12, Y9, Y6
-	VFMADD231PS  Y13, Y9, Y7
-	ADDQ         $8, R12
-	LEAQ         (R11)(BX*2), R11
-	SUBQ         $2, R13
-	JGE          g32pair
-
-g32one:
-	ADDQ         $2, R13 // rows left: 0 or 1
-	JZ           g32sum
+g32row:
 	VBROADCASTSS (R12), Y8
 	VCVTPH2PS    (R11), Y10
 	VCVTPH2PS    16(R11), Y11
@@ -626,19 +494,17 @@ g32one:
 	VFMADD231PS  Y11, Y8, Y1
 	VFMADD231PS  Y12, Y8, Y2
 	VFMADD231PS  Y13, Y8, Y3
-
-g32sum:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, DI
-	ADDQ    $64, SI
-	SUBQ    $32, CX
+	ADDQ         $4, R12
+	ADDQ         BX, R11
+	DECQ         R13
+	JNZ          g32row
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $128, DI
+	ADDQ         $64, SI
+	SUBQ         $32, CX
 
 g8:
 	CMPQ    CX, $8

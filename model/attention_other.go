@@ -17,3 +17,9 @@ func attnScoresF16(out, q []float32, k []byte, stride, n int, scale float32) {
 func attnAccumF16(out []float32, v []byte, stride int, a []float32) {
 	attnAccumF16Go(out, v, stride, a)
 }
+
+// No multi-query kernels here: attendRange runs the queries one by one.
+func attnScores3([][]float32, [][]float32, []float32, int, int, float32) bool { return false }
+func attnScores3F16([][]float32, [][]float32, []byte, int, int, float32) bool { return false }
+func attnAccum3([][]float32, []float32, int, [][]float32) bool                { return false }
+func attnAccum3F16([][]float32, []byte, int, [][]float32) bool                { return false }

@@ -146,17 +146,22 @@ var kvBenchTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0}
 // (TinyLlama shape: 32 heads, 4 KV heads, head dim 64) on one goroutine,
 // per cache type.
 func BenchmarkAttnPrefill(b *testing.B) {
-	for _, kv := range kvBenchTypes {
-		b.Run(kv.String(), func(b *testing.B) { benchAttnPrefill(b, kv) })
+	for _, kvh := range []struct {
+		name string
+		n    int
+	}{{"gqa", 4}, {"mha", 32}} {
+		for _, kv := range kvBenchTypes {
+			b.Run(kvh.name+"/"+kv.String(), func(b *testing.B) { benchAttnPrefill(b, kv, kvh.n) })
+		}
 	}
 }
 
-func benchAttnPrefill(b *testing.B, kv tensor.DType) {
+func benchAttnPrefill(b *testing.B, kv tensor.DType, kvHeads int) {
 	const n = 512
-	m, c, bt := attnBenchModel(b, n, kv, 4)
+	m, c, bt := attnBenchModel(b, n, kv, kvHeads)
 	cpu0 := cpuSeconds()
 	for b.Loop() {
-		m.attendRange(bt, c, 0, 0, n*m.KVHeads, m.ws.scores[0])
+		m.attendRange(bt, c, 0, 0, attnBlocks(n, m.Heads/m.KVHeads)*m.KVHeads, m.ws.scores[0])
 	}
 	flops := 4.0 * float64(m.Heads*m.HeadDim) * float64(n*(n+1)/2) * float64(b.N)
 	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -59,7 +59,7 @@ type workspace struct {
 	outIdx []int       // (≤ n) batch indices with Output set
 	xo     []float32   // (n_out, dim) final normalised rows of output tokens
 	logits []float32   // (n_out, vocab)
-	scores [][]float32 // (workers, ≥ group·(max_pos+1) + attnTile·head_dim) attention scores of one KV group's heads, then attendRange's Q8_0 tile
+	scores [][]float32 // (workers, ≥ queries·(max_pos+2) + attnTile·head_dim) the score rows of one attention pass's queries (attnPassQueries), then attendRange's Q8_0 tile
 	pl     []float32   // (n, layers, per_layer) Gemma 4's per-layer inputs
 	plh    []float32   // (n, per_layer) one layer's gated per-layer input
 	plRow  []float32   // (layers·per_layer) one token's per-layer embedding row
@@ -118,8 +118,9 @@ func (m *Model) ensure(n, maxPos int) {
 	if len(ws.scores) < workers {
 		ws.scores = make([][]float32, workers)
 	}
-	// scores (one extra per head for a sink), then a Q8_0 tile
-	need := c.maxGroup()*(maxPos+2) + attnTile*c.maxHeadDim()
+	// the score rows of a pass (one extra per query for a sink), then a
+	// Q8_0 tile
+	need := c.attnPassQueries()*(maxPos+2) + attnTile*c.maxHeadDim()
 	for i := range workers {
 		if len(ws.scores[i]) < need {
 			ws.scores[i] = make([]float32, max(need, 2*len(ws.scores[i])))

@@ -61,15 +61,6 @@ func (c *Config) LayerKVHeads(l int) int {
 func (c *Config) LayerQDim(l int) int  { return c.Heads * c.LayerHeadDim(l) }
 func (c *Config) LayerKVDim(l int) int { return c.LayerKVHeads(l) * c.LayerHeadDim(l) }
 
-// maxGroup is the most query heads sharing one KV head in any layer.
-func (c *Config) maxGroup() int {
-	g := 0
-	for l := range c.Layers {
-		g = max(g, c.Heads/c.LayerKVHeads(l))
-	}
-	return g
-}
-
 // CacheLayers is the number of layers that own a KV cache (OwnsKV).
 func (c *Config) CacheLayers() int {
 	n := 0
