@@ -111,41 +111,50 @@ func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
 	switch {
 	case wt == IQ4_XS:
 		xsUnpackLevels(&ws[0], &w[0], nb)
+		// The scales and dw: iq4xsScale for the eight sub-blocks at once
+		// from the block's scales_h (16 bits: 2 per sub-block) and scales_l
+		// (32 bits: 4 per sub-block).
+		for sb := range nb {
+			blk := w[sb*bb : sb*bb+8 : sb*bb+8]
+			o := ws[sb*xsWSSB+512 : sb*xsWSSB+548 : sb*xsWSSB+548]
+			sh := uint32(binary.LittleEndian.Uint16(blk[2:]))
+			sl := binary.LittleEndian.Uint32(blk[4:])
+			for ib := range 8 {
+				u := uint32(uint16(int16(int32(sl>>(4*ib)&0xF|(sh>>(2*ib)&3)<<4) - 32)))
+				binary.LittleEndian.PutUint32(o[4*ib:], u|u<<16)
+			}
+			binary.LittleEndian.PutUint32(o[32:], math.Float32bits(f16At(blk)))
+		}
+		return
 	case hasSIMD && !xsUnpackGo:
 		xsUnpackIQ3S(&ws[0], &w[0], nb)
 		return
 	}
+	// IQ3_S in Go: its grid and signs, scales and corrections.
 	for sb := range nb {
 		blk, o := w[sb*bb:(sb+1)*bb], ws[sb*xsWSSB:(sb+1)*xsWSSB]
-		var corr [8]int32 // IQ3_S: the lanes' −128·Σ sc·Σ level (qdotXSTileY3S)
+		var corr [8]int32 // the lanes' −128·Σ sc·Σ level (qdotXSTileY3S)
 		for ib := range 8 {
-			var sc int32
-			if wt == IQ4_XS {
-				sc = iq4xsScale(blk, ib)
-			} else {
-				sc = iq3sScale(blk, ib)
-				qs, qh, sg := blk[2+8*ib:2+8*ib+8], uint32(blk[66+ib]), blk[74+4*ib:74+4*ib+4]
-				mag, lv := o[32*ib:32*ib+32], o[256+32*ib:256+32*ib+32]
-				for g := range 8 {
-					// Magnitudes from the grid; a byte x negated where its sign
-					// bit is set: (x XOR 0xff) + 1, no carry out as x ≥ 1.
-					grid := iq3sGrid[uint32(qs[g])|qh>>g&1<<8]
-					m := iq3sNeg[sg[g/2]>>(4*(g%2))&0xF]
-					binary.LittleEndian.PutUint32(mag[4*g:], grid)
-					binary.LittleEndian.PutUint32(lv[4*g:], grid^m+m&0x01010101)
-					for i := range 4 {
-						corr[g] += sc * int32(int8(lv[4*g+i]))
-					}
+			sc := iq3sScale(blk, ib)
+			qs, qh, sg := blk[2+8*ib:2+8*ib+8], uint32(blk[66+ib]), blk[74+4*ib:74+4*ib+4]
+			mag, lv := o[32*ib:32*ib+32], o[256+32*ib:256+32*ib+32]
+			for g := range 8 {
+				// Magnitudes from the grid; a byte x negated where its sign
+				// bit is set: (x XOR 0xff) + 1, no carry out as x ≥ 1.
+				grid := iq3sGrid[uint32(qs[g])|qh>>g&1<<8]
+				m := iq3sNeg[sg[g/2]>>(4*(g%2))&0xF]
+				binary.LittleEndian.PutUint32(mag[4*g:], grid)
+				binary.LittleEndian.PutUint32(lv[4*g:], grid^m+m&0x01010101)
+				for i := range 4 {
+					corr[g] += sc * int32(int8(lv[4*g+i]))
 				}
 			}
 			u := uint32(uint16(int16(sc)))
 			binary.LittleEndian.PutUint32(o[512+4*ib:], u|u<<16)
 		}
 		binary.LittleEndian.PutUint32(o[544:], math.Float32bits(f16At(blk)))
-		if wt == IQ3_S {
-			for l, c := range corr {
-				binary.LittleEndian.PutUint32(o[4*l:], uint32(-128*c))
-			}
+		for l, c := range corr {
+			binary.LittleEndian.PutUint32(o[4*l:], uint32(-128*c))
 		}
 	}
 }
