@@ -481,14 +481,14 @@ func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
 		}
 		xt := j.x[t0*K : (t0+nt)*K]
 		dt := j.dst[t0*w.Rows : (t0+nt)*w.Rows]
-		for i := 0; i < mt; i += tileMR {
-			a := w.Data[(r0+i)*rb : (r0+i+tileMR)*rb]
-			tileKernel(w.Type, nt, a, rb, xt, K, k8, dt[r0+i:], w.Rows)
+		if mt > 0 {
+			a := w.Data[r0*rb : (r0+mt)*rb]
+			tileKernel(w.Type, nt, a, rb, xt, K, k8, dt[r0:], w.Rows, mt/tileMR)
 			if k8 < K {
-				// The Cols%8 tail, added to the tile's sums as dot4 adds it.
-				for r := range tileMR {
+				// The Cols%8 tail, added to the tiles' sums as dot4 adds it.
+				for r := range mt {
 					for t := range nt {
-						dt[t*w.Rows+r0+i+r] += dotGo(w.Type, a[r*rb:(r+1)*rb], xt[t*K:(t+1)*K], k8, K)
+						dt[t*w.Rows+r0+r] += dotGo(w.Type, a[r*rb:(r+1)*rb], xt[t*K:(t+1)*K], k8, K)
 					}
 				}
 			}
@@ -603,56 +603,64 @@ func tileTokens(rem int) int {
 	return tileNR
 }
 
-// tileKernel runs the float tile of type ty for four rows of a (stride lda
-// bytes) and nt (2 or 3) tokens of x (stride ldx floats) over k columns (a
-// positive multiple of 8): dst[t·ldd+r] = row r · token t by dot4's
-// arithmetic.
-func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, dst []float32, ldd int) {
-	_ = a[(tileMR-1)*lda+k*floatBytes(ty)-1]
+// tileKernel runs the float tile of type ty for tiles 4-row tiles of a
+// (rows of stride lda bytes, tile i's first row 4i) and nt (2 or 3) tokens of x
+// (stride ldx floats) over k columns (a positive multiple of 8):
+// dst[t·ldd+r] = row r · token t by dot4's arithmetic, r < 4·tiles. The
+// ymm tiles take all of them in one call.
+func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, dst []float32, ldd, tiles int) {
+	_ = a[(tiles*tileMR-1)*lda+k*floatBytes(ty)-1]
 	_ = x[(nt-1)*ldx+k-1]
-	_ = dst[(nt-1)*ldd+tileMR-1]
-	if k&7 != 0 || k == 0 || nt < 2 || nt > tileNR && !(nt == tileNRZ && hasAVX512) {
-		panic("tensor: tileKernel: k not a positive multiple of 8 or tokens not 2, 3 (or 6 on zmm)")
+	_ = dst[(nt-1)*ldd+tiles*tileMR-1]
+	if k&7 != 0 || k == 0 || tiles < 1 || nt < 2 || nt > tileNR && !(nt == tileNRZ && hasAVX512) {
+		panic("tensor: tileKernel: k not a positive multiple of 8, no tiles or tokens not 2, 3 (or 6 on zmm)")
 	}
 	pa, la, px, lx, pd, ld := &a[0], uintptr(lda), &x[0], uintptr(ldx*4), &dst[0], uintptr(ldd*4)
 	if hasAVX512 {
-		switch {
-		case ty == F32 && nt == 6:
-			tileF32x6Z(pa, la, px, lx, k, pd, ld)
-		case ty == F16 && nt == 6:
-			tileF16x6Z(pa, la, px, lx, k, pd, ld)
-		case ty == BF16 && nt == 6:
-			tileBF16x6Z(pa, la, px, lx, k, pd, ld)
-		case ty == F32 && nt == 3:
-			tileF32x3Z(pa, la, px, lx, k, pd, ld)
-		case ty == F16 && nt == 3:
-			tileF16x3Z(pa, la, px, lx, k, pd, ld)
-		case ty == BF16 && nt == 3:
-			tileBF16x3Z(pa, la, px, lx, k, pd, ld)
-		case ty == F32:
-			tileF32x2Z(pa, la, px, lx, k, pd, ld)
-		case ty == F16:
-			tileF16x2Z(pa, la, px, lx, k, pd, ld)
-		case ty == BF16:
-			tileBF16x2Z(pa, la, px, lx, k, pd, ld)
-		default:
-			panic("tensor: tileKernel: " + ty.String() + " is not a float type")
+		for i := range tiles {
+			tileKernelZ(ty, nt, &a[i*tileMR*lda], la, px, lx, k, &dst[i*tileMR], ld)
 		}
 		return
 	}
 	switch {
 	case ty == F32 && nt == 3:
-		tileF32x3SIMD(pa, la, px, lx, k, pd, ld)
+		tileF32x3SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == F16 && nt == 3:
-		tileF16x3SIMD(pa, la, px, lx, k, pd, ld)
+		tileF16x3SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == BF16 && nt == 3:
-		tileBF16x3SIMD(pa, la, px, lx, k, pd, ld)
+		tileBF16x3SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == F32:
-		tileF32x2SIMD(pa, la, px, lx, k, pd, ld)
+		tileF32x2SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == F16:
-		tileF16x2SIMD(pa, la, px, lx, k, pd, ld)
+		tileF16x2SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == BF16:
-		tileBF16x2SIMD(pa, la, px, lx, k, pd, ld)
+		tileBF16x2SIMD(pa, la, px, lx, k, pd, ld, tiles)
+	default:
+		panic("tensor: tileKernel: " + ty.String() + " is not a float type")
+	}
+}
+
+// tileKernelZ is one 4-row tile on zmm (AVX-512F): tileKernel's zmm path.
+func tileKernelZ(ty DType, nt int, pa *byte, la uintptr, px *float32, lx uintptr, k int, pd *float32, ld uintptr) {
+	switch {
+	case ty == F32 && nt == 6:
+		tileF32x6Z(pa, la, px, lx, k, pd, ld)
+	case ty == F16 && nt == 6:
+		tileF16x6Z(pa, la, px, lx, k, pd, ld)
+	case ty == BF16 && nt == 6:
+		tileBF16x6Z(pa, la, px, lx, k, pd, ld)
+	case ty == F32 && nt == 3:
+		tileF32x3Z(pa, la, px, lx, k, pd, ld)
+	case ty == F16 && nt == 3:
+		tileF16x3Z(pa, la, px, lx, k, pd, ld)
+	case ty == BF16 && nt == 3:
+		tileBF16x3Z(pa, la, px, lx, k, pd, ld)
+	case ty == F32:
+		tileF32x2Z(pa, la, px, lx, k, pd, ld)
+	case ty == F16:
+		tileF16x2Z(pa, la, px, lx, k, pd, ld)
+	case ty == BF16:
+		tileBF16x2Z(pa, la, px, lx, k, pd, ld)
 	default:
 		panic("tensor: tileKernel: " + ty.String() + " is not a float type")
 	}

@@ -46,7 +46,8 @@ func testTileKernelParity(t *testing.T, path string) {
 		for _, k := range []int{8, 16, 24, 32, 40, 48, 128, 200, 1024} {
 			cols := k + 8 // rows and tokens wider than k: strides ≠ k
 			rb := cols * floatBytes(ty)
-			data, _ := qgRandRows(t, rng, ty, tileMR, cols)
+			const tiles = 3 // the ymm kernels run them in one call
+			data, _ := qgRandRows(t, rng, ty, tiles*tileMR, cols)
 			x := randVec(rng, tileNRZ*cols)
 			for c := range cols {
 				x[cols+c] *= 30
@@ -56,11 +57,11 @@ func testTileKernelParity(t *testing.T, path string) {
 				nts = append(nts, tileNRZ)
 			}
 			for _, nt := range nts {
-				const ldd = tileMR + 3 // (token, ldd) results, ragged stride
+				const ldd = tiles*tileMR + 3 // (token, ldd) results, ragged stride
 				out := make([]float32, nt*ldd)
-				tileKernel(ty, nt, data, rb, x, cols, k, out, ldd)
+				tileKernel(ty, nt, data, rb, x, cols, k, out, ldd, tiles)
 				for tok := range nt {
-					for r := range tileMR {
+					for r := range tiles * tileMR {
 						var want [4]float32
 						dot4(ty, data[r*rb:r*rb+k*floatBytes(ty)], 0, x[tok*cols:tok*cols+k], &want)
 						if got := out[tok*ldd+r]; math.Float32bits(got) != math.Float32bits(want[0]) {
