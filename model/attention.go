@@ -236,19 +236,15 @@ func (m *Model) attendPass(pass []attnQuery, s *kvcache.Seq, bs, l int, kr, vr *
 			for t, q := range ch {
 				lo, hi := max(p, q.start), min(p+cnt-1, q.pos)
 				qv := m.ws.q[q.q : q.q+hd]
-				if clo > chi { // no rows in common: each alone
-					if lo <= hi {
-						kr.scores(scores[q.off+lo-q.start:], qv, row+lo-p, hi-lo+1, scale)
-					}
-					continue
+				if b := min(hi, clo-1); lo <= b { // before the common rows
+					kr.scores(scores[q.off+lo-q.start:], qv, row+lo-p, b-lo+1, scale)
 				}
-				if lo < clo {
-					kr.scores(scores[q.off+lo-q.start:], qv, row+lo-p, clo-lo, scale)
+				if a := max(lo, chi+1); a <= hi { // after them
+					kr.scores(scores[q.off+a-q.start:], qv, row+a-p, hi-a+1, scale)
 				}
-				if hi > chi {
-					kr.scores(scores[q.off+chi+1-q.start:], qv, row+chi+1-p, hi-chi, scale)
+				if clo <= chi {
+					o3[t], x3[t] = scores[q.off+clo-q.start:], qv
 				}
-				o3[t], x3[t] = scores[q.off+clo-q.start:], qv
 			}
 			if clo <= chi {
 				kr.scores3(o3[:len(ch)], x3[:len(ch)], row+clo-p, chi-clo+1, scale)
@@ -277,25 +273,23 @@ func (m *Model) attendPass(pass []attnQuery, s *kvcache.Seq, bs, l int, kr, vr *
 			clo, chi := commonRows(ch, p, p+cnt-1)
 			// Each query's rows in position order: those before the
 			// common ones alone, the common ones together, the rest alone.
-			if clo <= chi {
-				for t, q := range ch {
-					lo := max(p, q.start)
-					out := m.ws.att[q.q : q.q+hd]
-					if lo < clo {
-						vr.accum(out, row+lo-p, scores[q.off+lo-q.start:q.off+clo-q.start])
-					}
-					o3[t], x3[t] = out, scores[q.off+clo-q.start:q.off+chi+1-q.start]
+			for t, q := range ch {
+				lo, hi := max(p, q.start), min(p+cnt-1, q.pos, clo-1)
+				o3[t] = m.ws.att[q.q : q.q+hd]
+				if lo <= hi {
+					vr.accum(o3[t], row+lo-p, scores[q.off+lo-q.start:q.off+hi+1-q.start])
 				}
+				if clo <= chi {
+					x3[t] = scores[q.off+clo-q.start : q.off+chi+1-q.start]
+				}
+			}
+			if clo <= chi {
 				vr.accum3(o3[:len(ch)], row+clo-p, x3[:len(ch)])
 			}
-			for _, q := range ch {
-				lo, hi := max(p, q.start), min(p+cnt-1, q.pos)
-				if clo > chi { // no rows in common: each alone
-					if lo <= hi {
-						vr.accum(m.ws.att[q.q:q.q+hd], row+lo-p, scores[q.off+lo-q.start:q.off+hi+1-q.start])
-					}
-				} else if hi > chi {
-					vr.accum(m.ws.att[q.q:q.q+hd], row+chi+1-p, scores[q.off+chi+1-q.start:q.off+hi+1-q.start])
+			for t, q := range ch {
+				lo, hi := max(p, q.start, chi+1), min(p+cnt-1, q.pos)
+				if lo <= hi {
+					vr.accum(o3[t], row+lo-p, scores[q.off+lo-q.start:q.off+hi+1-q.start])
 				}
 			}
 		}
@@ -315,15 +309,16 @@ func (m *Model) attendPass(pass []attnQuery, s *kvcache.Seq, bs, l int, kr, vr *
 }
 
 // commonRows is the range [lo, hi] of positions within [p, last] that all
-// queries of ch attend (empty, lo > hi, for a single query: it goes
-// alone).
+// queries of ch attend. When there is none, or a single query (it goes
+// alone), it is the empty range just past last, so that every query's rows
+// in the run lie before it.
 func commonRows(ch []attnQuery, p, last int) (lo, hi int) {
-	if len(ch) < 2 {
-		return 1, 0
-	}
 	lo, hi = p, last
 	for _, q := range ch {
 		lo, hi = max(lo, q.start), min(hi, q.pos)
+	}
+	if len(ch) < 2 || lo > hi {
+		return last + 1, last
 	}
 	return lo, hi
 }

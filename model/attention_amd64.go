@@ -96,12 +96,18 @@ func attnAccum3AVX2(out0, out1, out2 *float32, v *float32, stride uintptr, n int
 //go:noescape
 func attnAccum3F16AVX2(out0, out1, out2 *float32, v *byte, stride uintptr, n int, hd int, a0, a1, a2 *float32)
 
+// multiQuery reports whether the multi-query kernels take nq queries of
+// head width hd (a multiple of mult; f16: F16 rows, which need F16C).
+func multiQuery(hd, mult, nq int, f16 bool) bool {
+	return hasAVX2 && (hasF16C || !f16) && hd > 0 && hd%mult == 0 && nq >= 2 && nq <= 3
+}
+
 // attnScores3 runs attnScores for the two or three queries q[t] at once
 // (out[t] their scores, each query's bits of attnScores) where the
 // multi-query kernel applies, and reports whether it ran.
 func attnScores3(out, q [][]float32, k []float32, stride, n int, scale float32) bool {
 	hd, t2 := len(q[0]), len(q)-1
-	if !hasAVX2 || hd == 0 || hd%8 != 0 || t2 < 1 || t2 > 2 || n <= 0 {
+	if !multiQuery(hd, 8, len(q), false) || n <= 0 {
 		return false
 	}
 	_ = k[(n-1)*stride+hd-1]
@@ -115,7 +121,7 @@ func attnScores3(out, q [][]float32, k []float32, stride, n int, scale float32) 
 // attnScores3F16 is attnScores3 over F16 rows (attnScoresF16's bits).
 func attnScores3F16(out, q [][]float32, k []byte, stride, n int, scale float32) bool {
 	hd, t2 := len(q[0]), len(q)-1
-	if !hasAVX2 || !hasF16C || hd == 0 || hd%8 != 0 || t2 < 1 || t2 > 2 || n <= 0 {
+	if !multiQuery(hd, 8, len(q), true) || n <= 0 {
 		return false
 	}
 	_ = k[(n-1)*stride+2*hd-1]
@@ -132,7 +138,7 @@ func attnScores3F16(out, q [][]float32, k []byte, stride, n int, scale float32) 
 // reports whether it ran.
 func attnAccum3(out [][]float32, v []float32, stride int, a [][]float32) bool {
 	hd, n, t2 := len(out[0]), len(a[0]), len(out)-1
-	if !hasAVX2 || hd == 0 || hd%32 != 0 || t2 < 1 || t2 > 2 || n == 0 {
+	if !multiQuery(hd, 32, len(out), false) || n == 0 {
 		return false
 	}
 	_ = v[(n-1)*stride+hd-1]
@@ -146,7 +152,7 @@ func attnAccum3(out [][]float32, v []float32, stride int, a [][]float32) bool {
 // attnAccum3F16 is attnAccum3 over F16 rows (attnAccumF16's bits).
 func attnAccum3F16(out [][]float32, v []byte, stride int, a [][]float32) bool {
 	hd, n, t2 := len(out[0]), len(a[0]), len(out)-1
-	if !hasAVX2 || !hasF16C || hd == 0 || hd%32 != 0 || t2 < 1 || t2 > 2 || n == 0 {
+	if !multiQuery(hd, 32, len(out), true) || n == 0 {
 		return false
 	}
 	_ = v[(n-1)*stride+2*hd-1]

@@ -77,9 +77,11 @@ func quantizeActsFrom(dst *quantizedActs, wt DType, x []float32, pairFrom int) e
 	dst.NS = dst.NS[:0]
 	dst.QN, dst.QNFrom = dst.QN[:0], 0
 	if dst.Format == Q8_0 && (wt == IQ4_NL || wt == MXFP4) {
-		dst.NS = biasSums(dst.NS, dst.Q)
+		// The ymm row dots read QN, the others NS (dotQRows): one of the two.
 		if nlPairActs() {
 			dst.QN, dst.QNFrom = pairNL(dst.QN, dst.Q, pairFrom/256), pairFrom/256*256
+		} else {
+			dst.NS = biasSums(dst.NS, dst.Q)
 		}
 	}
 	return nil
