@@ -41,8 +41,9 @@ import (
 // K-quants likewise with AVX-512 BW+VNNI, whose single-token zmm kernels
 // give the ymm kernels' bits: hasKZ; dotQRowsNLTile, IQ4_NL and MXFP4 16
 // tokens at a time in the vector lanes where AVX-512 has VBMI (hasNLZV),
-// 8 at a time on AVX2 (hasNLTileY); dotQRowsXSTile, IQ4_XS 8 tokens at a
-// time on AVX2 where the zmm kernels are not taken, and IQ3_S: hasXSTileY).
+// 8 at a time on AVX2 (hasNLTileY); dotQRowsXSTile, IQ4_XS 2 rows × 4
+// tokens at a time on AVX2 where the zmm kernels are not taken, and IQ3_S
+// 8 tokens: hasXSTileY).
 // So a token's output row is bit-identical
 // whether it is multiplied alone, beside 63 other decodes or inside a
 // 512-token prefill chunk, and greedy decoding does not change with server
@@ -191,7 +192,7 @@ type matJob struct {
 	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
 	nlt   bool // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
-	xst   bool // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(n) tokens eight at a time (dotQRowsXSTile)
+	xst   bool // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(w.Type, n) tokens (dotQRowsXSTile)
 	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
 	next  atomic.Int64
 }
@@ -280,15 +281,18 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, nlWSLen(w.Cols))
 			}
 		}
-		if useXSTile(w.Type, n) && xsTiled(n) > 0 {
-			// Groups of 8 tokens packed once for all workers; each
-			// worker unpacks its rows into its own scratch.
+		if useXSTile(w.Type, n) && xsTiled(w.Type, n) > 0 {
+			// IQ3_S: groups of 8 tokens packed once for all workers (IQ4_XS's
+			// tile reads the activations as quantized); each worker unpacks
+			// its rows into its own scratch.
 			j.xst = true
-			nt, pl := xsTiled(n), xsPackLen(w.Cols)
-			ng := (nt + xsTileTokens - 1) / xsTileTokens
-			s.shared.q8 = growBytes(s.shared.q8, ng*pl)
-			for g := range ng {
-				xsPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*xsTileTokens, min(xsTileTokens, nt-g*xsTileTokens), w.Type == IQ3_S)
+			if w.Type == IQ3_S {
+				nt, pl := xsTiled(w.Type, n), xsPackLen(w.Cols)
+				ng := (nt + xsTileTokens - 1) / xsTileTokens
+				s.shared.q8 = growBytes(s.shared.q8, ng*pl)
+				for g := range ng {
+					xsPack(s.shared.q8[g*pl:(g+1)*pl], &s.acts, w.Cols, g*xsTileTokens, min(xsTileTokens, nt-g*xsTileTokens))
+				}
 			}
 			for i := range s.scratch {
 				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, xsWSLen(w.Cols))
@@ -378,9 +382,10 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 			dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
 		}
 		if j.xst {
-			// Eight tokens at a time in the vector lanes.
-			t0 = xsTiled(j.n)
-			dotQRowsXSTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, sc.nlw)
+			// Two rows by four tokens (IQ4_XS) or eight tokens in the
+			// vector lanes (IQ3_S) at a time.
+			t0 = xsTiled(w.Type, j.n)
+			dotQRowsXSTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, t0, sc.nlw)
 		}
 		for t := t0; t < j.n; t++ {
 			if j.x8 && t%8 == 0 && t+8 <= j.n {

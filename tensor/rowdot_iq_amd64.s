@@ -599,7 +599,7 @@ s3loop:
 
 // func xsUnpackIQ3S(ws *byte, w *byte, nb int)
 // One IQ3_S row's nb super-blocks (110 bytes each at w) into ws in
-// qdotXSTileY's layout (576 bytes each, see xsUnpack): magnitudes at 32 to
+// the XS tiles' layout (576 bytes each, see xsUnpack): magnitudes at 32 to
 // 255 and signed levels at 256 in element order, the eight odd scales as
 // word pairs at 512, dw as float32 at 544, and at 0 the eight lanes' bias
 // corrections of qdotXSTileY3S, −128·Σ_ib sc_ib·(the sum of the lane's

@@ -26,19 +26,21 @@ func nlUnpack4IQ4NLY(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Point
 //go:noescape
 func nlUnpack4MXFP4Y(ws *byte, w *byte, stride uintptr, nb int, aux unsafe.Pointer)
 
-// hasXSTileY selects the ymm tiles of IQ4_XS (rowdot_iq_xs_amd64.s) where
-// the zmm eight-token kernels (useKx8) are not taken.
+// hasXSTileY selects the ymm tiles of IQ4_XS and IQ3_S
+// (rowdot_iq_xs_amd64.s) where the zmm eight-token kernels (useKx8) are not
+// taken.
 var hasXSTileY = hasSIMD
 
-// qdotXSTileY sets out[t] (t < 8) to the dot of the row unpacked in ws
-// (xsUnpack) and token t of the group packed at pk (xsPack), over nb
-// super-blocks.
+// qdotXSTileK sets out[4r+t] (r < 2, t < 4) to the dot of row r, unpacked
+// (xsUnpack) at ws + r·wsl, and token t, its Q8_K activations at q + t·ldq
+// and super-block scales at d + t·ldd bytes, over nb super-blocks.
 //
 //go:noescape
-func qdotXSTileY(out *float32, ws *byte, pk *byte, nb int)
+func qdotXSTileK(out *float32, ws *byte, wsl uintptr, q *int8, ldq uintptr, d *float32, ldd uintptr, nb int)
 
-// qdotXSTileY3S is qdotXSTileY for IQ3_S rows (xsUnpackIQ3S: the lanes'
-// bias corrections at 0) against biased activations (xsPack with bias).
+// qdotXSTileY3S sets out[t] (t < 8) to the dot of the IQ3_S row unpacked
+// in ws (xsUnpackIQ3S: the lanes' bias corrections at 0) and token t of the
+// group packed at pk (xsPack: biased activations), over nb super-blocks.
 //
 //go:noescape
 func qdotXSTileY3S(out *float32, ws *byte, pk *byte, nb int)
@@ -47,7 +49,7 @@ func qdotXSTileY3S(out *float32, ws *byte, pk *byte, nb int)
 func xsUnpackLevels(ws *byte, w *byte, nb int)
 
 // xsUnpackIQ3S writes one IQ3_S row's nb super-blocks at w into ws in
-// qdotXSTileY's layout (xsUnpack): magnitudes, signed levels, the odd
+// the tiles' layout (xsUnpack): magnitudes, signed levels, the odd
 // scales as word pairs and dw (rowdot_iq_amd64.s).
 //
 //go:noescape

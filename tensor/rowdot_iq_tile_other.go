@@ -14,7 +14,9 @@ func nlUnpack4MXFP4Y(*byte, *byte, uintptr, int, unsafe.Pointer) { panic("unreac
 
 var hasXSTileY = false
 
-func qdotXSTileY(*float32, *byte, *byte, int)   { panic("unreachable") }
+func qdotXSTileK(*float32, *byte, uintptr, *int8, uintptr, *float32, uintptr, int) {
+	panic("unreachable")
+}
 func xsUnpackLevels(*byte, *byte, int)          { panic("unreachable") }
 func xsUnpackIQ3S(*byte, *byte, int)            { panic("unreachable") }
 func qdotXSTileY3S(*float32, *byte, *byte, int) { panic("unreachable") }

@@ -6,36 +6,45 @@ import (
 	"unsafe"
 )
 
-// Multi-token row dots of IQ4_XS on AVX2 (hasXSTileY), eight tokens in the
-// vector lanes.
+// Multi-token row dots of IQ4_XS and IQ3_S on AVX2 (hasXSTileY): rows
+// unpacked once, then run against many tokens.
 //
 // IQ4_XS's canonical arithmetic (rowdot_iq_ref.go) keeps eight float
-// lanes per row and token; the tile (qdotXSTileY, rowdot_iq_xs_amd64.s)
-// keeps each of those lanes as a register of 8 tokens, so each token's
-// eight lanes take exactly the row dot's integer sums and float steps and
-// end in the same fold: the row dot's bits (TestXSTile,
-// TestMatMulBatchInvariant). A worker unpacks xsTileRows rows at a time
-// (xsUnpack: levels signed and as magnitudes, scales as words, dw;
-// 576 bytes per super-block) and runs every group of 8 tokens over them,
-// group outer and row inner so that a group's packed activations (xsPack,
-// 2080 bytes per super-block, packed once per MatMul) stay in L1 while
-// the unpacked rows come from L2. Before the tiles, IQ4_XS prefill took
-// the row dots token by token on AVX2 hosts: TinyLlama-shaped pp512 at
-// 0.38× llama.cpp on a Zen 3 host.
+// lanes per row and token, lane l summing elements 4l..4l+3 of every
+// sub-block. A worker unpacks xsTileRows rows at a time (xsUnpack: levels
+// signed and as magnitudes, scales as words, dw; 576 bytes per
+// super-block) and runs every group of tokens over them, group outer and
+// row inner, so that a group's activations stay in L1 while the unpacked
+// rows come from L1/L2:
+//
+//   - IQ4_XS: two rows × four tokens per call (qdotXSTileK,
+//     rowdot_iq_xs_amd64.s) with the elements in the vector lanes as in
+//     the row dot, each (row, token) one register of its eight lanes,
+//     straight from the quantized activations;
+//   - IQ3_S: one row × eight tokens (qdotXSTileY3S), each of the row dot's
+//     lanes a register of 8 tokens, the tokens packed once per MatMul
+//     (xsPack, 2080 bytes per super-block, biased to unsigned bytes).
+//
+// Either way each (row, token) takes exactly the row dot's integer sums
+// and float steps and ends in the same fold: the row dot's bits
+// (TestXSTile, TestMatMulBatchInvariant). Before the tiles, IQ4_XS
+// prefill took the row dots token by token on AVX2 hosts: TinyLlama-shaped
+// pp512 at 0.38× llama.cpp on a Zen 3 host.
 //
 // IQ3_S has the same lane arithmetic (lane g takes group g, elements
-// 4g..4g+3, of every sub-block, times the sub-block's scale), so the same
-// kernel runs it over rows unpacked from its grid: magnitudes from
-// iq3sGrid, signs from the sign bits, the odd scales 1+2s (xsUnpack, in
-// Go). Its row dots, one grid lookup per group and token, made IQ3_S
-// prefill slower than its decode (TinyLlama-shaped pp512 5.4 tok/s, 0.07×
-// llama.cpp, on a Zen 3 host).
+// 4g..4g+3, of every sub-block, times the sub-block's scale), so its rows
+// are unpacked from its grid into the same layout: magnitudes from
+// iq3sGrid, signs from the sign bits, the odd scales 1+2s (xsUnpack). Its
+// row dots, one grid lookup per group and token, made IQ3_S prefill slower
+// than its decode (TinyLlama-shaped pp512 5.4 tok/s, 0.07× llama.cpp, on a
+// Zen 3 host).
 //
 // Where AVX-512 VNNI is present the eight-token zmm kernels (dotQRowsKX8)
 // are taken instead; both give the row dots' bits.
 
 const (
 	xsTileTokens = 8
+	xsKTokens    = 4 // IQ4_XS: tokens per qdotXSTileK (two rows each)
 	xsTileRows   = 8
 	// Only whole groups: a row's unpacking costs about a token's row dot
 	// (IQ3_S more), so tiles of fewer than 8 tokens measured slower than
@@ -52,8 +61,14 @@ func useXSTile(wt DType, n int) bool {
 	return (wt == IQ4_XS || wt == IQ3_S) && hasXSTileY && qdotX4On && !useKx8(wt) && n >= xsTileMin
 }
 
-// xsTiled is how many of n tokens the tiles take: the whole groups of 8.
-func xsTiled(n int) int { return n &^ (xsTileTokens - 1) }
+// xsTiled is how many of n tokens the tiles of wt take: IQ4_XS's the
+// whole groups of xsKTokens, IQ3_S's those of 8.
+func xsTiled(wt DType, n int) int {
+	if wt == IQ4_XS {
+		return n &^ (xsKTokens - 1)
+	}
+	return n &^ (xsTileTokens - 1)
+}
 
 // xsPackLen is the packed length in bytes of one group of 8 tokens for
 // rows of n elements; xsWSLen a worker's xsTileRows unpacked rows.
@@ -61,12 +76,11 @@ func xsPackLen(n int) int { return n / qkK * xsPackSB }
 func xsWSLen(n int) int   { return xsTileRows * n / qkK * xsWSSB }
 
 // xsPack fills p (xsPackLen(n) bytes) with the m ≤ 8 tokens t0..t0+m−1 of
-// the Q8_K activations a (rows of n elements): p[sb·2080 + 32c + 4t + i] =
-// a.Q[(t0+t)·n + 256sb + 4c + i] (chunk c < 64, i < 4) and the float32
+// the Q8_K activations a (rows of n elements) for IQ3_S's tile
+// (qdotXSTileY3S): p[sb·2080 + 32c + 4t + i] = a.Q[(t0+t)·n + 256sb + 4c +
+// i] + 128 as an unsigned byte (chunk c < 64, i < 4) and the float32
 // a.D[(t0+t)·(n/256) + sb] at p[sb·2080 + 2048 + 4t]; lanes t ≥ m are zero.
-// With bias (IQ3_S's tile, qdotXSTileY3S) the activations are stored as
-// a+128, unsigned.
-func xsPack(p []byte, a *quantizedActs, n, t0, m int, bias bool) {
+func xsPack(p []byte, a *quantizedActs, n, t0, m int) {
 	nb := n / qkK
 	_ = p[nb*xsPackSB-1]
 	q := unsafe.Slice((*byte)(unsafe.Pointer(&a.Q[0])), len(a.Q))
@@ -81,11 +95,8 @@ func xsPack(p []byte, a *quantizedActs, n, t0, m int, bias bool) {
 			}
 			row := q[(t0+t)*n+sb*qkK : (t0+t)*n+(sb+1)*qkK]
 			for c := range 64 {
-				copy(blk[32*c+4*t:32*c+4*t+4], row[4*c:4*c+4])
-				if bias {
-					for i := range 4 {
-						blk[32*c+4*t+i] ^= 0x80 // a+128 as an unsigned byte
-					}
+				for i := range 4 {
+					blk[32*c+4*t+i] = row[4*c+i] ^ 0x80 // a+128 as an unsigned byte
 				}
 			}
 			binary.LittleEndian.PutUint32(blk[2048+4*t:], math.Float32bits(a.D[(t0+t)*nb+sb]))
@@ -160,11 +171,13 @@ func xsUnpack(wt DType, ws []byte, w []byte, nb int) {
 }
 
 // dotQRowsXSTile sets dst[t·ldd + r] = the row dot of row r of the
-// weights w (IQ4_XS or IQ3_S: wt) (row r at w[r·stride], n elements) and token t, for rows
-// [lo, hi) and tokens t < nt, from the groups' packed activations pk
-// (xsPack, group g — tokens 8g.. — at g·xsPackLen(n)). ws is the worker's
-// scratch (xsWSLen(n) bytes). Requires hasXSTileY.
-func dotQRowsXSTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, pk []byte, nt int, ws []byte) {
+// weights w (IQ4_XS or IQ3_S: wt) (row r at w[r·stride], n elements) and
+// token t of the activations a, for rows [lo, hi) and tokens t < nt
+// (xsTiled(wt, ·): whole groups of xsKTokens for IQ4_XS, of 8 or a last
+// partial group for IQ3_S, whose groups come packed in pk: xsPack, group g
+// — tokens 8g.. — at g·xsPackLen(n)). ws is the worker's scratch
+// (xsWSLen(n) bytes). Requires hasXSTileY.
+func dotQRowsXSTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n int, a *quantizedActs, pk []byte, nt int, ws []byte) {
 	nb := n / qkK
 	if n%qkK != 0 || nb == 0 {
 		panic("tensor: dotQRowsXSTile: rows not whole super-blocks")
@@ -172,14 +185,44 @@ func dotQRowsXSTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 	if nt == 0 || hi <= lo {
 		return
 	}
-	pl := xsPackLen(n)
-	ng := (nt + xsTileTokens - 1) / xsTileTokens
 	_, bb := qBlock(wt)
 	_ = w[(hi-1)*stride+nb*bb-1]
-	_ = pk[ng*pl-1]
 	_ = ws[xsWSLen(n)-1]
 	_ = dst[(nt-1)*ldd+hi-1]
 	wl := nb * xsWSSB
+	if wt == IQ4_XS {
+		if nt%xsKTokens != 0 {
+			panic("tensor: dotQRowsXSTile: IQ4_XS tokens not whole groups of 4")
+		}
+		_ = a.Q[nt*n-1]
+		_ = a.D[nt*nb-1]
+		var out [2 * xsKTokens]float32
+		for r0 := lo; r0 < hi; r0 += xsTileRows {
+			m := min(xsTileRows, hi-r0)
+			for i := range m {
+				xsUnpack(wt, ws[i*wl:(i+1)*wl], w[(r0+i)*stride:], nb)
+			}
+			for t0 := 0; t0 < nt; t0 += xsKTokens {
+				for i := 0; i < m; i += 2 {
+					wsl := wl // the pair's second row; an odd last row is run twice
+					if i+1 == m {
+						wsl = 0
+					}
+					qdotXSTileK(&out[0], &ws[i*wl], uintptr(wsl), &a.Q[t0*n], uintptr(n), &a.D[t0*nb], uintptr(4*nb), nb)
+					for tt := range xsKTokens {
+						dst[(t0+tt)*ldd+r0+i] = out[tt]
+						if i+1 < m {
+							dst[(t0+tt)*ldd+r0+i+1] = out[xsKTokens+tt]
+						}
+					}
+				}
+			}
+		}
+		return
+	}
+	pl := xsPackLen(n)
+	ng := (nt + xsTileTokens - 1) / xsTileTokens
+	_ = pk[ng*pl-1]
 	var out [xsTileTokens]float32
 	for r0 := lo; r0 < hi; r0 += xsTileRows {
 		m := min(xsTileRows, hi-r0)
@@ -188,11 +231,7 @@ func dotQRowsXSTile(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, 
 		}
 		for g := range ng {
 			for i := range m {
-				if wt == IQ3_S {
-					qdotXSTileY3S(&out[0], &ws[i*wl], &pk[g*pl], nb)
-				} else {
-					qdotXSTileY(&out[0], &ws[i*wl], &pk[g*pl], nb)
-				}
+				qdotXSTileY3S(&out[0], &ws[i*wl], &pk[g*pl], nb)
 				for tt := range min(xsTileTokens, nt-g*xsTileTokens) {
 					dst[(g*xsTileTokens+tt)*ldd+r0+i] = out[tt]
 				}

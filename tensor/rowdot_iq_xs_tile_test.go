@@ -7,10 +7,13 @@ import (
 )
 
 // TestXSTile checks the ymm tiles of IQ4_XS and IQ3_S (dotQRowsXSTile) against the row
-// dots bit for bit: every token of whole groups and of a last partial
-// group (one token with a 30× range), raw and quantized rows of one to
-// nine super-blocks at a stride padded with noise, packs and scratch
-// prefilled with noise, row ranges not starting at 0 and not whole tiles.
+// dots bit for bit: every token of whole groups (IQ4_XS: of 4; IQ3_S: of
+// 8, and a last partial group), one token with a 30× range, raw and
+// quantized rows of one to nine super-blocks at a stride padded with
+// noise, packs and scratch prefilled with noise, row ranges not starting
+// at 0 and not whole tiles (IQ4_XS: an odd last row, run as a pair with
+// itself). Seen failing with qdotXSTileK's token 1 scaled by token 0's
+// da.
 func TestXSTile(t *testing.T) {
 	if !hasXSTileY {
 		t.Skip("no IQ4_XS ymm tiles here (amd64 with AVX2 only)")
@@ -44,14 +47,18 @@ func TestXSTile(t *testing.T) {
 			dotQRows(wt, want[tok*rows:(tok+1)*rows], w, stride, cols, &a, tok*cols)
 		}
 		pl := xsPackLen(cols)
-		for _, nt := range []int{16, 21, 10} { // whole groups, a last group of 5 or 2
+		nts := []int{16, 21, 10} // IQ3_S: whole groups of 8, a last group of 5 or 2
+		if wt == IQ4_XS {
+			nts = []int{16, 20, 8} // groups of 4
+		}
+		for _, nt := range nts {
 			ng := (nt + 7) / 8
 			pk := make([]byte, ng*pl)
 			for i := range pk {
 				pk[i] = byte(rng.Uint32())
 			}
 			for g := range ng {
-				xsPack(pk[g*pl:(g+1)*pl], &a, cols, 8*g, min(8, nt-8*g), wt == IQ3_S)
+				xsPack(pk[g*pl:(g+1)*pl], &a, cols, 8*g, min(8, nt-8*g))
 			}
 			ws := make([]byte, xsWSLen(cols))
 			for i := range ws {
@@ -59,7 +66,11 @@ func TestXSTile(t *testing.T) {
 			}
 			for _, lo := range []int{0, 3, 11} {
 				got := make([]float32, n*rows)
-				dotQRowsXSTile(wt, got, rows, w, stride, lo, rows, cols, pk, nt, ws)
+				p := pk
+				if wt == IQ4_XS {
+					p = nil // its tile reads the quantized activations
+				}
+				dotQRowsXSTile(wt, got, rows, w, stride, lo, rows, cols, &a, p, nt, ws)
 				for tok := range n {
 					for r := range rows {
 						g, wnt := got[tok*rows+r], want[tok*rows+r]
