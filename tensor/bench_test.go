@@ -190,7 +190,9 @@ func BenchmarkRowDotStream(b *testing.B) {
 		read bool
 	}{
 		{Q8_0, "l2", false}, {Q4_K, "l2", false}, {Q6_K, "l2", false},
+		{IQ4_NL, "l2", false}, {MXFP4, "l2", false},
 		{Q8_0, "dram", false}, {Q4_K, "dram", false}, {Q6_K, "dram", false},
+		{IQ4_NL, "dram", false}, {MXFP4, "dram", false},
 		{Q4_K, "dram", true},
 	} {
 		name := fmt.Sprintf("%s/%s", c.t, c.set)
