@@ -65,6 +65,11 @@
 #define X4ROWEND(F, XF, label) \
 	VEXTRACTF128 $1, F, X10; \
 	VADDPS       X10, XF, XF; \
+	X4STORE4(XF, label)
+
+// X4STORE4 stores the four tokens' results of this row (lane t of XF =
+// token t) and moves to the next row, jumping to label if any are left.
+#define X4STORE4(XF, label) \
 	VMOVSS       XF, (R8); \
 	MOVQ         offs+64(FP), AX; \
 	MOVQ         72(AX), AX; \
@@ -1231,6 +1236,92 @@ q80x4sum:
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	X4ROWEND(Y0, X0, q80x4row)
+
+// Q40X4BLK runs the Q4_0 block at off(SI) (activations at aoff(DI),
+// scales at doff(CX)) for the four tokens into a0-a3: the block unpacked
+// once (NIB32, nib−8, |w| and dw), then per token SDOT's steps in SDOT's
+// order. Y8 w, Y9 |w|, Y10 dw; Y11, Y12 temporaries; Y13 = 0x08 bytes,
+// Y14 = 0x0001 words, Y15 = 0x0F bytes.
+#define Q40X4BLK(off, aoff, doff, a0, a1, a2, a3) \
+	NIB32(off+2, Y8, X8, X9); \
+	VPSUBB       Y13, Y8, Y8; \
+	VPABSB       Y8, Y9; \
+	VPBROADCASTW off(SI), X10; \
+	VCVTPH2PS    X10, Y10; \
+	Q40X4TOK(aoff(DI), doff(CX), a0); \
+	Q40X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), a1); \
+	Q40X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), a2); \
+	Q40X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3)
+
+// Q40X4TOK: SDOT for one token against the unpacked block.
+#define Q40X4TOK(asrc, dsrc, F) \
+	VMOVDQU      asrc, Y11; \
+	VPSIGNB      Y8, Y11, Y11; \
+	VPMADDUBSW   Y11, Y9, Y11; \
+	VPMADDWD     Y14, Y11, Y11; \
+	VCVTDQ2PS    Y11, Y11; \
+	VBROADCASTSS dsrc, Y12; \
+	VMULPS       Y12, Y10, Y12; \
+	VFMADD231PS  Y12, Y11, F
+
+// func qdotQ4_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// Q4_0 weights against four tokens of Q8_0 activations (dxv token 0's
+// block scales, offs.bs the others' byte offsets; bs unused), each token
+// with qdotQ4_0SIMD's arithmetic: even blocks into one 8-lane float
+// accumulator (Y0-Y3), odd ones into another (Y4-Y7), the two added and
+// folded as HSUM folds them — four HSUMs done as one transposed fold. A
+// group of two repeats token 1 as tokens 2 and 3.
+TEXT ·qdotQ4_0x4SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+	BCAST32($0x00010001, Y14, X14)
+	BCAST32($0x08080808, Y13, X13)
+
+q40x4row:
+	X4ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SUBQ   $2, AX
+	JL     q40x4tail
+
+	PCALIGN $64
+
+q40x4loop2:
+	Q40X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
+	Q40X4BLK(18, 32, 4, Y4, Y5, Y6, Y7)
+	ADDQ $36, SI
+	ADDQ $64, DI
+	ADDQ $8, CX
+	SUBQ $2, AX
+	JGE  q40x4loop2
+
+q40x4tail:
+	ADDQ $2, AX
+	JZ   q40x4sum
+	Q40X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
+
+q40x4sum:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS       X4, X0, X0
+	VEXTRACTF128 $1, Y1, X5
+	VADDPS       X5, X1, X1
+	VEXTRACTF128 $1, Y2, X6
+	VADDPS       X6, X2, X2
+	VEXTRACTF128 $1, Y3, X7
+	VADDPS       X7, X3, X3
+	VHADDPS      X1, X0, X0
+	VHADDPS      X3, X2, X2
+	VHADDPS      X2, X0, X0
+	X4STORE4(X0, q40x4row)
 
 #define Q8X2BLK(off, aoff, doff) \
 	VMOVDQU      off+2(SI), Y4; \
