@@ -521,7 +521,12 @@ func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
 // threads, GFLOP/s ratio to these; shapes 2048×2048, 2048×6144, 6144×2048,
 // 2026-12-06): tileMC 128 0.98, 0.99, 1.02; tilePanelK 2048 (K = 2048 in
 // one panel) 1.00, 0.96, 1.01; tilePanelK 512, tilePanelGroups 4 or 16
-// within the runs' ±5%.
+// within the runs' ±5%. The ymm tiles (AVX2 hosts) take no panels: a
+// 4×3 panel kernel (accumulators kept in scratch as here) measured slower
+// at every setting tried on a Zen 3 host (TinyLlama's gate and down
+// projections, n = 512 on 2 threads, cpuGFLOP/s medians of 3-5
+// interleaved runs, 2026-12-07: none ~84 and ~75-84; panels of 1024 or
+// 512 columns, 2-8 groups per pass, 69-82 and 69-77).
 const (
 	tilePanelK      = 1024    // columns per panel (a multiple of 16)
 	tilePanelGroups = 8       // 6-token groups per pass over the panels (their accumulators: 8·16 tiles·1.5 KB in L2)
