@@ -1174,15 +1174,20 @@ q6kx2loop:
 // against one token's 32 activations at aoff with scale at doff, into
 // the float accumulator F (the signs of w moved onto the activations, as
 // in Q80BLK).
-#define Q8X4TOK(aoff, doff, F) \
-	VMOVDQU      aoff, Y7; \
-	VPSIGNB      Y4, Y7, Y7; \
-	VPMADDUBSW   Y7, Y5, Y7; \
-	VPMADDWD     Y15, Y7, Y7; \
-	VCVTDQ2PS    Y7, Y7; \
-	VBROADCASTSS doff, Y8; \
-	VMULPS       Y8, Y6, Y8; \
-	VFMADD231PS  Y8, Y7, F
+#define Q8X4TOK(aoff, doff, F) Q0X4TOK(aoff, doff, F, Y4, Y5, Y6, Y7, Y8, Y15)
+
+// Q0X4TOK is Q8X4TOK with its registers named: the block's signed weights
+// W, their magnitudes AW, its dw broadcast in DW, temporaries T and S,
+// 0x0001 words in ONES (Q4_0's kernel keeps eight accumulators in Y0-Y7).
+#define Q0X4TOK(aoff, doff, F, W, AW, DW, T, S, ONES) \
+	VMOVDQU      aoff, T; \
+	VPSIGNB      W, T, T; \
+	VPMADDUBSW   T, AW, T; \
+	VPMADDWD     ONES, T, T; \
+	VCVTDQ2PS    T, T; \
+	VBROADCASTSS doff, S; \
+	VMULPS       S, DW, S; \
+	VFMADD231PS  S, T, F
 
 // Q8X4BLK runs the Q8_0 block at off(SI) (activations at aoff(DI),
 // scales at doff(CX)) for the four tokens.
@@ -1240,7 +1245,8 @@ q80x4sum:
 // Q40X4BLK runs the Q4_0 block at off(SI) (activations at aoff(DI),
 // scales at doff(CX)) for the four tokens into a0-a3: the block unpacked
 // once (NIB32, nib−8, |w| and dw), then per token SDOT's steps in SDOT's
-// order. Y8 w, Y9 |w|, Y10 dw; Y11, Y12 temporaries; Y13 = 0x08 bytes,
+// order (Q0X4TOK: SDOT's steps, Q8_0's per-token step). Y8 w, Y9 |w|, Y10
+// dw; Y11, Y12 temporaries; Y13 = 0x08 bytes,
 // Y14 = 0x0001 words, Y15 = 0x0F bytes.
 #define Q40X4BLK(off, aoff, doff, a0, a1, a2, a3) \
 	NIB32(off+2, Y8, X8, X9); \
@@ -1248,21 +1254,10 @@ q80x4sum:
 	VPABSB       Y8, Y9; \
 	VPBROADCASTW off(SI), X10; \
 	VCVTPH2PS    X10, Y10; \
-	Q40X4TOK(aoff(DI), doff(CX), a0); \
-	Q40X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), a1); \
-	Q40X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), a2); \
-	Q40X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3)
-
-// Q40X4TOK: SDOT for one token against the unpacked block.
-#define Q40X4TOK(asrc, dsrc, F) \
-	VMOVDQU      asrc, Y11; \
-	VPSIGNB      Y8, Y11, Y11; \
-	VPMADDUBSW   Y11, Y9, Y11; \
-	VPMADDWD     Y14, Y11, Y11; \
-	VCVTDQ2PS    Y11, Y11; \
-	VBROADCASTSS dsrc, Y12; \
-	VMULPS       Y12, Y10, Y12; \
-	VFMADD231PS  Y12, Y11, F
+	Q0X4TOK(aoff(DI), doff(CX), a0, Y8, Y9, Y10, Y11, Y12, Y14); \
+	Q0X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), a1, Y8, Y9, Y10, Y11, Y12, Y14); \
+	Q0X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), a2, Y8, Y9, Y10, Y11, Y12, Y14); \
+	Q0X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3, Y8, Y9, Y10, Y11, Y12, Y14)
 
 // func qdotQ4_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 // Q4_0 weights against four tokens of Q8_0 activations (dxv token 0's
