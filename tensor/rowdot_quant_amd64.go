@@ -99,6 +99,9 @@ func qdotQ6_Kx2SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs
 func qdotQ4_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 
 //go:noescape
+func qdotQ5_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+
+//go:noescape
 func qdotQ8_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
 
 //go:noescape

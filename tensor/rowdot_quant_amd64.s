@@ -1318,6 +1318,96 @@ q40x4sum:
 	VHADDPS      X2, X0, X0
 	X4STORE4(X0, q40x4row)
 
+// HBITS's constants in memory for the kernels whose registers hold
+// accumulators (Q50X4BLK): ^(1<<(k%8)) bytes and all ones.
+DATA q5hmask<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5hmask<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5hmask<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5hmask<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL q5hmask<>(SB), RODATA|NOPTR, $32
+
+DATA q5ones<>+0(SB)/8, $0xffffffffffffffff
+DATA q5ones<>+8(SB)/8, $0xffffffffffffffff
+DATA q5ones<>+16(SB)/8, $0xffffffffffffffff
+DATA q5ones<>+24(SB)/8, $0xffffffffffffffff
+GLOBL q5ones<>(SB), RODATA|NOPTR, $32
+
+// Q50X4BLK is Q50X4BLK for the Q5_0 block at off(SI) (Q50BLK's values:
+// nib | 0xF0 where the high bit is clear; HBITS's constants read from
+// memory, its registers holding accumulators here; Y13 = 0xF0 bytes) (Q0X4TOK: SDOT's steps, Q8_0's per-token step). Y8 w, Y9 |w|, Y10
+// dw; Y11, Y12 temporaries; Y13 = 0x08 bytes,
+// Y14 = 0x0001 words, Y15 = 0x0F bytes.
+#define Q50X4BLK(off, aoff, doff, a0, a1, a2, a3) \
+	NIB32(off+6, Y8, X8, X9); \
+	VPBROADCASTD off+2(SI), Y9; \
+	VPSHUFB      bitshuf<>(SB), Y9, Y9; \
+	VPOR         q5hmask<>(SB), Y9, Y9; \
+	VPCMPEQB     q5ones<>(SB), Y9, Y9; \
+	VPANDN       Y13, Y9, Y9; \
+	VPOR         Y9, Y8, Y8; \
+	VPABSB       Y8, Y9; \
+	VPBROADCASTW off(SI), X10; \
+	VCVTPH2PS    X10, Y10; \
+	Q0X4TOK(aoff(DI), doff(CX), a0, Y8, Y9, Y10, Y11, Y12, Y14); \
+	Q0X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), a1, Y8, Y9, Y10, Y11, Y12, Y14); \
+	Q0X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), a2, Y8, Y9, Y10, Y11, Y12, Y14); \
+	Q0X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3, Y8, Y9, Y10, Y11, Y12, Y14)
+
+// func qdotQ5_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
+// qdotQ4_0x4SIMD for Q5_0 blocks (22 bytes: d, qh, qs), each token with
+// qdotQ5_0SIMD's arithmetic (the same two accumulators and fold).
+TEXT ·qdotQ5_0x4SIMD(SB), NOSPLIT, $0-72
+	X4SETUP
+	BCAST32($0x00010001, Y14, X14)
+	BCAST32($0xf0f0f0f0, Y13, X13)
+
+q50x4row:
+	X4ROWSTART
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SUBQ   $2, AX
+	JL     q50x4tail
+
+	PCALIGN $64
+
+q50x4loop2:
+	Q50X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
+	Q50X4BLK(22, 32, 4, Y4, Y5, Y6, Y7)
+	ADDQ $44, SI
+	ADDQ $64, DI
+	ADDQ $8, CX
+	SUBQ $2, AX
+	JGE  q50x4loop2
+
+q50x4tail:
+	ADDQ $2, AX
+	JZ   q50x4sum
+	Q50X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
+
+q50x4sum:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS       X4, X0, X0
+	VEXTRACTF128 $1, Y1, X5
+	VADDPS       X5, X1, X1
+	VEXTRACTF128 $1, Y2, X6
+	VADDPS       X6, X2, X2
+	VEXTRACTF128 $1, Y3, X7
+	VADDPS       X7, X3, X3
+	VHADDPS      X1, X0, X0
+	VHADDPS      X3, X2, X2
+	VHADDPS      X2, X0, X0
+	X4STORE4(X0, q50x4row)
+
 #define Q8X2BLK(off, aoff, doff) \
 	VMOVDQU      off+2(SI), Y4; \
 	VPABSB       Y4, Y5; \
