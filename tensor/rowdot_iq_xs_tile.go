@@ -47,10 +47,13 @@ const (
 	xsKTokens    = 4 // IQ4_XS: tokens per qdotXSTileK (two rows each)
 	xsTileRows   = 8
 	// Only whole groups: a row's unpacking costs about a token's row dot
-	// (IQ3_S more), so tiles of fewer than 8 tokens measured slower than
-	// the row dots (TinyLlama-shaped pp4 on a Zen 3 host: IQ4_XS 19.6 vs
-	// 26.8 tok/s, IQ3_S 4.8 vs 9.1; pp8 42.1 vs 37.8 and 9.9 vs 8.0).
-	xsTileMin = 8
+	// (IQ3_S more). IQ3_S's 8-token tiles of fewer tokens measured slower
+	// than the row dots (TinyLlama-shaped pp4 on a Zen 3 host: 4.8 vs 9.1
+	// tok/s; pp8 9.9 vs 8.0), and xsTiled gives it none below 8. IQ4_XS's
+	// 2×4 tile (qdotXSTileK) pays from one group of 4 (interleaved ×3,
+	// 2026-12-07: pp4 26-36 vs 22-25 tok/s on the row dots, pp6 27-39 vs
+	// 24-27; the old 8-token tile had lost at pp4, 19.6 vs 26.8).
+	xsTileMin = 4
 	xsPackSB  = 2080
 	xsWSSB    = 576
 )
