@@ -1242,6 +1242,37 @@ q80x4sum:
 	VHADDPS Y2, Y0, Y0
 	X4ROWEND(Y0, X0, q80x4row)
 
+// Q0X4ZERO and Q0X4SUM open and close a row of the Q4_0/Q5_0 four-token
+// kernels: the eight accumulators (even blocks Y0-Y3, odd Y4-Y7) zeroed;
+// then each token's two added and folded as HSUM folds them, the four
+// HSUMs as one transposed fold, lane t of X0 = token t.
+#define Q0X4ZERO \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+#define Q0X4SUM \
+	VADDPS       Y4, Y0, Y0; \
+	VADDPS       Y5, Y1, Y1; \
+	VADDPS       Y6, Y2, Y2; \
+	VADDPS       Y7, Y3, Y3; \
+	VEXTRACTF128 $1, Y0, X4; \
+	VADDPS       X4, X0, X0; \
+	VEXTRACTF128 $1, Y1, X5; \
+	VADDPS       X5, X1, X1; \
+	VEXTRACTF128 $1, Y2, X6; \
+	VADDPS       X6, X2, X2; \
+	VEXTRACTF128 $1, Y3, X7; \
+	VADDPS       X7, X3, X3; \
+	VHADDPS      X1, X0, X0; \
+	VHADDPS      X3, X2, X2; \
+	VHADDPS      X2, X0, X0
+
 // Q40X4BLK runs the Q4_0 block at off(SI) (activations at aoff(DI),
 // scales at doff(CX)) for the four tokens into a0-a3: the block unpacked
 // once (NIB32, nib−8, |w| and dw), then per token SDOT's steps in SDOT's
@@ -1273,14 +1304,7 @@ TEXT ·qdotQ4_0x4SIMD(SB), NOSPLIT, $0-72
 
 q40x4row:
 	X4ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	Q0X4ZERO
 	SUBQ   $2, AX
 	JL     q40x4tail
 
@@ -1301,21 +1325,7 @@ q40x4tail:
 	Q40X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
 
 q40x4sum:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS       X4, X0, X0
-	VEXTRACTF128 $1, Y1, X5
-	VADDPS       X5, X1, X1
-	VEXTRACTF128 $1, Y2, X6
-	VADDPS       X6, X2, X2
-	VEXTRACTF128 $1, Y3, X7
-	VADDPS       X7, X3, X3
-	VHADDPS      X1, X0, X0
-	VHADDPS      X3, X2, X2
-	VHADDPS      X2, X0, X0
+	Q0X4SUM
 	X4STORE4(X0, q40x4row)
 
 // HBITS's constants in memory for the kernels whose registers hold
@@ -1363,14 +1373,7 @@ TEXT ·qdotQ5_0x4SIMD(SB), NOSPLIT, $0-72
 
 q50x4row:
 	X4ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	Q0X4ZERO
 	SUBQ   $2, AX
 	JL     q50x4tail
 
@@ -1391,21 +1394,7 @@ q50x4tail:
 	Q50X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
 
 q50x4sum:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS       X4, X0, X0
-	VEXTRACTF128 $1, Y1, X5
-	VADDPS       X5, X1, X1
-	VEXTRACTF128 $1, Y2, X6
-	VADDPS       X6, X2, X2
-	VEXTRACTF128 $1, Y3, X7
-	VADDPS       X7, X3, X3
-	VHADDPS      X1, X0, X0
-	VHADDPS      X3, X2, X2
-	VHADDPS      X2, X0, X0
+	Q0X4SUM
 	X4STORE4(X0, q50x4row)
 
 #define Q8X2BLK(off, aoff, doff) \
