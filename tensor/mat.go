@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -12,6 +13,8 @@ type Mat struct {
 	Type       DType
 	Rows, Cols int
 	Data       []byte
+
+	packed atomic.Pointer[[]byte] // Q4_0: the rows packed eight at a time for the kernels (q4x8), made on first use
 }
 
 // NewMat checks that data holds exactly rows×cols elements of type t.

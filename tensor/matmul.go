@@ -26,7 +26,11 @@ import (
 //	Q4_0 … Q6_K,     x quantized per token and block to 8 bits
 //	IQ4_NL, IQ4_XS,  (quantizeActs), then the integer row dot of dotQRows
 //	IQ3_S, MXFP4     (per-block int32 sums, the kernel's float steps in
-//	(actsFormat)     block order; the table formats' in rowdot_iq_ref.go)
+//	(actsFormat)     block order; the table formats' in rowdot_iq_ref.go).
+//	                 Q4_0: the reference dotQ4_0's, one float per row,
+//	                 acc = fl(acc + fl(fl(dw·da)·s)) block after block, on
+//	                 amd64 over rows packed eight per register
+//	                 (rowdot_q4x8.go), the same bits on every path
 //	other types      the row dequantized to float32 (dequantFast), then
 //	                 dot4's F32 arithmetic
 //
@@ -147,7 +151,7 @@ type workerScratch struct {
 // sharedScratch is filled in one phase and read by all workers in the next.
 type sharedScratch struct {
 	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
-	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack)
+	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack); Q4_0: (n/4, Cols/32·q4x8ActLen) of 4-token groups (q4x8Acts)
 	dx8 []float32 // (n/8, Cols/32, 8) their block scales
 	bsk []int16   // (n/8, qx8PackKLen) packed bsums of 8-token groups, K-quants (qx8PackK)
 	dzk []float32 // (n/8, qx8PackKLen) their packed scales
@@ -187,13 +191,14 @@ type matJob struct {
 	w     *Mat
 	x     []float32
 	n     int
-	chunk int  // rows per claimed matrix-vector chunk or tile block
-	quant bool // matrix-vector through s.acts (8-bit activations)
-	x4    bool // quant, n > 1, four tokens at a time (dotQRowsX4)
-	x8    bool // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
-	nlt   bool // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
-	xst   bool // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(w.Type, n) tokens (dotQRowsXSTile)
-	kx8   bool // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
+	chunk int    // rows per claimed matrix-vector chunk or tile block
+	quant bool   // matrix-vector through s.acts (8-bit activations)
+	x4    bool   // quant, n > 1, four tokens at a time (dotQRowsX4)
+	x8    bool   // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
+	nlt   bool   // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
+	xst   bool   // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(w.Type, n) tokens (dotQRowsXSTile)
+	kx8   bool   // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
+	q4    []byte // quant, Q4_0 on the packed kernels (useQ4x8): w's packed rows (dotQ4x8)
 	next  atomic.Int64
 }
 
@@ -246,6 +251,9 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		j.chunk = decodeChunk(w, th)
 	} else {
 		j.chunk = max(4, min(rowwiseChunkBytes/w.RowBytes(), w.Rows/(4*th))&^3)
+		if useQ4x8(w) {
+			j.chunk = max(8, j.chunk&^7) // whole groups of the packed rows
+		}
 	}
 	pairFrom := 0 // the tiles' tokens need no paired values (quantizeActsFrom)
 	if nlTiled(n) > 0 && useNLTile(w.Type) {
@@ -253,6 +261,18 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	}
 	if _, ok := actsFormat(w.Type); ok && quantizeActsFrom(&s.acts, w.Type, x[:n*w.Cols], pairFrom) == nil {
 		j.quant = true
+		if useQ4x8(w) {
+			// Q4_0: the rows packed eight at a time (on the first product),
+			// the tokens' block biases, and groups of four tokens' activations
+			// interleaved once for all workers.
+			j.q4 = w.q4x8()
+			s.acts.q4Bias()
+			pl := w.Cols / 32 * q4x8ActLen
+			s.shared.q8 = growBytes(s.shared.q8, n/4*pl)
+			for t0 := 0; t0+4 <= n; t0 += 4 {
+				q4x8Acts(s.shared.q8[t0/4*pl:(t0/4+1)*pl], &s.acts, w.Cols, &[4]int{t0, t0 + 1, t0 + 2, t0 + 3})
+			}
+		}
 		if n > 1 && hasQdotX4(w.Type) {
 			j.x4 = true
 		}
@@ -374,6 +394,9 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		for t := range j.n {
 			j.dot4Rows(lo, hi, t)
 		}
+	case j.q4 != nil:
+		// Q4_0: eight packed rows at a time, four tokens then one.
+		dotQ4x8(j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, 0, j.n)
 	case j.quant:
 		t0 := 0
 		if j.nlt {

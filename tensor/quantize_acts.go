@@ -37,6 +37,7 @@ type quantizedActs struct {
 	NS     []int32   // Q8_0 for IQ4_NL and MXFP4 weights: (N/32) −128·Σq per block, the bias correction of the biased-level kernels (qdotIQ4_NLZV); empty otherwise
 	QN     []int8    // Q8_0 for IQ4_NL and MXFP4 weights where nlPairActs(): (2·N rounded down to 512 per 8 blocks) Q and |Q| paired as the ymm row dots read them (pairNL), valid from element QNFrom on; empty otherwise
 	QNFrom int       // the first element QN holds (a multiple of 256)
+	Q4S    []int32   // Q8_0 for the packed Q4_0 kernels: (N/32) −8·Σq per block (q4Bias), empty until asked for
 }
 
 func growI8(s []int8, n int) []int8 {
@@ -74,14 +75,14 @@ func quantizeActsFrom(dst *quantizedActs, wt DType, x []float32, pairFrom int) e
 		dst.QP = growI8(dst.QP, len(x))
 		pairK4(dst.QP, dst.Q)
 	}
-	dst.NS = dst.NS[:0]
+	dst.NS, dst.Q4S = dst.NS[:0], dst.Q4S[:0]
 	dst.QN, dst.QNFrom = dst.QN[:0], 0
 	if dst.Format == Q8_0 && (wt == IQ4_NL || wt == MXFP4) {
 		// The ymm row dots read QN, the others NS (dotQRows): one of the two.
 		if nlPairActs() {
 			dst.QN, dst.QNFrom = pairNL(dst.QN, dst.Q, pairFrom/256), pairFrom/256*256
 		} else {
-			dst.NS = biasSums(dst.NS, dst.Q)
+			dst.NS = biasSums(dst.NS, dst.Q, -128)
 		}
 	}
 	return nil
@@ -122,10 +123,11 @@ func pairNL(p []int8, q []int8, g0 int) []int8 {
 	return p
 }
 
-// biasSums returns ns (grown) holding −128·Σ q[32b : 32b+32] for every
-// block b of q: what a dot against unsigned level+128 bytes must add to
-// be the dot against the signed levels.
-func biasSums(ns []int32, q []int8) []int32 {
+// biasSums returns ns (grown) holding bias·Σ q[32b : 32b+32] for every
+// block b of q: with bias −128, what a dot against unsigned level+128
+// bytes must add to be the dot against the signed levels (IQ4_NL, MXFP4);
+// with −8, likewise for Q4_0's nibbles (q4Bias).
+func biasSums(ns []int32, q []int8, bias int32) []int32 {
 	nb := len(q) / 32
 	if cap(ns) < nb {
 		ns = make([]int32, nb)
@@ -136,7 +138,7 @@ func biasSums(ns []int32, q []int8) []int32 {
 		for _, v := range q[32*b : 32*b+32] {
 			s += int32(v)
 		}
-		ns[b] = -128 * s
+		ns[b] = bias * s
 	}
 	return ns
 }

@@ -226,7 +226,9 @@ q80sum:
 	FOLD8(Y0, X0)
 	ROWEND(q80row)
 
-// ---------------------------------------------------------------- Q4_0, Q4_1, Q5_0, Q5_1
+// ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
+
+// (Q4_0 runs on its rows packed eight at a time: rowdot_q4x8_amd64.s.)
 
 // NIB32 loads the 16 bytes at off(SI) as 32 nibbles into reg: byte j < 16
 // is the low nibble of byte j, byte 16+j its high nibble (element order of
@@ -275,12 +277,6 @@ q80sum:
 	VCVTPH2PS    X4, X4; \
 	VFMADD231SS  saoff(BX), X4, macc
 
-// Q40BLK: block {d; qs[16]} at off(SI); value nib−8.
-#define Q40BLK(off, aoff, daoff, acc) \
-	NIB32(off+2, Y2, X2, X3); \
-	VPSUBB Y13, Y2, Y2; \
-	SDOT(aoff, off, daoff, acc)
-
 // Q50BLK: block {d; qh u32; qs[16]} at off(SI); value nib | hbit<<4 − 16,
 // i.e. nib | 0xF0 where the high bit is clear. Y13 = 0xF0 bytes.
 #define Q50BLK(off, aoff, daoff, acc) \
@@ -313,41 +309,6 @@ q80sum:
 	VMOVQ   AX, X11; \
 	VPBROADCASTQ X11, Y11; \
 	VPCMPEQB Y10, Y10, Y10
-
-// func qdotQ4_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ4_0SIMD(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), R8
-	MOVQ w+16(FP), R10
-	SMALLCONST
-	BCAST32($0x08080808, Y13, X13)
-
-q40row:
-	ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	SUBQ   $2, CX
-	JL     q40tail
-
-	PCALIGN $64
-
-q40loop2:
-	Q40BLK(0, 0, 0, Y0)
-	Q40BLK(18, 32, 4, Y1)
-	ADDQ $36, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	SUBQ $2, CX
-	JGE  q40loop2
-
-q40tail:
-	ADDQ $2, CX
-	JZ   q40sum
-	Q40BLK(0, 0, 0, Y0)
-
-q40sum:
-	VADDPS Y1, Y0, Y0
-	HSUM
-	ROWEND(q40row)
 
 // func qdotQ5_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 TEXT ·qdotQ5_0SIMD(SB), NOSPLIT, $0-64
@@ -1178,7 +1139,7 @@ q6kx2loop:
 
 // Q0X4TOK is Q8X4TOK with its registers named: the block's signed weights
 // W, their magnitudes AW, its dw broadcast in DW, temporaries T and S,
-// 0x0001 words in ONES (Q4_0's kernel keeps eight accumulators in Y0-Y7).
+// 0x0001 words in ONES (Q5_0's kernel keeps eight accumulators in Y0-Y7).
 #define Q0X4TOK(aoff, doff, F, W, AW, DW, T, S, ONES) \
 	VMOVDQU      aoff, T; \
 	VPSIGNB      W, T, T; \
@@ -1242,8 +1203,8 @@ q80x4sum:
 	VHADDPS Y2, Y0, Y0
 	X4ROWEND(Y0, X0, q80x4row)
 
-// Q0X4ZERO and Q0X4SUM open and close a row of the Q4_0/Q5_0 four-token
-// kernels: the eight accumulators (even blocks Y0-Y3, odd Y4-Y7) zeroed;
+// Q0X4ZERO and Q0X4SUM open and close a row of the Q5_0 four-token
+// kernel: the eight accumulators (even blocks Y0-Y3, odd Y4-Y7) zeroed;
 // then each token's two added and folded as HSUM folds them, the four
 // HSUMs as one transposed fold, lane t of X0 = token t.
 #define Q0X4ZERO \
@@ -1273,61 +1234,6 @@ q80x4sum:
 	VHADDPS      X3, X2, X2; \
 	VHADDPS      X2, X0, X0
 
-// Q40X4BLK runs the Q4_0 block at off(SI) (activations at aoff(DI),
-// scales at doff(CX)) for the four tokens into a0-a3: the block unpacked
-// once (NIB32, nib−8, |w| and dw), then per token SDOT's steps in SDOT's
-// order (Q0X4TOK: SDOT's steps, Q8_0's per-token step). Y8 w, Y9 |w|, Y10
-// dw; Y11, Y12 temporaries; Y13 = 0x08 bytes,
-// Y14 = 0x0001 words, Y15 = 0x0F bytes.
-#define Q40X4BLK(off, aoff, doff, a0, a1, a2, a3) \
-	NIB32(off+2, Y8, X8, X9); \
-	VPSUBB       Y13, Y8, Y8; \
-	VPABSB       Y8, Y9; \
-	VPBROADCASTW off(SI), X10; \
-	VCVTPH2PS    X10, Y10; \
-	Q0X4TOK(aoff(DI), doff(CX), a0, Y8, Y9, Y10, Y11, Y12, Y14); \
-	Q0X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), a1, Y8, Y9, Y10, Y11, Y12, Y14); \
-	Q0X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), a2, Y8, Y9, Y10, Y11, Y12, Y14); \
-	Q0X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3, Y8, Y9, Y10, Y11, Y12, Y14)
-
-// func qdotQ4_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-// Q4_0 weights against four tokens of Q8_0 activations (dxv token 0's
-// block scales, offs.bs the others' byte offsets; bs unused), each token
-// with qdotQ4_0SIMD's arithmetic: even blocks into one 8-lane float
-// accumulator (Y0-Y3), odd ones into another (Y4-Y7), the two added and
-// folded as HSUM folds them — four HSUMs done as one transposed fold. A
-// group of two repeats token 1 as tokens 2 and 3.
-TEXT ·qdotQ4_0x4SIMD(SB), NOSPLIT, $0-72
-	X4SETUP
-	BCAST32($0x00010001, Y14, X14)
-	BCAST32($0x08080808, Y13, X13)
-
-q40x4row:
-	X4ROWSTART
-	Q0X4ZERO
-	SUBQ   $2, AX
-	JL     q40x4tail
-
-	PCALIGN $64
-
-q40x4loop2:
-	Q40X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
-	Q40X4BLK(18, 32, 4, Y4, Y5, Y6, Y7)
-	ADDQ $36, SI
-	ADDQ $64, DI
-	ADDQ $8, CX
-	SUBQ $2, AX
-	JGE  q40x4loop2
-
-q40x4tail:
-	ADDQ $2, AX
-	JZ   q40x4sum
-	Q40X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
-
-q40x4sum:
-	Q0X4SUM
-	X4STORE4(X0, q40x4row)
-
 // HBITS's constants in memory for the kernels whose registers hold
 // accumulators (Q50X4BLK): ^(1<<(k%8)) bytes and all ones.
 DATA q5hmask<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
@@ -1342,11 +1248,13 @@ DATA q5ones<>+16(SB)/8, $0xffffffffffffffff
 DATA q5ones<>+24(SB)/8, $0xffffffffffffffff
 GLOBL q5ones<>(SB), RODATA|NOPTR, $32
 
-// Q50X4BLK is Q50X4BLK for the Q5_0 block at off(SI) (Q50BLK's values:
-// nib | 0xF0 where the high bit is clear; HBITS's constants read from
-// memory, its registers holding accumulators here; Y13 = 0xF0 bytes) (Q0X4TOK: SDOT's steps, Q8_0's per-token step). Y8 w, Y9 |w|, Y10
-// dw; Y11, Y12 temporaries; Y13 = 0x08 bytes,
-// Y14 = 0x0001 words, Y15 = 0x0F bytes.
+// Q50X4BLK runs the Q5_0 block at off(SI) (activations at aoff(DI),
+// scales at doff(CX)) for the four tokens into a0-a3: the block unpacked
+// once (Q50BLK's values: nib | 0xF0 where the high bit is clear; HBITS's
+// constants read from memory, its registers holding accumulators here),
+// |w| and dw, then per token SDOT's steps in SDOT's order (Q0X4TOK). Y8 w,
+// Y9 |w|, Y10 dw; Y11, Y12 temporaries; Y13 = 0xF0 bytes, Y14 = 0x0001
+// words, Y15 = 0x0F bytes.
 #define Q50X4BLK(off, aoff, doff, a0, a1, a2, a3) \
 	NIB32(off+6, Y8, X8, X9); \
 	VPBROADCASTD off+2(SI), Y9; \
@@ -1364,8 +1272,12 @@ GLOBL q5ones<>(SB), RODATA|NOPTR, $32
 	Q0X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3, Y8, Y9, Y10, Y11, Y12, Y14)
 
 // func qdotQ5_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-// qdotQ4_0x4SIMD for Q5_0 blocks (22 bytes: d, qh, qs), each token with
-// qdotQ5_0SIMD's arithmetic (the same two accumulators and fold).
+// Q5_0 weights (22-byte blocks: d, qh, qs) against four tokens of Q8_0
+// activations (dxv token 0's block scales, offs.bs the others' byte
+// offsets; bs unused), each token with qdotQ5_0SIMD's arithmetic: even
+// blocks into one 8-lane float accumulator (Y0-Y3), odd ones into another
+// (Y4-Y7), the two added and folded as HSUM folds them — four HSUMs done
+// as one transposed fold. A group of two repeats token 1 as tokens 2 and 3.
 TEXT ·qdotQ5_0x4SIMD(SB), NOSPLIT, $0-72
 	X4SETUP
 	BCAST32($0x00010001, Y14, X14)

@@ -27,10 +27,6 @@ func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 	qdotQ8_0NEON(dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ4_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
-	qdotRowsGo(Q4_0, dst, rows, w, stride, q, d, aux, nb)
-}
-
 func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q4_1, dst, rows, w, stride, q, d, aux, nb)
 }
@@ -83,8 +79,6 @@ func qdotRowsGo(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *in
 	for r := range out {
 		row := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(w), uintptr(r)*stride)), nb*bb)
 		switch wt {
-		case Q4_0:
-			out[r] = dotQ4_0(row, qs, ds)
 		case Q4_1:
 			out[r] = dotQ4_1(row, qs, ds, s)
 		case Q5_0:

@@ -73,7 +73,9 @@ func dotQ4_0(w []byte, q []int8, d []float32) float32 {
 		for j := range 16 {
 			s += (int32(qs[j]&0xF)-8)*int32(y[j]) + (int32(qs[j]>>4)-8)*int32(y[j+16])
 		}
-		sum += float32(f16At(blk)*d[b]) * float32(s)
+		// Rounded step by step (no fused multiply-add), as the packed
+		// kernels compute it (rowdot_q4x8.go).
+		sum += float32(float32(f16At(blk)*d[b]) * float32(s))
 	}
 	return sum
 }

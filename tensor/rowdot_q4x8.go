@@ -1,0 +1,187 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// Q4_0 weights with their rows interleaved eight at a time.
+//
+// The row dot (one row against one token) spends most of its work on
+// horizontal bookkeeping: a Q4_0 block is 32 nibbles and one fp16 scale,
+// so each block needs its own unpack, sign trick, int→float convert,
+// scale product and FMA, ~16 vector instructions per 18 bytes; decode
+// then runs at about half of the memory bandwidth. llama.cpp repacks Q4_0
+// on x86 for the same reason (its q4_0_8x8). Here a Mat's Q4_0 rows are
+// copied once, on first use by MatMul, into groups of eight rows:
+//
+//	group g, block b (144 bytes, groups one after another, blocks in order):
+//	  [0:16)    dw of rows 8g..8g+7 (fp16)
+//	  [16:144)  four 32-byte chunks; chunk c, dword r = row 8g+r's
+//	            nibble bytes 4c..4c+3
+//
+// so one 32-byte load holds eight rows' elements 4c..4c+3 (low nibbles)
+// and 16+4c..16+4c+3 (high nibbles), and each vector lane belongs to one
+// row. The kernels (rowdot_q4x8_amd64.s) multiply the unsigned nibbles by
+// the token's four activations broadcast to every lane, add the eight
+// products of a block as words, and add the bias −8·Σq (q4Bias) to get
+// the exact block sums Σ (nib−8)·q of eight rows at once; then per lane
+// the float steps of the reference dotQ4_0, p = fl(fl(dw·da)·s) and
+// acc = fl(acc + p), block after block. The float work is thus per
+// block and eight rows, not per block and row (~6 instructions per
+// element group instead of ~16 per row), and every path — one token
+// (qdotQ4_0x8T1), four (qdotQ4_0x8T4), the pure-Go dotQ4_0 — computes
+// the same bits: Q4_0 is batch invariant across kernel sets too.
+//
+// Cost: the packed copy is as large as the weights (the mapped file's
+// pages for them are no longer touched and can be dropped by the kernel).
+// A last group of fewer than eight rows is padded with zero rows.
+
+const (
+	q4x8Block  = 144 // bytes of one packed block of a group
+	q4x8ActLen = 160 // bytes of one block of a 4-token activation group (q4x8Acts)
+)
+
+// useQ4x8 reports whether MatMul runs w on the packed Q4_0 kernels.
+func useQ4x8(w *Mat) bool {
+	return w.Type == Q4_0 && q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
+}
+
+// q4x8Mu serializes the packing of Q4_0 matrices, so two pools meeting
+// one matrix for the first time do not both copy it.
+var q4x8Mu sync.Mutex
+
+// q4x8 returns w's rows packed for the kernels (see the top of the file),
+// packing them on first use.
+func (w *Mat) q4x8() []byte {
+	if p := w.packed.Load(); p != nil {
+		return *p
+	}
+	q4x8Mu.Lock()
+	defer q4x8Mu.Unlock()
+	if p := w.packed.Load(); p != nil {
+		return *p
+	}
+	p := packQ4_0x8(w.Data, w.Rows, w.Cols)
+	w.packed.Store(&p)
+	return p
+}
+
+// packQ4_0x8 returns the packed copy of the Q4_0 matrix (rows, cols) in
+// data, the groups shared among the CPUs.
+func packQ4_0x8(data []byte, rows, cols int) []byte {
+	nb := cols / 32
+	groups := (rows + 7) / 8
+	out := make([]byte, groups*nb*q4x8Block)
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), groups)
+	for wk := range workers {
+		wg.Go(func() {
+			for g := wk; g < groups; g += workers {
+				packQ4_0x8Group(out[g*nb*q4x8Block:(g+1)*nb*q4x8Block], data, rows, g, nb)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// packQ4_0x8Group writes group g (rows 8g..8g+7, absent ones left zero)
+// of the Q4_0 matrix data (nb blocks per row) into out.
+func packQ4_0x8Group(out, data []byte, rows, g, nb int) {
+	rb := nb * 18
+	for r := range 8 {
+		row := 8*g + r
+		if row >= rows {
+			return
+		}
+		src := data[row*rb : (row+1)*rb]
+		for b := range nb {
+			blk, o := src[18*b:18*b+18], out[b*q4x8Block:(b+1)*q4x8Block]
+			o[2*r], o[2*r+1] = blk[0], blk[1]
+			for c := range 4 {
+				binary.LittleEndian.PutUint32(o[16+32*c+4*r:], binary.LittleEndian.Uint32(blk[2+4*c:]))
+			}
+		}
+	}
+}
+
+// q4Bias returns −8·Σq of every block of a's values (Q8_0 format), the
+// correction that makes the kernels' unsigned-nibble sums Σ nib·q the
+// block sums Σ (nib−8)·q; computed on the first call after a's
+// quantization (single-threaded: MatMul calls it before the workers run).
+func (a *quantizedActs) q4Bias() []int32 {
+	nb := a.N / 32
+	if len(a.Q4S) == nb {
+		return a.Q4S
+	}
+	a.Q4S = biasSums(a.Q4S, a.Q[:a.N], -8)
+	return a.Q4S
+}
+
+// q4x8Acts fills xs (nb·q4x8ActLen bytes) with the activations of tokens
+// toks (n values each, in a, whose q4Bias is computed) as qdotQ4_0x8T4
+// reads them: per block, the four tokens' 32 values, their four da, their
+// four biases.
+func q4x8Acts(xs []byte, a *quantizedActs, n int, toks *[4]int) {
+	nb := n / 32
+	_ = xs[nb*q4x8ActLen-1]
+	for t, tok := range toks {
+		q, d, s := a.Q[tok*n:(tok+1)*n], a.D[tok*nb:(tok+1)*nb], a.Q4S[tok*nb:(tok+1)*nb]
+		for b := range nb {
+			o := xs[b*q4x8ActLen:]
+			for i := range 32 {
+				o[32*t+i] = byte(q[32*b+i])
+			}
+			binary.LittleEndian.PutUint32(o[128+4*t:], math.Float32bits(d[b]))
+			binary.LittleEndian.PutUint32(o[144+4*t:], uint32(s[b]))
+		}
+	}
+}
+
+// dotQ4x8 sets dst[tok·ldd + r] = dotQ4_0(row r, token tok) for rows
+// [lo, hi) of the packed matrix pk (rows rows, n columns; lo a multiple
+// of 8) and every token of a from t0 on: four at a time where four are
+// left (xs: their q4x8Acts, one group of nb·q4x8ActLen bytes per four
+// tokens from t0), then one at a time.
+func dotQ4x8(dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a *quantizedActs, xs []byte, t0, nt int) {
+	nb := n / 32
+	gl := nb * q4x8Block
+	g0, g1 := lo/8, hi/8 // whole groups; a last partial one (hi = rows) after
+	var tail [4 * 8]float32
+	t := t0
+	for ; t+4 <= nt; t += 4 {
+		x := xs[(t-t0)/4*nb*q4x8ActLen:]
+		var offs [4]uintptr
+		for i := range offs {
+			offs[i] = uintptr(i * ldd * 4)
+		}
+		if g1 > g0 {
+			_ = dst[(t+3)*ldd+8*g1-1]
+			qdotQ4_0x8T4(&dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], &x[0], nb, &offs)
+		}
+		if hi%8 != 0 {
+			for i := range offs {
+				offs[i] = uintptr(i * 8 * 4)
+			}
+			qdotQ4_0x8T4(&tail[0], 1, &pk[g1*gl], &x[0], nb, &offs)
+			for i := range 4 {
+				copy(dst[(t+i)*ldd+8*g1:(t+i)*ldd+hi], tail[8*i:])
+			}
+		}
+	}
+	ns := a.Q4S
+	for ; t < nt; t++ {
+		q, d, s := &a.Q[t*n], &a.D[t*nb], &ns[t*nb]
+		if g1 > g0 {
+			_ = dst[t*ldd+8*g1-1]
+			qdotQ4_0x8T1(&dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, nb)
+		}
+		if hi%8 != 0 {
+			qdotQ4_0x8T1(&tail[0], 1, &pk[g1*gl], q, d, s, nb)
+			copy(dst[t*ldd+8*g1:t*ldd+hi], tail[:])
+		}
+	}
+}

@@ -1,0 +1,13 @@
+package tensor
+
+// The packed Q4_0 kernels of rowdot_q4x8_amd64.s; see rowdot_q4x8.go.
+
+// q4x8Arch: the packed Q4_0 kernels exist on this architecture (they need
+// AVX2: hasSIMD).
+const q4x8Arch = true
+
+//go:noescape
+func qdotQ4_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+
+//go:noescape
+func qdotQ4_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)

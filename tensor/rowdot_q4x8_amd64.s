@@ -1,0 +1,190 @@
+#include "textflag.h"
+#include "rowdot_amd64.h"
+
+// The Q4_0 kernels over rows packed eight at a time (rowdot_q4x8.go). One
+// packed block of a group is 144 bytes: the eight rows' fp16 scales, then
+// four 32-byte chunks; chunk c holds, as dword r, bytes 4c..4c+3 of row r's
+// nibbles. Its low nibbles are elements 4c..4c+3 of the eight rows, its
+// high nibbles elements 16+4c..16+4c+3: one VPMADDUBSW against the token's
+// four activations broadcast to every dword gives row r's four products,
+// pairwise summed, in dword r. Eight of them (the block's 32 elements)
+// summed as words, VPMADDWD by ones and the bias −8·Σq added give the
+// eight rows' exact block sums Σ (nib−8)·q in the lanes; then, per row
+// (lane), dotQ4_0's float steps: p = fl(fl(dw·da)·s), acc = fl(acc + p).
+//
+// Word sums cannot overflow: a pair of products is at most 2·15·127 =
+// 3810, eight pairs 30480.
+
+// Q4X8C: 0x0F bytes (the nibble mask) and 0x0001 words (VPMADDWD's ones).
+DATA q4x8c<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4x8c<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4x8c<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4x8c<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4x8c<>+32(SB)/8, $0x0001000100010001
+DATA q4x8c<>+40(SB)/8, $0x0001000100010001
+DATA q4x8c<>+48(SB)/8, $0x0001000100010001
+DATA q4x8c<>+56(SB)/8, $0x0001000100010001
+GLOBL q4x8c<>(SB), RODATA|NOPTR, $64
+
+// Q4X8CHUNK1 adds chunk off(SI)'s products with the activations at aoff
+// (low nibbles) and aoff+16 (high) of DI into the word sums S.
+#define Q4X8CHUNK1(off, aoff, S) \
+	VMOVDQU      off(SI), Y1; \
+	VPSRLW       $4, Y1, Y2; \
+	VPAND        Y15, Y1, Y1; \
+	VPAND        Y15, Y2, Y2; \
+	VPBROADCASTD aoff(DI), Y3; \
+	VPMADDUBSW   Y3, Y1, Y1; \
+	VPBROADCASTD aoff+16(DI), Y3; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPADDW       Y1, S, S; \
+	VPADDW       Y2, S, S
+
+// Q4X8STEP is one row's float steps in every lane: S (word sums) to the
+// exact int32 block sums with the bias at nsoff, converted, times
+// T = fl(dw·da), added to ACC.
+#define Q4X8STEP(S, T, nsaddr, ACC) \
+	VPMADDWD     q4x8c<>+32(SB), S, S; \
+	VPBROADCASTD nsaddr, Y3; \
+	VPADDD       Y3, S, S; \
+	VCVTDQ2PS    S, S; \
+	VMULPS       T, S, S; \
+	VADDPS       S, ACC, ACC
+
+// func qdotQ4_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+//
+// One token: dst[8g+r] = row 8g+r's dot for g < groups, the packed groups
+// at w (nb blocks each, one after another).
+TEXT ·qdotQ4_0x8T1(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), R8
+	MOVQ    groups+8(FP), R9
+	MOVQ    w+16(FP), SI
+	VMOVDQU q4x8c<>+0(SB), Y15
+
+q4x8t1group:
+	MOVQ   q+24(FP), DI
+	MOVQ   d+32(FP), DX
+	MOVQ   ns+40(FP), BX
+	MOVQ   nb+48(FP), CX
+	VXORPS Y0, Y0, Y0
+
+q4x8t1block:
+	VCVTPH2PS    (SI), Y9
+	VBROADCASTSS (DX), Y10
+	VMULPS       Y10, Y9, Y9
+	VPXOR        Y4, Y4, Y4
+	Q4X8CHUNK1(16, 0, Y4)
+	Q4X8CHUNK1(48, 4, Y4)
+	Q4X8CHUNK1(80, 8, Y4)
+	Q4X8CHUNK1(112, 12, Y4)
+	Q4X8STEP(Y4, Y9, (BX), Y0)
+	ADDQ         $144, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, BX
+	DECQ         CX
+	JNZ          q4x8t1block
+
+	VMOVUPS Y0, (R8)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     q4x8t1group
+	VZEROUPPER
+	RET
+
+// Q4X8TOK is one token's block against the unpacked Y1-Y8 (elements 0-3,
+// 4-7, …, 28-31 of the eight rows) and the scales Y9: the token's 32
+// activations at toff(DI), its da at doff(DI), its bias at doff+16(DI).
+// Y14, Y15 are clobbered; Y3 too (Q4X8STEP).
+#define Q4X8TOK(toff, doff, ACC) \
+	VPBROADCASTD toff+0(DI), Y14; \
+	VPMADDUBSW   Y14, Y1, Y15; \
+	VPBROADCASTD toff+4(DI), Y14; \
+	VPMADDUBSW   Y14, Y2, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPBROADCASTD toff+8(DI), Y14; \
+	VPMADDUBSW   Y14, Y3, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPBROADCASTD toff+12(DI), Y14; \
+	VPMADDUBSW   Y14, Y4, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPBROADCASTD toff+16(DI), Y14; \
+	VPMADDUBSW   Y14, Y5, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPBROADCASTD toff+20(DI), Y14; \
+	VPMADDUBSW   Y14, Y6, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPBROADCASTD toff+24(DI), Y14; \
+	VPMADDUBSW   Y14, Y7, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPBROADCASTD toff+28(DI), Y14; \
+	VPMADDUBSW   Y14, Y8, Y14; \
+	VPADDW       Y14, Y15, Y15; \
+	VPMADDWD     q4x8c<>+32(SB), Y15, Y15; \
+	VPBROADCASTD doff+16(DI), Y14; \
+	VPADDD       Y14, Y15, Y15; \
+	VCVTDQ2PS    Y15, Y15; \
+	VBROADCASTSS doff(DI), Y14; \
+	VMULPS       Y9, Y14, Y14; \
+	VMULPS       Y14, Y15, Y15; \
+	VADDPS       Y15, ACC, ACC
+
+// func qdotQ4_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// Four tokens: their activations interleaved per block in xs (q4x8Acts:
+// 4·32 values, 4 da, 4 biases = 160 bytes), token t's result for row 8g+r
+// at dst + offs[t] + 4(8g+r).
+TEXT ·qdotQ4_0x8T4(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), R8
+	MOVQ groups+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ offs+40(FP), R10
+
+q4x8t4group:
+	MOVQ   xs+24(FP), DI
+	MOVQ   nb+32(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+
+q4x8t4block:
+	VMOVDQU   16(SI), Y1
+	VMOVDQU   48(SI), Y2
+	VMOVDQU   80(SI), Y3
+	VMOVDQU   112(SI), Y4
+	VPSRLW    $4, Y1, Y5
+	VPSRLW    $4, Y2, Y6
+	VPSRLW    $4, Y3, Y7
+	VPSRLW    $4, Y4, Y8
+	VPAND     q4x8c<>+0(SB), Y1, Y1
+	VPAND     q4x8c<>+0(SB), Y2, Y2
+	VPAND     q4x8c<>+0(SB), Y3, Y3
+	VPAND     q4x8c<>+0(SB), Y4, Y4
+	VPAND     q4x8c<>+0(SB), Y5, Y5
+	VPAND     q4x8c<>+0(SB), Y6, Y6
+	VPAND     q4x8c<>+0(SB), Y7, Y7
+	VPAND     q4x8c<>+0(SB), Y8, Y8
+	VCVTPH2PS (SI), Y9
+	Q4X8TOK(0, 128, Y10)
+	Q4X8TOK(32, 132, Y11)
+	Q4X8TOK(64, 136, Y12)
+	Q4X8TOK(96, 140, Y13)
+	ADDQ      $144, SI
+	ADDQ      $160, DI
+	DECQ      CX
+	JNZ       q4x8t4block
+
+	MOVQ    0(R10), AX
+	VMOVUPS Y10, (R8)(AX*1)
+	MOVQ    8(R10), AX
+	VMOVUPS Y11, (R8)(AX*1)
+	MOVQ    16(R10), AX
+	VMOVUPS Y12, (R8)(AX*1)
+	MOVQ    24(R10), AX
+	VMOVUPS Y13, (R8)(AX*1)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     q4x8t4group
+	VZEROUPPER
+	RET

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package tensor
+
+// Stubs: q4x8Arch is false off amd64, so these are never called.
+
+const q4x8Arch = false
+
+func qdotQ4_0x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
+
+func qdotQ4_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
