@@ -69,6 +69,9 @@ q4x8t1group:
 	VXORPS Y0, Y0, Y0
 
 q4x8t1block:
+	PREFETCHT0   2048(SI) // the stream ~14 blocks ahead, every line of it
+	PREFETCHT0   2112(SI)
+	PREFETCHT0   2176(SI)
 	VCVTPH2PS    (SI), Y9
 	VBROADCASTSS (DX), Y10
 	VMULPS       Y10, Y9, Y9
