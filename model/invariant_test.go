@@ -218,5 +218,8 @@ func TestBatchInvariantQ4_0(t *testing.T) {
 		lw.wGate, lw.wUp, lw.wDown = q4(lw.wGate), q4(lw.wUp), q4(lw.wDown)
 	}
 	m.w.output = q4(m.w.output)
+	if wm := m.WeightMemory(); m.w.output.Repacked() && wm.Repacked != wm.Matrices {
+		t.Errorf("WeightMemory: %d of %d matrix bytes repacked, want all (every matrix is Q4_0)", wm.Repacked, wm.Matrices)
+	}
 	checkInvariant(t, m, 0)
 }

@@ -125,6 +125,9 @@ func Load(path string, opts Options) (*Model, error) {
 		m.Close()
 		return nil, err
 	}
+	for _, w := range m.matrices() {
+		w.Prepare() // the kernels' layouts (Q4_0 on amd64) now, not in the first request
+	}
 	return m, nil
 }
 

@@ -61,6 +61,7 @@ type WeightMemory struct {
 	Mapped    int64  `json:"mapped_bytes"`   // bytes of the file mappings (page cache: shared, reclaimable)
 	Resident  int64  `json:"resident_bytes"` // of the mappings, now in memory (counted in the process's RSS)
 	Copied    int64  `json:"copied_bytes"`   // the anonymous arena: private memory the page cache cannot reclaim
+	Repacked  int64  `json:"repacked_bytes"` // the kernels' own layouts of some matrices (Q4_0 on amd64: tensor.Mat.Prepare), private too
 	Huge      int64  `json:"huge_bytes"`     // bytes (mappings and arena) mapped by 2 MiB pages now
 }
 
@@ -70,6 +71,9 @@ func (w WeightMemory) String() string {
 	s := w.Placement + ": "
 	if w.Copied > 0 {
 		s += fmt.Sprintf("%s anonymous copy, ", gib(w.Copied))
+	}
+	if w.Repacked > 0 {
+		s += fmt.Sprintf("%s repacked, ", gib(w.Repacked))
 	}
 	s += fmt.Sprintf("%s of %s file mapping resident; %s in 2 MiB pages", gib(w.Resident), gib(w.Mapped), gib(w.Huge))
 	if w.Why != "" {
@@ -99,6 +103,7 @@ func (m *Model) WeightMemory() WeightMemory {
 	w := WeightMemory{Placement: m.placement, Why: m.placementWhy}
 	for _, mat := range m.matrices() {
 		w.Matrices += int64(len(mat.Data))
+		w.Repacked += mat.Prepare() // made at load: only reports the size
 	}
 	for _, mp := range m.mappings() {
 		r := mp.Residency()
@@ -230,12 +235,13 @@ func (m *Model) placeWeights(opts Options) error {
 // aligned, read from the file straight into it where the matrix lies in a
 // file mapping; after a copy of all, it releases the mappings' resident
 // pages (the norms and the embedding rows fault back in as they are
-// read).
+// read). Matrices the kernels repack (tensor.Mat.Repacked) stay where
+// they are: MatMul reads their packed copy, made in huge pages.
 func (m *Model) copyWeights(all bool) error {
 	maps := m.mappings()
 	var mats []*tensor.Mat
 	for _, w := range m.matrices() {
-		if all || !inMappings(maps, w.Data) {
+		if (all || !inMappings(maps, w.Data)) && !w.Repacked() {
 			mats = append(mats, w)
 		}
 	}

@@ -240,7 +240,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		// of 2048 F16 columns (256 KiB) still sit in L2.
 		j.chunk = max(16, min(tileMC, w.Rows/(4*s.n))&^15)
 		s.run(j)
-		j.dst, j.x, j.w = nil, nil, nil
+		j.dst, j.x, j.w, j.q4 = nil, nil, nil, nil
 		return
 	}
 	// Row kernels, one token (or group of four) after another over each
@@ -348,7 +348,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	j.phase = phaseMatVec
 	s.cl.reset(s.n, (w.Rows+j.chunk-1)/j.chunk)
 	s.run(j)
-	j.dst, j.x, j.w = nil, nil, nil
+	j.dst, j.x, j.w, j.q4 = nil, nil, nil, nil
 }
 
 func isFloat(t DType) bool { return t == F32 || t == F16 || t == BF16 }

@@ -101,7 +101,7 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 	s.run(sj)
 	for i := range sj.nj {
 		j := &sj.jobs[i]
-		j.dst, j.x, j.w = nil, nil, nil
+		j.dst, j.x, j.w, j.q4 = nil, nil, nil, nil
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"nanoserve/internal/mmap"
 )
 
 // Q4_0 weights with their rows interleaved eight at a time.
@@ -35,9 +37,13 @@ import (
 // (qdotQ4_0x8T1), four (qdotQ4_0x8T4), the pure-Go dotQ4_0 — computes
 // the same bits: Q4_0 is batch invariant across kernel sets too.
 //
-// Cost: the packed copy is as large as the weights (the mapped file's
-// pages for them are no longer touched and can be dropped by the kernel).
-// A last group of fewer than eight rows is padded with zero rows.
+// Cost: the packed copy is as large as the weights; it is made by
+// Prepare at load (or on the first product) in its own anonymous memory,
+// advised for 2 MiB pages above that size (decode streams it, and 4 KiB
+// pages cost a TLB miss each), and released with the Mat. The file's
+// pages of the original are then no longer read by MatMul: page cache the
+// kernel can drop. A last group of fewer than eight rows is padded with
+// zero rows.
 
 const (
 	q4x8Block  = 144 // bytes of one packed block of a group
@@ -53,6 +59,23 @@ func useQ4x8(w *Mat) bool {
 // one matrix for the first time do not both copy it.
 var q4x8Mu sync.Mutex
 
+// Prepare makes w ready for MatMul now rather than on its first product
+// and returns the bytes of memory that took: a Q4_0 matrix on amd64 with
+// AVX2 is copied into rows packed eight at a time (see the top of the
+// file), which MatMul then reads instead of w.Data. Other matrices need
+// nothing (0). Safe for concurrent use.
+func (w *Mat) Prepare() int64 {
+	if !useQ4x8(w) {
+		return 0
+	}
+	return int64(len(w.q4x8()))
+}
+
+// Repacked reports whether MatMul multiplies by a packed copy of w (made by
+// Prepare, or by the first product) instead of reading w.Data: then w.Data
+// need not be in fast memory, only where Row and the dequantizers find it.
+func (w *Mat) Repacked() bool { return useQ4x8(w) }
+
 // q4x8 returns w's rows packed for the kernels (see the top of the file),
 // packing them on first use.
 func (w *Mat) q4x8() []byte {
@@ -64,17 +87,31 @@ func (w *Mat) q4x8() []byte {
 	if p := w.packed.Load(); p != nil {
 		return *p
 	}
-	p := packQ4_0x8(w.Data, w.Rows, w.Cols)
+	nb := w.Cols / 32
+	size := (w.Rows + 7) / 8 * nb * q4x8Block
+	var p []byte
+	if size >= 2<<20 {
+		// Its own mapping in 2 MiB pages, unmapped once w is unreachable
+		// (MatMul holds w while it reads the copy).
+		if mp, err := mmap.Anon(size); err == nil {
+			p = mp.Bytes()
+			runtime.AddCleanup(w, func(mp *mmap.Mapping) { mp.Close() }, mp)
+		}
+	}
+	if p == nil {
+		p = make([]byte, size)
+	}
+	packQ4_0x8(p, w.Data, w.Rows, w.Cols)
 	w.packed.Store(&p)
 	return p
 }
 
-// packQ4_0x8 returns the packed copy of the Q4_0 matrix (rows, cols) in
-// data, the groups shared among the CPUs.
-func packQ4_0x8(data []byte, rows, cols int) []byte {
+// packQ4_0x8 fills out (zeroed, (rows+7)/8·cols/32·q4x8Block bytes) with
+// the packed copy of the Q4_0 matrix (rows, cols) in data, the groups
+// shared among the CPUs.
+func packQ4_0x8(out, data []byte, rows, cols int) {
 	nb := cols / 32
 	groups := (rows + 7) / 8
-	out := make([]byte, groups*nb*q4x8Block)
 	var wg sync.WaitGroup
 	workers := min(runtime.GOMAXPROCS(0), groups)
 	for wk := range workers {
@@ -85,7 +122,6 @@ func packQ4_0x8(data []byte, rows, cols int) []byte {
 		})
 	}
 	wg.Wait()
-	return out
 }
 
 // packQ4_0x8Group writes group g (rows 8g..8g+7, absent ones left zero)

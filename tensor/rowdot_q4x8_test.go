@@ -113,3 +113,46 @@ func BenchmarkQ4x8(b *testing.B) {
 		})
 	}
 }
+
+// TestQ4x8Prepare: Prepare packs a Q4_0 matrix once (the same copy on the
+// next call and in MatMul), into its own huge-page mapping above 2 MiB,
+// whose products keep the reference bits; other types need nothing.
+func TestQ4x8Prepare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	f := &Mat{Type: F16, Rows: 8, Cols: 64, Data: make([]byte, 8*64*2)}
+	if f.Prepare() != 0 || f.Repacked() {
+		t.Fatal("F16 matrix repacked")
+	}
+	if !q4x8Arch || !hasSIMD {
+		t.Skip("no packed Q4_0 kernels here (amd64 with AVX2)")
+	}
+	const rows, cols = 2048, 2048 // 2.25 MiB packed: the mapping
+	data, _ := qgRandRows(t, rng, Q4_0, rows, cols)
+	m := &Mat{Type: Q4_0, Rows: rows, Cols: cols, Data: data}
+	if !m.Repacked() {
+		t.Fatal("Q4_0 matrix not repacked")
+	}
+	n := m.Prepare()
+	if want := int64(rows / 8 * cols / 32 * q4x8Block); n != want {
+		t.Fatalf("Prepare: %d bytes, want %d", n, want)
+	}
+	first := &(*m.packed.Load())[0]
+	if m.Prepare() != n || &m.q4x8()[0] != first {
+		t.Fatal("a second Prepare packed again")
+	}
+	x := randVec(rng, cols)
+	dst := make([]float32, rows)
+	p := NewPool(2)
+	defer p.Close()
+	p.MatMul(dst, m, x, 1)
+	var a quantizedActs
+	if err := quantizeActs(&a, Q4_0, x); err != nil {
+		t.Fatal(err)
+	}
+	rb := cols / 32 * 18
+	for r := 0; r < rows; r += 97 {
+		if want := dotQ(Q4_0, data[r*rb:(r+1)*rb], &a, 0); math.Float32bits(dst[r]) != math.Float32bits(want) {
+			t.Fatalf("row %d: %g, want %g", r, dst[r], want)
+		}
+	}
+}
