@@ -198,7 +198,7 @@ type matJob struct {
 	nlt   bool   // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
 	xst   bool   // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(w.Type, n) tokens (dotQRowsXSTile)
 	kx8   bool   // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
-	q4    []byte // quant, Q4_0 on the packed kernels (useQ4x8): w's packed rows (dotQ4x8)
+	q4    []byte // quant, Q4_0, IQ4_NL or MXFP4 on the packed kernels (useQ4x8): w's packed rows (dotQ4x8)
 	next  atomic.Int64
 }
 
@@ -259,18 +259,24 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	if nlTiled(n) > 0 && useNLTile(w.Type) {
 		pairFrom = nlTiled(n) * w.Cols
 	}
+	if useQ4x8(w) {
+		pairFrom = n * w.Cols // nor do the packed kernels'
+	}
 	if _, ok := actsFormat(w.Type); ok && quantizeActsFrom(&s.acts, w.Type, x[:n*w.Cols], pairFrom) == nil {
 		j.quant = true
 		if useQ4x8(w) {
-			// Q4_0: the rows packed eight at a time (on the first product),
-			// the tokens' block biases, and groups of four tokens' activations
-			// interleaved once for all workers.
+			// Q4_0, IQ4_NL, MXFP4: the rows packed eight at a time (by
+			// Prepare or now), the tokens' block biases, and for Q4_0
+			// groups of four tokens' activations interleaved once for all
+			// workers.
 			j.q4 = w.q4x8()
-			s.acts.q4Bias()
-			pl := w.Cols / 32 * q4x8ActLen
-			s.shared.q8 = growBytes(s.shared.q8, n/4*pl)
-			for t0 := 0; t0+4 <= n; t0 += 4 {
-				q4x8Acts(s.shared.q8[t0/4*pl:(t0/4+1)*pl], &s.acts, w.Cols, &[4]int{t0, t0 + 1, t0 + 2, t0 + 3})
+			s.acts.q4Bias(w.Type)
+			if w.Type == Q4_0 {
+				pl := w.Cols / 32 * q4x8ActLen
+				s.shared.q8 = growBytes(s.shared.q8, n/4*pl)
+				for t0 := 0; t0+4 <= n; t0 += 4 {
+					q4x8Acts(s.shared.q8[t0/4*pl:(t0/4+1)*pl], &s.acts, w.Cols, &[4]int{t0, t0 + 1, t0 + 2, t0 + 3})
+				}
 			}
 		}
 		if n > 1 && hasQdotX4(w.Type) {
@@ -394,15 +400,22 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		for t := range j.n {
 			j.dot4Rows(lo, hi, t)
 		}
-	case j.q4 != nil:
-		// Q4_0: eight packed rows at a time, four tokens then one.
-		dotQ4x8(j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, 0, j.n)
+	case j.q4 != nil && !j.nlt:
+		// Q4_0: eight packed rows at a time, four tokens then one; IQ4_NL
+		// and MXFP4 (decode, or too few tokens for their tiles) one token
+		// at a time.
+		dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, 0, j.n)
 	case j.quant:
 		t0 := 0
 		if j.nlt {
 			// Sixteen tokens at a time in the vector lanes.
 			t0 = nlTiled(j.n)
 			dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+			if j.q4 != nil {
+				// The rest on the packed rows, one token at a time.
+				dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, nil, t0, j.n)
+				return
+			}
 		}
 		if j.xst {
 			// Two rows by four tokens (IQ4_XS) or eight tokens in the

@@ -92,7 +92,7 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 		j.quant, j.x4, j.x8, j.kx8, j.q4 = quant, false, false, false, nil
 		if quant && useQ4x8(w) {
 			j.q4 = w.q4x8()
-			s.acts.q4Bias()
+			s.acts.q4Bias(w.Type)
 		}
 		j.chunk = decodeChunk(w, s.n) // as matMul's for one token
 		sj.starts[i+1] = sj.starts[i] + (w.Rows+j.chunk-1)/j.chunk

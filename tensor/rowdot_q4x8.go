@@ -9,7 +9,8 @@ import (
 	"nanoserve/internal/mmap"
 )
 
-// Q4_0 weights with their rows interleaved eight at a time.
+// Q4_0 (and IQ4_NL, MXFP4) weights with their rows interleaved eight at a
+// time.
 //
 // The row dot (one row against one token) spends most of its work on
 // horizontal bookkeeping: a Q4_0 block is 32 nibbles and one fp16 scale,
@@ -37,6 +38,18 @@ import (
 // (qdotQ4_0x8T1), four (qdotQ4_0x8T4), the pure-Go dotQ4_0 — computes
 // the same bits: Q4_0 is batch invariant across kernel sets too.
 //
+// IQ4_NL and MXFP4 have the same block shape (32 nibbles, one scale) and
+// the same canonical arithmetic (rowdot_iq_ref.go), so their rows pack
+// alike — IQ4_NL's fp16 dw copied, MXFP4's E8M0 scale stored as the
+// bf16 of e8m0Half (a power of two: exact) — and one-token kernels
+// (qdotIQ4_NLx8T1, qdotMXFP4x8T1) pick each nibble's level by VPSHUFB:
+// IQ4_NL's magnitudes against the activations signed by the levels
+// (VPSIGNB), MXFP4's levels plus 12 against the activations with the
+// bias −12·Σq. They take decode and the tokens the 16-token tiles leave
+// (rowdot_iq_tile.go), whose bits they share. Row dot rate, L2-resident:
+// IQ4_NL/MXFP4 ~11 GB/s per core, compute-bound at decode; the packed
+// ones stream at memory speed (TinyLlama-shaped tg64 ~27 → ~40 tok/s).
+//
 // Cost: the packed copy is as large as the weights; it is made by
 // Prepare at load (or on the first product) in its own anonymous memory,
 // advised for 2 MiB pages above that size (decode streams it, and 4 KiB
@@ -50,9 +63,10 @@ const (
 	q4x8ActLen = 160 // bytes of one block of a 4-token activation group (q4x8Acts)
 )
 
-// useQ4x8 reports whether MatMul runs w on the packed Q4_0 kernels.
+// useQ4x8 reports whether MatMul runs w on the packed kernels: Q4_0,
+// and IQ4_NL and MXFP4 for the tokens their tiles do not take.
 func useQ4x8(w *Mat) bool {
-	return w.Type == Q4_0 && q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
+	return (w.Type == Q4_0 || w.Type == IQ4_NL || w.Type == MXFP4) && q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
 }
 
 // q4x8Mu serializes the packing of Q4_0 matrices, so two pools meeting
@@ -101,15 +115,15 @@ func (w *Mat) q4x8() []byte {
 	if p == nil {
 		p = make([]byte, size)
 	}
-	packQ4_0x8(p, w.Data, w.Rows, w.Cols)
+	packQ4_0x8(p, w.Type, w.Data, w.Rows, w.Cols)
 	w.packed.Store(&p)
 	return p
 }
 
 // packQ4_0x8 fills out (zeroed, (rows+7)/8·cols/32·q4x8Block bytes) with
-// the packed copy of the Q4_0 matrix (rows, cols) in data, the groups
-// shared among the CPUs.
-func packQ4_0x8(out, data []byte, rows, cols int) {
+// the packed copy of the matrix (rows, cols) of type wt (Q4_0, IQ4_NL or
+// MXFP4) in data, the groups shared among the CPUs.
+func packQ4_0x8(out []byte, wt DType, data []byte, rows, cols int) {
 	nb := cols / 32
 	groups := (rows + 7) / 8
 	var wg sync.WaitGroup
@@ -117,7 +131,7 @@ func packQ4_0x8(out, data []byte, rows, cols int) {
 	for wk := range workers {
 		wg.Go(func() {
 			for g := wk; g < groups; g += workers {
-				packQ4_0x8Group(out[g*nb*q4x8Block:(g+1)*nb*q4x8Block], data, rows, g, nb)
+				packQ4_0x8Group(out[g*nb*q4x8Block:(g+1)*nb*q4x8Block], wt, data, rows, g, nb)
 			}
 		})
 	}
@@ -125,9 +139,15 @@ func packQ4_0x8(out, data []byte, rows, cols int) {
 }
 
 // packQ4_0x8Group writes group g (rows 8g..8g+7, absent ones left zero)
-// of the Q4_0 matrix data (nb blocks per row) into out.
-func packQ4_0x8Group(out, data []byte, rows, g, nb int) {
-	rb := nb * 18
+// of the matrix data (nb blocks per row) of type wt into out. Q4_0's and
+// IQ4_NL's fp16 scales are copied; MXFP4's E8M0 byte becomes the bf16 of
+// e8m0Half (exact: the top half of its float32 bits).
+func packQ4_0x8Group(out []byte, wt DType, data []byte, rows, g, nb int) {
+	bb := 18
+	if wt == MXFP4 {
+		bb = 17
+	}
+	rb := nb * bb
 	for r := range 8 {
 		row := 8*g + r
 		if row >= rows {
@@ -135,30 +155,45 @@ func packQ4_0x8Group(out, data []byte, rows, g, nb int) {
 		}
 		src := data[row*rb : (row+1)*rb]
 		for b := range nb {
-			blk, o := src[18*b:18*b+18], out[b*q4x8Block:(b+1)*q4x8Block]
-			o[2*r], o[2*r+1] = blk[0], blk[1]
+			blk, o := src[bb*b:bb*b+bb], out[b*q4x8Block:(b+1)*q4x8Block]
+			if wt == MXFP4 {
+				binary.LittleEndian.PutUint16(o[2*r:], uint16(math.Float32bits(e8m0Half(blk[0]))>>16))
+			} else {
+				o[2*r], o[2*r+1] = blk[0], blk[1]
+			}
+			qs := blk[bb-16:]
 			for c := range 4 {
-				binary.LittleEndian.PutUint32(o[16+32*c+4*r:], binary.LittleEndian.Uint32(blk[2+4*c:]))
+				binary.LittleEndian.PutUint32(o[16+32*c+4*r:], binary.LittleEndian.Uint32(qs[4*c:]))
 			}
 		}
 	}
 }
 
-// q4Bias returns −8·Σq of every block of a's values (Q8_0 format), the
-// correction that makes the kernels' unsigned-nibble sums Σ nib·q the
-// block sums Σ (nib−8)·q; computed on the first call after a's
-// quantization (single-threaded: MatMul calls it before the workers run).
-func (a *quantizedActs) q4Bias() []int32 {
+// q4Bias returns the block sums of a's values (Q8_0 format) that the
+// packed kernel of wt adds: −8·Σq for Q4_0, the correction that makes its
+// unsigned-nibble sums Σ nib·q the block sums Σ (nib−8)·q; −12·Σq for
+// MXFP4, whose kernel takes its levels plus 12; nil for IQ4_NL. Computed
+// on the first call after a's quantization (single-threaded: MatMul calls
+// it before the workers run).
+func (a *quantizedActs) q4Bias(wt DType) []int32 {
 	nb := a.N / 32
-	if len(a.Q4S) == nb {
+	switch wt {
+	case Q4_0:
+		if len(a.Q4S) != nb {
+			a.Q4S = biasSums(a.Q4S, a.Q[:a.N], -8)
+		}
 		return a.Q4S
+	case MXFP4:
+		if len(a.FPS) != nb {
+			a.FPS = biasSums(a.FPS, a.Q[:a.N], -12)
+		}
+		return a.FPS
 	}
-	a.Q4S = biasSums(a.Q4S, a.Q[:a.N], -8)
-	return a.Q4S
+	return nil
 }
 
 // q4x8Acts fills xs (nb·q4x8ActLen bytes) with the activations of tokens
-// toks (n values each, in a, whose q4Bias is computed) as qdotQ4_0x8T4
+// toks (n values each, in a, whose q4Bias(Q4_0) is computed) as qdotQ4_0x8T4
 // reads them: per block, the four tokens' 32 values, their four da, their
 // four biases.
 func q4x8Acts(xs []byte, a *quantizedActs, n int, toks *[4]int) {
@@ -177,18 +212,19 @@ func q4x8Acts(xs []byte, a *quantizedActs, n int, toks *[4]int) {
 	}
 }
 
-// dotQ4x8 sets dst[tok·ldd + r] = dotQ4_0(row r, token tok) for rows
+// dotQ4x8 sets dst[tok·ldd + r] = dotQ(wt, row r, token tok) for rows
 // [lo, hi) of the packed matrix pk (rows rows, n columns; lo a multiple
-// of 8) and every token of a from t0 on: four at a time where four are
-// left (xs: their q4x8Acts, one group of nb·q4x8ActLen bytes per four
-// tokens from t0), then one at a time.
-func dotQ4x8(dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a *quantizedActs, xs []byte, t0, nt int) {
+// of 8) and every token of a from t0 to nt: Q4_0 four at a time where
+// four are left (xs: their q4x8Acts, one group of nb·q4x8ActLen bytes
+// per four tokens from t0), then one at a time. a's q4Bias(wt) must have
+// been computed (workers only read it).
+func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a *quantizedActs, xs []byte, t0, nt int) {
 	nb := n / 32
 	gl := nb * q4x8Block
 	g0, g1 := lo/8, hi/8 // whole groups; a last partial one (hi = rows) after
 	var tail [4 * 8]float32
 	t := t0
-	for ; t+4 <= nt; t += 4 {
+	for ; wt == Q4_0 && t+4 <= nt; t += 4 {
 		x := xs[(t-t0)/4*nb*q4x8ActLen:]
 		var offs [4]uintptr
 		for i := range offs {
@@ -208,15 +244,26 @@ func dotQ4x8(dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a *quantize
 			}
 		}
 	}
-	ns := a.Q4S
+	kernel := qdotQ4_0x8T1
+	switch wt {
+	case IQ4_NL:
+		kernel = qdotIQ4_NLx8T1
+	case MXFP4:
+		kernel = qdotMXFP4x8T1
+	}
+	var none int32
+	bias := a.q4Bias(wt)
 	for ; t < nt; t++ {
-		q, d, s := &a.Q[t*n], &a.D[t*nb], &ns[t*nb]
+		q, d, s := &a.Q[t*n], &a.D[t*nb], &none
+		if bias != nil {
+			s = &bias[t*nb]
+		}
 		if g1 > g0 {
 			_ = dst[t*ldd+8*g1-1]
-			qdotQ4_0x8T1(&dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, nb)
+			kernel(&dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, nb)
 		}
 		if hi%8 != 0 {
-			qdotQ4_0x8T1(&tail[0], 1, &pk[g1*gl], q, d, s, nb)
+			kernel(&tail[0], 1, &pk[g1*gl], q, d, s, nb)
 			copy(dst[t*ldd+8*g1:t*ldd+hi], tail[:])
 		}
 	}

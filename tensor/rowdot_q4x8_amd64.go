@@ -11,3 +11,9 @@ func qdotQ4_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *in
 
 //go:noescape
 func qdotQ4_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+
+//go:noescape
+func qdotIQ4_NLx8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+
+//go:noescape
+func qdotMXFP4x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)

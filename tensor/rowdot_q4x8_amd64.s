@@ -191,3 +191,177 @@ q4x8t4block:
 	JNZ     q4x8t4group
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- IQ4_NL, MXFP4
+
+// The same packed groups for the table formats, whose canonical
+// arithmetic is Q4_0's (one float per row, acc = fl(acc + fl(fl(dw·da)·P))
+// block after block, rowdot_iq_ref.go): IQ4_NL keeps its fp16 dw, MXFP4
+// its E8M0 scale halved as a bf16 (exact: a power of two). A nibble's code
+// picks its level by VPSHUFB.
+
+// nl8lv: the IQ4_NL levels (kIQ4NL) in both 128-bit lanes, for VPSHUFB.
+DATA nl8lv<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA nl8lv<>+8(SB)/8, $0x7159453526190d01
+DATA nl8lv<>+16(SB)/8, $0xf6eaddcfbfad9881
+DATA nl8lv<>+24(SB)/8, $0x7159453526190d01
+GLOBL nl8lv<>(SB), RODATA|NOPTR, $32
+
+// nl8abs: their magnitudes.
+DATA nl8abs<>+0(SB)/8, $0x0a1623314153687f
+DATA nl8abs<>+8(SB)/8, $0x7159453526190d01
+DATA nl8abs<>+16(SB)/8, $0x0a1623314153687f
+DATA nl8abs<>+24(SB)/8, $0x7159453526190d01
+GLOBL nl8abs<>(SB), RODATA|NOPTR, $32
+
+// fp8lv: the MXFP4 levels (kFP4) plus 12, unsigned 0..24.
+DATA fp8lv<>+0(SB)/8, $0x181412100f0e0d0c
+DATA fp8lv<>+8(SB)/8, $0x00040608090a0b0c
+DATA fp8lv<>+16(SB)/8, $0x181412100f0e0d0c
+DATA fp8lv<>+24(SB)/8, $0x00040608090a0b0c
+GLOBL fp8lv<>(SB), RODATA|NOPTR, $32
+
+// NL8CHUNK adds chunk off(SI)'s products with the activations at aoff
+// (low nibbles) and aoff+16 (high) of DI into the int32 sums Y4: IQ4_NL
+// levels moved to the activations as signs (VPSIGNB), their magnitudes
+// the unsigned operand (a pair of products is at most 2·127·127, so each
+// VPMADDUBSW goes to dwords at once). Y15 = 0x0F bytes, Y14 = 0x0001
+// words, Y13 the levels, Y12 their magnitudes.
+#define NL8CHUNK(off, aoff) \
+	VMOVDQU      off(SI), Y1; \
+	VPSRLW       $4, Y1, Y2; \
+	VPAND        Y15, Y1, Y1; \
+	VPAND        Y15, Y2, Y2; \
+	VPSHUFB      Y1, Y13, Y5; \
+	VPSHUFB      Y1, Y12, Y1; \
+	VPSHUFB      Y2, Y13, Y6; \
+	VPSHUFB      Y2, Y12, Y2; \
+	VPBROADCASTD aoff(DI), Y3; \
+	VPSIGNB      Y5, Y3, Y3; \
+	VPMADDUBSW   Y3, Y1, Y1; \
+	VPMADDWD     Y14, Y1, Y1; \
+	VPADDD       Y1, Y4, Y4; \
+	VPBROADCASTD aoff+16(DI), Y3; \
+	VPSIGNB      Y6, Y3, Y3; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPMADDWD     Y14, Y2, Y2; \
+	VPADDD       Y2, Y4, Y4
+
+// func qdotIQ4_NLx8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+//
+// qdotQ4_0x8T1 for packed IQ4_NL (ns unused: no bias).
+TEXT ·qdotIQ4_NLx8T1(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), R8
+	MOVQ    groups+8(FP), R9
+	MOVQ    w+16(FP), SI
+	VMOVDQU q4x8c<>+0(SB), Y15
+	VMOVDQU q4x8c<>+32(SB), Y14
+	VMOVDQU nl8lv<>(SB), Y13
+	VMOVDQU nl8abs<>(SB), Y12
+
+nl8t1group:
+	MOVQ   q+24(FP), DI
+	MOVQ   d+32(FP), DX
+	MOVQ   nb+48(FP), CX
+	VXORPS Y0, Y0, Y0
+
+nl8t1block:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	PREFETCHT0   2176(SI)
+	VCVTPH2PS    (SI), Y9
+	VBROADCASTSS (DX), Y10
+	VMULPS       Y10, Y9, Y9
+	VPXOR        Y4, Y4, Y4
+	NL8CHUNK(16, 0)
+	NL8CHUNK(48, 4)
+	NL8CHUNK(80, 8)
+	NL8CHUNK(112, 12)
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y9, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	ADDQ         $144, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          nl8t1block
+
+	VMOVUPS Y0, (R8)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     nl8t1group
+	VZEROUPPER
+	RET
+
+// FP8CHUNK adds chunk off(SI)'s products with the activations at aoff
+// (low nibbles, into the word sums Y4) and aoff+16 (high, Y6): MXFP4
+// levels plus 12 (0..24) as the unsigned operand, so four chunks' pairs
+// stay within a word (4·2·24·127 = 24384). Y13 = the biased levels.
+#define FP8CHUNK(off, aoff) \
+	VMOVDQU      off(SI), Y1; \
+	VPSRLW       $4, Y1, Y2; \
+	VPAND        Y15, Y1, Y1; \
+	VPAND        Y15, Y2, Y2; \
+	VPSHUFB      Y1, Y13, Y1; \
+	VPSHUFB      Y2, Y13, Y2; \
+	VPBROADCASTD aoff(DI), Y3; \
+	VPMADDUBSW   Y3, Y1, Y1; \
+	VPADDW       Y1, Y4, Y4; \
+	VPBROADCASTD aoff+16(DI), Y3; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPADDW       Y2, Y6, Y6
+
+// func qdotMXFP4x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+//
+// qdotQ4_0x8T1 for packed MXFP4: the bf16 scales widened by a shift, the
+// bias ns = −12·Σq.
+TEXT ·qdotMXFP4x8T1(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), R8
+	MOVQ    groups+8(FP), R9
+	MOVQ    w+16(FP), SI
+	VMOVDQU q4x8c<>+0(SB), Y15
+	VMOVDQU q4x8c<>+32(SB), Y14
+	VMOVDQU fp8lv<>(SB), Y13
+
+fp8t1group:
+	MOVQ   q+24(FP), DI
+	MOVQ   d+32(FP), DX
+	MOVQ   ns+40(FP), BX
+	MOVQ   nb+48(FP), CX
+	VXORPS Y0, Y0, Y0
+
+fp8t1block:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	PREFETCHT0   2176(SI)
+	VPMOVZXWD    (SI), Y9
+	VPSLLD       $16, Y9, Y9
+	VBROADCASTSS (DX), Y10
+	VMULPS       Y10, Y9, Y9
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y6, Y6, Y6
+	FP8CHUNK(16, 0)
+	FP8CHUNK(48, 4)
+	FP8CHUNK(80, 8)
+	FP8CHUNK(112, 12)
+	VPMADDWD     Y14, Y4, Y4
+	VPMADDWD     Y14, Y6, Y6
+	VPADDD       Y6, Y4, Y4
+	VPBROADCASTD (BX), Y3
+	VPADDD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y9, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	ADDQ         $144, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, BX
+	DECQ         CX
+	JNZ          fp8t1block
+
+	VMOVUPS Y0, (R8)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     fp8t1group
+	VZEROUPPER
+	RET

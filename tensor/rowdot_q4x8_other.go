@@ -9,3 +9,7 @@ const q4x8Arch = false
 func qdotQ4_0x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
 
 func qdotQ4_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
+
+func qdotIQ4_NLx8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
+
+func qdotMXFP4x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }

@@ -6,25 +6,40 @@ import (
 	"testing"
 )
 
-// TestQ4x8 checks the packed Q4_0 kernels bit for bit against the
-// reference dotQ4_0: one and four tokens, whole and partial last groups,
-// chunks of rows starting inside the matrix, activations with a 30×
-// larger token and weights with extreme scales.
+// TestQ4x8 checks the packed kernels bit for bit against the reference
+// dots (Q4_0 one and four tokens, IQ4_NL and MXFP4 one): whole and partial
+// last groups, chunks of rows starting inside the matrix, activations
+// with a 30× larger token and weights with extreme scales (fp16 max and
+// a subnormal; E8M0 0, 1 and 254).
 func TestQ4x8(t *testing.T) {
 	if !q4x8Arch || !hasSIMD {
 		t.Skip("no packed Q4_0 kernels here (amd64 with AVX2)")
 	}
+	for _, wt := range []DType{Q4_0, IQ4_NL, MXFP4} {
+		testQ4x8(t, wt)
+	}
+}
+
+func testQ4x8(t *testing.T, wt DType) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, shape := range []struct{ rows, cols int }{{8, 32}, {13, 64}, {64, 256}, {67, 2048}, {5, 96}} {
-		data, _ := qgRandRows(t, rng, Q4_0, shape.rows, shape.cols)
+		data, _ := qgRandRows(t, rng, wt, shape.rows, shape.cols)
+		bb := wt.blockBytes()
+		rb := shape.cols / 32 * bb
 		if shape.rows == 67 {
-			// Extreme scales: fp16 max and a subnormal on some rows.
-			for r := range 3 {
-				data[r*shape.cols/32*18+18*r], data[r*shape.cols/32*18+18*r+1] = 0xff, 0x7b
+			for r := range 3 { // row r's block r
+				o := r*rb + bb*r
+				if wt == MXFP4 {
+					data[o] = []byte{0, 1, 254}[r]
+				} else {
+					data[o], data[o+1] = 0xff, 0x7b
+				}
 			}
-			data[5*shape.cols/32*18], data[5*shape.cols/32*18+1] = 0x01, 0x00
+			if wt != MXFP4 {
+				data[5*rb], data[5*rb+1] = 0x01, 0x00
+			}
 		}
-		m := &Mat{Type: Q4_0, Rows: shape.rows, Cols: shape.cols, Data: data}
+		m := &Mat{Type: wt, Rows: shape.rows, Cols: shape.cols, Data: data}
 		pk := m.q4x8()
 		for _, nt := range []int{1, 3, 4, 5, 9} {
 			x := randVec(rng, nt*shape.cols)
@@ -32,12 +47,12 @@ func TestQ4x8(t *testing.T) {
 				x[i] *= 30
 			}
 			var a quantizedActs
-			if err := quantizeActs(&a, Q4_0, x); err != nil {
+			if err := quantizeActs(&a, wt, x); err != nil {
 				t.Fatal(err)
 			}
-			a.q4Bias()
+			a.q4Bias(wt)
 			xs := make([]byte, nt/4*shape.cols/32*q4x8ActLen)
-			for g := range nt / 4 {
+			for g := 0; g < nt/4 && wt == Q4_0; g++ {
 				toks := [4]int{4 * g, 4*g + 1, 4*g + 2, 4*g + 3}
 				q4x8Acts(xs[g*shape.cols/32*q4x8ActLen:], &a, shape.cols, &toks)
 			}
@@ -50,20 +65,19 @@ func TestQ4x8(t *testing.T) {
 				for i := range dst {
 					dst[i] = float32(math.NaN())
 				}
-				dotQ4x8(dst, shape.rows, pk, shape.rows, lo, hi, shape.cols, &a, xs, 0, nt)
-				rb := shape.cols / 32 * 18
+				dotQ4x8(wt, dst, shape.rows, pk, shape.rows, lo, hi, shape.cols, &a, xs, 0, nt)
 				for tok := range nt {
 					for r := range shape.rows {
 						got := dst[tok*shape.rows+r]
 						if r < lo || r >= hi {
 							if !math.IsNaN(float64(got)) {
-								t.Fatalf("%v nt=%d rows [%d,%d): row %d token %d written", shape, nt, lo, hi, r, tok)
+								t.Fatalf("%s %v nt=%d rows [%d,%d): row %d token %d written", wt, shape, nt, lo, hi, r, tok)
 							}
 							continue
 						}
-						want := dotQ(Q4_0, data[r*rb:(r+1)*rb], &a, tok*shape.cols)
+						want := dotQ(wt, data[r*rb:(r+1)*rb], &a, tok*shape.cols)
 						if math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("%v nt=%d rows [%d,%d): row %d token %d: got %g, want %g", shape, nt, lo, hi, r, tok, got, want)
+							t.Fatalf("%s %v nt=%d rows [%d,%d): row %d token %d: got %g, want %g", wt, shape, nt, lo, hi, r, tok, got, want)
 						}
 					}
 				}
@@ -92,7 +106,7 @@ func BenchmarkQ4x8(b *testing.B) {
 	if err := quantizeActs(&a, Q4_0, x4); err != nil {
 		b.Fatal(err)
 	}
-	a.q4Bias()
+	a.q4Bias(Q4_0)
 	xs := make([]byte, benchCols/32*q4x8ActLen)
 	q4x8Acts(xs, &a, benchCols, &[4]int{0, 1, 2, 3})
 	dst := make([]float32, 4*rows)
@@ -105,7 +119,7 @@ func BenchmarkQ4x8(b *testing.B) {
 			b.SetBytes(int64(len(wm)))
 			c0 := cpuSeconds()
 			for b.Loop() {
-				dotQ4x8(dst, rows, pk, rows, 0, rows, benchCols, &a, xs, 0, nt)
+				dotQ4x8(Q4_0, dst, rows, pk, rows, 0, rows, benchCols, &a, xs, 0, nt)
 			}
 			if c := cpuSeconds() - c0; c > 0 {
 				b.ReportMetric(float64(len(wm))*float64(b.N)/c/1e6, "cpuMB/s")
