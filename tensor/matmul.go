@@ -146,6 +146,7 @@ type workerScratch struct {
 	rows []float32 // (4, Cols) dequantized rows, generic matrix-vector
 	acc  []float32 // (tilePanelGroups, tiles, tileAccLen) unfolded tile accumulators between panels (tileF16Panels)
 	nlw  []byte    // (nlWSLen(Cols)) four unpacked IQ4_NL/MXFP4 rows (dotQRowsNLTile), or (xsWSLen(Cols)) IQ4_XS rows (dotQRowsXSTile)
+	rowq []byte    // (chunk, RowBytes) a chunk of packed IQ4_NL/MXFP4 rows back in their file encoding for the tiles (q4x8Rows)
 }
 
 // sharedScratch is filled in one phase and read by all workers in the next.
@@ -305,6 +306,9 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 			}
 			for i := range s.scratch {
 				s.scratch[i].nlw = growBytes(s.scratch[i].nlw, nlWSLen(w.Cols))
+				if j.q4 != nil {
+					s.scratch[i].rowq = growBytes(s.scratch[i].rowq, j.chunk*w.RowBytes())
+				}
 			}
 		}
 		if useXSTile(w.Type, n) && xsTiled(w.Type, n) > 0 {
@@ -410,7 +414,15 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		if j.nlt {
 			// Sixteen tokens at a time in the vector lanes.
 			t0 = nlTiled(j.n)
-			dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+			if j.q4 != nil {
+				// The chunk's rows from the packed copy (the original is
+				// not kept in fast memory), in their file encoding.
+				rows := sc.rowq[:(hi-lo)*rb]
+				q4x8Rows(rows, w.Type, j.q4, lo, hi, w.Cols)
+				dotQRowsNLTile(w.Type, j.dst[lo:], w.Rows, rows, rb, 0, hi-lo, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+			} else {
+				dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+			}
 			if j.q4 != nil {
 				// The rest on the packed rows, one token at a time.
 				dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, nil, t0, j.n)

@@ -268,3 +268,45 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 		}
 	}
 }
+
+// q4x8Rows writes rows [lo, hi) of the packed matrix pk (type wt, n
+// columns) back in their file encoding into out, one row after another:
+// the 16-token IQ4_NL/MXFP4 tiles read rows so, and once a matrix is
+// packed its original is no longer kept in fast memory (Repacked).
+func q4x8Rows(out []byte, wt DType, pk []byte, lo, hi, n int) {
+	nb := n / 32
+	bb := 18
+	if wt == MXFP4 {
+		bb = 17
+	}
+	rb := nb * bb
+	_ = out[(hi-lo)*rb-1]
+	for r := lo; r < hi; r++ {
+		g, i := r/8, r%8
+		row := out[(r-lo)*rb : (r-lo+1)*rb]
+		for b := range nb {
+			src, blk := pk[(g*nb+b)*q4x8Block:(g*nb+b+1)*q4x8Block], row[b*bb:(b+1)*bb]
+			if wt == MXFP4 {
+				blk[0] = e8m0FromHalf(binary.LittleEndian.Uint16(src[2*i:]))
+			} else {
+				blk[0], blk[1] = src[2*i], src[2*i+1]
+			}
+			qs := blk[bb-16:]
+			for c := range 4 {
+				binary.LittleEndian.PutUint32(qs[4*c:], binary.LittleEndian.Uint32(src[16+32*c+4*i:]))
+			}
+		}
+	}
+}
+
+// e8m0FromHalf inverts the packing of an MXFP4 scale: the E8M0 byte e
+// whose e8m0Half has bf16 bits v.
+func e8m0FromHalf(v uint16) uint8 {
+	switch {
+	case v >= 0x0080: // normal: exponent field e−1
+		return uint8(v>>7) + 1
+	case v == 0x0040:
+		return 1
+	}
+	return 0
+}

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,6 +18,11 @@ func TestQ4x8(t *testing.T) {
 	}
 	for _, wt := range []DType{Q4_0, IQ4_NL, MXFP4} {
 		testQ4x8(t, wt)
+	}
+	for e := range 256 {
+		if got := e8m0FromHalf(uint16(math.Float32bits(e8m0Half(uint8(e))) >> 16)); got != uint8(e) {
+			t.Fatalf("E8M0 %d packed and unpacked is %d", e, got)
+		}
 	}
 }
 
@@ -41,6 +47,10 @@ func testQ4x8(t *testing.T, wt DType) {
 		}
 		m := &Mat{Type: wt, Rows: shape.rows, Cols: shape.cols, Data: data}
 		pk := m.q4x8()
+		back := make([]byte, len(data))
+		if q4x8Rows(back, wt, pk, 0, shape.rows, shape.cols); !bytes.Equal(back, data) {
+			t.Fatalf("%s %v: rows unpacked from the packed copy differ from the file's", wt, shape)
+		}
 		for _, nt := range []int{1, 3, 4, 5, 9} {
 			x := randVec(rng, nt*shape.cols)
 			for i := shape.cols; i < 2*shape.cols && nt > 1; i++ {
