@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"nanoserve/internal/mmap"
 )
@@ -281,19 +282,40 @@ func q4x8Rows(out []byte, wt DType, pk []byte, lo, hi, n int) {
 	}
 	rb := nb * bb
 	_ = out[(hi-lo)*rb-1]
-	for r := lo; r < hi; r++ {
-		g, i := r/8, r%8
-		row := out[(r-lo)*rb : (r-lo+1)*rb]
-		for b := range nb {
-			src, blk := pk[(g*nb+b)*q4x8Block:(g*nb+b+1)*q4x8Block], row[b*bb:(b+1)*bb]
-			if wt == MXFP4 {
-				blk[0] = e8m0FromHalf(binary.LittleEndian.Uint16(src[2*i:]))
-			} else {
-				blk[0], blk[1] = src[2*i], src[2*i+1]
+	_ = pk[(hi+7)/8*nb*q4x8Block-1]
+	g0 := lo / 8
+	if q4x8Arch && hasSIMD && lo%8 == 0 && hi/8 > g0 {
+		// Whole groups transposed in registers; MXFP4's scales below.
+		q4x8DepackY(&out[0], uintptr(rb), &pk[g0*nb*q4x8Block], hi/8-g0, nb, uintptr(bb))
+		if wt == MXFP4 {
+			for r := lo; r < hi&^7; r++ {
+				g, i := r/8, r%8
+				for b := range nb {
+					out[(r-lo)*rb+b*bb] = e8m0FromHalf(binary.LittleEndian.Uint16(pk[(g*nb+b)*q4x8Block+2*i:]))
+				}
 			}
-			qs := blk[bb-16:]
-			for c := range 4 {
-				binary.LittleEndian.PutUint32(qs[4*c:], binary.LittleEndian.Uint32(src[16+32*c+4*i:]))
+		}
+		g0 = hi / 8
+	}
+	// Group by group and block, so the packed copy is read once, in order;
+	// word copies through unsafe pointers (bounds checked above).
+	po, pp := unsafe.Pointer(&out[0]), unsafe.Pointer(&pk[0])
+	for g := g0; g < (hi+7)/8; g++ {
+		i0, i1 := max(lo-8*g, 0), min(hi-8*g, 8)
+		for b := range nb {
+			src := unsafe.Add(pp, (g*nb+b)*q4x8Block)
+			for i := i0; i < i1; i++ {
+				blk := unsafe.Add(po, (8*g+i-lo)*rb+b*bb)
+				sc := *(*uint16)(unsafe.Add(src, 2*i))
+				if wt == MXFP4 {
+					*(*uint8)(blk) = e8m0FromHalf(sc)
+				} else {
+					*(*uint16)(blk) = sc
+				}
+				qs := unsafe.Add(blk, bb-16)
+				for c := range 4 {
+					*(*uint32)(unsafe.Add(qs, 4*c)) = *(*uint32)(unsafe.Add(src, 16+32*c+4*i))
+				}
 			}
 		}
 	}

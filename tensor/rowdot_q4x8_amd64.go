@@ -17,3 +17,6 @@ func qdotIQ4_NLx8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *
 
 //go:noescape
 func qdotMXFP4x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+
+//go:noescape
+func q4x8DepackY(out *byte, rb uintptr, pk *byte, groups int, nb int, bb uintptr)

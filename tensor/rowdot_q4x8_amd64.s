@@ -365,3 +365,75 @@ fp8t1block:
 	JNZ     fp8t1group
 	VZEROUPPER
 	RET
+
+// func q4x8DepackY(out *byte, rb uintptr, pk *byte, groups int, nb int, bb uintptr)
+//
+// q4x8Rows's nibbles (and, for 18-byte blocks, fp16 scales) for whole
+// groups: group g's block b goes to rows 8g..8g+7 of out (rb bytes each),
+// at b·bb; its four chunks transposed as 8 × 4 dwords (row i's 16 bytes =
+// dword i of chunks 0-3).
+TEXT ·q4x8DepackY(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ rb+8(FP), R8
+	MOVQ pk+16(FP), SI
+	MOVQ groups+24(FP), R9
+	MOVQ bb+40(FP), R10
+	LEAQ (R8)(R8*2), R11 // 3·rb
+
+q4x8dpgroup:
+	LEAQ -16(DI)(R10*1), BX // row 0's nibbles of block 0
+	LEAQ (BX)(R8*4), R13    // row 4's
+	MOVQ nb+32(FP), CX
+
+q4x8dpblock:
+	VMOVDQU      16(SI), Y0
+	VMOVDQU      48(SI), Y1
+	VMOVDQU      80(SI), Y2
+	VMOVDQU      112(SI), Y3
+	VPUNPCKLDQ   Y1, Y0, Y4
+	VPUNPCKHDQ   Y1, Y0, Y5
+	VPUNPCKLDQ   Y3, Y2, Y6
+	VPUNPCKHDQ   Y3, Y2, Y7
+	VPUNPCKLQDQ  Y6, Y4, Y0
+	VPUNPCKHQDQ  Y6, Y4, Y1
+	VPUNPCKLQDQ  Y7, Y5, Y2
+	VPUNPCKHQDQ  Y7, Y5, Y3
+	VMOVDQU      X0, (BX)
+	VEXTRACTI128 $1, Y0, (R13)
+	VMOVDQU      X1, (BX)(R8*1)
+	VEXTRACTI128 $1, Y1, (R13)(R8*1)
+	VMOVDQU      X2, (BX)(R8*2)
+	VEXTRACTI128 $1, Y2, (R13)(R8*2)
+	VMOVDQU      X3, (BX)(R11*1)
+	VEXTRACTI128 $1, Y3, (R13)(R11*1)
+	CMPQ         R10, $18
+	JNE          q4x8dpnext
+	MOVW         0(SI), AX
+	MOVW         AX, -2(BX)
+	MOVW         2(SI), AX
+	MOVW         AX, -2(BX)(R8*1)
+	MOVW         4(SI), AX
+	MOVW         AX, -2(BX)(R8*2)
+	MOVW         6(SI), AX
+	MOVW         AX, -2(BX)(R11*1)
+	MOVW         8(SI), AX
+	MOVW         AX, -2(R13)
+	MOVW         10(SI), AX
+	MOVW         AX, -2(R13)(R8*1)
+	MOVW         12(SI), AX
+	MOVW         AX, -2(R13)(R8*2)
+	MOVW         14(SI), AX
+	MOVW         AX, -2(R13)(R11*1)
+
+q4x8dpnext:
+	ADDQ $144, SI
+	ADDQ R10, BX
+	ADDQ R10, R13
+	DECQ CX
+	JNZ  q4x8dpblock
+
+	LEAQ (DI)(R8*8), DI
+	DECQ R9
+	JNZ  q4x8dpgroup
+	VZEROUPPER
+	RET

@@ -13,3 +13,5 @@ func qdotQ4_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreac
 func qdotIQ4_NLx8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
 
 func qdotMXFP4x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
+
+func q4x8DepackY(*byte, uintptr, *byte, int, int, uintptr) { panic("unreachable") }
