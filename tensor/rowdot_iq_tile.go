@@ -36,9 +36,12 @@ import (
 // types' prefill took the row dots token by token: TinyLlama-shaped
 // IQ4_XS/MXFP4 prefill at 0.28-0.44× llama.cpp on a Zen 3 host.
 
-// nlTileTokens is the tile's token count; nlTileRows its row count. A
-// last group of nlTileMin to 15 tokens takes a tile too, its free lanes
-// unused (a tile of 16 costs about as much as four tokens' row dots).
+// nlTileTokens is the tile's token count; nlTileRows its row count. On
+// zmm a last group of nlTileMin to 15 tokens takes a tile too, its free
+// lanes unused (a tile of 16 costs about as much as four tokens' row
+// dots). On ymm the packed one-token kernels (rowdot_q4x8.go) take a last
+// partial group: TinyLlama-shaped IQ4_NL/MXFP4, interleaved x2, pp4
+// 19-28 (a tile) vs 53-65 tok/s, pp8 34-59 vs 57-70, pp12 37-57 vs 61-66.
 const (
 	nlTileTokens = 16
 	nlTileRows   = 4
@@ -53,10 +56,11 @@ func useNLTile(wt DType) bool {
 // nlTileZ reports whether the tiles run on 512-bit registers (else ymm).
 func nlTileZ() bool { return hasNLZV && hasKZ }
 
-// nlTiled is how many of n tokens the tiles take: whole groups of 16 and
-// a last group of at least nlTileMin.
+// nlTiled is how many of n tokens the tiles take: whole groups of 16 and,
+// on zmm or without the packed kernels, a last group of at least
+// nlTileMin.
 func nlTiled(n int) int {
-	if n%nlTileTokens >= nlTileMin {
+	if n%nlTileTokens >= nlTileMin && (nlTileZ() || !q4x8Arch || !hasSIMD) {
 		return n
 	}
 	return n &^ (nlTileTokens - 1)
