@@ -191,35 +191,40 @@ func TestBatchInvariantArchs(t *testing.T) {
 }
 
 // TestBatchInvariantQ4_0 is TestBatchInvariant on llamaq (gguf-quants)
-// with every layer matrix and the output head requantized to Q4_0 in
-// memory (no Q4_0 file is shipped): the packed Q4_0 kernels of one, four
-// and a ragged number of tokens, through the fused QKV product and the
-// shared-activation products, give every token the bits it gets alone.
+// with every layer matrix and the output head requantized in memory to
+// Q4_0, then to Q5_0 (no such file is shipped): the packed kernels of
+// one, four and a ragged number of tokens, through the fused QKV product
+// and the shared-activation products, give every token the bits it gets
+// alone.
 func TestBatchInvariantQ4_0(t *testing.T) {
-	m := mustLoad(t, testshared.Path(t, "testdata/gguf-quants/F16/llamaq-F16.gguf"), Options{Threads: 2})
-	q4 := func(w *tensor.Mat) *tensor.Mat {
-		if w == nil || w.Cols%32 != 0 {
-			return w
-		}
-		rb, _ := tensor.Q4_0.RowBytes(w.Cols)
-		out := make([]byte, w.Rows*rb)
-		row := make([]float32, w.Cols)
-		for r := range w.Rows {
-			tensor.DequantizeRow(row, w.Type, w.Row(r))
-			if err := tensor.QuantizeRow(out[r*rb:(r+1)*rb], tensor.Q4_0, row); err != nil {
-				t.Fatal(err)
+	for _, ty := range []tensor.DType{tensor.Q4_0, tensor.Q5_0} {
+		t.Run(ty.String(), func(t *testing.T) {
+			m := mustLoad(t, testshared.Path(t, "testdata/gguf-quants/F16/llamaq-F16.gguf"), Options{Threads: 2})
+			requant := func(w *tensor.Mat) *tensor.Mat {
+				if w == nil || w.Cols%32 != 0 {
+					return w
+				}
+				rb, _ := ty.RowBytes(w.Cols)
+				out := make([]byte, w.Rows*rb)
+				row := make([]float32, w.Cols)
+				for r := range w.Rows {
+					tensor.DequantizeRow(row, w.Type, w.Row(r))
+					if err := tensor.QuantizeRow(out[r*rb:(r+1)*rb], ty, row); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return &tensor.Mat{Type: ty, Rows: w.Rows, Cols: w.Cols, Data: out}
 			}
-		}
-		return &tensor.Mat{Type: tensor.Q4_0, Rows: w.Rows, Cols: w.Cols, Data: out}
+			for l := range m.w.layers {
+				lw := &m.w.layers[l]
+				lw.wq, lw.wk, lw.wv, lw.wqkv, lw.wo = requant(lw.wq), requant(lw.wk), requant(lw.wv), requant(lw.wqkv), requant(lw.wo)
+				lw.wGate, lw.wUp, lw.wDown = requant(lw.wGate), requant(lw.wUp), requant(lw.wDown)
+			}
+			m.w.output = requant(m.w.output)
+			if wm := m.WeightMemory(); m.w.output.Repacked() && wm.Repacked != wm.Matrices {
+				t.Errorf("WeightMemory: %d of %d matrix bytes repacked, want all (every matrix is %s)", wm.Repacked, wm.Matrices, ty)
+			}
+			checkInvariant(t, m, 0)
+		})
 	}
-	for l := range m.w.layers {
-		lw := &m.w.layers[l]
-		lw.wq, lw.wk, lw.wv, lw.wqkv, lw.wo = q4(lw.wq), q4(lw.wk), q4(lw.wv), q4(lw.wqkv), q4(lw.wo)
-		lw.wGate, lw.wUp, lw.wDown = q4(lw.wGate), q4(lw.wUp), q4(lw.wDown)
-	}
-	m.w.output = q4(m.w.output)
-	if wm := m.WeightMemory(); m.w.output.Repacked() && wm.Repacked != wm.Matrices {
-		t.Errorf("WeightMemory: %d of %d matrix bytes repacked, want all (every matrix is Q4_0)", wm.Repacked, wm.Matrices)
-	}
-	checkInvariant(t, m, 0)
 }

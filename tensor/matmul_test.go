@@ -139,7 +139,7 @@ func TestMatMulAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	p := NewPool(2)
 	defer p.Close()
-	for _, ty := range []DType{F16, Q4_K, Q5_0, Q8_0} {
+	for _, ty := range []DType{F16, Q4_K, Q5_0, Q8_0, Q4_0, IQ4_NL, MXFP4} {
 		const rows, cols = 200, 256
 		var w *Mat
 		if ty == F16 {

@@ -39,6 +39,7 @@ type quantizedActs struct {
 	QNFrom int       // the first element QN holds (a multiple of 256)
 	Q4S    []int32   // Q8_0 for the packed Q4_0 kernels: (N/32) −8·Σq per block (q4Bias), empty until asked for
 	FPS    []int32   // Q8_0 for the packed MXFP4 kernel: (N/32) −12·Σq per block (q4Bias), likewise
+	Q5S    []int32   // Q8_0 for the packed Q5_0 kernels: (N/32) −16·Σq per block (q4Bias), likewise
 }
 
 func growI8(s []int8, n int) []int8 {
@@ -76,7 +77,7 @@ func quantizeActsFrom(dst *quantizedActs, wt DType, x []float32, pairFrom int) e
 		dst.QP = growI8(dst.QP, len(x))
 		pairK4(dst.QP, dst.Q)
 	}
-	dst.NS, dst.Q4S, dst.FPS = dst.NS[:0], dst.Q4S[:0], dst.FPS[:0]
+	dst.NS, dst.Q4S, dst.FPS, dst.Q5S = dst.NS[:0], dst.Q4S[:0], dst.FPS[:0], dst.Q5S[:0]
 	dst.QN, dst.QNFrom = dst.QN[:0], 0
 	if dst.Format == Q8_0 && (wt == IQ4_NL || wt == MXFP4) {
 		// The ymm row dots read QN, the others NS (dotQRows): one of the two.

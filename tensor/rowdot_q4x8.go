@@ -10,8 +10,8 @@ import (
 	"nanoserve/internal/mmap"
 )
 
-// Q4_0 (and IQ4_NL, MXFP4) weights with their rows interleaved eight at a
-// time.
+// Q4_0 (and Q5_0, IQ4_NL, MXFP4) weights with their rows interleaved
+// eight at a time.
 //
 // The row dot (one row against one token) spends most of its work on
 // horizontal bookkeeping: a Q4_0 block is 32 nibbles and one fp16 scale,
@@ -39,6 +39,13 @@ import (
 // (qdotQ4_0x8T1), four (qdotQ4_0x8T4), the pure-Go dotQ4_0 — computes
 // the same bits: Q4_0 is batch invariant across kernel sets too.
 //
+// Q5_0 packs likewise with its rows' qh words beside the scales (176
+// bytes a group-block): its kernels (qdotQ5_0x8T1, qdotQ5_0x8T4) OR each
+// element's fifth bit in as 0x10 (a VPSHUFB of the qh byte, one compare)
+// and add the bias −16·Σq; the reference dotQ5_0's float steps are
+// Q4_0's. Before, its row dots ran TinyLlama-shaped Q5_0 at pp512 ~43,
+// tg ~21 tok/s; packed ~85 and ~30.
+//
 // IQ4_NL and MXFP4 have the same block shape (32 nibbles, one scale) and
 // the same canonical arithmetic (rowdot_iq_ref.go), so their rows pack
 // alike — IQ4_NL's fp16 dw copied, MXFP4's E8M0 scale stored as the
@@ -60,14 +67,27 @@ import (
 // zero rows.
 
 const (
-	q4x8Block  = 144 // bytes of one packed block of a group
+	q4x8Block  = 144 // bytes of one packed block of a group (Q5_0: q5x8Block)
+	q5x8Block  = 176 // Q5_0's: the scales, the eight rows' qh dwords, the chunks
 	q4x8ActLen = 160 // bytes of one block of a 4-token activation group (q4x8Acts)
 )
 
 // useQ4x8 reports whether MatMul runs w on the packed kernels: Q4_0,
 // and IQ4_NL and MXFP4 for the tokens their tiles do not take.
 func useQ4x8(w *Mat) bool {
-	return (w.Type == Q4_0 || w.Type == IQ4_NL || w.Type == MXFP4) && q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
+	switch w.Type {
+	case Q4_0, Q5_0, IQ4_NL, MXFP4:
+		return q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
+	}
+	return false
+}
+
+// q4x8BlockOf is the bytes of one packed block of a group for type wt.
+func q4x8BlockOf(wt DType) int {
+	if wt == Q5_0 {
+		return q5x8Block
+	}
+	return q4x8Block
 }
 
 // q4x8Mu serializes the packing of Q4_0 matrices, so two pools meeting
@@ -103,7 +123,7 @@ func (w *Mat) q4x8() []byte {
 		return *p
 	}
 	nb := w.Cols / 32
-	size := (w.Rows + 7) / 8 * nb * q4x8Block
+	size := (w.Rows + 7) / 8 * nb * q4x8BlockOf(w.Type)
 	var p []byte
 	if size >= 2<<20 {
 		// Its own mapping in 2 MiB pages, unmapped once w is unreachable
@@ -132,7 +152,8 @@ func packQ4_0x8(out []byte, wt DType, data []byte, rows, cols int) {
 	for wk := range workers {
 		wg.Go(func() {
 			for g := wk; g < groups; g += workers {
-				packQ4_0x8Group(out[g*nb*q4x8Block:(g+1)*nb*q4x8Block], wt, data, rows, g, nb)
+				gl := nb * q4x8BlockOf(wt)
+				packQ4_0x8Group(out[g*gl:(g+1)*gl], wt, data, rows, g, nb)
 			}
 		})
 	}
@@ -142,11 +163,15 @@ func packQ4_0x8(out []byte, wt DType, data []byte, rows, cols int) {
 // packQ4_0x8Group writes group g (rows 8g..8g+7, absent ones left zero)
 // of the matrix data (nb blocks per row) of type wt into out. Q4_0's and
 // IQ4_NL's fp16 scales are copied; MXFP4's E8M0 byte becomes the bf16 of
-// e8m0Half (exact: the top half of its float32 bits).
+// e8m0Half (exact: the top half of its float32 bits); Q5_0's qh goes to
+// dword r of the 32 bytes after the scales, its chunks after those.
 func packQ4_0x8Group(out []byte, wt DType, data []byte, rows, g, nb int) {
-	bb := 18
-	if wt == MXFP4 {
+	bb, pb, co := 18, q4x8BlockOf(wt), 16 // block bytes, packed block bytes, chunks' offset
+	switch wt {
+	case MXFP4:
 		bb = 17
+	case Q5_0:
+		bb, co = 22, 48
 	}
 	rb := nb * bb
 	for r := range 8 {
@@ -156,15 +181,18 @@ func packQ4_0x8Group(out []byte, wt DType, data []byte, rows, g, nb int) {
 		}
 		src := data[row*rb : (row+1)*rb]
 		for b := range nb {
-			blk, o := src[bb*b:bb*b+bb], out[b*q4x8Block:(b+1)*q4x8Block]
+			blk, o := src[bb*b:bb*b+bb], out[b*pb:(b+1)*pb]
 			if wt == MXFP4 {
 				binary.LittleEndian.PutUint16(o[2*r:], uint16(math.Float32bits(e8m0Half(blk[0]))>>16))
 			} else {
 				o[2*r], o[2*r+1] = blk[0], blk[1]
 			}
+			if wt == Q5_0 {
+				copy(o[16+4*r:16+4*r+4], blk[2:6])
+			}
 			qs := blk[bb-16:]
 			for c := range 4 {
-				binary.LittleEndian.PutUint32(o[16+32*c+4*r:], binary.LittleEndian.Uint32(qs[4*c:]))
+				binary.LittleEndian.PutUint32(o[co+32*c+4*r:], binary.LittleEndian.Uint32(qs[4*c:]))
 			}
 		}
 	}
@@ -189,19 +217,25 @@ func (a *quantizedActs) q4Bias(wt DType) []int32 {
 			a.FPS = biasSums(a.FPS, a.Q[:a.N], -12)
 		}
 		return a.FPS
+	case Q5_0:
+		if len(a.Q5S) != nb {
+			a.Q5S = biasSums(a.Q5S, a.Q[:a.N], -16)
+		}
+		return a.Q5S
 	}
 	return nil
 }
 
 // q4x8Acts fills xs (nb·q4x8ActLen bytes) with the activations of tokens
-// toks (n values each, in a, whose q4Bias(Q4_0) is computed) as qdotQ4_0x8T4
-// reads them: per block, the four tokens' 32 values, their four da, their
-// four biases.
-func q4x8Acts(xs []byte, a *quantizedActs, n int, toks *[4]int) {
+// toks (n values each, in a, whose q4Bias(wt) is computed) as the
+// four-token kernels of wt (Q4_0, Q5_0) read them: per block, the four
+// tokens' 32 values, their four da, their four biases.
+func q4x8Acts(xs []byte, wt DType, a *quantizedActs, n int, toks *[4]int) {
 	nb := n / 32
 	_ = xs[nb*q4x8ActLen-1]
+	bias := a.q4Bias(wt)
 	for t, tok := range toks {
-		q, d, s := a.Q[tok*n:(tok+1)*n], a.D[tok*nb:(tok+1)*nb], a.Q4S[tok*nb:(tok+1)*nb]
+		q, d, s := a.Q[tok*n:(tok+1)*n], a.D[tok*nb:(tok+1)*nb], bias[tok*nb:(tok+1)*nb]
 		for b := range nb {
 			o := xs[b*q4x8ActLen:]
 			for i := range 32 {
@@ -215,17 +249,17 @@ func q4x8Acts(xs []byte, a *quantizedActs, n int, toks *[4]int) {
 
 // dotQ4x8 sets dst[tok·ldd + r] = dotQ(wt, row r, token tok) for rows
 // [lo, hi) of the packed matrix pk (rows rows, n columns; lo a multiple
-// of 8) and every token of a from t0 to nt: Q4_0 four at a time where
-// four are left (xs: their q4x8Acts, one group of nb·q4x8ActLen bytes
+// of 8) and every token of a from t0 to nt: Q4_0 and Q5_0 four at a time
+// where four are left (xs: their q4x8Acts, one group of nb·q4x8ActLen bytes
 // per four tokens from t0), then one at a time. a's q4Bias(wt) must have
 // been computed (workers only read it).
 func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a *quantizedActs, xs []byte, t0, nt int) {
 	nb := n / 32
-	gl := nb * q4x8Block
+	gl := nb * q4x8BlockOf(wt)
 	g0, g1 := lo/8, hi/8 // whole groups; a last partial one (hi = rows) after
 	var tail [4 * 8]float32
 	t := t0
-	for ; wt == Q4_0 && t+4 <= nt; t += 4 {
+	for ; (wt == Q4_0 || wt == Q5_0) && t+4 <= nt; t += 4 {
 		x := xs[(t-t0)/4*nb*q4x8ActLen:]
 		var offs [4]uintptr
 		for i := range offs {
@@ -233,24 +267,17 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 		}
 		if g1 > g0 {
 			_ = dst[(t+3)*ldd+8*g1-1]
-			qdotQ4_0x8T4(&dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], &x[0], nb, &offs)
+			q4x8T4(wt, &dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], &x[0], nb, &offs)
 		}
 		if hi%8 != 0 {
 			for i := range offs {
 				offs[i] = uintptr(i * 8 * 4)
 			}
-			qdotQ4_0x8T4(&tail[0], 1, &pk[g1*gl], &x[0], nb, &offs)
+			q4x8T4(wt, &tail[0], 1, &pk[g1*gl], &x[0], nb, &offs)
 			for i := range 4 {
 				copy(dst[(t+i)*ldd+8*g1:(t+i)*ldd+hi], tail[8*i:])
 			}
 		}
-	}
-	kernel := qdotQ4_0x8T1
-	switch wt {
-	case IQ4_NL:
-		kernel = qdotIQ4_NLx8T1
-	case MXFP4:
-		kernel = qdotMXFP4x8T1
 	}
 	var none int32
 	bias := a.q4Bias(wt)
@@ -261,13 +288,36 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 		}
 		if g1 > g0 {
 			_ = dst[t*ldd+8*g1-1]
-			kernel(&dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, nb)
+			q4x8T1(wt, &dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, nb)
 		}
 		if hi%8 != 0 {
-			kernel(&tail[0], 1, &pk[g1*gl], q, d, s, nb)
+			q4x8T1(wt, &tail[0], 1, &pk[g1*gl], q, d, s, nb)
 			copy(dst[t*ldd+8*g1:t*ldd+hi], tail[:])
 		}
 	}
+}
+
+// q4x8T1 and q4x8T4 call wt's kernel directly (a call through a func
+// value would make the arguments escape: the kernels are go:noescape).
+func q4x8T1(wt DType, dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int) {
+	switch wt {
+	case Q4_0:
+		qdotQ4_0x8T1(dst, groups, w, q, d, ns, nb)
+	case Q5_0:
+		qdotQ5_0x8T1(dst, groups, w, q, d, ns, nb)
+	case IQ4_NL:
+		qdotIQ4_NLx8T1(dst, groups, w, q, d, ns, nb)
+	case MXFP4:
+		qdotMXFP4x8T1(dst, groups, w, q, d, ns, nb)
+	}
+}
+
+func q4x8T4(wt DType, dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr) {
+	if wt == Q5_0 {
+		qdotQ5_0x8T4(dst, groups, w, xs, nb, offs)
+		return
+	}
+	qdotQ4_0x8T4(dst, groups, w, xs, nb, offs)
 }
 
 // q4x8Rows writes rows [lo, hi) of the packed matrix pk (type wt, n

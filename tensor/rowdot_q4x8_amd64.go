@@ -20,3 +20,9 @@ func qdotMXFP4x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *i
 
 //go:noescape
 func q4x8DepackY(out *byte, rb uintptr, pk *byte, groups int, nb int, bb uintptr)
+
+//go:noescape
+func qdotQ5_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+
+//go:noescape
+func qdotQ5_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)

@@ -437,3 +437,225 @@ q4x8dpnext:
 	JNZ  q4x8dpgroup
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- Q5_0
+
+// Packed Q5_0 (rowdot_q4x8.go): a group-block is 176 bytes, the eight
+// fp16 scales, the eight rows' qh (dword r = row r's), then the four
+// nibble chunks. Element 4c+k's fifth bit is bit 4c+k of qh (byte c/2,
+// bit 4(c%2)+k), element 16+4c+k's bit 16+4c+k (byte 2+c/2): Q5HB
+// broadcasts that byte of each row's qh to the row's four bytes
+// (VPSHUFB), keeps bit k of byte k and turns it into 0x10. Values
+// nib | hbit<<4 are 0..31; the bias −16·Σq makes them nib|hbit<<4 − 16.
+// Word sums hold four chunks' pairs (4·2·31·127 = 31496), so a block's
+// low-nibble and high-nibble halves each take their own VPMADDWD.
+
+// q5x8c: VPSHUFB patterns picking byte 0, 1, 2, 3 of each dword into all
+// four of its bytes (+0, +32, +64, +96); bit k of byte k, low nibble
+// (+128) and high nibble (+160); 0x10 bytes (+192).
+DATA q5x8c<>+0(SB)/8, $0x0404040400000000
+DATA q5x8c<>+8(SB)/8, $0x0c0c0c0c08080808
+DATA q5x8c<>+16(SB)/8, $0x0404040400000000
+DATA q5x8c<>+24(SB)/8, $0x0c0c0c0c08080808
+DATA q5x8c<>+32(SB)/8, $0x0505050501010101
+DATA q5x8c<>+40(SB)/8, $0x0d0d0d0d09090909
+DATA q5x8c<>+48(SB)/8, $0x0505050501010101
+DATA q5x8c<>+56(SB)/8, $0x0d0d0d0d09090909
+DATA q5x8c<>+64(SB)/8, $0x0606060602020202
+DATA q5x8c<>+72(SB)/8, $0x0e0e0e0e0a0a0a0a
+DATA q5x8c<>+80(SB)/8, $0x0606060602020202
+DATA q5x8c<>+88(SB)/8, $0x0e0e0e0e0a0a0a0a
+DATA q5x8c<>+96(SB)/8, $0x0707070703030303
+DATA q5x8c<>+104(SB)/8, $0x0f0f0f0f0b0b0b0b
+DATA q5x8c<>+112(SB)/8, $0x0707070703030303
+DATA q5x8c<>+120(SB)/8, $0x0f0f0f0f0b0b0b0b
+DATA q5x8c<>+128(SB)/8, $0x0804020108040201
+DATA q5x8c<>+136(SB)/8, $0x0804020108040201
+DATA q5x8c<>+144(SB)/8, $0x0804020108040201
+DATA q5x8c<>+152(SB)/8, $0x0804020108040201
+DATA q5x8c<>+160(SB)/8, $0x8040201080402010
+DATA q5x8c<>+168(SB)/8, $0x8040201080402010
+DATA q5x8c<>+176(SB)/8, $0x8040201080402010
+DATA q5x8c<>+184(SB)/8, $0x8040201080402010
+DATA q5x8c<>+192(SB)/8, $0x1010101010101010
+DATA q5x8c<>+200(SB)/8, $0x1010101010101010
+DATA q5x8c<>+208(SB)/8, $0x1010101010101010
+DATA q5x8c<>+216(SB)/8, $0x1010101010101010
+GLOBL q5x8c<>(SB), RODATA|NOPTR, $224
+
+// Q5HB ORs the fifth bits of one nibble register into dst: qh the rows'
+// qh dwords, pat the byte pattern, bsel the nibble's bit selector; tmp
+// clobbered.
+#define Q5HB(qh, pat, bsel, dst, tmp) \
+	VPSHUFB  pat, qh, tmp; \
+	VPAND    bsel, tmp, tmp; \
+	VPCMPEQB bsel, tmp, tmp; \
+	VPAND    q5x8c<>+192(SB), tmp, tmp; \
+	VPOR     tmp, dst, dst
+
+// Q5X8CHUNK1 adds chunk off(SI)'s products with the activations at aoff
+// (low nibbles, into the word sums Y4) and aoff+16 (high, Y6), the fifth
+// bits from Y8 (bytes plo/phi, selector bsel).
+#define Q5X8CHUNK1(off, aoff, plo, phi, bsel) \
+	VMOVDQU      off(SI), Y1; \
+	VPSRLW       $4, Y1, Y2; \
+	VPAND        Y15, Y1, Y1; \
+	VPAND        Y15, Y2, Y2; \
+	Q5HB(Y8, plo, bsel, Y1, Y3); \
+	Q5HB(Y8, phi, bsel, Y2, Y3); \
+	VPBROADCASTD aoff(DI), Y3; \
+	VPMADDUBSW   Y3, Y1, Y1; \
+	VPADDW       Y1, Y4, Y4; \
+	VPBROADCASTD aoff+16(DI), Y3; \
+	VPMADDUBSW   Y3, Y2, Y2; \
+	VPADDW       Y2, Y6, Y6
+
+// func qdotQ5_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+//
+// qdotQ4_0x8T1 for packed Q5_0 (ns = −16·Σq).
+TEXT ·qdotQ5_0x8T1(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), R8
+	MOVQ    groups+8(FP), R9
+	MOVQ    w+16(FP), SI
+	VMOVDQU q4x8c<>+0(SB), Y15
+	VMOVDQU q4x8c<>+32(SB), Y14
+
+q5x8t1group:
+	MOVQ   q+24(FP), DI
+	MOVQ   d+32(FP), DX
+	MOVQ   ns+40(FP), BX
+	MOVQ   nb+48(FP), CX
+	VXORPS Y0, Y0, Y0
+
+q5x8t1block:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2112(SI)
+	PREFETCHT0   2176(SI)
+	VCVTPH2PS    (SI), Y9
+	VBROADCASTSS (DX), Y10
+	VMULPS       Y10, Y9, Y9
+	VMOVDQU      16(SI), Y8
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y6, Y6, Y6
+	Q5X8CHUNK1(48, 0, q5x8c<>+0(SB), q5x8c<>+64(SB), q5x8c<>+128(SB))
+	Q5X8CHUNK1(80, 4, q5x8c<>+0(SB), q5x8c<>+64(SB), q5x8c<>+160(SB))
+	Q5X8CHUNK1(112, 8, q5x8c<>+32(SB), q5x8c<>+96(SB), q5x8c<>+128(SB))
+	Q5X8CHUNK1(144, 12, q5x8c<>+32(SB), q5x8c<>+96(SB), q5x8c<>+160(SB))
+	VPMADDWD     Y14, Y4, Y4
+	VPMADDWD     Y14, Y6, Y6
+	VPADDD       Y6, Y4, Y4
+	VPBROADCASTD (BX), Y3
+	VPADDD       Y3, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y9, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	ADDQ         $176, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, BX
+	DECQ         CX
+	JNZ          q5x8t1block
+
+	VMOVUPS Y0, (R8)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     q5x8t1group
+	VZEROUPPER
+	RET
+
+// Q5X8HALF sums one token's products of four unpacked registers (a, b,
+// c, e: elements aoff.. of the block in fours) as words into S, then to
+// dwords. Y14 clobbered.
+#define Q5X8HALF(aoff, a, b, c, e, S) \
+	VPBROADCASTD aoff+0(DI), Y14; \
+	VPMADDUBSW   Y14, a, S; \
+	VPBROADCASTD aoff+4(DI), Y14; \
+	VPMADDUBSW   Y14, b, Y14; \
+	VPADDW       Y14, S, S; \
+	VPBROADCASTD aoff+8(DI), Y14; \
+	VPMADDUBSW   Y14, c, Y14; \
+	VPADDW       Y14, S, S; \
+	VPBROADCASTD aoff+12(DI), Y14; \
+	VPMADDUBSW   Y14, e, Y14; \
+	VPADDW       Y14, S, S; \
+	VPMADDWD     q4x8c<>+32(SB), S, S
+
+// Q5X8TOK is Q4X8TOK for Q5_0: the block's halves summed apart (Y15, Y0).
+#define Q5X8TOK(toff, doff, ACC) \
+	Q5X8HALF(toff, Y1, Y2, Y3, Y4, Y15); \
+	Q5X8HALF(toff+16, Y5, Y6, Y7, Y8, Y0); \
+	VPADDD       Y0, Y15, Y15; \
+	VPBROADCASTD doff+16(DI), Y14; \
+	VPADDD       Y14, Y15, Y15; \
+	VCVTDQ2PS    Y15, Y15; \
+	VBROADCASTSS doff(DI), Y14; \
+	VMULPS       Y9, Y14, Y14; \
+	VMULPS       Y14, Y15, Y15; \
+	VADDPS       Y15, ACC, ACC
+
+// func qdotQ5_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// qdotQ4_0x8T4 for packed Q5_0 (xs's biases −16·Σq).
+TEXT ·qdotQ5_0x8T4(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), R8
+	MOVQ groups+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ offs+40(FP), R10
+
+q5x8t4group:
+	MOVQ   xs+24(FP), DI
+	MOVQ   nb+32(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+
+q5x8t4block:
+	VMOVDQU 16(SI), Y9
+	VMOVDQU 48(SI), Y1
+	VMOVDQU 80(SI), Y2
+	VMOVDQU 112(SI), Y3
+	VMOVDQU 144(SI), Y4
+	VPSRLW  $4, Y1, Y5
+	VPSRLW  $4, Y2, Y6
+	VPSRLW  $4, Y3, Y7
+	VPSRLW  $4, Y4, Y8
+	VPAND   q4x8c<>+0(SB), Y1, Y1
+	VPAND   q4x8c<>+0(SB), Y2, Y2
+	VPAND   q4x8c<>+0(SB), Y3, Y3
+	VPAND   q4x8c<>+0(SB), Y4, Y4
+	VPAND   q4x8c<>+0(SB), Y5, Y5
+	VPAND   q4x8c<>+0(SB), Y6, Y6
+	VPAND   q4x8c<>+0(SB), Y7, Y7
+	VPAND   q4x8c<>+0(SB), Y8, Y8
+	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+128(SB), Y1, Y0)
+	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+160(SB), Y2, Y0)
+	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+128(SB), Y3, Y0)
+	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+160(SB), Y4, Y0)
+	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+128(SB), Y5, Y0)
+	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+160(SB), Y6, Y0)
+	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+128(SB), Y7, Y0)
+	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+160(SB), Y8, Y0)
+	VCVTPH2PS (SI), Y9
+	Q5X8TOK(0, 128, Y10)
+	Q5X8TOK(32, 132, Y11)
+	Q5X8TOK(64, 136, Y12)
+	Q5X8TOK(96, 140, Y13)
+	ADDQ    $176, SI
+	ADDQ    $160, DI
+	DECQ    CX
+	JNZ     q5x8t4block
+
+	MOVQ    0(R10), AX
+	VMOVUPS Y10, (R8)(AX*1)
+	MOVQ    8(R10), AX
+	VMOVUPS Y11, (R8)(AX*1)
+	MOVQ    16(R10), AX
+	VMOVUPS Y12, (R8)(AX*1)
+	MOVQ    24(R10), AX
+	VMOVUPS Y13, (R8)(AX*1)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     q5x8t4group
+	VZEROUPPER
+	RET

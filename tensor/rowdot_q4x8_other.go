@@ -15,3 +15,7 @@ func qdotIQ4_NLx8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic(
 func qdotMXFP4x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
 
 func q4x8DepackY(*byte, uintptr, *byte, int, int, uintptr) { panic("unreachable") }
+
+func qdotQ5_0x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
+
+func qdotQ5_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }

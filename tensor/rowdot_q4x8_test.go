@@ -16,7 +16,7 @@ func TestQ4x8(t *testing.T) {
 	if !q4x8Arch || !hasSIMD {
 		t.Skip("no packed Q4_0 kernels here (amd64 with AVX2)")
 	}
-	for _, wt := range []DType{Q4_0, IQ4_NL, MXFP4} {
+	for _, wt := range []DType{Q4_0, Q5_0, IQ4_NL, MXFP4} {
 		testQ4x8(t, wt)
 	}
 	for e := range 256 {
@@ -48,7 +48,7 @@ func testQ4x8(t *testing.T, wt DType) {
 		m := &Mat{Type: wt, Rows: shape.rows, Cols: shape.cols, Data: data}
 		pk := m.q4x8()
 		for _, lo := range []int{0, 8} {
-			if lo >= shape.rows {
+			if lo >= shape.rows || wt == Q5_0 { // (q4x8Rows: the tiles' types)
 				continue
 			}
 			back := make([]byte, len(data)-lo*rb)
@@ -67,9 +67,9 @@ func testQ4x8(t *testing.T, wt DType) {
 			}
 			a.q4Bias(wt)
 			xs := make([]byte, nt/4*shape.cols/32*q4x8ActLen)
-			for g := 0; g < nt/4 && wt == Q4_0; g++ {
+			for g := 0; g < nt/4 && (wt == Q4_0 || wt == Q5_0); g++ {
 				toks := [4]int{4 * g, 4*g + 1, 4*g + 2, 4*g + 3}
-				q4x8Acts(xs[g*shape.cols/32*q4x8ActLen:], &a, shape.cols, &toks)
+				q4x8Acts(xs[g*shape.cols/32*q4x8ActLen:], wt, &a, shape.cols, &toks)
 			}
 			for _, rg := range [][2]int{{0, shape.rows}, {8, shape.rows}, {0, 8}} {
 				lo, hi := rg[0], min(rg[1], shape.rows)
@@ -123,7 +123,7 @@ func BenchmarkQ4x8(b *testing.B) {
 	}
 	a.q4Bias(Q4_0)
 	xs := make([]byte, benchCols/32*q4x8ActLen)
-	q4x8Acts(xs, &a, benchCols, &[4]int{0, 1, 2, 3})
+	q4x8Acts(xs, Q4_0, &a, benchCols, &[4]int{0, 1, 2, 3})
 	dst := make([]float32, 4*rows)
 	for _, nt := range []int{1, 4} {
 		b.Run("packed/T"+string(rune('0'+nt)), func(b *testing.B) {

@@ -226,9 +226,10 @@ q80sum:
 	FOLD8(Y0, X0)
 	ROWEND(q80row)
 
-// ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
+// ---------------------------------------------------------------- Q4_1, Q5_1
 
-// (Q4_0 runs on its rows packed eight at a time: rowdot_q4x8_amd64.s.)
+// (Q4_0 and Q5_0 run on their rows packed eight at a time:
+// rowdot_q4x8_amd64.s.)
 
 // NIB32 loads the 16 bytes at off(SI) as 32 nibbles into reg: byte j < 16
 // is the low nibble of byte j, byte 16+j its high nibble (element order of
@@ -247,23 +248,10 @@ q80sum:
 	VPOR         Y11, reg, reg; \
 	VPCMPEQB     Y10, reg, reg
 
-// SDOT: acc += dw·da · Σ q·a for signed bytes q in Y2 (Y2 clobbered),
-// activations at aoff(DI), f16 dw at doff(SI), da at daoff(DX).
-#define SDOT(aoff, doff, daoff, acc) \
-	VMOVDQU      aoff(DI), Y3; \
-	VPSIGNB      Y2, Y3, Y3; \
-	VPABSB       Y2, Y2; \
-	VPMADDUBSW   Y3, Y2, Y2; \
-	VPMADDWD     Y14, Y2, Y2; \
-	VCVTDQ2PS    Y2, Y2; \
-	VPBROADCASTW doff(SI), X4; \
-	VCVTPH2PS    X4, Y4; \
-	VBROADCASTSS daoff(DX), Y5; \
-	VMULPS       Y5, Y4, Y4; \
-	VFMADD231PS  Y4, Y2, acc
-
-// UDOT: as SDOT for unsigned bytes q in Y2, plus macc += mw·sa with f16 mw
-// at moff(SI) and sa at saoff(BX) (the Q8_1 block sum).
+// UDOT: acc += dw·da · Σ q·a for unsigned bytes q in Y2 (Y2 clobbered),
+// activations at aoff(DI), f16 dw at doff(SI), da at daoff(DX); plus
+// macc += mw·sa with f16 mw at moff(SI) and sa at saoff(BX) (the Q8_1
+// block sum).
 #define UDOT(aoff, doff, daoff, moff, saoff, acc, macc) \
 	VPMADDUBSW   aoff(DI), Y2, Y2; \
 	VPMADDWD     Y14, Y2, Y2; \
@@ -276,15 +264,6 @@ q80sum:
 	VPBROADCASTW moff(SI), X4; \
 	VCVTPH2PS    X4, X4; \
 	VFMADD231SS  saoff(BX), X4, macc
-
-// Q50BLK: block {d; qh u32; qs[16]} at off(SI); value nib | hbit<<4 − 16,
-// i.e. nib | 0xF0 where the high bit is clear. Y13 = 0xF0 bytes.
-#define Q50BLK(off, aoff, daoff, acc) \
-	NIB32(off+6, Y2, X2, X3); \
-	HBITS(off+2, Y6); \
-	VPANDN Y13, Y6, Y6; \
-	VPOR   Y6, Y2, Y2; \
-	SDOT(aoff, off, daoff, acc)
 
 // Q41BLK: block {d, m; qs[16]} at off(SI); value d·nib + m.
 #define Q41BLK(off, aoff, daoff, saoff, acc, macc) \
@@ -309,41 +288,6 @@ q80sum:
 	VMOVQ   AX, X11; \
 	VPBROADCASTQ X11, Y11; \
 	VPCMPEQB Y10, Y10, Y10
-
-// func qdotQ5_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ5_0SIMD(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), R8
-	MOVQ w+16(FP), R10
-	SMALLCONST
-	BCAST32($0xf0f0f0f0, Y13, X13)
-
-q50row:
-	ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	SUBQ   $2, CX
-	JL     q50tail
-
-	PCALIGN $64
-
-q50loop2:
-	Q50BLK(0, 0, 0, Y0)
-	Q50BLK(22, 32, 4, Y1)
-	ADDQ $44, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	SUBQ $2, CX
-	JGE  q50loop2
-
-q50tail:
-	ADDQ $2, CX
-	JZ   q50sum
-	Q50BLK(0, 0, 0, Y0)
-
-q50sum:
-	VADDPS Y1, Y0, Y0
-	HSUM
-	ROWEND(q50row)
 
 // func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 TEXT ·qdotQ4_1SIMD(SB), NOSPLIT, $0-64
@@ -1139,7 +1083,7 @@ q6kx2loop:
 
 // Q0X4TOK is Q8X4TOK with its registers named: the block's signed weights
 // W, their magnitudes AW, its dw broadcast in DW, temporaries T and S,
-// 0x0001 words in ONES (Q5_0's kernel keeps eight accumulators in Y0-Y7).
+// 0x0001 words in ONES.
 #define Q0X4TOK(aoff, doff, F, W, AW, DW, T, S, ONES) \
 	VMOVDQU      aoff, T; \
 	VPSIGNB      W, T, T; \
@@ -1202,112 +1146,6 @@ q80x4sum:
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	X4ROWEND(Y0, X0, q80x4row)
-
-// Q0X4ZERO and Q0X4SUM open and close a row of the Q5_0 four-token
-// kernel: the eight accumulators (even blocks Y0-Y3, odd Y4-Y7) zeroed;
-// then each token's two added and folded as HSUM folds them, the four
-// HSUMs as one transposed fold, lane t of X0 = token t.
-#define Q0X4ZERO \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
-
-#define Q0X4SUM \
-	VADDPS       Y4, Y0, Y0; \
-	VADDPS       Y5, Y1, Y1; \
-	VADDPS       Y6, Y2, Y2; \
-	VADDPS       Y7, Y3, Y3; \
-	VEXTRACTF128 $1, Y0, X4; \
-	VADDPS       X4, X0, X0; \
-	VEXTRACTF128 $1, Y1, X5; \
-	VADDPS       X5, X1, X1; \
-	VEXTRACTF128 $1, Y2, X6; \
-	VADDPS       X6, X2, X2; \
-	VEXTRACTF128 $1, Y3, X7; \
-	VADDPS       X7, X3, X3; \
-	VHADDPS      X1, X0, X0; \
-	VHADDPS      X3, X2, X2; \
-	VHADDPS      X2, X0, X0
-
-// HBITS's constants in memory for the kernels whose registers hold
-// accumulators (Q50X4BLK): ^(1<<(k%8)) bytes and all ones.
-DATA q5hmask<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
-DATA q5hmask<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
-DATA q5hmask<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
-DATA q5hmask<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
-GLOBL q5hmask<>(SB), RODATA|NOPTR, $32
-
-DATA q5ones<>+0(SB)/8, $0xffffffffffffffff
-DATA q5ones<>+8(SB)/8, $0xffffffffffffffff
-DATA q5ones<>+16(SB)/8, $0xffffffffffffffff
-DATA q5ones<>+24(SB)/8, $0xffffffffffffffff
-GLOBL q5ones<>(SB), RODATA|NOPTR, $32
-
-// Q50X4BLK runs the Q5_0 block at off(SI) (activations at aoff(DI),
-// scales at doff(CX)) for the four tokens into a0-a3: the block unpacked
-// once (Q50BLK's values: nib | 0xF0 where the high bit is clear; HBITS's
-// constants read from memory, its registers holding accumulators here),
-// |w| and dw, then per token SDOT's steps in SDOT's order (Q0X4TOK). Y8 w,
-// Y9 |w|, Y10 dw; Y11, Y12 temporaries; Y13 = 0xF0 bytes, Y14 = 0x0001
-// words, Y15 = 0x0F bytes.
-#define Q50X4BLK(off, aoff, doff, a0, a1, a2, a3) \
-	NIB32(off+6, Y8, X8, X9); \
-	VPBROADCASTD off+2(SI), Y9; \
-	VPSHUFB      bitshuf<>(SB), Y9, Y9; \
-	VPOR         q5hmask<>(SB), Y9, Y9; \
-	VPCMPEQB     q5ones<>(SB), Y9, Y9; \
-	VPANDN       Y13, Y9, Y9; \
-	VPOR         Y9, Y8, Y8; \
-	VPABSB       Y8, Y9; \
-	VPBROADCASTW off(SI), X10; \
-	VCVTPH2PS    X10, Y10; \
-	Q0X4TOK(aoff(DI), doff(CX), a0, Y8, Y9, Y10, Y11, Y12, Y14); \
-	Q0X4TOK(aoff(DI)(R9*1), doff(CX)(DX*1), a1, Y8, Y9, Y10, Y11, Y12, Y14); \
-	Q0X4TOK(aoff(DI)(R12*1), doff(CX)(R14*1), a2, Y8, Y9, Y10, Y11, Y12, Y14); \
-	Q0X4TOK(aoff(DI)(R13*1), doff(CX)(R11*1), a3, Y8, Y9, Y10, Y11, Y12, Y14)
-
-// func qdotQ5_0x4SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, bs *int16, dxv *float32, nb int, offs *qx4Offs)
-// Q5_0 weights (22-byte blocks: d, qh, qs) against four tokens of Q8_0
-// activations (dxv token 0's block scales, offs.bs the others' byte
-// offsets; bs unused), each token with qdotQ5_0SIMD's arithmetic: even
-// blocks into one 8-lane float accumulator (Y0-Y3), odd ones into another
-// (Y4-Y7), the two added and folded as HSUM folds them — four HSUMs done
-// as one transposed fold. A group of two repeats token 1 as tokens 2 and 3.
-TEXT ·qdotQ5_0x4SIMD(SB), NOSPLIT, $0-72
-	X4SETUP
-	BCAST32($0x00010001, Y14, X14)
-	BCAST32($0xf0f0f0f0, Y13, X13)
-
-q50x4row:
-	X4ROWSTART
-	Q0X4ZERO
-	SUBQ   $2, AX
-	JL     q50x4tail
-
-	PCALIGN $64
-
-q50x4loop2:
-	Q50X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
-	Q50X4BLK(22, 32, 4, Y4, Y5, Y6, Y7)
-	ADDQ $44, SI
-	ADDQ $64, DI
-	ADDQ $8, CX
-	SUBQ $2, AX
-	JGE  q50x4loop2
-
-q50x4tail:
-	ADDQ $2, AX
-	JZ   q50x4sum
-	Q50X4BLK(0, 0, 0, Y0, Y1, Y2, Y3)
-
-q50x4sum:
-	Q0X4SUM
-	X4STORE4(X0, q50x4row)
 
 #define Q8X2BLK(off, aoff, doff) \
 	VMOVDQU      off+2(SI), Y4; \

@@ -31,10 +31,6 @@ func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 	qdotRowsGo(Q4_1, dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ5_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
-	qdotRowsGo(Q5_0, dst, rows, w, stride, q, d, aux, nb)
-}
-
 func qdotQ5_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	qdotRowsGo(Q5_1, dst, rows, w, stride, q, d, aux, nb)
 }
@@ -81,8 +77,6 @@ func qdotRowsGo(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *in
 		switch wt {
 		case Q4_1:
 			out[r] = dotQ4_1(row, qs, ds, s)
-		case Q5_0:
-			out[r] = dotQ5_0(row, qs, ds)
 		case Q5_1:
 			out[r] = dotQ5_1(row, qs, ds, s)
 		case Q8_0:

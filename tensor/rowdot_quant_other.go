@@ -12,9 +12,6 @@ func qdotQ8_0SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer
 func qdotQ4_1SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
-func qdotQ5_0SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
-	panic("unreachable")
-}
 func qdotQ5_1SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }

@@ -105,7 +105,8 @@ func dotQ5_0(w []byte, q []int8, d []float32) float32 {
 			x1 := int32(qs[j]>>4|uint8(qh>>(j+12))&0x10) - 16
 			s += x0*int32(y[j]) + x1*int32(y[j+16])
 		}
-		sum += float32(f16At(blk)*d[b]) * float32(s)
+		// Rounded step by step, as the packed kernels (rowdot_q4x8.go).
+		sum += float32(float32(f16At(blk)*d[b]) * float32(s))
 	}
 	return sum
 }

@@ -1,7 +1,8 @@
 package tensor
 
-// Multi-token row dots for the K-quants (Q4_K, Q5_K, Q6_K), Q8_0 and Q5_0
-// on amd64 (Q4_0's packed kernels take four tokens too: rowdot_q4x8.go).
+// Multi-token row dots for the K-quants (Q4_K, Q5_K, Q6_K) and Q8_0 on
+// amd64 (Q4_0's and Q5_0's packed kernels take four tokens too:
+// rowdot_q4x8.go).
 //
 // A decode step of a few sequences multiplies W by 2-15 tokens. Run as
 // row dots token after token (dotQRows), every token re-unpacks every
@@ -18,12 +19,7 @@ package tensor
 // tokens, but needs a float step per token and block of 32; where the CPU
 // has AVX-512 VNNI (hasVNNI), qdotQ8_0x4VNNI (x2) replace the three
 // integer steps per token with one VPDPBUSD and form the four tokens'
-// dw·da in one multiply — the same int32 sums and float products. Q5_0
-// (qdotQ5_0x4SIMD; Q4_K_M files fall back to it where rows are not whole
-// 256-element super-blocks) likewise unpacks each block once for the four
-// tokens and keeps its row dot's two accumulators (even and odd blocks)
-// per token; before it, Q5_0 prefill ran the row dot token after token
-// (TinyLlama-shaped pp512 ~26 tok/s, ~0.75× llama.cpp; now ~43). The integer
+// dw·da in one multiply — the same int32 sums and float products. The integer
 // sums are those of dotQRows, so results agree with the per-token row dots
 // to float rounding (TestDotQRowsX4, TestMatMulFewTokens). A function of
 // the weight type and n, rowwiseQuant, decides whether MatMul takes these
@@ -48,7 +44,7 @@ func hasQdotX4(wt DType) bool {
 // matmul.go); TestDotQRowsX4 checks it with ==.
 func x4Invariant(wt DType) bool {
 	switch wt {
-	case Q8_0, Q5_0, Q4_K, Q5_K, Q6_K:
+	case Q8_0, Q4_K, Q5_K, Q6_K:
 		return true
 	}
 	return false
@@ -96,7 +92,7 @@ func qx4ScalesQ8(dxv []float32, a *quantizedActs, n int, toks *[4]int) {
 // qx4DxvLen is the length of one group's dxv for weight type wt and rows
 // of n elements (qx4Scales, qx4ScalesQ8).
 func qx4DxvLen(wt DType, n int) int {
-	if wt == Q8_0 || wt == Q5_0 {
+	if wt == Q8_0 {
 		return n / 32 * 4
 	}
 	return n / qkK * 8
@@ -104,7 +100,7 @@ func qx4DxvLen(wt DType, n int) int {
 
 // qx4Prep fills one group's dxv for wt (qx4Scales or qx4ScalesQ8).
 func qx4Prep(dxv []float32, wt DType, a *quantizedActs, n int, toks *[4]int) {
-	if wt == Q8_0 || wt == Q5_0 {
+	if wt == Q8_0 {
 		qx4ScalesQ8(dxv, a, n, toks)
 		return
 	}
@@ -139,15 +135,6 @@ func dotQRowsX4(wt DType, dst []float32, ldd int, w []byte, stride, lo, hi, n in
 		offs.dst[t] = uintptr((tok - t0) * ldd * 4)
 	}
 	pd, pw, pq, st := &dst[t0*ldd+lo], &w[lo*stride], &a.Q[t0*n], uintptr(stride)
-	if wt == Q5_0 {
-		// Q8_0 activations: the kernel reads the tokens' block scales
-		// from a.D through offs.bs; a group of two repeats token 1.
-		for t, tok := range toks {
-			offs.bs[t] = uintptr((tok - t0) * nb * 4)
-		}
-		qdotQ5_0x4SIMD(pd, hi-lo, pw, st, pq, nil, &a.D[t0*nb], nb, &offs)
-		return
-	}
 	if wt == Q8_0 {
 		// The kernel reads the tokens' block scales through dxv and offs.bs.
 		for t, tok := range toks {

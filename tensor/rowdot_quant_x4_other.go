@@ -25,9 +25,6 @@ func qdotQ5_Kx2SIMD(*float32, int, *byte, uintptr, *int8, *int16, *float32, int,
 func qdotQ6_Kx2SIMD(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
 	panic("unreachable")
 }
-func qdotQ5_0x4SIMD(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
-	panic("unreachable")
-}
 func qdotQ8_0x4SIMD(*float32, int, *byte, uintptr, *int8, *int16, *float32, int, *qx4Offs) {
 	panic("unreachable")
 }
