@@ -16,7 +16,7 @@ import (
 // batch-invariance test runs: F16 and every quantized variant (Q8_0, the
 // Q5_0/Q5_1/Q8_0 mixes of llama_gqa's K-quant files, Q4_K + Q5_K + Q6_K
 // in llama_k's), and llamaq's llama-quantize types with their own kernels
-// (Q2_K + Q3_K, IQ4_NL, IQ4_XS, IQ3_S + Q4_K; testdata/gguf-quants).
+// (Q2_K + Q3_K, Q4_1, IQ4_NL, IQ4_XS, IQ3_S + Q4_K; testdata/gguf-quants).
 var invariantFixtures = []string{
 	"llama_gqa/llama_gqa-F16.gguf",
 	"llama_gqa/llama_gqa-Q8_0.gguf",
@@ -25,6 +25,7 @@ var invariantFixtures = []string{
 	"llama_k/llama_k-Q4_K_M.gguf",
 	"llama_k/llama_k-Q4_K_S.gguf",
 	"../gguf-quants/Q2_K/llamaq-Q2_K.gguf",
+	"../gguf-quants/Q4_1/llamaq-Q4_1.gguf",
 	"../gguf-quants/IQ4_NL/llamaq-IQ4_NL.gguf",
 	"../gguf-quants/IQ4_XS/llamaq-IQ4_XS.gguf",
 	"../gguf-quants/IQ3_M/llamaq-IQ3_M.gguf",
@@ -192,12 +193,12 @@ func TestBatchInvariantArchs(t *testing.T) {
 
 // TestBatchInvariantQ4_0 is TestBatchInvariant on llamaq (gguf-quants)
 // with every layer matrix and the output head requantized in memory to
-// Q4_0, then to Q5_0 (no such file is shipped): the packed kernels of
+// Q4_0, Q5_0 and Q5_1 (no such file is shipped; Q4_1's is a fixture): the packed kernels of
 // one, four and a ragged number of tokens, through the fused QKV product
 // and the shared-activation products, give every token the bits it gets
 // alone.
 func TestBatchInvariantQ4_0(t *testing.T) {
-	for _, ty := range []tensor.DType{tensor.Q4_0, tensor.Q5_0} {
+	for _, ty := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.Q5_1} {
 		t.Run(ty.String(), func(t *testing.T) {
 			m := mustLoad(t, testshared.Path(t, "testdata/gguf-quants/F16/llamaq-F16.gguf"), Options{Threads: 2})
 			requant := func(w *tensor.Mat) *tensor.Mat {

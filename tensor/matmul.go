@@ -266,13 +266,13 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	if _, ok := actsFormat(w.Type); ok && quantizeActsFrom(&s.acts, w.Type, x[:n*w.Cols], pairFrom) == nil {
 		j.quant = true
 		if useQ4x8(w) {
-			// Q4_0, Q5_0, IQ4_NL, MXFP4: the rows packed eight at a time
-			// (by Prepare or now), the tokens' block biases, and for Q4_0
-			// and Q5_0 groups of four tokens' activations interleaved once
-			// for all workers.
+			// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: the rows packed eight
+			// at a time (by Prepare or now), the tokens' block biases, and
+			// for the types with four-token kernels groups of four tokens'
+			// activations interleaved once for all workers.
 			j.q4 = w.q4x8()
 			s.acts.q4Bias(w.Type)
-			if w.Type == Q4_0 || w.Type == Q5_0 {
+			if q4x8Four(w.Type) {
 				pl := w.Cols / 32 * q4x8ActLen
 				s.shared.q8 = growBytes(s.shared.q8, n/4*pl)
 				for t0 := 0; t0+4 <= n; t0 += 4 {
@@ -405,7 +405,8 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 			j.dot4Rows(lo, hi, t)
 		}
 	case j.q4 != nil && !j.nlt:
-		// Q4_0, Q5_0: eight packed rows at a time, four tokens then one; IQ4_NL
+		// Q4_0, Q4_1, Q5_0, Q5_1: eight packed rows at a time, four tokens
+		// then one; IQ4_NL
 		// and MXFP4 (decode, or too few tokens for their tiles) one token
 		// at a time.
 		dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, 0, j.n)

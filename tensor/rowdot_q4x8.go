@@ -10,8 +10,8 @@ import (
 	"nanoserve/internal/mmap"
 )
 
-// Q4_0 (and Q5_0, IQ4_NL, MXFP4) weights with their rows interleaved
-// eight at a time.
+// Q4_0 (and Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) weights with their rows
+// interleaved eight at a time.
 //
 // The row dot (one row against one token) spends most of its work on
 // horizontal bookkeeping: a Q4_0 block is 32 nibbles and one fp16 scale,
@@ -46,6 +46,14 @@ import (
 // Q4_0's. Before, its row dots ran TinyLlama-shaped Q5_0 at pp512 ~43,
 // tg ~21 tok/s; packed ~85 and ~30.
 //
+// Q4_1 and Q5_1 (a min mw beside the scale, unsigned values: no bias)
+// pack their mins beside the scales (160 and 192 bytes a group-block);
+// per lane the reference dotQ4_1's steps, p = fl(fl(dw·da)·s),
+// m = fl(mw·sa) with sa the token's Q8_1 block sum, acc = fl(acc +
+// fl(p + m)). Their row dots had taken prefill token after token:
+// TinyLlama-shaped Q4_1 pp512 ~34 → ~100 tok/s, tg ~26 → ~45; Q5_1 pp512
+// ~25 → ~80, tg ~22 → ~33.
+//
 // IQ4_NL and MXFP4 have the same block shape (32 nibbles, one scale) and
 // the same canonical arithmetic (rowdot_iq_ref.go), so their rows pack
 // alike — IQ4_NL's fp16 dw copied, MXFP4's E8M0 scale stored as the
@@ -69,6 +77,8 @@ import (
 const (
 	q4x8Block  = 144 // bytes of one packed block of a group (Q5_0: q5x8Block)
 	q5x8Block  = 176 // Q5_0's: the scales, the eight rows' qh dwords, the chunks
+	q41x8Block = 160 // Q4_1's: the scales, the mins, the chunks
+	q51x8Block = 192 // Q5_1's: the scales, the mins, the qh dwords, the chunks
 	q4x8ActLen = 160 // bytes of one block of a 4-token activation group (q4x8Acts)
 )
 
@@ -76,7 +86,7 @@ const (
 // and IQ4_NL and MXFP4 for the tokens their tiles do not take.
 func useQ4x8(w *Mat) bool {
 	switch w.Type {
-	case Q4_0, Q5_0, IQ4_NL, MXFP4:
+	case Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4:
 		return q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
 	}
 	return false
@@ -84,11 +94,20 @@ func useQ4x8(w *Mat) bool {
 
 // q4x8BlockOf is the bytes of one packed block of a group for type wt.
 func q4x8BlockOf(wt DType) int {
-	if wt == Q5_0 {
+	switch wt {
+	case Q5_0:
 		return q5x8Block
+	case Q4_1:
+		return q41x8Block
+	case Q5_1:
+		return q51x8Block
 	}
 	return q4x8Block
 }
+
+// q4x8Four reports whether wt has four-token packed kernels (the others
+// take the 16-token tiles, rowdot_iq_tile.go).
+func q4x8Four(wt DType) bool { return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 }
 
 // q4x8Mu serializes the packing of Q4_0 matrices, so two pools meeting
 // one matrix for the first time do not both copy it.
@@ -172,6 +191,10 @@ func packQ4_0x8Group(out []byte, wt DType, data []byte, rows, g, nb int) {
 		bb = 17
 	case Q5_0:
 		bb, co = 22, 48
+	case Q4_1:
+		bb, co = 20, 32
+	case Q5_1:
+		bb, co = 24, 64
 	}
 	rb := nb * bb
 	for r := range 8 {
@@ -187,8 +210,14 @@ func packQ4_0x8Group(out []byte, wt DType, data []byte, rows, g, nb int) {
 			} else {
 				o[2*r], o[2*r+1] = blk[0], blk[1]
 			}
-			if wt == Q5_0 {
-				copy(o[16+4*r:16+4*r+4], blk[2:6])
+			switch wt {
+			case Q5_0:
+				copy(o[16+4*r:16+4*r+4], blk[2:6]) // qh
+			case Q4_1:
+				o[16+2*r], o[16+2*r+1] = blk[2], blk[3] // m
+			case Q5_1:
+				o[16+2*r], o[16+2*r+1] = blk[2], blk[3]
+				copy(o[32+4*r:32+4*r+4], blk[4:8])
 			}
 			qs := blk[bb-16:]
 			for c := range 4 {
@@ -228,21 +257,26 @@ func (a *quantizedActs) q4Bias(wt DType) []int32 {
 
 // q4x8Acts fills xs (nb·q4x8ActLen bytes) with the activations of tokens
 // toks (n values each, in a, whose q4Bias(wt) is computed) as the
-// four-token kernels of wt (Q4_0, Q5_0) read them: per block, the four
-// tokens' 32 values, their four da, their four biases.
+// four-token kernels of wt (q4x8Four) read them: per block, the four
+// tokens' 32 values, their four da, their four biases (Q4_1, Q5_1: their
+// Q8_1 block sums sa).
 func q4x8Acts(xs []byte, wt DType, a *quantizedActs, n int, toks *[4]int) {
 	nb := n / 32
 	_ = xs[nb*q4x8ActLen-1]
 	bias := a.q4Bias(wt)
 	for t, tok := range toks {
-		q, d, s := a.Q[tok*n:(tok+1)*n], a.D[tok*nb:(tok+1)*nb], bias[tok*nb:(tok+1)*nb]
+		q, d := a.Q[tok*n:(tok+1)*n], a.D[tok*nb:(tok+1)*nb]
 		for b := range nb {
 			o := xs[b*q4x8ActLen:]
 			for i := range 32 {
 				o[32*t+i] = byte(q[32*b+i])
 			}
 			binary.LittleEndian.PutUint32(o[128+4*t:], math.Float32bits(d[b]))
-			binary.LittleEndian.PutUint32(o[144+4*t:], uint32(s[b]))
+			if bias != nil {
+				binary.LittleEndian.PutUint32(o[144+4*t:], uint32(bias[tok*nb+b]))
+			} else {
+				binary.LittleEndian.PutUint32(o[144+4*t:], math.Float32bits(a.S[tok*nb+b]))
+			}
 		}
 	}
 }
@@ -259,7 +293,7 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 	g0, g1 := lo/8, hi/8 // whole groups; a last partial one (hi = rows) after
 	var tail [4 * 8]float32
 	t := t0
-	for ; (wt == Q4_0 || wt == Q5_0) && t+4 <= nt; t += 4 {
+	for ; q4x8Four(wt) && t+4 <= nt; t += 4 {
 		x := xs[(t-t0)/4*nb*q4x8ActLen:]
 		var offs [4]uintptr
 		for i := range offs {
@@ -280,18 +314,22 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 		}
 	}
 	var none int32
+	var nonef float32
 	bias := a.q4Bias(wt)
 	for ; t < nt; t++ {
-		q, d, s := &a.Q[t*n], &a.D[t*nb], &none
+		q, d, s, sa := &a.Q[t*n], &a.D[t*nb], &none, &nonef
 		if bias != nil {
 			s = &bias[t*nb]
 		}
+		if wt == Q4_1 || wt == Q5_1 {
+			sa = &a.S[t*nb]
+		}
 		if g1 > g0 {
 			_ = dst[t*ldd+8*g1-1]
-			q4x8T1(wt, &dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, nb)
+			q4x8T1(wt, &dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], q, d, s, sa, nb)
 		}
 		if hi%8 != 0 {
-			q4x8T1(wt, &tail[0], 1, &pk[g1*gl], q, d, s, nb)
+			q4x8T1(wt, &tail[0], 1, &pk[g1*gl], q, d, s, sa, nb)
 			copy(dst[t*ldd+8*g1:t*ldd+hi], tail[:])
 		}
 	}
@@ -299,8 +337,12 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 
 // q4x8T1 and q4x8T4 call wt's kernel directly (a call through a func
 // value would make the arguments escape: the kernels are go:noescape).
-func q4x8T1(wt DType, dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int) {
+func q4x8T1(wt DType, dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, sa *float32, nb int) {
 	switch wt {
+	case Q4_1:
+		qdotQ4_1x8T1(dst, groups, w, q, d, sa, nb)
+	case Q5_1:
+		qdotQ5_1x8T1(dst, groups, w, q, d, sa, nb)
 	case Q4_0:
 		qdotQ4_0x8T1(dst, groups, w, q, d, ns, nb)
 	case Q5_0:
@@ -313,11 +355,16 @@ func q4x8T1(wt DType, dst *float32, groups int, w *byte, q *int8, d *float32, ns
 }
 
 func q4x8T4(wt DType, dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr) {
-	if wt == Q5_0 {
+	switch wt {
+	case Q4_0:
+		qdotQ4_0x8T4(dst, groups, w, xs, nb, offs)
+	case Q5_0:
 		qdotQ5_0x8T4(dst, groups, w, xs, nb, offs)
-		return
+	case Q4_1:
+		qdotQ4_1x8T4(dst, groups, w, xs, nb, offs)
+	case Q5_1:
+		qdotQ5_1x8T4(dst, groups, w, xs, nb, offs)
 	}
-	qdotQ4_0x8T4(dst, groups, w, xs, nb, offs)
 }
 
 // q4x8Rows writes rows [lo, hi) of the packed matrix pk (type wt, n

@@ -26,3 +26,15 @@ func qdotQ5_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *in
 
 //go:noescape
 func qdotQ5_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+
+//go:noescape
+func qdotQ4_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, s *float32, nb int)
+
+//go:noescape
+func qdotQ5_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, s *float32, nb int)
+
+//go:noescape
+func qdotQ4_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+
+//go:noescape
+func qdotQ5_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)

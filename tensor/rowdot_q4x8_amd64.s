@@ -26,6 +26,17 @@ DATA q4x8c<>+48(SB)/8, $0x0001000100010001
 DATA q4x8c<>+56(SB)/8, $0x0001000100010001
 GLOBL q4x8c<>(SB), RODATA|NOPTR, $64
 
+// X4START zeroes the four-token kernels' accumulators and points DI, CX
+// at the activations and blocks of a group (defined before any TEXT, for
+// go vet).
+#define X4START \
+	MOVQ   xs+24(FP), DI; \
+	MOVQ   nb+32(FP), CX; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11; \
+	VXORPS Y12, Y12, Y12; \
+	VXORPS Y13, Y13, Y13
+
 // Q4X8CHUNK1 adds chunk off(SI)'s products with the activations at aoff
 // (low nibbles) and aoff+16 (high) of DI into the word sums S.
 #define Q4X8CHUNK1(off, aoff, S) \
@@ -95,11 +106,11 @@ q4x8t1block:
 	VZEROUPPER
 	RET
 
-// Q4X8TOK is one token's block against the unpacked Y1-Y8 (elements 0-3,
-// 4-7, …, 28-31 of the eight rows) and the scales Y9: the token's 32
-// activations at toff(DI), its da at doff(DI), its bias at doff+16(DI).
-// Y14, Y15 are clobbered; Y3 too (Q4X8STEP).
-#define Q4X8TOK(toff, doff, ACC) \
+// Q4X8ISUM sums one token's products with the unpacked Y1-Y8 (elements
+// 0-3, 4-7, …, 28-31 of the eight rows): its 32 activations at toff(DI),
+// word sums (at most 30480, the values being nibbles) to dwords in Y15.
+// Y14 clobbered.
+#define Q4X8ISUM(toff) \
 	VPBROADCASTD toff+0(DI), Y14; \
 	VPMADDUBSW   Y14, Y1, Y15; \
 	VPBROADCASTD toff+4(DI), Y14; \
@@ -123,7 +134,13 @@ q4x8t1block:
 	VPBROADCASTD toff+28(DI), Y14; \
 	VPMADDUBSW   Y14, Y8, Y14; \
 	VPADDW       Y14, Y15, Y15; \
-	VPMADDWD     q4x8c<>+32(SB), Y15, Y15; \
+	VPMADDWD     q4x8c<>+32(SB), Y15, Y15
+
+// Q4X8TOK is one token's block against the unpacked Y1-Y8 and the
+// scales Y9: the token's 32 activations at toff(DI), its da at doff(DI),
+// its bias at doff+16(DI). Y14, Y15 are clobbered.
+#define Q4X8TOK(toff, doff, ACC) \
+	Q4X8ISUM(toff); \
 	VPBROADCASTD doff+16(DI), Y14; \
 	VPADDD       Y14, Y15, Y15; \
 	VCVTDQ2PS    Y15, Y15; \
@@ -657,5 +674,252 @@ q5x8t4block:
 	ADDQ    $32, R8
 	DECQ    R9
 	JNZ     q5x8t4group
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- Q4_1, Q5_1
+
+// Packed Q4_1 (160 bytes a group-block: the eight dw, the eight mw, the
+// chunks) and Q5_1 (192: dw, mw, the rows' qh, the chunks). Their values
+// are unsigned (nibble, or nibble | fifth bit), so no bias; the reference
+// dotQ4_1's float steps per lane: p = fl(fl(dw·da)·s), m = fl(mw·sa),
+// acc = fl(acc + fl(p + m)), sa the token's Q8_1 block sum.
+
+// X1STEP is those steps for the int32 sums S (clobbered) with T =
+// fl(dw·da) and M = fl(mw·sa).
+#define X1STEP(S, T, M, ACC) \
+	VCVTDQ2PS S, S; \
+	VMULPS    T, S, S; \
+	VADDPS    M, S, S; \
+	VADDPS    S, ACC, ACC
+
+// X1SCALES sets Y9 = fl(dw·da) and Y11 = fl(mw·sa) for the block at SI
+// (da at (DX), sa at (BX)); Y10 clobbered.
+#define X1SCALES \
+	VCVTPH2PS    (SI), Y9; \
+	VBROADCASTSS (DX), Y10; \
+	VMULPS       Y10, Y9, Y9; \
+	VCVTPH2PS    16(SI), Y11; \
+	VBROADCASTSS (BX), Y10; \
+	VMULPS       Y10, Y11, Y11
+
+// func qdotQ4_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, s *float32, nb int)
+//
+// One token against packed Q4_1 (s: the token's block sums sa).
+TEXT ·qdotQ4_1x8T1(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), R8
+	MOVQ    groups+8(FP), R9
+	MOVQ    w+16(FP), SI
+	VMOVDQU q4x8c<>+0(SB), Y15
+
+q41x8t1group:
+	MOVQ   q+24(FP), DI
+	MOVQ   d+32(FP), DX
+	MOVQ   s+40(FP), BX
+	MOVQ   nb+48(FP), CX
+	VXORPS Y0, Y0, Y0
+
+q41x8t1block:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	X1SCALES
+	VPXOR      Y4, Y4, Y4
+	Q4X8CHUNK1(32, 0, Y4)
+	Q4X8CHUNK1(64, 4, Y4)
+	Q4X8CHUNK1(96, 8, Y4)
+	Q4X8CHUNK1(128, 12, Y4)
+	VPMADDWD   q4x8c<>+32(SB), Y4, Y4
+	X1STEP(Y4, Y9, Y11, Y0)
+	ADDQ       $160, SI
+	ADDQ       $32, DI
+	ADDQ       $4, DX
+	ADDQ       $4, BX
+	DECQ       CX
+	JNZ        q41x8t1block
+
+	VMOVUPS Y0, (R8)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     q41x8t1group
+	VZEROUPPER
+	RET
+
+// func qdotQ5_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, s *float32, nb int)
+//
+// One token against packed Q5_1.
+TEXT ·qdotQ5_1x8T1(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), R8
+	MOVQ    groups+8(FP), R9
+	MOVQ    w+16(FP), SI
+	VMOVDQU q4x8c<>+0(SB), Y15
+	VMOVDQU q4x8c<>+32(SB), Y14
+
+q51x8t1group:
+	MOVQ   q+24(FP), DI
+	MOVQ   d+32(FP), DX
+	MOVQ   s+40(FP), BX
+	MOVQ   nb+48(FP), CX
+	VXORPS Y0, Y0, Y0
+
+q51x8t1block:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	X1SCALES
+	VMOVDQU    32(SI), Y8
+	VPXOR      Y4, Y4, Y4
+	VPXOR      Y6, Y6, Y6
+	Q5X8CHUNK1(64, 0, q5x8c<>+0(SB), q5x8c<>+64(SB), q5x8c<>+128(SB))
+	Q5X8CHUNK1(96, 4, q5x8c<>+0(SB), q5x8c<>+64(SB), q5x8c<>+160(SB))
+	Q5X8CHUNK1(128, 8, q5x8c<>+32(SB), q5x8c<>+96(SB), q5x8c<>+128(SB))
+	Q5X8CHUNK1(160, 12, q5x8c<>+32(SB), q5x8c<>+96(SB), q5x8c<>+160(SB))
+	VPMADDWD   Y14, Y4, Y4
+	VPMADDWD   Y14, Y6, Y6
+	VPADDD     Y6, Y4, Y4
+	X1STEP(Y4, Y9, Y11, Y0)
+	ADDQ       $192, SI
+	ADDQ       $32, DI
+	ADDQ       $4, DX
+	ADDQ       $4, BX
+	DECQ       CX
+	JNZ        q51x8t1block
+
+	VMOVUPS Y0, (R8)
+	ADDQ    $32, R8
+	DECQ    R9
+	JNZ     q51x8t1group
+	VZEROUPPER
+	RET
+
+// X1TOKEND finishes one token of a four-token Q4_1/Q5_1 kernel: its int32
+// sums in Y15, its da at doff(DI), its sa at doff+16(DI), dw in Y9 and mw
+// at 16(SI). Y0 and Y14 clobbered.
+#define X1TOKEND(doff, ACC) \
+	VCVTDQ2PS    Y15, Y15; \
+	VBROADCASTSS doff(DI), Y14; \
+	VMULPS       Y9, Y14, Y14; \
+	VMULPS       Y14, Y15, Y15; \
+	VCVTPH2PS    16(SI), Y14; \
+	VBROADCASTSS doff+16(DI), Y0; \
+	VMULPS       Y0, Y14, Y14; \
+	VADDPS       Y14, Y15, Y15; \
+	VADDPS       Y15, ACC, ACC
+
+// X4STORE stores the four tokens' accumulators Y10-Y13 of the group at
+// R8 + offs[t] (offs at R10) and moves R8 to the next group, jumping to
+// label while groups are left (R9).
+#define X4STORE(label) \
+	MOVQ    0(R10), AX; \
+	VMOVUPS Y10, (R8)(AX*1); \
+	MOVQ    8(R10), AX; \
+	VMOVUPS Y11, (R8)(AX*1); \
+	MOVQ    16(R10), AX; \
+	VMOVUPS Y12, (R8)(AX*1); \
+	MOVQ    24(R10), AX; \
+	VMOVUPS Y13, (R8)(AX*1); \
+	ADDQ    $32, R8; \
+	DECQ    R9; \
+	JNZ     label
+
+// UNPACK8(off) loads the four chunks at off(SI) into Y1-Y4 (low nibbles)
+// and Y5-Y8 (high).
+#define UNPACK8(off) \
+	VMOVDQU off(SI), Y1; \
+	VMOVDQU off+32(SI), Y2; \
+	VMOVDQU off+64(SI), Y3; \
+	VMOVDQU off+96(SI), Y4; \
+	VPSRLW  $4, Y1, Y5; \
+	VPSRLW  $4, Y2, Y6; \
+	VPSRLW  $4, Y3, Y7; \
+	VPSRLW  $4, Y4, Y8; \
+	VPAND   q4x8c<>+0(SB), Y1, Y1; \
+	VPAND   q4x8c<>+0(SB), Y2, Y2; \
+	VPAND   q4x8c<>+0(SB), Y3, Y3; \
+	VPAND   q4x8c<>+0(SB), Y4, Y4; \
+	VPAND   q4x8c<>+0(SB), Y5, Y5; \
+	VPAND   q4x8c<>+0(SB), Y6, Y6; \
+	VPAND   q4x8c<>+0(SB), Y7, Y7; \
+	VPAND   q4x8c<>+0(SB), Y8, Y8
+
+// func qdotQ4_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// Four tokens against packed Q4_1: xs as q4x8Acts lays it out with the
+// tokens' sa in the biases' place.
+TEXT ·qdotQ4_1x8T4(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), R8
+	MOVQ groups+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ offs+40(FP), R10
+
+q41x8t4group:
+	X4START
+
+q41x8t4block:
+	UNPACK8(32)
+	VCVTPH2PS (SI), Y9
+	Q4X8ISUM(0)
+	X1TOKEND(128, Y10)
+	Q4X8ISUM(32)
+	X1TOKEND(132, Y11)
+	Q4X8ISUM(64)
+	X1TOKEND(136, Y12)
+	Q4X8ISUM(96)
+	X1TOKEND(140, Y13)
+	ADDQ      $160, SI
+	ADDQ      $160, DI
+	DECQ      CX
+	JNZ       q41x8t4block
+
+	X4STORE(q41x8t4group)
+	VZEROUPPER
+	RET
+
+// func qdotQ5_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// Four tokens against packed Q5_1 (xs as for Q4_1).
+TEXT ·qdotQ5_1x8T4(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), R8
+	MOVQ groups+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ offs+40(FP), R10
+
+q51x8t4group:
+	X4START
+
+q51x8t4block:
+	VMOVDQU 32(SI), Y9
+	UNPACK8(64)
+	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+128(SB), Y1, Y0)
+	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+160(SB), Y2, Y0)
+	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+128(SB), Y3, Y0)
+	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+160(SB), Y4, Y0)
+	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+128(SB), Y5, Y0)
+	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+160(SB), Y6, Y0)
+	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+128(SB), Y7, Y0)
+	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+160(SB), Y8, Y0)
+	VCVTPH2PS (SI), Y9
+	Q5X8HALF(0, Y1, Y2, Y3, Y4, Y15)
+	Q5X8HALF(16, Y5, Y6, Y7, Y8, Y0)
+	VPADDD    Y0, Y15, Y15
+	X1TOKEND(128, Y10)
+	Q5X8HALF(32, Y1, Y2, Y3, Y4, Y15)
+	Q5X8HALF(48, Y5, Y6, Y7, Y8, Y0)
+	VPADDD    Y0, Y15, Y15
+	X1TOKEND(132, Y11)
+	Q5X8HALF(64, Y1, Y2, Y3, Y4, Y15)
+	Q5X8HALF(80, Y5, Y6, Y7, Y8, Y0)
+	VPADDD    Y0, Y15, Y15
+	X1TOKEND(136, Y12)
+	Q5X8HALF(96, Y1, Y2, Y3, Y4, Y15)
+	Q5X8HALF(112, Y5, Y6, Y7, Y8, Y0)
+	VPADDD    Y0, Y15, Y15
+	X1TOKEND(140, Y13)
+	ADDQ      $192, SI
+	ADDQ      $160, DI
+	DECQ      CX
+	JNZ       q51x8t4block
+
+	X4STORE(q51x8t4group)
 	VZEROUPPER
 	RET

@@ -19,3 +19,11 @@ func q4x8DepackY(*byte, uintptr, *byte, int, int, uintptr) { panic("unreachable"
 func qdotQ5_0x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
 
 func qdotQ5_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
+
+func qdotQ4_1x8T1(*float32, int, *byte, *int8, *float32, *float32, int) { panic("unreachable") }
+
+func qdotQ5_1x8T1(*float32, int, *byte, *int8, *float32, *float32, int) { panic("unreachable") }
+
+func qdotQ4_1x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
+
+func qdotQ5_1x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }

@@ -16,7 +16,7 @@ func TestQ4x8(t *testing.T) {
 	if !q4x8Arch || !hasSIMD {
 		t.Skip("no packed Q4_0 kernels here (amd64 with AVX2)")
 	}
-	for _, wt := range []DType{Q4_0, Q5_0, IQ4_NL, MXFP4} {
+	for _, wt := range []DType{Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4} {
 		testQ4x8(t, wt)
 	}
 	for e := range 256 {
@@ -48,7 +48,7 @@ func testQ4x8(t *testing.T, wt DType) {
 		m := &Mat{Type: wt, Rows: shape.rows, Cols: shape.cols, Data: data}
 		pk := m.q4x8()
 		for _, lo := range []int{0, 8} {
-			if lo >= shape.rows || wt == Q5_0 { // (q4x8Rows: the tiles' types)
+			if lo >= shape.rows || q4x8Four(wt) && wt != Q4_0 { // (q4x8Rows: the tiles' types)
 				continue
 			}
 			back := make([]byte, len(data)-lo*rb)
@@ -67,7 +67,7 @@ func testQ4x8(t *testing.T, wt DType) {
 			}
 			a.q4Bias(wt)
 			xs := make([]byte, nt/4*shape.cols/32*q4x8ActLen)
-			for g := 0; g < nt/4 && (wt == Q4_0 || wt == Q5_0); g++ {
+			for g := 0; g < nt/4 && q4x8Four(wt); g++ {
 				toks := [4]int{4 * g, 4*g + 1, 4*g + 2, 4*g + 3}
 				q4x8Acts(xs[g*shape.cols/32*q4x8ActLen:], wt, &a, shape.cols, &toks)
 			}

@@ -4,10 +4,12 @@ import "unsafe"
 
 // dotQRows sets dst[i] = dotQ(wt, row i, a, off) for the len(dst) weight
 // rows of n elements each, row i starting at w[i*stride]. Types with an
-// AVX2 kernel (Q4_1, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; IQ4_NL,
-// MXFP4, IQ4_XS, IQ3_S, Q2_K, Q3_K in rowdot_iq_amd64.s) run the
-// whole row loop in one assembly call; the others, and machines without
-// AVX2, use the reference dotQ. Bounds are checked here, once.
+// AVX2 kernel (Q8_0, Q4_K, Q5_K, Q6_K; IQ4_NL, MXFP4, IQ4_XS, IQ3_S,
+// Q2_K, Q3_K in rowdot_iq_amd64.s) run the whole row loop in one
+// assembly call; the others, and machines without AVX2, use the
+// reference dotQ (Q4_0, Q4_1, Q5_0 and Q5_1 have it too, but MatMul runs
+// them on their packed rows: rowdot_q4x8.go). Bounds are checked here,
+// once.
 func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs, off int) {
 	rows := len(dst)
 	if rows == 0 {
@@ -60,10 +62,6 @@ func dotQRows(wt DType, dst []float32, w []byte, stride, n int, a *quantizedActs
 		} else {
 			qdotQ8_0SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 		}
-	case Q4_1:
-		qdotQ4_1SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
-	case Q5_1:
-		qdotQ5_1SIMD(pd, rows, pw, st, pq, pdd, aux, nb)
 	case Q4_K:
 		if hasKZ {
 			qp := a.QP[off : off+n] // the values paired as the kernel unpacks (pairK4)
@@ -97,7 +95,7 @@ func hasQdotKernel(wt DType) bool { return hasSIMD && qdotType(wt) || hasIQKerne
 // on the CPU, so its results do not change with the hardware.
 func qdotType(wt DType) bool {
 	switch wt {
-	case Q8_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K:
+	case Q8_0, Q4_K, Q5_K, Q6_K:
 		return true
 	}
 	return false

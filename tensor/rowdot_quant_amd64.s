@@ -9,19 +9,17 @@
 //	                 q *int8, d *float32, aux unsafe.Pointer, nb int)
 //
 // and sets dst[i] = Σ over the nb blocks of weight row i (at w + i·stride)
-// against the activations q (int8), d (block scales) and aux (Q8_1 block
-// sums for Q4_1/Q5_1, int16 bsums for the K-quants). rows ≥ 1, nb ≥ 1. The
-// row loop lives here so a matrix-vector chunk costs one call.
+// against the activations q (int8), d (block scales) and aux (int16 bsums
+// for the K-quants). rows ≥ 1, nb ≥ 1. The row loop lives here so a
+// matrix-vector chunk costs one call. (Q4_0, Q4_1, Q5_0 and Q5_1 run on
+// their rows packed eight at a time: rowdot_q4x8_amd64.s.)
 //
 // Building blocks:
 //   - VPMADDUBSW multiplies unsigned bytes by signed bytes and adds adjacent
 //     pairs into int16 (no overflow: |pair| ≤ 2·63·127);
 //   - VPMADDWD multiplies int16 pairs by int16 scales (or ones) and adds
 //     them into int32;
-//   - signed×signed bytes go through VPABSB/VPSIGNB: |w| · (a·sign(w));
-//   - 32 "high bits" (Q5_0/Q5_1 qh) become 32 bytes by broadcasting the
-//     word, VPSHUFB-ing byte k/8 to byte k, OR-ing every bit but k%8 and
-//     comparing with all ones (0xFF where the bit is set).
+//   - signed×signed bytes go through VPABSB/VPSIGNB: |w| · (a·sign(w)).
 //
 // Registers: R8 walks dst, R10 the row starts; SI, DI, DX, BX walk the
 // weights, activations, activation scales and aux within a row; CX counts
@@ -146,13 +144,6 @@
 	VMOVSS  X0, (R8)(AX*1); \
 	X4NEXTROW(label)
 
-// Bit expansion constants (see the header).
-DATA bitshuf<>+0(SB)/8, $0x0000000000000000
-DATA bitshuf<>+8(SB)/8, $0x0101010101010101
-DATA bitshuf<>+16(SB)/8, $0x0202020202020202
-DATA bitshuf<>+24(SB)/8, $0x0303030303030303
-GLOBL bitshuf<>(SB), RODATA|NOPTR, $32
-
 // ---------------------------------------------------------------- Q8_0
 
 // Q80BLK adds block (off(SI), aoff(DI), doff(DX)) into acc.
@@ -225,148 +216,6 @@ q80loop1:
 q80sum:
 	FOLD8(Y0, X0)
 	ROWEND(q80row)
-
-// ---------------------------------------------------------------- Q4_1, Q5_1
-
-// (Q4_0 and Q5_0 run on their rows packed eight at a time:
-// rowdot_q4x8_amd64.s.)
-
-// NIB32 loads the 16 bytes at off(SI) as 32 nibbles into reg: byte j < 16
-// is the low nibble of byte j, byte 16+j its high nibble (element order of
-// the 32-element blocks). tmp is clobbered. Y15 = 0x0F bytes.
-#define NIB32(off, reg, xreg, tmp) \
-	VMOVDQU     off(SI), xreg; \
-	VPSRLW      $4, xreg, tmp; \
-	VINSERTI128 $1, tmp, reg, reg; \
-	VPAND       Y15, reg, reg
-
-// HBITS expands the 32 bits at off(SI) into reg: 0xFF bytes where the bit
-// is set. Y12 = bitshuf, Y11 = ^(1<<(k%8)) bytes, Y10 = all ones.
-#define HBITS(off, reg) \
-	VPBROADCASTD off(SI), reg; \
-	VPSHUFB      Y12, reg, reg; \
-	VPOR         Y11, reg, reg; \
-	VPCMPEQB     Y10, reg, reg
-
-// UDOT: acc += dw·da · Σ q·a for unsigned bytes q in Y2 (Y2 clobbered),
-// activations at aoff(DI), f16 dw at doff(SI), da at daoff(DX); plus
-// macc += mw·sa with f16 mw at moff(SI) and sa at saoff(BX) (the Q8_1
-// block sum).
-#define UDOT(aoff, doff, daoff, moff, saoff, acc, macc) \
-	VPMADDUBSW   aoff(DI), Y2, Y2; \
-	VPMADDWD     Y14, Y2, Y2; \
-	VCVTDQ2PS    Y2, Y2; \
-	VPBROADCASTW doff(SI), X4; \
-	VCVTPH2PS    X4, Y4; \
-	VBROADCASTSS daoff(DX), Y5; \
-	VMULPS       Y5, Y4, Y4; \
-	VFMADD231PS  Y4, Y2, acc; \
-	VPBROADCASTW moff(SI), X4; \
-	VCVTPH2PS    X4, X4; \
-	VFMADD231SS  saoff(BX), X4, macc
-
-// Q41BLK: block {d, m; qs[16]} at off(SI); value d·nib + m.
-#define Q41BLK(off, aoff, daoff, saoff, acc, macc) \
-	NIB32(off+4, Y2, X2, X3); \
-	UDOT(aoff, off, daoff, off+2, saoff, acc, macc)
-
-// Q51BLK: block {d, m; qh u32; qs[16]} at off(SI); value d·(nib |
-// hbit<<4) + m. Y13 = 0x10 bytes.
-#define Q51BLK(off, aoff, daoff, saoff, acc, macc) \
-	NIB32(off+8, Y2, X2, X3); \
-	HBITS(off+4, Y6); \
-	VPAND Y13, Y6, Y6; \
-	VPOR  Y6, Y2, Y2; \
-	UDOT(aoff, off, daoff, off+2, saoff, acc, macc)
-
-// SMALLCONST sets the constants the 32-element kernels share.
-#define SMALLCONST \
-	BCAST32($0x0f0f0f0f, Y15, X15); \
-	BCAST32($0x00010001, Y14, X14); \
-	VMOVDQU bitshuf<>(SB), Y12; \
-	MOVQ    $0x7fbfdfeff7fbfdfe, AX; \
-	VMOVQ   AX, X11; \
-	VPBROADCASTQ X11, Y11; \
-	VPCMPEQB Y10, Y10, Y10
-
-// func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ4_1SIMD(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), R8
-	MOVQ w+16(FP), R10
-	SMALLCONST
-
-q41row:
-	ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	SUBQ   $2, CX
-	JL     q41tail
-
-	PCALIGN $64
-
-q41loop2:
-	Q41BLK(0, 0, 0, 0, Y0, X8)
-	Q41BLK(20, 32, 4, 4, Y1, X9)
-	ADDQ $40, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	ADDQ $8, BX
-	SUBQ $2, CX
-	JGE  q41loop2
-
-q41tail:
-	ADDQ $2, CX
-	JZ   q41sum
-	Q41BLK(0, 0, 0, 0, Y0, X8)
-
-q41sum:
-	VADDPS Y1, Y0, Y0
-	HSUM
-	VADDSS X9, X8, X8
-	VADDSS X8, X0, X0
-	ROWEND(q41row)
-
-// func qdotQ5_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
-TEXT ·qdotQ5_1SIMD(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), R8
-	MOVQ w+16(FP), R10
-	SMALLCONST
-	BCAST32($0x10101010, Y13, X13)
-
-q51row:
-	ROWSTART
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	SUBQ   $2, CX
-	JL     q51tail
-
-	PCALIGN $64
-
-q51loop2:
-	Q51BLK(0, 0, 0, 0, Y0, X8)
-	Q51BLK(24, 32, 4, 4, Y1, X9)
-	ADDQ $48, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	ADDQ $8, BX
-	SUBQ $2, CX
-	JGE  q51loop2
-
-q51tail:
-	ADDQ $2, CX
-	JZ   q51sum
-	Q51BLK(0, 0, 0, 0, Y0, X8)
-
-q51sum:
-	VADDPS Y1, Y0, Y0
-	HSUM
-	VADDSS X9, X8, X8
-	VADDSS X8, X0, X0
-	ROWEND(q51row)
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
 

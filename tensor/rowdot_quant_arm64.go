@@ -27,14 +27,6 @@ func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 	qdotQ8_0NEON(dst, rows, w, stride, q, d, aux, nb)
 }
 
-func qdotQ4_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
-	qdotRowsGo(Q4_1, dst, rows, w, stride, q, d, aux, nb)
-}
-
-func qdotQ5_1SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
-	qdotRowsGo(Q5_1, dst, rows, w, stride, q, d, aux, nb)
-}
-
 //go:noescape
 func qdotQ4_KSDOT(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 
@@ -58,27 +50,19 @@ func qdotQ6_KSIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *f
 }
 
 // qdotRowsGo runs the reference row dot of wt over rows weight rows, with
-// the kernels' raw arguments (aux: Q8_1 sums S (nb), or Q8_K bsums (16·nb)).
+// the kernels' raw arguments (aux: the Q8_K bsums (16·nb)).
 func qdotRowsGo(wt DType, dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int) {
 	bs, bb := qBlock(wt)
 	out := unsafe.Slice(dst, rows)
 	qs := unsafe.Slice(q, nb*bs)
 	ds := unsafe.Slice(d, nb)
-	var s []float32
 	var bsums []int16
-	switch wt {
-	case Q4_1, Q5_1:
-		s = unsafe.Slice((*float32)(aux), nb)
-	case Q4_K, Q5_K:
+	if wt == Q4_K || wt == Q5_K {
 		bsums = unsafe.Slice((*int16)(aux), 16*nb)
 	}
 	for r := range out {
 		row := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(w), uintptr(r)*stride)), nb*bb)
 		switch wt {
-		case Q4_1:
-			out[r] = dotQ4_1(row, qs, ds, s)
-		case Q5_1:
-			out[r] = dotQ5_1(row, qs, ds, s)
 		case Q8_0:
 			out[r] = dotQ8_0(row, qs, ds)
 		case Q4_K:

@@ -9,12 +9,6 @@ import "unsafe"
 func qdotQ8_0SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
-func qdotQ4_1SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
-	panic("unreachable")
-}
-func qdotQ5_1SIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
-	panic("unreachable")
-}
 func qdotQ4_KSIMD(*float32, int, *byte, uintptr, *int8, *float32, unsafe.Pointer, int) {
 	panic("unreachable")
 }
