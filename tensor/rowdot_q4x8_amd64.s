@@ -37,13 +37,112 @@ GLOBL q4x8c<>(SB), RODATA|NOPTR, $64
 	VXORPS Y12, Y12, Y12; \
 	VXORPS Y13, Y13, Y13
 
+// XSETUP loads the arguments every packed kernel starts with: dst (R8),
+// groups (R9), w (SI).
+#define XSETUP \
+	MOVQ dst+0(FP), R8; \
+	MOVQ groups+8(FP), R9; \
+	MOVQ w+16(FP), SI
+
+// T1GROUP starts a group of the one-token kernels: DI, DX, BX at the
+// token's activations, scales and aux (bias or Q8_1 sums), CX the block
+// count, the accumulator Y0 zeroed.
+#define T1GROUP \
+	MOVQ   q+24(FP), DI; \
+	MOVQ   d+32(FP), DX; \
+	MOVQ   aux+40(FP), BX; \
+	MOVQ   nb+48(FP), CX; \
+	VXORPS Y0, Y0, Y0
+
+// PREFETCH3 prefetches the weight stream 2 KB ahead, every line of it
+// (three per block of at most 192 bytes).
+#define PREFETCH3 \
+	PREFETCHT0 2048(SI); \
+	PREFETCHT0 2112(SI); \
+	PREFETCHT0 2176(SI)
+
+// T1NEXT moves a one-token kernel to its next block (bb packed bytes),
+// looping to label while blocks are left.
+#define T1NEXT(bb, label) \
+	ADDQ $bb, SI; \
+	ADDQ $32, DI; \
+	ADDQ $4, DX; \
+	ADDQ $4, BX; \
+	DECQ CX; \
+	JNZ  label
+
+// T1END stores a group's eight results and loops to label while groups
+// are left; then returns.
+#define T1END(label) \
+	VMOVUPS Y0, (R8); \
+	ADDQ    $32, R8; \
+	DECQ    R9; \
+	JNZ     label; \
+	VZEROUPPER; \
+	RET
+
+// X4STORE stores the four tokens' accumulators Y10-Y13 of the group at
+// R8 + offs[t] (offs at R10) and moves R8 to the next group, jumping to
+// label while groups are left (R9).
+#define X4STORE(label) \
+	MOVQ    0(R10), AX; \
+	VMOVUPS Y10, (R8)(AX*1); \
+	MOVQ    8(R10), AX; \
+	VMOVUPS Y11, (R8)(AX*1); \
+	MOVQ    16(R10), AX; \
+	VMOVUPS Y12, (R8)(AX*1); \
+	MOVQ    24(R10), AX; \
+	VMOVUPS Y13, (R8)(AX*1); \
+	ADDQ    $32, R8; \
+	DECQ    R9; \
+	JNZ     label
+
+// T4NEXT moves a four-token kernel to its next block (bb packed bytes),
+// looping to label while blocks are left; T4END stores the group and
+// loops to label while groups are left, then returns.
+#define T4NEXT(bb, label) \
+	ADDQ $bb, SI; \
+	ADDQ $160, DI; \
+	DECQ CX; \
+	JNZ  label
+
+#define T4END(label) \
+	X4STORE(label); \
+	VZEROUPPER; \
+	RET
+
+// UNPACK8(off) loads the four chunks at off(SI) into Y1-Y4 (low nibbles)
+// and Y5-Y8 (high).
+#define UNPACK8(off) \
+	VMOVDQU off(SI), Y1; \
+	VMOVDQU off+32(SI), Y2; \
+	VMOVDQU off+64(SI), Y3; \
+	VMOVDQU off+96(SI), Y4; \
+	VPSRLW  $4, Y1, Y5; \
+	VPSRLW  $4, Y2, Y6; \
+	VPSRLW  $4, Y3, Y7; \
+	VPSRLW  $4, Y4, Y8; \
+	VPAND   q4x8c<>+0(SB), Y1, Y1; \
+	VPAND   q4x8c<>+0(SB), Y2, Y2; \
+	VPAND   q4x8c<>+0(SB), Y3, Y3; \
+	VPAND   q4x8c<>+0(SB), Y4, Y4; \
+	VPAND   q4x8c<>+0(SB), Y5, Y5; \
+	VPAND   q4x8c<>+0(SB), Y6, Y6; \
+	VPAND   q4x8c<>+0(SB), Y7, Y7; \
+	VPAND   q4x8c<>+0(SB), Y8, Y8
+
+// CHUNK2 loads the chunk at off(SI) as its low nibbles (Y1) and high
+// nibbles (Y2). Y15 = 0x0F bytes.
+#define CHUNK2(off) \
+	VMOVDQU off(SI), Y1; \
+	VPSRLW  $4, Y1, Y2; \
+	VPAND   Y15, Y1, Y1; \
+	VPAND   Y15, Y2, Y2
+
 // Q4X8CHUNK1 adds chunk off(SI)'s products with the activations at aoff
 // (low nibbles) and aoff+16 (high) of DI into the word sums S.
 #define Q4X8CHUNK1(off, aoff, S) \
-	VMOVDQU      off(SI), Y1; \
-	VPSRLW       $4, Y1, Y2; \
-	VPAND        Y15, Y1, Y1; \
-	VPAND        Y15, Y2, Y2; \
+	CHUNK2(off); \
 	VPBROADCASTD aoff(DI), Y3; \
 	VPMADDUBSW   Y3, Y1, Y1; \
 	VPBROADCASTD aoff+16(DI), Y3; \
@@ -62,27 +161,19 @@ GLOBL q4x8c<>(SB), RODATA|NOPTR, $64
 	VMULPS       T, S, S; \
 	VADDPS       S, ACC, ACC
 
-// func qdotQ4_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+// func qdotQ4_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
 //
 // One token: dst[8g+r] = row 8g+r's dot for g < groups, the packed groups
 // at w (nb blocks each, one after another).
 TEXT ·qdotQ4_0x8T1(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), R8
-	MOVQ    groups+8(FP), R9
-	MOVQ    w+16(FP), SI
+	XSETUP
 	VMOVDQU q4x8c<>+0(SB), Y15
 
 q4x8t1group:
-	MOVQ   q+24(FP), DI
-	MOVQ   d+32(FP), DX
-	MOVQ   ns+40(FP), BX
-	MOVQ   nb+48(FP), CX
-	VXORPS Y0, Y0, Y0
+	T1GROUP
 
 q4x8t1block:
-	PREFETCHT0   2048(SI) // the stream ~14 blocks ahead, every line of it
-	PREFETCHT0   2112(SI)
-	PREFETCHT0   2176(SI)
+	PREFETCH3
 	VCVTPH2PS    (SI), Y9
 	VBROADCASTSS (DX), Y10
 	VMULPS       Y10, Y9, Y9
@@ -92,19 +183,9 @@ q4x8t1block:
 	Q4X8CHUNK1(80, 8, Y4)
 	Q4X8CHUNK1(112, 12, Y4)
 	Q4X8STEP(Y4, Y9, (BX), Y0)
-	ADDQ         $144, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, BX
-	DECQ         CX
-	JNZ          q4x8t1block
+	T1NEXT(144, q4x8t1block)
 
-	VMOVUPS Y0, (R8)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     q4x8t1group
-	VZEROUPPER
-	RET
+	T1END(q4x8t1group)
 
 // Q4X8ISUM sums one token's products with the unpacked Y1-Y8 (elements
 // 0-3, 4-7, …, 28-31 of the eight rows): its 32 activations at toff(DI),
@@ -136,11 +217,10 @@ q4x8t1block:
 	VPADDW       Y14, Y15, Y15; \
 	VPMADDWD     q4x8c<>+32(SB), Y15, Y15
 
-// Q4X8TOK is one token's block against the unpacked Y1-Y8 and the
-// scales Y9: the token's 32 activations at toff(DI), its da at doff(DI),
-// its bias at doff+16(DI). Y14, Y15 are clobbered.
-#define Q4X8TOK(toff, doff, ACC) \
-	Q4X8ISUM(toff); \
+// X4TOKEND finishes one token of a four-token kernel: its int32 sums in
+// Y15 plus its bias at doff+16(DI), converted, times fl(dw·da) (dw in
+// Y9, da at doff(DI)), added to ACC. Y14 clobbered.
+#define X4TOKEND(doff, ACC) \
 	VPBROADCASTD doff+16(DI), Y14; \
 	VPADDD       Y14, Y15, Y15; \
 	VCVTDQ2PS    Y15, Y15; \
@@ -149,65 +229,35 @@ q4x8t1block:
 	VMULPS       Y14, Y15, Y15; \
 	VADDPS       Y15, ACC, ACC
 
+// Q4X8TOK is one token's block against the unpacked Y1-Y8 and the
+// scales Y9: the token's 32 activations at toff(DI), its da at doff(DI),
+// its bias at doff+16(DI). Y14, Y15 are clobbered.
+#define Q4X8TOK(toff, doff, ACC) \
+	Q4X8ISUM(toff); \
+	X4TOKEND(doff, ACC)
+
 // func qdotQ4_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
 //
 // Four tokens: their activations interleaved per block in xs (q4x8Acts:
 // 4·32 values, 4 da, 4 biases = 160 bytes), token t's result for row 8g+r
 // at dst + offs[t] + 4(8g+r).
 TEXT ·qdotQ4_0x8T4(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), R8
-	MOVQ groups+8(FP), R9
-	MOVQ w+16(FP), SI
+	XSETUP
 	MOVQ offs+40(FP), R10
 
 q4x8t4group:
-	MOVQ   xs+24(FP), DI
-	MOVQ   nb+32(FP), CX
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
+	X4START
 
 q4x8t4block:
-	VMOVDQU   16(SI), Y1
-	VMOVDQU   48(SI), Y2
-	VMOVDQU   80(SI), Y3
-	VMOVDQU   112(SI), Y4
-	VPSRLW    $4, Y1, Y5
-	VPSRLW    $4, Y2, Y6
-	VPSRLW    $4, Y3, Y7
-	VPSRLW    $4, Y4, Y8
-	VPAND     q4x8c<>+0(SB), Y1, Y1
-	VPAND     q4x8c<>+0(SB), Y2, Y2
-	VPAND     q4x8c<>+0(SB), Y3, Y3
-	VPAND     q4x8c<>+0(SB), Y4, Y4
-	VPAND     q4x8c<>+0(SB), Y5, Y5
-	VPAND     q4x8c<>+0(SB), Y6, Y6
-	VPAND     q4x8c<>+0(SB), Y7, Y7
-	VPAND     q4x8c<>+0(SB), Y8, Y8
+	UNPACK8(16)
 	VCVTPH2PS (SI), Y9
 	Q4X8TOK(0, 128, Y10)
 	Q4X8TOK(32, 132, Y11)
 	Q4X8TOK(64, 136, Y12)
 	Q4X8TOK(96, 140, Y13)
-	ADDQ      $144, SI
-	ADDQ      $160, DI
-	DECQ      CX
-	JNZ       q4x8t4block
+	T4NEXT(144, q4x8t4block)
 
-	MOVQ    0(R10), AX
-	VMOVUPS Y10, (R8)(AX*1)
-	MOVQ    8(R10), AX
-	VMOVUPS Y11, (R8)(AX*1)
-	MOVQ    16(R10), AX
-	VMOVUPS Y12, (R8)(AX*1)
-	MOVQ    24(R10), AX
-	VMOVUPS Y13, (R8)(AX*1)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     q4x8t4group
-	VZEROUPPER
-	RET
+	T4END(q4x8t4group)
 
 // ---------------------------------------------------------------- IQ4_NL, MXFP4
 
@@ -245,10 +295,7 @@ GLOBL fp8lv<>(SB), RODATA|NOPTR, $32
 // VPMADDUBSW goes to dwords at once). Y15 = 0x0F bytes, Y14 = 0x0001
 // words, Y13 the levels, Y12 their magnitudes.
 #define NL8CHUNK(off, aoff) \
-	VMOVDQU      off(SI), Y1; \
-	VPSRLW       $4, Y1, Y2; \
-	VPAND        Y15, Y1, Y1; \
-	VPAND        Y15, Y2, Y2; \
+	CHUNK2(off); \
 	VPSHUFB      Y1, Y13, Y5; \
 	VPSHUFB      Y1, Y12, Y1; \
 	VPSHUFB      Y2, Y13, Y6; \
@@ -264,28 +311,21 @@ GLOBL fp8lv<>(SB), RODATA|NOPTR, $32
 	VPMADDWD     Y14, Y2, Y2; \
 	VPADDD       Y2, Y4, Y4
 
-// func qdotIQ4_NLx8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+// func qdotIQ4_NLx8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
 //
-// qdotQ4_0x8T1 for packed IQ4_NL (ns unused: no bias).
+// qdotQ4_0x8T1 for packed IQ4_NL (aux unused: no bias).
 TEXT ·qdotIQ4_NLx8T1(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), R8
-	MOVQ    groups+8(FP), R9
-	MOVQ    w+16(FP), SI
+	XSETUP
 	VMOVDQU q4x8c<>+0(SB), Y15
 	VMOVDQU q4x8c<>+32(SB), Y14
 	VMOVDQU nl8lv<>(SB), Y13
 	VMOVDQU nl8abs<>(SB), Y12
 
 nl8t1group:
-	MOVQ   q+24(FP), DI
-	MOVQ   d+32(FP), DX
-	MOVQ   nb+48(FP), CX
-	VXORPS Y0, Y0, Y0
+	T1GROUP
 
 nl8t1block:
-	PREFETCHT0   2048(SI)
-	PREFETCHT0   2112(SI)
-	PREFETCHT0   2176(SI)
+	PREFETCH3
 	VCVTPH2PS    (SI), Y9
 	VBROADCASTSS (DX), Y10
 	VMULPS       Y10, Y9, Y9
@@ -297,28 +337,16 @@ nl8t1block:
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       Y9, Y4, Y4
 	VADDPS       Y4, Y0, Y0
-	ADDQ         $144, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	DECQ         CX
-	JNZ          nl8t1block
+	T1NEXT(144, nl8t1block)
 
-	VMOVUPS Y0, (R8)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     nl8t1group
-	VZEROUPPER
-	RET
+	T1END(nl8t1group)
 
 // FP8CHUNK adds chunk off(SI)'s products with the activations at aoff
 // (low nibbles, into the word sums Y4) and aoff+16 (high, Y6): MXFP4
 // levels plus 12 (0..24) as the unsigned operand, so four chunks' pairs
 // stay within a word (4·2·24·127 = 24384). Y13 = the biased levels.
 #define FP8CHUNK(off, aoff) \
-	VMOVDQU      off(SI), Y1; \
-	VPSRLW       $4, Y1, Y2; \
-	VPAND        Y15, Y1, Y1; \
-	VPAND        Y15, Y2, Y2; \
+	CHUNK2(off); \
 	VPSHUFB      Y1, Y13, Y1; \
 	VPSHUFB      Y2, Y13, Y2; \
 	VPBROADCASTD aoff(DI), Y3; \
@@ -328,29 +356,21 @@ nl8t1block:
 	VPMADDUBSW   Y3, Y2, Y2; \
 	VPADDW       Y2, Y6, Y6
 
-// func qdotMXFP4x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+// func qdotMXFP4x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
 //
 // qdotQ4_0x8T1 for packed MXFP4: the bf16 scales widened by a shift, the
-// bias ns = −12·Σq.
+// bias aux = −12·Σq.
 TEXT ·qdotMXFP4x8T1(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), R8
-	MOVQ    groups+8(FP), R9
-	MOVQ    w+16(FP), SI
+	XSETUP
 	VMOVDQU q4x8c<>+0(SB), Y15
 	VMOVDQU q4x8c<>+32(SB), Y14
 	VMOVDQU fp8lv<>(SB), Y13
 
 fp8t1group:
-	MOVQ   q+24(FP), DI
-	MOVQ   d+32(FP), DX
-	MOVQ   ns+40(FP), BX
-	MOVQ   nb+48(FP), CX
-	VXORPS Y0, Y0, Y0
+	T1GROUP
 
 fp8t1block:
-	PREFETCHT0   2048(SI)
-	PREFETCHT0   2112(SI)
-	PREFETCHT0   2176(SI)
+	PREFETCH3
 	VPMOVZXWD    (SI), Y9
 	VPSLLD       $16, Y9, Y9
 	VBROADCASTSS (DX), Y10
@@ -369,19 +389,9 @@ fp8t1block:
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       Y9, Y4, Y4
 	VADDPS       Y4, Y0, Y0
-	ADDQ         $144, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, BX
-	DECQ         CX
-	JNZ          fp8t1block
+	T1NEXT(144, fp8t1block)
 
-	VMOVUPS Y0, (R8)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     fp8t1group
-	VZEROUPPER
-	RET
+	T1END(fp8t1group)
 
 // func q4x8DepackY(out *byte, rb uintptr, pk *byte, groups int, nb int, bb uintptr)
 //
@@ -514,10 +524,7 @@ GLOBL q5x8c<>(SB), RODATA|NOPTR, $224
 // (low nibbles, into the word sums Y4) and aoff+16 (high, Y6), the fifth
 // bits from Y8 (bytes plo/phi, selector bsel).
 #define Q5X8CHUNK1(off, aoff, plo, phi, bsel) \
-	VMOVDQU      off(SI), Y1; \
-	VPSRLW       $4, Y1, Y2; \
-	VPAND        Y15, Y1, Y1; \
-	VPAND        Y15, Y2, Y2; \
+	CHUNK2(off); \
 	Q5HB(Y8, plo, bsel, Y1, Y3); \
 	Q5HB(Y8, phi, bsel, Y2, Y3); \
 	VPBROADCASTD aoff(DI), Y3; \
@@ -527,27 +534,19 @@ GLOBL q5x8c<>(SB), RODATA|NOPTR, $224
 	VPMADDUBSW   Y3, Y2, Y2; \
 	VPADDW       Y2, Y6, Y6
 
-// func qdotQ5_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, ns *int32, nb int)
+// func qdotQ5_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
 //
-// qdotQ4_0x8T1 for packed Q5_0 (ns = −16·Σq).
+// qdotQ4_0x8T1 for packed Q5_0 (aux = −16·Σq).
 TEXT ·qdotQ5_0x8T1(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), R8
-	MOVQ    groups+8(FP), R9
-	MOVQ    w+16(FP), SI
+	XSETUP
 	VMOVDQU q4x8c<>+0(SB), Y15
 	VMOVDQU q4x8c<>+32(SB), Y14
 
 q5x8t1group:
-	MOVQ   q+24(FP), DI
-	MOVQ   d+32(FP), DX
-	MOVQ   ns+40(FP), BX
-	MOVQ   nb+48(FP), CX
-	VXORPS Y0, Y0, Y0
+	T1GROUP
 
 q5x8t1block:
-	PREFETCHT0   2048(SI)
-	PREFETCHT0   2112(SI)
-	PREFETCHT0   2176(SI)
+	PREFETCH3
 	VCVTPH2PS    (SI), Y9
 	VBROADCASTSS (DX), Y10
 	VMULPS       Y10, Y9, Y9
@@ -566,19 +565,9 @@ q5x8t1block:
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       Y9, Y4, Y4
 	VADDPS       Y4, Y0, Y0
-	ADDQ         $176, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, BX
-	DECQ         CX
-	JNZ          q5x8t1block
+	T1NEXT(176, q5x8t1block)
 
-	VMOVUPS Y0, (R8)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     q5x8t1group
-	VZEROUPPER
-	RET
+	T1END(q5x8t1group)
 
 // Q5X8HALF sums one token's products of four unpacked registers (a, b,
 // c, e: elements aoff.. of the block in fours) as words into S, then to
@@ -597,85 +586,52 @@ q5x8t1block:
 	VPADDW       Y14, S, S; \
 	VPMADDWD     q4x8c<>+32(SB), S, S
 
-// Q5X8TOK is Q4X8TOK for Q5_0: the block's halves summed apart (Y15, Y0).
-#define Q5X8TOK(toff, doff, ACC) \
+// Q5X8ISUM is Q4X8ISUM for five-bit values: the block's halves summed
+// apart (Y15, Y0), then added (dwords in Y15).
+#define Q5X8ISUM(toff) \
 	Q5X8HALF(toff, Y1, Y2, Y3, Y4, Y15); \
 	Q5X8HALF(toff+16, Y5, Y6, Y7, Y8, Y0); \
-	VPADDD       Y0, Y15, Y15; \
-	VPBROADCASTD doff+16(DI), Y14; \
-	VPADDD       Y14, Y15, Y15; \
-	VCVTDQ2PS    Y15, Y15; \
-	VBROADCASTSS doff(DI), Y14; \
-	VMULPS       Y9, Y14, Y14; \
-	VMULPS       Y14, Y15, Y15; \
-	VADDPS       Y15, ACC, ACC
+	VPADDD Y0, Y15, Y15
+
+// UNPACK5 is UNPACK8 for the chunks at off(SI) with the fifth bits of
+// the rows' qh at qhoff(SI) ORed in (Y9, Y0 clobbered).
+#define UNPACK5(qhoff, off) \
+	VMOVDQU qhoff(SI), Y9; \
+	UNPACK8(off); \
+	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+128(SB), Y1, Y0); \
+	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+160(SB), Y2, Y0); \
+	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+128(SB), Y3, Y0); \
+	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+160(SB), Y4, Y0); \
+	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+128(SB), Y5, Y0); \
+	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+160(SB), Y6, Y0); \
+	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+128(SB), Y7, Y0); \
+	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+160(SB), Y8, Y0)
+
+// Q5X8TOK is Q4X8TOK for Q5_0.
+#define Q5X8TOK(toff, doff, ACC) \
+	Q5X8ISUM(toff); \
+	X4TOKEND(doff, ACC)
 
 // func qdotQ5_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
 //
 // qdotQ4_0x8T4 for packed Q5_0 (xs's biases −16·Σq).
 TEXT ·qdotQ5_0x8T4(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), R8
-	MOVQ groups+8(FP), R9
-	MOVQ w+16(FP), SI
+	XSETUP
 	MOVQ offs+40(FP), R10
 
 q5x8t4group:
-	MOVQ   xs+24(FP), DI
-	MOVQ   nb+32(FP), CX
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
+	X4START
 
 q5x8t4block:
-	VMOVDQU 16(SI), Y9
-	VMOVDQU 48(SI), Y1
-	VMOVDQU 80(SI), Y2
-	VMOVDQU 112(SI), Y3
-	VMOVDQU 144(SI), Y4
-	VPSRLW  $4, Y1, Y5
-	VPSRLW  $4, Y2, Y6
-	VPSRLW  $4, Y3, Y7
-	VPSRLW  $4, Y4, Y8
-	VPAND   q4x8c<>+0(SB), Y1, Y1
-	VPAND   q4x8c<>+0(SB), Y2, Y2
-	VPAND   q4x8c<>+0(SB), Y3, Y3
-	VPAND   q4x8c<>+0(SB), Y4, Y4
-	VPAND   q4x8c<>+0(SB), Y5, Y5
-	VPAND   q4x8c<>+0(SB), Y6, Y6
-	VPAND   q4x8c<>+0(SB), Y7, Y7
-	VPAND   q4x8c<>+0(SB), Y8, Y8
-	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+128(SB), Y1, Y0)
-	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+160(SB), Y2, Y0)
-	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+128(SB), Y3, Y0)
-	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+160(SB), Y4, Y0)
-	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+128(SB), Y5, Y0)
-	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+160(SB), Y6, Y0)
-	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+128(SB), Y7, Y0)
-	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+160(SB), Y8, Y0)
+	UNPACK5(16, 48)
 	VCVTPH2PS (SI), Y9
 	Q5X8TOK(0, 128, Y10)
 	Q5X8TOK(32, 132, Y11)
 	Q5X8TOK(64, 136, Y12)
 	Q5X8TOK(96, 140, Y13)
-	ADDQ    $176, SI
-	ADDQ    $160, DI
-	DECQ    CX
-	JNZ     q5x8t4block
+	T4NEXT(176, q5x8t4block)
 
-	MOVQ    0(R10), AX
-	VMOVUPS Y10, (R8)(AX*1)
-	MOVQ    8(R10), AX
-	VMOVUPS Y11, (R8)(AX*1)
-	MOVQ    16(R10), AX
-	VMOVUPS Y12, (R8)(AX*1)
-	MOVQ    24(R10), AX
-	VMOVUPS Y13, (R8)(AX*1)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     q5x8t4group
-	VZEROUPPER
-	RET
+	T4END(q5x8t4group)
 
 // ---------------------------------------------------------------- Q4_1, Q5_1
 
@@ -703,26 +659,18 @@ q5x8t4block:
 	VBROADCASTSS (BX), Y10; \
 	VMULPS       Y10, Y11, Y11
 
-// func qdotQ4_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, s *float32, nb int)
+// func qdotQ4_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *float32, nb int)
 //
-// One token against packed Q4_1 (s: the token's block sums sa).
+// One token against packed Q4_1 (aux: the token's Q8_1 block sums sa).
 TEXT ·qdotQ4_1x8T1(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), R8
-	MOVQ    groups+8(FP), R9
-	MOVQ    w+16(FP), SI
+	XSETUP
 	VMOVDQU q4x8c<>+0(SB), Y15
 
 q41x8t1group:
-	MOVQ   q+24(FP), DI
-	MOVQ   d+32(FP), DX
-	MOVQ   s+40(FP), BX
-	MOVQ   nb+48(FP), CX
-	VXORPS Y0, Y0, Y0
+	T1GROUP
 
 q41x8t1block:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2176(SI)
+	PREFETCH3
 	X1SCALES
 	VPXOR      Y4, Y4, Y4
 	Q4X8CHUNK1(32, 0, Y4)
@@ -731,41 +679,23 @@ q41x8t1block:
 	Q4X8CHUNK1(128, 12, Y4)
 	VPMADDWD   q4x8c<>+32(SB), Y4, Y4
 	X1STEP(Y4, Y9, Y11, Y0)
-	ADDQ       $160, SI
-	ADDQ       $32, DI
-	ADDQ       $4, DX
-	ADDQ       $4, BX
-	DECQ       CX
-	JNZ        q41x8t1block
+	T1NEXT(160, q41x8t1block)
 
-	VMOVUPS Y0, (R8)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     q41x8t1group
-	VZEROUPPER
-	RET
+	T1END(q41x8t1group)
 
-// func qdotQ5_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, s *float32, nb int)
+// func qdotQ5_1x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *float32, nb int)
 //
 // One token against packed Q5_1.
 TEXT ·qdotQ5_1x8T1(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), R8
-	MOVQ    groups+8(FP), R9
-	MOVQ    w+16(FP), SI
+	XSETUP
 	VMOVDQU q4x8c<>+0(SB), Y15
 	VMOVDQU q4x8c<>+32(SB), Y14
 
 q51x8t1group:
-	MOVQ   q+24(FP), DI
-	MOVQ   d+32(FP), DX
-	MOVQ   s+40(FP), BX
-	MOVQ   nb+48(FP), CX
-	VXORPS Y0, Y0, Y0
+	T1GROUP
 
 q51x8t1block:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2176(SI)
+	PREFETCH3
 	X1SCALES
 	VMOVDQU    32(SI), Y8
 	VPXOR      Y4, Y4, Y4
@@ -778,19 +708,9 @@ q51x8t1block:
 	VPMADDWD   Y14, Y6, Y6
 	VPADDD     Y6, Y4, Y4
 	X1STEP(Y4, Y9, Y11, Y0)
-	ADDQ       $192, SI
-	ADDQ       $32, DI
-	ADDQ       $4, DX
-	ADDQ       $4, BX
-	DECQ       CX
-	JNZ        q51x8t1block
+	T1NEXT(192, q51x8t1block)
 
-	VMOVUPS Y0, (R8)
-	ADDQ    $32, R8
-	DECQ    R9
-	JNZ     q51x8t1group
-	VZEROUPPER
-	RET
+	T1END(q51x8t1group)
 
 // X1TOKEND finishes one token of a four-token Q4_1/Q5_1 kernel: its int32
 // sums in Y15, its da at doff(DI), its sa at doff+16(DI), dw in Y9 and mw
@@ -806,50 +726,12 @@ q51x8t1block:
 	VADDPS       Y14, Y15, Y15; \
 	VADDPS       Y15, ACC, ACC
 
-// X4STORE stores the four tokens' accumulators Y10-Y13 of the group at
-// R8 + offs[t] (offs at R10) and moves R8 to the next group, jumping to
-// label while groups are left (R9).
-#define X4STORE(label) \
-	MOVQ    0(R10), AX; \
-	VMOVUPS Y10, (R8)(AX*1); \
-	MOVQ    8(R10), AX; \
-	VMOVUPS Y11, (R8)(AX*1); \
-	MOVQ    16(R10), AX; \
-	VMOVUPS Y12, (R8)(AX*1); \
-	MOVQ    24(R10), AX; \
-	VMOVUPS Y13, (R8)(AX*1); \
-	ADDQ    $32, R8; \
-	DECQ    R9; \
-	JNZ     label
-
-// UNPACK8(off) loads the four chunks at off(SI) into Y1-Y4 (low nibbles)
-// and Y5-Y8 (high).
-#define UNPACK8(off) \
-	VMOVDQU off(SI), Y1; \
-	VMOVDQU off+32(SI), Y2; \
-	VMOVDQU off+64(SI), Y3; \
-	VMOVDQU off+96(SI), Y4; \
-	VPSRLW  $4, Y1, Y5; \
-	VPSRLW  $4, Y2, Y6; \
-	VPSRLW  $4, Y3, Y7; \
-	VPSRLW  $4, Y4, Y8; \
-	VPAND   q4x8c<>+0(SB), Y1, Y1; \
-	VPAND   q4x8c<>+0(SB), Y2, Y2; \
-	VPAND   q4x8c<>+0(SB), Y3, Y3; \
-	VPAND   q4x8c<>+0(SB), Y4, Y4; \
-	VPAND   q4x8c<>+0(SB), Y5, Y5; \
-	VPAND   q4x8c<>+0(SB), Y6, Y6; \
-	VPAND   q4x8c<>+0(SB), Y7, Y7; \
-	VPAND   q4x8c<>+0(SB), Y8, Y8
-
 // func qdotQ4_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
 //
 // Four tokens against packed Q4_1: xs as q4x8Acts lays it out with the
 // tokens' sa in the biases' place.
 TEXT ·qdotQ4_1x8T4(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), R8
-	MOVQ groups+8(FP), R9
-	MOVQ w+16(FP), SI
+	XSETUP
 	MOVQ offs+40(FP), R10
 
 q41x8t4group:
@@ -866,60 +748,31 @@ q41x8t4block:
 	X1TOKEND(136, Y12)
 	Q4X8ISUM(96)
 	X1TOKEND(140, Y13)
-	ADDQ      $160, SI
-	ADDQ      $160, DI
-	DECQ      CX
-	JNZ       q41x8t4block
+	T4NEXT(160, q41x8t4block)
 
-	X4STORE(q41x8t4group)
-	VZEROUPPER
-	RET
+	T4END(q41x8t4group)
 
 // func qdotQ5_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
 //
 // Four tokens against packed Q5_1 (xs as for Q4_1).
 TEXT ·qdotQ5_1x8T4(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), R8
-	MOVQ groups+8(FP), R9
-	MOVQ w+16(FP), SI
+	XSETUP
 	MOVQ offs+40(FP), R10
 
 q51x8t4group:
 	X4START
 
 q51x8t4block:
-	VMOVDQU 32(SI), Y9
-	UNPACK8(64)
-	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+128(SB), Y1, Y0)
-	Q5HB(Y9, q5x8c<>+0(SB), q5x8c<>+160(SB), Y2, Y0)
-	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+128(SB), Y3, Y0)
-	Q5HB(Y9, q5x8c<>+32(SB), q5x8c<>+160(SB), Y4, Y0)
-	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+128(SB), Y5, Y0)
-	Q5HB(Y9, q5x8c<>+64(SB), q5x8c<>+160(SB), Y6, Y0)
-	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+128(SB), Y7, Y0)
-	Q5HB(Y9, q5x8c<>+96(SB), q5x8c<>+160(SB), Y8, Y0)
+	UNPACK5(32, 64)
 	VCVTPH2PS (SI), Y9
-	Q5X8HALF(0, Y1, Y2, Y3, Y4, Y15)
-	Q5X8HALF(16, Y5, Y6, Y7, Y8, Y0)
-	VPADDD    Y0, Y15, Y15
+	Q5X8ISUM(0)
 	X1TOKEND(128, Y10)
-	Q5X8HALF(32, Y1, Y2, Y3, Y4, Y15)
-	Q5X8HALF(48, Y5, Y6, Y7, Y8, Y0)
-	VPADDD    Y0, Y15, Y15
+	Q5X8ISUM(32)
 	X1TOKEND(132, Y11)
-	Q5X8HALF(64, Y1, Y2, Y3, Y4, Y15)
-	Q5X8HALF(80, Y5, Y6, Y7, Y8, Y0)
-	VPADDD    Y0, Y15, Y15
+	Q5X8ISUM(64)
 	X1TOKEND(136, Y12)
-	Q5X8HALF(96, Y1, Y2, Y3, Y4, Y15)
-	Q5X8HALF(112, Y5, Y6, Y7, Y8, Y0)
-	VPADDD    Y0, Y15, Y15
+	Q5X8ISUM(96)
 	X1TOKEND(140, Y13)
-	ADDQ      $192, SI
-	ADDQ      $160, DI
-	DECQ      CX
-	JNZ       q51x8t4block
+	T4NEXT(192, q51x8t4block)
 
-	X4STORE(q51x8t4group)
-	VZEROUPPER
-	RET
+	T4END(q51x8t4group)
