@@ -257,7 +257,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		}
 	}
 	pairFrom := 0 // the tiles' tokens need no paired values (quantizeActsFrom)
-	if nlTiled(n) > 0 && useNLTile(w.Type) {
+	if nlTiled(n) > 0 && nlTiles(w) {
 		pairFrom = nlTiled(n) * w.Cols
 	}
 	if useQ4x8(w) {
@@ -294,7 +294,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				qx4Prep(s.shared.dxv[t0/4*g:(t0/4+1)*g], w.Type, &s.acts, w.Cols, &toks)
 			}
 		}
-		if nlTiled(n) > 0 && useNLTile(w.Type) {
+		if nlTiled(n) > 0 && nlTiles(w) {
 			// Groups of 16 tokens packed once for all workers; each
 			// worker unpacks its rows into its own scratch.
 			j.nlt = true

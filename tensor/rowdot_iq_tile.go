@@ -53,6 +53,12 @@ func useNLTile(wt DType) bool {
 	return (wt == IQ4_NL || wt == MXFP4) && (nlTileZ() || hasNLTileY) && qdotX4On
 }
 
+// nlTiles reports whether MatMul takes the tiles for w: IQ4_NL, and
+// MXFP4 where it does not run on its packed rows' four-token kernel.
+func nlTiles(w *Mat) bool {
+	return useNLTile(w.Type) && !(useQ4x8(w) && q4x8Four(w.Type))
+}
+
 // nlTileZ reports whether the tiles run on 512-bit registers (else ymm).
 func nlTileZ() bool { return hasNLZV && hasKZ }
 

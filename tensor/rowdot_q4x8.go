@@ -61,10 +61,15 @@ import (
 // (qdotIQ4_NLx8T1, qdotMXFP4x8T1) pick each nibble's level by VPSHUFB:
 // IQ4_NL's magnitudes against the activations signed by the levels
 // (VPSIGNB), MXFP4's levels plus 12 against the activations with the
-// bias −12·Σq. They take decode and the tokens the 16-token tiles leave
-// (rowdot_iq_tile.go), whose bits they share. Row dot rate, L2-resident:
-// IQ4_NL/MXFP4 ~11 GB/s per core, compute-bound at decode; the packed
-// ones stream at memory speed (TinyLlama-shaped tg64 ~27 → ~40 tok/s).
+// bias −12·Σq. IQ4_NL's take decode and the tokens its 16-token tiles
+// leave (rowdot_iq_tile.go), whose bits they share; MXFP4 has a
+// four-token kernel too (qdotMXFP4x8T4, each token's block summed in two
+// halves as Q5_0's), which replaces its tiles: TinyLlama-shaped pp512
+// 93-102 → 99-113 tok/s. (IQ4_NL's signed levels would need the
+// magnitudes and the signs of all eight element groups in registers: no
+// room for four tokens.) Row dot rate, L2-resident: IQ4_NL/MXFP4 ~11
+// GB/s per core, compute-bound at decode; the packed ones stream at
+// memory speed (TinyLlama-shaped tg64 ~27 → ~40 tok/s).
 //
 // Cost: the packed copy is as large as the weights; it is made by
 // Prepare at load (or on the first product) in its own anonymous memory,
@@ -105,9 +110,11 @@ func q4x8BlockOf(wt DType) int {
 	return q4x8Block
 }
 
-// q4x8Four reports whether wt has four-token packed kernels (the others
-// take the 16-token tiles, rowdot_iq_tile.go).
-func q4x8Four(wt DType) bool { return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 }
+// q4x8Four reports whether wt has four-token packed kernels (IQ4_NL
+// takes the 16-token tiles, rowdot_iq_tile.go).
+func q4x8Four(wt DType) bool {
+	return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 || wt == MXFP4
+}
 
 // q4x8Mu serializes the packing of Q4_0 matrices, so two pools meeting
 // one matrix for the first time do not both copy it.
@@ -364,6 +371,8 @@ func q4x8T4(wt DType, dst *float32, groups int, w *byte, xs *byte, nb int, offs 
 		qdotQ4_1x8T4(dst, groups, w, xs, nb, offs)
 	case Q5_1:
 		qdotQ5_1x8T4(dst, groups, w, xs, nb, offs)
+	case MXFP4:
+		qdotMXFP4x8T4(dst, groups, w, xs, nb, offs)
 	}
 }
 

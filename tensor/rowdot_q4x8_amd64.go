@@ -38,3 +38,6 @@ func qdotQ4_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]
 
 //go:noescape
 func qdotQ5_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+
+//go:noescape
+func qdotMXFP4x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)

@@ -776,3 +776,40 @@ q51x8t4block:
 	T4NEXT(192, q51x8t4block)
 
 	T4END(q51x8t4group)
+
+// func qdotMXFP4x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// Four tokens against packed MXFP4 (xs's biases −12·Σq): levels plus 12
+// by VPSHUFB once per block, each token's halves summed apart as Q5_0's
+// (four chunks' pairs fit a word: 4·2·24·127).
+TEXT ·qdotMXFP4x8T4(SB), NOSPLIT, $0-48
+	XSETUP
+	MOVQ offs+40(FP), R10
+
+fp8t4group:
+	X4START
+
+fp8t4block:
+	UNPACK8(16)
+	VMOVDQU   fp8lv<>(SB), Y0
+	VPSHUFB   Y1, Y0, Y1
+	VPSHUFB   Y2, Y0, Y2
+	VPSHUFB   Y3, Y0, Y3
+	VPSHUFB   Y4, Y0, Y4
+	VPSHUFB   Y5, Y0, Y5
+	VPSHUFB   Y6, Y0, Y6
+	VPSHUFB   Y7, Y0, Y7
+	VPSHUFB   Y8, Y0, Y8
+	VPMOVZXWD (SI), Y9
+	VPSLLD    $16, Y9, Y9
+	Q5X8ISUM(0)
+	X4TOKEND(128, Y10)
+	Q5X8ISUM(32)
+	X4TOKEND(132, Y11)
+	Q5X8ISUM(64)
+	X4TOKEND(136, Y12)
+	Q5X8ISUM(96)
+	X4TOKEND(140, Y13)
+	T4NEXT(144, fp8t4block)
+
+	T4END(fp8t4group)

@@ -27,3 +27,5 @@ func qdotQ5_1x8T1(*float32, int, *byte, *int8, *float32, *float32, int) { panic(
 func qdotQ4_1x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
 
 func qdotQ5_1x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
+
+func qdotMXFP4x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
