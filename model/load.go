@@ -126,7 +126,7 @@ func Load(path string, opts Options) (*Model, error) {
 		return nil, err
 	}
 	for _, w := range m.matrices() {
-		w.Prepare() // the kernels' layouts (Q4_0 on amd64) now, not in the first request
+		w.Prepare() // the kernels' layouts (4/5-bit types on amd64) now, not in the first request
 	}
 	return m, nil
 }

@@ -61,7 +61,7 @@ type WeightMemory struct {
 	Mapped    int64  `json:"mapped_bytes"`   // bytes of the file mappings (page cache: shared, reclaimable)
 	Resident  int64  `json:"resident_bytes"` // of the mappings, now in memory (counted in the process's RSS)
 	Copied    int64  `json:"copied_bytes"`   // the anonymous arena: private memory the page cache cannot reclaim
-	Repacked  int64  `json:"repacked_bytes"` // the kernels' own layouts of some matrices (Q4_0 on amd64: tensor.Mat.Prepare), private too
+	Repacked  int64  `json:"repacked_bytes"` // the kernels' own layouts of some matrices (Q4_0 … MXFP4 on amd64: tensor.Mat.Prepare), private too
 	Huge      int64  `json:"huge_bytes"`     // bytes (mappings and arena) mapped by 2 MiB pages now
 }
 

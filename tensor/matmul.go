@@ -27,10 +27,11 @@ import (
 //	IQ4_NL, IQ4_XS,  (quantizeActs), then the integer row dot of dotQRows
 //	IQ3_S, MXFP4     (per-block int32 sums, the kernel's float steps in
 //	(actsFormat)     block order; the table formats' in rowdot_iq_ref.go).
-//	                 Q4_0: the reference dotQ4_0's, one float per row,
-//	                 acc = fl(acc + fl(fl(dw·da)·s)) block after block, on
-//	                 amd64 over rows packed eight per register
-//	                 (rowdot_q4x8.go), the same bits on every path
+//	                 Q4_0, Q4_1, Q5_0, Q5_1: the reference dot's, one
+//	                 float per row, acc = fl(acc + fl(fl(dw·da)·s)) (plus
+//	                 fl(mw·sa) for Q4_1, Q5_1) block after block, on amd64
+//	                 over rows packed eight per register (rowdot_q4x8.go,
+//	                 with IQ4_NL and MXFP4), the same bits on every path
 //	other types      the row dequantized to float32 (dequantFast), then
 //	                 dot4's F32 arithmetic
 //
@@ -152,7 +153,7 @@ type workerScratch struct {
 // sharedScratch is filled in one phase and read by all workers in the next.
 type sharedScratch struct {
 	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
-	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack); Q4_0: (n/4, Cols/32·q4x8ActLen) of 4-token groups (q4x8Acts)
+	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack); packed types: (n/4, Cols/32·q4x8ActLen) of 4-token groups (q4x8Acts)
 	dx8 []float32 // (n/8, Cols/32, 8) their block scales
 	bsk []int16   // (n/8, qx8PackKLen) packed bsums of 8-token groups, K-quants (qx8PackK)
 	dzk []float32 // (n/8, qx8PackKLen) their packed scales

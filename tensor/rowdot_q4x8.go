@@ -116,15 +116,16 @@ func q4x8Four(wt DType) bool {
 	return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 || wt == MXFP4
 }
 
-// q4x8Mu serializes the packing of Q4_0 matrices, so two pools meeting
-// one matrix for the first time do not both copy it.
+// q4x8Mu serializes the packing of matrices, so two pools meeting one
+// matrix for the first time do not both copy it.
 var q4x8Mu sync.Mutex
 
 // Prepare makes w ready for MatMul now rather than on its first product
-// and returns the bytes of memory that took: a Q4_0 matrix on amd64 with
-// AVX2 is copied into rows packed eight at a time (see the top of the
-// file), which MatMul then reads instead of w.Data. Other matrices need
-// nothing (0). Safe for concurrent use.
+// and returns the bytes of memory that took: a Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL or MXFP4 matrix on amd64 with AVX2 is copied into rows packed
+// eight at a time (see the top of the file), which MatMul then reads
+// instead of w.Data. Other matrices need nothing (0). Safe for
+// concurrent use.
 func (w *Mat) Prepare() int64 {
 	if !useQ4x8(w) {
 		return 0
