@@ -52,7 +52,8 @@ func TestPoolStats(t *testing.T) {
 
 // TestMatMulShared: products sharing one input in one dispatch equal the
 // separate MatMuls bit for bit (float, one K-quant activation format
-// across Q4_K/Q6_K, Q8_0), in one hand-off where they can share and one
+// across Q4_K/Q6_K, Q8_0, the packed types mixed with others), in one
+// hand-off where they can share and one
 // each where they cannot (two activation formats, several tokens).
 func TestMatMulShared(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
@@ -69,6 +70,12 @@ func TestMatMulShared(t *testing.T) {
 		{[]DType{Q8_0, Q8_0}, 1, 1},
 		{[]DType{Q8_0, Q4_K}, 1, 2},
 		{[]DType{Q4_K, Q4_K}, 3, 2},
+		// The packed types (rowdot_q4x8.go) beside others of their
+		// activation format, each with its own bias of the one input.
+		{[]DType{Q4_0, Q8_0, MXFP4}, 1, 1},
+		{[]DType{Q5_0, MXFP4}, 1, 1},
+		{[]DType{IQ4_NL, Q4_0}, 1, 1},
+		{[]DType{Q4_1, Q5_1}, 1, 1},
 	} {
 		var ws []*Mat
 		var got, want [][]float32
