@@ -200,7 +200,7 @@ type matJob struct {
 	nlt   bool   // IQ4_NL or MXFP4 with tiles (useNLTile): the first nlTiled(n) tokens sixteen at a time (dotQRowsNLTile)
 	xst   bool   // IQ4_XS or IQ3_S with ymm tiles (useXSTile): the first xsTiled(w.Type, n) tokens (dotQRowsXSTile)
 	kx8   bool   // a K-quant (Q4_K, Q5_K, Q6_K) or IQ4_XS on AVX-512 BW+VNNI: likewise (dotQRowsKX8)
-	q4    []byte // quant, Q4_0, IQ4_NL or MXFP4 on the packed kernels (useQ4x8): w's packed rows (dotQ4x8)
+	q4    []byte // quant, a type on the packed kernels (useQ4x8): w's packed rows (dotQ4x8)
 	next  atomic.Int64
 }
 
@@ -406,27 +406,24 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 			j.dot4Rows(lo, hi, t)
 		}
 	case j.q4 != nil && !j.nlt:
-		// Q4_0, Q4_1, Q5_0, Q5_1: eight packed rows at a time, four tokens
-		// then one; IQ4_NL
-		// and MXFP4 (decode, or too few tokens for their tiles) one token
-		// at a time.
+		// Eight packed rows at a time: four tokens then one (Q4_0, Q4_1,
+		// Q5_0, Q5_1, MXFP4), or one at a time (IQ4_NL with too few
+		// tokens for its tiles).
 		dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, 0, j.n)
 	case j.quant:
 		t0 := 0
 		if j.nlt {
 			// Sixteen tokens at a time in the vector lanes.
 			t0 = nlTiled(j.n)
-			if j.q4 != nil {
+			if j.q4 == nil {
+				dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
+			} else {
 				// The chunk's rows from the packed copy (the original is
-				// not kept in fast memory), in their file encoding.
+				// not kept in fast memory), in their file encoding; the
+				// rest of the tokens on the packed rows, one at a time.
 				rows := sc.rowq[:(hi-lo)*rb]
 				q4x8Rows(rows, w.Type, j.q4, lo, hi, w.Cols)
 				dotQRowsNLTile(w.Type, j.dst[lo:], w.Rows, rows, rb, 0, hi-lo, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
-			} else {
-				dotQRowsNLTile(w.Type, j.dst, w.Rows, w.Data, rb, lo, hi, w.Cols, j.s.shared.q8, t0, &j.s.acts, sc.nlw)
-			}
-			if j.q4 != nil {
-				// The rest on the packed rows, one token at a time.
 				dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, nil, t0, j.n)
 				return
 			}

@@ -163,15 +163,15 @@ func (w *Mat) q4x8() []byte {
 	if p == nil {
 		p = make([]byte, size)
 	}
-	packQ4_0x8(p, w.Type, w.Data, w.Rows, w.Cols)
+	packRows8(p, w.Type, w.Data, w.Rows, w.Cols)
 	w.packed.Store(&p)
 	return p
 }
 
-// packQ4_0x8 fills out (zeroed, (rows+7)/8·cols/32·q4x8Block bytes) with
+// packRows8 fills out (zeroed, (rows+7)/8·cols/32·q4x8BlockOf(wt) bytes) with
 // the packed copy of the matrix (rows, cols) of type wt (Q4_0, IQ4_NL or
 // MXFP4) in data, the groups shared among the CPUs.
-func packQ4_0x8(out []byte, wt DType, data []byte, rows, cols int) {
+func packRows8(out []byte, wt DType, data []byte, rows, cols int) {
 	nb := cols / 32
 	groups := (rows + 7) / 8
 	var wg sync.WaitGroup
@@ -180,19 +180,19 @@ func packQ4_0x8(out []byte, wt DType, data []byte, rows, cols int) {
 		wg.Go(func() {
 			for g := wk; g < groups; g += workers {
 				gl := nb * q4x8BlockOf(wt)
-				packQ4_0x8Group(out[g*gl:(g+1)*gl], wt, data, rows, g, nb)
+				packGroup8(out[g*gl:(g+1)*gl], wt, data, rows, g, nb)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-// packQ4_0x8Group writes group g (rows 8g..8g+7, absent ones left zero)
+// packGroup8 writes group g (rows 8g..8g+7, absent ones left zero)
 // of the matrix data (nb blocks per row) of type wt into out. Q4_0's and
 // IQ4_NL's fp16 scales are copied; MXFP4's E8M0 byte becomes the bf16 of
 // e8m0Half (exact: the top half of its float32 bits); Q5_0's qh goes to
 // dword r of the 32 bytes after the scales, its chunks after those.
-func packQ4_0x8Group(out []byte, wt DType, data []byte, rows, g, nb int) {
+func packGroup8(out []byte, wt DType, data []byte, rows, g, nb int) {
 	bb, pb, co := 18, q4x8BlockOf(wt), 16 // block bytes, packed block bytes, chunks' offset
 	switch wt {
 	case MXFP4:
