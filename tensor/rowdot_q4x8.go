@@ -169,8 +169,8 @@ func (w *Mat) q4x8() []byte {
 }
 
 // packRows8 fills out (zeroed, (rows+7)/8·cols/32·q4x8BlockOf(wt) bytes) with
-// the packed copy of the matrix (rows, cols) of type wt (Q4_0, IQ4_NL or
-// MXFP4) in data, the groups shared among the CPUs.
+// the packed copy of the matrix (rows, cols) of type wt (any useQ4x8
+// type) in data, the groups shared among the CPUs.
 func packRows8(out []byte, wt DType, data []byte, rows, cols int) {
 	nb := cols / 32
 	groups := (rows + 7) / 8
