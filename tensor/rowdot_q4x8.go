@@ -188,10 +188,11 @@ func packRows8(out []byte, wt DType, data []byte, rows, cols int) {
 }
 
 // packGroup8 writes group g (rows 8g..8g+7, absent ones left zero)
-// of the matrix data (nb blocks per row) of type wt into out. Q4_0's and
-// IQ4_NL's fp16 scales are copied; MXFP4's E8M0 byte becomes the bf16 of
-// e8m0Half (exact: the top half of its float32 bits); Q5_0's qh goes to
-// dword r of the 32 bytes after the scales, its chunks after those.
+// of the matrix data (nb blocks per row) of type wt into out. The fp16
+// scales (and Q4_1's/Q5_1's mins, the 16 bytes after them) are copied;
+// MXFP4's E8M0 byte becomes the bf16 of e8m0Half (exact: the top half of
+// its float32 bits); Q5_0's and Q5_1's qh go to dword r of the 32 bytes
+// after those; the chunks follow.
 func packGroup8(out []byte, wt DType, data []byte, rows, g, nb int) {
 	bb, pb, co := 18, q4x8BlockOf(wt), 16 // block bytes, packed block bytes, chunks' offset
 	switch wt {
