@@ -16,15 +16,15 @@ import (
 // repack, gpt-oss's MXFP4 experts, stay mapped: their packed copies are
 // what MatMul reads) and the logits are
 // bit for bit those of the file-mapped model (Options.MapWeights) and of
-// the default placement, on a dense Q8_0 fixture and a mixture of experts
-// (per-expert slabs).
+// the default placement, on dense Q8_0 (repacked on AVX2: no arena at
+// all) and F16 fixtures and mixtures of experts (per-expert slabs).
 func TestCopyWeights(t *testing.T) {
 	_, moe := archPath(t, "qwen3moe", "F16")
 	_, g4 := archPath(t, "gemma4", "F16")
 	_, oss := archPath(t, "gpt-oss", "MXFP4_MOE")
 	defer func(v int64) { hugeMin = v }(hugeMin)
 	hugeMin = 0 // place the small fixtures as a large model
-	for _, path := range []string{testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf"), moe, g4, oss} {
+	for _, path := range []string{testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf"), testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-F16.gguf"), moe, g4, oss} {
 		mapped := mustLoad(t, path, Options{Threads: 2, MapWeights: true})
 		copied := mustLoad(t, path, Options{Threads: 2, CopyWeights: true})
 		auto := mustLoad(t, path, Options{Threads: 2})
@@ -35,8 +35,11 @@ func TestCopyWeights(t *testing.T) {
 		if wm.Placement != PlacementCopied || wm.Copied+wm.Repacked < wm.Matrices {
 			t.Errorf("%s: CopyWeights: %+v", path, wm)
 		}
-		arena := copied.arena.Bytes()
-		lo, hi := uintptr(unsafe.Pointer(&arena[0])), uintptr(unsafe.Pointer(&arena[0]))+uintptr(len(arena))
+		var lo, hi uintptr // no arena: every matrix repacked
+		if copied.arena != nil {
+			arena := copied.arena.Bytes()
+			lo, hi = uintptr(unsafe.Pointer(&arena[0])), uintptr(unsafe.Pointer(&arena[0]))+uintptr(len(arena))
+		}
 		inArena := func(name string, w *tensor.Mat) {
 			if w == nil || w.Repacked() {
 				return
@@ -84,7 +87,9 @@ func TestCopyWeights(t *testing.T) {
 // plain mapping — the load succeeds, says why, and computes the same
 // logits — while an explicit --no-mmap (CopyWeights) fails with the error.
 func TestPlaceWeightsRefused(t *testing.T) {
-	path := testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-Q8_0.gguf")
+	// (F16: kept in the file's encoding on every host, so the copy is
+	// needed; Q8_0 and Q4_0 are repacked on AVX2.)
+	path := testshared.Path(t, "testdata/gguf/llama_gqa/llama_gqa-F16.gguf")
 	defer func(v int64, h func(*mmap.Mapping, bool) (mmap.Residency, error), a func(int) (*mmap.Mapping, error)) {
 		hugeMin, fileHuge, anonMem = v, h, a
 	}(hugeMin, fileHuge, anonMem)

@@ -246,6 +246,14 @@ func (m *Model) copyWeights(all bool) error {
 		}
 	}
 	if len(mats) == 0 {
+		// Every matrix repacked (a Q8_0 or Q4_0 file on AVX2): nothing
+		// to copy, and the file's pages are not what MatMul reads.
+		if all {
+			for _, mp := range maps {
+				mp.Release()
+			}
+			m.placement = PlacementCopied
+		}
 		return nil
 	}
 	size := 0

@@ -14,7 +14,7 @@ type Mat struct {
 	Rows, Cols int
 	Data       []byte
 
-	packed atomic.Pointer[[]byte] // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: the rows packed eight at a time for the kernels (q4x8, Prepare)
+	packed atomic.Pointer[[]byte] // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q8_0 (useQ4x8): the rows packed eight at a time for the kernels (q4x8, Prepare)
 }
 
 // NewMat checks that data holds exactly rows×cols elements of type t.

@@ -31,7 +31,11 @@ import (
 //	                 float per row, acc = fl(acc + fl(fl(dw·da)·s)) (plus
 //	                 fl(mw·sa) for Q4_1, Q5_1) block after block, on amd64
 //	                 over rows packed eight per register (rowdot_q4x8.go,
-//	                 with IQ4_NL and MXFP4), the same bits on every path
+//	                 with IQ4_NL and MXFP4), the same bits on every path.
+//	                 Q8_0 likewise (packed) where the AVX-512 Q8_0
+//	                 kernels do not run; where they do (hasQ8Z, hasVNNI),
+//	                 eight lanes (lane l: elements 4l..4l+3 of each
+//	                 block), acc_l += fl(dw·da)·s_l fused, folded as dot4
 //	other types      the row dequantized to float32 (dequantFast), then
 //	                 dot4's F32 arithmetic
 //
@@ -267,7 +271,7 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 	if _, ok := actsFormat(w.Type); ok && quantizeActsFrom(&s.acts, w.Type, x[:n*w.Cols], pairFrom) == nil {
 		j.quant = true
 		if useQ4x8(w) {
-			// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: the rows packed eight
+			// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q8_0: the rows packed eight
 			// at a time (by Prepare or now), the tokens' block biases, and
 			// for the types with four-token kernels groups of four tokens'
 			// activations interleaved once for all workers.
@@ -281,8 +285,8 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 				}
 			}
 		}
-		if n > 1 && hasQdotX4(w.Type) {
-			j.x4 = true
+		if n > 1 && hasQdotX4(w.Type) && j.q4 == nil {
+			j.x4 = true // (Q8_0 packed takes its own four-token kernel)
 		}
 		if j.x4 {
 			// Scales of the groups of four tokens (qx4Group), (groups,
@@ -407,7 +411,7 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 		}
 	case j.q4 != nil && !j.nlt:
 		// Eight packed rows at a time: four tokens then one (Q4_0, Q4_1,
-		// Q5_0, Q5_1, MXFP4), or one at a time (IQ4_NL with too few
+		// Q5_0, Q5_1, MXFP4, Q8_0), or one at a time (IQ4_NL with too few
 		// tokens for its tiles).
 		dotQ4x8(w.Type, j.dst, w.Rows, j.q4, w.Rows, lo, hi, w.Cols, &j.s.acts, j.s.shared.q8, 0, j.n)
 	case j.quant:

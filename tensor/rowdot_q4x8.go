@@ -10,8 +10,8 @@ import (
 	"nanoserve/internal/mmap"
 )
 
-// Q4_0 (and Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) weights with their rows
-// interleaved eight at a time.
+// Q4_0 (and Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q8_0) weights with their
+// rows interleaved eight at a time.
 //
 // The row dot (one row against one token) spends most of its work on
 // horizontal bookkeeping: a Q4_0 block is 32 nibbles and one fp16 scale,
@@ -71,6 +71,17 @@ import (
 // GB/s per core, compute-bound at decode; the packed ones stream at
 // memory speed (TinyLlama-shaped tg64 ~27 → ~40 tok/s).
 //
+// Q8_0 packs eight 32-byte chunks of signed bytes behind the scales (272
+// bytes a group-block) where the AVX-512 Q8_0 kernels do not run (hasQ8Z,
+// hasVNNI; they keep qdotQ8_0SIMD's eight-lane arithmetic): VPMADDUBSW
+// takes the weights' magnitudes against the activations given their signs
+// (VPSIGNB), each chunk goes to dwords at once, and the reference
+// dotQ8_0's float steps are Q4_0's. Its eight-lane row dots had left
+// ~11 vector instructions per row and block; packed, ~6, and four tokens
+// share each chunk's load and magnitudes: TinyLlama-shaped Q8_0 pp512
+// ~55 → ~85 tok/s (qdotQ8_0x8T1 streams 35 GB/s per core L2-resident
+// against 22 for the row dot: decode stays at memory speed).
+//
 // Cost: the packed copy is as large as the weights; it is made by
 // Prepare at load (or on the first product) in its own anonymous memory,
 // advised for 2 MiB pages above that size (decode streams it, and 4 KiB
@@ -84,15 +95,21 @@ const (
 	q5x8Block  = 176 // Q5_0's: the scales, the eight rows' qh dwords, the chunks
 	q41x8Block = 160 // Q4_1's: the scales, the mins, the chunks
 	q51x8Block = 192 // Q5_1's: the scales, the mins, the qh dwords, the chunks
+	q8x8Block  = 272 // Q8_0's: the scales, eight chunks of signed bytes
 	q4x8ActLen = 160 // bytes of one block of a 4-token activation group (q4x8Acts)
 )
 
 // useQ4x8 reports whether MatMul runs w on the packed kernels: Q4_0,
-// and IQ4_NL and MXFP4 for the tokens their tiles do not take.
+// Q4_1, Q5_0, Q5_1, MXFP4, Q8_0 (without the AVX-512 Q8_0 kernels), and
+// IQ4_NL for the tokens its tiles do not take.
 func useQ4x8(w *Mat) bool {
 	switch w.Type {
 	case Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4:
 		return q4x8Arch && hasSIMD && w.Cols%32 == 0 && w.Cols > 0
+	case Q8_0:
+		// Not where the AVX-512 Q8_0 kernels run (hasQ8Z, hasVNNI): they
+		// keep the eight-lane arithmetic of qdotQ8_0SIMD.
+		return q4x8Arch && hasSIMD && !hasQ8Z && !hasVNNI && w.Cols%32 == 0 && w.Cols > 0
 	}
 	return false
 }
@@ -106,6 +123,8 @@ func q4x8BlockOf(wt DType) int {
 		return q41x8Block
 	case Q5_1:
 		return q51x8Block
+	case Q8_0:
+		return q8x8Block
 	}
 	return q4x8Block
 }
@@ -113,7 +132,7 @@ func q4x8BlockOf(wt DType) int {
 // q4x8Four reports whether wt has four-token packed kernels (IQ4_NL
 // takes the 16-token tiles, rowdot_iq_tile.go).
 func q4x8Four(wt DType) bool {
-	return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 || wt == MXFP4
+	return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 || wt == MXFP4 || wt == Q8_0
 }
 
 // q4x8Mu serializes the packing of matrices, so two pools meeting one
@@ -122,7 +141,7 @@ var q4x8Mu sync.Mutex
 
 // Prepare makes w ready for MatMul now rather than on its first product
 // and returns the bytes of memory that took: a Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL or MXFP4 matrix on amd64 with AVX2 is copied into rows packed
+// IQ4_NL, MXFP4 or Q8_0 (useQ4x8) matrix on amd64 with AVX2 is copied into rows packed
 // eight at a time (see the top of the file), which MatMul then reads
 // instead of w.Data. Other matrices need nothing (0). Safe for
 // concurrent use.
@@ -194,8 +213,10 @@ func packRows8(out []byte, wt DType, data []byte, rows, cols int) {
 // its float32 bits); Q5_0's and Q5_1's qh go to dword r of the 32 bytes
 // after those; the chunks follow.
 func packGroup8(out []byte, wt DType, data []byte, rows, g, nb int) {
-	bb, pb, co := 18, q4x8BlockOf(wt), 16 // block bytes, packed block bytes, chunks' offset
+	bb, pb, co, nc := 18, q4x8BlockOf(wt), 16, 4 // block bytes, packed block bytes, chunks' offset, chunks
 	switch wt {
+	case Q8_0:
+		bb, nc = 34, 8
 	case MXFP4:
 		bb = 17
 	case Q5_0:
@@ -228,8 +249,8 @@ func packGroup8(out []byte, wt DType, data []byte, rows, g, nb int) {
 				o[16+2*r], o[16+2*r+1] = blk[2], blk[3]
 				copy(o[32+4*r:32+4*r+4], blk[4:8])
 			}
-			qs := blk[bb-16:]
-			for c := range 4 {
+			qs := blk[bb-4*nc:]
+			for c := range nc {
 				binary.LittleEndian.PutUint32(o[co+32*c+4*r:], binary.LittleEndian.Uint32(qs[4*c:]))
 			}
 		}
@@ -281,10 +302,13 @@ func q4x8Acts(xs []byte, wt DType, a *quantizedActs, n int, toks *[4]int) {
 				o[32*t+i] = byte(q[32*b+i])
 			}
 			binary.LittleEndian.PutUint32(o[128+4*t:], math.Float32bits(d[b]))
-			if bias != nil {
+			switch {
+			case bias != nil:
 				binary.LittleEndian.PutUint32(o[144+4*t:], uint32(bias[tok*nb+b]))
-			} else {
+			case wt == Q4_1 || wt == Q5_1:
 				binary.LittleEndian.PutUint32(o[144+4*t:], math.Float32bits(a.S[tok*nb+b]))
+			default:
+				binary.LittleEndian.PutUint32(o[144+4*t:], 0) // Q8_0: none
 			}
 		}
 	}
@@ -360,6 +384,8 @@ func q4x8T1(wt DType, dst *float32, groups int, w *byte, q *int8, d *float32, ns
 		qdotIQ4_NLx8T1(dst, groups, w, q, d, ns, nb)
 	case MXFP4:
 		qdotMXFP4x8T1(dst, groups, w, q, d, ns, nb)
+	case Q8_0:
+		qdotQ8_0x8T1(dst, groups, w, q, d, ns, nb)
 	}
 }
 
@@ -375,6 +401,8 @@ func q4x8T4(wt DType, dst *float32, groups int, w *byte, xs *byte, nb int, offs 
 		qdotQ5_1x8T4(dst, groups, w, xs, nb, offs)
 	case MXFP4:
 		qdotMXFP4x8T4(dst, groups, w, xs, nb, offs)
+	case Q8_0:
+		qdotQ8_0x8T4(dst, groups, w, xs, nb, offs)
 	}
 }
 

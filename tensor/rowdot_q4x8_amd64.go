@@ -41,3 +41,9 @@ func qdotQ5_1x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]
 
 //go:noescape
 func qdotMXFP4x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+
+//go:noescape
+func qdotQ8_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
+
+//go:noescape
+func qdotQ8_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)

@@ -813,3 +813,128 @@ fp8t4block:
 	T4NEXT(144, fp8t4block)
 
 	T4END(fp8t4group)
+
+// ---------------------------------------------------------------- Q8_0
+
+// Packed Q8_0 (q8x8Block, 272 bytes a group-block): the eight rows' fp16
+// scales, then eight 32-byte chunks; chunk c, dword r = row r's signed
+// bytes 4c..4c+3. VPMADDUBSW wants one unsigned operand: the weights'
+// magnitudes (VPABSB), against the activations given the weights' signs
+// (VPSIGNB; the activations are in [−127, 127], so no sign flip wraps).
+// A pair of products is at most 2·128·127 = 32512 in magnitude, so each
+// chunk goes to dwords at once (VPMADDWD by ones) and the eight chunks'
+// dwords sum to the exact block sums Σ w·q of eight rows; then per lane
+// dotQ8_0's float steps, p = fl(fl(dw·da)·s), acc = fl(acc + p).
+
+// PREFETCH5 prefetches the weight stream 2 KB ahead, every line of a
+// 272-byte block.
+#define PREFETCH5 \
+	PREFETCHT0 2048(SI); \
+	PREFETCHT0 2112(SI); \
+	PREFETCHT0 2176(SI); \
+	PREFETCHT0 2240(SI); \
+	PREFETCHT0 2304(SI)
+
+// Q8X8CHUNK1 adds chunk off(SI)'s eight rows' products with the token's
+// four activations at aoff(DI) to the int32 sums Y4. Y14 = 0x0001 words.
+#define Q8X8CHUNK1(off, aoff) \
+	VMOVDQU      off(SI), Y1; \
+	VPBROADCASTD aoff(DI), Y3; \
+	VPSIGNB      Y1, Y3, Y3; \
+	VPABSB       Y1, Y1; \
+	VPMADDUBSW   Y3, Y1, Y1; \
+	VPMADDWD     Y14, Y1, Y1; \
+	VPADDD       Y1, Y4, Y4
+
+// func qdotQ8_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
+//
+// qdotQ4_0x8T1 for packed Q8_0 (aux unused: no bias).
+TEXT ·qdotQ8_0x8T1(SB), NOSPLIT, $0-56
+	XSETUP
+	VMOVDQU q4x8c<>+32(SB), Y14
+
+q8x8t1group:
+	T1GROUP
+
+q8x8t1block:
+	PREFETCH5
+	VCVTPH2PS    (SI), Y9
+	VBROADCASTSS (DX), Y10
+	VMULPS       Y10, Y9, Y9
+	VPXOR        Y4, Y4, Y4
+	Q8X8CHUNK1(16, 0)
+	Q8X8CHUNK1(48, 4)
+	Q8X8CHUNK1(80, 8)
+	Q8X8CHUNK1(112, 12)
+	Q8X8CHUNK1(144, 16)
+	Q8X8CHUNK1(176, 20)
+	Q8X8CHUNK1(208, 24)
+	Q8X8CHUNK1(240, 28)
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y9, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	T1NEXT(272, q8x8t1block)
+
+	T1END(q8x8t1group)
+
+// Q8X8TOKC adds one token's products with the chunk (Y1 the signed
+// bytes, Y2 their magnitudes) to its int32 sums S: the token's four
+// activations at toff(DI). Y3 clobbered, Y15 = 0x0001 words.
+#define Q8X8TOKC(toff, S) \
+	VPBROADCASTD toff(DI), Y3; \
+	VPSIGNB      Y1, Y3, Y3; \
+	VPMADDUBSW   Y3, Y2, Y3; \
+	VPMADDWD     Y15, Y3, Y3; \
+	VPADDD       Y3, S, S
+
+// Q8X8CHUNK4 is chunk off(SI) against the four tokens' activations, the
+// chunk's element group at aoff(DI) of token 0 (token t's 32t further).
+#define Q8X8CHUNK4(off, aoff) \
+	VMOVDQU off(SI), Y1; \
+	VPABSB  Y1, Y2; \
+	Q8X8TOKC(aoff, Y4); \
+	Q8X8TOKC(aoff+32, Y5); \
+	Q8X8TOKC(aoff+64, Y6); \
+	Q8X8TOKC(aoff+96, Y7)
+
+// Q8X8TOKEND finishes one token's block: its int32 sums S converted,
+// times fl(dw·da) (dw in Y9, da at doff(DI)), added to ACC. Y14 clobbered.
+#define Q8X8TOKEND(S, doff, ACC) \
+	VCVTDQ2PS    S, S; \
+	VBROADCASTSS doff(DI), Y14; \
+	VMULPS       Y9, Y14, Y14; \
+	VMULPS       Y14, S, S; \
+	VADDPS       S, ACC, ACC
+
+// func qdotQ8_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// qdotQ4_0x8T4 for packed Q8_0 (the biases in xs unused).
+TEXT ·qdotQ8_0x8T4(SB), NOSPLIT, $0-48
+	XSETUP
+	MOVQ    offs+40(FP), R10
+	VMOVDQU q4x8c<>+32(SB), Y15
+
+q8x8t4group:
+	X4START
+
+q8x8t4block:
+	VPXOR     Y4, Y4, Y4
+	VPXOR     Y5, Y5, Y5
+	VPXOR     Y6, Y6, Y6
+	VPXOR     Y7, Y7, Y7
+	Q8X8CHUNK4(16, 0)
+	Q8X8CHUNK4(48, 4)
+	Q8X8CHUNK4(80, 8)
+	Q8X8CHUNK4(112, 12)
+	Q8X8CHUNK4(144, 16)
+	Q8X8CHUNK4(176, 20)
+	Q8X8CHUNK4(208, 24)
+	Q8X8CHUNK4(240, 28)
+	VCVTPH2PS (SI), Y9
+	Q8X8TOKEND(Y4, 128, Y10)
+	Q8X8TOKEND(Y5, 132, Y11)
+	Q8X8TOKEND(Y6, 136, Y12)
+	Q8X8TOKEND(Y7, 140, Y13)
+	T4NEXT(272, q8x8t4block)
+
+	T4END(q8x8t4group)

@@ -29,3 +29,7 @@ func qdotQ4_1x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreac
 func qdotQ5_1x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
 
 func qdotMXFP4x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
+
+func qdotQ8_0x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
+
+func qdotQ8_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }

@@ -16,7 +16,12 @@ func TestQ4x8(t *testing.T) {
 	if !q4x8Arch || !hasSIMD {
 		t.Skip("no packed Q4_0 kernels here (amd64 with AVX2)")
 	}
-	for _, wt := range []DType{Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4} {
+	for _, wt := range []DType{Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q8_0} {
+		// (Q8_0 stays on its eight-lane kernels where the AVX-512 ones run;
+		// the packed kernels are still tested there.)
+		if m := (&Mat{Type: wt, Rows: 8, Cols: 32}); !useQ4x8(m) && !(wt == Q8_0 && (hasQ8Z || hasVNNI)) {
+			t.Fatalf("%s is not packed here", wt)
+		}
 		testQ4x8(t, wt)
 	}
 	for e := range 256 {
@@ -43,6 +48,11 @@ func testQ4x8(t *testing.T, wt DType) {
 			}
 			if wt != MXFP4 {
 				data[5*rb], data[5*rb+1] = 0x01, 0x00
+			}
+			if wt == Q8_0 { // row 3's first block: the extreme bytes −128, 127
+				for i := range 32 {
+					data[3*rb+2+i] = []byte{0x80, 0x7f}[i%2]
+				}
 			}
 		}
 		m := &Mat{Type: wt, Rows: shape.rows, Cols: shape.cols, Data: data}
@@ -101,45 +111,47 @@ func testQ4x8(t *testing.T, wt DType) {
 	}
 }
 
-// BenchmarkQ4x8 is the packed Q4_0 kernels over 32 rows of 4096 elements
-// (L2-resident) against one token (T1) and four (T4), beside the
-// unpacked row dots of the same rows: MB/s of Q4_0 weight bytes per core
-// and token group.
+// BenchmarkQ4x8 is the packed kernels over 32 rows of 4096 elements
+// (L2-resident) against one token (T1) and four (T4), Q4_0 and Q8_0 (the
+// row dots of the same rows: BenchmarkDotQRows): MB/s of weight bytes per
+// core and token group.
 func BenchmarkQ4x8(b *testing.B) {
 	const rows = 32
-	w, x := benchRow(b, Q4_0)
-	wm := make([]byte, 0, rows*len(w))
-	for range rows {
-		wm = append(wm, w...)
-	}
-	m := &Mat{Type: Q4_0, Rows: rows, Cols: benchCols, Data: wm}
-	x4 := make([]float32, 0, 4*benchCols)
-	for range 4 {
-		x4 = append(x4, x...)
-	}
-	var a quantizedActs
-	if err := quantizeActs(&a, Q4_0, x4); err != nil {
-		b.Fatal(err)
-	}
-	a.q4Bias(Q4_0)
-	xs := make([]byte, benchCols/32*q4x8ActLen)
-	q4x8Acts(xs, Q4_0, &a, benchCols, &[4]int{0, 1, 2, 3})
-	dst := make([]float32, 4*rows)
-	for _, nt := range []int{1, 4} {
-		b.Run("packed/T"+string(rune('0'+nt)), func(b *testing.B) {
-			if !useQ4x8(m) {
-				b.Skip("no packed kernels here")
-			}
-			pk := m.q4x8()
-			b.SetBytes(int64(len(wm)))
-			c0 := cpuSeconds()
-			for b.Loop() {
-				dotQ4x8(Q4_0, dst, rows, pk, rows, 0, rows, benchCols, &a, xs, 0, nt)
-			}
-			if c := cpuSeconds() - c0; c > 0 {
-				b.ReportMetric(float64(len(wm))*float64(b.N)/c/1e6, "cpuMB/s")
-			}
-		})
+	for _, wt := range []DType{Q4_0, Q8_0} {
+		w, x := benchRow(b, wt)
+		wm := make([]byte, 0, rows*len(w))
+		for range rows {
+			wm = append(wm, w...)
+		}
+		m := &Mat{Type: wt, Rows: rows, Cols: benchCols, Data: wm}
+		x4 := make([]float32, 0, 4*benchCols)
+		for range 4 {
+			x4 = append(x4, x...)
+		}
+		var a quantizedActs
+		if err := quantizeActs(&a, wt, x4); err != nil {
+			b.Fatal(err)
+		}
+		a.q4Bias(wt)
+		xs := make([]byte, benchCols/32*q4x8ActLen)
+		q4x8Acts(xs, wt, &a, benchCols, &[4]int{0, 1, 2, 3})
+		dst := make([]float32, 4*rows)
+		for _, nt := range []int{1, 4} {
+			b.Run(wt.String()+"/T"+string(rune('0'+nt)), func(b *testing.B) {
+				if !q4x8Arch || !hasSIMD {
+					b.Skip("no packed kernels here")
+				}
+				pk := m.q4x8()
+				b.SetBytes(int64(len(wm)))
+				c0 := cpuSeconds()
+				for b.Loop() {
+					dotQ4x8(wt, dst, rows, pk, rows, 0, rows, benchCols, &a, xs, 0, nt)
+				}
+				if c := cpuSeconds() - c0; c > 0 {
+					b.ReportMetric(float64(len(wm))*float64(b.N)/c/1e6, "cpuMB/s")
+				}
+			})
+		}
 	}
 }
 

@@ -162,7 +162,9 @@
 
 // func qdotQ8_0SIMD(dst *float32, rows int, w *byte, stride uintptr, q *int8, d *float32, aux unsafe.Pointer, nb int)
 // Q8_0 block (34 bytes): f16 d, 32 int8. The canonical Q8_0 arithmetic
-// (batch invariance, see matmul.go): per row and token one 8-lane float
+// where the AVX-512 Q8_0 kernels run (hasQ8Z, hasVNNI; on AVX2 alone the
+// rows are packed instead, rowdot_q4x8.go, with the reference dotQ8_0's
+// steps) (batch invariance, see matmul.go): per row and token one 8-lane float
 // accumulator, acc += (dw·da)·float(int32 lane sums) block after block,
 // folded by FOLD8 — exactly what qdotQ8_0x4SIMD does per token, so one
 // token and a group of four give the same bits. (It used to keep four

@@ -136,7 +136,8 @@ func dotQ8_0(w []byte, q []int8, d []float32) float32 {
 		for j := range 32 {
 			s += int32(int8(qs[j])) * int32(y[j])
 		}
-		sum += float32(f16At(blk)*d[b]) * float32(s)
+		// Rounded step by step, as the packed kernels (rowdot_q4x8.go).
+		sum += float32(float32(f16At(blk)*d[b]) * float32(s))
 	}
 	return sum
 }

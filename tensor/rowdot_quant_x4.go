@@ -15,7 +15,8 @@ package tensor
 // (lane t = token t) and scaled by the weights' d and the tokens' da in
 // one float step. Groups of two tokens take x2 variants that multiply
 // only those two (tokens 2 and 3 of the group repeat token 1). Q8_0
-// (qdotQ8_0x4SIMD, x2) shares each block's load, |w| and scale among the
+// (qdotQ8_0x4SIMD, x2; on AVX2 hosts its rows are packed instead,
+// rowdot_q4x8.go) shares each block's load, |w| and scale among the
 // tokens, but needs a float step per token and block of 32; where the CPU
 // has AVX-512 VNNI (hasVNNI), qdotQ8_0x4VNNI (x2) replace the three
 // integer steps per token with one VPDPBUSD and form the four tokens'
