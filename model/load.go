@@ -125,8 +125,29 @@ func Load(path string, opts Options) (*Model, error) {
 		m.Close()
 		return nil, err
 	}
+	// The kernels' layouts (4/5/8-bit types on amd64) now, not in the
+	// first request; MatMul then reads only the packed copy, so the file
+	// pages the packing read leave the resident set (page cache the
+	// kernel may drop; a row lookup faults its page back in): after each
+	// matrix, so the peak stays one matrix above the copies, and once
+	// more at the end for the pages the next matrices' faults mapped
+	// around them again (the kernel maps up to 64 KiB of cached pages
+	// around a fault).
+	maps := m.mappings()
+	release := func(w *tensor.Mat) {
+		if w.Repacked() {
+			for _, mp := range maps {
+				mp.ReleaseRange(w.Data)
+			}
+		}
+	}
 	for _, w := range m.matrices() {
-		w.Prepare() // the kernels' layouts (4/5-bit types on amd64) now, not in the first request
+		if w.Prepare() > 0 {
+			release(w)
+		}
+	}
+	for _, w := range m.matrices() {
+		release(w)
 	}
 	return m, nil
 }

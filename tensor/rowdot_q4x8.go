@@ -227,31 +227,36 @@ func packGroup8(out []byte, wt DType, data []byte, rows, g, nb int) {
 		bb, co = 24, 64
 	}
 	rb := nb * bb
+	_ = out[nb*pb-1]
+	po := unsafe.Pointer(&out[0])
+	// Word copies through unsafe pointers (out's length checked above,
+	// each row's below): the copy of a multi-gigabyte file at load.
 	for r := range 8 {
 		row := 8*g + r
 		if row >= rows {
 			return
 		}
 		src := data[row*rb : (row+1)*rb]
+		ps := unsafe.Pointer(&src[0])
 		for b := range nb {
-			blk, o := src[bb*b:bb*b+bb], out[b*pb:(b+1)*pb]
+			blk, o := unsafe.Add(ps, bb*b), unsafe.Add(po, b*pb)
 			if wt == MXFP4 {
-				binary.LittleEndian.PutUint16(o[2*r:], uint16(math.Float32bits(e8m0Half(blk[0]))>>16))
+				*(*uint16)(unsafe.Add(o, 2*r)) = uint16(math.Float32bits(e8m0Half(*(*uint8)(blk))) >> 16)
 			} else {
-				o[2*r], o[2*r+1] = blk[0], blk[1]
+				*(*uint16)(unsafe.Add(o, 2*r)) = *(*uint16)(blk)
 			}
 			switch wt {
 			case Q5_0:
-				copy(o[16+4*r:16+4*r+4], blk[2:6]) // qh
+				*(*uint32)(unsafe.Add(o, 16+4*r)) = *(*uint32)(unsafe.Add(blk, 2)) // qh
 			case Q4_1:
-				o[16+2*r], o[16+2*r+1] = blk[2], blk[3] // m
+				*(*uint16)(unsafe.Add(o, 16+2*r)) = *(*uint16)(unsafe.Add(blk, 2)) // m
 			case Q5_1:
-				o[16+2*r], o[16+2*r+1] = blk[2], blk[3]
-				copy(o[32+4*r:32+4*r+4], blk[4:8])
+				*(*uint16)(unsafe.Add(o, 16+2*r)) = *(*uint16)(unsafe.Add(blk, 2))
+				*(*uint32)(unsafe.Add(o, 32+4*r)) = *(*uint32)(unsafe.Add(blk, 4))
 			}
-			qs := blk[bb-4*nc:]
+			qs, oc := unsafe.Add(blk, bb-4*nc), unsafe.Add(o, co+4*r)
 			for c := range nc {
-				binary.LittleEndian.PutUint32(o[co+32*c+4*r:], binary.LittleEndian.Uint32(qs[4*c:]))
+				*(*uint32)(unsafe.Add(oc, 32*c)) = *(*uint32)(unsafe.Add(qs, 4*c))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package mmap
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
 )
 
@@ -177,6 +178,29 @@ func HugePagesEnabled() bool { return hugePagesEnabled() }
 // allocations without swapping (Linux MemAvailable, page cache included);
 // 0 when unknown.
 func Available() int64 { return available() }
+
+// ReleaseRange lets go of the resident pages of the file mapping m that
+// lie wholly inside b (a part of m.Bytes()), as Release does for all of
+// them: once a matrix was copied elsewhere (a kernel's packed layout),
+// its file pages need not count in the process's resident set; a later
+// read faults them in again. Advice: nothing happens where b is not in a
+// file mapping of m (an Anon mapping would lose its bytes).
+func (m *Mapping) ReleaseRange(b []byte) {
+	if m == nil || !m.mapped || m.whole != nil || m.path == "" {
+		return
+	}
+	off, ok := offsetIn(m.data, b)
+	if !ok {
+		return
+	}
+	// The page-aligned interior: the pages at either end may hold
+	// another tensor's bytes. The mapping itself starts on a page.
+	ps := os.Getpagesize()
+	lo, hi := (off+ps-1)/ps*ps, (off+len(b))/ps*ps
+	if lo < hi {
+		_ = dontNeed(m.data[lo:hi])
+	}
+}
 
 // Release lets go of the mapping's resident pages (MADV_DONTNEED); a
 // later read faults them in again (from the page cache for a file). Use

@@ -1,6 +1,7 @@
 package mmap
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,5 +46,51 @@ func TestCached(t *testing.T) {
 	defer m.Close()
 	if c := cached(m.Bytes()); c < 0.5 {
 		t.Errorf("cached share of a file just written: %.2f", c)
+	}
+}
+
+var releaseSink int
+
+// TestReleaseRange: the file pages wholly inside the range leave the
+// resident set, the pages at its ends (shared with other bytes) stay, the
+// bytes read back the same; an Anon mapping keeps its bytes (no release).
+func TestReleaseRange(t *testing.T) {
+	ps := os.Getpagesize()
+	p := filepath.Join(t.TempDir(), "f")
+	want := bytes.Repeat([]byte("0123456789abcdef"), 64*ps/16)
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := 0; i < len(m.Bytes()); i += ps {
+		releaseSink += int(m.Bytes()[i])
+	}
+	before := m.Residency().Resident
+	if before != int64(len(want)) {
+		t.Skipf("the mapping is %d of %d bytes resident after a read: cannot tell a release", before, len(want))
+	}
+	m.ReleaseRange(m.Bytes()[100 : 100+40*ps]) // pages 1..39 wholly inside
+	if got := m.Residency().Resident; got != before-39*int64(ps) {
+		t.Errorf("after ReleaseRange of 39 whole pages: %d bytes resident, want %d", got, before-39*int64(ps))
+	}
+	m.ReleaseRange(want[:2*ps]) // not in the mapping: nothing
+	if !bytes.Equal(m.Bytes(), want) {
+		t.Error("the released bytes read back differently")
+	}
+	a, err := Anon(4 * ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range a.Bytes() {
+		a.Bytes()[i] = 1
+	}
+	a.ReleaseRange(a.Bytes())
+	if a.Bytes()[ps] != 1 {
+		t.Error("ReleaseRange dropped an anonymous mapping's bytes")
 	}
 }
