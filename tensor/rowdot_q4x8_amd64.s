@@ -288,6 +288,18 @@ DATA fp8lv<>+16(SB)/8, $0x181412100f0e0d0c
 DATA fp8lv<>+24(SB)/8, $0x00040608090a0b0c
 GLOBL fp8lv<>(SB), RODATA|NOPTR, $32
 
+// SIGNDOT adds one token's products with eight rows' signed bytes to the
+// int32 sums ACC: the token's four activations at aoff(DI) broadcast (Y3)
+// and given the signs of SIGNS (VPSIGNB), against the magnitudes MAG
+// (VPMADDUBSW into T), pairs summed to dwords by ONES (0x0001 words).
+// A pair of products is at most 2·128·127 in magnitude: no saturation.
+#define SIGNDOT(aoff, SIGNS, MAG, T, ONES, ACC) \
+	VPBROADCASTD aoff(DI), Y3; \
+	VPSIGNB      SIGNS, Y3, Y3; \
+	VPMADDUBSW   Y3, MAG, T; \
+	VPMADDWD     ONES, T, T; \
+	VPADDD       T, ACC, ACC
+
 // NL8CHUNK adds chunk off(SI)'s products with the activations at aoff
 // (low nibbles) and aoff+16 (high) of DI into the int32 sums Y4: IQ4_NL
 // levels moved to the activations as signs (VPSIGNB), their magnitudes
@@ -300,16 +312,8 @@ GLOBL fp8lv<>(SB), RODATA|NOPTR, $32
 	VPSHUFB      Y1, Y12, Y1; \
 	VPSHUFB      Y2, Y13, Y6; \
 	VPSHUFB      Y2, Y12, Y2; \
-	VPBROADCASTD aoff(DI), Y3; \
-	VPSIGNB      Y5, Y3, Y3; \
-	VPMADDUBSW   Y3, Y1, Y1; \
-	VPMADDWD     Y14, Y1, Y1; \
-	VPADDD       Y1, Y4, Y4; \
-	VPBROADCASTD aoff+16(DI), Y3; \
-	VPSIGNB      Y6, Y3, Y3; \
-	VPMADDUBSW   Y3, Y2, Y2; \
-	VPMADDWD     Y14, Y2, Y2; \
-	VPADDD       Y2, Y4, Y4
+	SIGNDOT(aoff, Y5, Y1, Y1, Y14, Y4); \
+	SIGNDOT(aoff+16, Y6, Y2, Y2, Y14, Y4)
 
 // func qdotIQ4_NLx8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
 //
@@ -838,13 +842,9 @@ fp8t4block:
 // Q8X8CHUNK1 adds chunk off(SI)'s eight rows' products with the token's
 // four activations at aoff(DI) to the int32 sums Y4. Y14 = 0x0001 words.
 #define Q8X8CHUNK1(off, aoff) \
-	VMOVDQU      off(SI), Y1; \
-	VPBROADCASTD aoff(DI), Y3; \
-	VPSIGNB      Y1, Y3, Y3; \
-	VPABSB       Y1, Y1; \
-	VPMADDUBSW   Y3, Y1, Y1; \
-	VPMADDWD     Y14, Y1, Y1; \
-	VPADDD       Y1, Y4, Y4
+	VMOVDQU off(SI), Y1; \
+	VPABSB  Y1, Y2; \
+	SIGNDOT(aoff, Y1, Y2, Y2, Y14, Y4)
 
 // func qdotQ8_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *int32, nb int)
 //
@@ -881,11 +881,7 @@ q8x8t1block:
 // bytes, Y2 their magnitudes) to its int32 sums S: the token's four
 // activations at toff(DI). Y3 clobbered, Y15 = 0x0001 words.
 #define Q8X8TOKC(toff, S) \
-	VPBROADCASTD toff(DI), Y3; \
-	VPSIGNB      Y1, Y3, Y3; \
-	VPMADDUBSW   Y3, Y2, Y3; \
-	VPMADDWD     Y15, Y3, Y3; \
-	VPADDD       Y3, S, S
+	SIGNDOT(toff, Y1, Y2, Y3, Y15, S)
 
 // Q8X8CHUNK4 is chunk off(SI) against the four tokens' activations, the
 // chunk's element group at aoff(DI) of token 0 (token t's 32t further).

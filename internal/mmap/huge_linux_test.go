@@ -56,16 +56,8 @@ var releaseSink int
 // bytes read back the same; an Anon mapping keeps its bytes (no release).
 func TestReleaseRange(t *testing.T) {
 	ps := os.Getpagesize()
-	p := filepath.Join(t.TempDir(), "f")
 	want := bytes.Repeat([]byte("0123456789abcdef"), 64*ps/16)
-	if err := os.WriteFile(p, want, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, _ := mapTemp(t, want)
 	for i := 0; i < len(m.Bytes()); i += ps {
 		releaseSink += int(m.Bytes()[i])
 	}

@@ -11,17 +11,8 @@ import (
 // mapped bytes; bytes outside the mapping are refused (false, no error);
 // a file replaced since it was mapped is an error, not other bytes.
 func TestReadInto(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "f")
 	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<12)
-	if err := os.WriteFile(p, want, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, p := mapTemp(t, want)
 	src := m.Bytes()[1000:5000]
 	dst := make([]byte, len(src))
 	if ok, err := m.ReadInto(dst, src); !ok || err != nil || !bytes.Equal(dst, src) {
@@ -57,4 +48,20 @@ func TestAnonPopulate(t *testing.T) {
 		t.Fatal("arena not zeroed")
 	}
 	b[len(b)-1] = 1
+}
+
+// mapTemp writes data to a file in a test directory and maps it (closed
+// at the end of the test), returning the mapping and the file's path.
+func mapTemp(t *testing.T, data []byte) (*Mapping, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, p
 }
