@@ -53,8 +53,9 @@ func useNLTile(wt DType) bool {
 	return (wt == IQ4_NL || wt == MXFP4) && (nlTileZ() || hasNLTileY) && qdotX4On
 }
 
-// nlTiles reports whether MatMul takes the tiles for w: IQ4_NL, and
-// MXFP4 where it does not run on its packed rows' four-token kernel.
+// nlTiles reports whether MatMul takes the tiles for w: IQ4_NL and MXFP4
+// where they do not run on their packed rows' four-token kernels (on
+// zmm, IQ4_NL's tiles; q4x8Four).
 func nlTiles(w *Mat) bool {
 	return useNLTile(w.Type) && !(useQ4x8(w) && q4x8Four(w.Type))
 }

@@ -61,13 +61,16 @@ import (
 // (qdotIQ4_NLx8T1, qdotMXFP4x8T1) pick each nibble's level by VPSHUFB:
 // IQ4_NL's magnitudes against the activations signed by the levels
 // (VPSIGNB), MXFP4's levels plus 12 against the activations with the
-// bias −12·Σq. IQ4_NL's take decode and the tokens its 16-token tiles
-// leave (rowdot_iq_tile.go), whose bits they share; MXFP4 has a
-// four-token kernel too (qdotMXFP4x8T4, each token's block summed in two
-// halves as Q5_0's), which replaces its tiles: TinyLlama-shaped pp512
-// 93-102 → 99-113 tok/s. (IQ4_NL's signed levels would need the
-// magnitudes and the signs of all eight element groups in registers: no
-// room for four tokens.) Row dot rate, L2-resident: IQ4_NL/MXFP4 ~11
+// bias −12·Σq. Both have four-token kernels too, which replace their
+// 16-token tiles (rowdot_iq_tile.go; the same bits) on ymm: MXFP4's
+// (qdotMXFP4x8T4, each token's block summed in two halves as Q5_0's)
+// TinyLlama-shaped pp512 93-102 → 99-113 tok/s; IQ4_NL's
+// (qdotIQ4_NLx8T4), one chunk at a time — its levels and their
+// magnitudes for the low and high nibbles in four registers, the signs
+// moved to each token's activations as for Q8_0 — pp8 49-57 → 70-76,
+// pp128 72-78 → 79-92, pp512 68-71 → 77-85 (interleaved, 2 rounds).
+// Where the tiles run on zmm (nlTileZ), IQ4_NL keeps them and its
+// packed one-token kernel takes the rest. Row dot rate, L2-resident: IQ4_NL/MXFP4 ~11
 // GB/s per core, compute-bound at decode; the packed ones stream at
 // memory speed (TinyLlama-shaped tg64 ~27 → ~40 tok/s).
 //
@@ -101,7 +104,7 @@ const (
 
 // useQ4x8 reports whether MatMul runs w on the packed kernels: Q4_0,
 // Q4_1, Q5_0, Q5_1, MXFP4, Q8_0 (without the AVX-512 Q8_0 kernels), and
-// IQ4_NL for the tokens its tiles do not take.
+// IQ4_NL (on zmm only for the tokens its tiles do not take).
 func useQ4x8(w *Mat) bool {
 	switch w.Type {
 	case Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4:
@@ -129,10 +132,16 @@ func q4x8BlockOf(wt DType) int {
 	return q4x8Block
 }
 
-// q4x8Four reports whether wt has four-token packed kernels (IQ4_NL
-// takes the 16-token tiles, rowdot_iq_tile.go).
+// q4x8Four reports whether wt has four-token packed kernels here (IQ4_NL
+// takes its 16-token tiles on zmm, rowdot_iq_tile.go).
 func q4x8Four(wt DType) bool {
-	return wt == Q4_0 || wt == Q4_1 || wt == Q5_0 || wt == Q5_1 || wt == MXFP4 || wt == Q8_0
+	switch wt {
+	case Q4_0, Q4_1, Q5_0, Q5_1, MXFP4, Q8_0:
+		return true
+	case IQ4_NL:
+		return !nlTileZ() // (its 16-token zmm tiles where they run)
+	}
+	return false
 }
 
 // q4x8Mu serializes the packing of matrices, so two pools meeting one
@@ -408,6 +417,8 @@ func q4x8T4(wt DType, dst *float32, groups int, w *byte, xs *byte, nb int, offs 
 		qdotMXFP4x8T4(dst, groups, w, xs, nb, offs)
 	case Q8_0:
 		qdotQ8_0x8T4(dst, groups, w, xs, nb, offs)
+	case IQ4_NL:
+		qdotIQ4_NLx8T4(dst, groups, w, xs, nb, offs)
 	}
 }
 

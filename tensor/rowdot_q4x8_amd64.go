@@ -47,3 +47,6 @@ func qdotQ8_0x8T1(dst *float32, groups int, w *byte, q *int8, d *float32, aux *i
 
 //go:noescape
 func qdotQ8_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+
+//go:noescape
+func qdotIQ4_NLx8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)

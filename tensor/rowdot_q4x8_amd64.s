@@ -934,3 +934,60 @@ q8x8t4block:
 	T4NEXT(272, q8x8t4block)
 
 	T4END(q8x8t4group)
+
+// ---------------------------------------------------------------- IQ4_NL, four tokens
+
+// NL8CHUNK4 is chunk off(SI) of packed IQ4_NL against four tokens: its
+// nibbles' signed levels (VPSHUFB of the table Y8; low nibbles Y0, high
+// Y1) and their magnitudes (Y2, Y14), then per token the products of the
+// low nibbles with its activations at aoff(DI) and of the high with
+// aoff+16 (token t's 32t further), added to its int32 sums Y4-Y7.
+#define NL8CHUNK4(off, aoff) \
+	VMOVDQU off(SI), Y0; \
+	VPSRLW  $4, Y0, Y1; \
+	VPAND   q4x8c<>+0(SB), Y0, Y0; \
+	VPAND   q4x8c<>+0(SB), Y1, Y1; \
+	VPSHUFB Y0, Y8, Y0; \
+	VPSHUFB Y1, Y8, Y1; \
+	VPABSB  Y0, Y2; \
+	VPABSB  Y1, Y14; \
+	SIGNDOT(aoff, Y0, Y2, Y3, Y15, Y4); \
+	SIGNDOT(aoff+16, Y1, Y14, Y3, Y15, Y4); \
+	SIGNDOT(aoff+32, Y0, Y2, Y3, Y15, Y5); \
+	SIGNDOT(aoff+48, Y1, Y14, Y3, Y15, Y5); \
+	SIGNDOT(aoff+64, Y0, Y2, Y3, Y15, Y6); \
+	SIGNDOT(aoff+80, Y1, Y14, Y3, Y15, Y6); \
+	SIGNDOT(aoff+96, Y0, Y2, Y3, Y15, Y7); \
+	SIGNDOT(aoff+112, Y1, Y14, Y3, Y15, Y7)
+
+// func qdotIQ4_NLx8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
+//
+// qdotQ4_0x8T4 for packed IQ4_NL: the levels' signs moved to the
+// activations as in qdotQ8_0x8T4 (no bias), the reference dotIQ4_NL's
+// float steps.
+TEXT ·qdotIQ4_NLx8T4(SB), NOSPLIT, $0-48
+	XSETUP
+	MOVQ    offs+40(FP), R10
+	VMOVDQU q4x8c<>+32(SB), Y15
+	VMOVDQU nl8lv<>(SB), Y8
+
+nl8t4group:
+	X4START
+
+nl8t4block:
+	VPXOR     Y4, Y4, Y4
+	VPXOR     Y5, Y5, Y5
+	VPXOR     Y6, Y6, Y6
+	VPXOR     Y7, Y7, Y7
+	NL8CHUNK4(16, 0)
+	NL8CHUNK4(48, 4)
+	NL8CHUNK4(80, 8)
+	NL8CHUNK4(112, 12)
+	VCVTPH2PS (SI), Y9
+	Q8X8TOKEND(Y4, 128, Y10)
+	Q8X8TOKEND(Y5, 132, Y11)
+	Q8X8TOKEND(Y6, 136, Y12)
+	Q8X8TOKEND(Y7, 140, Y13)
+	T4NEXT(144, nl8t4block)
+
+	T4END(nl8t4group)

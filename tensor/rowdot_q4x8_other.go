@@ -33,3 +33,5 @@ func qdotMXFP4x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unrea
 func qdotQ8_0x8T1(*float32, int, *byte, *int8, *float32, *int32, int) { panic("unreachable") }
 
 func qdotQ8_0x8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }
+
+func qdotIQ4_NLx8T4(*float32, int, *byte, *byte, int, *[4]uintptr) { panic("unreachable") }

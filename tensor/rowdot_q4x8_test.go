@@ -8,7 +8,7 @@ import (
 )
 
 // TestQ4x8 checks the packed kernels bit for bit against the reference
-// dots (Q4_0 one and four tokens, IQ4_NL and MXFP4 one): whole and partial
+// dots (every packed type, one token and, where q4x8Four, four): whole and partial
 // last groups, chunks of rows starting inside the matrix, activations
 // with a 30× larger token and weights with extreme scales (fp16 max and
 // a subnormal; E8M0 0, 1 and 254).
