@@ -398,7 +398,7 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer m.Close()
-			for _, conc := range []int{1, 4, 8} {
+			for _, conc := range []int{1, 2, 3, 4, 8} {
 				b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
 					e, err := New(m, Options{CtxSize: 256, CacheTokens: 8 * 256})
 					if err != nil {

@@ -157,7 +157,7 @@ type workerScratch struct {
 // sharedScratch is filled in one phase and read by all workers in the next.
 type sharedScratch struct {
 	dxv []float32 // (ceil(n/4), qx4DxvLen) activation scales of 4-token groups
-	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack); packed types: (n/4, Cols/32·q4x8ActLen) of 4-token groups (q4x8Acts)
+	q8  []byte    // (n/8, qx8PackLen) packed activations of 8-token groups (qx8Pack); packed types: (ceil(q4x8T4Tokens(n)/4), Cols/32·q4x8ActLen) of 4-token groups (q4x8ActGroups)
 	dx8 []float32 // (n/8, Cols/32, 8) their block scales
 	bsk []int16   // (n/8, qx8PackKLen) packed bsums of 8-token groups, K-quants (qx8PackK)
 	dzk []float32 // (n/8, qx8PackKLen) their packed scales
@@ -278,11 +278,8 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 			j.q4 = w.q4x8()
 			s.acts.q4Bias(w.Type)
 			if q4x8Four(w.Type) {
-				pl := w.Cols / 32 * q4x8ActLen
-				s.shared.q8 = growBytes(s.shared.q8, n/4*pl)
-				for t0 := 0; t0+4 <= n; t0 += 4 {
-					q4x8Acts(s.shared.q8[t0/4*pl:(t0/4+1)*pl], w.Type, &s.acts, w.Cols, &[4]int{t0, t0 + 1, t0 + 2, t0 + 3})
-				}
+				s.shared.q8 = growBytes(s.shared.q8, (q4x8T4Tokens(n)+3)/4*(w.Cols/32*q4x8ActLen))
+				q4x8ActGroups(s.shared.q8, w.Type, &s.acts, w.Cols, n)
 			}
 		}
 		if n > 1 && hasQdotX4(w.Type) && j.q4 == nil {

@@ -328,26 +328,57 @@ func q4x8Acts(xs []byte, wt DType, a *quantizedActs, n int, toks *[4]int) {
 	}
 }
 
+// q4x8T4Tokens is how many of n tokens the four-token kernels take: the
+// groups of four and a last group of three, its last token repeated (one
+// pass over the weights instead of three: three sequences decoding
+// together, a speculative verification); one or two last tokens take the
+// one-token kernel. 110M-shaped Q8_0, engine BenchmarkConcurrentDecode
+// on one thread, interleaved x2: conc=3 177-188 → 214-218 tok/s; a
+// padded group of two measured no gain (conc=2 155-162 → 148-156).
+func q4x8T4Tokens(n int) int {
+	if n%4 == 3 {
+		return n
+	}
+	return n &^ 3
+}
+
+// q4x8ActGroups fills xs ((q4x8T4Tokens(n)+3)/4 groups of cols/32 ·
+// q4x8ActLen bytes) with the four-token kernels' activations of a's n
+// tokens (q4x8Acts), a last group of three repeating its last.
+func q4x8ActGroups(xs []byte, wt DType, a *quantizedActs, cols, n int) {
+	pl := cols / 32 * q4x8ActLen
+	var toks [4]int
+	for t0 := 0; t0 < q4x8T4Tokens(n); t0 += 4 {
+		qx4Group(&toks, t0, n)
+		q4x8Acts(xs[t0/4*pl:(t0/4+1)*pl], wt, a, cols, &toks)
+	}
+}
+
 // dotQ4x8 sets dst[tok·ldd + r] = dotQ(wt, row r, token tok) for rows
 // [lo, hi) of the packed matrix pk (rows rows, n columns; lo a multiple
-// of 8) and every token of a from t0 to nt: Q4_0 and Q5_0 four at a time
-// where four are left (xs: their q4x8Acts, one group of nb·q4x8ActLen bytes
-// per four tokens from t0), then one at a time. a's q4Bias(wt) must have
-// been computed (workers only read it).
+// of 8) and every token of a from t0 to nt: four at a time where wt has
+// four-token kernels (q4x8Four; xs: q4x8ActGroups of the tokens from t0,
+// a last group of three with its last token repeated, q4x8T4Tokens),
+// then one at a time. a's q4Bias(wt) must have been
+// computed (workers only read it).
 func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a *quantizedActs, xs []byte, t0, nt int) {
 	nb := n / 32
 	gl := nb * q4x8BlockOf(wt)
 	g0, g1 := lo/8, hi/8 // whole groups; a last partial one (hi = rows) after
 	var tail [4 * 8]float32
-	t := t0
-	for ; q4x8Four(wt) && t+4 <= nt; t += 4 {
+	t, t4 := t0, t0
+	if q4x8Four(wt) {
+		t4 += q4x8T4Tokens(nt - t0)
+	}
+	for ; t < t4; t += 4 {
 		x := xs[(t-t0)/4*nb*q4x8ActLen:]
+		m := min(4, nt-t) // distinct tokens: a repeated last one writes its row again
 		var offs [4]uintptr
 		for i := range offs {
-			offs[i] = uintptr(i * ldd * 4)
+			offs[i] = uintptr(min(i, m-1) * ldd * 4)
 		}
 		if g1 > g0 {
-			_ = dst[(t+3)*ldd+8*g1-1]
+			_ = dst[(t+m-1)*ldd+8*g1-1]
 			q4x8T4(wt, &dst[t*ldd+8*g0], g1-g0, &pk[g0*gl], &x[0], nb, &offs)
 		}
 		if hi%8 != 0 {
@@ -355,7 +386,7 @@ func dotQ4x8(wt DType, dst []float32, ldd int, pk []byte, rows, lo, hi, n int, a
 				offs[i] = uintptr(i * 8 * 4)
 			}
 			q4x8T4(wt, &tail[0], 1, &pk[g1*gl], &x[0], nb, &offs)
-			for i := range 4 {
+			for i := range m {
 				copy(dst[(t+i)*ldd+8*g1:(t+i)*ldd+hi], tail[8*i:])
 			}
 		}

@@ -66,7 +66,7 @@ func testQ4x8(t *testing.T, wt DType) {
 				t.Fatalf("%s %v: rows %d.. unpacked from the packed copy differ from the file's", wt, shape, lo)
 			}
 		}
-		for _, nt := range []int{1, 3, 4, 5, 9} {
+		for _, nt := range []int{1, 2, 3, 4, 5, 6, 7, 9} {
 			x := randVec(rng, nt*shape.cols)
 			for i := shape.cols; i < 2*shape.cols && nt > 1; i++ {
 				x[i] *= 30
@@ -76,10 +76,9 @@ func testQ4x8(t *testing.T, wt DType) {
 				t.Fatal(err)
 			}
 			a.q4Bias(wt)
-			xs := make([]byte, nt/4*shape.cols/32*q4x8ActLen)
-			for g := 0; g < nt/4 && q4x8Four(wt); g++ {
-				toks := [4]int{4 * g, 4*g + 1, 4*g + 2, 4*g + 3}
-				q4x8Acts(xs[g*shape.cols/32*q4x8ActLen:], wt, &a, shape.cols, &toks)
+			xs := make([]byte, (q4x8T4Tokens(nt)+3)/4*shape.cols/32*q4x8ActLen)
+			if q4x8Four(wt) {
+				q4x8ActGroups(xs, wt, &a, shape.cols, nt)
 			}
 			for _, rg := range [][2]int{{0, shape.rows}, {8, shape.rows}, {0, 8}} {
 				lo, hi := rg[0], min(rg[1], shape.rows)
