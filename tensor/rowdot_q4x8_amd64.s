@@ -902,6 +902,22 @@ q8x8t1block:
 	VMULPS       Y14, S, S; \
 	VADDPS       S, ACC, ACC
 
+// SGZERO4 zeroes the four tokens' int32 sums Y4-Y7 of the signed-level
+// four-token kernels (Q8_0, IQ4_NL); SGTOKENDS ends their block: the
+// rows' scales (Y9) and each token's float steps into Y10-Y13.
+#define SGZERO4 \
+	VPXOR Y4, Y4, Y4; \
+	VPXOR Y5, Y5, Y5; \
+	VPXOR Y6, Y6, Y6; \
+	VPXOR Y7, Y7, Y7
+
+#define SGTOKENDS \
+	VCVTPH2PS (SI), Y9; \
+	Q8X8TOKEND(Y4, 128, Y10); \
+	Q8X8TOKEND(Y5, 132, Y11); \
+	Q8X8TOKEND(Y6, 136, Y12); \
+	Q8X8TOKEND(Y7, 140, Y13)
+
 // func qdotQ8_0x8T4(dst *float32, groups int, w *byte, xs *byte, nb int, offs *[4]uintptr)
 //
 // qdotQ4_0x8T4 for packed Q8_0 (the biases in xs unused).
@@ -914,10 +930,7 @@ q8x8t4group:
 	X4START
 
 q8x8t4block:
-	VPXOR     Y4, Y4, Y4
-	VPXOR     Y5, Y5, Y5
-	VPXOR     Y6, Y6, Y6
-	VPXOR     Y7, Y7, Y7
+	SGZERO4
 	Q8X8CHUNK4(16, 0)
 	Q8X8CHUNK4(48, 4)
 	Q8X8CHUNK4(80, 8)
@@ -926,11 +939,7 @@ q8x8t4block:
 	Q8X8CHUNK4(176, 20)
 	Q8X8CHUNK4(208, 24)
 	Q8X8CHUNK4(240, 28)
-	VCVTPH2PS (SI), Y9
-	Q8X8TOKEND(Y4, 128, Y10)
-	Q8X8TOKEND(Y5, 132, Y11)
-	Q8X8TOKEND(Y6, 136, Y12)
-	Q8X8TOKEND(Y7, 140, Y13)
+	SGTOKENDS
 	T4NEXT(272, q8x8t4block)
 
 	T4END(q8x8t4group)
@@ -975,19 +984,12 @@ nl8t4group:
 	X4START
 
 nl8t4block:
-	VPXOR     Y4, Y4, Y4
-	VPXOR     Y5, Y5, Y5
-	VPXOR     Y6, Y6, Y6
-	VPXOR     Y7, Y7, Y7
+	SGZERO4
 	NL8CHUNK4(16, 0)
 	NL8CHUNK4(48, 4)
 	NL8CHUNK4(80, 8)
 	NL8CHUNK4(112, 12)
-	VCVTPH2PS (SI), Y9
-	Q8X8TOKEND(Y4, 128, Y10)
-	Q8X8TOKEND(Y5, 132, Y11)
-	Q8X8TOKEND(Y6, 136, Y12)
-	Q8X8TOKEND(Y7, 140, Y13)
+	SGTOKENDS
 	T4NEXT(144, nl8t4block)
 
 	T4END(nl8t4group)
