@@ -222,19 +222,12 @@ func packRows8(out []byte, wt DType, data []byte, rows, cols int) {
 // its float32 bits); Q5_0's and Q5_1's qh go to dword r of the 32 bytes
 // after those; the chunks follow.
 func packGroup8(out []byte, wt DType, data []byte, rows, g, nb int) {
-	bb, pb, co, nc := 18, q4x8BlockOf(wt), 16, 4 // block bytes, packed block bytes, chunks' offset, chunks
-	switch wt {
-	case Q8_0:
-		bb, nc = 34, 8
-	case MXFP4:
-		bb = 17
-	case Q5_0:
-		bb, co = 22, 48
-	case Q4_1:
-		bb, co = 20, 32
-	case Q5_1:
-		bb, co = 24, 64
+	nc := 4 // 32-byte chunks: 16 bytes of nibbles a row, or Q8_0's 32 bytes
+	if wt == Q8_0 {
+		nc = 8
 	}
+	bb, pb := wt.blockBytes(), q4x8BlockOf(wt) // block bytes, packed block bytes
+	co := pb - 32*nc                           // the chunks' offset: after the scales, mins, qh
 	rb := nb * bb
 	_ = out[nb*pb-1]
 	po := unsafe.Pointer(&out[0])
@@ -459,10 +452,7 @@ func q4x8T4(wt DType, dst *float32, groups int, w *byte, xs *byte, nb int, offs 
 // packed its original is no longer kept in fast memory (Repacked).
 func q4x8Rows(out []byte, wt DType, pk []byte, lo, hi, n int) {
 	nb := n / 32
-	bb := 18
-	if wt == MXFP4 {
-		bb = 17
-	}
+	bb := wt.blockBytes()
 	rb := nb * bb
 	_ = out[(hi-lo)*rb-1]
 	_ = pk[(hi+7)/8*nb*q4x8Block-1]

@@ -187,35 +187,37 @@ q4x8t1block:
 
 	T1END(q4x8t1group)
 
+// WPROD and WADD are one word step of the packed kernels' integer sums:
+// the token's four activations at aoff(DI), broadcast (Y14), times the
+// unpacked register R by VPMADDUBSW, into (WPROD) or added to (WADD, as
+// words) S; WSUM4 is four of them over the registers a, b, c, e (elements
+// aoff.. of the block in fours). Y14 clobbered.
+#define WPROD(aoff, R, S) \
+	VPBROADCASTD aoff(DI), Y14; \
+	VPMADDUBSW   Y14, R, S
+
+#define WADD(aoff, R, S) \
+	VPBROADCASTD aoff(DI), Y14; \
+	VPMADDUBSW   Y14, R, Y14; \
+	VPADDW       Y14, S, S
+
+#define WSUM4(aoff, a, b, c, e, S) \
+	WPROD(aoff, a, S); \
+	WADD(aoff+4, b, S); \
+	WADD(aoff+8, c, S); \
+	WADD(aoff+12, e, S)
+
 // Q4X8ISUM sums one token's products with the unpacked Y1-Y8 (elements
 // 0-3, 4-7, …, 28-31 of the eight rows): its 32 activations at toff(DI),
 // word sums (at most 30480, the values being nibbles) to dwords in Y15.
 // Y14 clobbered.
 #define Q4X8ISUM(toff) \
-	VPBROADCASTD toff+0(DI), Y14; \
-	VPMADDUBSW   Y14, Y1, Y15; \
-	VPBROADCASTD toff+4(DI), Y14; \
-	VPMADDUBSW   Y14, Y2, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPBROADCASTD toff+8(DI), Y14; \
-	VPMADDUBSW   Y14, Y3, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPBROADCASTD toff+12(DI), Y14; \
-	VPMADDUBSW   Y14, Y4, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPBROADCASTD toff+16(DI), Y14; \
-	VPMADDUBSW   Y14, Y5, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPBROADCASTD toff+20(DI), Y14; \
-	VPMADDUBSW   Y14, Y6, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPBROADCASTD toff+24(DI), Y14; \
-	VPMADDUBSW   Y14, Y7, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPBROADCASTD toff+28(DI), Y14; \
-	VPMADDUBSW   Y14, Y8, Y14; \
-	VPADDW       Y14, Y15, Y15; \
-	VPMADDWD     q4x8c<>+32(SB), Y15, Y15
+	WSUM4(toff, Y1, Y2, Y3, Y4, Y15); \
+	WADD(toff+16, Y5, Y15); \
+	WADD(toff+20, Y6, Y15); \
+	WADD(toff+24, Y7, Y15); \
+	WADD(toff+28, Y8, Y15); \
+	VPMADDWD q4x8c<>+32(SB), Y15, Y15
 
 // X4TOKEND finishes one token of a four-token kernel: its int32 sums in
 // Y15 plus its bias at doff+16(DI), converted, times fl(dw·da) (dw in
@@ -577,18 +579,8 @@ q5x8t1block:
 // c, e: elements aoff.. of the block in fours) as words into S, then to
 // dwords. Y14 clobbered.
 #define Q5X8HALF(aoff, a, b, c, e, S) \
-	VPBROADCASTD aoff+0(DI), Y14; \
-	VPMADDUBSW   Y14, a, S; \
-	VPBROADCASTD aoff+4(DI), Y14; \
-	VPMADDUBSW   Y14, b, Y14; \
-	VPADDW       Y14, S, S; \
-	VPBROADCASTD aoff+8(DI), Y14; \
-	VPMADDUBSW   Y14, c, Y14; \
-	VPADDW       Y14, S, S; \
-	VPBROADCASTD aoff+12(DI), Y14; \
-	VPMADDUBSW   Y14, e, Y14; \
-	VPADDW       Y14, S, S; \
-	VPMADDWD     q4x8c<>+32(SB), S, S
+	WSUM4(aoff, a, b, c, e, S); \
+	VPMADDWD q4x8c<>+32(SB), S, S
 
 // Q5X8ISUM is Q4X8ISUM for five-bit values: the block's halves summed
 // apart (Y15, Y0), then added (dwords in Y15).
