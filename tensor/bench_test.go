@@ -325,3 +325,18 @@ func BenchmarkFloatKernels(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeRowLength is one-token products of F16 matrices from
+// DRAM whose rows are shorter (768 columns, 1.5 KB), as long as (2048, one
+// 4 KiB page) and longer than a page: MB/s of weights against
+// BenchmarkReadBandwidth. Short rows had streamed at ~2/3 of the long
+// ones' rate with a prefetch one 4-row group ahead (see PFAHEAD).
+func BenchmarkDecodeRowLength(b *testing.B) {
+	for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}, {256, 6144}} {
+		for _, th := range []int{1, 2} {
+			b.Run(fmt.Sprintf("F16/%dx%d/threads=%d", sh[0], sh[1], th), func(b *testing.B) {
+				benchMatMul(b, benchMats(b, F16, sh[0], sh[1]), th, 1)
+			})
+		}
+	}
+}

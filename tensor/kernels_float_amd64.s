@@ -34,6 +34,25 @@
 
 // Row pointers of the 4-row dots: SI = row 0, SI+BX = row 1, R8 = row 2,
 // R8+BX = row 3. DI walks x, CX counts columns left.
+//
+// The 4-row dots prefetch the rows three groups ahead (rows r+12..r+15,
+// at the loop's current column): the hardware streamer stops at every
+// 4 KiB page and, with four rows read side by side, rediscovers each new
+// row late. PFSETUP sets R13 = 12·lda and R14 = 13·lda; PFAHEAD prefetches
+// rows r+12 (SI+R13), r+13 (SI+R14), r+14 (R8+R13) and r+15 (R8+R14) at
+// the current column. (One group ahead, r+4..r+7, measured 10-20% slower
+// from DRAM at 768 and 2048 columns, one thread; two or four groups ahead
+// about as fast as three; BenchmarkDecodeRowLength.)
+#define PFSETUP \
+	LEAQ (BX)(BX*2), R13; \
+	SHLQ $2, R13; \
+	LEAQ (R13)(BX*1), R14
+
+#define PFAHEAD \
+	PREFETCHT0 (SI)(R13*1); \
+	PREFETCHT0 (SI)(R14*1); \
+	PREFETCHT0 (R8)(R13*1); \
+	PREFETCHT0 (R8)(R14*1)
 
 // func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
 // n is a multiple of 8.
@@ -44,16 +63,13 @@ TEXT ·dot4F32SIMD(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
-	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
+	PFSETUP
 	ZERO8
 	SUBQ $16, CX
 	JL   f32tail
 
 f32loop:
-	PREFETCHT0  (SI)(BX*4) // the next four rows, as in dot4F16SIMD
-	PREFETCHT0  (R8)(BX*4)
-	PREFETCHT0  (SI)(R13*1)
-	PREFETCHT0  (R8)(R13*1)
+	PFAHEAD
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VFMADD231PS (SI), Y8, Y0
@@ -92,24 +108,13 @@ TEXT ·dot4F16SIMD(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
-	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
+	PFSETUP
 	ZERO8
 	SUBQ $16, CX
 	JL   f16tail
 
 f16loop:
-	// Prefetch the next group of four rows (rows r+4..r+7, each 4·lda
-	// ahead): the hardware streamer stops at every 4 KiB page, one row of
-	// a 2048-wide F16 matrix, and then rediscovered each new row late.
-	// +12% decode tok/s at TinyLlama's shape, +19% at 768 wide
-	// (BenchmarkSynth tg128) with rows r+4 and r+6 only; rows r+5 and
-	// r+7 too (R13 = 5·lda) took the zmm dot from DRAM from ~0.7 of a
-	// plain streaming read to ~1.0 (1.5x, one thread; issue 36) — there
-	// is no "adjacent-line" prefetch across rows 4 KiB apart.
-	PREFETCHT0  (SI)(BX*4)
-	PREFETCHT0  (R8)(BX*4)
-	PREFETCHT0  (SI)(R13*1)
-	PREFETCHT0  (R8)(R13*1)
+	PFAHEAD
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VCVTPH2PS   (SI), Y10
@@ -161,17 +166,13 @@ TEXT ·dot4BF16SIMD(SB), NOSPLIT, $0-40
 	MOVQ n+24(FP), CX
 	MOVQ out+32(FP), DX
 	LEAQ (SI)(BX*2), R8
-	LEAQ (BX)(BX*4), R13 // 5·lda: rows r+5 = SI+R13, r+7 = R8+R13
+	PFSETUP
 	ZERO8
 	SUBQ $16, CX
 	JL   bf16tail
 
 bf16loop:
-	// Prefetch the next four rows, as in dot4F16SIMD.
-	PREFETCHT0  (SI)(BX*4)
-	PREFETCHT0  (R8)(BX*4)
-	PREFETCHT0  (SI)(R13*1)
-	PREFETCHT0  (R8)(R13*1)
+	PFAHEAD
 	VMOVUPS     (DI), Y8
 	VMOVUPS     32(DI), Y9
 	VPMOVZXWD   (SI), Y10
