@@ -117,6 +117,17 @@ func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *fl
 //go:noescape
 func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int)
 
+// The four-token ymm tiles (pairs of rows × 4 tokens), see tileKernel.
+//
+//go:noescape
+func tileF32x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int)
+
+//go:noescape
+func tileF16x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int)
+
+//go:noescape
+func tileBF16x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int)
+
 // hasTileArch: the tile kernels exist on this architecture.
 const hasTileArch = true
 

@@ -113,6 +113,7 @@ const (
 	tileMR  = 4  // weight rows per float tile
 	tileNR  = 3  // tokens per float tile
 	tileNRZ = 6  // tokens per float tile on zmm (hasAVX512), 2-5 left as on ymm
+	tileNR4 = 4  // tokens per ymm four-token tile (pairs of rows), for exactly four left
 	tileMC  = 64 // most rows per claimed block of the tile GEMM (multiple of tileMR)
 
 	// rowwiseFloatMax: float weights take dot4 token after token for
@@ -526,7 +527,7 @@ func (j *matJob) tileBlock(sc *workerScratch, r0, r1 int) {
 		t0 = j.tileF16Panels(sc, r0, r1)
 	}
 	for t0 < j.n {
-		nt := tileTokens(j.n - t0)
+		nt := tileTokens(j.n-t0, j.n)
 		if nt == 1 {
 			j.dot4Rows(r0, r1, t0)
 			t0++
@@ -593,7 +594,7 @@ func (j *matJob) tileF16Panels(sc *workerScratch, r0, r1 int) int {
 	mt := m &^ (tileMR - 1)
 	tiles := mt / tileMR
 	g6 := 0 // leading 6-token groups, as tileBlock's loop would take them
-	for t := 0; t < j.n && tileTokens(j.n-t) == tileNRZ; t += tileNRZ {
+	for t := 0; t < j.n && tileTokens(j.n-t, j.n) == tileNRZ; t += tileNRZ {
 		g6++
 	}
 	if g6 == 0 {
@@ -647,16 +648,31 @@ func (j *matJob) tileF16Panels(sc *workerScratch, r0, r1 int) int {
 
 // tileTokens is how many of the rem tokens left the next tile takes: 3,
 // or 2 when 2 or 4 are left (2+2 rather than 3+1), 1 (dot4) for a lone
-// token.
-func tileTokens(rem int) int {
+// token. On ymm a block of 4 or 7 tokens (rem = n: the first pass) takes
+// the four-token tile first: a block of a few tokens is bound by the
+// first read of its rows from DRAM, and 2+2 or 3+2+2 passes read them
+// two or three times (BenchmarkGEMM F16 on a Zen 3 host, interleaved x3,
+// GFLOP/s: n=7, 512 columns, one thread 38-46 -> 55-58). Later passes
+// find the rows in L2, where the four-token tile is the slower (its four
+// tokens' columns, 32 KB at K = 2048, no longer stay in L1: MoE-shaped
+// pp512, whose experts end on 4 as often as not, measured ~5% slower),
+// and n = 8 as 4+4 measured no better than 3+3+2 at 2048 columns.
+func tileTokens(rem, n int) int {
 	if hasAVX512 && (rem == tileNRZ || rem >= 8) {
 		return tileNRZ // zmm: 4×6 tiles while 6 fit (7 left: 3+2+2)
 	}
 	switch rem {
 	case 1:
 		return 1
-	case 2, 4:
+	case 2:
 		return 2
+	case 4, 7:
+		if !hasAVX512 && rem == n {
+			return tileNR4 // ymm: 4, 4+3 (the rows read once for four tokens)
+		}
+		if rem == 4 {
+			return 2
+		}
 	}
 	return tileNR
 }
@@ -670,8 +686,8 @@ func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, ds
 	_ = a[(tiles*tileMR-1)*lda+k*floatBytes(ty)-1]
 	_ = x[(nt-1)*ldx+k-1]
 	_ = dst[(nt-1)*ldd+tiles*tileMR-1]
-	if k&7 != 0 || k == 0 || tiles < 1 || nt < 2 || nt > tileNR && !(nt == tileNRZ && hasAVX512) {
-		panic("tensor: tileKernel: k not a positive multiple of 8, no tiles or tokens not 2, 3 (or 6 on zmm)")
+	if k&7 != 0 || k == 0 || tiles < 1 || nt < 2 || nt > tileNR && !(nt == tileNRZ && hasAVX512) && !(nt == tileNR4 && !hasAVX512) {
+		panic("tensor: tileKernel: k not a positive multiple of 8, no tiles or tokens not 2, 3 (or 6 on zmm, 4 on ymm)")
 	}
 	pa, la, px, lx, pd, ld := &a[0], uintptr(lda), &x[0], uintptr(ldx*4), &dst[0], uintptr(ldd*4)
 	if hasAVX512 {
@@ -681,6 +697,12 @@ func tileKernel(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, ds
 		return
 	}
 	switch {
+	case ty == F32 && nt == tileNR4:
+		tileF32x4SIMD(pa, la, px, lx, k, pd, ld, tiles)
+	case ty == F16 && nt == tileNR4:
+		tileF16x4SIMD(pa, la, px, lx, k, pd, ld, tiles)
+	case ty == BF16 && nt == tileNR4:
+		tileBF16x4SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == F32 && nt == 3:
 		tileF32x3SIMD(pa, la, px, lx, k, pd, ld, tiles)
 	case ty == F16 && nt == 3:

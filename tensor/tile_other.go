@@ -25,3 +25,12 @@ func tileF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *fl
 func tileBF16x2SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int) {
 	panic("unreachable")
 }
+func tileF32x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int) {
+	panic("unreachable")
+}
+func tileF16x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int) {
+	panic("unreachable")
+}
+func tileBF16x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int) {
+	panic("unreachable")
+}

@@ -52,9 +52,9 @@ func testTileKernelParity(t *testing.T, path string) {
 			for c := range cols {
 				x[cols+c] *= 30
 			}
-			nts := []int{2, 3}
+			nts := []int{2, 3, tileNR4}
 			if path == "avx512" {
-				nts = append(nts, tileNRZ)
+				nts = []int{2, 3, tileNRZ}
 			}
 			for _, nt := range nts {
 				const ldd = tiles*tileMR + 3 // (token, ldd) results, ragged stride
