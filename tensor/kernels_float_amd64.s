@@ -32,6 +32,20 @@
 	VXORPS Y6, Y6, Y6; \
 	VXORPS Y7, Y7, Y7
 
+// TILEARGS loads the float tiles' arguments (func tile*SIMD(a *byte, lda
+// uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles
+// int)) into their registers (see TILEENDS and X4ENDS); defined before the
+// first TEXT, as a macro naming FP arguments must be.
+#define TILEARGS \
+	MOVQ a+0(FP), SI; \
+	MOVQ lda+8(FP), R13; \
+	MOVQ x+16(FP), DI; \
+	MOVQ ldx+24(FP), DX; \
+	MOVQ k+32(FP), R14; \
+	MOVQ dst+40(FP), AX; \
+	MOVQ ldd+48(FP), R12; \
+	MOVQ tiles+56(FP), R11
+
 // Row pointers of the 4-row dots: SI = row 0, SI+BX = row 1, R8 = row 2,
 // R8+BX = row 3. DI walks x, CX counts columns left.
 //
@@ -390,14 +404,7 @@ cvtbf16done:
 	VMOVUPS (DX)(CX*4), Y13
 
 TEXT ·tileF32x3SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	TILEENDS(4)
 
 tf32x3tile:
@@ -419,14 +426,7 @@ tf32x3loop:
 	TILE3EPILOG(tf32x3tile)
 
 TEXT ·tileF16x3SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	TILEENDS(2)
 
 tf16x3tile:
@@ -448,14 +448,7 @@ tf16x3loop:
 	TILE3EPILOG(tf16x3tile)
 
 TEXT ·tileBF16x3SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	TILEENDS(2)
 
 tbf16x3tile:
@@ -477,14 +470,7 @@ tbf16x3loop:
 	TILE3EPILOG(tbf16x3tile)
 
 TEXT ·tileF32x2SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	TILEENDS(4)
 
 tf32x2tile:
@@ -506,14 +492,7 @@ tf32x2loop:
 	TILE2EPILOG(tf32x2tile)
 
 TEXT ·tileF16x2SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	TILEENDS(2)
 
 tf16x2tile:
@@ -535,14 +514,7 @@ tf16x2loop:
 	TILE2EPILOG(tf16x2tile)
 
 TEXT ·tileBF16x2SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	TILEENDS(2)
 
 tbf16x2tile:
@@ -657,14 +629,7 @@ tbf16x2loop:
 
 // func tile{F32,F16,BF16}x4SIMD(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles int)
 TEXT ·tileF32x4SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	X4ENDS(4)
 
 tf32x4pair:
@@ -684,14 +649,7 @@ tf32x4loop:
 	X4EPILOG(tf32x4pair)
 
 TEXT ·tileF16x4SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	X4ENDS(2)
 
 tf16x4pair:
@@ -711,14 +669,7 @@ tf16x4loop:
 	X4EPILOG(tf16x4pair)
 
 TEXT ·tileBF16x4SIMD(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), R13
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), DX
-	MOVQ k+32(FP), R14
-	MOVQ dst+40(FP), AX
-	MOVQ ldd+48(FP), R12
-	MOVQ tiles+56(FP), R11
+	TILEARGS
 	X4ENDS(2)
 
 tbf16x4pair:
