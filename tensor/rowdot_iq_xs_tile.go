@@ -97,10 +97,8 @@ func xsPack(p []byte, a *quantizedActs, n, t0, m int) {
 				continue
 			}
 			row := q[(t0+t)*n+sb*qkK : (t0+t)*n+(sb+1)*qkK]
-			for c := range 64 {
-				for i := range 4 {
-					blk[32*c+4*t+i] = row[4*c+i] ^ 0x80 // a+128 as an unsigned byte
-				}
+			for c := range 64 { // four bytes at a time, a+128 as unsigned bytes
+				binary.LittleEndian.PutUint32(blk[32*c+4*t:], binary.LittleEndian.Uint32(row[4*c:])^0x80808080)
 			}
 			binary.LittleEndian.PutUint32(blk[2048+4*t:], math.Float32bits(a.D[(t0+t)*nb+sb]))
 		}
