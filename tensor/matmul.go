@@ -89,7 +89,8 @@ import (
 // 16-32 KB ahead — several 4 KiB pages, so page walks and DRAM latency
 // start early — with every line of the stream covered. Measured per
 // CPU-second from DRAM: Q8_0 ~1.3×, F16 ~1.2×, K-quants ~1.1× over the
-// near L1 prefetch the ymm kernels keep (tuned on AVX2 hosts).
+// near L1 prefetch the ymm kernels keep (tuned on AVX2 hosts; the ymm
+// float row dots prefetch three 4-row groups ahead, PFAHEAD).
 //
 // Several tokens (a decode step of several sequences, a prefill chunk)
 // take the same row kernels over chunks of rows sized to stay in L2, so W
@@ -97,7 +98,8 @@ import (
 // or four at a time where dotQRowsX4 shares each block's unpacking among
 // the tokens (rowdot_quant_x4.go); float types from n > rowwiseFloatMax
 // the tile GEMM: a worker claims blocks of 16-tileMC rows and runs 4×3 tiles (4×2 for
-// the last two or four tokens; on zmm 4×6 tiles first, the 24
+// the last two or four tokens; on ymm a block of exactly 4 or 7 tokens
+// starts with a four-token tile, see tileTokens; on zmm 4×6 tiles first, the 24
 // accumulators filling the 32 zmm registers) over them, the rows read in place (F16 by
 // VCVTPH2PS, BF16 by a shift, in the tile's loop: no widened copy), token
 // groups outer so the group's activations stay in L1 while the block's
