@@ -115,7 +115,7 @@ const (
 	tileMR  = 4  // weight rows per float tile
 	tileNR  = 3  // tokens per float tile
 	tileNRZ = 6  // tokens per float tile on zmm (hasAVX512), 2-5 left as on ymm
-	tileNR4 = 4  // tokens per ymm four-token tile (pairs of rows), for exactly four left
+	tileNR4 = 4  // tokens per ymm four-token tile (pairs of rows): a block's first pass of 4 or 7 tokens
 	tileMC  = 64 // most rows per claimed block of the tile GEMM (multiple of tileMR)
 
 	// rowwiseFloatMax: float weights take dot4 token after token for
@@ -656,9 +656,10 @@ func (j *matJob) tileF16Panels(sc *workerScratch, r0, r1 int) int {
 // two or three times (BenchmarkGEMM F16 on a Zen 3 host, interleaved x3,
 // GFLOP/s: n=7, 512 columns, one thread 38-46 -> 55-58). Later passes
 // find the rows in L2, where the four-token tile is the slower (its four
-// tokens' columns, 32 KB at K = 2048, no longer stay in L1: MoE-shaped
-// pp512, whose experts end on 4 as often as not, measured ~5% slower),
-// and n = 8 as 4+4 measured no better than 3+3+2 at 2048 columns.
+// tokens' columns, 32 KB at K = 2048, no longer stay in L1: with the
+// tile on every last 4 too, a MoE-shaped pp512, a third of whose experts
+// end on 4, measured ~5% slower). n = 5 as 4+1 measured slower, n = 6
+// and 8 as 4+2 and 4+4 no better than 3+3 and 3+3+2.
 func tileTokens(rem, n int) int {
 	if hasAVX512 && (rem == tileNRZ || rem >= 8) {
 		return tileNRZ // zmm: 4×6 tiles while 6 fit (7 left: 3+2+2)
