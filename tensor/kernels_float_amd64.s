@@ -571,16 +571,9 @@ tbf16x2loop:
 	SHLQ $1, R11
 
 #define X4PROLOG \
-	MOVQ   R14, CX; \
-	NEGQ   CX; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
+	MOVQ R14, CX; \
+	NEGQ CX; \
+	ZERO8
 
 // X4PF(SZ) points R15 at the start of rows r+4, r+5 (SZ bytes per
 // element), the pair after next: the pair's two rows are one run of 2·lda
