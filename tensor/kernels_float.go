@@ -17,8 +17,16 @@ func floatBytes(t DType) int {
 
 // dot4 sets out[i] = Σ_c W_i[c]·x[c] for the four rows W_i = w[i*lda:]
 // (lda in bytes; lda = 0 repeats one row) encoded as t ∈ {F32, F16, BF16},
-// over c < len(x).
+// over c < len(x). The ymm kernels prefetch the rows three groups of four
+// ahead (rows 12-15), for a caller walking adjacent rows.
 func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
+	dot4Ahead(t, w, lda, 12*lda, x, out)
+}
+
+// dot4Ahead is dot4 whose ymm kernel prefetches each row's stream pf bytes
+// ahead of its current column (see PFSETUP in kernels_float_amd64.s); pf
+// changes no result.
+func dot4Ahead(t DType, w []byte, lda, pf int, x []float32, out *[4]float32) {
 	n := len(x)
 	*out = [4]float32{}
 	if n == 0 {
@@ -36,11 +44,11 @@ func dot4(t DType, w []byte, lda int, x []float32, out *[4]float32) {
 		case hasAVX512 && t == BF16:
 			dot4BF16Z(&w[0], uintptr(lda), &x[0], n8, out)
 		case t == F32:
-			dot4F32SIMD(&w[0], uintptr(lda), &x[0], n8, out)
+			dot4F32SIMD(&w[0], uintptr(lda), &x[0], n8, out, uintptr(pf))
 		case t == F16:
-			dot4F16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
+			dot4F16SIMD(&w[0], uintptr(lda), &x[0], n8, out, uintptr(pf))
 		case t == BF16:
-			dot4BF16SIMD(&w[0], uintptr(lda), &x[0], n8, out)
+			dot4BF16SIMD(&w[0], uintptr(lda), &x[0], n8, out, uintptr(pf))
 		}
 	}
 	if n8 < n {

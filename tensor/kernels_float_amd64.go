@@ -83,13 +83,13 @@ func tileF16x2Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float
 func tileBF16x2Z(a *byte, lda uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr)
 
 //go:noescape
-func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, pf uintptr)
 
 //go:noescape
-func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, pf uintptr)
 
 //go:noescape
-func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, pf uintptr)
 
 //go:noescape
 func cvtF16SIMD(dst *float32, src *byte, n int)

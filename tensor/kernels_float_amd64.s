@@ -49,17 +49,22 @@
 // Row pointers of the 4-row dots: SI = row 0, SI+BX = row 1, R8 = row 2,
 // R8+BX = row 3. DI walks x, CX counts columns left.
 //
-// The 4-row dots prefetch the rows three groups ahead (rows r+12..r+15,
-// at the loop's current column): the hardware streamer stops at every
-// 4 KiB page and, with four rows read side by side, rediscovers each new
-// row late. PFSETUP sets R13 = 12·lda and R14 = 13·lda; PFAHEAD prefetches
-// rows r+12 (SI+R13), r+13 (SI+R14), r+14 (R8+R13) and r+15 (R8+R14) at
-// the current column. (One group ahead, r+4..r+7, measured 10-20% slower
-// from DRAM at 768 and 2048 columns, one thread; two or four groups ahead
-// about as fast as three; BenchmarkDecodeRowLength.)
+// The 4-row dots prefetch each row's stream pf bytes ahead of the loop's
+// current column (the pf argument): rows 0 and 2 at SI+pf and R8+pf, rows 1
+// and 3 at SI+lda+pf and R8+lda+pf. PFSETUP sets R13 = pf, R14 = pf + lda;
+// PFAHEAD issues the four prefetches. The callers choose pf (dot4Ahead in
+// kernels_float.go):
+//   - four adjacent rows (lda = the row's bytes): pf = 12·lda, the rows
+//     three groups ahead (r+12..r+15) at the current column. The hardware
+//     streamer stops at every 4 KiB page and, with four rows read side by
+//     side, rediscovers each new row late. One group ahead measured 10-20%
+//     slower from DRAM at 768 and 2048 columns, one thread; two or four
+//     groups ahead about as fast as three (BenchmarkDecodeRowLength).
+//   - four streams (lda = a quarter of a chunk's rows, dot4Rows): each row
+//     runs on into the next row of its stream, so pf is a distance in bytes
+//     along the stream (dot4StreamAhead).
 #define PFSETUP \
-	LEAQ (BX)(BX*2), R13; \
-	SHLQ $2, R13; \
+	MOVQ pf+40(FP), R13; \
 	LEAQ (R13)(BX*1), R14
 
 #define PFAHEAD \
@@ -68,9 +73,9 @@
 	PREFETCHT0 (R8)(R13*1); \
 	PREFETCHT0 (R8)(R14*1)
 
-// func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+// func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, pf uintptr)
 // n is a multiple of 8.
-TEXT ·dot4F32SIMD(SB), NOSPLIT, $0-40
+TEXT ·dot4F32SIMD(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
@@ -113,9 +118,9 @@ f32done:
 	REDUCE4
 	RET
 
-// func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+// func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, pf uintptr)
 // n is a multiple of 8. VCVTPH2PS widens 8 halves (16 bytes) to 8 floats.
-TEXT ·dot4F16SIMD(SB), NOSPLIT, $0-40
+TEXT ·dot4F16SIMD(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI
@@ -170,10 +175,10 @@ f16done:
 	REDUCE4
 	RET
 
-// func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32)
+// func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, pf uintptr)
 // n is a multiple of 8. bfloat16 is the top half of a float32: zero-extend
 // to 32 bits and shift left 16.
-TEXT ·dot4BF16SIMD(SB), NOSPLIT, $0-40
+TEXT ·dot4BF16SIMD(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ lda+8(FP), BX
 	MOVQ x+16(FP), DI

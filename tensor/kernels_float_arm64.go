@@ -41,15 +41,15 @@ func cvtBF16NEON(dst *float32, src *byte, n int)
 //go:noescape
 func sumF32NEON(p *float32, n int) float32
 
-func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32) {
+func dot4F32SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, _ uintptr) {
 	dot4F32NEON(w, lda, x, n, out)
 }
 
-func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32) {
+func dot4F16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, _ uintptr) {
 	dot4F16NEON(w, lda, x, n, out)
 }
 
-func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32) {
+func dot4BF16SIMD(w *byte, lda uintptr, x *float32, n int, out *[4]float32, _ uintptr) {
 	dot4BF16NEON(w, lda, x, n, out)
 }
 

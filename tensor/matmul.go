@@ -89,8 +89,10 @@ import (
 // 16-32 KB ahead — several 4 KiB pages, so page walks and DRAM latency
 // start early — with every line of the stream covered. Measured per
 // CPU-second from DRAM: Q8_0 ~1.3×, F16 ~1.2×, K-quants ~1.1× over the
-// near L1 prefetch the ymm kernels keep (tuned on AVX2 hosts; the ymm
-// float row dots prefetch three 4-row groups ahead, PFAHEAD).
+// near L1 prefetch the ymm kernels keep (tuned on AVX2 hosts). The ymm
+// float row dots get one long stream per row of their four instead: a
+// decode chunk is read as four runs of a quarter of its rows side by side
+// (dot4Rows), each prefetched 512 bytes ahead.
 //
 // Several tokens (a decode step of several sequences, a prefill chunk)
 // take the same row kernels over chunks of rows sized to stay in L2, so W
@@ -490,6 +492,17 @@ func (j *matJob) matVec(sc *workerScratch, lo, hi int) {
 }
 
 // dot4Rows sets dst[t][r] for float weights, rows [lo, hi), one token.
+//
+// On ymm and other non-zmm hosts the rows are read as four streams: with
+// q = (hi-lo)/4, each dot4 call takes rows lo+i, lo+q+i, lo+2q+i and
+// lo+3q+i (lda = q rows), so each of its four rows continues the one the
+// previous call read in its stream, and the chunk is four sequential runs
+// of q rows rather than groups of four adjacent rows each started afresh.
+// A row's arithmetic is dot4's either way; only the order of the rows
+// changes. Rows of a few KB had streamed from DRAM at ~2/3 of the rate of
+// long ones (the hardware prefetcher restarts at every row): one thread,
+// F16, BenchmarkDecodeRowLength-style, 768×768 ~12 -> ~18 GB/s, 2048×1024
+// (Qwen3.5-0.8B's width) ~13 -> ~21, 2048×2048 ~18 -> ~22.
 func (j *matJob) dot4Rows(lo, hi, t int) {
 	w := j.w
 	rb := w.RowBytes()
@@ -502,15 +515,32 @@ func (j *matJob) dot4Rows(lo, hi, t int) {
 	}
 	var out [4]float32
 	r := lo
-	for ; r+4 <= hi; r += 4 {
-		dot4(w.Type, w.Data[r*rb:], rb, x, &out)
-		copy(dst[r:r+4], out[:])
+	if hasAVX512 {
+		// (F32 on zmm: adjacent rows, as measured there.)
+		for ; r+4 <= hi; r += 4 {
+			dot4(w.Type, w.Data[r*rb:], rb, x, &out)
+			copy(dst[r:r+4], out[:])
+		}
+	} else if q := (hi - lo) / 4; q > 0 {
+		for i := range q {
+			dot4Ahead(w.Type, w.Data[(lo+i)*rb:], q*rb, dot4StreamAhead, x, &out)
+			dst[lo+i], dst[lo+q+i], dst[lo+2*q+i], dst[lo+3*q+i] = out[0], out[1], out[2], out[3]
+		}
+		r = lo + 4*q
 	}
 	for ; r < hi; r++ {
 		dot4(w.Type, w.Data[r*rb:], 0, x, &out)
 		dst[r] = out[0]
 	}
 }
+
+// dot4StreamAhead is how far ahead along each of dot4Rows' four streams
+// the ymm kernels prefetch, in bytes. With the rows in streams the hardware
+// prefetcher does most of the work: 0 (the line being read), 512, 1024 and
+// 2048 measured within the runs' noise of each other, 2048 often a little
+// slower (F16 and F32, 768×768, 2048×1024 and 1024×3584, 1 and 2 threads,
+// Zen 3, 2026-12-07).
+const dot4StreamAhead = 512
 
 // tileBlock computes dst[t][r] for float weights, rows [r0, r1) (at most
 // tileMC) and all tokens: 4-row tiles of 3 tokens (2 for the last two or
