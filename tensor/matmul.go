@@ -726,8 +726,10 @@ func tileTokens(rem, n int) int {
 // (2026-12-07, Zen 3): 2048×2048 n=2 30-31 -> 38-39, n=3 40-41 -> 51;
 // 2048×1024 n=2 22 -> 37-39, n=3 30-31 -> 47-53; 512×2048 n=2 33 -> 43-44,
 // n=3 45 -> 56-58. Later passes find the rows in L2 and take tileKernel;
-// the four-token tile keeps its own prefetch of the pair after next
-// (streams with it measured 5-25% slower).
+// the four-token tile keeps adjacent rows and its own prefetch of the pair
+// after next (in streams it measured 5-25% slower with that prefetch, and
+// from 10% slower to 10% faster by shape with the prefetch moved along its
+// first stream: 2048×1024, 2048×2048, 512×2048, n = 4 and 7).
 func tileStreams(ty DType, nt int, a []byte, lda int, x []float32, ldx, k int, dst []float32, ldd, tiles int) {
 	q := tiles
 	var sums [tileNR * tileMR]float32 // (nt, 4): tile i's rows i, q+i, 2q+i, 3q+i for each token
