@@ -327,15 +327,32 @@ func BenchmarkFloatKernels(b *testing.B) {
 }
 
 // BenchmarkDecodeRowLength is one-token products of F16 matrices from
-// DRAM whose rows are shorter (768 columns, 1.5 KB), as long as (2048, one
+// DRAM whose rows are shorter (512 columns, a MoE expert's down projection;
+// 768 and 1024, the 110M and Qwen3.5-0.8B widths), as long as (2048, one
 // 4 KiB page) and longer than a page: MB/s of weights against
 // BenchmarkReadBandwidth. Short rows had streamed at ~2/3 of the long
-// ones' rate with a prefetch one 4-row group ahead (see PFAHEAD).
+// ones' rate while dot4Rows read four adjacent rows side by side; it reads
+// four streams now.
 func BenchmarkDecodeRowLength(b *testing.B) {
-	for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}, {256, 6144}} {
+	for _, sh := range [][2]int{{2048, 512}, {768, 768}, {2048, 768}, {2048, 1024}, {768, 2048}, {2048, 2048}, {5632, 2048}, {256, 6144}} {
 		for _, th := range []int{1, 2} {
 			b.Run(fmt.Sprintf("F16/%dx%d/threads=%d", sh[0], sh[1], th), func(b *testing.B) {
 				benchMatMul(b, benchMats(b, F16, sh[0], sh[1]), th, 1)
+			})
+		}
+	}
+}
+
+// BenchmarkFewTokensFloat is F16 products of 2-7 tokens (a decode step of a few
+// sequences, a speculative check, a MoE expert's share of a prefill) on
+// one thread from DRAM: the block's first tile pass reads the rows, in
+// streams for 2 and 3 tokens (tileStreams), by the four-token tile for 4
+// and 7.
+func BenchmarkFewTokensFloat(b *testing.B) {
+	for _, sh := range [][2]int{{2048, 2048}, {2048, 1024}, {512, 2048}} {
+		for _, n := range []int{2, 3, 4, 7} {
+			b.Run(fmt.Sprintf("F16/%dx%d/n=%d", sh[0], sh[1], n), func(b *testing.B) {
+				benchMatMul(b, benchMats(b, F16, sh[0], sh[1]), 1, n)
 			})
 		}
 	}

@@ -693,7 +693,11 @@ func (j *matJob) tileF16Panels(sc *workerScratch, r0, r1 int) int {
 // tokens' columns, 32 KB at K = 2048, no longer stay in L1: with the
 // tile on every last 4 too, a MoE-shaped pp512, a third of whose experts
 // end on 4, measured ~5% slower). n = 5 as 4+1 measured slower, n = 6
-// and 8 as 4+2 and 4+4 no better than 3+3 and 3+3+2.
+// and 8 as 4+2 and 4+4 no better than 3+3 and 3+3+2. With the first pass
+// of 2 or 3 tokens in streams (tileStreams), 3+2+2 for 7 tokens measured
+// 8-15% faster in BenchmarkFewTokensFloat at three of four shapes, but in
+// the model Qwen3.5-0.8B F16 pp7 was 3-10% slower and TinyLlama's equal
+// (2 threads, interleaved x2, 2026-12-07), so 7 keeps 4+3.
 func tileTokens(rem, n int) int {
 	if hasAVX512 && (rem == tileNRZ || rem >= 8) {
 		return tileNRZ // zmm: 4×6 tiles while 6 fit (7 left: 3+2+2)
