@@ -326,6 +326,21 @@ func BenchmarkFloatKernels(b *testing.B) {
 	}
 }
 
+// BenchmarkGEMMSmall is the F16 tile GEMM at the 110M model's shapes
+// (768 wide: q/k/v/o, gate/up, down) for a 128- and 512-token prefill on
+// two threads: products of a few hundred microseconds, where the
+// end-of-job barrier waits on the last block a worker claimed
+// (claimBlock shrinks the blocks toward the end for that).
+func BenchmarkGEMMSmall(b *testing.B) {
+	for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}} {
+		for _, n := range []int{128, 512} {
+			b.Run(fmt.Sprintf("F16/%dx%d/n=%d/threads=2", sh[0], sh[1], n), func(b *testing.B) {
+				benchMatMul(b, benchMats(b, F16, sh[0], sh[1]), 2, n)
+			})
+		}
+	}
+}
+
 // BenchmarkDecodeRowLength is one-token products of F16 matrices from
 // DRAM whose rows are shorter (512 columns, a MoE expert's down projection;
 // 768 and 1024, the 110M and Qwen3.5-0.8B widths), as long as (2048, one
