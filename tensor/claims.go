@@ -18,6 +18,13 @@ import "sync/atomic"
 // counters (the next region first), so a core that other processes slow
 // down is still helped at chunk granularity as with one counter.
 //
+// A claim takes up to `most` chunk indexes at once (units: a matrix-vector
+// job's 16-row units, its chunk being `most` of them): the whole chunk
+// while much of the region is left, then a quarter of what is left, down
+// to one unit, so that the last claims of a job, which one worker runs
+// while the other has nothing left, are short and the workers reach the
+// end-of-job barrier together.
+//
 // The split never changes a result: every row is computed by the same
 // kernel whichever worker takes its chunk.
 
@@ -33,15 +40,17 @@ type claimRegion struct {
 // claims deals chunk indexes [0, total) to the regions of a pool's workers.
 type claims struct {
 	regions []claimRegion // one per worker
+	most    int64         // indexes per claim at most
 }
 
 // reset splits [0, total) into len(regions) contiguous regions (the
-// first total%n one chunk longer). Called by the pool's caller before a
-// job is published.
-func (c *claims) reset(workers, total int) {
+// first total%n one index longer), claimed up to most indexes at a time.
+// Called by the pool's caller before a job is published.
+func (c *claims) reset(workers, total, most int) {
 	if len(c.regions) != workers {
 		c.regions = make([]claimRegion, workers)
 	}
+	c.most = int64(max(1, most))
 	n := len(c.regions)
 	lo := 0
 	for w := range c.regions {
@@ -55,17 +64,24 @@ func (c *claims) reset(workers, total int) {
 	}
 }
 
-// claim returns worker's next chunk index and true, or false when every
-// region is used up. *r is the region the worker claims from (start it
-// at the worker's own index); it moves on to the next region as each is
-// exhausted.
-func (c *claims) claim(r *int) (int, bool) {
+// claim returns worker's next indexes [lo, hi) and true, or false when
+// every region is used up. *r is the region the worker claims from
+// (start it at the worker's own index); it moves on to the next region
+// as each is exhausted. A claim takes most indexes, or a quarter of what
+// is left of the region when that is less (at least one).
+func (c *claims) claim(r *int) (lo, hi int, ok bool) {
 	n := len(c.regions)
 	for k := 0; k < n; k++ {
 		g := &c.regions[*r]
-		if g.next.Load() < g.end {
-			if i := g.next.Add(1) - 1; i < g.end {
-				return int(i), true
+		for {
+			cur := g.next.Load()
+			left := g.end - cur
+			if left <= 0 {
+				break
+			}
+			sz := min(c.most, max(1, left/4))
+			if g.next.CompareAndSwap(cur, cur+sz) {
+				return int(cur), int(cur + sz), true
 			}
 		}
 		*r++
@@ -73,5 +89,5 @@ func (c *claims) claim(r *int) (int, bool) {
 			*r = 0
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }

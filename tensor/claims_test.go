@@ -12,33 +12,68 @@ import (
 // and with claim starting every search at region 0.
 func TestClaimsOrder(t *testing.T) {
 	var c claims
-	c.reset(3, 10) // regions [0,4) [4,7) [7,10)
+	c.reset(3, 10, 1) // regions [0,4) [4,7) [7,10)
 	var got []int
 	for r := 1; ; {
-		i, ok := c.claim(&r)
+		i, hi, ok := c.claim(&r)
 		if !ok {
 			break
+		}
+		if hi != i+1 {
+			t.Fatalf("claim [%d, %d) with most 1", i, hi)
 		}
 		got = append(got, i)
 	}
 	if want := []int{4, 5, 6, 7, 8, 9, 0, 1, 2, 3}; !slices.Equal(got, want) {
 		t.Errorf("worker 1 alone claimed %v, want %v", got, want)
 	}
-	c.reset(4, 2) // more workers than chunks: regions [0,1) [1,2) and two empty
+	c.reset(4, 2, 1) // more workers than chunks: regions [0,1) [1,2) and two empty
 	r := 3
-	if i, ok := c.claim(&r); !ok || i != 0 {
+	if i, _, ok := c.claim(&r); !ok || i != 0 {
 		t.Errorf("worker 3 of 4 over 2 chunks claimed %d, %v; want 0 (its region empty, region 0 next)", i, ok)
 	}
 }
 
+// TestClaimsShrink: with most > 1 a worker alone claims its region in
+// order, whole claims of most indexes while much is left, then shorter
+// ones (a quarter of what is left), the region's last claim one index.
+// Seen failing with the quarter taken of the whole region instead of
+// what is left (no shrinking: the job's last claim as long as the
+// first) and with the sizes' lower bound dropped (claims of 0 forever).
+func TestClaimsShrink(t *testing.T) {
+	var c claims
+	c.reset(2, 64, 8) // regions [0,32) [32,64)
+	var sizes []int
+	next := 0
+	for r := 0; ; {
+		lo, hi, ok := c.claim(&r)
+		if !ok {
+			break
+		}
+		if lo != next%64 || hi <= lo || hi-lo > 8 {
+			t.Fatalf("claim [%d, %d) after %d indexes, most 8", lo, hi, next)
+		}
+		next += hi - lo
+		sizes = append(sizes, hi-lo)
+	}
+	if next != 64 {
+		t.Fatalf("%d indexes claimed, want 64", next)
+	}
+	want := []int{8, 6, 4, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1} // one region: left 32, 24, 18, 14, 11, 9, 7, ...
+	if got := sizes[:len(want)]; !slices.Equal(got, want) {
+		t.Errorf("region 0 claimed in sizes %v, want %v", got, want)
+	}
+}
+
 // TestClaimsConcurrent: workers claiming at once take every chunk exactly
-// once (run under -race too). Seen failing with claim's bounds off by
-// one (< end → <= end: each region's end handed out as well).
+// once (run under -race too), one index or up to seven at a time. Seen
+// failing with claim's bounds off by one (< end → <= end: each region's
+// end handed out as well).
 func TestClaimsConcurrent(t *testing.T) {
 	const workers, total = 4, 1001
 	var c claims
-	for range 20 {
-		c.reset(workers, total)
+	for i := range 40 {
+		c.reset(workers, total, 1+i%2*6)
 		seen := make([][]int, workers)
 		var wg sync.WaitGroup
 		for w := range workers {
@@ -46,11 +81,13 @@ func TestClaimsConcurrent(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for r := w; ; {
-					i, ok := c.claim(&r)
+					lo, hi, ok := c.claim(&r)
 					if !ok {
 						return
 					}
-					seen[w] = append(seen[w], i)
+					for i := lo; i < hi; i++ {
+						seen[w] = append(seen[w], i)
+					}
 				}
 			}()
 		}

@@ -202,7 +202,8 @@ type matJob struct {
 	w     *Mat
 	x     []float32
 	n     int
-	chunk int    // rows per claimed matrix-vector chunk or tile block
+	chunk int    // rows per claimed matrix-vector chunk or tile block (at most, see claims)
+	unit  int    // matrix-vector rows per claim index: 16, or chunk when that is no multiple of 16
 	quant bool   // matrix-vector through s.acts (8-bit activations)
 	x4    bool   // quant, n > 1, four tokens at a time (dotQRowsX4)
 	x8    bool   // x4 and Q8_0 on AVX-512 VNNI: the first n&^7 tokens eight at a time (dotQRowsX8)
@@ -363,7 +364,11 @@ func (s *pool) matMul(dst []float32, w *Mat, x []float32, n int) {
 		}
 	}
 	j.phase = phaseMatVec
-	s.cl.reset(s.n, (w.Rows+j.chunk-1)/j.chunk)
+	j.unit = j.chunk // claimed in units of 16 rows where the chunk is made of them
+	if j.chunk%16 == 0 {
+		j.unit = 16
+	}
+	s.cl.reset(s.n, (w.Rows+j.unit-1)/j.unit, j.chunk/j.unit)
 	s.run(j)
 	j.dst, j.x, j.w, j.q4 = nil, nil, nil, nil
 }
@@ -383,12 +388,11 @@ func (j *matJob) run(worker int) {
 	case phaseMatVec:
 		// Chunks from the worker's own contiguous region first (claims.go).
 		for r := worker; ; {
-			c, ok := j.s.cl.claim(&r)
+			u0, u1, ok := j.s.cl.claim(&r)
 			if !ok {
 				return
 			}
-			lo := c * j.chunk
-			j.matVec(sc, lo, min(lo+j.chunk, j.w.Rows))
+			j.matVec(sc, u0*j.unit, min(u1*j.unit, j.w.Rows))
 		}
 	case phaseTile:
 		for {

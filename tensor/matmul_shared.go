@@ -97,7 +97,7 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 		j.chunk = decodeChunk(w, s.n) // as matMul's for one token
 		sj.starts[i+1] = sj.starts[i] + (w.Rows+j.chunk-1)/j.chunk
 	}
-	s.cl.reset(s.n, sj.starts[sj.nj])
+	s.cl.reset(s.n, sj.starts[sj.nj], 1)
 	s.run(sj)
 	for i := range sj.nj {
 		j := &sj.jobs[i]
@@ -108,7 +108,7 @@ func (s *pool) matMulShared(x []float32, ws []*Mat, dsts [][]float32) {
 func (sj *sharedJob) run(worker int) {
 	sc := &sj.s.scratch[worker]
 	for r := worker; ; {
-		c, ok := sj.s.cl.claim(&r)
+		c, _, ok := sj.s.cl.claim(&r) // one index a claim (reset's most = 1)
 		if !ok {
 			return
 		}
