@@ -208,7 +208,7 @@ func (j *deltaJob) Range(lo, hi, worker int) {
 
 // deltaBlocked reports whether the delta-net states of heads of d × d are
 // held in tensor.DeltaStepsBlocked's row-block layout and stepped by it
-// (where it runs in SIMD registers: AVX-512, d a multiple of 16), rather
+// (where it runs in SIMD registers: amd64 with AVX2, d a multiple of 16), rather
 // than row-major and stepped token by token by deltaStep. It depends only
 // on the CPU and the shape, so one process holds every state one way (a
 // state is never read by another process). deltaStepFn swapped for a

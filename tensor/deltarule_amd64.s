@@ -15,6 +15,23 @@
 	VHADDPS X, X, X \
 	VHADDPS X, X, X
 
+// ACOL2(ko, so, lo, hi): pass 2 of deltaStepsBlockedAVX2 for column BX/4
+// + ko/4 of the block at AX + so: both halves S = decay·S + e·k (e in
+// Y14/Y15, decay Y12), stored, and S·q added into lo and hi.
+#define ACOL2(ko, so, lo, hi) \
+	VBROADCASTSS ko(R9)(BX*1), Y8; \
+	VBROADCASTSS ko(R8)(BX*1), Y9; \
+	VMULPS       Y8, Y14, Y10; \
+	VMULPS       Y8, Y15, Y11; \
+	VMOVUPS      so(AX), Y8; \
+	VFMADD213PS  Y10, Y12, Y8; \
+	VMOVUPS      Y8, so(AX); \
+	VFMADD231PS  Y9, Y8, lo; \
+	VMOVUPS      so+32(AX), Y13; \
+	VFMADD213PS  Y11, Y12, Y13; \
+	VMOVUPS      Y13, so+32(AX); \
+	VFMADD231PS  Y9, Y13, hi
+
 TEXT ·deltaStepAVX2(SB), NOSPLIT, $0-64
 	MOVQ out+0(FP), DI
 	MOVQ S+8(FP), SI
@@ -414,5 +431,135 @@ bpass2:
 	JMP  bblock
 
 bdone:
+	VZEROUPPER
+	RET
+
+// func deltaStepsBlockedAVX2(out, S, q, k, v, decay, beta *float32, ldo, ldqk, ldv, T, dk, blocks int)
+//
+// DeltaStepsBlocked on ymm registers: a row block's 16 lanes are two
+// halves of 8 (Y0-Y3 and Y4-Y7 the low and high rows' accumulators),
+// column i into accumulator i mod 4, folded (a0+a1)+(a2+a3); otherwise
+// deltaStepsBlocked512's steps (e·k_i rounded, then one FMA with
+// decay·S_i). Per block, token by token, so the block (8 KiB at d_k =
+// 128) stays in L1 for all of a call's tokens, where DeltaStep streams
+// the head's whole state (64 KiB) through L2 for every token. d_k a
+// multiple of 4; strides in floats.
+TEXT ·deltaStepsBlockedAVX2(SB), NOSPLIT, $0-104
+	MOVQ ldo+56(FP), R12
+	SHLQ $2, R12
+	MOVQ ldqk+64(FP), CX
+	SHLQ $2, CX
+	MOVQ ldv+72(FP), DX
+	SHLQ $2, DX
+	MOVQ S+8(FP), SI
+	MOVQ dk+88(FP), R14
+	SHLQ $2, R14 // d_k·4: the column index's end in bytes of k
+	XORQ R13, R13 // block b
+
+ablock:
+	CMPQ R13, blocks+96(FP)
+	JAE  adone
+	MOVQ R13, AX
+	SHLQ $6, AX // b·16 floats
+	MOVQ out+0(FP), DI
+	ADDQ AX, DI
+	MOVQ v+32(FP), R10
+	ADDQ AX, R10
+	MOVQ q+16(FP), R8
+	MOVQ k+24(FP), R9
+	XORQ R11, R11 // token t
+
+atok:
+	// Pass 1: s = S k.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ SI, AX
+	XORQ BX, BX
+
+apass1:
+	VBROADCASTSS 0(R9)(BX*1), Y8
+	VBROADCASTSS 4(R9)(BX*1), Y9
+	VBROADCASTSS 8(R9)(BX*1), Y10
+	VBROADCASTSS 12(R9)(BX*1), Y11
+	VFMADD231PS  0(AX), Y8, Y0
+	VFMADD231PS  32(AX), Y8, Y4
+	VFMADD231PS  64(AX), Y9, Y1
+	VFMADD231PS  96(AX), Y9, Y5
+	VFMADD231PS  128(AX), Y10, Y2
+	VFMADD231PS  160(AX), Y10, Y6
+	VFMADD231PS  192(AX), Y11, Y3
+	VFMADD231PS  224(AX), Y11, Y7
+	ADDQ         $256, AX
+	ADDQ         $16, BX
+	CMPQ         BX, R14
+	JB           apass1
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VADDPS Y6, Y4, Y4
+	// e = β(v − decay·s) into Y14 (rows 0-7), Y15 (rows 8-15).
+	MOVQ         decay+40(FP), AX
+	VBROADCASTSS (AX)(R11*4), Y12
+	MOVQ         beta+48(FP), AX
+	VBROADCASTSS (AX)(R11*4), Y13
+	VMULPS       Y12, Y0, Y0
+	VMULPS       Y12, Y4, Y4
+	VMOVUPS      (R10), Y14
+	VMOVUPS      32(R10), Y15
+	VSUBPS       Y0, Y14, Y14
+	VSUBPS       Y4, Y15, Y15
+	VMULPS       Y13, Y14, Y14
+	VMULPS       Y13, Y15, Y15
+	// Pass 2: S_i = decay·S_i + e·k_i; out = S q.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ SI, AX
+	XORQ BX, BX
+
+apass2:
+	ACOL2(0, 0, Y0, Y4)
+	ACOL2(4, 64, Y1, Y5)
+	ACOL2(8, 128, Y2, Y6)
+	ACOL2(12, 192, Y3, Y7)
+	ADDQ $256, AX
+	ADDQ $16, BX
+	CMPQ BX, R14
+	JB   apass2
+	VADDPS  Y1, Y0, Y0
+	VADDPS  Y3, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y5, Y4, Y4
+	VADDPS  Y7, Y6, Y6
+	VADDPS  Y6, Y4, Y4
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, 32(DI)
+	ADDQ    CX, R8
+	ADDQ    CX, R9
+	ADDQ    DX, R10
+	ADDQ    R12, DI
+	INCQ    R11
+	CMPQ    R11, T+80(FP)
+	JB      atok
+	MOVQ    dk+88(FP), AX
+	SHLQ    $6, AX // d_k·16 floats
+	ADDQ    AX, SI
+	INCQ    R13
+	JMP     ablock
+
+adone:
 	VZEROUPPER
 	RET

@@ -18,13 +18,15 @@ func TestDeltaStepsBlocked(t *testing.T) {
 	paths := []struct {
 		name string
 		simd bool
-	}{{"go", false}, {"avx512", true}}
+		zmm  bool
+	}{{"go", false, false}, {"avx2", true, false}, {"avx512", true, true}}
 	for _, p := range paths {
-		if p.simd && !(hasSIMD && hasAVX512) {
+		if p.simd && !(hasSIMD && hasDeltaBlocked) || p.zmm && !hasAVX512 {
+			t.Logf("%s: not on this CPU", p.name)
 			continue
 		}
 		saveS, saveZ := hasSIMD, hasAVX512
-		hasSIMD, hasAVX512 = p.simd && hasSIMD, p.simd && hasAVX512
+		hasSIMD, hasAVX512 = p.simd && hasSIMD, p.zmm
 		for _, sh := range []struct{ dk, dv int }{{128, 128}, {16, 32}, {8, 16}, {24, 48}} {
 			dk, dv, T := sh.dk, sh.dv, 40
 			if p.simd && !DeltaBlockedSIMD(dk, dv) {
