@@ -7,6 +7,7 @@
 // d a multiple of 16 (two 8-lane vectors a step).
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // HSUM8 folds the 8 lanes of Y into lane 0 of X (T scratch).
 #define HSUM8(Y, X, T) \
@@ -31,6 +32,63 @@
 	VFMADD213PS  Y11, Y12, Y13; \
 	VMOVUPS      Y13, so+32(AX); \
 	VFMADD231PS  Y9, Y13, hi
+
+// The row-block kernels' walk (deltaStepsBlocked512, deltaStepsBlockedAVX2),
+// over the arguments (out, S, q, k, v, decay, beta *float32, ldo, ldqk,
+// ldv, T, dk, blocks int): R12, CX, DX the out, q/k and v strides in
+// bytes, SI the block, R13 its index, DI/R8/R9/R10 the token's out, q, k
+// and v, R11 the token.
+//
+// DBSTRIDES loads the strides (in bytes) and S.
+#define DBSTRIDES \
+	MOVQ ldo+56(FP), R12; \
+	SHLQ $2, R12; \
+	MOVQ ldqk+64(FP), CX; \
+	SHLQ $2, CX; \
+	MOVQ ldv+72(FP), DX; \
+	SHLQ $2, DX; \
+	MOVQ S+8(FP), SI
+
+// DBBLOCK(done) starts block R13 at its first token, or jumps to done
+// when every block is done.
+#define DBBLOCK(done) \
+	CMPQ R13, blocks+96(FP); \
+	JAE  done; \
+	MOVQ R13, AX; \
+	SHLQ $6, AX; \
+	MOVQ out+0(FP), DI; \
+	ADDQ AX, DI; \
+	MOVQ v+32(FP), R10; \
+	ADDQ AX, R10; \
+	MOVQ q+16(FP), R8; \
+	MOVQ k+24(FP), R9; \
+	XORQ R11, R11
+
+// DBNEXT(tok, block) moves to the next token (back to tok) or, after
+// the last, to the next block of d_k·16 floats (back to block).
+#define DBNEXT(tok, block) \
+	ADDQ CX, R8; \
+	ADDQ CX, R9; \
+	ADDQ DX, R10; \
+	ADDQ R12, DI; \
+	INCQ R11; \
+	CMPQ R11, T+80(FP); \
+	JB   tok; \
+	MOVQ dk+88(FP), AX; \
+	SHLQ $6, AX; \
+	ADDQ AX, SI; \
+	INCQ R13; \
+	JMP  block
+
+// DBFOLD folds the ymm kernel's accumulators (a0+a1)+(a2+a3): rows 0-7
+// into Y0, rows 8-15 into Y4.
+#define DBFOLD \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	VADDPS Y5, Y4, Y4; \
+	VADDPS Y7, Y6, Y6; \
+	VADDPS Y6, Y4, Y4
 
 TEXT ·deltaStepAVX2(SB), NOSPLIT, $0-64
 	MOVQ out+0(FP), DI
@@ -280,27 +338,11 @@ done16:
 //
 // d_k a multiple of 8 (8 columns a step); strides in floats.
 TEXT ·deltaStepsBlocked512(SB), NOSPLIT, $0-104
-	MOVQ ldo+56(FP), R12
-	SHLQ $2, R12
-	MOVQ ldqk+64(FP), CX
-	SHLQ $2, CX
-	MOVQ ldv+72(FP), DX
-	SHLQ $2, DX
-	MOVQ S+8(FP), SI
+	DBSTRIDES
 	XORQ R13, R13 // block b
 
 bblock:
-	CMPQ R13, blocks+96(FP)
-	JAE  bdone
-	MOVQ R13, AX
-	SHLQ $6, AX // b·16 floats
-	MOVQ out+0(FP), DI
-	ADDQ AX, DI
-	MOVQ v+32(FP), R10
-	ADDQ AX, R10
-	MOVQ q+16(FP), R8
-	MOVQ k+24(FP), R9
-	XORQ R11, R11 // token t
+	DBBLOCK(bdone)
 
 btok:
 	MOVQ decay+40(FP), AX
@@ -417,18 +459,7 @@ bpass2:
 	VADDPS Z6, Z4, Z4
 	VADDPS Z4, Z0, Z0
 	VMOVUPS Z0, (DI)
-	ADDQ CX, R8
-	ADDQ CX, R9
-	ADDQ DX, R10
-	ADDQ R12, DI
-	INCQ R11
-	CMPQ R11, T+80(FP)
-	JB   btok
-	MOVQ dk+88(FP), AX
-	SHLQ $6, AX // d_k·16 floats
-	ADDQ AX, SI
-	INCQ R13
-	JMP  bblock
+	DBNEXT(btok, bblock)
 
 bdone:
 	VZEROUPPER
@@ -445,40 +476,17 @@ bdone:
 // the head's whole state (64 KiB) through L2 for every token. d_k a
 // multiple of 4; strides in floats.
 TEXT ·deltaStepsBlockedAVX2(SB), NOSPLIT, $0-104
-	MOVQ ldo+56(FP), R12
-	SHLQ $2, R12
-	MOVQ ldqk+64(FP), CX
-	SHLQ $2, CX
-	MOVQ ldv+72(FP), DX
-	SHLQ $2, DX
-	MOVQ S+8(FP), SI
+	DBSTRIDES
 	MOVQ dk+88(FP), R14
 	SHLQ $2, R14 // d_k·4: the column index's end in bytes of k
 	XORQ R13, R13 // block b
 
 ablock:
-	CMPQ R13, blocks+96(FP)
-	JAE  adone
-	MOVQ R13, AX
-	SHLQ $6, AX // b·16 floats
-	MOVQ out+0(FP), DI
-	ADDQ AX, DI
-	MOVQ v+32(FP), R10
-	ADDQ AX, R10
-	MOVQ q+16(FP), R8
-	MOVQ k+24(FP), R9
-	XORQ R11, R11 // token t
+	DBBLOCK(adone)
 
 atok:
 	// Pass 1: s = S k.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	MOVQ SI, AX
 	XORQ BX, BX
 
@@ -499,12 +507,7 @@ apass1:
 	ADDQ         $16, BX
 	CMPQ         BX, R14
 	JB           apass1
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VADDPS Y5, Y4, Y4
-	VADDPS Y7, Y6, Y6
-	VADDPS Y6, Y4, Y4
+	DBFOLD
 	// e = β(v − decay·s) into Y14 (rows 0-7), Y15 (rows 8-15).
 	MOVQ         decay+40(FP), AX
 	VBROADCASTSS (AX)(R11*4), Y12
@@ -519,14 +522,7 @@ apass1:
 	VMULPS       Y13, Y14, Y14
 	VMULPS       Y13, Y15, Y15
 	// Pass 2: S_i = decay·S_i + e·k_i; out = S q.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	MOVQ SI, AX
 	XORQ BX, BX
 
@@ -539,26 +535,10 @@ apass2:
 	ADDQ $16, BX
 	CMPQ BX, R14
 	JB   apass2
-	VADDPS  Y1, Y0, Y0
-	VADDPS  Y3, Y2, Y2
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y5, Y4, Y4
-	VADDPS  Y7, Y6, Y6
-	VADDPS  Y6, Y4, Y4
+	DBFOLD
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y4, 32(DI)
-	ADDQ    CX, R8
-	ADDQ    CX, R9
-	ADDQ    DX, R10
-	ADDQ    R12, DI
-	INCQ    R11
-	CMPQ    R11, T+80(FP)
-	JB      atok
-	MOVQ    dk+88(FP), AX
-	SHLQ    $6, AX // d_k·16 floats
-	ADDQ    AX, SI
-	INCQ    R13
-	JMP     ablock
+	DBNEXT(atok, ablock)
 
 adone:
 	VZEROUPPER

@@ -3,6 +3,7 @@
 // handle the ragged tails these loops leave.
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // The canonical float dot (batch invariance, see matmul.go): per row one
 // 8-lane FMA accumulator, lane l summing columns ≡ l (mod 8) in column
@@ -21,16 +22,6 @@
 	VADDPS X1, X0, X0; \
 	VMOVUPS X0, (DX); \
 	VZEROUPPER
-
-#define ZERO8 \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
 
 // TILEARGS loads the float tiles' arguments (func tile*SIMD(a *byte, lda
 // uintptr, x *float32, ldx uintptr, k int, dst *float32, ldd uintptr, tiles
@@ -362,14 +353,7 @@ cvtbf16done:
 #define TILEPROLOG \
 	MOVQ   R14, CX; \
 	NEGQ   CX; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7; \
+	ZERO8; \
 	VXORPS Y8, Y8, Y8; \
 	VXORPS Y9, Y9, Y9; \
 	VXORPS Y10, Y10, Y10; \

@@ -12,6 +12,7 @@
 // (VEX-encoded ymm ops for the 8-column remainder and the final folds).
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 #define REDUCE4 \
 	VHADDPS Y1, Y0, Y0; \
@@ -32,16 +33,6 @@
 #define MASK8 \
 	MOVL  $0xff, R11; \
 	KMOVW R11, K1
-
-#define ZERO8 \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
 
 // The 4-row dots (func dot4{F32,F16,BF16}Z(w *byte, lda uintptr, x *float32,
 // n int, out *[4]float32), n a positive multiple of 8): rows SI, SI+BX,
@@ -345,14 +336,7 @@ zbf16done:
 	ANDQ   $8, R12; \
 	SHRQ   $4, CX; \
 	MASK8; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7; \
+	ZERO8; \
 	VXORPS Y8, Y8, Y8; \
 	VXORPS Y9, Y9, Y9; \
 	VXORPS Y10, Y10, Y10; \
