@@ -44,3 +44,16 @@ func vecSwiGLU(g, u []float32) int {
 	swigluAVX2(&g[0], &u[0], n8)
 	return n8
 }
+
+//go:noescape
+func causalConv4AVX2(out, x, s0, s1, s2, kernel *float32, n int)
+
+// causalConv4SIMD runs CausalConv4's first n &^ 7 channels in AVX2 and
+// returns how many it did.
+func causalConv4SIMD(out, x, s0, s1, s2, kernel []float32) int {
+	m := len(out) &^ 7
+	if m > 0 {
+		causalConv4AVX2(&out[0], &x[0], &s0[0], &s1[0], &s2[0], &kernel[0], m)
+	}
+	return m
+}

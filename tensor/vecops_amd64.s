@@ -234,3 +234,69 @@ swloop:
 swdone:
 	VZEROUPPER
 	RET
+
+// func causalConv4AVX2(out, x, s0, s1, s2, kernel *float32, n int)
+//
+// CausalConv4 for n channels (a multiple of 8), eight per step. The
+// kernel is channel-major, (n, 4): a step loads channels c..c+3 into the
+// low lanes of Y0-Y3 and c+4..c+7 into the high lanes (one channel's four
+// taps each), and a 4×4 transpose within each 128-bit lane turns them
+// into Y0-Y3 = tap 0-3 of the eight channels in order. Then, lane by
+// lane, ((0 + s0·k0) + s1·k1) + s2·k2) + x·k3 with every product rounded
+// (VMULPS, then VADDPS: the Go loop's sums), and the window moves on.
+TEXT ·causalConv4AVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ s0+16(FP), R8
+	MOVQ s1+24(FP), R9
+	MOVQ s2+32(FP), R10
+	MOVQ kernel+40(FP), R11
+	MOVQ n+48(FP), CX
+	SHLQ $2, CX // bytes of n channels
+	XORQ BX, BX // byte offset of channel c
+
+cvloop:
+	// Y0-Y3: channels c+i (low lane) and c+4+i (high lane), taps 0-3.
+	VMOVUPS     0(R11), X0
+	VINSERTF128 $1, 64(R11), Y0, Y0
+	VMOVUPS     16(R11), X1
+	VINSERTF128 $1, 80(R11), Y1, Y1
+	VMOVUPS     32(R11), X2
+	VINSERTF128 $1, 96(R11), Y2, Y2
+	VMOVUPS     48(R11), X3
+	VINSERTF128 $1, 112(R11), Y3, Y3
+
+	// Per lane: rows c0-c3 of [t0 t1 t2 t3] to rows t0-t3 of [c0 c1 c2 c3].
+	VUNPCKLPS Y1, Y0, Y4 // c0t0 c1t0 c0t1 c1t1
+	VUNPCKHPS Y1, Y0, Y5 // c0t2 c1t2 c0t3 c1t3
+	VUNPCKLPS Y3, Y2, Y6 // c2t0 c3t0 c2t1 c3t1
+	VUNPCKHPS Y3, Y2, Y7 // c2t2 c3t2 c2t3 c3t3
+	VUNPCKLPD Y6, Y4, Y0 // tap 0
+	VUNPCKHPD Y6, Y4, Y1 // tap 1
+	VUNPCKLPD Y7, Y5, Y2 // tap 2
+	VUNPCKHPD Y7, Y5, Y3 // tap 3
+
+	VMOVUPS (R8)(BX*1), Y8   // s0
+	VMOVUPS (R9)(BX*1), Y9   // s1
+	VMOVUPS (R10)(BX*1), Y10 // s2
+	VMOVUPS (SI)(BX*1), Y11  // x
+	VXORPS  Y12, Y12, Y12
+	VMULPS  Y0, Y8, Y13
+	VADDPS  Y13, Y12, Y12
+	VMULPS  Y1, Y9, Y13
+	VADDPS  Y13, Y12, Y12
+	VMULPS  Y2, Y10, Y13
+	VADDPS  Y13, Y12, Y12
+	VMULPS  Y3, Y11, Y13
+	VADDPS  Y13, Y12, Y12
+	VMOVUPS Y12, (DI)(BX*1)
+	VMOVUPS Y9, (R8)(BX*1)   // s0 ← s1
+	VMOVUPS Y10, (R9)(BX*1)  // s1 ← s2
+	VMOVUPS Y11, (R10)(BX*1) // s2 ← x
+
+	ADDQ $128, R11
+	ADDQ $32, BX
+	CMPQ BX, CX
+	JLT  cvloop
+	VZEROUPPER
+	RET
