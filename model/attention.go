@@ -301,9 +301,7 @@ func (m *Model) attendPass(pass []attnQuery, s *kvcache.Seq, bs, l int, kr, vr *
 			out[c] *= inv
 		}
 		if m.AttnGate { // Qwen3.5: the head's output times σ(its gate), here on the workers
-			for c, gt := range m.hw.gate[q.q : q.q+hd] {
-				out[c] *= sigmoid(gt)
-			}
+			tensor.MulSigmoid(out, m.hw.gate[q.q:q.q+hd])
 		}
 	}
 }

@@ -108,3 +108,15 @@ func SwiGLU(gate, up []float32) {
 		gate[i] = SiLU(gate[i]) * up[i]
 	}
 }
+
+// MulSigmoid sets x[i] = x[i]·σ(g[i]) = x[i] / (1 + e^-g[i]) (Qwen3.5's
+// sigmoid output gates), with SwiGLU's float32 exponential: AVX2 over the
+// multiple-of-8 prefix, the Go loop for the tail, so its bits depend on
+// len(x) only.
+func MulSigmoid(x, g []float32) {
+	_ = g[:len(x)]
+	i := vecMulSigmoid(x, g)
+	for ; i < len(x); i++ {
+		x[i] = x[i] / (1 + expf(-g[i]))
+	}
+}

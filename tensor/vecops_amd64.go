@@ -13,6 +13,9 @@ func maxAVX2(x *float32, n int) float32
 //go:noescape
 func swigluAVX2(gate *float32, up *float32, n int)
 
+//go:noescape
+func mulSigmoidAVX2(x *float32, gate *float32, n int)
+
 // vecMax returns max x over the longest prefix of x handled by the
 // assembly (a multiple of 8 long) and that prefix's length; 0, 0 without.
 func vecMax(x []float32) (float32, int) {
@@ -42,6 +45,18 @@ func vecSwiGLU(g, u []float32) int {
 	}
 	_ = u[n8-1]
 	swigluAVX2(&g[0], &u[0], n8)
+	return n8
+}
+
+// vecMulSigmoid is MulSigmoid over the longest prefix handled by the
+// assembly; it returns the prefix's length.
+func vecMulSigmoid(x, g []float32) int {
+	n8 := len(x) &^ 7
+	if !hasSIMD || n8 == 0 {
+		return 0
+	}
+	_ = g[n8-1]
+	mulSigmoidAVX2(&x[0], &g[0], n8)
 	return n8
 }
 

@@ -235,6 +235,33 @@ swdone:
 	VZEROUPPER
 	RET
 
+// func mulSigmoidAVX2(x *float32, gate *float32, n int)
+//
+// x[i] = x[i] / (1 + e^(-gate[i])) for i < n (a multiple of 8).
+TEXT ·mulSigmoidAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ gate+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   msdone
+
+msloop:
+	VMOVUPS (SI), Y4
+	VXORPS  expc<>+384(SB), Y4, Y0
+	EXP8
+	VADDPS  expc<>+288(SB), Y0, Y0
+	VMOVUPS (DI), Y4
+	VDIVPS  Y0, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     msloop
+
+msdone:
+	VZEROUPPER
+	RET
+
 // func causalConv4AVX2(out, x, s0, s1, s2, kernel *float32, n int)
 //
 // CausalConv4 for n channels (a multiple of 8), eight per step. The

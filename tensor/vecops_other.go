@@ -5,4 +5,5 @@ package tensor
 func vecMax(x []float32) (float32, int)                        { return 0, 0 }
 func vecExpShift(x []float32, mx float32) (float32, int)       { return 0, 0 }
 func vecSwiGLU(g, u []float32) int                             { return 0 }
+func vecMulSigmoid(x, g []float32) int                         { return 0 }
 func causalConv4SIMD(out, x, s0, s1, s2, kernel []float32) int { return 0 }

@@ -80,3 +80,38 @@ func maxAbsDiffVec(a, b []float32) (float64, int) {
 	}
 	return worst, at
 }
+
+// TestMulSigmoid checks MulSigmoid, assembly and Go loop, against
+// x·σ(g) in float64 to 4e-7 relative (expf's ulp, the add and the
+// division), over lengths with and without a ragged tail and gates from
+// saturated to tiny.
+func TestMulSigmoid(t *testing.T) {
+	for _, vec := range []bool{false, true} {
+		if vec && !hasSIMD {
+			t.Log("no assembly kernels on this machine: the Go loop only")
+			continue
+		}
+		saved := hasSIMD
+		hasSIMD = vec
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, n := range []int{1, 7, 8, 9, 31, 64, 300} {
+			x, g := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 4)
+				g[i] = float32(r.NormFloat64() * 8)
+			}
+			g[r.IntN(n)] = 200  // σ = 1
+			g[r.IntN(n)] = -200 // σ underflows
+			got := slices.Clone(x)
+			MulSigmoid(got, g)
+			for i := range x {
+				want := float64(x[i]) / (1 + math.Exp(-float64(g[i])))
+				if d := math.Abs(float64(got[i]) - want); d > 4e-7*math.Abs(want)+1e-30 {
+					t.Errorf("vec %v, n %d: %g·σ(%g) = %g, want %g", vec, n, x[i], g[i], got[i], want)
+					break
+				}
+			}
+		}
+		hasSIMD = saved
+	}
+}
