@@ -149,6 +149,13 @@ GLOBL expc<>(SB), RODATA|NOPTR, $416
 	VPADDD       expc<>+288(SB), Y1, Y1; \
 	VMULPS       Y1, Y2, Y0
 
+// SIGDEN8 sets Y0 = 1 + e^(-Y4), the denominator of σ(Y4) (SiLU's and the
+// sigmoid gate's); Y1-Y3 clobbered, Y4 kept.
+#define SIGDEN8 \
+	VXORPS expc<>+384(SB), Y4, Y0; \
+	EXP8; \
+	VADDPS expc<>+288(SB), Y0, Y0
+
 // func expShiftAVX2(x *float32, n int, mx float32) float32
 //
 // x[i] = e^(x[i]-mx) for i < n (a multiple of 8); returns Σ x[i].
@@ -220,9 +227,7 @@ TEXT ·swigluAVX2(SB), NOSPLIT, $0-24
 
 swloop:
 	VMOVUPS (DI), Y4
-	VXORPS  expc<>+384(SB), Y4, Y0
-	EXP8
-	VADDPS  expc<>+288(SB), Y0, Y0
+	SIGDEN8
 	VMULPS  (SI), Y4, Y4
 	VDIVPS  Y0, Y4, Y4
 	VMOVUPS Y4, (DI)
@@ -247,9 +252,7 @@ TEXT ·mulSigmoidAVX2(SB), NOSPLIT, $0-24
 
 msloop:
 	VMOVUPS (SI), Y4
-	VXORPS  expc<>+384(SB), Y4, Y0
-	EXP8
-	VADDPS  expc<>+288(SB), Y0, Y0
+	SIGDEN8
 	VMOVUPS (DI), Y4
 	VDIVPS  Y0, Y4, Y4
 	VMOVUPS Y4, (DI)
