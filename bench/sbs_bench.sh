@@ -15,8 +15,9 @@
 #                what ../shared/tools/llamacpp-build.sh builds)
 #   OUT          JSON lines, one per tool, file and round (default /tmp/sbs_bench.jsonl)
 #   DROP         1 (default): drop the file's pages from the page cache before each
-#                round's cell (GNU dd iflag=nocache), so each round reads it into
-#                freshly placed memory; 0: keep whatever placement the cache has
+#                round's cell (GNU dd iflag=nocache) and read it back in whole, so
+#                each round maps it from freshly placed memory and neither tool
+#                pays the disk; 0: keep whatever placement the cache has
 # Why DROP: on the shared VM where these tables are measured, the physical memory
 # a file's cached pages happen to occupy moves decode speed by up to ±15% for as
 # long as the pages stay cached (paired in-process runs, 2026-12-06: TinyLlama
@@ -51,7 +52,14 @@ record() { # engine cell round load: wraps stdin's JSON
 for r in $(seq 1 "$ROUNDS"); do
 	for c in $CELLS; do
 		f=/tmp/nanoserve-bench/${c%%:*}-${c##*:}-1.gguf
-		if ((DROP)); then dd if="$f" iflag=nocache count=0 status=none; fi
+		if ((DROP)); then
+			dd if="$f" iflag=nocache count=0 status=none
+			# Read it back before either tool starts: a MoE file's experts that
+			# the warm-up does not route to would otherwise come from disk
+			# during the first tool's pp128 (the 35B-A3B-shaped F16 file, 8.7 GB:
+			# 0.67-0.77x with nanoserve first, 1.90x with llama-bench first).
+			cat "$f" >/dev/null
+		fi
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		ns() { "$NANOSERVE" bench --model "$f" -p 128,512 -n 128 -r 1 --threads 2 --depths none --gen-lens none \
 			--bw-mib 1024 --peak=false --json 2>/dev/null | record nanoserve "$c" "$r" "$load"; }
