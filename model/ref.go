@@ -46,6 +46,31 @@ type refRounding struct {
 	// gelu16: GELU through ggml's F16 table (GGML_GELU_FP16): the input
 	// rounded to F16, the output an F16 value.
 	gelu16 bool
+	// tiledPrompt: the first tiledPrompt positions were llama-server's
+	// prompt, processed in ubatches of lcppUbatch rows; a ubatch of at
+	// least lcppFATileQ rows takes ggml's tiled flash-attention kernel
+	// (F32 queries, K and V widened to F32, an F32 accumulator), so q16
+	// and vAcc16 do not apply to its rows. 0: every position one row at a
+	// time (the shared goldens' prompts are all shorter than a tile).
+	tiledPrompt int
+}
+
+// llama.cpp's defaults that decide its flash-attention kernel per row
+// (ggml-cpu ops.cpp, de3ff815): the server's n_ubatch and the tiled
+// kernel's query tile, GGML_FA_TILE_Q.
+const (
+	lcppUbatch  = 512
+	lcppFATileQ = 64
+)
+
+// rowByRow reports whether llama.cpp computed position i's attention with
+// the one-row kernel (F16 query, F16 V accumulator) rather than the tiled.
+func (r refRounding) rowByRow(i int) bool {
+	if i >= r.tiledPrompt {
+		return true
+	}
+	u := i / lcppUbatch * lcppUbatch
+	return min(lcppUbatch, r.tiledPrompt-u) < lcppFATileQ
 }
 
 // lcppRounding is every rounding of llama.cpp's CPU backend (de3ff815,
@@ -73,12 +98,19 @@ func refRoundF16(x []float64) []float64 {
 
 // forwardRef is ForwardRef with r's roundings.
 func (m *Model) forwardRef(tokens []int, r refRounding) ([]float32, error) {
+	return m.forwardRefRows(tokens, r, 0)
+}
+
+// forwardRefRows is forwardRef with the logits of positions from on only,
+// (len(tokens)-from, vocab): over a long prompt and a large vocabulary the
+// head is most of the reference's time and memory.
+func (m *Model) forwardRefRows(tokens []int, r refRounding, from int) ([]float32, error) {
 	h, err := m.hiddenRef(tokens, r)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &m.Config
-	logits := r.matMul(m.w.output, h, len(tokens), nil)
+	logits := r.matMul(m.w.output, h[from*cfg.Dim:], len(tokens)-from, nil)
 	out := make([]float32, len(logits))
 	for i, v := range logits {
 		if c := float64(cfg.FinalSoftcap); c > 0 {
@@ -215,11 +247,12 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 			}
 			for hh := range cfg.Heads {
 				qh := q[i*qd+hh*hd : i*qd+(hh+1)*hd]
-				if rnd.q16 {
+				oneRow := rnd.rowByRow(i)
+				if rnd.q16 && oneRow {
 					qh = refRoundF16(qh)
 				}
 				g := hh / group
-				if rnd.vAcc16 && lw.sinks == nil {
+				if rnd.vAcc16 && oneRow && lw.sinks == nil {
 					refFlashF16(att[i*qd+hh*hd:i*qd+(hh+1)*hd], qh, k, v, g*hd, kvd, start, i, scale, float64(cfg.AttnSoftcap))
 					continue
 				}
