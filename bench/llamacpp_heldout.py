@@ -43,7 +43,7 @@ llama-server comes from ../shared/tools/llamacpp-build.sh (LLAMA_BIN, default
 ~/.cache/llamacpp/llama.cpp/build/bin). Standard library only. Exit status 1
 when any file FAILs.
 """
-import argparse, glob, json, math, os, random, socket, subprocess, sys, tempfile, time, urllib.error, urllib.request
+import argparse, glob, json, math, os, re, random, socket, subprocess, sys, tempfile, time, urllib.error, urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
@@ -114,8 +114,11 @@ def make_prompts(rng, n, only=None):
 
 
 def quant_of(path):
-    name = os.path.basename(path).rsplit(".", 1)[0]
-    return name.rsplit("-", 1)[-1].upper()
+    """The weight type a file's name states (gemma4-F16.gguf: F16;
+    qwen35-0.8b-q8_0-1.gguf, bench's synthetic files: Q8_0), else "?"."""
+    m = re.search(r"(?i)(?:^|[-.])(f16|f32|bf16|q[0-9]_[0-9a-z_]+|iq[0-9]_[a-z_]+|mxfp4[a-z_]*)(?:-[0-9]+)?$",
+                  os.path.basename(path).rsplit(".", 1)[0])
+    return m.group(1).upper() if m else "?"
 
 
 def run_file(args, gguf, prompts, nanoserve):
