@@ -197,12 +197,7 @@ func routes(t *testing.T, m *Model, toks []int) ([][]int, []float32, []float32) 
 	gap := float32(1)
 	m.moe.trace = func(sel []int, probs []float32) {
 		cur = append(cur, sel...)
-		last := probs[sel[len(sel)-1]]
-		for e, p := range probs {
-			if !slices.Contains(sel, e) {
-				gap = min(gap, last-p)
-			}
-		}
+		gap = min(gap, routerGap(sel, probs))
 	}
 	defer func() { m.moe.trace = nil }()
 	c, err := m.NewCache(len(toks))
@@ -225,6 +220,19 @@ func routes(t *testing.T, m *Model, toks []int) ([][]int, []float32, []float32) 
 		gaps = append(gaps, gap)
 	}
 	return out, gaps, logits
+}
+
+// routerGap is one token's router margin: its last chosen expert's
+// probability (or logit) p[chosen[len-1]] minus the largest among the
+// experts not chosen.
+func routerGap(chosen []int, p []float32) float32 {
+	gap, last := float32(math.Inf(1)), p[chosen[len(chosen)-1]]
+	for e, v := range p {
+		if !slices.Contains(chosen, e) {
+			gap = min(gap, last-v)
+		}
+	}
+	return gap
 }
 
 // sameSets reports whether each layer chose the same experts (as sets).

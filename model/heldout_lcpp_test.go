@@ -214,12 +214,8 @@ func firstRouterTie(t *testing.T, m *Model, toks []int) int {
 	m.moe.trace = func(sel []int, probs []float32) {
 		n := len(sel) / k
 		for i := range n {
-			chosen, p := sel[i*k:(i+1)*k], probs[i*m.Experts:(i+1)*m.Experts]
-			last := p[chosen[k-1]]
-			for e, v := range p {
-				if !slices.Contains(chosen, e) && last-v < tie {
-					first = min(first, i)
-				}
+			if routerGap(sel[i*k:(i+1)*k], probs[i*m.Experts:(i+1)*m.Experts]) < tie {
+				first = min(first, i)
 			}
 		}
 	}
