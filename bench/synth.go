@@ -44,6 +44,15 @@ type Shape struct {
 	RopeDim   int       `json:"rope_dim,omitempty"`
 	DeltaNet  *DeltaNet `json:"delta_net,omitempty"`
 	SharedFFN int       `json:"shared_ffn,omitempty"`
+	// LFM2 shapes (lfm2, lfm2moe; lfm2_synth.go): the short-convolution
+	// layout and the leading dense layers.
+	ShortConv *ShortConv `json:"short_conv,omitempty"`
+	// Golden shapes (lfm2_synth.go) spread what random weights leave
+	// nearly tied: the final norm's gain (logits ~OutGain·0.02·√dim) and
+	// the router's and selection bias's standard deviations (σ gates away
+	// from ½). 0: 1, weightStd.
+	OutGain   float32 `json:"out_gain,omitempty"`
+	RouterStd float32 `json:"router_std,omitempty"`
 }
 
 // shapes are the standard shapes --synthetic accepts.
@@ -115,15 +124,19 @@ func (s *Shape) validate() error {
 	}
 	switch s.Arch {
 	case "llama", "gpt2":
-		if s.DeltaNet != nil || s.HeadDim != 0 {
+		if s.DeltaNet != nil || s.HeadDim != 0 || s.ShortConv != nil {
 			return fmt.Errorf("bench: shape %q: a delta net or head width needs a qwen35 architecture", s.Name)
 		}
 	case "qwen35", "qwen35moe":
 		if err := s.validateHybrid(); err != nil {
 			return err
 		}
+	case "lfm2", "lfm2moe":
+		if err := s.validateShortConv(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("bench: shape %q: architecture %q (want llama, gpt2, qwen35 or qwen35moe)", s.Name, s.Arch)
+		return fmt.Errorf("bench: shape %q: architecture %q (want llama, gpt2, qwen35, qwen35moe, lfm2 or lfm2moe)", s.Name, s.Arch)
 	}
 	if s.Arch == "gpt2" && (s.KVHeads != s.Heads || !s.Tied) {
 		return fmt.Errorf("bench: shape %q: gpt2 shapes are multi-head and tied", s.Name)
@@ -188,7 +201,16 @@ type synthTensor struct {
 	rows, cols int    // rows = 1 for vectors
 	fill       string // "normal", "ones", "zeros" or "ramp" (−1, −2, … −8, −1, …: a delta net's decay rates A)
 	vector     bool
-	experts    int // > 0: a 3-D expert tensor, rows/experts rows per expert
+	experts    int     // > 0: a 3-D expert tensor, rows/experts rows per expert
+	scale      float32 // "normal": the standard deviation (0: weightStd); "ones": the value (0: 1)
+}
+
+// std is t's standard deviation for fill "normal".
+func (t *synthTensor) std() float32 {
+	if t.scale != 0 {
+		return t.scale
+	}
+	return weightStd
 }
 
 // plan lists the tensors of a shape under a mix, in llama.cpp's order.
@@ -202,6 +224,9 @@ func plan(s Shape, m Mix) []synthTensor {
 	}
 	if s.DeltaNet != nil {
 		return planHybrid(s, m)
+	}
+	if s.ShortConv != nil {
+		return planShortConv(s, m)
 	}
 	dim, kvd, hid := s.Dim, s.kvDim(), s.FFN
 	mat("token_embd.weight", "token_embd", -1, s.Vocab, dim, s.Tied)
@@ -324,13 +349,16 @@ func writeTensor(w io.Writer, t synthTensor, seed uint64, workers int) error {
 			switch t.fill {
 			case "ones":
 				v[i] = 1
+				if t.scale != 0 {
+					v[i] = t.scale
+				}
 			case "ramp":
 				v[i] = -float32(1 + i%8)
 			}
 		}
 		if t.fill == "normal" {
 			r := newRNG(tensorSeed(seed, t.name, 0))
-			r.fillNormal(v, weightStd)
+			r.fillNormal(v, t.std())
 		}
 		_, err := w.Write(tensor.F32Bytes(v))
 		return err
@@ -357,7 +385,7 @@ func writeTensor(w io.Writer, t synthTensor, seed uint64, workers int) error {
 				rows := min(rowsPer, t.rows-c*rowsPer)
 				f := b.f[:rows*t.cols]
 				r := newRNG(tensorSeed(seed, t.name, c))
-				r.fillNormal(f, weightStd)
+				r.fillNormal(f, t.std())
 				b.err = tensor.QuantizeRow(b.out[:rows*rowBytes], t.typ, f)
 			}(i, c0+i)
 		}
@@ -442,8 +470,15 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 			h.ExpertFFLength = s.FFN
 		}
 	}
+	if s.ShortConv != nil {
+		h.HeadCountKVs, h.FeedForwardLength = s.headCountKVs(), s.denseFFN()
+		if s.Experts > 0 {
+			h.ExpertFFLength = s.FFN
+		}
+	}
 	kvs = append(kvs, h.KVs()...)
 	kvs = append(kvs, s.hybridKVs()...)
+	kvs = append(kvs, s.shortConvKVs()...)
 	vkvs, err := llamacpp.VocabKVs(vocabulary(s.Vocab), s.Vocab, nil)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

@@ -101,6 +101,7 @@ var Archs = map[string]*Arch{
 	"qwen35":    {Name: "qwen35", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                                        // src/models/qwen35.cpp, delta-net-base.cpp (IMROPE: NEOX pairs for text)
 	"lfm2":      {Name: "lfm2", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                                          // src/models/lfm2.cpp (no SWA in lfm2 1.x files)
 	"qwen35moe": {Name: "qwen35moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true},                          // src/models/qwen35moe.cpp
+	"lfm2moe":   {Name: "lfm2moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true},                            // src/models/lfm2moe.cpp: lfm2 with σ-gated experts after leading dense layers
 }
 
 // Lookup returns the architecture named name, or an error listing the
@@ -142,6 +143,8 @@ const (
 	KeyExpertFFLength    = "expert_feed_forward_length"
 	KeyExpertCount       = "expert_count"
 	KeyExpertUsedCount   = "expert_used_count"
+	KeyExpertGatingFunc  = "expert_gating_func"        // 1 softmax, 2 sigmoid, 3 softmax over the chosen (llama_expert_gating_func_type)
+	KeyLeadingDense      = "leading_dense_block_count" // the first this many layers have a dense FFN
 	KeyHeadCount         = "attention.head_count"
 	KeyHeadCountKV       = "attention.head_count_kv"
 	KeyKeyLength         = "attention.key_length"

@@ -229,8 +229,22 @@ func readHybridGGUF(g *ggufLoader, c *Config) error {
 			}
 		}
 		c.AttnGate = true
-	case ArchLFM2:
+	case ArchLFM2, ArchLFM2MoE:
 		c.ConvKernel = g.uint("shortconv.l_cache", 0, true)
+		if c.Arch == ArchLFM2MoE {
+			// llama_model_lfm2moe::load_arch_hparams: the gating function
+			// is required, the leading dense layers optional.
+			c.DenseLead = g.uint(llamacpp.KeyLeadingDense, 0, false)
+			switch fn := g.uint(llamacpp.KeyExpertGatingFunc, 0, true); fn {
+			case 1: // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
+			case 2: // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+				c.ExpertGating = GatingSigmoid
+			default:
+				if g.err == nil {
+					return fmt.Errorf("model: %s.%s %d is not supported (1 softmax, 2 sigmoid)", c.Arch, llamacpp.KeyExpertGatingFunc, fn)
+				}
+			}
+		}
 	}
 	return g.err
 }
@@ -333,8 +347,11 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 		} else {
 			l.ffnNorm = g.vec(wt(llamacpp.FFNNorm), dim, true)
 		}
-		if c.Experts > 0 {
+		if c.moeLayer(i) {
 			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
+			if c.Arch == ArchLFM2MoE {
+				l.routerSelB = g.vec(llamacpp.Blk(i, "exp_probs_b", "bias"), c.Experts, true)
+			}
 			eh := c.ExpertHiddenDim
 			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
 			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
@@ -357,7 +374,7 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 		}
 	}
 	norm := llamacpp.OutputNorm + ".weight"
-	if c.Arch == ArchLFM2 {
+	if c.Arch == ArchLFM2 || c.Arch == ArchLFM2MoE {
 		norm = "token_embd_norm.weight" // LLM_TENSOR_OUTPUT_NORM_LFM2
 	}
 	w.outNorm = g.vec(norm, dim, true)
@@ -385,8 +402,9 @@ func (w *weights) checkHybrid(c *Config) error {
 			checkVec(p+"attn_norm", l.attnNorm, dim, true),
 			checkVec(p+"ffn_norm", l.ffnNorm, dim, true),
 		}
-		if c.Experts > 0 {
-			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim))
+		if c.moeLayer(i) {
+			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim),
+				checkVec(p+"exp_probs_b.bias", l.routerSelB, c.Experts, c.Arch == ArchLFM2MoE))
 			if len(l.expGate) != c.Experts || len(l.expUp) != c.Experts || len(l.expDown) != c.Experts {
 				return fmt.Errorf("model: layer %d has %d/%d/%d expert matrices, want %d", i, len(l.expGate), len(l.expUp), len(l.expDown), c.Experts)
 			}

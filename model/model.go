@@ -102,6 +102,7 @@ const (
 	ArchQwen35    = "qwen35"    // hybrid: gated delta-net layers and gated full attention (hybrid.go)
 	ArchLFM2      = "lfm2"      // hybrid: gated short convolutions and GQA attention (hybrid.go)
 	ArchQwen35MoE = "qwen35moe" // qwen35 with a mixture of experts and a gated shared expert (hybrid.go)
+	ArchLFM2MoE   = "lfm2moe"   // lfm2 with σ-gated experts after leading dense layers (hybrid.go, moe.go)
 )
 
 // ErrUnknownArch is returned (wrapped, naming it) for an architecture this
@@ -150,6 +151,12 @@ type Config struct {
 	Experts         int     // mixture of experts: experts per layer; 0: dense FFN
 	ExpertsUsed     int     // experts chosen per token (top-k of the router's softmax, renormalised)
 	ExpertHiddenDim int     // inner width of one expert's FFN
+	// ExpertGating is how router logits r become expert weights: "" (the
+	// softmax of moe.go) or GatingSigmoid (lfm2moe: p = σ(r), the experts
+	// with the largest p + the layer's selection bias chosen, their p
+	// normalised to sum 1).
+	ExpertGating string
+	DenseLead    int // the first DenseLead layers of an MoE model have a dense FFN (leading_dense_block_count)
 	// SharedExpertHiddenDim (qwen35moe): inner width of the shared expert,
 	// a SwiGLU FFN every token runs beside its chosen experts, its output
 	// scaled by σ(w·x); 0: none.
@@ -270,6 +277,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("model: sliding-window pattern has %d layers, model %d", len(c.SWALayers), c.Layers)
 	case c.Experts < 0 || c.ExpertsUsed < 0 || c.Experts > 0 && (c.ExpertsUsed == 0 || c.ExpertsUsed > c.Experts || c.ExpertHiddenDim <= 0):
 		return fmt.Errorf("model: invalid mixture of experts: %d experts, %d used, expert width %d", c.Experts, c.ExpertsUsed, c.ExpertHiddenDim)
+	case c.DenseLead < 0 || c.DenseLead > c.Layers || c.DenseLead > 0 && (c.Experts == 0 || c.HiddenDim <= 0):
+		return fmt.Errorf("model: invalid leading dense layers: %d of %d layers (%d experts, dense width %d)", c.DenseLead, c.Layers, c.Experts, c.HiddenDim)
+	case c.ExpertGating != "" && c.ExpertGating != GatingSigmoid:
+		return fmt.Errorf("model: unknown expert gating %q", c.ExpertGating)
 	case c.AttnSoftcap < 0 || c.FinalSoftcap < 0 || c.AttnScale < 0 || c.RopeAttnFactor < 0 || c.RopeThetaSWA < 0:
 		return fmt.Errorf("model: invalid soft-cap, attention scale, rope attention factor or rope base")
 	}

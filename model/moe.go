@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"slices"
 
 	"nanoserve/tensor"
@@ -29,10 +30,26 @@ import (
 // changes no token's arithmetic: its result is bit-identical whatever
 // other tokens share the step (TestMoEBatchInvariant).
 
+// GatingSigmoid is Config.ExpertGating for σ-gated routers with a
+// selection bias (lfm2moe; llama.cpp's build_moe_ffn with
+// LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID, exp_probs_b and norm_w):
+//
+//	p_e = σ(r_e),  S = the ExpertsUsed largest p_e + b_e (ties: lower e first)
+//	w_s = p_s / max(Σ_{s'∈S} p_s', 2⁻¹⁴)
+//
+// (the bias b chooses, it does not weight; 2⁻¹⁴ is llama.cpp's clamp of the
+// sum, the smallest normal F16).
+const GatingSigmoid = "sigmoid"
+
+// moeLayer reports whether layer l's FFN is the mixture of experts (not
+// one of the DenseLead leading dense layers).
+func (c *Config) moeLayer(l int) bool { return c.Experts > 0 && l >= c.DenseLead }
+
 // moeWork is the scratch of the expert FFN; it grows with the batch.
 type moeWork struct {
 	n      int       // token capacity
 	logits []float32 // (n, experts) router logits, then probabilities
+	score  []float32 // (n, experts) σ routers' selection scores p + b
 	sel    []int     // (n, used) chosen experts per token, descending probability
 	wt     []float32 // (n, used) their renormalised weights
 	pairs  []int     // (n·used) token·used+slot pairs grouped by expert, in batch order within each
@@ -45,7 +62,8 @@ type moeWork struct {
 	out    []float32 // (n, used, dim) every pair's expert output
 
 	// trace, when non-nil (tests), receives every layer's choices after
-	// routing: sel (n, used) and the router probabilities (n, experts).
+	// routing: sel (n, used) and the scores they were chosen by (n,
+	// experts): the router probabilities, or σ gating's p + b.
 	trace func(sel []int, probs []float32)
 }
 
@@ -56,6 +74,9 @@ func (w *moeWork) grow(n int, c *Config) {
 	w.n = n
 	k := c.ExpertsUsed
 	w.logits = make([]float32, n*c.Experts)
+	if c.ExpertGating == GatingSigmoid {
+		w.score = make([]float32, n*c.Experts)
+	}
 	w.sel = make([]int, n*k)
 	w.wt = make([]float32, n*k)
 	w.pairs = make([]int, n*k)
@@ -86,6 +107,38 @@ func (w *moeWork) route(n, experts, used int) {
 			wt[s] /= sum
 		}
 	}
+}
+
+// routeSigmoid is route for σ gating (GatingSigmoid) with the selection
+// bias b (experts; nil: none).
+func (w *moeWork) routeSigmoid(n, experts, used int, b []float32) {
+	for i := range n {
+		p := w.logits[i*experts : (i+1)*experts]
+		s := w.score[i*experts : (i+1)*experts]
+		for e, r := range p {
+			p[e] = sigmoid32(r)
+			s[e] = p[e]
+			if b != nil {
+				s[e] += b[e]
+			}
+		}
+		sel, wt := w.sel[i*used:(i+1)*used], w.wt[i*used:(i+1)*used]
+		topK(sel, s)
+		var sum float32
+		for k, e := range sel {
+			wt[k] = p[e]
+			sum += p[e]
+		}
+		sum = max(sum, 0x1p-14)
+		for k := range wt {
+			wt[k] /= sum
+		}
+	}
+}
+
+// sigmoid32 is σ(x) = 1/(1+e^-x) in float32 from a float64 exponential.
+func sigmoid32(x float32) float32 {
+	return float32(1 / (1 + math.Exp(-float64(x))))
 }
 
 // topK writes the indices of the len(sel) largest values of p into sel,
@@ -126,14 +179,19 @@ func (m *Model) moeFFNFrom(lw *layerWeights, n int, routerIn []float32) {
 	dim, k := c.Dim, c.ExpertsUsed
 	xb := ws.xb[:n*dim]
 	m.pool.MatMul(w.logits[:n*c.Experts], lw.router, routerIn, n)
-	if c.OAIMoE {
+	scores := w.logits[:n*c.Experts]
+	switch {
+	case c.OAIMoE:
 		addBias(w.logits[:n*c.Experts], lw.routerB, n)
 		w.routeTopKSoftmax(n, c.Experts, k)
-	} else {
+	case c.ExpertGating == GatingSigmoid:
+		w.routeSigmoid(n, c.Experts, k, lw.routerSelB)
+		scores = w.score[:n*c.Experts]
+	default:
 		w.route(n, c.Experts, k)
 	}
 	if w.trace != nil {
-		w.trace(w.sel[:n*k], w.logits[:n*c.Experts])
+		w.trace(w.sel[:n*k], scores)
 	}
 	clear(w.start)
 	for _, e := range w.sel[:n*k] {

@@ -408,7 +408,39 @@ func refMoE(cfg *Config, lw *layerWeights, h []float64, L int, rnd refRounding) 
 		return refMoEOAI(cfg, lw, h, r, L, rnd)
 	}
 	for i := range L {
-		p := r[i*cfg.Experts : (i+1)*cfg.Experts]
+		sel, wts := refRoute(cfg, lw, r[i*cfg.Experts:(i+1)*cfg.Experts])
+		hi := h[i*dim : (i+1)*dim]
+		for s, e := range sel {
+			g := rnd.matMul(lw.expGate[e], hi, 1, nil)
+			u := rnd.matMul(lw.expUp[e], hi, 1, nil)
+			for j := range g {
+				g[j] = g[j] / (1 + math.Exp(-g[j])) * u[j]
+			}
+			d := rnd.matMul(lw.expDown[e], g, 1, nil)
+			for j, v := range d {
+				out[i*dim+j] += wts[s] * v
+			}
+		}
+	}
+	return out
+}
+
+// refRoute chooses one token's experts from its router logits r
+// (experts; overwritten) and weights them: the softmax's ExpertsUsed
+// largest, renormalised, or for σ gating (GatingSigmoid) the largest
+// σ(r_e) + b_e weighted by σ(r_e) / max(Σ_S σ, 2⁻¹⁴).
+func refRoute(cfg *Config, lw *layerWeights, r []float64) (sel []int, wts []float64) {
+	p, score := r, r // p weights, score chooses
+	if cfg.ExpertGating == GatingSigmoid {
+		score = make([]float64, len(r))
+		for e, v := range r {
+			p[e] = 1 / (1 + math.Exp(-v))
+			score[e] = p[e]
+			if lw.routerSelB != nil {
+				score[e] += float64(lw.routerSelB[e])
+			}
+		}
+	} else {
 		mx := math.Inf(-1)
 		for _, v := range p {
 			mx = math.Max(mx, v)
@@ -418,35 +450,30 @@ func refMoE(cfg *Config, lw *layerWeights, h []float64, L int, rnd refRounding) 
 			p[e] = math.Exp(p[e] - mx)
 			sum += p[e]
 		}
-		chosen := make([]bool, len(p))
-		sel := make([]int, 0, cfg.ExpertsUsed)
-		var wsum float64
-		for range cfg.ExpertsUsed {
-			best := -1
-			for e := range p {
-				if !chosen[e] && (best < 0 || p[e] > p[best]) {
-					best = e
-				}
-			}
-			chosen[best] = true
-			sel = append(sel, best)
-			wsum += p[best] / sum
-		}
-		hi := h[i*dim : (i+1)*dim]
-		for _, e := range sel {
-			g := rnd.matMul(lw.expGate[e], hi, 1, nil)
-			u := rnd.matMul(lw.expUp[e], hi, 1, nil)
-			for j := range g {
-				g[j] = g[j] / (1 + math.Exp(-g[j])) * u[j]
-			}
-			d := rnd.matMul(lw.expDown[e], g, 1, nil)
-			wt := p[e] / sum / wsum
-			for j, v := range d {
-				out[i*dim+j] += wt * v
-			}
+		for e := range p {
+			p[e] /= sum
 		}
 	}
-	return out
+	chosen := make([]bool, len(p))
+	var wsum float64
+	for range cfg.ExpertsUsed {
+		best := -1
+		for e := range score {
+			if !chosen[e] && (best < 0 || score[e] > score[best]) {
+				best = e
+			}
+		}
+		chosen[best] = true
+		sel = append(sel, best)
+		wsum += p[best]
+	}
+	if cfg.ExpertGating == GatingSigmoid {
+		wsum = math.Max(wsum, 0x1p-14)
+	}
+	for _, e := range sel {
+		wts = append(wts, p[e]/wsum)
+	}
+	return sel, wts
 }
 
 // refMatMul returns x·Wᵀ (+bias): x (n, cols) → (n, rows), in float64.

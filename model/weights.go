@@ -56,7 +56,10 @@ type layerWeights struct {
 	expGate, expUp, expDown []*tensor.Mat // (experts) × (expert_hidden, dim), (expert_hidden, dim), (dim, expert_hidden)
 	// gpt-oss's biases (nil otherwise): router (experts), and per expert
 	// gate and up (experts, expert_hidden) and down (experts, dim).
-	routerB                    []float32
+	routerB []float32
+	// routerSelB (lfm2moe's exp_probs_b, experts) is added to the σ
+	// probabilities to choose the experts, not to weight them.
+	routerSelB                 []float32
 	expGateB, expUpB, expDownB []float32
 
 	sinks []float32 // (heads) attention sink logits (gpt-oss); nil if none
