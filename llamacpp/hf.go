@@ -41,6 +41,10 @@ var HFArchs = map[string]string{
 	"Qwen3_5MoeForConditionalGeneration": "qwen35moe",
 	"Lfm2ForCausalLM":                    "lfm2", // conversion/lfm2.py @ModelBase.register("Lfm2ForCausalLM", "LFM2ForCausalLM")
 	"LFM2ForCausalLM":                    "lfm2", // idem
+	// LFM2-MoE (LFM2-8B-A1B, LFM2-24B-A2B; conversion/lfm2.py LFM2MoeModel):
+	// lfm2's layers, σ-gated experts one HF tensor each after
+	// num_dense_layers dense ones.
+	"Lfm2MoeForCausalLM": "lfm2moe",
 	// Gemma 4 (conversion/gemma.py Gemma4Model, registered for both): the
 	// text model (Gemma4ForCausalLM, settings at the top of config.json)
 	// and the multimodal checkpoint's language model (text_config, tensors
@@ -74,7 +78,9 @@ var gptOSS = []string{"gpt-oss"}
 // ffn_up_exps and ffn_down_exps; the model loader does the same.
 const GptOssGateUp = "ffn_gate_up_exps"
 
-var lfm2 = []string{"lfm2"}
+var lfm2 = []string{"lfm2", "lfm2moe"}
+
+var lfm2moe = []string{"lfm2moe"}
 
 var qwen35 = []string{"qwen35", "qwen35moe"}
 
@@ -196,6 +202,20 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.feed_forward.w1.weight", gguf: "blk.{bid}.ffn_gate.weight", archs: lfm2},          // FFN_GATE "feed_forward.w1"
 	{hf: "model.layers.{bid}.feed_forward.w3.weight", gguf: "blk.{bid}.ffn_up.weight", archs: lfm2},            // FFN_UP "feed_forward.w3"
 	{hf: "model.layers.{bid}.feed_forward.w2.weight", gguf: "blk.{bid}.ffn_down.weight", archs: lfm2},          // FFN_DOWN "feed_forward.w2"
+	// LFM2-MoE's sparse layers (tensor_mapping.py "# lfm2moe" entries;
+	// transformers modeling_lfm2_moe.py Lfm2MoeSparseMoeBlock): the router
+	// FFN_GATE_INP "feed_forward.gate", the selection bias FFN_EXP_PROBS_B
+	// "feed_forward.expert_bias" (a buffer; LFM2MoeModel.filter_tensors
+	// renames it …expert_bias.bias), and experts.{xid}.w1/w3/w2, which
+	// LFM2MoeModel.modify_tensors stacks as "layers.{bid}.feed_forward.
+	// experts.w1" and so on: FFN_GATE_EXP "…experts.w1 # mixtral (merged)",
+	// FFN_UP_EXP "…experts.w3", FFN_DOWN_EXP "…experts.w2" (Lfm2MoeMLP:
+	// w2(silu(w1·x) ⊙ w3·x)).
+	{hf: "model.layers.{bid}.feed_forward.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: lfm2moe},
+	{hf: "model.layers.{bid}.feed_forward.expert_bias", gguf: "blk.{bid}.exp_probs_b.bias", archs: lfm2moe},
+	{hf: "model.layers.{bid}.feed_forward.experts.{xid}.w1.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: lfm2moe},
+	{hf: "model.layers.{bid}.feed_forward.experts.{xid}.w3.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: lfm2moe},
+	{hf: "model.layers.{bid}.feed_forward.experts.{xid}.w2.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: lfm2moe},
 	// Routers: FFN_GATE_INP "block_sparse_moe.gate # mixtral",
 	// "mlp.gate # qwen2moe".
 	{hf: "model.layers.{bid}.block_sparse_moe.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"llama"}},

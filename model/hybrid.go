@@ -235,6 +235,7 @@ func readHybridGGUF(g *ggufLoader, c *Config) error {
 			// llama_model_lfm2moe::load_arch_hparams: the gating function
 			// is required, the leading dense layers optional.
 			c.DenseLead = g.uint(llamacpp.KeyLeadingDense, 0, false)
+			c.RouterSelBias = true // layer.ffn_exp_probs_b is created required
 			switch fn := g.uint(llamacpp.KeyExpertGatingFunc, 0, true); fn {
 			case 1: // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
 			case 2: // LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
@@ -349,7 +350,7 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 		}
 		if c.moeLayer(i) {
 			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
-			if c.Arch == ArchLFM2MoE {
+			if c.RouterSelBias {
 				l.routerSelB = g.vec(llamacpp.Blk(i, "exp_probs_b", "bias"), c.Experts, true)
 			}
 			eh := c.ExpertHiddenDim
@@ -404,7 +405,7 @@ func (w *weights) checkHybrid(c *Config) error {
 		}
 		if c.moeLayer(i) {
 			errs = append(errs, checkMat(p+"ffn_gate_inp", l.router, c.Experts, dim),
-				checkVec(p+"exp_probs_b.bias", l.routerSelB, c.Experts, c.Arch == ArchLFM2MoE))
+				checkVec(p+"exp_probs_b.bias", l.routerSelB, c.Experts, c.RouterSelBias))
 			if len(l.expGate) != c.Experts || len(l.expUp) != c.Experts || len(l.expDown) != c.Experts {
 				return fmt.Errorf("model: layer %d has %d/%d/%d expert matrices, want %d", i, len(l.expGate), len(l.expUp), len(l.expDown), c.Experts)
 			}

@@ -370,6 +370,86 @@ func TestLFM2HF(t *testing.T) {
 	}
 }
 
+// TestLFM2MoEHF: bench's synthetic lfm2moe file (tiny-lfm2moe: a dense
+// leading layer, 8 σ-gated experts with a selection bias) as a Hugging
+// Face checkpoint (hfwrite from modeling_lfm2_moe.py's names:
+// feed_forward.gate, feed_forward.expert_bias, per-expert
+// feed_forward.experts.E.w1/w3/w2, num_dense_layers) loads with the GGUF's
+// config and gives its logits bit for bit over 300 tokens. The settings
+// llama.cpp's graph does not run are refused by name; use_expert_bias
+// false loads without the bias tensor and routes by σ alone; a missing
+// bias is an error otherwise; rope_parameters' base is read.
+func TestLFM2MoEHF(t *testing.T) {
+	path := mustSynthetic(t, "tiny-lfm2moe", "f16", 1, "")
+	write := func(t *testing.T, fields map[string]any, drop func(string) bool) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "lfm2moe")
+		if err := hfwrite.LFM2FromGGUF(path, dir); err != nil {
+			t.Fatal(err)
+		}
+		if fields != nil {
+			if err := hfwrite.SetConfig(dir, fields); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if drop != nil {
+			if err := hfwrite.DropTensors(dir, drop); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	mg := mustLoad(t, path, Options{Threads: 2})
+	mh := mustLoad(t, write(t, nil, nil), Options{Threads: 2})
+	a, b := mg.Config, mh.Config
+	if a.Arch != ArchLFM2MoE || a.Arch != b.Arch || a.Dim != b.Dim || a.Layers != b.Layers || a.Heads != b.Heads || a.KVHeads != b.KVHeads ||
+		a.HeadDim != b.HeadDim || a.HiddenDim != b.HiddenDim || a.Experts != b.Experts || a.ExpertsUsed != b.ExpertsUsed ||
+		a.ExpertHiddenDim != b.ExpertHiddenDim || a.DenseLead != b.DenseLead || a.ExpertGating != b.ExpertGating || a.RouterSelBias != b.RouterSelBias ||
+		a.ConvKernel != b.ConvKernel || !slices.Equal(a.Recurrent, b.Recurrent) || a.NormEps != b.NormEps || a.RopeTheta != b.RopeTheta ||
+		a.RopeDim != b.RopeDim || a.RopeNeox != b.RopeNeox || a.Tied != b.Tied || a.QKNorm != b.QKNorm || a.Vocab != b.Vocab ||
+		a.DenseLead == 0 || a.HiddenDim == a.ExpertHiddenDim || !b.RouterSelBias || b.ExpertGating != GatingSigmoid {
+		t.Fatalf("configs differ:\n gguf %+v\n   hf %+v", a, b)
+	}
+	toks := make([]int, 300)
+	for i := range toks {
+		toks[i] = (i*131 + 7) % a.Vocab
+	}
+	lg := runSeq(t, mg, toks, 0)
+	if lh := runSeq(t, mh, toks, 0); !slices.Equal(lg, lh) {
+		d, at := maxAbsDiff(lg, lh)
+		t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
+	}
+
+	isBias := func(n string) bool { return strings.HasSuffix(n, ".feed_forward.expert_bias") }
+	for _, bad := range []struct {
+		fields map[string]any
+		drop   func(string) bool
+		want   string
+	}{
+		{fields: map[string]any{"norm_topk_prob": false}, want: "norm_topk_prob false"},
+		{fields: map[string]any{"routed_scaling_factor": 2.5}, want: "routed_scaling_factor 2.5"},
+		{fields: map[string]any{"conv_bias": true}, want: "conv_bias true"},
+		{drop: isBias, want: "missing tensor model.layers.1.feed_forward.expert_bias"},
+	} {
+		_, err := Load(write(t, bad.fields, bad.drop), Options{Threads: 2})
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("config %v, dropped bias %v: err %v, want one naming %q", bad.fields, bad.drop != nil, err, bad.want)
+		}
+	}
+
+	mn := mustLoad(t, write(t, map[string]any{"use_expert_bias": false}, isBias), Options{Threads: 2})
+	if mn.Config.RouterSelBias || slices.ContainsFunc(mn.w.layers, func(l layerWeights) bool { return l.routerSelB != nil }) {
+		t.Errorf("use_expert_bias false: RouterSelBias %v, selection biases read", mn.Config.RouterSelBias)
+	}
+	if ln := runSeq(t, mn, toks, 0); slices.Equal(lg, ln) {
+		t.Errorf("use_expert_bias false: the logits are the biased routing's")
+	}
+	mr := mustLoad(t, write(t, map[string]any{"rope_theta": nil, "rope_parameters": map[string]any{"rope_type": "default", "rope_theta": 5e5}}, nil), Options{Threads: 2})
+	if mr.Config.RopeTheta != 5e5 {
+		t.Errorf("rope_parameters.rope_theta 5e5: RopeTheta %g", mr.Config.RopeTheta)
+	}
+}
+
 // TestQwen35HF: the qwen35 fixture as a Hugging Face checkpoint (hfwrite:
 // transformers' names, 1 + w norms, A_log, value heads grouped by key
 // head), plain and in the vision-language layout (text_config,

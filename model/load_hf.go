@@ -117,6 +117,13 @@ type hfConfig struct {
 	BlockMultipleOf       int      `json:"block_multiple_of"`
 	BlockFFNDimMultiplier *float64 `json:"block_ffn_dim_multiplier"`
 	BlockAutoAdjustFFDim  bool     `json:"block_auto_adjust_ff_dim"`
+	// LFM2-MoE (Lfm2MoeConfig; num_experts, num_experts_per_tok,
+	// moe_intermediate_size and norm_topk_prob above): intermediate_size
+	// is the dense leading layers' width.
+	NumDenseLayers      *int     `json:"num_dense_layers"`
+	UseExpertBias       *bool    `json:"use_expert_bias"`
+	RoutedScalingFactor *float64 `json:"routed_scaling_factor"`
+	TieEmbedding        *bool    `json:"tie_embedding"` // LiquidAI's name for tie_word_embeddings
 
 	// GPT-2
 	NEmbd            int      `json:"n_embd"`
@@ -282,12 +289,12 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 			if hc.MoEIntermediateSize > 0 {
 				c.ExpertHiddenDim = hc.MoEIntermediateSize
 			}
-			// llama.cpp renormalises the top-k weights for both (build_moe_ffn
-			// norm_w = true); a Qwen3-MoE checkpoint that does not is
-			// another model.
-			if hc.NormTopKProb != nil && !*hc.NormTopKProb {
-				return fmt.Errorf("model: config.json: norm_topk_prob false is not supported (llama.cpp renormalises)")
-			}
+		}
+		// llama.cpp renormalises the top-k weights (build_moe_ffn norm_w =
+		// true for qwen3moe, qwen35moe and lfm2moe); a checkpoint that does
+		// not is another model.
+		if hc.NormTopKProb != nil && !*hc.NormTopKProb {
+			return fmt.Errorf("model: config.json: norm_topk_prob false is not supported (llama.cpp renormalises)")
 		}
 	}
 	if arch.Gemma {
@@ -332,7 +339,7 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 	if arch.NoWindow {
 		c.SlidingWindow = 0 // as llama.cpp runs Phi-3 (src/models/phi3.cpp)
 	}
-	if arch.Name == "lfm2" {
+	if arch.Name == "lfm2" || arch.Name == "lfm2moe" {
 		if err := hc.fillLFM2(c); err != nil {
 			return err
 		}
@@ -1074,17 +1081,19 @@ func mxfp4FromHF(dst, src []byte) {
 	}
 }
 
-// fillLFM2 reads an Lfm2Config: the conv / attention layer pattern, the
-// convolution width, and the FFN width as llama.cpp's converter derives it
-// (conversion/lfm2.py _add_feed_forward_length: with
-// block_auto_adjust_ff_dim, 2/3 of block_ff_dim, times the multiplier,
-// rounded up to block_multiple_of).
+// fillLFM2 reads an Lfm2Config or an Lfm2MoeConfig: the conv / attention
+// layer pattern, the convolution width, RoPE's base (rope_theta, or
+// rope_parameters' in newer files; 1e6 by default), and the FFN width: for
+// lfm2 as llama.cpp's converter derives it (conversion/lfm2.py
+// _add_feed_forward_length: with block_auto_adjust_ff_dim, 2/3 of
+// block_ff_dim, times the multiplier, rounded up to block_multiple_of),
+// for lfm2moe the dense layers' intermediate_size (fillLFM2MoE).
 func (hc *hfConfig) fillLFM2(c *Config) error {
 	if len(hc.LayerTypes) != c.Layers {
 		return fmt.Errorf("model: config.json: layer_types has %d entries for %d layers", len(hc.LayerTypes), c.Layers)
 	}
 	if hc.ConvBias {
-		return fmt.Errorf("model: config.json: conv_bias true is not supported (llama.cpp's lfm2 graph has no conv bias)")
+		return fmt.Errorf("model: config.json: conv_bias true is not supported (llama.cpp's %s graph has no conv bias)", c.Arch)
 	}
 	c.Recurrent = make([]bool, c.Layers)
 	for l, t := range hc.LayerTypes {
@@ -1093,6 +1102,23 @@ func (hc *hfConfig) fillLFM2(c *Config) error {
 	c.ConvKernel = cmp.Or(hc.ConvLCache, 3)
 	if hc.NormEps != nil {
 		c.NormEps = float32(*hc.NormEps)
+	}
+	if hc.TieWordEmbeddings == nil {
+		// Lfm2Config and Lfm2MoeConfig tie by default, and take the
+		// original configs' tie_embedding for it.
+		c.Tied = hc.TieEmbedding == nil || *hc.TieEmbedding
+	}
+	if hc.RopeTheta == nil {
+		c.RopeTheta = 1e6 // their default
+		if rp := hc.RopeParameters; rp != nil && rp.RopeTheta != nil {
+			c.RopeTheta = *rp.RopeTheta
+		}
+	}
+	if rp := hc.RopeParameters; rp != nil && rp.RopeType != "" && rp.RopeType != "default" {
+		return fmt.Errorf("model: config.json: rope_parameters.rope_type %q is not supported (llama.cpp's %s runs plain RoPE)", rp.RopeType, c.Arch)
+	}
+	if c.Arch == ArchLFM2MoE {
+		return hc.fillLFM2MoE(c)
 	}
 	ff := cmp.Or(hc.BlockFFDim, hc.IntermediateSize)
 	if hc.BlockAutoAdjustFFDim {
@@ -1105,11 +1131,32 @@ func (hc *hfConfig) fillLFM2(c *Config) error {
 		}
 	}
 	c.HiddenDim = ff
-	if hc.TieWordEmbeddings == nil {
-		c.Tied = true // Lfm2Config ties by default
+	return nil
+}
+
+// fillLFM2MoE reads an Lfm2MoeConfig's mixture, with its defaults, as
+// conversion/lfm2.py LFM2MoeModel writes it: num_dense_layers (2) leading
+// dense layers of intermediate_size (7168), then num_experts (32) experts
+// of moe_intermediate_size (1792), num_experts_per_tok (4) of them chosen
+// by σ(router) + expert_bias and weighted by their σ renormalised. The
+// Lfm2MoeSparseMoeBlock settings llama.cpp's graph does not follow are
+// refused (norm_topk_prob false in fillArch, routed_scaling_factor ≠ 1);
+// use_expert_bias false (a checkpoint without expert_bias) routes by σ
+// alone.
+func (hc *hfConfig) fillLFM2MoE(c *Config) error {
+	c.HiddenDim = cmp.Or(hc.IntermediateSize, 7168)
+	c.Experts, c.ExpertsUsed, c.ExpertHiddenDim = 32, cmp.Or(hc.NumExpertsPerTok, 4), cmp.Or(hc.MoEIntermediateSize, 1792)
+	if hc.NumExperts != nil {
+		c.Experts = *hc.NumExperts
 	}
-	if hc.RopeTheta == nil {
-		c.RopeTheta = 1e6 // Lfm2Config's default
+	c.DenseLead = 2
+	if hc.NumDenseLayers != nil {
+		c.DenseLead = *hc.NumDenseLayers
+	}
+	c.ExpertGating = GatingSigmoid // LFM2MoeModel: add_expert_gating_func(SIGMOID) always
+	c.RouterSelBias = hc.UseExpertBias == nil || *hc.UseExpertBias
+	if f := hc.RoutedScalingFactor; f != nil && *f != 1 {
+		return fmt.Errorf("model: config.json: routed_scaling_factor %g is not supported (llama.cpp's lfm2moe graph does not scale the expert weights)", *f)
 	}
 	return nil
 }

@@ -156,7 +156,11 @@ type Config struct {
 	// with the largest p + the layer's selection bias chosen, their p
 	// normalised to sum 1).
 	ExpertGating string
-	DenseLead    int // the first DenseLead layers of an MoE model have a dense FFN (leading_dense_block_count)
+	// RouterSelBias (lfm2moe): each σ router has a per-layer selection
+	// bias (exp_probs_b, which llama.cpp requires; Hugging Face
+	// use_expert_bias); false: the experts are chosen by p alone.
+	RouterSelBias bool
+	DenseLead     int // the first DenseLead layers of an MoE model have a dense FFN (leading_dense_block_count)
 	// SharedExpertHiddenDim (qwen35moe): inner width of the shared expert,
 	// a SwiGLU FFN every token runs beside its chosen experts, its output
 	// scaled by σ(w·x); 0: none.

@@ -31,10 +31,10 @@
 //     into its release's layout (gptoss.go).
 //
 // The architectures whose checkpoints differ more have their own writers:
-// LFM2FromGGUF (lfm2.go), Qwen35FromGGUF (qwen35.go: the hybrid's
-// linear-attention layers) and Gemma4FromGGUF (gemma4.go: norms as
-// stored, proportional RoPE in config.json); the last two write the
-// vision-language layout too. dir.go writes a directory's files and edits
+// LFM2FromGGUF (lfm2.go: lfm2 and lfm2moe), Qwen35FromGGUF (qwen35.go:
+// the hybrid's linear-attention layers) and Gemma4FromGGUF (gemma4.go:
+// norms as stored, proportional RoPE in config.json); the last two write
+// the vision-language layout too. dir.go writes a directory's files and edits
 // a written one (SetConfig, DropTensors, SentencePieceTokenizer).
 package hfwrite
 
@@ -208,16 +208,23 @@ func convertTensor(arch string, t *gguf.TensorInfo, heads, kvHeads, hd int) ([]s
 		}
 		data = unpermute(data, h, hd, len(data)/shape[0])
 	}
-	if len(shape) == 3 { // experts (E, rows, cols): one tensor each
-		var out []safetensors.Tensor
-		slab := len(data) / shape[0]
-		for e := range shape[0] {
-			out = append(out, safetensors.Tensor{Name: strings.Replace(name, "{xid}", strconv.Itoa(e), 1), DType: dt,
-				Shape: shape[1:], Data: data[e*slab : (e+1)*slab]})
-		}
-		return out, nil
+	return splitExperts(name, dt, shape, data), nil
+}
+
+// splitExperts is the Hugging Face tensor of name, or, for a 3-D expert
+// tensor (E, rows, cols), one (rows, cols) tensor per expert, {xid} in
+// name replaced by e for slab e.
+func splitExperts(name, dt string, shape []int, data []byte) []safetensors.Tensor {
+	if len(shape) != 3 {
+		return []safetensors.Tensor{{Name: name, DType: dt, Shape: shape, Data: data}}
 	}
-	return []safetensors.Tensor{{Name: name, DType: dt, Shape: shape, Data: data}}, nil
+	var out []safetensors.Tensor
+	slab := len(data) / shape[0]
+	for e := range shape[0] {
+		out = append(out, safetensors.Tensor{Name: strings.Replace(name, "{xid}", strconv.Itoa(e), 1), DType: dt,
+			Shape: shape[1:], Data: data[e*slab : (e+1)*slab]})
+	}
+	return out
 }
 
 // unpermute undoes llama.cpp's Q/K row permutation: in each head of hd
