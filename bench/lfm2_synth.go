@@ -30,6 +30,12 @@ var (
 		{Name: "lfm2-8b-a1b", Arch: "lfm2moe", Dim: 2048, Layers: 24, Heads: 32, KVHeads: 8, FFN: 1792, Vocab: 65536, Ctx: 128000,
 			Tied: true, RopeTheta: 1e6, NormEps: 1e-5, Experts: 32, ExpertsUsed: 4,
 			ShortConv: &ShortConv{ConvKernel: 3, Attn: []int{2, 6, 10, 14, 18, 21}, DenseLead: 2, DenseFFN: 7168}},
+		// Its first 6 layers' kinds at full width (2 dense, then 4 MoE of
+		// which the 3rd and 6th attend): an F16 file of 3.3 GB, for the
+		// real shapes' arithmetic against llama.cpp without 17 GB of F16.
+		{Name: "lfm2-8b-a1b-6l", Arch: "lfm2moe", Dim: 2048, Layers: 6, Heads: 32, KVHeads: 8, FFN: 1792, Vocab: 65536, Ctx: 128000,
+			Tied: true, RopeTheta: 1e6, NormEps: 1e-5, Experts: 32, ExpertsUsed: 4,
+			ShortConv: &ShortConv{ConvKernel: 3, Attn: []int{2, 5}, DenseLead: 2, DenseFFN: 7168}},
 	}
 	tinyLFM2MoE = Shape{Name: "tiny-lfm2moe", Arch: "lfm2moe", Dim: 64, Layers: 5, Heads: 4, KVHeads: 2, FFN: 32, Vocab: 512, Ctx: 1024,
 		Tied: true, RopeTheta: 1e6, NormEps: 1e-5, Experts: 8, ExpertsUsed: 3, OutGain: 10, RouterStd: 0.5,

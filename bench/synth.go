@@ -53,6 +53,10 @@ type Shape struct {
 	// from ½). 0: 1, weightStd.
 	OutGain   float32 `json:"out_gain,omitempty"`
 	RouterStd float32 `json:"router_std,omitempty"`
+	WeightStd float32 `json:"weight_std,omitempty"` // the matrices' standard deviation; 0: weightStd
+	// Granite shapes (granite, granitemoe; granite_synth.go): the scales
+	// and RoPE switch; SharedFFN is granitemoe's ungated shared expert.
+	Granite *GraniteScales `json:"granite,omitempty"`
 }
 
 // shapes are the standard shapes --synthetic accepts.
@@ -123,7 +127,11 @@ func (s *Shape) validate() error {
 		return fmt.Errorf("bench: shape %q: dim %d, %d heads, %d kv heads do not divide", s.Name, s.Dim, s.Heads, s.KVHeads)
 	}
 	switch s.Arch {
-	case "llama", "gpt2":
+	case "llama", "gpt2", "granite", "granitemoe":
+		granite := s.Arch == "granite" || s.Arch == "granitemoe"
+		if (s.Granite != nil) != granite || granite && (s.Arch == "granitemoe") != (s.Experts > 0) || s.SharedFFN > 0 && s.Arch != "granitemoe" {
+			return fmt.Errorf("bench: shape %q: %s with granite scales %v, %d experts, shared expert %d", s.Name, s.Arch, s.Granite != nil, s.Experts, s.SharedFFN)
+		}
 		if s.DeltaNet != nil || s.HeadDim != 0 || s.ShortConv != nil {
 			return fmt.Errorf("bench: shape %q: a delta net or head width needs a qwen35 architecture", s.Name)
 		}
@@ -217,7 +225,7 @@ func (t *synthTensor) std() float32 {
 func plan(s Shape, m Mix) []synthTensor {
 	var ts []synthTensor
 	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
-		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal"})
+		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal", scale: s.WeightStd})
 	}
 	vec := func(name string, n int, fill string) {
 		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true})
@@ -257,13 +265,18 @@ func plan(s Shape, m Mix) []synthTensor {
 		mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
 		vec(p+"ffn_norm.weight", dim, "ones")
 		if e := s.Experts; e > 0 {
-			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal"})
+			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal", scale: s.RouterStd})
 			for _, k := range []struct {
 				kind       string
 				rows, cols int
 			}{{"ffn_gate_exps", hid, dim}, {"ffn_down_exps", dim, hid}, {"ffn_up_exps", hid, dim}} {
 				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
-					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e})
+					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e, scale: s.WeightStd})
+			}
+			if sh := s.SharedFFN; sh > 0 {
+				mat(p+"ffn_gate_shexp.weight", "ffn_gate_shexp", l, sh, dim, false)
+				mat(p+"ffn_up_shexp.weight", "ffn_up_shexp", l, sh, dim, false)
+				mat(p+"ffn_down_shexp.weight", "ffn_down_shexp", l, dim, sh, false)
 			}
 			continue
 		}
@@ -271,7 +284,7 @@ func plan(s Shape, m Mix) []synthTensor {
 		mat(p+"ffn_down.weight", "ffn_down", l, dim, hid, false)
 		mat(p+"ffn_up.weight", "ffn_up", l, hid, dim, false)
 	}
-	vec("output_norm.weight", dim, "ones")
+	ts = append(ts, synthTensor{name: "output_norm.weight", typ: tensor.F32, rows: 1, cols: dim, fill: "ones", vector: true, scale: s.OutGain})
 	if gpt2 {
 		vec("output_norm.bias", dim, "zeros")
 	}
@@ -479,6 +492,7 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	kvs = append(kvs, h.KVs()...)
 	kvs = append(kvs, s.hybridKVs()...)
 	kvs = append(kvs, s.shortConvKVs()...)
+	kvs = append(kvs, s.graniteKVs()...)
 	vkvs, err := llamacpp.VocabKVs(vocabulary(s.Vocab), s.Vocab, nil)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

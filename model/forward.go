@@ -262,7 +262,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		m.norm(ws.xb[:n*dim], ws.x[:n*dim], lw.attnNorm, lw.attnNormB)
 		if lw.rec != nil {
 			m.recurrentMixer(b, c, lw, n)
-			addTo(ws.x[:n*dim], ws.xb[:n*dim])
+			m.residual(n)
 			m.ffn(l, lw, n)
 			continue
 		}
@@ -318,7 +318,7 @@ func (m *Model) forward(b *Batch, c *kvcache.Cache) ([]float32, error) {
 		if lw.attnPostNorm != nil {
 			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.attnPostNorm, nil)
 		}
-		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+		m.residual(n)
 		m.ffn(l, lw, n)
 	}
 	return m.head(b, nOut, n)
@@ -403,7 +403,7 @@ func (m *Model) ffn(l int, lw *layerWeights, n int) {
 		if lw.ffnPostNorm != nil {
 			m.norm(ws.xb[:n*dim], ws.xb[:n*dim], lw.ffnPostNorm, nil)
 		}
-		addTo(ws.x[:n*dim], ws.xb[:n*dim])
+		m.residual(n)
 		if lw.plGate != nil {
 			m.perLayerBlock(l, lw, n)
 		}
@@ -448,12 +448,31 @@ func (m *Model) head(b *Batch, nOut, n int) ([]float32, error) {
 		if c := cfg.FinalSoftcap; c > 0 {
 			softcap(ws.logits, c)
 		}
+		if s := cfg.LogitScale; s != 0 {
+			inv := 1 / s // granite.cpp: ggml_scale(cur, 1.0f/f_logit_scale)
+			for i := range ws.logits[:nOut*cfg.Vocab] {
+				ws.logits[i] *= inv
+			}
+		}
 	}
 
 	for i, s := range b.Seq {
 		s.Len = b.Pos[i] + 1 // the last token of s in the batch sets it
 	}
 	return ws.logits, nil
+}
+
+// residual adds the block output ws.xb (n, dim) to the residual stream
+// ws.x, times Granite's ResidualScale when it has one.
+func (m *Model) residual(n int) {
+	ws, dim := &m.ws, m.Dim
+	xb := ws.xb[:n*dim]
+	if s := m.ResidualScale; s != 0 {
+		for i := range xb {
+			xb[i] *= s
+		}
+	}
+	addTo(ws.x[:n*dim], xb)
 }
 
 // normRows is norm on the calling goroutine.

@@ -615,9 +615,12 @@ func (m *Model) sharedExpert(lw *layerWeights, n int) []float32 {
 	hw.shGate = grow(hw.shGate, n)
 	m.pool.MatMul(hw.shG, lw.shGate, x, n)
 	m.pool.MatMul(hw.shU, lw.shUp, x, n)
-	m.pool.MatMul(hw.shGate, lw.shGateInp, x, n)
 	m.elementwise(jobSwiGLU, hw.shG, hw.shU, sh)
 	m.pool.MatMul(hw.sh, lw.shDown, hw.shG, n)
+	if lw.shGateInp == nil { // granitemoe: ungated
+		return hw.sh
+	}
+	m.pool.MatMul(hw.shGate, lw.shGateInp, x, n)
 	for i := range n {
 		g := sigmoid(hw.shGate[i])
 		for j := range dim {

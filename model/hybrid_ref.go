@@ -235,6 +235,9 @@ func refSharedExpert(lw *layerWeights, h []float64, L int, rnd refRounding) []fl
 		g[i] = v / (1 + math.Exp(-v)) * u[i]
 	}
 	o := rnd.matMul(lw.shDown, g, L, nil)
+	if lw.shGateInp == nil { // granitemoe: ungated
+		return o
+	}
 	gate := rnd.matMul(lw.shGateInp, h, L, nil)
 	dim := len(o) / L
 	for t := range L {

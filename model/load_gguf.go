@@ -352,6 +352,33 @@ func readGGUFPositions(g *ggufLoader, arch *llamacpp.Arch, c *Config) {
 	}
 }
 
+// readGraniteScales reads Granite's scalars (granite.cpp's
+// load_arch_hparams, all optional here: 0 leaves a scale off), its shared
+// expert's width, and its RoPE switch: rope.scaling.finetuned false means
+// no RoPE (Granite 4.0's "nope" attention). Errors collect in g.err.
+func readGraniteScales(g *ggufLoader, c *Config) {
+	c.EmbedScale = float32(g.float(llamacpp.KeyEmbeddingScale, 0))
+	if s := g.float(llamacpp.KeyAttentionScale, 0); s != 0 {
+		c.AttnScale = float64(float32(s))
+	}
+	c.ResidualScale = float32(g.float(llamacpp.KeyResidualScale, 0))
+	c.LogitScale = float32(g.float(llamacpp.KeyLogitScale, 0))
+	if c.Experts > 0 {
+		c.SharedExpertHiddenDim = g.uint(llamacpp.KeySharedExpertFF, 0, false)
+	}
+	key := g.f.Arch() + "." + llamacpp.KeyRopeFinetuned
+	if v, ok := g.f.Get(key); ok {
+		b, isBool := v.Bool()
+		if !isBool {
+			g.fail(fmt.Errorf("model: %s is not a boolean", key))
+			return
+		}
+		if !b {
+			c.RopeDim = 0
+		}
+	}
+}
+
 // readGGUFBlocks reads which blocks the layers have, as the architecture
 // entry and the metadata say: RoPE-less layers, sinks, windowed layers and
 // their RoPE base, QK-norm, Gemma's norms and scales, KV heads per layer
@@ -416,6 +443,9 @@ func readGGUFBlocks(g *ggufLoader, arch *llamacpp.Arch, c *Config, kvArr []int32
 		if c.HiddenDim == 0 {
 			c.HiddenDim = c.ExpertHiddenDim // qwen35moe: no dense FFN width
 		}
+	}
+	if arch.Granite {
+		readGraniteScales(g, c) // after the experts: the shared expert's width
 	}
 	return nil
 }
@@ -628,6 +658,11 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
 			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
 			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
+			if sh := c.SharedExpertHiddenDim; sh > 0 { // granitemoe: an ungated shared expert
+				l.shGate = g.mat(wt("ffn_gate_shexp"), sh, dim, true)
+				l.shUp = g.mat(wt("ffn_up_shexp"), sh, dim, true)
+				l.shDown = g.mat(wt("ffn_down_shexp"), dim, sh, true)
+			}
 			if arch.OAIMoE {
 				l.routerB = g.vec(bs(llamacpp.FFNRouter), c.Experts, true)
 				l.expGateB = g.vecN(bs(llamacpp.FFNGateExps), c.Experts*eh)

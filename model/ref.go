@@ -116,6 +116,9 @@ func (m *Model) forwardRefRows(tokens []int, r refRounding, from int) ([]float32
 		if c := float64(cfg.FinalSoftcap); c > 0 {
 			v = c * math.Tanh(v/c)
 		}
+		if s := float64(cfg.LogitScale); s != 0 {
+			v /= s
+		}
 		out[i] = float32(v)
 	}
 	return out, nil
@@ -175,10 +178,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		hd, qd, kvd := cfg.LayerHeadDim(l), cfg.LayerQDim(l), cfg.LayerKVDim(l)
 		h := refNorm(cfg, x, lw.attnNorm, lw.attnNormB)
 		if cfg.IsHybrid() {
-			o := m.refHybridMixer(lw, h, L, rnd)
-			for i := range x {
-				x[i] += o[i]
-			}
+			refResidual(cfg, x, m.refHybridMixer(lw, h, L, rnd))
 			x = m.refFFN(l, lw, x, perLayer, L, rnd)
 			continue
 		}
@@ -296,9 +296,7 @@ func (m *Model) hiddenRef(tokens []int, rnd refRounding) ([]float64, error) {
 		if lw.attnPostNorm != nil {
 			o = refNorm(cfg, o, lw.attnPostNorm, nil)
 		}
-		for i := range x {
-			x[i] += o[i]
-		}
+		refResidual(cfg, x, o)
 		x = m.refFFN(l, lw, x, perLayer, L, rnd)
 	}
 	return refNorm(cfg, x, w.outNorm, w.outNormB), nil
@@ -345,9 +343,7 @@ func (m *Model) refFFN(l int, lw *layerWeights, x, perLayer []float64, L int, rn
 		if lw.ffnPostNorm != nil {
 			o = refNorm(cfg, o, lw.ffnPostNorm, nil)
 		}
-		for i := range x {
-			x[i] += o[i]
-		}
+		refResidual(cfg, x, o)
 		if lw.plGate != nil {
 			refPerLayerBlock(cfg, lw, l, x, perLayer, L, rnd)
 		}
@@ -474,6 +470,18 @@ func refRoute(cfg *Config, lw *layerWeights, r []float64) (sel []int, wts []floa
 		wts = append(wts, p[e]/wsum)
 	}
 	return sel, wts
+}
+
+// refResidual adds a block's output o to the residual stream x, times
+// Granite's ResidualScale when it has one.
+func refResidual(cfg *Config, x, o []float64) {
+	s := 1.0
+	if cfg.ResidualScale != 0 {
+		s = float64(cfg.ResidualScale)
+	}
+	for i := range x {
+		x[i] += s * o[i]
+	}
 }
 
 // refMatMul returns x·Wᵀ (+bias): x (n, cols) → (n, rows), in float64.

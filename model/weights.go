@@ -177,6 +177,10 @@ func (w *weights) check(c *Config) error {
 						checkMat(p+"ffn_down_exps", l.expDown[e], dim, eh))
 				}
 			}
+			if sh := c.SharedExpertHiddenDim; sh > 0 {
+				errs = append(errs, checkMat(p+"ffn_gate_shexp", l.shGate, sh, dim), checkMat(p+"ffn_up_shexp", l.shUp, sh, dim),
+					checkMat(p+"ffn_down_shexp", l.shDown, dim, sh))
+			}
 		} else if l.g4 == nil {
 			errs = append(errs, checkMat(p+"ffn_up", l.wUp, hid, dim), checkVec(p+"ffn_up.bias", l.bUp, hid, false),
 				checkMat(p+"ffn_down", l.wDown, dim, hid), checkVec(p+"ffn_down.bias", l.bDown, dim, false))
