@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"fmt"
+	"slices"
+
 	"nanoserve/gguf"
+	"nanoserve/tensor"
 )
 
 // GraniteScales are a Granite shape's scalars (granite.cpp's
@@ -58,4 +62,127 @@ func (s *Shape) graniteKVs() []gguf.KV {
 		kvs = append(kvs, gguf.KV{Key: a + "expert_shared_feed_forward_length", Value: gguf.Uint32(uint32(s.SharedFFN))})
 	}
 	return kvs
+}
+
+// Mamba2 is the Mamba-2 geometry of a granitehybrid shape (d_inner =
+// 2·dim, as granite-hybrid.cpp asserts): Heads heads, Groups groups of B
+// and C, State wide, a ConvKernel-wide convolution; the layers in Attn
+// attend (without RoPE when Granite.NoRope), the rest are Mamba-2 layers.
+type Mamba2 struct {
+	State      int   `json:"state"`
+	Heads      int   `json:"heads"`
+	Groups     int   `json:"groups"`
+	ConvKernel int   `json:"conv_kernel"`
+	Attn       []int `json:"attn"`
+}
+
+// tinyGraniteHybrid is granite-4.0-h-tiny's layout at toy size: Mamba-2
+// layers (8 heads of 16, 2 groups, state 16) around one attention layer
+// without RoPE, softmax experts with a shared expert, Granite's scales.
+var tinyGraniteHybrid = Shape{Name: "tiny-granitehybrid", Arch: "granitehybrid", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, FFN: 32, Vocab: 512,
+	Ctx: 1024, RopeTheta: 10000, NormEps: 1e-5, OutGain: 40, WeightStd: 0.15, RouterStd: 2, Experts: 8, ExpertsUsed: 2, SharedFFN: 64,
+	Granite: &GraniteScales{Embedding: 12, Attention: 0.015625, Residual: 0.22, Logit: 8, NoRope: true},
+	Mamba:   &Mamba2{State: 16, Heads: 8, Groups: 2, ConvKernel: 4, Attn: []int{2}}}
+
+func init() { shapes = append(shapes, tinyGraniteHybrid) }
+
+// validateMamba2 checks a granitehybrid shape.
+func (s *Shape) validateMamba2() error {
+	mb := s.Mamba
+	switch {
+	case mb == nil || s.Granite == nil || s.DeltaNet != nil || s.ShortConv != nil:
+		return fmt.Errorf("bench: shape %q: granitehybrid needs Mamba-2 and Granite scales only", s.Name)
+	case mb.State <= 0 || mb.Heads <= 0 || mb.Groups <= 0 || mb.Heads%mb.Groups != 0 || 2*s.Dim%mb.Heads != 0 || mb.ConvKernel < 2:
+		return fmt.Errorf("bench: shape %q: Mamba-2 with %d heads, %d groups, state %d, conv %d", s.Name, mb.Heads, mb.Groups, mb.State, mb.ConvKernel)
+	case len(mb.Attn) == 0 || len(mb.Attn) >= s.Layers || slices.ContainsFunc(mb.Attn, func(l int) bool { return l < 0 || l >= s.Layers }):
+		return fmt.Errorf("bench: shape %q: attention layers %v of %d", s.Name, mb.Attn, s.Layers)
+	case s.Experts > 0 && (s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts) || s.SharedFFN > 0 && s.Experts == 0:
+		return fmt.Errorf("bench: shape %q: %d experts (%d used, shared %d)", s.Name, s.Experts, s.ExpertsUsed, s.SharedFFN)
+	}
+	return nil
+}
+
+// headCountKVs is the per-layer attention.head_count_kv (0: Mamba-2).
+func (mb *Mamba2) headCountKVs(s *Shape) []int {
+	kv := make([]int, s.Layers)
+	for _, l := range mb.Attn {
+		kv[l] = s.KVHeads
+	}
+	return kv
+}
+
+// mamba2KVs are the ssm.* keys of a granitehybrid shape.
+func (s *Shape) mamba2KVs() []gguf.KV {
+	mb := s.Mamba
+	if mb == nil {
+		return nil
+	}
+	a := s.Arch + "."
+	u32 := func(k string, v int) gguf.KV { return gguf.KV{Key: a + k, Value: gguf.Uint32(uint32(v))} }
+	return []gguf.KV{u32("ssm.conv_kernel", mb.ConvKernel), u32("ssm.inner_size", 2*s.Dim), u32("ssm.state_size", mb.State),
+		u32("ssm.time_step_rank", mb.Heads), u32("ssm.group_count", mb.Groups)}
+}
+
+// planGraniteHybrid lists a granitehybrid shape's tensors in llama.cpp's
+// names: Mamba-2 layers (ssm_in, the F32 kernel and bias of ssm_conv1d,
+// ssm_dt.bias, ssm_a {1, heads} (−1…−8), ssm_d {1, heads}, ssm_norm
+// {d_inner/groups, groups}, ssm_out) or attention layers (q, k, v,
+// output), ffn_norm and a dense SwiGLU FFN or softmax experts with the
+// shared expert; output_norm.
+func planGraniteHybrid(s Shape, m Mix) []synthTensor {
+	var ts []synthTensor
+	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
+		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal", scale: s.WeightStd})
+	}
+	vec := func(name string, n int, fill string, dims ...uint64) {
+		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true, dims: dims})
+	}
+	mb := s.Mamba
+	dim, kvd, di := s.Dim, s.kvDim(), 2*s.Dim
+	ch := di + 2*mb.Groups*mb.State
+	mat("token_embd.weight", "token_embd", -1, s.Vocab, dim, s.Tied)
+	for l := range s.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		vec(p+"attn_norm.weight", dim, "ones")
+		if slices.Contains(mb.Attn, l) {
+			mat(p+"attn_q.weight", "attn_q", l, dim, dim, false)
+			mat(p+"attn_k.weight", "attn_k", l, kvd, dim, false)
+			mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
+			mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
+		} else {
+			mat(p+"ssm_in.weight", "ssm_in", l, di+ch+mb.Heads, dim, false)
+			ts = append(ts, synthTensor{name: p + "ssm_conv1d.weight", typ: tensor.F32, rows: ch, cols: mb.ConvKernel, fill: "normal", scale: 0.3})
+			vec(p+"ssm_conv1d.bias", ch, "normal")
+			vec(p+"ssm_dt.bias", mb.Heads, "normal")
+			vec(p+"ssm_a", mb.Heads, "ramp", 1, uint64(mb.Heads))
+			vec(p+"ssm_d", mb.Heads, "ones", 1, uint64(mb.Heads))
+			vec(p+"ssm_norm.weight", di, "ones", uint64(di/mb.Groups), uint64(mb.Groups))
+			mat(p+"ssm_out.weight", "ssm_out", l, dim, di, false)
+		}
+		vec(p+"ffn_norm.weight", dim, "ones")
+		if e := s.Experts; e > 0 {
+			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal", scale: s.RouterStd})
+			for _, k := range []struct {
+				kind       string
+				rows, cols int
+			}{{"ffn_gate_exps", s.FFN, dim}, {"ffn_down_exps", dim, s.FFN}, {"ffn_up_exps", s.FFN, dim}} {
+				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
+					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e, scale: s.WeightStd})
+			}
+			if sh := s.SharedFFN; sh > 0 {
+				mat(p+"ffn_gate_shexp.weight", "ffn_gate_shexp", l, sh, dim, false)
+				mat(p+"ffn_up_shexp.weight", "ffn_up_shexp", l, sh, dim, false)
+				mat(p+"ffn_down_shexp.weight", "ffn_down_shexp", l, dim, sh, false)
+			}
+			continue
+		}
+		mat(p+"ffn_gate.weight", "ffn_gate", l, s.FFN, dim, false)
+		mat(p+"ffn_down.weight", "ffn_down", l, dim, s.FFN, false)
+		mat(p+"ffn_up.weight", "ffn_up", l, s.FFN, dim, false)
+	}
+	ts = append(ts, synthTensor{name: "output_norm.weight", typ: tensor.F32, rows: 1, cols: dim, fill: "ones", vector: true, scale: s.OutGain})
+	if !s.Tied {
+		mat("output.weight", "output", -1, s.Vocab, dim, true)
+	}
+	return ts
 }

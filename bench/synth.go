@@ -57,6 +57,8 @@ type Shape struct {
 	// Granite shapes (granite, granitemoe; granite_synth.go): the scales
 	// and RoPE switch; SharedFFN is granitemoe's ungated shared expert.
 	Granite *GraniteScales `json:"granite,omitempty"`
+	// Mamba-2 shapes (granitehybrid; granite_synth.go).
+	Mamba *Mamba2 `json:"mamba,omitempty"`
 }
 
 // shapes are the standard shapes --synthetic accepts.
@@ -143,8 +145,12 @@ func (s *Shape) validate() error {
 		if err := s.validateShortConv(); err != nil {
 			return err
 		}
+	case "granitehybrid":
+		if err := s.validateMamba2(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("bench: shape %q: architecture %q (want llama, gpt2, qwen35, qwen35moe, lfm2 or lfm2moe)", s.Name, s.Arch)
+		return fmt.Errorf("bench: shape %q: architecture %q (want llama, gpt2, granite, granitemoe, granitehybrid, qwen35, qwen35moe, lfm2 or lfm2moe)", s.Name, s.Arch)
 	}
 	if s.Arch == "gpt2" && (s.KVHeads != s.Heads || !s.Tied) {
 		return fmt.Errorf("bench: shape %q: gpt2 shapes are multi-head and tied", s.Name)
@@ -209,8 +215,9 @@ type synthTensor struct {
 	rows, cols int    // rows = 1 for vectors
 	fill       string // "normal", "ones", "zeros" or "ramp" (−1, −2, … −8, −1, …: a delta net's decay rates A)
 	vector     bool
-	experts    int     // > 0: a 3-D expert tensor, rows/experts rows per expert
-	scale      float32 // "normal": the standard deviation (0: weightStd); "ones": the value (0: 1)
+	experts    int      // > 0: a 3-D expert tensor, rows/experts rows per expert
+	scale      float32  // "normal": the standard deviation (0: weightStd); "ones": the value (0: 1)
+	dims       []uint64 // the GGUF dims of a vector stored as a matrix (Mamba-2's ssm_a {1, heads}); nil: from rows, cols
 }
 
 // std is t's standard deviation for fill "normal".
@@ -235,6 +242,9 @@ func plan(s Shape, m Mix) []synthTensor {
 	}
 	if s.ShortConv != nil {
 		return planShortConv(s, m)
+	}
+	if s.Mamba != nil {
+		return planGraniteHybrid(s, m)
 	}
 	dim, kvd, hid := s.Dim, s.kvDim(), s.FFN
 	mat("token_embd.weight", "token_embd", -1, s.Vocab, dim, s.Tied)
@@ -483,6 +493,9 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 			h.ExpertFFLength = s.FFN
 		}
 	}
+	if s.Mamba != nil {
+		h.HeadCountKVs = s.Mamba.headCountKVs(&s) // the experts' width is feed_forward_length (granite-hybrid.cpp's n_ff)
+	}
 	if s.ShortConv != nil {
 		h.HeadCountKVs, h.FeedForwardLength = s.headCountKVs(), s.denseFFN()
 		if s.Experts > 0 {
@@ -493,6 +506,7 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 	kvs = append(kvs, s.hybridKVs()...)
 	kvs = append(kvs, s.shortConvKVs()...)
 	kvs = append(kvs, s.graniteKVs()...)
+	kvs = append(kvs, s.mamba2KVs()...)
 	vkvs, err := llamacpp.VocabKVs(vocabulary(s.Vocab), s.Vocab, nil)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -510,6 +524,9 @@ func WriteSynthetic(path string, s Shape, mix Mix, seed uint64, workers int) err
 			dims = append(dims, uint64(t.rows/t.experts), uint64(t.experts))
 		case !t.vector:
 			dims = append(dims, uint64(t.rows))
+		}
+		if t.dims != nil {
+			dims = t.dims
 		}
 		if err := w.AddTensorFunc(t.name, t.typ, dims, func(out io.Writer) error {
 			return writeTensor(out, t, seed, workers)

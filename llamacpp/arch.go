@@ -92,24 +92,25 @@ type Arch struct {
 
 // Archs are the architectures nanoserve runs, by general.architecture.
 var Archs = map[string]*Arch{
-	"llama":      {Name: "llama", MoE: true},                     // src/models/llama.cpp (Mixtral files are llama with experts)
-	"mistral":    {Name: "mistral"},                              // older converters
-	"qwen2":      {Name: "qwen2", RopeNeox: true, QKVBias: true}, // src/models/qwen2.cpp
-	"gpt2":       {Name: "gpt2", FusedQKV: true},                 // src/models/gpt2.cpp
-	"qwen3":      {Name: "qwen3", RopeNeox: true, QKNorm: true},  // src/models/qwen3.cpp
-	"qwen3moe":   {Name: "qwen3moe", RopeNeox: true, QKNorm: true, MoE: true},
-	"gemma2":     {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
-	"gemma3":     {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
-	"phi3":       {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
-	"smollm3":    {Name: "smollm3", NoWindow: true, NoRopeStep: 4},                                                                    // src/models/smollm3.cpp
-	"gpt-oss":    {Name: "gpt-oss", RopeNeox: true, MoE: true, SWAPattern: 2, Sinks: true, OAIMoE: true},                              // src/models/openai-moe.cpp: load_swa_pattern(ml, 2)
-	"gemma4":     {Name: "gemma4", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true, Gemma4: true, MoE: true}, // src/models/gemma4.cpp: the pattern is the file's sliding_window_pattern array
-	"qwen35":     {Name: "qwen35", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                                        // src/models/qwen35.cpp, delta-net-base.cpp (IMROPE: NEOX pairs for text)
-	"lfm2":       {Name: "lfm2", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                                          // src/models/lfm2.cpp (no SWA in lfm2 1.x files)
-	"qwen35moe":  {Name: "qwen35moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true},                          // src/models/qwen35moe.cpp
-	"granite":    {Name: "granite", Granite: true},                                                                                    // src/models/granite.cpp (LLAMA_ROPE_TYPE_NORM)
-	"granitemoe": {Name: "granitemoe", Granite: true, MoE: true},                                                                      // granite.cpp's MoE branch: softmax experts and an ungated shared expert
-	"lfm2moe":    {Name: "lfm2moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true},                            // src/models/lfm2moe.cpp: lfm2 with σ-gated experts after leading dense layers
+	"llama":         {Name: "llama", MoE: true},                     // src/models/llama.cpp (Mixtral files are llama with experts)
+	"mistral":       {Name: "mistral"},                              // older converters
+	"qwen2":         {Name: "qwen2", RopeNeox: true, QKVBias: true}, // src/models/qwen2.cpp
+	"gpt2":          {Name: "gpt2", FusedQKV: true},                 // src/models/gpt2.cpp
+	"qwen3":         {Name: "qwen3", RopeNeox: true, QKNorm: true},  // src/models/qwen3.cpp
+	"qwen3moe":      {Name: "qwen3moe", RopeNeox: true, QKNorm: true, MoE: true},
+	"gemma2":        {Name: "gemma2", RopeNeox: true, Gemma: true, SWAPattern: 2, DefaultWindow: 4096, SoftCaps: true}, // load_swa_pattern(ml, 2), n_swa = 4096
+	"gemma3":        {Name: "gemma3", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true},        // load_swa_pattern(ml, 6) when sliding_window > 0
+	"phi3":          {Name: "phi3", RopeNeox: true, FusedQKV: true, FusedGateUp: true, LongRope: true, NoWindow: true},
+	"smollm3":       {Name: "smollm3", NoWindow: true, NoRopeStep: 4},                                                                    // src/models/smollm3.cpp
+	"gpt-oss":       {Name: "gpt-oss", RopeNeox: true, MoE: true, SWAPattern: 2, Sinks: true, OAIMoE: true},                              // src/models/openai-moe.cpp: load_swa_pattern(ml, 2)
+	"gemma4":        {Name: "gemma4", RopeNeox: true, Gemma: true, QKNorm: true, SWAPattern: 6, SoftCaps: true, Gemma4: true, MoE: true}, // src/models/gemma4.cpp: the pattern is the file's sliding_window_pattern array
+	"qwen35":        {Name: "qwen35", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                                        // src/models/qwen35.cpp, delta-net-base.cpp (IMROPE: NEOX pairs for text)
+	"lfm2":          {Name: "lfm2", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true},                                          // src/models/lfm2.cpp (no SWA in lfm2 1.x files)
+	"qwen35moe":     {Name: "qwen35moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true},                          // src/models/qwen35moe.cpp
+	"granite":       {Name: "granite", Granite: true},                                                                                    // src/models/granite.cpp (LLAMA_ROPE_TYPE_NORM)
+	"granitemoe":    {Name: "granitemoe", Granite: true, MoE: true},                                                                      // granite.cpp's MoE branch: softmax experts and an ungated shared expert
+	"granitehybrid": {Name: "granitehybrid", Granite: true, MoE: true, Hybrid: true, NoWindow: true},                                     // src/models/granite-hybrid.cpp: Mamba-2 layers (head_count_kv 0) and attention, dense or MoE FFN
+	"lfm2moe":       {Name: "lfm2moe", RopeNeox: true, QKNorm: true, NoWindow: true, Hybrid: true, MoE: true},                            // src/models/lfm2moe.cpp: lfm2 with σ-gated experts after leading dense layers
 }
 
 // Lookup returns the architecture named name, or an error listing the

@@ -439,13 +439,22 @@ func top10Worst(g *lcppGolden, vocab int, logits, other [][]float32) top10At {
 				if lo != nil {
 					o = lo[id]
 				}
-				if d := math.Abs(lp[id] - o); d > w.d {
+				if d := absDiffNaN(lp[id], o); d > w.d {
 					w = top10At{d, k, j, id, r, o, lp[id]}
 				}
 			}
 		}
 	}
 	return w
+}
+
+// absDiffNaN is |a − b|, +Inf when either is NaN (a NaN logit must not
+// compare as a difference of 0).
+func absDiffNaN(a, b float64) float64 {
+	if d := math.Abs(a - b); !math.IsNaN(d) {
+		return d
+	}
+	return math.Inf(1)
 }
 
 // TestSharedKVLayers: Gemma 4's last three layers own no KV cache (layers

@@ -81,6 +81,12 @@ type recWeights struct {
 
 	// Short convolution.
 	inProj, outProj *tensor.Mat // (3·dim, dim), (dim, dim)
+
+	// Mamba-2 (mamba2.go; dtBias, a and ssmNorm above too).
+	ssmIn  *tensor.Mat // (2·d_inner + 2·groups·d_state + heads, dim) ssm_in: z, x ‖ B ‖ C, dt
+	convB  []float32   // (channels) ssm_conv1d.bias; nil: none
+	d      []float32   // (heads) ssm_d, the skip x·D
+	ssmOut *tensor.Mat // (dim, d_inner) ssm_out
 }
 
 // hybridWork holds the recurrent mixers' activations; grown on demand.
@@ -128,6 +134,9 @@ func (c *Config) ConvChannels() int {
 	if c.SSMVHeads > 0 {
 		return 2*c.SSMKHeads*c.SSMHeadDim + c.SSMVHeads*c.SSMHeadDim
 	}
+	if c.MambaHeads > 0 {
+		return c.MambaInner + 2*c.MambaGroups*c.MambaState // x ‖ B ‖ C
+	}
 	return c.Dim
 }
 
@@ -136,6 +145,9 @@ func (c *Config) layerStateFloats() int {
 	n := (c.ConvKernel - 1) * c.ConvChannels()
 	if c.SSMVHeads > 0 {
 		n += c.SSMVHeads * c.SSMHeadDim * c.SSMHeadDim
+	}
+	if c.MambaHeads > 0 {
+		n += c.MambaInner * c.MambaState // (heads, head_dim, d_state)
 	}
 	return n
 }
@@ -165,6 +177,9 @@ func (c *Config) validateHybrid() error {
 		return fmt.Errorf("model: invalid delta-net heads")
 	case c.SSMVHeads > 0 && (c.SSMKHeads == 0 || c.SSMHeadDim == 0 || c.SSMVHeads%c.SSMKHeads != 0):
 		return fmt.Errorf("model: delta net with %d value heads is not a multiple of %d key heads (head dim %d)", c.SSMVHeads, c.SSMKHeads, c.SSMHeadDim)
+	case c.MambaHeads < 0 || c.MambaHeads > 0 && (c.MambaInner <= 0 || c.MambaState <= 0 || c.MambaGroups <= 0 ||
+		c.MambaInner%c.MambaHeads != 0 || c.MambaHeads%c.MambaGroups != 0 || c.MambaInner%c.MambaGroups != 0):
+		return fmt.Errorf("model: Mamba-2 with %d channels, %d heads, %d groups, state %d do not divide", c.MambaInner, c.MambaHeads, c.MambaGroups, c.MambaState)
 	}
 	return nil
 }
@@ -229,6 +244,17 @@ func readHybridGGUF(g *ggufLoader, c *Config) error {
 			}
 		}
 		c.AttnGate = true
+	case ArchGraniteHybrid:
+		// llama_model_granite_hybrid::load_arch_hparams; the recurrent
+		// layers are those with head_count_kv 0 (readKVHeadsArray).
+		c.ConvKernel = g.uint("ssm.conv_kernel", 0, true)
+		c.MambaInner = g.uint("ssm.inner_size", 0, true)
+		c.MambaState = g.uint("ssm.state_size", 0, true)
+		c.MambaHeads = g.uint("ssm.time_step_rank", 0, true)
+		c.MambaGroups = g.uint("ssm.group_count", 0, true)
+		if g.err == nil && c.MambaInner != 2*c.Dim {
+			return fmt.Errorf("model: ssm.inner_size %d is not 2 × embedding_length %d (granite-hybrid.cpp's assertion)", c.MambaInner, c.Dim)
+		}
 	case ArchLFM2, ArchLFM2MoE:
 		c.ConvKernel = g.uint("shortconv.l_cache", 0, true)
 		if c.Arch == ArchLFM2MoE {
@@ -304,7 +330,10 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 			off += c.layerStateFloats()
 			l.rec = r
 			var convName string
-			if c.SSMVHeads > 0 {
+			if c.MambaHeads > 0 {
+				convName = wt("ssm_conv1d")
+				mamba2Weights(c, r, i, g)
+			} else if c.SSMVHeads > 0 {
 				vd := c.SSMVHeads * c.SSMHeadDim
 				convName = wt("ssm_conv1d")
 				r.wqkv = g.mat(wt(llamacpp.AttnQKV), ch, dim, true)
@@ -339,8 +368,10 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 			l.wq = g.mat(wt(llamacpp.AttnQ), qrows, dim, true)
 			l.wk = g.mat(wt(llamacpp.AttnK), kvd, dim, true)
 			l.wv = g.mat(wt(llamacpp.AttnV), kvd, dim, true)
-			l.qNorm = g.vec(wt(llamacpp.AttnQNorm), c.HeadDim, true)
-			l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
+			if c.QKNorm {
+				l.qNorm = g.vec(wt(llamacpp.AttnQNorm), c.HeadDim, true)
+				l.kNorm = g.vec(wt(llamacpp.AttnKNorm), c.HeadDim, true)
+			}
 			l.wo = g.mat(wt(llamacpp.AttnOut), dim, qd, true)
 		}
 		if c.AttnGate { // qwen35, qwen35moe
@@ -361,7 +392,7 @@ func (m *Model) buildHybridWeights(g weightReader) error {
 				l.shGate = g.mat(wt("ffn_gate_shexp"), sh, dim, true)
 				l.shUp = g.mat(wt("ffn_up_shexp"), sh, dim, true)
 				l.shDown = g.mat(wt("ffn_down_shexp"), dim, sh, true)
-				if v := g.vec(wt("ffn_gate_inp_shexp"), dim, true); v != nil {
+				if v := g.vec(wt("ffn_gate_inp_shexp"), dim, c.Arch == ArchQwen35MoE); v != nil {
 					l.shGateInp = &tensor.Mat{Type: tensor.F32, Rows: 1, Cols: dim, Data: tensor.F32Bytes(v)}
 				}
 			}
@@ -411,7 +442,10 @@ func (w *weights) checkHybrid(c *Config) error {
 			}
 			if sh := c.SharedExpertHiddenDim; sh > 0 {
 				errs = append(errs, checkMat(p+"ffn_gate_shexp", l.shGate, sh, dim), checkMat(p+"ffn_up_shexp", l.shUp, sh, dim),
-					checkMat(p+"ffn_down_shexp", l.shDown, dim, sh), checkMat(p+"ffn_gate_inp_shexp", l.shGateInp, 1, dim))
+					checkMat(p+"ffn_down_shexp", l.shDown, dim, sh))
+				if c.Arch == ArchQwen35MoE {
+					errs = append(errs, checkMat(p+"ffn_gate_inp_shexp", l.shGateInp, 1, dim))
+				}
 			}
 		} else {
 			errs = append(errs, checkMat(p+"ffn_gate", l.wGate, hid, dim), checkMat(p+"ffn_up", l.wUp, hid, dim),
@@ -425,7 +459,9 @@ func (w *weights) checkHybrid(c *Config) error {
 			if len(r.conv) != ch*c.ConvKernel {
 				errs = append(errs, fmt.Errorf("model: %sconvolution kernel has %d values, want %d", p, len(r.conv), ch*c.ConvKernel))
 			}
-			if c.SSMVHeads > 0 {
+			if c.MambaHeads > 0 {
+				errs = append(errs, c.checkMamba2(p, r))
+			} else if c.SSMVHeads > 0 {
 				vd := c.SSMVHeads * c.SSMHeadDim
 				errs = append(errs, checkMat(p+"attn_qkv", r.wqkv, ch, dim), checkMat(p+"attn_gate", r.wz, vd, dim),
 					checkMat(p+"ssm_beta", r.wBeta, c.SSMVHeads, dim), checkMat(p+"ssm_alpha", r.wAlpha, c.SSMVHeads, dim),
@@ -441,7 +477,7 @@ func (w *weights) checkHybrid(c *Config) error {
 			}
 			errs = append(errs, checkMat(p+"attn_q", l.wq, qrows, dim), checkMat(p+"attn_k", l.wk, kvd, dim),
 				checkMat(p+"attn_v", l.wv, kvd, dim), checkMat(p+"attn_output", l.wo, dim, qd),
-				checkVec(p+"attn_q_norm", l.qNorm, c.HeadDim, true), checkVec(p+"attn_k_norm", l.kNorm, c.HeadDim, true))
+				checkVec(p+"attn_q_norm", l.qNorm, c.HeadDim, c.QKNorm), checkVec(p+"attn_k_norm", l.kNorm, c.HeadDim, c.QKNorm))
 		}
 		for _, err := range errs {
 			if err != nil {
@@ -515,6 +551,8 @@ func (m *Model) startStates(b *Batch, c *kvcache.Cache) {
 func (m *Model) recurrentMixer(b *Batch, c *kvcache.Cache, lw *layerWeights, n int) {
 	if m.SSMVHeads > 0 {
 		m.deltaNetMixer(b, c, lw.rec, n)
+	} else if m.MambaHeads > 0 {
+		m.mamba2Mixer(b, c, lw.rec, n)
 	} else {
 		m.shortConvMixer(b, c, lw.rec, n)
 	}

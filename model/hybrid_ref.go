@@ -20,6 +20,8 @@ func (m *Model) refHybridMixer(lw *layerWeights, h []float64, L int, rnd refRoun
 		return m.refHybridAttention(lw, h, L, rnd)
 	case cfg.SSMVHeads > 0:
 		return m.refDeltaNet(r, h, L, rnd)
+	case cfg.MambaHeads > 0:
+		return m.refMamba2(r, h, L, rnd)
 	}
 	// Short convolution: [b ‖ c ‖ x] = W_in·h, out = W_out·(c ⊙ conv(b ⊙ x)).
 	dim, dc := cfg.Dim, cfg.ConvKernel
@@ -176,11 +178,15 @@ func (m *Model) refHybridAttention(lw *layerWeights, h []float64, L int, rnd ref
 	v := rnd.matMul(lw.wv, h, L, nil)
 	for t := range L {
 		for hh := range cfg.Heads {
-			refRMSNorm(q[t*qd+hh*hd:t*qd+(hh+1)*hd], lw.qNorm, cfg.NormEps)
+			if lw.qNorm != nil {
+				refRMSNorm(q[t*qd+hh*hd:t*qd+(hh+1)*hd], lw.qNorm, cfg.NormEps)
+			}
 			refRope(cfg, m.invFreq, cfg.RopeDim, q[t*qd+hh*hd:t*qd+(hh+1)*hd], t)
 		}
 		for hh := range cfg.KVHeads {
-			refRMSNorm(k[t*kvd+hh*hd:t*kvd+(hh+1)*hd], lw.kNorm, cfg.NormEps)
+			if lw.kNorm != nil {
+				refRMSNorm(k[t*kvd+hh*hd:t*kvd+(hh+1)*hd], lw.kNorm, cfg.NormEps)
+			}
 			refRope(cfg, m.invFreq, cfg.RopeDim, k[t*kvd+hh*hd:t*kvd+(hh+1)*hd], t)
 		}
 	}

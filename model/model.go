@@ -91,20 +91,21 @@ const (
 	ArchQwen2 = "qwen2" // Llama with Q/K/V biases
 	ArchGPT2  = "gpt2"  // learned positions, LayerNorm, GELU, fused QKV
 
-	ArchQwen3      = "qwen3"      // QK-norm, head_dim ≠ dim/heads
-	ArchQwen3MoE   = "qwen3moe"   // Qwen3 with a mixture-of-experts FFN
-	ArchGemma2     = "gemma2"     // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
-	ArchGemma3     = "gemma3"     // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
-	ArchPhi3       = "phi3"       // fused QKV and gate/up, long-context RoPE factors
-	ArchSmolLM3    = "smollm3"    // Llama blocks, no RoPE in every 4th layer
-	ArchGPTOSS     = "gpt-oss"    // attention sinks, YaRN, biased MoE with clamped SwiGLU
-	ArchGemma4     = "gemma4"     // per-layer inputs, shared KV layers, per-layer head dims
-	ArchQwen35     = "qwen35"     // hybrid: gated delta-net layers and gated full attention (hybrid.go)
-	ArchLFM2       = "lfm2"       // hybrid: gated short convolutions and GQA attention (hybrid.go)
-	ArchQwen35MoE  = "qwen35moe"  // qwen35 with a mixture of experts and a gated shared expert (hybrid.go)
-	ArchGranite    = "granite"    // Llama blocks with Granite's embedding, attention, residual and logit scales
-	ArchGraniteMoE = "granitemoe" // granite with softmax experts and an optional ungated shared expert
-	ArchLFM2MoE    = "lfm2moe"    // lfm2 with σ-gated experts after leading dense layers (hybrid.go, moe.go)
+	ArchQwen3         = "qwen3"         // QK-norm, head_dim ≠ dim/heads
+	ArchQwen3MoE      = "qwen3moe"      // Qwen3 with a mixture-of-experts FFN
+	ArchGemma2        = "gemma2"        // GeGLU, scaled embeddings, pre/post norms, soft-caps, alternating windows
+	ArchGemma3        = "gemma3"        // Gemma 2's blocks with QK-norm, 5 windowed layers per global one
+	ArchPhi3          = "phi3"          // fused QKV and gate/up, long-context RoPE factors
+	ArchSmolLM3       = "smollm3"       // Llama blocks, no RoPE in every 4th layer
+	ArchGPTOSS        = "gpt-oss"       // attention sinks, YaRN, biased MoE with clamped SwiGLU
+	ArchGemma4        = "gemma4"        // per-layer inputs, shared KV layers, per-layer head dims
+	ArchQwen35        = "qwen35"        // hybrid: gated delta-net layers and gated full attention (hybrid.go)
+	ArchLFM2          = "lfm2"          // hybrid: gated short convolutions and GQA attention (hybrid.go)
+	ArchQwen35MoE     = "qwen35moe"     // qwen35 with a mixture of experts and a gated shared expert (hybrid.go)
+	ArchGranite       = "granite"       // Llama blocks with Granite's embedding, attention, residual and logit scales
+	ArchGraniteMoE    = "granitemoe"    // granite with softmax experts and an optional ungated shared expert
+	ArchGraniteHybrid = "granitehybrid" // hybrid: Mamba-2 layers and attention with Granite's scales (mamba2.go)
+	ArchLFM2MoE       = "lfm2moe"       // lfm2 with σ-gated experts after leading dense layers (hybrid.go, moe.go)
 )
 
 // ErrUnknownArch is returned (wrapped, naming it) for an architecture this
@@ -183,6 +184,10 @@ type Config struct {
 	// heads (a multiple; value head h reads key head h mod SSMKHeads), each
 	// SSMHeadDim wide. 0: the recurrent layers are short convolutions.
 	SSMKHeads, SSMVHeads, SSMHeadDim int
+	// Mamba-2 (granitehybrid, mamba2.go): MambaHeads heads of
+	// MambaInner/MambaHeads channels, MambaGroups groups of B and C, each
+	// MambaState wide; 0: not a Mamba-2 model.
+	MambaInner, MambaState, MambaHeads, MambaGroups int
 	// AttnGate (qwen35): attn_q yields [query ‖ gate] per head and the
 	// attention output is multiplied by σ(gate) before attn_output.
 	AttnGate bool

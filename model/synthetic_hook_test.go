@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -35,4 +36,39 @@ func mustSynthetic(t *testing.T, shape, typ string, seed uint64, sum string) str
 		}
 	}
 	return p
+}
+
+// syntheticHybrids are bench's synthetic hybrid shapes whose llama.cpp
+// goldens testdata/heldout holds (TestHeldOutLcpp): LFM2-MoE (σ-gated
+// experts after a dense layer) and Granite 4.0-H (Mamba-2 layers).
+var syntheticHybrids = []string{"tiny-lfm2moe", "tiny-granitehybrid"}
+
+// TestSyntheticHybridParity: on the synthetic hybrids, the cached forward
+// (one token at a time and in chunks of 5) equals the float64 recompute,
+// two sequences batched equal each alone, and a prompt's logits are bit
+// for bit the same in chunks of 1, 3, 16 and all at once (the recurrent
+// state carried across Forward calls) — TestHybridParity and
+// TestHybridChunkInvariant for the architectures the shared fixtures lack.
+func TestSyntheticHybridParity(t *testing.T) {
+	for _, name := range syntheticHybrids {
+		t.Run(name, func(t *testing.T) {
+			m := mustLoad(t, mustSynthetic(t, name, "f16", 1, ""), Options{Threads: 2})
+			if !m.IsHybrid() {
+				t.Fatal("not loaded as a hybrid")
+			}
+			toks := make([]int, 90)
+			for i := range toks {
+				toks[i] = 3 + (i*37+11)%(m.Vocab-3)
+			}
+			checkCacheParity(t, m, toks, 5e-4)
+			checkBatched(t, m, toks, toks[7:40], 0)
+			ref := runSeq(t, m, toks, 1)
+			for _, chunk := range []int{0, 3, 16} {
+				if got := runSeq(t, m, toks, chunk); !slices.Equal(got, ref) {
+					d, at := maxAbsDiff(got, ref)
+					t.Errorf("chunk %d: logits differ from one token at a time by %g at %d", chunk, d, at)
+				}
+			}
+		})
+	}
 }
