@@ -9,6 +9,7 @@ import (
 
 	"nanoserve/gguf"
 	"nanoserve/internal/testshared"
+	"nanoserve/llamacpp"
 	"nanoserve/model"
 	"nanoserve/tensor"
 )
@@ -267,13 +268,13 @@ func TestRecipe(t *testing.T) {
 			t.Errorf("layerOf(%q) = %d, want %d", name, got, want)
 		}
 	}
-	// ropeRow is a permutation within each head.
+	// llamacpp.QKRowSource is a permutation within each head.
 	for _, hd := range []int{2, 4, 16} {
 		seen := map[int]bool{}
 		for r := range 3 * hd {
-			s := ropeRow(r, hd)
+			s := llamacpp.QKRowSource(r, hd)
 			if s/hd != r/hd || seen[s] {
-				t.Fatalf("ropeRow(·, %d) is not a per-head permutation", hd)
+				t.Fatalf("QKRowSource(·, %d) is not a per-head permutation", hd)
 			}
 			seen[s] = true
 		}

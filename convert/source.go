@@ -155,6 +155,11 @@ func (s *source) openHF(in string, opts Options) error {
 		// only by the model loader so far.
 		return fmt.Errorf("%w: converting gpt-oss Hugging Face checkpoints (nanoserve runs the directory as it is)", ErrUnsupported)
 	}
+	if arch == model.ArchGranite || arch == model.ArchGraniteMoE {
+		// Its scales and RoPE switch have no GGUF keys here yet, and its
+		// fused experts are split only by the model loader.
+		return fmt.Errorf("%w: converting Granite Hugging Face checkpoints (nanoserve runs the directory as it is)", ErrUnsupported)
+	}
 	permute := llamacpp.PermutesQK(arch) && c.RopeNeox
 	if permute && c.RopeDim != c.HeadDim {
 		return fmt.Errorf("%w: Llama with partial RoPE (%d of %d dims) cannot be permuted to llama.cpp's layout", ErrUnsupported, c.RopeDim, c.HeadDim)
@@ -347,14 +352,6 @@ func (t *srcTensor) transpose() error {
 	return nil
 }
 
-// ropeRow maps row r of a matrix of heads×hd rows in interleaved order to
-// its row in halves order: within a head, local row 2i+j comes from
-// j·hd/2+i.
-func ropeRow(r, hd int) int {
-	h, local := r/hd, r%hd
-	return h*hd + (local%2)*(hd/2) + local/2
-}
-
 // permuteRoPE reorders the rows (or, for a bias, the elements) of a Q or K
 // projection with heads heads from NEOX halves to interleaved pairs.
 func (t *srcTensor) permuteRoPE(heads int) error {
@@ -370,7 +367,7 @@ func (t *srcTensor) permuteRoPE(heads int) error {
 		}
 		out := make([]float32, n)
 		for r := range out {
-			out[r] = t.f32[ropeRow(r, n/heads)]
+			out[r] = t.f32[llamacpp.QKRowSource(r, n/heads)]
 		}
 		t.f32 = out
 		return nil
@@ -380,6 +377,6 @@ func (t *srcTensor) permuteRoPE(heads int) error {
 		return fmt.Errorf("convert: tensor %s: %d rows do not split into %d heads of even size", t.name, n, heads)
 	}
 	hd := n / heads
-	t.perm = func(r int) int { return ropeRow(r, hd) }
+	t.perm = func(r int) int { return llamacpp.QKRowSource(r, hd) }
 	return nil
 }

@@ -52,6 +52,14 @@ var HFArchs = map[string]string{
 	// read).
 	"Gemma4ForCausalLM":              "gemma4",
 	"Gemma4ForConditionalGeneration": "gemma4",
+	// IBM Granite (conversion/granite.py): GraniteModel(LlamaModel) —
+	// Llama's names, Q/K permuted as for Llama whether or not RoPE runs —
+	// and GraniteMoeModel, registered for both MoE classes, which splits
+	// the fused block_sparse_moe.input_linear / shared_mlp.input_linear
+	// (graniteMoE below).
+	"GraniteForCausalLM":          "granite",
+	"GraniteMoeForCausalLM":       "granitemoe",
+	"GraniteMoeSharedForCausalLM": "granitemoe",
 }
 
 // hfEntry is one name pair; {bid} is the layer, {xid} the expert. archs
@@ -83,6 +91,8 @@ var lfm2 = []string{"lfm2", "lfm2moe"}
 var lfm2moe = []string{"lfm2moe"}
 
 var qwen35 = []string{"qwen35", "qwen35moe"}
+
+var graniteMoE = []string{"granitemoe"}
 
 // hfNames are the Llama-family names (model.layers.N.…) and GPT-2's. The
 // comment names the MODEL_TENSOR of tensor_mapping.py whose list holds the
@@ -216,6 +226,25 @@ var hfNames = []*hfEntry{
 	{hf: "model.layers.{bid}.feed_forward.experts.{xid}.w1.weight", gguf: "blk.{bid}.ffn_gate_exps.weight", archs: lfm2moe},
 	{hf: "model.layers.{bid}.feed_forward.experts.{xid}.w3.weight", gguf: "blk.{bid}.ffn_up_exps.weight", archs: lfm2moe},
 	{hf: "model.layers.{bid}.feed_forward.experts.{xid}.w2.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: lfm2moe},
+	// Granite MoE (transformers modeling_granitemoe.py, JetMoe's parallel
+	// experts; modeling_granitemoeshared.py): the router FFN_GATE_INP
+	// "block_sparse_moe.router.layer # granitemoe"; the experts' fused
+	// input_linear (E, 2·ffn, dim), gate rows then up rows per expert
+	// (chunk(2): silu(first) ⊙ second), which GraniteMoeModel.
+	// modify_tensors splits into FFN_GATE_EXP and FFN_UP_EXP — the loader
+	// reads it as FFN_GATE_UP_EXP, the name llama.cpp keeps it fused under
+	// (GraniteMoeSWAModel; Gemma 4's layout) — and output_linear (E, dim,
+	// ffn) FFN_DOWN_EXP "block_sparse_moe.output_linear # granitemoe"; the
+	// shared expert's fused shared_mlp.input_linear (2·shared, dim), gate
+	// rows first (split into FFN_GATE_SHEXP and FFN_UP_SHEXP by the
+	// converter; read as ffn_up_shexp of 2·shared rows, GraniteMoeSWA's
+	// fused form, like phi3's gate_up_proj as ffn_up) and output_linear
+	// FFN_DOWN_SHEXP "shared_mlp.output_linear # granitemoe".
+	{hf: "model.layers.{bid}.block_sparse_moe.router.layer.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: graniteMoE},
+	{hf: "model.layers.{bid}.block_sparse_moe.input_linear.weight", gguf: "blk.{bid}." + FFNGateUpExps + ".weight", archs: graniteMoE},
+	{hf: "model.layers.{bid}.block_sparse_moe.output_linear.weight", gguf: "blk.{bid}.ffn_down_exps.weight", archs: graniteMoE},
+	{hf: "model.layers.{bid}.shared_mlp.input_linear.weight", gguf: "blk.{bid}.ffn_up_shexp.weight", archs: graniteMoE},
+	{hf: "model.layers.{bid}.shared_mlp.output_linear.weight", gguf: "blk.{bid}.ffn_down_shexp.weight", archs: graniteMoE},
 	// Routers: FFN_GATE_INP "block_sparse_moe.gate # mixtral",
 	// "mlp.gate # qwen2moe".
 	{hf: "model.layers.{bid}.block_sparse_moe.gate.weight", gguf: "blk.{bid}.ffn_gate_inp.weight", archs: []string{"llama"}},
@@ -383,4 +412,12 @@ func NormShift(arch, gguf string) float32 {
 func PermutesQK(arch string) bool {
 	a, ok := Archs[arch]
 	return ok && !a.RopeNeox && arch != "gpt2"
+}
+
+// QKRowSource is the Hugging Face row that row r of a permuted Q or K
+// matrix (heads of hd rows) comes from: within a head, row 2i+j is row
+// j·hd/2+i (LlamaModel.permute: reshape(heads, 2, hd/2, …).swapaxes(1, 2)).
+func QKRowSource(r, hd int) int {
+	h, local := r/hd, r%hd
+	return h*hd + (local%2)*(hd/2) + local/2
 }

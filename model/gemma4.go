@@ -101,21 +101,7 @@ func (m *Model) gemma4MoEWeights(l *layerWeights, i int, g weightReader) {
 		postNorm2:   g.vec(wt(llamacpp.FFNPostNorm2), dim, true),
 		downScale:   g.vec(llamacpp.Blk(i, llamacpp.FFNDownExps, "scale"), E, false),
 	}
-	if _, ok := g.rows(wt(llamacpp.FFNGateUpExps)); ok {
-		gu := g.experts(wt(llamacpp.FFNGateUpExps), E, 2*eh, dim)
-		if gu == nil {
-			return
-		}
-		l.expGate, l.expUp = make([]*tensor.Mat, E), make([]*tensor.Mat, E)
-		for e, x := range gu {
-			half := len(x.Data) / 2
-			l.expGate[e] = &tensor.Mat{Type: x.Type, Rows: eh, Cols: dim, Data: x.Data[:half:half]}
-			l.expUp[e] = &tensor.Mat{Type: x.Type, Rows: eh, Cols: dim, Data: x.Data[half:]}
-		}
-	} else {
-		l.expGate = g.experts(wt(llamacpp.FFNGateExps), E, eh, dim)
-		l.expUp = g.experts(wt(llamacpp.FFNUpExps), E, eh, dim)
-	}
+	l.expGate, l.expUp = expertsGateUp(g, llamacpp.Archs["gemma4"], i, E, eh, dim)
 	l.expDown = g.experts(wt(llamacpp.FFNDownExps), E, dim, eh)
 }
 

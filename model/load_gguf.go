@@ -575,6 +575,38 @@ func (g *ggufLoader) vecN(name string, n int) []float32 {
 
 // buildWeights reads every weight of the architecture's blocks from r into
 // m.w, by llama.cpp's tensor names and the shapes the Config implies.
+// splitGateUp views a fused (2·n, cols) gate-and-up matrix, rows [0, n)
+// the gate and [n, 2·n) the up projection (phi3's ffn_up; Gemma 4's and
+// Granite MoE checkpoints' experts; Granite's shared expert), as its two
+// halves, sharing its bytes.
+func splitGateUp(gu *tensor.Mat) (gate, up *tensor.Mat) {
+	half, n := len(gu.Data)/2, gu.Rows/2
+	return &tensor.Mat{Type: gu.Type, Rows: n, Cols: gu.Cols, Data: gu.Data[:half:half]},
+		&tensor.Mat{Type: gu.Type, Rows: n, Cols: gu.Cols, Data: gu.Data[half:]}
+}
+
+// expertsGateUp reads layer i's experts' gate and up matrices: from the
+// fused ffn_gate_up_exps (per expert (2·eh, dim), gate rows first) when the
+// file has it, else from ffn_gate_exps and ffn_up_exps. Not for gpt-oss,
+// whose checkpoint's interleaved gate_up_proj (llamacpp.GptOssGateUp, the
+// same name) the reader splits by ffn_gate_exps and ffn_up_exps.
+func expertsGateUp(g weightReader, arch *llamacpp.Arch, i, experts, eh, dim int) (gate, up []*tensor.Mat) {
+	name := llamacpp.Blk(i, llamacpp.FFNGateUpExps, "weight")
+	if _, ok := g.rows(name); !ok || arch.OAIMoE {
+		return g.experts(llamacpp.Blk(i, llamacpp.FFNGateExps, "weight"), experts, eh, dim),
+			g.experts(llamacpp.Blk(i, llamacpp.FFNUpExps, "weight"), experts, eh, dim)
+	}
+	gu := g.experts(name, experts, 2*eh, dim)
+	if gu == nil {
+		return nil, nil
+	}
+	gate, up = make([]*tensor.Mat, experts), make([]*tensor.Mat, experts)
+	for e, x := range gu {
+		gate[e], up[e] = splitGateUp(x)
+	}
+	return gate, up
+}
+
 func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 	c := &m.Config
 	dim := c.Dim
@@ -655,12 +687,20 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 		case c.Experts > 0 && !arch.Gemma4:
 			l.router = g.mat(wt(llamacpp.FFNRouter), c.Experts, dim, true)
 			eh := c.ExpertHiddenDim
-			l.expGate = g.experts(wt(llamacpp.FFNGateExps), c.Experts, eh, dim)
-			l.expUp = g.experts(wt(llamacpp.FFNUpExps), c.Experts, eh, dim)
+			l.expGate, l.expUp = expertsGateUp(g, arch, i, c.Experts, eh, dim)
 			l.expDown = g.experts(wt(llamacpp.FFNDownExps), c.Experts, dim, eh)
 			if sh := c.SharedExpertHiddenDim; sh > 0 { // granitemoe: an ungated shared expert
-				l.shGate = g.mat(wt("ffn_gate_shexp"), sh, dim, true)
-				l.shUp = g.mat(wt("ffn_up_shexp"), sh, dim, true)
+				_, split := g.rows(wt("ffn_gate_shexp"))
+				if rows, ok := g.rows(wt("ffn_up_shexp")); !split && ok && rows == 2*sh {
+					// fused, gate rows first (a Granite MoE checkpoint's
+					// shared_mlp.input_linear)
+					if gu := g.mat(wt("ffn_up_shexp"), 2*sh, dim, true); gu != nil {
+						l.shGate, l.shUp = splitGateUp(gu)
+					}
+				} else {
+					l.shGate = g.mat(wt("ffn_gate_shexp"), sh, dim, true)
+					l.shUp = g.mat(wt("ffn_up_shexp"), sh, dim, true)
+				}
 				l.shDown = g.mat(wt("ffn_down_shexp"), dim, sh, true)
 			}
 			if arch.OAIMoE {
@@ -672,9 +712,7 @@ func (m *Model) buildWeights(arch *llamacpp.Arch, g weightReader) error {
 		case arch.FusedGateUp:
 			// ffn_up is (2·hidden, dim): rows [0, hidden) gate, then up.
 			if gu := g.mat(wt(llamacpp.FFNUp), 2*hid, dim, true); gu != nil {
-				half := len(gu.Data) / 2
-				l.wGate = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[:half:half]}
-				l.wUp = &tensor.Mat{Type: gu.Type, Rows: hid, Cols: dim, Data: gu.Data[half:]}
+				l.wGate, l.wUp = splitGateUp(gu)
 			}
 		default:
 			if !gpt2 {

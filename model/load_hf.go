@@ -125,6 +125,10 @@ type hfConfig struct {
 	RoutedScalingFactor *float64 `json:"routed_scaling_factor"`
 	TieEmbedding        *bool    `json:"tie_embedding"` // LiquidAI's name for tie_word_embeddings
 
+	// Granite (GraniteConfig, GraniteMoeConfig, GraniteMoeSharedConfig;
+	// load_hf_granite.go).
+	hfGranite
+
 	// GPT-2
 	NEmbd            int      `json:"n_embd"`
 	NLayer           int      `json:"n_layer"`
@@ -351,6 +355,11 @@ func (hc *hfConfig) fillArch(c *Config, arch *llamacpp.Arch) error {
 	}
 	if arch.Gemma4 {
 		if err := hc.fillGemma4(c); err != nil {
+			return err
+		}
+	}
+	if arch.Granite {
+		if err := hc.fillGranite(c); err != nil {
 			return err
 		}
 	}
@@ -599,6 +608,11 @@ func (m *Model) hfWeights(st *safetensors.File, hc *hfConfig, arch *llamacpp.Arc
 	if err != nil {
 		return err
 	}
+	if llamacpp.PermutesQK(arch.Name) && !c.RopeNeox {
+		// Run in llama.cpp's layout (Granite): Q/K rows permuted as the
+		// converter permutes them, RoPE or not, so q·k sums in its order.
+		r.qkHeadDim = c.HeadDim
+	}
 	build := m.buildWeights
 	if arch.Hybrid {
 		build = func(_ *llamacpp.Arch, r weightReader) error { return m.buildHybridWeights(r) }
@@ -650,6 +664,31 @@ type hfReader struct {
 	hfLoader
 	arch  string
 	names map[string][]string // llama.cpp name → HF name (per expert for the merged expert tensors)
+	// qkHeadDim > 0: the Q and K projections' rows (and biases) are
+	// permuted within heads of that many rows from transformers' halves to
+	// llama.cpp's interleaved pairs (llamacpp.QKRowSource), as
+	// conversion/llama.py LlamaModel.permute does.
+	qkHeadDim int
+}
+
+// permutesQK reports whether tensor name is a Q or K projection (weight
+// or bias) r permutes, and the row order: row i of the result is row
+// perm[i] of the checkpoint's.
+func (r *hfReader) permutesQK(name string, rows int) ([]int, bool) {
+	hd := r.qkHeadDim
+	if hd <= 0 || !strings.HasSuffix(name, ".attn_q.weight") && !strings.HasSuffix(name, ".attn_k.weight") &&
+		!strings.HasSuffix(name, ".attn_q.bias") && !strings.HasSuffix(name, ".attn_k.bias") {
+		return nil, false
+	}
+	if rows%hd != 0 || hd%2 != 0 {
+		r.fail(fmt.Errorf("model: tensor %s: %d rows are not heads of %d (an even number)", name, rows, hd))
+		return nil, false
+	}
+	perm := make([]int, rows)
+	for i := range perm {
+		perm[i] = llamacpp.QKRowSource(i, hd)
+	}
+	return perm, true
 }
 
 func newHFReader(st *safetensors.File, arch string) (*hfReader, error) {
@@ -698,7 +737,16 @@ func (r *hfReader) mat(name string, rows, cols int, required bool) *tensor.Mat {
 		}
 		return nil
 	}
-	return r.hfLoader.mat(hn, rows, cols, required)
+	m := r.hfLoader.mat(hn, rows, cols, required)
+	if perm, ok := r.permutesQK(name, rows); ok && m != nil {
+		p, err := permuteRows(m, 0, 1, perm)
+		if err != nil {
+			r.fail(fmt.Errorf("model: tensor %s: %w", hn, err))
+			return nil
+		}
+		return p
+	}
+	return m
 }
 
 func (r *hfReader) vec(name string, n int, required bool) []float32 {
@@ -710,6 +758,9 @@ func (r *hfReader) vec(name string, n int, required bool) []float32 {
 		return nil
 	}
 	v := r.hfLoader.vec(hn, n, required)
+	if perm, ok := r.permutesQK(name, n); ok && v != nil {
+		v = permuteVec(v, 0, 1, perm)
+	}
 	if shift := llamacpp.NormShift(r.arch, name); shift != 0 && v != nil {
 		v = slices.Clone(v) // may alias the read-only mapping
 		for i := range v {

@@ -58,33 +58,8 @@ func FromGGUF(path, dir string) error {
 		return err
 	}
 	defer f.Close()
-	arch := f.Arch()
-	u := func(k string) int { v, _ := f.Uint(arch + "." + k); return int(v) }
-	fl := func(k string) (float64, bool) { v, err := f.Float(arch + "." + k); return v, err == nil }
-	dim, heads := u("embedding_length"), u("attention.head_count")
-	kvHeads := heads
-	if v, err := f.Uint(arch + ".attention.head_count_kv"); err == nil {
-		kvHeads = int(v)
-	}
-	hd := dim / heads
-	if v, err := f.Uint(arch + ".attention.key_length"); err == nil {
-		hd = int(v)
-	}
-	experts := u("expert_count")
-	_, hasOutput := f.Tensor("output.weight")
-	cfg := map[string]any{
-		"hidden_size": dim, "intermediate_size": u("feed_forward_length"), "num_hidden_layers": u("block_count"),
-		"num_attention_heads": heads, "num_key_value_heads": kvHeads, "head_dim": hd,
-		"max_position_embeddings": u("context_length"), "tie_word_embeddings": !hasOutput,
-	}
-	if eps, ok := fl("attention.layer_norm_rms_epsilon"); ok {
-		cfg["rms_norm_eps"] = eps
-	}
-	if th, ok := fl("rope.freq_base"); ok {
-		cfg["rope_theta"] = th
-	}
-	emb, _ := f.Tensor("token_embd.weight")
-	cfg["vocab_size"] = emb.Rows()
+	lf, cfg := readLlama(f)
+	arch, u, fl, heads, kvHeads, hd, experts := lf.arch, lf.u, lf.fl, lf.heads, lf.kvHeads, lf.hd, lf.experts
 	class, modelType := "", arch
 	switch arch {
 	case "llama":
@@ -121,7 +96,7 @@ func FromGGUF(path, dir string) error {
 			cfg["original_max_position_embeddings"] = o
 		}
 		if rd := u("rope.dimension_count"); rd > 0 && rd != hd {
-			cfg["partial_rotary_factor"] = float64(rd*heads) / float64(dim)
+			cfg["partial_rotary_factor"] = float64(rd*heads) / float64(u("embedding_length"))
 		}
 		cfg["sliding_window"] = nil
 	case "smollm3": // SmolLM3Config: RoPE on every layer but each 4th
@@ -159,6 +134,49 @@ func FromGGUF(path, dir string) error {
 		ts = append(ts, out...)
 	}
 	return writeCheckpoint(dir, cfg, ts)
+}
+
+// llamaFile is a Llama-family GGUF file's geometry and key readers.
+type llamaFile struct {
+	arch                        string
+	u                           func(key string) int             // arch.key as an int (0 if absent)
+	fl                          func(key string) (float64, bool) // arch.key as a float
+	heads, kvHeads, hd, experts int
+}
+
+// readLlama reads f's geometry and the config.json fields every
+// Llama-family class shares (LlamaConfig's names).
+func readLlama(f *gguf.File) (*llamaFile, map[string]any) {
+	arch := f.Arch()
+	lf := &llamaFile{arch: arch}
+	lf.u = func(k string) int { v, _ := f.Uint(arch + "." + k); return int(v) }
+	lf.fl = func(k string) (float64, bool) { v, err := f.Float(arch + "." + k); return v, err == nil }
+	u, fl := lf.u, lf.fl
+	dim, heads := u("embedding_length"), u("attention.head_count")
+	kvHeads := heads
+	if v, err := f.Uint(arch + ".attention.head_count_kv"); err == nil {
+		kvHeads = int(v)
+	}
+	hd := dim / heads
+	if v, err := f.Uint(arch + ".attention.key_length"); err == nil {
+		hd = int(v)
+	}
+	lf.heads, lf.kvHeads, lf.hd, lf.experts = heads, kvHeads, hd, u("expert_count")
+	_, hasOutput := f.Tensor("output.weight")
+	cfg := map[string]any{
+		"hidden_size": dim, "intermediate_size": u("feed_forward_length"), "num_hidden_layers": u("block_count"),
+		"num_attention_heads": heads, "num_key_value_heads": kvHeads, "head_dim": hd,
+		"max_position_embeddings": u("context_length"), "tie_word_embeddings": !hasOutput,
+	}
+	if eps, ok := fl("attention.layer_norm_rms_epsilon"); ok {
+		cfg["rms_norm_eps"] = eps
+	}
+	if th, ok := fl("rope.freq_base"); ok {
+		cfg["rope_theta"] = th
+	}
+	emb, _ := f.Tensor("token_embd.weight")
+	cfg["vocab_size"] = emb.Rows()
+	return lf, cfg
 }
 
 // stDType is the safetensors dtype of the float GGUF types a checkpoint
