@@ -84,7 +84,16 @@ var tinyGraniteHybrid = Shape{Name: "tiny-granitehybrid", Arch: "granitehybrid",
 	Granite: &GraniteScales{Embedding: 12, Attention: 0.015625, Residual: 0.22, Logit: 8, NoRope: true},
 	Mamba:   &Mamba2{State: 16, Heads: 8, Groups: 2, ConvKernel: 4, Attn: []int{2}}}
 
-func init() { shapes = append(shapes, tinyGraniteHybrid) }
+// graniteHybrid1B is a Granite-4.0-H-1B-sized hybrid (1536 wide, 40
+// layers of which 4 attend without RoPE, Mamba-2 with 48 heads of 64 and
+// a 128-wide state, a 4096-wide dense FFN, a 100352-token vocabulary,
+// tied): the Mamba-2 scan's share of a real model's time.
+var graniteHybrid1B = Shape{Name: "granitehybrid-1b", Arch: "granitehybrid", Dim: 1536, Layers: 40, Heads: 12, KVHeads: 4, FFN: 4096,
+	Vocab: 100352, Ctx: 131072, Tied: true, RopeTheta: 10000, NormEps: 1e-5,
+	Granite: &GraniteScales{Embedding: 12, Attention: 0.015625, Residual: 0.246, Logit: 6, NoRope: true},
+	Mamba:   &Mamba2{State: 128, Heads: 48, Groups: 1, ConvKernel: 4, Attn: []int{10, 13, 17, 27}}}
+
+func init() { shapes = append(shapes, tinyGraniteHybrid, graniteHybrid1B) }
 
 // validateMamba2 checks a granitehybrid shape.
 func (s *Shape) validateMamba2() error {

@@ -104,6 +104,7 @@ type hybridWork struct {
 	dsts [3][]float32
 
 	job   deltaJob       // deltaNetMixer's head-parallel pass
+	mjob  mamba2Job      // mamba2Mixer's head-parallel scan
 	chunk []chunkScratch // per worker (deltaChunk only)
 
 	shG, shU []float32 // (n, sh_hidden) shared expert's gate and up

@@ -6,6 +6,7 @@ import (
 
 	"nanoserve/kvcache"
 	"nanoserve/llamacpp"
+	"nanoserve/tensor"
 )
 
 // Mamba-2 (granitehybrid; llama.cpp's build_mamba2_layer and
@@ -59,11 +60,15 @@ func (c *Config) checkMamba2(p string, r *recWeights) error {
 
 // mamba2Mixer runs a Mamba-2 layer over the n rows of ws.xb, each token
 // on its sequence's state in batch order, and writes the output
-// projection into ws.xb.
+// projection into ws.xb: the input projection for all tokens, then token
+// by token the convolution of x ‖ B ‖ C and SiLU, then the scan with the
+// heads split over the workers (mamba2Job: each head's state belongs to
+// one worker and its tokens go in batch order, so the split changes no
+// number), then per token the gate and the group norms.
 func (m *Model) mamba2Mixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) {
 	cfg := &m.Config
 	hw := &m.hw
-	dim, di, nh, ng, ns := cfg.Dim, cfg.MambaInner, cfg.MambaHeads, cfg.MambaGroups, cfg.MambaState
+	dim, di, nh, ng := cfg.Dim, cfg.MambaInner, cfg.MambaHeads, cfg.MambaGroups
 	ch, dc := cfg.ConvChannels(), cfg.ConvKernel
 	win := (dc - 1) * ch
 	wd := di + ch + nh // one token's ssm_in row: z, xBC, dt
@@ -72,49 +77,72 @@ func (m *Model) mamba2Mixer(b *Batch, c *kvcache.Cache, r *recWeights, n int) {
 	hw.o = grow(hw.o, n*di)
 	hw.row = grow(hw.row, ch)
 	m.pool.MatMul(hw.mix[:n*wd], r.ssmIn, h, n)
-	P, hpg := di/nh, nh/ng
 	for i := range n {
-		st := c.State(b.Seq[i])[r.stateOff : r.stateOff+cfg.layerStateFloats()]
-		row := hw.mix[i*wd : (i+1)*wd]
-		z, xbc, dt := row[:di], row[di:di+ch], row[di+ch:]
-		conv := hw.row
-		causalConv(conv, xbc, st[:win], r.conv, ch, dc)
-		for j := range conv {
-			if r.convB != nil {
-				conv[j] += r.convB[j]
-			}
-			conv[j] = silu(conv[j])
+		st := c.State(b.Seq[i])[r.stateOff : r.stateOff+win]
+		xbc := hw.mix[i*wd+di : i*wd+di+ch]
+		causalConv(hw.row, xbc, st, r.conv, ch, dc)
+		copy(xbc, hw.row)
+		if r.convB != nil {
+			addTo(xbc, r.convB)
 		}
-		x, B, C := conv[:di], conv[di:di+ng*ns], conv[di+ng*ns:]
+		tensor.SiLUs(xbc)
+	}
+	j := &hw.mjob
+	j.m, j.b, j.c, j.r, j.n = m, b, c, r, n
+	if work := n * cfg.MambaInner * cfg.MambaState; m.pool.Threads() > 1 && nh > 1 && work >= parRowsMin {
+		m.pool.For(nh, 1, j)
+	} else {
+		j.Range(0, nh, 0)
+	}
+	j.b, j.c, j.r = nil, nil, nil
+	gw := di / ng
+	for i := range n {
+		z, y := hw.mix[i*wd:i*wd+di], hw.o[i*di:(i+1)*di]
+		tensor.SwiGLU(z, y) // z = SiLU(z)·y
+		for g := range ng {
+			rmsNorm(y[g*gw:(g+1)*gw], z[g*gw:(g+1)*gw], r.ssmNorm[g*gw:(g+1)*gw], cfg.NormEps)
+		}
+	}
+	m.pool.MatMul(h, r.ssmOut, hw.o[:n*di], n)
+}
+
+// mamba2Job runs the scan of heads [lo, hi) of a Mamba-2 layer over the
+// batch, token by token in batch order, into hw.o: y = S·C + D·x.
+type mamba2Job struct {
+	m *Model
+	b *Batch
+	c *kvcache.Cache
+	r *recWeights
+	n int
+}
+
+func (j *mamba2Job) Range(lo, hi, _ int) {
+	m, r := j.m, j.r
+	cfg := &m.Config
+	hw := &m.hw
+	di, nh, ng, ns := cfg.MambaInner, cfg.MambaHeads, cfg.MambaGroups, cfg.MambaState
+	ch := cfg.ConvChannels()
+	win := (cfg.ConvKernel - 1) * ch
+	wd := di + ch + nh
+	P, hpg := di/nh, nh/ng
+	for i := range j.n {
+		S := j.c.State(j.b.Seq[i])[r.stateOff+win : r.stateOff+cfg.layerStateFloats()]
+		row := hw.mix[i*wd : (i+1)*wd]
+		x, B, C := row[di:2*di], row[2*di:2*di+ng*ns], row[2*di+ng*ns:di+ch]
+		dt := row[di+ch:]
 		y := hw.o[i*di : (i+1)*di]
-		S := st[win:]
-		for hh := range nh {
+		for hh := lo; hh < hi; hh++ {
 			dtS := softplus(dt[hh] + r.dtBias[hh])
 			dA := float32(math.Exp(float64(dtS * r.a[hh])))
 			g := hh / hpg
 			Bg, Cg := B[g*ns:(g+1)*ns], C[g*ns:(g+1)*ns]
 			for p := range P {
 				ii := hh*P + p
-				xdt := x[ii] * dtS
-				s := S[ii*ns : (ii+1)*ns]
-				var acc float32
-				for k := range s {
-					s[k] = s[k]*dA + Bg[k]*xdt
-					acc += s[k] * Cg[k]
-				}
+				acc := tensor.SSMScanRow(S[ii*ns:(ii+1)*ns], Bg, Cg, dA, x[ii]*dtS)
 				y[ii] = acc + x[ii]*r.d[hh]
 			}
 		}
-		for j := range y {
-			y[j] *= silu(z[j])
-		}
-		gw := di / ng
-		for g := range ng {
-			yg := y[g*gw : (g+1)*gw]
-			rmsNorm(yg, yg, r.ssmNorm[g*gw:(g+1)*gw], cfg.NormEps)
-		}
 	}
-	m.pool.MatMul(h, r.ssmOut, hw.o[:n*di], n)
 }
 
 // refMamba2 is the Mamba-2 mixer over a whole sequence from a zero state

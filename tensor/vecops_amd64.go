@@ -72,3 +72,9 @@ func causalConv4SIMD(out, x, s0, s1, s2, kernel []float32) int {
 	}
 	return m
 }
+
+// ssmScanRowAVX2 is SSMScanRow's first n (a multiple of 8) state values,
+// its eight lane sums left in lanes.
+//
+//go:noescape
+func ssmScanRowAVX2(s, b, c *float32, n int, a, xdt float32, lanes *[8]float32)

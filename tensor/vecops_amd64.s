@@ -330,3 +330,39 @@ cvloop:
 	JLT  cvloop
 	VZEROUPPER
 	RET
+
+// func ssmScanRowAVX2(s, b, c *float32, n int, a, xdt float32, lanes *[8]float32)
+//
+// SSMScanRow over n state values (a multiple of 8), eight per step:
+// v = s·a + b·xdt (both products rounded, then the sum), s = v, and the
+// lane sums acc += v·c (the product rounded): VMULPS/VADDPS, no FMA, the
+// Go loop's arithmetic lane by lane.
+TEXT ·ssmScanRowAVX2(SB), NOSPLIT, $0-48
+	MOVQ         s+0(FP), DI
+	MOVQ         b+8(FP), SI
+	MOVQ         c+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS a+32(FP), Y4
+	VBROADCASTSS xdt+36(FP), Y5
+	MOVQ         lanes+40(FP), AX
+	VXORPS       Y6, Y6, Y6
+	SHRQ         $3, CX
+	JZ           ssdone
+
+ssloop:
+	VMULPS  (DI), Y4, Y0
+	VMULPS  (SI), Y5, Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMULPS  (DX), Y0, Y2
+	VADDPS  Y2, Y6, Y6
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	DECQ    CX
+	JNZ     ssloop
+
+ssdone:
+	VMOVUPS Y6, (AX)
+	VZEROUPPER
+	RET
