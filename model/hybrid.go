@@ -9,8 +9,9 @@ import (
 	"nanoserve/tensor"
 )
 
-// Hybrid models: Qwen3.5 (qwen35) and LFM2 (lfm2) interleave attention
-// layers with recurrent token mixers. Each layer is still
+// Hybrid models: Qwen3.5 (qwen35, qwen35moe), LFM2 (lfm2, lfm2moe) and
+// Granite 4.0-H (granitehybrid) interleave attention layers with recurrent
+// token mixers. Each layer is still
 //
 //	x += mixer(norm(x)),  x += FFN(norm'(x))
 //
@@ -38,6 +39,10 @@ import (
 // Short convolution (lfm2, shortconv.go): [b ‖ c ‖ x] = W_in·h,
 // out = W_out·(c ⊙ conv_L(b ⊙ x)), the state keeping the last L−1 values
 // of b ⊙ x.
+//
+// Mamba-2 (granitehybrid, mamba2.go): a convolution like the delta net's,
+// then per head an outer-product state S_h ← e^{ΔA}·S_h + Δ·x ⊗ B read
+// out by C, gated and group-normalised.
 //
 // The state of all recurrent layers of a sequence lives in one
 // kvcache slot (kvcache/state.go, StateFloats values): per recurrent layer
@@ -185,8 +190,8 @@ func (c *Config) validateHybrid() error {
 	return nil
 }
 
-// readHybridGGUF reads the hybrid hyperparameters of a qwen35 or lfm2
-// file (llama.cpp's llama_model_qwen35/lfm2::load_arch_hparams).
+// readHybridGGUF reads the hybrid hyperparameters of a qwen35(moe),
+// lfm2(moe) or granitehybrid file (llama.cpp's load_arch_hparams of each).
 func readHybridGGUF(g *ggufLoader, c *Config) error {
 	f := g.f
 	switch c.Arch {
