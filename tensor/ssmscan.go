@@ -21,11 +21,7 @@ package tensor
 func SSMScanRow(s, B, C []float32, a, xdt float32) float32 {
 	_, _ = B[len(s)-1], C[len(s)-1]
 	var lanes [8]float32
-	k := 0
-	if hasSIMD && len(s) >= 8 {
-		k = len(s) &^ 7
-		ssmScanRowAVX2(&s[0], &B[0], &C[0], k, a, xdt, &lanes)
-	}
+	k := ssmScanRowSIMD(s, B, C, a, xdt, &lanes)
 	for ; k < len(s); k++ {
 		v := float32(s[k]*a) + float32(B[k]*xdt)
 		s[k] = v

@@ -78,3 +78,14 @@ func causalConv4SIMD(out, x, s0, s1, s2, kernel []float32) int {
 //
 //go:noescape
 func ssmScanRowAVX2(s, b, c *float32, n int, a, xdt float32, lanes *[8]float32)
+
+// ssmScanRowSIMD runs SSMScanRow's multiple-of-8 prefix in AVX2 and
+// returns its length (0 without AVX2).
+func ssmScanRowSIMD(s, B, C []float32, a, xdt float32, lanes *[8]float32) int {
+	n8 := len(s) &^ 7
+	if !hasSIMD || n8 == 0 {
+		return 0
+	}
+	ssmScanRowAVX2(&s[0], &B[0], &C[0], n8, a, xdt, lanes)
+	return n8
+}
