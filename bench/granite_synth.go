@@ -139,13 +139,8 @@ func (s *Shape) mamba2KVs() []gguf.KV {
 // output), ffn_norm and a dense SwiGLU FFN or softmax experts with the
 // shared expert; output_norm.
 func planGraniteHybrid(s Shape, m Mix) []synthTensor {
-	var ts []synthTensor
-	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
-		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal", scale: s.WeightStd})
-	}
-	vec := func(name string, n int, fill string, dims ...uint64) {
-		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true, dims: dims})
-	}
+	pl := &planner{s: s, m: m}
+	mat, vec := pl.mat, pl.vec
 	mb := s.Mamba
 	dim, kvd, di := s.Dim, s.kvDim(), 2*s.Dim
 	ch := di + 2*mb.Groups*mb.State
@@ -154,13 +149,10 @@ func planGraniteHybrid(s Shape, m Mix) []synthTensor {
 		p := fmt.Sprintf("blk.%d.", l)
 		vec(p+"attn_norm.weight", dim, "ones")
 		if slices.Contains(mb.Attn, l) {
-			mat(p+"attn_q.weight", "attn_q", l, dim, dim, false)
-			mat(p+"attn_k.weight", "attn_k", l, kvd, dim, false)
-			mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
-			mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
+			pl.attn(p, l, dim, dim, kvd, 0)
 		} else {
 			mat(p+"ssm_in.weight", "ssm_in", l, di+ch+mb.Heads, dim, false)
-			ts = append(ts, synthTensor{name: p + "ssm_conv1d.weight", typ: tensor.F32, rows: ch, cols: mb.ConvKernel, fill: "normal", scale: 0.3})
+			pl.ts = append(pl.ts, synthTensor{name: p + "ssm_conv1d.weight", typ: tensor.F32, rows: ch, cols: mb.ConvKernel, fill: "normal", scale: 0.3})
 			vec(p+"ssm_conv1d.bias", ch, "normal")
 			vec(p+"ssm_dt.bias", mb.Heads, "normal")
 			vec(p+"ssm_a", mb.Heads, "ramp", 1, uint64(mb.Heads))
@@ -169,29 +161,15 @@ func planGraniteHybrid(s Shape, m Mix) []synthTensor {
 			mat(p+"ssm_out.weight", "ssm_out", l, dim, di, false)
 		}
 		vec(p+"ffn_norm.weight", dim, "ones")
-		if e := s.Experts; e > 0 {
-			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal", scale: s.RouterStd})
-			for _, k := range []struct {
-				kind       string
-				rows, cols int
-			}{{"ffn_gate_exps", s.FFN, dim}, {"ffn_down_exps", dim, s.FFN}, {"ffn_up_exps", s.FFN, dim}} {
-				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
-					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e, scale: s.WeightStd})
-			}
-			if sh := s.SharedFFN; sh > 0 {
-				mat(p+"ffn_gate_shexp.weight", "ffn_gate_shexp", l, sh, dim, false)
-				mat(p+"ffn_up_shexp.weight", "ffn_up_shexp", l, sh, dim, false)
-				mat(p+"ffn_down_shexp.weight", "ffn_down_shexp", l, dim, sh, false)
-			}
-			continue
+		if s.Experts > 0 {
+			pl.router(p, false)
 		}
-		mat(p+"ffn_gate.weight", "ffn_gate", l, s.FFN, dim, false)
-		mat(p+"ffn_down.weight", "ffn_down", l, dim, s.FFN, false)
-		mat(p+"ffn_up.weight", "ffn_up", l, s.FFN, dim, false)
+		pl.ffn(p, l, s.FFN, s.Experts, "gate", "down", "up")
+		pl.sharedExpert(p, l)
 	}
-	ts = append(ts, synthTensor{name: "output_norm.weight", typ: tensor.F32, rows: 1, cols: dim, fill: "ones", vector: true, scale: s.OutGain})
+	pl.outNorm("output_norm.weight")
 	if !s.Tied {
 		mat("output.weight", "output", -1, s.Vocab, dim, true)
 	}
-	return ts
+	return pl.ts
 }

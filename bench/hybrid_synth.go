@@ -117,13 +117,8 @@ func (s *Shape) hybridKVs() []gguf.KV {
 // queries and their gates, QK norms), post_attention_norm before a dense
 // SwiGLU FFN or the experts with a σ-gated shared expert.
 func planHybrid(s Shape, m Mix) []synthTensor {
-	var ts []synthTensor
-	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
-		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal"})
-	}
-	vec := func(name string, n int, fill string) {
-		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true})
-	}
+	pl := &planner{s: s, m: m}
+	mat, vec := pl.mat, pl.vec
 	d := s.DeltaNet
 	dim, hd := s.Dim, s.headDim()
 	qd, kvd := s.Heads*hd, s.KVHeads*hd
@@ -137,7 +132,7 @@ func planHybrid(s Shape, m Mix) []synthTensor {
 			mat(p+"attn_qkv.weight", "attn_qkv", l, ch, dim, false)
 			mat(p+"attn_gate.weight", "attn_gate", l, vd, dim, false)
 			// The convolution kernel stays F32 (llama-quantize skips it).
-			ts = append(ts, synthTensor{name: p + "ssm_conv1d.weight", typ: tensor.F32, rows: ch, cols: d.ConvKernel, fill: "normal"})
+			pl.ts = append(pl.ts, synthTensor{name: p + "ssm_conv1d.weight", typ: tensor.F32, rows: ch, cols: d.ConvKernel, fill: "normal"})
 			vec(p+"ssm_dt.bias", d.VHeads, "zeros")
 			vec(p+"ssm_a", d.VHeads, "ramp")
 			mat(p+"ssm_beta.weight", "ssm_beta", l, d.VHeads, dim, false)
@@ -145,36 +140,21 @@ func planHybrid(s Shape, m Mix) []synthTensor {
 			vec(p+"ssm_norm.weight", d.HeadDim, "ones")
 			mat(p+"ssm_out.weight", "ssm_out", l, dim, vd, false)
 		} else {
-			mat(p+"attn_q.weight", "attn_q", l, 2*qd, dim, false)
-			mat(p+"attn_k.weight", "attn_k", l, kvd, dim, false)
-			mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
-			vec(p+"attn_q_norm.weight", hd, "ones")
-			vec(p+"attn_k_norm.weight", hd, "ones")
-			mat(p+"attn_output.weight", "attn_output", l, dim, qd, false)
+			pl.attn(p, l, 2*qd, qd, kvd, hd)
 		}
 		vec(p+"post_attention_norm.weight", dim, "ones")
-		if e := s.Experts; e > 0 {
-			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal"})
-			for _, k := range []struct {
-				kind       string
-				rows, cols int
-			}{{"ffn_gate_exps", s.FFN, dim}, {"ffn_up_exps", s.FFN, dim}, {"ffn_down_exps", dim, s.FFN}} {
-				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
-					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e})
-			}
-			vec(p+"ffn_gate_inp_shexp.weight", dim, "normal")
-			mat(p+"ffn_gate_shexp.weight", "ffn_gate_shexp", l, s.SharedFFN, dim, false)
-			mat(p+"ffn_up_shexp.weight", "ffn_up_shexp", l, s.SharedFFN, dim, false)
-			mat(p+"ffn_down_shexp.weight", "ffn_down_shexp", l, dim, s.SharedFFN, false)
-			continue
+		if s.Experts > 0 {
+			pl.router(p, false)
 		}
-		mat(p+"ffn_gate.weight", "ffn_gate", l, s.FFN, dim, false)
-		mat(p+"ffn_up.weight", "ffn_up", l, s.FFN, dim, false)
-		mat(p+"ffn_down.weight", "ffn_down", l, dim, s.FFN, false)
+		pl.ffn(p, l, s.FFN, s.Experts, "gate", "up", "down")
+		if s.Experts > 0 {
+			vec(p+"ffn_gate_inp_shexp.weight", dim, "normal")
+			pl.sharedExpert(p, l)
+		}
 	}
-	vec("output_norm.weight", dim, "ones")
+	pl.outNorm("output_norm.weight")
 	if !s.Tied {
 		mat("output.weight", "output", -1, s.Vocab, dim, true)
 	}
-	return ts
+	return pl.ts
 }

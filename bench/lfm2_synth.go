@@ -108,13 +108,8 @@ func (s *Shape) headCountKVs() []int {
 // experts (F32 router, F32 selection bias exp_probs_b), and the final
 // norm token_embd_norm.
 func planShortConv(s Shape, m Mix) []synthTensor {
-	var ts []synthTensor
-	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
-		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal"})
-	}
-	vec := func(name string, n int, fill string) {
-		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true})
-	}
+	pl := &planner{s: s, m: m}
+	mat, vec := pl.mat, pl.vec
 	c := s.ShortConv
 	dim, hd := s.Dim, s.headDim()
 	qd, kvd := s.Heads*hd, s.KVHeads*hd
@@ -123,39 +118,24 @@ func planShortConv(s Shape, m Mix) []synthTensor {
 		p := fmt.Sprintf("blk.%d.", l)
 		vec(p+"attn_norm.weight", dim, "ones")
 		if slices.Contains(c.Attn, l) {
-			mat(p+"attn_q.weight", "attn_q", l, qd, dim, false)
-			mat(p+"attn_k.weight", "attn_k", l, kvd, dim, false)
-			mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
-			vec(p+"attn_q_norm.weight", hd, "ones")
-			vec(p+"attn_k_norm.weight", hd, "ones")
-			mat(p+"attn_output.weight", "attn_output", l, dim, qd, false)
+			pl.attn(p, l, qd, qd, kvd, hd)
 		} else {
 			mat(p+"shortconv.in_proj.weight", "shortconv_in_proj", l, 3*dim, dim, false)
 			// The kernel stays F32 (llama-quantize skips it: ne0 = l_cache).
-			ts = append(ts, synthTensor{name: p + "shortconv.conv.weight", typ: tensor.F32, rows: dim, cols: c.ConvKernel, fill: "normal"})
+			pl.ts = append(pl.ts, synthTensor{name: p + "shortconv.conv.weight", typ: tensor.F32, rows: dim, cols: c.ConvKernel, fill: "normal"})
 			mat(p+"shortconv.out_proj.weight", "shortconv_out_proj", l, dim, dim, false)
 		}
 		vec(p+"ffn_norm.weight", dim, "ones")
-		if e := s.Experts; e > 0 && l >= c.DenseLead {
-			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal", scale: s.RouterStd})
-			ts = append(ts, synthTensor{name: p + "exp_probs_b.bias", typ: tensor.F32, rows: 1, cols: e, fill: "normal", vector: true, scale: s.RouterStd})
-			for _, k := range []struct {
-				kind       string
-				rows, cols int
-			}{{"ffn_gate_exps", s.FFN, dim}, {"ffn_up_exps", s.FFN, dim}, {"ffn_down_exps", dim, s.FFN}} {
-				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
-					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e})
-			}
+		if s.Experts > 0 && l >= c.DenseLead {
+			pl.router(p, true)
+			pl.ffn(p, l, s.FFN, s.Experts, "gate", "up", "down")
 			continue
 		}
-		ffn := s.denseFFN()
-		mat(p+"ffn_gate.weight", "ffn_gate", l, ffn, dim, false)
-		mat(p+"ffn_up.weight", "ffn_up", l, ffn, dim, false)
-		mat(p+"ffn_down.weight", "ffn_down", l, dim, ffn, false)
+		pl.ffn(p, l, s.denseFFN(), 0, "gate", "up", "down")
 	}
-	ts = append(ts, synthTensor{name: "token_embd_norm.weight", typ: tensor.F32, rows: 1, cols: dim, fill: "ones", vector: true, scale: s.OutGain})
+	pl.outNorm("token_embd_norm.weight")
 	if !s.Tied {
 		mat("output.weight", "output", -1, s.Vocab, dim, true)
 	}
-	return ts
+	return pl.ts
 }

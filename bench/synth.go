@@ -228,15 +228,90 @@ func (t *synthTensor) std() float32 {
 	return weightStd
 }
 
+// planner collects a shape's tensors in order (the order is the file's:
+// a golden pins a synthetic file's bytes by sha256).
+type planner struct {
+	s  Shape
+	m  Mix
+	ts []synthTensor
+}
+
+// mat adds a weight matrix of the mix's type for its kind.
+func (p *planner) mat(name, kind string, layer, rows, cols int, isOut bool) {
+	p.ts = append(p.ts, synthTensor{name: name, typ: p.m.TensorType(kind, layer, p.s.Layers, cols, isOut), rows: rows, cols: cols,
+		fill: "normal", scale: p.s.WeightStd})
+}
+
+// vec adds an F32 vector (dims: its GGUF dims when it is stored as a
+// matrix).
+func (p *planner) vec(name string, n int, fill string, dims ...uint64) {
+	p.ts = append(p.ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true, dims: dims})
+}
+
+// attn adds layer l's attention projections: attn_q (qRows: the query
+// width qd, or more when it carries gates), attn_k, attn_v (kvd), with
+// normDim > 0 the QK norms, and attn_output (dim, qd).
+func (p *planner) attn(pre string, l, qRows, qd, kvd, normDim int) {
+	dim := p.s.Dim
+	p.mat(pre+"attn_q.weight", "attn_q", l, qRows, dim, false)
+	p.mat(pre+"attn_k.weight", "attn_k", l, kvd, dim, false)
+	p.mat(pre+"attn_v.weight", "attn_v", l, kvd, dim, false)
+	if normDim > 0 {
+		p.vec(pre+"attn_q_norm.weight", normDim, "ones")
+		p.vec(pre+"attn_k_norm.weight", normDim, "ones")
+	}
+	p.mat(pre+"attn_output.weight", "attn_output", l, dim, qd, false)
+}
+
+// router adds an MoE layer's F32 router (ffn_gate_inp) and, with bias, its
+// selection bias (exp_probs_b), both of standard deviation RouterStd.
+func (p *planner) router(pre string, bias bool) {
+	e := p.s.Experts
+	p.ts = append(p.ts, synthTensor{name: pre + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: p.s.Dim, fill: "normal", scale: p.s.RouterStd})
+	if bias {
+		p.ts = append(p.ts, synthTensor{name: pre + "exp_probs_b.bias", typ: tensor.F32, rows: 1, cols: e, fill: "normal", vector: true, scale: p.s.RouterStd})
+	}
+}
+
+// ffn adds layer l's dense SwiGLU matrices (prefix pre, width wide) in the
+// order of kinds ("gate", "up", "down"), or with experts > 0 its 3-D
+// expert tensors (ffn_*_exps; the router is router's).
+func (p *planner) ffn(pre string, l, width, experts int, kinds ...string) {
+	dim := p.s.Dim
+	for _, k := range kinds {
+		rows, cols := width, dim
+		if k == "down" {
+			rows, cols = dim, width
+		}
+		if experts == 0 {
+			p.mat(pre+"ffn_"+k+".weight", "ffn_"+k, l, rows, cols, false)
+			continue
+		}
+		kind := "ffn_" + k + "_exps"
+		p.ts = append(p.ts, synthTensor{name: pre + kind + ".weight", typ: p.m.TensorType(kind, l, p.s.Layers, cols, false),
+			rows: experts * rows, cols: cols, fill: "normal", experts: experts, scale: p.s.WeightStd})
+	}
+}
+
+// sharedExpert adds layer l's shared expert (gate, up, down), when the
+// shape has one.
+func (p *planner) sharedExpert(pre string, l int) {
+	if sh, dim := p.s.SharedFFN, p.s.Dim; sh > 0 {
+		p.mat(pre+"ffn_gate_shexp.weight", "ffn_gate_shexp", l, sh, dim, false)
+		p.mat(pre+"ffn_up_shexp.weight", "ffn_up_shexp", l, sh, dim, false)
+		p.mat(pre+"ffn_down_shexp.weight", "ffn_down_shexp", l, dim, sh, false)
+	}
+}
+
+// outNorm adds the final norm (name), its gain OutGain.
+func (p *planner) outNorm(name string) {
+	p.ts = append(p.ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: p.s.Dim, fill: "ones", vector: true, scale: p.s.OutGain})
+}
+
 // plan lists the tensors of a shape under a mix, in llama.cpp's order.
 func plan(s Shape, m Mix) []synthTensor {
-	var ts []synthTensor
-	mat := func(name, kind string, layer, rows, cols int, isOut bool) {
-		ts = append(ts, synthTensor{name: name, typ: m.TensorType(kind, layer, s.Layers, cols, isOut), rows: rows, cols: cols, fill: "normal", scale: s.WeightStd})
-	}
-	vec := func(name string, n int, fill string) {
-		ts = append(ts, synthTensor{name: name, typ: tensor.F32, rows: 1, cols: n, fill: fill, vector: true})
-	}
+	pl := &planner{s: s, m: m}
+	mat, vec := pl.mat, pl.vec
 	if s.DeltaNet != nil {
 		return planHybrid(s, m)
 	}
@@ -269,39 +344,22 @@ func plan(s Shape, m Mix) []synthTensor {
 			vec(p+"ffn_down.bias", dim, "zeros")
 			continue
 		}
-		mat(p+"attn_q.weight", "attn_q", l, dim, dim, false)
-		mat(p+"attn_k.weight", "attn_k", l, kvd, dim, false)
-		mat(p+"attn_v.weight", "attn_v", l, kvd, dim, false)
-		mat(p+"attn_output.weight", "attn_output", l, dim, dim, false)
+		pl.attn(p, l, dim, dim, kvd, 0)
 		vec(p+"ffn_norm.weight", dim, "ones")
-		if e := s.Experts; e > 0 {
-			ts = append(ts, synthTensor{name: p + "ffn_gate_inp.weight", typ: tensor.F32, rows: e, cols: dim, fill: "normal", scale: s.RouterStd})
-			for _, k := range []struct {
-				kind       string
-				rows, cols int
-			}{{"ffn_gate_exps", hid, dim}, {"ffn_down_exps", dim, hid}, {"ffn_up_exps", hid, dim}} {
-				ts = append(ts, synthTensor{name: p + k.kind + ".weight", typ: m.TensorType(k.kind, l, s.Layers, k.cols, false),
-					rows: e * k.rows, cols: k.cols, fill: "normal", experts: e, scale: s.WeightStd})
-			}
-			if sh := s.SharedFFN; sh > 0 {
-				mat(p+"ffn_gate_shexp.weight", "ffn_gate_shexp", l, sh, dim, false)
-				mat(p+"ffn_up_shexp.weight", "ffn_up_shexp", l, sh, dim, false)
-				mat(p+"ffn_down_shexp.weight", "ffn_down_shexp", l, dim, sh, false)
-			}
-			continue
+		if s.Experts > 0 {
+			pl.router(p, false)
 		}
-		mat(p+"ffn_gate.weight", "ffn_gate", l, hid, dim, false)
-		mat(p+"ffn_down.weight", "ffn_down", l, dim, hid, false)
-		mat(p+"ffn_up.weight", "ffn_up", l, hid, dim, false)
+		pl.ffn(p, l, hid, s.Experts, "gate", "down", "up")
+		pl.sharedExpert(p, l)
 	}
-	ts = append(ts, synthTensor{name: "output_norm.weight", typ: tensor.F32, rows: 1, cols: dim, fill: "ones", vector: true, scale: s.OutGain})
+	pl.outNorm("output_norm.weight")
 	if gpt2 {
 		vec("output_norm.bias", dim, "zeros")
 	}
 	if !s.Tied {
 		mat("output.weight", "output", -1, s.Vocab, dim, true)
 	}
-	return ts
+	return pl.ts
 }
 
 // rng is xorshift64* seeded through splitmix64: fast, and good enough for

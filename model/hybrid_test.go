@@ -382,22 +382,7 @@ func TestLFM2HF(t *testing.T) {
 func TestLFM2MoEHF(t *testing.T) {
 	path := mustSynthetic(t, "tiny-lfm2moe", "f16", 1, "")
 	write := func(t *testing.T, fields map[string]any, drop func(string) bool) string {
-		t.Helper()
-		dir := filepath.Join(t.TempDir(), "lfm2moe")
-		if err := hfwrite.LFM2FromGGUF(path, dir); err != nil {
-			t.Fatal(err)
-		}
-		if fields != nil {
-			if err := hfwrite.SetConfig(dir, fields); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if drop != nil {
-			if err := hfwrite.DropTensors(dir, drop); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return dir
+		return writeHFEdited(t, hfwrite.LFM2FromGGUF, path, "lfm2moe", fields, drop)
 	}
 	mg := mustLoad(t, path, Options{Threads: 2})
 	mh := mustLoad(t, write(t, nil, nil), Options{Threads: 2})
@@ -410,15 +395,7 @@ func TestLFM2MoEHF(t *testing.T) {
 		a.DenseLead == 0 || a.HiddenDim == a.ExpertHiddenDim || !b.RouterSelBias || b.ExpertGating != GatingSigmoid {
 		t.Fatalf("configs differ:\n gguf %+v\n   hf %+v", a, b)
 	}
-	toks := make([]int, 300)
-	for i := range toks {
-		toks[i] = (i*131 + 7) % a.Vocab
-	}
-	lg := runSeq(t, mg, toks, 0)
-	if lh := runSeq(t, mh, toks, 0); !slices.Equal(lg, lh) {
-		d, at := maxAbsDiff(lg, lh)
-		t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
-	}
+	toks, lg := checkSameLogits(t, mg, mh)
 
 	isBias := func(n string) bool { return strings.HasSuffix(n, ".feed_forward.expert_bias") }
 	for _, bad := range []struct {

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -23,17 +21,7 @@ func TestGraniteHF(t *testing.T) {
 		t.Run(tc.shape, func(t *testing.T) {
 			path := mustSynthetic(t, tc.shape, "f16", 1, "")
 			write := func(t *testing.T, fields map[string]any) string {
-				t.Helper()
-				dir := filepath.Join(t.TempDir(), tc.shape)
-				if err := hfwrite.GraniteFromGGUF(path, dir); err != nil {
-					t.Fatal(err)
-				}
-				if fields != nil {
-					if err := hfwrite.SetConfig(dir, fields); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return dir
+				return writeHFEdited(t, hfwrite.GraniteFromGGUF, path, tc.shape, fields, nil)
 			}
 			mg := mustLoad(t, path, Options{Threads: 2})
 			mh := mustLoad(t, write(t, nil), Options{Threads: 2})
@@ -48,15 +36,7 @@ func TestGraniteHF(t *testing.T) {
 				(a.RopeDim == 0) != (tc.arch == ArchGranite) || (a.SharedExpertHiddenDim > 0) != (tc.arch == ArchGraniteMoE) {
 				t.Fatalf("configs differ:\n gguf %+v\n   hf %+v", a, b)
 			}
-			toks := make([]int, 300)
-			for i := range toks {
-				toks[i] = (i*131 + 7) % a.Vocab
-			}
-			lg := runSeq(t, mg, toks, 0)
-			if lh := runSeq(t, mh, toks, 0); !slices.Equal(lg, lh) {
-				d, at := maxAbsDiff(lg, lh)
-				t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
-			}
+			checkSameLogits(t, mg, mh)
 
 			for _, bad := range []struct {
 				fields map[string]any

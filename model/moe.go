@@ -98,14 +98,21 @@ func (w *moeWork) route(n, experts, used int) {
 		tensor.Softmax(p)
 		sel, wt := w.sel[i*used:(i+1)*used], w.wt[i*used:(i+1)*used]
 		topK(sel, p)
-		var sum float32
-		for s, e := range sel {
-			wt[s] = p[e]
-			sum += p[e]
-		}
-		for s := range wt {
-			wt[s] /= sum
-		}
+		weighChosen(wt, sel, p, 0)
+	}
+}
+
+// weighChosen sets wt[s] = p[sel[s]] / max(Σ_s p[sel[s]], floor), the
+// sum taken in sel's order.
+func weighChosen(wt []float32, sel []int, p []float32, floor float32) {
+	var sum float32
+	for s, e := range sel {
+		wt[s] = p[e]
+		sum += p[e]
+	}
+	sum = max(sum, floor)
+	for s := range wt {
+		wt[s] /= sum
 	}
 }
 
@@ -124,15 +131,7 @@ func (w *moeWork) routeSigmoid(n, experts, used int, b []float32) {
 		}
 		sel, wt := w.sel[i*used:(i+1)*used], w.wt[i*used:(i+1)*used]
 		topK(sel, s)
-		var sum float32
-		for k, e := range sel {
-			wt[k] = p[e]
-			sum += p[e]
-		}
-		sum = max(sum, 0x1p-14)
-		for k := range wt {
-			wt[k] /= sum
-		}
+		weighChosen(wt, sel, p, 0x1p-14)
 	}
 }
 

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"nanoserve/internal/hfwrite"
 )
 
 // syntheticFile writes bench's synthetic GGUF file of a shape, weight
@@ -36,6 +39,46 @@ func mustSynthetic(t *testing.T, shape, typ string, seed uint64, sum string) str
 		}
 	}
 	return p
+}
+
+// writeHFEdited writes the GGUF file src as a Hugging Face checkpoint
+// (write: an hfwrite writer) in a temporary directory named name, then
+// sets fields in its config.json and drops the tensors drop matches
+// (either nil: none), and returns the directory.
+func writeHFEdited(t *testing.T, write func(src, dir string) error, src, name string, fields map[string]any, drop func(string) bool) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := write(src, dir); err != nil {
+		t.Fatal(err)
+	}
+	if fields != nil {
+		if err := hfwrite.SetConfig(dir, fields); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if drop != nil {
+		if err := hfwrite.DropTensors(dir, drop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// checkSameLogits requires the Hugging Face checkpoint's model h to give
+// the GGUF model g's logits bit for bit over 300 tokens, and returns the
+// tokens and g's logits.
+func checkSameLogits(t *testing.T, g, h *Model) ([]int, []float32) {
+	t.Helper()
+	toks := make([]int, 300)
+	for i := range toks {
+		toks[i] = (i*131 + 7) % g.Vocab
+	}
+	lg := runSeq(t, g, toks, 0)
+	if lh := runSeq(t, h, toks, 0); !slices.Equal(lg, lh) {
+		d, at := maxAbsDiff(lg, lh)
+		t.Errorf("Hugging Face logits differ from the GGUF's by %g at %d", d, at)
+	}
+	return toks, lg
 }
 
 // syntheticHybrids are bench's synthetic hybrid shapes whose llama.cpp
