@@ -25,7 +25,11 @@ differently) and which would be ours is what the Go test decides: with
 --write DIR, `NANOSERVE_HELDOUT=DIR go test ./model -run TestHeldOutLcpp
 -timeout 40m` checks our forward against the float64 reference over the
 same F16 cache (≤ 0.1) and the reference with llama.cpp's roundings against
-llama.cpp (model/heldout_lcpp_test.go).
+llama.cpp (model/heldout_lcpp_test.go). Each golden records its file's
+sha256, and for a file `nanoserve bench --synthetic` wrote (its
+nanoserve.synthetic.* keys) the shape, type and seed that re-make it: the
+test then writes the file itself (gguf_synthetic), so a golden of an
+architecture no shared fixture has can be committed without the file.
 
 Prompts (per file, --prompts of them, cycling through the kinds): Shakespeare
 excerpts of 60-1600 characters (../shared/corpus), this repository's own Go
@@ -43,7 +47,7 @@ llama-server comes from ../shared/tools/llamacpp-build.sh (LLAMA_BIN, default
 ~/.cache/llamacpp/llama.cpp/build/bin). Standard library only. Exit status 1
 when any file FAILs.
 """
-import argparse, glob, json, math, os, re, random, socket, subprocess, sys, tempfile, time, urllib.error, urllib.request
+import argparse, glob, hashlib, json, math, os, re, random, socket, struct, subprocess, sys, tempfile, time, urllib.error, urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
@@ -119,6 +123,60 @@ def quant_of(path):
     m = re.search(r"(?i)(?:^|[-.])(f16|f32|bf16|q[0-9]_[0-9a-z_]+|iq[0-9]_[a-z_]+|mxfp4[a-z_]*)(?:-[0-9]+)?$",
                   os.path.basename(path).rsplit(".", 1)[0])
     return m.group(1).upper() if m else "?"
+
+
+def gguf_kvs(path, prefix):
+    """The metadata values of a GGUF file whose keys start with prefix
+    (scalars only; arrays are skipped): GGUF v2/v3's header, then n_kv of
+    (key, type, value)."""
+    scalar = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    out = {}
+    with open(path, "rb") as f:
+        magic, version, _n_tensors, n_kv = struct.unpack("<4sIQQ", f.read(24))
+        if magic != b"GGUF" or version < 2:
+            return out
+
+        def string():
+            (n,) = struct.unpack("<Q", f.read(8))
+            return f.read(n).decode("utf-8", "replace")
+
+        def value(t):
+            if t == 8:
+                return string()
+            if t == 9:
+                (et, n) = struct.unpack("<IQ", f.read(12))
+                if et in scalar:
+                    f.seek(n * struct.calcsize(scalar[et]), 1)
+                else:
+                    for _ in range(n):
+                        value(et)
+                return None
+            fmt = scalar[t]
+            return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+
+        for _ in range(n_kv):
+            key = string()
+            (t,) = struct.unpack("<I", f.read(4))
+            v = value(t)
+            if key.startswith(prefix) and v is not None:
+                out[key[len(prefix):]] = v
+    return out
+
+
+def golden_source(gguf):
+    """The fields that let the Go test find and check the file a golden was
+    made from: its sha256 and, for a file bench --synthetic wrote (the
+    nanoserve.synthetic.* keys), the shape, type and seed that re-make it
+    (TestHeldOutLcpp's gguf_synthetic)."""
+    h = hashlib.sha256()
+    with open(gguf, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    src = {"gguf_sha256": h.hexdigest()}
+    syn = gguf_kvs(gguf, "nanoserve.synthetic.")
+    if {"shape", "type", "seed"} <= syn.keys():
+        src["gguf_synthetic"] = {"shape": syn["shape"], "type": syn["type"], "seed": syn["seed"]}
+    return src
 
 
 def run_file(args, gguf, prompts, nanoserve):
@@ -221,6 +279,7 @@ def run_file(args, gguf, prompts, nanoserve):
                 apath = os.path.abspath(gguf)
                 json.dump({"model": name, "gguf_file": os.path.basename(gguf), "gguf_path": apath,
                            "gguf_shared": os.path.relpath(apath, SHARED) if apath.startswith(SHARED + os.sep) else "",
+                           **golden_source(gguf),
                            "quant": quant_of(gguf), "seed": args.seed, "llama_server_model": model,
                            "request": {"endpoint": "POST /completion", "body": body}, "prompts": golden}, fo)
         return fails, diffs, ties, unknown, worst, checked
@@ -289,7 +348,8 @@ def main():
     ap.add_argument("--tie", type=float, default=0.05, help="llama.cpp's logprob gap below which a divergence is a near-tie (F16/F32)")
     ap.add_argument("--tie-quant", type=float, default=0.3)
     ap.add_argument("--write", metavar="DIR", help="also write llama.cpp's answers as goldens, DIR/<folder>/<file>.json in the shared "
-                    "goldens' schema (steps up to the first without logprobs), for model/heldout_test.go (NANOSERVE_HELDOUT=DIR)")
+                    "goldens' schema (steps up to the first without logprobs) with the file's sha256 and, for bench's synthetic "
+                    "files, gguf_synthetic, for model/heldout_lcpp_test.go (NANOSERVE_HELDOUT=DIR)")
     ap.add_argument("--strict", action="store_true", help="numeric differences (DIFF) fail too")
     ap.add_argument("--tokenizers", metavar="DIR", nargs="?", const=os.path.join(SHARED, "testdata", "tokenizers", "llamacpp-vocab"),
                     help="instead: tokenize held-out texts with every ggml-vocab-*.gguf in DIR (default: the shared llama.cpp vocabularies) "

@@ -83,6 +83,8 @@ func TestHeldOutLcpp(t *testing.T) {
 		}
 		if s := meta.Synthetic; s != nil {
 			meta.Path = mustSynthetic(t, s.Shape, s.Type, s.Seed, meta.SHA256)
+		} else {
+			checkSHA256(t, meta.Path, meta.SHA256, "another file at the golden's path")
 		}
 		ran++
 		g := readLcppGolden(t, f)

@@ -29,16 +29,25 @@ func mustSynthetic(t *testing.T, shape, typ string, seed uint64, sum string) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h := sha256.Sum256(b); hex.EncodeToString(h[:]) != sum {
-			t.Fatalf("synthetic %s %s seed %d: sha256 %x, the golden's file %s: the generator changed; rewrite the golden (bench/llamacpp_heldout.py --write)", shape, typ, seed, h, sum)
-		}
-	}
+	checkSHA256(t, p, sum, "the synthetic generator changed")
 	return p
+}
+
+// checkSHA256 requires the file at path to have the sha256 sum (hex; ""
+// skips the check): a golden compared against another file than its own
+// would fail, or pass, for the wrong reason. why names the likely cause.
+func checkSHA256(t *testing.T, path, sum, why string) {
+	t.Helper()
+	if sum == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := sha256.Sum256(b); hex.EncodeToString(h[:]) != sum {
+		t.Fatalf("%s: sha256 %x, the golden's file %s (%s): rewrite the golden (bench/llamacpp_heldout.py --write)", path, h, sum, why)
+	}
 }
 
 // writeHFEdited writes the GGUF file src as a Hugging Face checkpoint
