@@ -136,10 +136,10 @@ func (j *mamba2Job) Range(lo, hi, _ int) {
 			dA := float32(math.Exp(float64(dtS * r.a[hh])))
 			g := hh / hpg
 			Bg, Cg := B[g*ns:(g+1)*ns], C[g*ns:(g+1)*ns]
-			for p := range P {
-				ii := hh*P + p
-				acc := tensor.SSMScanRow(S[ii*ns:(ii+1)*ns], Bg, Cg, dA, x[ii]*dtS)
-				y[ii] = acc + x[ii]*r.d[hh]
+			xh, yh := x[hh*P:(hh+1)*P], y[hh*P:(hh+1)*P]
+			tensor.SSMScanHead(S[hh*P*ns:(hh+1)*P*ns], Bg, Cg, xh, yh, dA, dtS)
+			for p, xv := range xh {
+				yh[p] += xv * r.d[hh]
 			}
 		}
 	}

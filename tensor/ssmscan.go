@@ -29,3 +29,19 @@ func SSMScanRow(s, B, C []float32, a, xdt float32) float32 {
 	}
 	return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
 }
+
+// SSMScanHead advances all P channels of a Mamba-2 head by one token:
+// channel p's state row S[p·N:(p+1)·N] by SSMScanRow with xdt = x[p]·dt,
+// its output in y[p] — the same bits as P calls of SSMScanRow (one AVX2
+// call for the head where N is a multiple of 8, saving a Go call per
+// channel: 110 thousand per token on a Granite-4.0-H-1B).
+func SSMScanHead(S, B, C, x, y []float32, a, dt float32) {
+	N, P := len(B), len(x)
+	_, _, _ = S[P*N-1], C[N-1], y[P-1]
+	if hasSIMD && N >= 8 && N%8 == 0 && ssmScanHeadSIMD(S, B, C, x, y, a, dt) {
+		return
+	}
+	for p := range P {
+		y[p] = SSMScanRow(S[p*N:(p+1)*N], B, C, a, x[p]*dt)
+	}
+}

@@ -56,3 +56,40 @@ func TestSSMScanRow(t *testing.T) {
 		}
 	}
 }
+
+// TestSSMScanHead: a head advanced at once (AVX2 where N is a multiple of
+// 8, else the Go loop) gives the bits of P channels through SSMScanRow's
+// Go loop, state and outputs, over two tokens.
+func TestSSMScanHead(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	for _, c := range []struct{ P, N int }{{1, 8}, {5, 16}, {64, 128}, {3, 12}} {
+		S0 := make([]float32, c.P*c.N)
+		B, C, x := make([]float32, c.N), make([]float32, c.N), make([]float32, c.P)
+		for i := range S0 {
+			S0[i] = float32(rng.NormFloat64())
+		}
+		for i := range c.N {
+			B[i], C[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		a, dt := float32(0.91), float32(0.37)
+		ref, sr := make([]float32, 2*c.P), slices.Clone(S0)
+		saved := hasSIMD
+		hasSIMD = false
+		for tok := range 2 {
+			for p := range c.P {
+				ref[tok*c.P+p] = SSMScanRow(sr[p*c.N:(p+1)*c.N], B, C, a, x[p]*dt*float32(tok+1))
+			}
+		}
+		hasSIMD = saved
+		got, sg := make([]float32, 2*c.P), slices.Clone(S0)
+		for tok := range 2 {
+			SSMScanHead(sg, B, C, x, got[tok*c.P:(tok+1)*c.P], a, dt*float32(tok+1))
+		}
+		if !slices.Equal(got, ref) || !slices.Equal(sg, sr) {
+			t.Errorf("P=%d N=%d: SSMScanHead differs from SSMScanRow's Go loop", c.P, c.N)
+		}
+	}
+}

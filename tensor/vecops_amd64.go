@@ -89,3 +89,19 @@ func ssmScanRowSIMD(s, B, C []float32, a, xdt float32, lanes *[8]float32) int {
 	ssmScanRowAVX2(&s[0], &B[0], &C[0], n8, a, xdt, lanes)
 	return n8
 }
+
+// ssmScanHeadAVX2 is SSMScanHead for n (a multiple of 8) state values per
+// channel and p channels.
+//
+//go:noescape
+func ssmScanHeadAVX2(s, b, c, x, y *float32, n, p int, a, dt float32)
+
+// ssmScanHeadSIMD runs SSMScanHead in AVX2 (len(B) a multiple of 8) and
+// reports whether it did.
+func ssmScanHeadSIMD(S, B, C, x, y []float32, a, dt float32) bool {
+	if !hasSIMD {
+		return false
+	}
+	ssmScanHeadAVX2(&S[0], &B[0], &C[0], &x[0], &y[0], len(B), len(x), a, dt)
+	return true
+}

@@ -366,3 +366,59 @@ ssdone:
 	VMOVUPS Y6, (AX)
 	VZEROUPPER
 	RET
+
+// func ssmScanHeadAVX2(s, b, c, x, y *float32, n, p int, a, dt float32)
+//
+// SSMScanHead: for each of p channels, xdt = x·dt (VMULSS, the Go
+// product), then ssmScanRowAVX2's loop over the channel's n state values
+// (s advances by n floats a channel) and its lane sums folded as
+// SSMScanRow folds them, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), into y.
+TEXT ·ssmScanHeadAVX2(SB), NOSPLIT, $0-64
+	MOVQ         s+0(FP), DI
+	MOVQ         b+8(FP), SI
+	MOVQ         c+16(FP), DX
+	MOVQ         x+24(FP), R8
+	MOVQ         y+32(FP), R9
+	MOVQ         n+40(FP), R10
+	MOVQ         p+48(FP), R11
+	VBROADCASTSS a+56(FP), Y4
+	VMOVSS       dt+60(FP), X7
+	SHRQ         $3, R10
+	TESTQ        R11, R11
+	JZ           shdone
+
+shchan:
+	VMOVSS       (R8), X5
+	VMULSS       X7, X5, X5
+	VBROADCASTSS X5, Y5
+	VXORPS       Y6, Y6, Y6
+	XORQ         AX, AX
+	MOVQ         R10, CX
+
+shloop:
+	VMULPS  (DI), Y4, Y0
+	VMULPS  (SI)(AX*1), Y5, Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMULPS  (DX)(AX*1), Y0, Y2
+	VADDPS  Y2, Y6, Y6
+	ADDQ    $32, DI
+	ADDQ    $32, AX
+	DECQ    CX
+	JNZ     shloop
+
+	VEXTRACTF128 $1, Y6, X1
+	VADDPS       X1, X6, X6 // l0+l4, l1+l5, l2+l6, l3+l7
+	VMOVHLPS     X6, X6, X1 // l2+l6, l3+l7
+	VADDPS       X1, X6, X6 // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
+	VMOVSHDUP    X6, X1
+	VADDSS       X1, X6, X6
+	VMOVSS       X6, (R9)
+	ADDQ         $4, R8
+	ADDQ         $4, R9
+	DECQ         R11
+	JNZ          shchan
+
+shdone:
+	VZEROUPPER
+	RET
